@@ -1,0 +1,44 @@
+"""Environment variables the serving stack sets on each SageMaker model.
+
+The container's entrypoint parses exactly these names; the stack builds them from the
+validated app config. Names avoid the ``VLLM_`` prefix on purpose: vLLM reads its own
+``VLLM_*`` variables (``VLLM_PORT`` is its distributed-communication port) and warns on
+unknown ones, so reusing that prefix would collide with the engine.
+"""
+
+from typing import Final
+
+# Engine settings (one flag of the vLLM OpenAI server each).
+ENGINE_GPU_MEMORY_UTILIZATION: Final = "ENGINE_GPU_MEMORY_UTILIZATION"
+ENGINE_MAX_MODEL_LEN: Final = "ENGINE_MAX_MODEL_LEN"
+ENGINE_MAX_NUM_SEQS: Final = "ENGINE_MAX_NUM_SEQS"
+ENGINE_MAX_NUM_BATCHED_TOKENS: Final = "ENGINE_MAX_NUM_BATCHED_TOKENS"
+ENGINE_BLOCK_SIZE: Final = "ENGINE_BLOCK_SIZE"
+ENGINE_ENABLE_PREFIX_CACHING: Final = "ENGINE_ENABLE_PREFIX_CACHING"
+ENGINE_QUANTIZATION: Final = "ENGINE_QUANTIZATION"
+ENGINE_TENSOR_PARALLEL_SIZE: Final = "ENGINE_TENSOR_PARALLEL_SIZE"
+ENGINE_ENFORCE_EAGER: Final = "ENGINE_ENFORCE_EAGER"
+ENGINE_LOG_LEVEL: Final = "ENGINE_LOG_LEVEL"
+ENGINE_SERVED_MODEL_NAME: Final = "ENGINE_SERVED_MODEL_NAME"
+
+# LoRA adapters: comma-separated adapter names; each lives in <adapter dir>/<name>/.
+LORA_ADAPTERS: Final = "LORA_ADAPTERS"
+LORA_MAX_LORAS: Final = "LORA_MAX_LORAS"
+LORA_MAX_RANK: Final = "LORA_MAX_RANK"
+LORA_MAX_CPU_LORAS: Final = "LORA_MAX_CPU_LORAS"
+
+# Lifecycle of the serving process.
+STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"
+WARMUP_NUM_REQUESTS: Final = "WARMUP_NUM_REQUESTS"
+DRAIN_TIMEOUT_S: Final = "DRAIN_TIMEOUT_S"
+REQUEST_TIMEOUT_S: Final = "REQUEST_TIMEOUT_S"
+
+# Metrics: where EMF lines go and which dimensions they carry.
+METRICS_NAMESPACE: Final = "METRICS_NAMESPACE"
+METRICS_INTERVAL_S: Final = "METRICS_INTERVAL_S"
+ENDPOINT_NAME: Final = "ENDPOINT_NAME"
+VARIANT_NAME: Final = "VARIANT_NAME"
+
+ALL: Final[tuple[str, ...]] = tuple(
+    value for name, value in sorted(globals().items()) if name.isupper() and isinstance(value, str)
+)

@@ -1,0 +1,104 @@
+"""CloudWatch metric names the container emits as Embedded Metric Format (EMF).
+
+Alarms, dashboards and step-scaling policies reference these names through this module,
+so infrastructure can never point at a metric the container does not emit. vLLM's own
+``/metrics`` endpoint is not reachable through SageMaker, so the container scrapes it and
+republishes what operations need (CONVENTIONS.md, "Metrics").
+
+Units are CloudWatch unit names. Latencies are milliseconds here, unlike SageMaker's own
+``ModelLatency``/``OverheadLatency`` in ``AWS/SageMaker``, which are microseconds.
+"""
+
+from enum import StrEnum
+from typing import Final
+
+DEFAULT_NAMESPACE: Final = "MangaAssist/Inference"
+"""Namespace of every custom metric (overridable through ``observability.metrics_namespace``)."""
+
+SAGEMAKER_NAMESPACE: Final = "AWS/SageMaker"
+SAGEMAKER_INSTANCE_NAMESPACE: Final = "/aws/sagemaker/Endpoints"
+
+
+class Dimension(StrEnum):
+    """Dimension names. Endpoint and variant match the ``AWS/SageMaker`` dimension names."""
+
+    ENDPOINT = "EndpointName"
+    VARIANT = "VariantName"
+    ADAPTER = "Adapter"
+
+
+class EngineMetric(StrEnum):
+    """Engine gauges and rates scraped from vLLM ``/metrics`` on an interval.
+
+    Dimensions: (EndpointName, VariantName).
+    """
+
+    QUEUE_DEPTH = "QueueDepth"  # vllm:num_requests_waiting
+    RUNNING_REQUESTS = "RunningRequests"  # vllm:num_requests_running
+    KV_CACHE_USAGE = "KvCacheUsagePercent"  # vllm:kv_cache_usage_perc x 100
+    PREFIX_CACHE_HIT_RATE = "PrefixCacheHitRatePercent"  # delta hits / delta queries x 100
+    PREEMPTIONS = "Preemptions"  # delta of vllm:num_preemptions_total
+    PROMPT_TOKENS_PER_SECOND = "PromptTokensPerSecond"  # rate of vllm:prompt_tokens_total
+    GENERATION_TOKENS_PER_SECOND = "GenerationTokensPerSecond"  # rate of vllm:generation_tokens_total
+
+
+class RequestMetric(StrEnum):
+    """Per-request figures measured at the serving layer.
+
+    Dimensions: (EndpointName, VariantName) and (EndpointName, VariantName, Adapter).
+    """
+
+    TIME_TO_FIRST_TOKEN = "TimeToFirstToken"  # streaming requests only
+    REQUEST_LATENCY = "RequestLatency"
+    INPUT_TOKENS = "InputTokens"
+    OUTPUT_TOKENS = "OutputTokens"
+    REQUESTS = "Requests"
+    CLIENT_ERRORS = "ClientErrors"  # 4xx answered by the serving layer
+    SERVER_ERRORS = "ServerErrors"  # 5xx answered by the serving layer
+    ENGINE_ERRORS = "EngineErrors"  # upstream engine failed or was unreachable
+    OUT_OF_MEMORY_ERRORS = "OutOfMemoryErrors"  # engine reported CUDA OOM
+
+
+UNITS: Final[dict[str, str]] = {
+    EngineMetric.QUEUE_DEPTH: "Count",
+    EngineMetric.RUNNING_REQUESTS: "Count",
+    EngineMetric.KV_CACHE_USAGE: "Percent",
+    EngineMetric.PREFIX_CACHE_HIT_RATE: "Percent",
+    EngineMetric.PREEMPTIONS: "Count",
+    EngineMetric.PROMPT_TOKENS_PER_SECOND: "Count/Second",
+    EngineMetric.GENERATION_TOKENS_PER_SECOND: "Count/Second",
+    RequestMetric.TIME_TO_FIRST_TOKEN: "Milliseconds",
+    RequestMetric.REQUEST_LATENCY: "Milliseconds",
+    RequestMetric.INPUT_TOKENS: "Count",
+    RequestMetric.OUTPUT_TOKENS: "Count",
+    RequestMetric.REQUESTS: "Count",
+    RequestMetric.CLIENT_ERRORS: "Count",
+    RequestMetric.SERVER_ERRORS: "Count",
+    RequestMetric.ENGINE_ERRORS: "Count",
+    RequestMetric.OUT_OF_MEMORY_ERRORS: "Count",
+}
+"""CloudWatch unit of every emitted metric."""
+
+EMITTED: Final[frozenset[str]] = frozenset(UNITS)
+"""Every custom metric name the container emits."""
+
+
+class SageMakerMetric(StrEnum):
+    """AWS-published endpoint metrics (``AWS/SageMaker``) that alarms and scaling use."""
+
+    INVOCATIONS = "Invocations"
+    INVOCATIONS_PER_INSTANCE = "InvocationsPerInstance"
+    INVOCATION_4XX_ERRORS = "Invocation4XXErrors"
+    INVOCATION_5XX_ERRORS = "Invocation5XXErrors"
+    MODEL_LATENCY = "ModelLatency"  # microseconds
+    OVERHEAD_LATENCY = "OverheadLatency"  # microseconds
+
+
+class SageMakerInstanceMetric(StrEnum):
+    """Instance metrics in ``/aws/sagemaker/Endpoints`` (percent x device count)."""
+
+    GPU_UTILIZATION = "GPUUtilization"
+    GPU_MEMORY_UTILIZATION = "GPUMemoryUtilization"
+    CPU_UTILIZATION = "CPUUtilization"
+    MEMORY_UTILIZATION = "MemoryUtilization"
+    DISK_UTILIZATION = "DiskUtilization"
