@@ -1,0 +1,83 @@
+"""Shared pydantic base and small validated types used across the config tree."""
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+
+class ConfigModel(BaseModel):
+    """Base of every config section: frozen, unknown keys rejected, defaults validated.
+
+    ``extra="forbid"`` is what lets the loader suggest the closest known key for a typo.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+_INSTANCE_TYPE = re.compile(r"^ml\.[a-z][a-z0-9-]*\.[a-z0-9]+$")
+
+
+def _check_instance_type(value: str) -> str:
+    if not _INSTANCE_TYPE.match(value):
+        raise ValueError("must be a SageMaker instance type of the form ml.<family>.<size>, e.g. ml.g5.xlarge")
+    return value
+
+
+InstanceType = Annotated[str, AfterValidator(_check_instance_type)]
+"""A SageMaker hosting instance type such as ``ml.g5.xlarge``."""
+
+
+def instance_family(instance_type: str) -> str:
+    """Return the family of an ``ml.<family>.<size>`` type, e.g. ``g5`` for ``ml.g5.xlarge``."""
+    return instance_type.split(".")[1]
+
+
+# Families whose instances carry local NVMe instance storage. SageMaker rejects
+# VolumeSizeInGB and KmsKeyId for them (CONVENTIONS.md, "SageMaker real-time endpoints";
+# the API reference for ProductionVariant.VolumeSizeInGB). "*d" families (g4dn, p4d, c5d,
+# m5d, ...) are matched by suffix below.
+_NVME_FAMILIES = frozenset({"g5", "g6", "g6e", "gr6", "p5", "p5e", "p5en", "p6"})
+
+
+def has_local_nvme(instance_type: str) -> bool:
+    """True when the instance family has local NVMe storage (no EBS volume size or KMS key)."""
+    family = instance_family(instance_type)
+    return family in _NVME_FAMILIES or family.endswith(("d", "dn"))
+
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,62}$")
+
+
+def _check_adapter_name(value: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError("must be 1-63 characters of lowercase letters, digits and '_', starting with a letter or digit")
+    return value
+
+
+AdapterName = Annotated[str, AfterValidator(_check_adapter_name)]
+"""A LoRA adapter name as clients send it in the ``model`` field, e.g. ``manga_domain_v3``."""
+
+_VARIANT = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+
+def _check_variant_name(value: str) -> str:
+    # Pattern from the SageMaker API reference for ProductionVariant.VariantName.
+    if not _VARIANT.match(value):
+        raise ValueError("must match [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} (SageMaker VariantName)")
+    return value
+
+
+VariantName = Annotated[str, AfterValidator(_check_variant_name)]
+
+_ENDPOINT = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+
+def _check_endpoint_name(value: str) -> str:
+    # Pattern from the SageMaker API reference for CreateEndpoint.EndpointName.
+    if not _ENDPOINT.match(value):
+        raise ValueError("must match [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} (SageMaker EndpointName)")
+    return value
+
+
+EndpointName = Annotated[str, AfterValidator(_check_endpoint_name)]

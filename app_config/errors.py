@@ -1,0 +1,93 @@
+"""Turn pydantic validation errors into one line per problem that names the key,
+the value and what is allowed."""
+
+import difflib
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+
+class ConfigError(ValueError):
+    """Invalid configuration. ``str(error)`` is ready to print: one line per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(f"config error: {p}" for p in problems))
+
+
+def known_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
+    """Yield every dotted key of a config model tree, e.g. ``serving.primary.max_capacity``."""
+    for name, field in model.model_fields.items():
+        path = f"{prefix}{name}"
+        yield path
+        for nested in _nested_models(field.annotation):
+            yield from known_keys(nested, f"{path}.")
+
+
+def _nested_models(annotation: Any) -> Iterator[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+        return
+    for arg in getattr(annotation, "__args__", ()):
+        yield from _nested_models(arg)
+
+
+def closest_key(key: str, model: type[BaseModel]) -> str | None:
+    """The known dotted key most similar to ``key``, or None when nothing is close."""
+    keys = list(dict.fromkeys(known_keys(model)))
+    leaf_matches = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+    return leaf_matches[0] if leaf_matches else None
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _describe(error: ErrorDetails, root: type[BaseModel]) -> str:
+    path = _path(error["loc"])
+    kind = error["type"]
+    ctx = error.get("ctx", {})
+    value = error.get("input")
+    if kind == "extra_forbidden":
+        hint = closest_key(path, root)
+        suggestion = f"; did you mean '{hint}'?" if hint else ""
+        return f"{path}: unknown key{suggestion}"
+    if kind == "missing":
+        return f"{path}: required key is missing"
+    if kind == "value_error":
+        # Raised by our own validators, whose messages already name the fields and values.
+        message = str(ctx.get("error", error["msg"]))
+        if isinstance(value, dict):
+            return f"{path}: {message}" if path else message
+        return f"{path} = {value!r}: {message}"
+    allowed = {
+        "greater_than_equal": lambda: f"must be >= {ctx.get('ge')}",
+        "less_than_equal": lambda: f"must be <= {ctx.get('le')}",
+        "greater_than": lambda: f"must be > {ctx.get('gt')}",
+        "less_than": lambda: f"must be < {ctx.get('lt')}",
+        "int_parsing": lambda: "must be a whole number",
+        "int_type": lambda: "must be a whole number",
+        "int_from_float": lambda: "must be a whole number",
+        "float_parsing": lambda: "must be a number",
+        "float_type": lambda: "must be a number",
+        "bool_parsing": lambda: "must be true or false",
+        "bool_type": lambda: "must be true or false",
+        "literal_error": lambda: f"must be one of {ctx.get('expected')}",
+        "string_pattern_mismatch": lambda: f"must match {ctx.get('pattern')}",
+        "string_too_short": lambda: f"must have at least {ctx.get('min_length')} character(s)",
+        "string_too_long": lambda: f"must have at most {ctx.get('max_length')} characters",
+        "too_short": lambda: f"must have at least {ctx.get('min_length')} item(s)",
+        "too_long": lambda: f"must have at most {ctx.get('max_length')} items",
+        "model_type": lambda: "must be a mapping of keys to values",
+        "dict_type": lambda: "must be a mapping of keys to values",
+        "tuple_type": lambda: "must be a list",
+        "string_type": lambda: "must be a string",
+    }.get(kind, lambda: error["msg"])()
+    return f"{path} = {value!r}: {allowed}"
+
+
+def to_config_error(error: ValidationError, root: type[BaseModel]) -> ConfigError:
+    """Translate a pydantic ``ValidationError`` raised for ``root`` into a ``ConfigError``."""
+    return ConfigError([_describe(detail, root) for detail in error.errors()])

@@ -1,0 +1,89 @@
+"""The root of the config tree: one frozen, validated object per synth."""
+
+import re
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from app_config.base import ConfigModel
+from app_config.container import ContainerConfig
+from app_config.engine import EngineConfig
+from app_config.image import ImageConfig
+from app_config.model_artifacts import ModelConfig
+from app_config.observability import ObservabilityConfig
+from app_config.serving import ServingConfig
+
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+
+
+class DeploymentEnvConfig(ConfigModel):
+    """Target account and region; both None keeps the stacks environment-agnostic."""
+
+    account: str | None = Field(default=None, description="12-digit AWS account id, or None.")
+    region: str | None = Field(default=None, description="AWS region such as ap-northeast-1, or None.")
+
+    @model_validator(mode="after")
+    def _shapes(self) -> "DeploymentEnvConfig":
+        if self.account is not None and not _ACCOUNT.match(self.account):
+            raise ValueError(f"account = {self.account!r}: must be a 12-digit AWS account id")
+        if self.region is not None and not _REGION.match(self.region):
+            raise ValueError(f"region = {self.region!r}: must be an AWS region name such as ap-northeast-1")
+        return self
+
+
+class AppConfig(ConfigModel):
+    """Everything the stacks need, validated once in ``app.py``.
+
+    Defaults are MangaAssist's production values from the seeds; a stage overlay in
+    ``cdk.json`` and ``-c key=value`` overrides adjust them.
+    """
+
+    project_name: str = Field(
+        default="MangaAssist",
+        pattern=r"^[A-Za-z][A-Za-z0-9]{0,31}$",
+        description="Prefix of stack names and tags.",
+    )
+    stage: Literal["dev", "prod"] = Field(default="prod", description="Deployment stage; selects the overlay in cdk.json.")
+    env: DeploymentEnvConfig = Field(default=DeploymentEnvConfig(), description="Target account and region.")
+    tags: dict[str, str] = Field(
+        default={"Project": "MangaAssist", "Workload": "llm-serving"},
+        description="Tags applied to every resource.",
+    )
+    model: ModelConfig = Field(default=ModelConfig(), description="Base model and LoRA adapters baked into the image.")
+    engine: EngineConfig = Field(default=EngineConfig(), description="vLLM engine settings (container env vars).")
+    container: ContainerConfig = Field(default=ContainerConfig(), description="Serving-process lifecycle settings.")
+    serving: ServingConfig = Field(default=ServingConfig(), description="Endpoint and production variants.")
+    image: ImageConfig = Field(default=ImageConfig(), description="ECR repository and image references.")
+    observability: ObservabilityConfig = Field(default=ObservabilityConfig(), description="Logs and metrics.")
+
+    @model_validator(mode="after")
+    def _cross_section_checks(self) -> "AppConfig":
+        rank = self.model.adapter_rank
+        if rank is not None and rank > self.engine.max_lora_rank:
+            # A rank above --max-lora-rank fails to load (CONVENTIONS.md, "LoRA").
+            raise ValueError(
+                f"model.adapters rank {rank} exceeds engine.max_lora_rank = {self.engine.max_lora_rank}; "
+                "raise engine.max_lora_rank or retrain the adapters"
+            )
+        if self.engine.max_cpu_loras is not None and len(self.model.adapters) > self.engine.max_cpu_loras:
+            raise ValueError(
+                f"engine.max_cpu_loras = {self.engine.max_cpu_loras} is below the {len(self.model.adapters)} "
+                "configured adapters; every adapter must fit the CPU cache"
+            )
+        if self.stage == "prod" and self.serving.primary.min_capacity < 2:
+            # Seed 001 user story 3: never fewer than 2 warm instances in production.
+            raise ValueError(
+                f"serving.primary.min_capacity = {self.serving.primary.min_capacity}: must be >= 2 in prod "
+                "(the warm floor that keeps cold starts off the request path)"
+            )
+        return self
+
+    @property
+    def endpoint_name(self) -> str:
+        """The endpoint's name: configured, or ``<project>-vllm-<stage>`` in lowercase."""
+        return self.serving.endpoint_name or f"{self.project_name.lower()}-vllm-{self.stage}"
+
+    def stack_name(self, unit: str) -> str:
+        """CloudFormation stack name of a deployment unit, e.g. ``MangaAssist-prod-Serving``."""
+        return f"{self.project_name}-{self.stage}-{unit}"

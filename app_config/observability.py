@@ -1,0 +1,28 @@
+"""Where logs and metrics go."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from app_config.base import ConfigModel
+from serving_contract.metrics import DEFAULT_NAMESPACE
+
+LogRetentionDays = Literal[1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 3653]
+"""Retention values CloudWatch Logs accepts, in days (PutRetentionPolicy API reference)."""
+
+
+class ObservabilityConfig(ConfigModel):
+    """Log retention and the custom metric namespace."""
+
+    metrics_namespace: str = Field(
+        default=DEFAULT_NAMESPACE,
+        min_length=1,
+        max_length=255,
+        description="CloudWatch namespace of the container's EMF metrics.",
+    )
+    log_retention_days: LogRetentionDays = Field(
+        default=30, description="Retention of the endpoint's log group (CloudWatch's allowed values)."
+    )
+    retain_logs_on_delete: bool = Field(
+        default=True, description="Keep the endpoint's log group when the stack is deleted (audit trail)."
+    )

@@ -1,0 +1,141 @@
+"""The SageMaker endpoint: production variants, health check, routing, placement."""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from app_config.base import ConfigModel, EndpointName, InstanceType, VariantName, has_local_nvme
+
+
+class VariantConfig(ConfigModel):
+    """One production variant of the endpoint (a model, an instance fleet and a weight).
+
+    Capacity bounds are the hard limits of the variant's scalable target; scheduled
+    actions may move the floor and ceiling only inside them.
+    """
+
+    variant_name: VariantName = Field(description="Production variant name (the scaling ResourceId uses it).")
+    instance_type: InstanceType = Field(
+        default="ml.g5.xlarge",
+        description="Hosting instance type. Source: seed 003 (A10G 24 GB fits AWQ 8B + 128 sequences).",
+    )
+    initial_instance_count: int = Field(ge=1, le=100, description="Instances at creation (autoscaling owns it afterwards).")
+    initial_weight: float = Field(
+        gt=0, le=1000, description="Relative traffic weight; traffic share = weight / sum of weights."
+    )
+    min_capacity: int = Field(ge=1, le=100, description="Hard floor of the scalable target, in instances.")
+    max_capacity: int = Field(ge=1, le=100, description="Hard ceiling of the scalable target, in instances.")
+
+    @model_validator(mode="after")
+    def _capacity_in_bounds(self) -> "VariantConfig":
+        if self.min_capacity > self.max_capacity:
+            raise ValueError(
+                f"min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}"
+            )
+        if not self.min_capacity <= self.initial_instance_count <= self.max_capacity:
+            raise ValueError(
+                f"initial_instance_count = {self.initial_instance_count} must be within "
+                f"min_capacity = {self.min_capacity} .. max_capacity = {self.max_capacity}"
+            )
+        return self
+
+
+class CanaryVariantConfig(VariantConfig):
+    """The canary variant: same shape as the primary, smaller bounds, optional."""
+
+    enabled: bool = Field(default=True, description="Create the canary variant at all.")
+
+
+class VpcPlacementConfig(ConfigModel):
+    """Optional placement of the endpoint's containers in existing VPC subnets."""
+
+    subnet_ids: tuple[str, ...] = Field(min_length=1, max_length=16, description="Private subnet ids (subnet-...).")
+    security_group_ids: tuple[str, ...] = Field(
+        min_length=1, max_length=5, description="Security group ids (sg-...)."
+    )
+
+    @model_validator(mode="after")
+    def _ids_look_right(self) -> "VpcPlacementConfig":
+        for value in self.subnet_ids:
+            if not value.startswith("subnet-"):
+                raise ValueError(f"subnet_ids: {value!r} is not a subnet id (expected subnet-...)")
+        for value in self.security_group_ids:
+            if not value.startswith("sg-"):
+                raise ValueError(f"security_group_ids: {value!r} is not a security group id (expected sg-...)")
+        return self
+
+
+InferenceAmiVersion = Literal[
+    "al2-ami-sagemaker-inference-gpu-2",
+    "al2-ami-sagemaker-inference-gpu-2-1",
+    "al2-ami-sagemaker-inference-gpu-3-1",
+]
+
+
+class ServingConfig(ConfigModel):
+    """The endpoint, its endpoint config and both production variants."""
+
+    endpoint_name: EndpointName | None = Field(
+        default=None,
+        description=(
+            "Endpoint name; None derives <project>-vllm-<stage> (seed: mangaassist-vllm-prod). Set explicitly "
+            "because the role's log-group scope, alarms and scaling ResourceIds need it before the endpoint exists."
+        ),
+    )
+    primary: VariantConfig = Field(
+        default=VariantConfig(
+            variant_name="primary", initial_instance_count=4, initial_weight=95, min_capacity=2, max_capacity=20
+        ),
+        description="Primary variant. Source: seed 003 §8 (4 instances, weight 95) and seed 001 (min 2, max 20).",
+    )
+    canary: CanaryVariantConfig = Field(
+        default=CanaryVariantConfig(
+            variant_name="canary", initial_instance_count=1, initial_weight=5, min_capacity=1, max_capacity=2
+        ),
+        description="Canary variant. Source: seed 003 §8 (1 instance, weight 5).",
+    )
+    container_startup_health_check_timeout_s: int = Field(
+        default=300,
+        ge=60,
+        le=3600,
+        description="Time SageMaker waits for /ping to pass after start (AWS range 60-3600). Source: seed 003 (300 s).",
+    )
+    routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] = Field(
+        default="LEAST_OUTSTANDING_REQUESTS",
+        description="How SageMaker spreads requests across a variant's instances.",
+    )
+    inference_ami_version: InferenceAmiVersion = Field(
+        default="al2-ami-sagemaker-inference-gpu-3-1",
+        description="Host AMI (NVIDIA driver 550, CUDA 12.4); the container's CUDA base must match it.",
+    )
+    volume_size_gb: int | None = Field(
+        default=None,
+        ge=1,
+        le=512,
+        description="EBS volume per instance; must stay None on families with local NVMe (g5, g6, *d).",
+    )
+    network_isolation: bool = Field(
+        default=True,
+        description="Block all network access from the container (weights are baked, it needs none).",
+    )
+    vpc: VpcPlacementConfig | None = Field(default=None, description="Optional VPC placement of the containers.")
+
+    @model_validator(mode="after")
+    def _variants_consistent(self) -> "ServingConfig":
+        if self.canary.enabled and self.canary.variant_name == self.primary.variant_name:
+            raise ValueError(
+                f"canary.variant_name = {self.canary.variant_name!r} must differ from primary.variant_name"
+            )
+        if self.volume_size_gb is not None:
+            for variant in self.variants:
+                if has_local_nvme(variant.instance_type):
+                    raise ValueError(
+                        f"volume_size_gb = {self.volume_size_gb} is not allowed with {variant.variant_name}."
+                        f"instance_type = {variant.instance_type} (local NVMe storage); leave it unset"
+                    )
+        return self
+
+    @property
+    def variants(self) -> tuple[VariantConfig, ...]:
+        """The production variants that exist: the primary, then the canary when enabled."""
+        return (self.primary, self.canary) if self.canary.enabled else (self.primary,)

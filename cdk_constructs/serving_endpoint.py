@@ -1,0 +1,148 @@
+"""SageMaker models, endpoint config and endpoint for the production variants."""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from app_config.serving import VariantConfig, VpcPlacementConfig
+from serving_contract import env
+
+
+@dataclass(frozen=True)
+class VariantDeployment:
+    """What one production variant runs: its config and its own image URI.
+
+    Each variant gets its own SageMaker model so a canary can run a new image.
+    """
+
+    config: VariantConfig
+    image_uri: str
+
+
+class ServingEndpoint(Construct):
+    """A real-time endpoint with one SageMaker model per production variant.
+
+    Redeploys keep autoscaled instance counts: the endpoint sets
+    ``RetainAllVariantProperties`` and excludes only ``DesiredWeight``, so weights follow
+    config while ``DesiredInstanceCount`` stays with Application Auto Scaling
+    (CONVENTIONS.md).
+
+    Attributes:
+        endpoint: the ``AWS::SageMaker::Endpoint``.
+        endpoint_config: the ``AWS::SageMaker::EndpointConfig`` (replaced on every change).
+        models: variant name to its ``AWS::SageMaker::Model``.
+        log_group: ``/aws/sagemaker/Endpoints/<endpoint>``, where container stdout (and EMF) lands.
+        endpoint_name: the endpoint's name (known at synth).
+        variant_names: production variant names in order, primary first.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint_name: str,
+        variants: Sequence[VariantDeployment],
+        role: iam.IRole,
+        environment: Mapping[str, str],
+        startup_health_check_timeout_s: int,
+        routing_strategy: str,
+        inference_ami_version: str,
+        volume_size_gb: int | None,
+        network_isolation: bool,
+        vpc: VpcPlacementConfig | None,
+        log_retention: logs.RetentionDays,
+        log_removal_policy: cdk.RemovalPolicy,
+    ) -> None:
+        """
+        Args:
+            endpoint_name: the endpoint's name; fixed at synth because the role's log-group
+                scope and the scaling ResourceIds need it before the endpoint exists.
+            variants: production variants, primary first (1 or 2).
+            role: execution role the models run with (already granted ECR pull and logs).
+            environment: container environment shared by all variants (``VARIANT_NAME``
+                is added per variant).
+            startup_health_check_timeout_s: 60-3600, SageMaker's
+                ``ContainerStartupHealthCheckTimeoutInSeconds``.
+            routing_strategy: ``LEAST_OUTSTANDING_REQUESTS`` or ``RANDOM``.
+            inference_ami_version: host AMI, e.g. ``al2-ami-sagemaker-inference-gpu-3-1``.
+            volume_size_gb: EBS size, only for families without local NVMe (validated in config).
+            network_isolation: run the container without network access.
+            vpc: optional subnets and security groups for the container.
+            log_retention: retention of the endpoint's log group.
+            log_removal_policy: what deleting the stack does to the log group.
+        """
+        super().__init__(scope, construct_id)
+        self.endpoint_name = endpoint_name
+        self.variant_names = [variant.config.variant_name for variant in variants]
+        self.log_group = logs.LogGroup(
+            self,
+            "LogGroup",
+            # SageMaker writes container output to this fixed name (CONVENTIONS.md).
+            log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
+            retention=log_retention,
+            removal_policy=log_removal_policy,
+        )
+        vpc_config = (
+            sagemaker.CfnModel.VpcConfigProperty(
+                subnets=list(vpc.subnet_ids), security_group_ids=list(vpc.security_group_ids)
+            )
+            if vpc
+            else None
+        )
+        self.models: dict[str, sagemaker.CfnModel] = {}
+        production_variants = []
+        for variant in variants:
+            name = variant.config.variant_name
+            model = sagemaker.CfnModel(
+                self,
+                f"{name.title().replace('-', '')}Model",
+                execution_role_arn=role.role_arn,
+                primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                    image=variant.image_uri,
+                    mode="SingleModel",
+                    environment={**environment, env.VARIANT_NAME: name},
+                ),
+                enable_network_isolation=network_isolation,
+                vpc_config=vpc_config,
+            )
+            # CreateModel checks the role can pull the image: wait for its policy.
+            model.node.add_dependency(role)
+            self.models[name] = model
+            production_variants.append(
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=name,
+                    model_name=model.attr_model_name,
+                    instance_type=variant.config.instance_type,
+                    initial_instance_count=variant.config.initial_instance_count,
+                    initial_variant_weight=variant.config.initial_weight,
+                    container_startup_health_check_timeout_in_seconds=startup_health_check_timeout_s,
+                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
+                        routing_strategy=routing_strategy
+                    ),
+                    inference_ami_version=inference_ami_version,
+                    volume_size_in_gb=volume_size_gb,
+                )
+            )
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self, "EndpointConfig", production_variants=production_variants
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            # Application Auto Scaling owns DesiredInstanceCount; without this, every
+            # stack update resets each variant to its initial count (CONVENTIONS.md).
+            retain_all_variant_properties=True,
+            exclude_retained_variant_properties=[
+                sagemaker.CfnEndpoint.VariantPropertyProperty(variant_property_type="DesiredWeight")
+            ],
+        )
+        # The log group must exist (with its retention) before the first container writes.
+        self.endpoint.node.add_dependency(self.log_group)

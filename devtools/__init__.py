@@ -1,0 +1,1 @@
+"""Developer and CI tools: synth summary, template diff, config reference, nag report."""

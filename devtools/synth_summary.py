@@ -1,0 +1,69 @@
+"""Print where the templates are and a one-screen summary of a cloud assembly.
+
+Usage: ``python -m devtools.synth_summary [cdk.out]``
+"""
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+
+def _templates(outdir: Path) -> dict[str, dict[str, Any]]:
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    templates = {}
+    for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
+        if artifact.get("type") == "aws:cloudformation:stack":
+            template_file = artifact["properties"]["templateFile"]
+            templates[artifact_id] = json.loads((outdir / template_file).read_text())
+    return templates
+
+
+def summarize(outdir: str | Path) -> str:
+    """A short human summary: stacks and resource counts, endpoint, variants, instance types.
+
+    Args:
+        outdir: a synthesized cloud assembly directory (``cdk.out``).
+
+    Raises:
+        FileNotFoundError: when ``outdir`` holds no ``manifest.json`` (nothing synthesized).
+    """
+    outdir = Path(outdir)
+    templates = _templates(outdir)
+    lines = [f"Templates written to {outdir.resolve()}", ""]
+    lines.append(f"{'Stack':<40} {'Resources':>9}  Types")
+    for stack, template in templates.items():
+        resources = template.get("Resources", {})
+        kinds = Counter(r["Type"].removeprefix("AWS::") for r in resources.values())
+        top = ", ".join(f"{kind} x{count}" if count > 1 else kind for kind, count in sorted(kinds.items()))
+        lines.append(f"{stack:<40} {len(resources):>9}  {top}")
+    for template in templates.values():
+        for resource in template.get("Resources", {}).values():
+            if resource["Type"] == "AWS::SageMaker::Endpoint":
+                lines += ["", f"Endpoint: {resource['Properties'].get('EndpointName', '(generated)')}"]
+        for resource in template.get("Resources", {}).values():
+            if resource["Type"] == "AWS::SageMaker::EndpointConfig":
+                variants = resource["Properties"]["ProductionVariants"]
+                total = sum(float(v.get("InitialVariantWeight", 1)) for v in variants)
+                for v in variants:
+                    share = 100 * float(v.get("InitialVariantWeight", 1)) / total
+                    lines.append(
+                        f"  variant {v['VariantName']:<10} {v['InstanceType']:<14} "
+                        f"x{v['InitialInstanceCount']:<3} weight {share:5.1f}%"
+                    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    outdir = Path(argv[1] if len(argv) > 1 else "cdk.out")
+    try:
+        print(summarize(outdir))
+    except FileNotFoundError:
+        print(f"no cloud assembly in {outdir}: run the synth first", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,1 @@
+"""One stack per deployment unit; stacks compose constructs and add grants, outputs, tags."""

@@ -1,0 +1,37 @@
+"""Deployment unit: the ECR repository for the serving image (long-lived, rarely changes)."""
+
+from collections.abc import Mapping
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_ecr as ecr
+from constructs import Construct
+
+from app_config.image import ImageConfig
+from cdk_constructs.model_image_repository import ModelImageRepository
+from serving_contract import outputs
+
+
+class ImageRepositoryStack(cdk.Stack):
+    """Holds the ECR repository that the serving stack pulls from.
+
+    Attributes:
+        repository: the ECR repository.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        image: ImageConfig,
+        tags: Mapping[str, str],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.repository: ecr.IRepository = ModelImageRepository(
+            self, "ModelImageRepository", keep_last_images=image.keep_last_images
+        ).repository
+        cdk.CfnOutput(self, outputs.IMAGE_REPOSITORY_URI, value=self.repository.repository_uri)
+        for key, value in tags.items():
+            cdk.Tags.of(self).add(key, value)

@@ -1,0 +1,106 @@
+"""Deployment unit: the SageMaker endpoint with its primary and canary variants."""
+
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from app_config import AppConfig
+from app_config.image import ImageRefConfig
+from cdk_constructs.container_environment import container_environment
+from cdk_constructs.inference_execution_role import InferenceExecutionRole
+from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
+from serving_contract import outputs
+
+
+_RETENTION_BY_DAYS = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS,
+    545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS,
+    1096: logs.RetentionDays.THREE_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+def image_uri(repository: ecr.IRepository, ref: ImageRefConfig) -> str:
+    """URI of ``ref`` in ``repository``: by digest when one is set, else by tag."""
+    if ref.digest:
+        return repository.repository_uri_for_digest(ref.digest)
+    assert ref.tag is not None  # guaranteed by ImageRefConfig's validator
+    return repository.repository_uri_for_tag(ref.tag)
+
+
+class ServingStack(cdk.Stack):
+    """The serving system: execution role, endpoint log group, models, endpoint config, endpoint.
+
+    Attributes:
+        endpoint: the :class:`ServingEndpoint` construct (endpoint name, variants, log group).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: AppConfig,
+        repository: ecr.IRepository,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        serving = config.serving
+        execution_role = InferenceExecutionRole(
+            self,
+            "ExecutionRole",
+            metrics_namespace=config.observability.metrics_namespace,
+            vpc_placement=serving.vpc is not None,
+        )
+        variants = [VariantDeployment(config=serving.primary, image_uri=image_uri(repository, config.image.primary))]
+        if serving.canary.enabled:
+            variants.append(
+                VariantDeployment(config=serving.canary, image_uri=image_uri(repository, config.image.canary_or_primary))
+            )
+        self.endpoint = ServingEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=config.endpoint_name,
+            variants=variants,
+            role=execution_role.role,
+            environment=container_environment(config),
+            startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
+            routing_strategy=serving.routing_strategy,
+            inference_ami_version=serving.inference_ami_version,
+            volume_size_gb=serving.volume_size_gb,
+            network_isolation=serving.network_isolation,
+            vpc=serving.vpc,
+            log_retention=_RETENTION_BY_DAYS[config.observability.log_retention_days],
+            log_removal_policy=(
+                cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
+            ),
+        )
+        repository.grant_pull(execution_role.role)
+        self.endpoint.log_group.grant_write(execution_role.role)
+        self.endpoint.log_group.grant(execution_role.role, "logs:DescribeLogStreams")
+
+        cdk.CfnOutput(self, outputs.ENDPOINT_NAME, value=config.endpoint_name)
+        cdk.CfnOutput(self, outputs.PRIMARY_VARIANT_NAME, value=serving.primary.variant_name)
+        if serving.canary.enabled:
+            cdk.CfnOutput(self, outputs.CANARY_VARIANT_NAME, value=serving.canary.variant_name)
+        cdk.CfnOutput(self, outputs.EXECUTION_ROLE_ARN, value=execution_role.role.role_arn)
+        cdk.CfnOutput(self, outputs.LOG_GROUP_NAME, value=self.endpoint.log_group.log_group_name)
+        for key, value in config.tags.items():
+            cdk.Tags.of(self).add(key, value)
