@@ -51,7 +51,9 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,62}$")
 
 def _check_adapter_name(value: str) -> str:
     if not _NAME.match(value):
-        raise ValueError("must be 1-63 characters of lowercase letters, digits and '_', starting with a letter or digit")
+        raise ValueError(
+            "must be 1-63 characters of lowercase letters, digits and '_', starting with a letter or digit"
+        )
     return value
 
 

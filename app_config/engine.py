@@ -57,10 +57,14 @@ class EngineConfig(ConfigModel):
     )
     tensor_parallel_size: int = Field(default=1, ge=1, le=8, description="GPUs per engine (1 on ml.g5.xlarge).")
     enforce_eager: bool = Field(
-        default=False, description="Disable CUDA graphs (slower; only for debugging). Source: seed 001."
+        default=False,
+        description="Disable CUDA graphs (slower; only for debugging). Source: seed 001.",
     )
     max_loras: int = Field(
-        default=4, ge=1, le=64, description="LoRA adapters resident on the GPU at once. Source: seed 003."
+        default=4,
+        ge=1,
+        le=64,
+        description="LoRA adapters resident on the GPU at once. Source: seed 003.",
     )
     max_lora_rank: Annotated[int, AfterValidator(_check_lora_rank)] = Field(
         default=16,
@@ -73,7 +77,8 @@ class EngineConfig(ConfigModel):
         description="Adapters cached in CPU memory (None: vLLM default, equal to max_loras).",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
-        default="info", description="Engine log level. Source: seed 003 (debug floods logs in prod)."
+        default="info",
+        description="Engine log level. Source: seed 003 (debug floods logs in prod).",
     )
 
     @model_validator(mode="after")

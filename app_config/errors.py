@@ -41,6 +41,32 @@ def closest_key(key: str, model: type[BaseModel]) -> str | None:
     return leaf_matches[0] if leaf_matches else None
 
 
+# What is allowed, per pydantic error type; placeholders come from the error's ``ctx``.
+_ALLOWED: dict[str, str] = {
+    "greater_than_equal": "must be >= {ge}",
+    "less_than_equal": "must be <= {le}",
+    "greater_than": "must be > {gt}",
+    "less_than": "must be < {lt}",
+    "int_parsing": "must be a whole number",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "literal_error": "must be one of {expected}",
+    "string_pattern_mismatch": "must match {pattern}",
+    "string_too_short": "must have at least {min_length} character(s)",
+    "string_too_long": "must have at most {max_length} characters",
+    "too_short": "must have at least {min_length} item(s)",
+    "too_long": "must have at most {max_length} items",
+    "model_type": "must be a mapping of keys to values",
+    "dict_type": "must be a mapping of keys to values",
+    "tuple_type": "must be a list",
+    "string_type": "must be a string",
+}
+
+
 def _path(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc)
 
@@ -62,29 +88,8 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> str:
         if isinstance(value, dict):
             return f"{path}: {message}" if path else message
         return f"{path} = {value!r}: {message}"
-    allowed = {
-        "greater_than_equal": lambda: f"must be >= {ctx.get('ge')}",
-        "less_than_equal": lambda: f"must be <= {ctx.get('le')}",
-        "greater_than": lambda: f"must be > {ctx.get('gt')}",
-        "less_than": lambda: f"must be < {ctx.get('lt')}",
-        "int_parsing": lambda: "must be a whole number",
-        "int_type": lambda: "must be a whole number",
-        "int_from_float": lambda: "must be a whole number",
-        "float_parsing": lambda: "must be a number",
-        "float_type": lambda: "must be a number",
-        "bool_parsing": lambda: "must be true or false",
-        "bool_type": lambda: "must be true or false",
-        "literal_error": lambda: f"must be one of {ctx.get('expected')}",
-        "string_pattern_mismatch": lambda: f"must match {ctx.get('pattern')}",
-        "string_too_short": lambda: f"must have at least {ctx.get('min_length')} character(s)",
-        "string_too_long": lambda: f"must have at most {ctx.get('max_length')} characters",
-        "too_short": lambda: f"must have at least {ctx.get('min_length')} item(s)",
-        "too_long": lambda: f"must have at most {ctx.get('max_length')} items",
-        "model_type": lambda: "must be a mapping of keys to values",
-        "dict_type": lambda: "must be a mapping of keys to values",
-        "tuple_type": lambda: "must be a list",
-        "string_type": lambda: "must be a string",
-    }.get(kind, lambda: error["msg"])()
+    template = _ALLOWED.get(kind)
+    allowed = template.format(**ctx) if template else error["msg"]
     return f"{path} = {value!r}: {allowed}"
 
 

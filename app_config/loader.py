@@ -55,7 +55,9 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     node = data
     for index, part in enumerate(parts[:-1]):
-        child = node.setdefault(part, {})
+        child = node.get(part)
+        if child is None:  # an optional section that is off by default, e.g. image.canary
+            child = node[part] = {}
         if not isinstance(child, dict):
             prefix = ".".join(parts[: index + 1])
             raise ConfigError([f"{dotted}: cannot set a key below {prefix}, which is not a section"])

@@ -44,7 +44,9 @@ class AppConfig(ConfigModel):
         pattern=r"^[A-Za-z][A-Za-z0-9]{0,31}$",
         description="Prefix of stack names and tags.",
     )
-    stage: Literal["dev", "prod"] = Field(default="prod", description="Deployment stage; selects the overlay in cdk.json.")
+    stage: Literal["dev", "prod"] = Field(
+        default="prod", description="Deployment stage; selects the overlay in cdk.json."
+    )
     env: DeploymentEnvConfig = Field(default=DeploymentEnvConfig(), description="Target account and region.")
     tags: dict[str, str] = Field(
         default={"Project": "MangaAssist", "Workload": "llm-serving"},

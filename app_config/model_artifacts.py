@@ -43,12 +43,16 @@ class ModelConfig(ConfigModel):
     )
     quantization: Literal["awq", "awq_marlin", "gptq", "fp8"] | None = Field(
         default="awq",
-        description="vLLM --quantization. Source: seed 003 (AWQ INT4); vLLM upgrades awq to awq_marlin kernels where it can.",
+        description=(
+            "vLLM --quantization. Source: seed 003 (AWQ INT4); vLLM upgrades awq to awq_marlin kernels where it can."
+        ),
     )
     adapters: tuple[LoraAdapterConfig, ...] = Field(
         default=DEFAULT_ADAPTERS,
         max_length=32,
-        description="LoRA adapters served from one engine. Source: seed 002 (manga_domain_v3, general_support_v2, jp_style_v1).",
+        description=(
+            "LoRA adapters served from one engine. Source: seed 002 (manga_domain_v3, general_support_v2, jp_style_v1)."
+        ),
     )
 
     @model_validator(mode="after")

@@ -21,8 +21,10 @@ class ObservabilityConfig(ConfigModel):
         description="CloudWatch namespace of the container's EMF metrics.",
     )
     log_retention_days: LogRetentionDays = Field(
-        default=30, description="Retention of the endpoint's log group (CloudWatch's allowed values)."
+        default=30,
+        description="Retention of the endpoint's log group (CloudWatch's allowed values).",
     )
     retain_logs_on_delete: bool = Field(
-        default=True, description="Keep the endpoint's log group when the stack is deleted (audit trail)."
+        default=True,
+        description="Keep the endpoint's log group when the stack is deleted (audit trail).",
     )

@@ -19,9 +19,13 @@ class VariantConfig(ConfigModel):
         default="ml.g5.xlarge",
         description="Hosting instance type. Source: seed 003 (A10G 24 GB fits AWQ 8B + 128 sequences).",
     )
-    initial_instance_count: int = Field(ge=1, le=100, description="Instances at creation (autoscaling owns it afterwards).")
+    initial_instance_count: int = Field(
+        ge=1, le=100, description="Instances at creation (autoscaling owns it afterwards)."
+    )
     initial_weight: float = Field(
-        gt=0, le=1000, description="Relative traffic weight; traffic share = weight / sum of weights."
+        gt=0,
+        le=1000,
+        description="Relative traffic weight; traffic share = weight / sum of weights.",
     )
     min_capacity: int = Field(ge=1, le=100, description="Hard floor of the scalable target, in instances.")
     max_capacity: int = Field(ge=1, le=100, description="Hard ceiling of the scalable target, in instances.")
@@ -29,9 +33,7 @@ class VariantConfig(ConfigModel):
     @model_validator(mode="after")
     def _capacity_in_bounds(self) -> "VariantConfig":
         if self.min_capacity > self.max_capacity:
-            raise ValueError(
-                f"min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}"
-            )
+            raise ValueError(f"min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}")
         if not self.min_capacity <= self.initial_instance_count <= self.max_capacity:
             raise ValueError(
                 f"initial_instance_count = {self.initial_instance_count} must be within "
@@ -50,9 +52,7 @@ class VpcPlacementConfig(ConfigModel):
     """Optional placement of the endpoint's containers in existing VPC subnets."""
 
     subnet_ids: tuple[str, ...] = Field(min_length=1, max_length=16, description="Private subnet ids (subnet-...).")
-    security_group_ids: tuple[str, ...] = Field(
-        min_length=1, max_length=5, description="Security group ids (sg-...)."
-    )
+    security_group_ids: tuple[str, ...] = Field(min_length=1, max_length=5, description="Security group ids (sg-...).")
 
     @model_validator(mode="after")
     def _ids_look_right(self) -> "VpcPlacementConfig":
@@ -84,13 +84,21 @@ class ServingConfig(ConfigModel):
     )
     primary: VariantConfig = Field(
         default=VariantConfig(
-            variant_name="primary", initial_instance_count=4, initial_weight=95, min_capacity=2, max_capacity=20
+            variant_name="primary",
+            initial_instance_count=4,
+            initial_weight=95,
+            min_capacity=2,
+            max_capacity=20,
         ),
         description="Primary variant. Source: seed 003 §8 (4 instances, weight 95) and seed 001 (min 2, max 20).",
     )
     canary: CanaryVariantConfig = Field(
         default=CanaryVariantConfig(
-            variant_name="canary", initial_instance_count=1, initial_weight=5, min_capacity=1, max_capacity=2
+            variant_name="canary",
+            initial_instance_count=1,
+            initial_weight=5,
+            min_capacity=1,
+            max_capacity=2,
         ),
         description="Canary variant. Source: seed 003 §8 (1 instance, weight 5).",
     )

@@ -33,9 +33,7 @@ class InferenceExecutionRole(Construct):
         role: the IAM role; pass it to the SageMaker models.
     """
 
-    def __init__(
-        self, scope: Construct, construct_id: str, *, metrics_namespace: str, vpc_placement: bool
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, metrics_namespace: str, vpc_placement: bool) -> None:
         """
         Args:
             metrics_namespace: the custom namespace the container may publish to.

@@ -48,7 +48,7 @@ class ServingEndpoint(Construct):
         *,
         endpoint_name: str,
         variants: Sequence[VariantDeployment],
-        role: iam.IRole,
+        role: iam.Role,
         environment: Mapping[str, str],
         startup_health_check_timeout_s: int,
         routing_strategy: str,
@@ -111,8 +111,11 @@ class ServingEndpoint(Construct):
                 enable_network_isolation=network_isolation,
                 vpc_config=vpc_config,
             )
-            # CreateModel checks the role can pull the image: wait for its policy.
-            model.node.add_dependency(role)
+            # CreateModel checks the role can pull the image: wait for its inline policy
+            # (the role itself is already a dependency through ExecutionRoleArn).
+            policy = role.node.try_find_child("DefaultPolicy")
+            if policy is not None:
+                model.node.add_dependency(policy)
             self.models[name] = model
             production_variants.append(
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
@@ -122,9 +125,7 @@ class ServingEndpoint(Construct):
                     initial_instance_count=variant.config.initial_instance_count,
                     initial_variant_weight=variant.config.initial_weight,
                     container_startup_health_check_timeout_in_seconds=startup_health_check_timeout_s,
-                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
-                        routing_strategy=routing_strategy
-                    ),
+                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=routing_strategy),
                     inference_ami_version=inference_ami_version,
                     volume_size_in_gb=volume_size_gb,
                 )

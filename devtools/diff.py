@@ -28,10 +28,21 @@ def synth(tree: Path, outdir: Path, context: list[str]) -> dict[str, Path]:
     Raises:
         subprocess.CalledProcessError: when the synth fails (its stderr was printed).
     """
-    command = [str(CDK_BIN), "synth", "--quiet", "--app", f"{sys.executable} app.py", "-o", str(outdir)]
+    command = [
+        str(CDK_BIN),
+        "synth",
+        "--quiet",
+        "--app",
+        f"{sys.executable} app.py",
+        "-o",
+        str(outdir),
+    ]
     for item in context:
         command += ["-c", item]
-    subprocess.run(command, cwd=tree, check=True, stdout=subprocess.DEVNULL)
+    result = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        print(result.stderr, file=sys.stderr)
+        result.check_returncode()
     manifest = json.loads((outdir / "manifest.json").read_text())
     return {
         name: outdir / artifact["properties"]["templateFile"]
@@ -64,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         base_tree = Path(tmp) / "base"
         try:
             subprocess.run(
-                ["git", "worktree", "add", "--detach", "--quiet", str(base_tree), args.base], cwd=REPO, check=True
+                ["git", "worktree", "add", "--detach", "--quiet", str(base_tree), args.base],
+                cwd=REPO,
+                check=True,
             )
         except subprocess.CalledProcessError:
             print(f"diff: cannot check out base ref {args.base!r}", file=sys.stderr)

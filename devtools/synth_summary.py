@@ -41,7 +41,10 @@ def summarize(outdir: str | Path) -> str:
     for template in templates.values():
         for resource in template.get("Resources", {}).values():
             if resource["Type"] == "AWS::SageMaker::Endpoint":
-                lines += ["", f"Endpoint: {resource['Properties'].get('EndpointName', '(generated)')}"]
+                lines += [
+                    "",
+                    f"Endpoint: {resource['Properties'].get('EndpointName', '(generated)')}",
+                ]
         for resource in template.get("Resources", {}).values():
             if resource["Type"] == "AWS::SageMaker::EndpointConfig":
                 variants = resource["Properties"]["ProductionVariants"]

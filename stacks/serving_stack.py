@@ -14,7 +14,6 @@ from cdk_constructs.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
 from serving_contract import outputs
 
-
 _RETENTION_BY_DAYS = {
     1: logs.RetentionDays.ONE_DAY,
     3: logs.RetentionDays.THREE_DAYS,
@@ -72,7 +71,10 @@ class ServingStack(cdk.Stack):
         variants = [VariantDeployment(config=serving.primary, image_uri=image_uri(repository, config.image.primary))]
         if serving.canary.enabled:
             variants.append(
-                VariantDeployment(config=serving.canary, image_uri=image_uri(repository, config.image.canary_or_primary))
+                VariantDeployment(
+                    config=serving.canary,
+                    image_uri=image_uri(repository, config.image.canary_or_primary),
+                )
             )
         self.endpoint = ServingEndpoint(
             self,

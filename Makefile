@@ -1,0 +1,56 @@
+# One entry point for people and CI. `make synth` and `make test` set everything up on a
+# fresh machine (Python virtualenv + pinned CDK CLI) and need no AWS credentials or Docker.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BASE ?= origin/main
+# Extra CDK arguments, e.g. make synth ARGS="-c stage=dev -c serving.primary.max_capacity=12"
+ARGS ?=
+
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+
+.PHONY: setup synth test lint typecheck unit diff reference bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(VENV)/.installed node_modules/.installed
+
+## Synthesize every stack on the default config and print a summary.
+synth: setup
+	npx cdk synth --quiet $(ARGS)
+	$(PY) -m devtools.synth_summary cdk.out
+
+## Lint, type-check and run the whole test suite (what CI runs).
+test: setup lint typecheck
+	$(PY) -m pytest
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: setup
+	$(PY) -m mypy .
+
+## Per-stack template diff of the working tree against BASE (default origin/main).
+diff: setup
+	$(PY) -m devtools.diff --base $(BASE) $(ARGS)
+
+## Regenerate docs/config-reference.md from the config models.
+reference: setup
+	$(PY) -m devtools.config_reference
+
+## Synth wall time against the jsii floor.
+bench: setup
+	$(PY) benchmarks/synth_benchmark.py
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

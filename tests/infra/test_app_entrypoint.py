@@ -1,0 +1,36 @@
+"""``app.py`` as the CDK CLI runs it: a bad value stops synth with one line and no output."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.synth_helpers import REPO, cdk_json_context
+
+
+def _run_app(tmp_path: Path, overrides: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    # The CLI hands context and the output directory to the app through these variables.
+    env = {
+        **os.environ,
+        "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(), **overrides}),
+        "CDK_OUTDIR": str(tmp_path / "out"),
+    }
+    return subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_bad_value_stops_synth_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    result = _run_app(tmp_path, {"serving.primary.max_capacity": "abc"})
+    assert result.returncode == 2
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("config error")]
+    assert error_lines == ["config error: serving.primary.max_capacity = 'abc': must be a whole number"]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "manifest.json").exists()

@@ -1,0 +1,188 @@
+"""Focused template assertions for the serving stack."""
+
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from serving_contract import env, outputs
+from tests.synth_helpers import Synth
+
+
+def _variants(synth: Synth) -> list[dict[str, Any]]:
+    configs = synth.template("Serving").find_resources("AWS::SageMaker::EndpointConfig")
+    assert len(configs) == 1
+    variants: list[dict[str, Any]] = next(iter(configs.values()))["Properties"]["ProductionVariants"]
+    return variants
+
+
+def test_endpoint_config_has_primary_and_canary_from_the_seeds(default_synth: Synth) -> None:
+    variants = {v["VariantName"]: v for v in _variants(default_synth)}
+    assert set(variants) == {"primary", "canary"}
+    assert variants["primary"]["InstanceType"] == "ml.g5.xlarge"
+    assert variants["primary"]["InitialInstanceCount"] == 4
+    assert variants["primary"]["InitialVariantWeight"] == 95
+    assert variants["canary"]["InitialInstanceCount"] == 1
+    assert variants["canary"]["InitialVariantWeight"] == 5
+    for variant in variants.values():
+        assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 300
+        assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+        assert variant["InferenceAmiVersion"] == "al2-ami-sagemaker-inference-gpu-3-1"
+        # g5 has local NVMe: SageMaker rejects VolumeSizeInGB there.
+        assert "VolumeSizeInGB" not in variant
+
+
+def test_each_variant_has_its_own_model(default_synth: Synth) -> None:
+    template = default_synth.template("Serving")
+    models = template.find_resources("AWS::SageMaker::Model")
+    assert len(models) == 2
+    referenced = {v["ModelName"]["Fn::GetAtt"][0] for v in _variants(default_synth)}
+    assert referenced == set(models)
+
+
+def test_models_are_network_isolated_and_carry_engine_settings(default_synth: Synth) -> None:
+    template = default_synth.template("Serving")
+    for variant in ("primary", "canary"):
+        template.has_resource_properties(
+            "AWS::SageMaker::Model",
+            {
+                "EnableNetworkIsolation": True,
+                "PrimaryContainer": {
+                    "Mode": "SingleModel",
+                    "Environment": Match.object_like(
+                        {
+                            env.ENGINE_GPU_MEMORY_UTILIZATION: "0.92",
+                            env.ENGINE_MAX_NUM_SEQS: "128",
+                            env.ENGINE_MAX_MODEL_LEN: "4096",
+                            env.ENGINE_MAX_NUM_BATCHED_TOKENS: "8192",
+                            env.ENGINE_BLOCK_SIZE: "16",
+                            env.LORA_ADAPTERS: "manga_domain_v3,general_support_v2,jp_style_v1",
+                            env.LORA_MAX_RANK: "16",
+                            env.ENDPOINT_NAME: "mangaassist-vllm-prod",
+                            env.VARIANT_NAME: variant,
+                        }
+                    ),
+                },
+            },
+        )
+
+
+def test_engine_setting_override_reaches_the_container_without_touching_the_image(tmp_path) -> None:
+    from tests.synth_helpers import synthesize
+
+    synth = synthesize(tmp_path, {"engine.max_num_seqs": "96"})
+    models = synth.template("Serving").find_resources("AWS::SageMaker::Model")
+    for model in models.values():
+        assert model["Properties"]["PrimaryContainer"]["Environment"][env.ENGINE_MAX_NUM_SEQS] == "96"
+        assert model["Properties"]["PrimaryContainer"]["Image"]["Fn::Join"][1][-1] == (
+            ":vllm0.22.0-llama3-8b-awq-lora3-v1"
+        )
+
+
+def test_endpoint_retains_autoscaled_counts_but_not_weights(default_synth: Synth) -> None:
+    default_synth.template("Serving").has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "EndpointName": "mangaassist-vllm-prod",
+            "RetainAllVariantProperties": True,
+            "ExcludeRetainedVariantProperties": [{"VariantPropertyType": "DesiredWeight"}],
+        },
+    )
+
+
+def test_execution_role_is_least_privilege(default_synth: Synth) -> None:
+    template = default_synth.template("Serving")
+    roles = template.find_resources("AWS::IAM::Role")
+    assert len(roles) == 1
+    role = next(iter(roles.values()))["Properties"]
+    assert "ManagedPolicyArns" not in role
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    statements = next(iter(template.find_resources("AWS::IAM::Policy").values()))["Properties"]["PolicyDocument"][
+        "Statement"
+    ]
+    by_action = {}
+    for statement in statements:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        for action in actions:
+            by_action[action] = statement
+    assert set(by_action) == {
+        "cloudwatch:PutMetricData",
+        "ecr:BatchCheckLayerAvailability",
+        "ecr:BatchGetImage",
+        "ecr:GetDownloadUrlForLayer",
+        "ecr:GetAuthorizationToken",
+        "logs:CreateLogStream",
+        "logs:DescribeLogStreams",
+        "logs:PutLogEvents",
+    }
+    assert by_action["cloudwatch:PutMetricData"]["Condition"] == {
+        "StringEquals": {"cloudwatch:namespace": ["MangaAssist/Inference", "/aws/sagemaker/Endpoints"]}
+    }
+    # Pull is scoped to the one repository (imported from the image repository stack).
+    assert "Fn::ImportValue" in by_action["ecr:BatchGetImage"]["Resource"]
+    (log_group_id,) = template.find_resources("AWS::Logs::LogGroup")
+    assert by_action["logs:PutLogEvents"]["Resource"] == {"Fn::GetAtt": [log_group_id, "Arn"]}
+    assert not any("FullAccess" in str(statement) for statement in statements)
+
+
+def test_log_group_is_the_one_sagemaker_writes_to(default_synth: Synth) -> None:
+    default_synth.template("Serving").has_resource(
+        "AWS::Logs::LogGroup",
+        {
+            "Properties": {
+                "LogGroupName": "/aws/sagemaker/Endpoints/mangaassist-vllm-prod",
+                "RetentionInDays": 30,
+            },
+            "DeletionPolicy": "Retain",
+        },
+    )
+
+
+def test_outputs_name_the_endpoint_and_variants(default_synth: Synth) -> None:
+    template = default_synth.template("Serving")
+    template.has_output(outputs.ENDPOINT_NAME, {"Value": "mangaassist-vllm-prod"})
+    template.has_output(outputs.PRIMARY_VARIANT_NAME, {"Value": "primary"})
+    template.has_output(outputs.CANARY_VARIANT_NAME, {"Value": "canary"})
+
+
+def test_dev_overlay_shrinks_the_fleet(dev_synth: Synth) -> None:
+    variants = {v["VariantName"]: v for v in _variants(dev_synth)}
+    assert variants["primary"]["InitialInstanceCount"] == 1
+    dev_synth.template("Serving").has_resource_properties(
+        "AWS::SageMaker::Endpoint", {"EndpointName": "mangaassist-vllm-dev"}
+    )
+    dev_synth.template("Serving").has_resource(
+        "AWS::Logs::LogGroup", {"Properties": {"RetentionInDays": 7}, "DeletionPolicy": "Delete"}
+    )
+
+
+def test_vpc_placement_single_variant_and_digest(vpc_single_variant_synth: Synth) -> None:
+    synth = vpc_single_variant_synth
+    template = synth.template("Serving")
+    assert [v["VariantName"] for v in _variants(synth)] == ["primary"]
+    template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {"VpcConfig": {"Subnets": ["subnet-0a1b2c3d"], "SecurityGroupIds": ["sg-0a1b2c3d"]}},
+    )
+    model = next(iter(template.find_resources("AWS::SageMaker::Model").values()))
+    assert model["Properties"]["PrimaryContainer"]["Image"]["Fn::Join"][1][-1] == "@sha256:" + "ab" * 32
+    policy = next(iter(template.find_resources("AWS::IAM::Policy").values()))
+    actions = {
+        a
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    }
+    assert "ec2:CreateNetworkInterface" in actions
+    assert outputs.CANARY_VARIANT_NAME not in template.to_json()["Outputs"]
+
+
+def test_canary_can_run_its_own_image(tmp_path) -> None:
+    from tests.synth_helpers import synthesize
+
+    synth = synthesize(tmp_path, {"image.canary.tag": "candidate-v2"})
+    images = {
+        m["Properties"]["PrimaryContainer"]["Environment"][env.VARIANT_NAME]: m["Properties"]["PrimaryContainer"][
+            "Image"
+        ]["Fn::Join"][1][-1]
+        for m in synth.template("Serving").find_resources("AWS::SageMaker::Model").values()
+    }
+    assert images == {"primary": ":vllm0.22.0-llama3-8b-awq-lora3-v1", "canary": ":candidate-v2"}

@@ -1,0 +1,42 @@
+"""One snapshot per stack of the default synth, asset hashes masked.
+
+Update after an intended change with ``pytest tests/infra/test_snapshots.py --snapshot-update``
+and review the diff like any other code change.
+"""
+
+import re
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from tests.synth_helpers import Synth
+
+_ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def mask_asset_hashes(node: Any) -> Any:
+    """Replace content hashes (asset keys, image tags) so snapshots survive source edits."""
+    if isinstance(node, dict):
+        return {key: mask_asset_hashes(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [mask_asset_hashes(value) for value in node]
+    if isinstance(node, str):
+        return _ASSET_HASH.sub("<asset-hash>", node)
+    return node
+
+
+@pytest.fixture
+def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(JSONSnapshotExtension)
+
+
+@pytest.mark.parametrize("unit", ["ImageRepository", "Serving"])
+def test_stack_snapshot(default_synth: Synth, json_snapshot: SnapshotAssertion, unit: str) -> None:
+    assert mask_asset_hashes(default_synth.template_json(unit)) == json_snapshot
+
+
+def test_masking_replaces_hashes_only() -> None:
+    digest = "a" * 64
+    assert mask_asset_hashes({"k": [f"{digest}.zip", "plain"]}) == {"k": ["<asset-hash>.zip", "plain"]}

@@ -1,0 +1,48 @@
+"""Synthesize the app the way ``npx cdk synth`` does, for tests and benchmarks."""
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import assertions
+
+from app_config import AppConfig, load_config
+from stacks.composition import AppStacks, build_app
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """The context block of the repo's ``cdk.json`` (what the CLI passes to the app)."""
+    return dict(json.loads((REPO / "cdk.json").read_text())["context"])
+
+
+@dataclass(frozen=True)
+class Synth:
+    """One synthesized app: its config, stacks, output directory and templates."""
+
+    config: AppConfig
+    stacks: AppStacks
+    outdir: Path
+    templates: dict[str, assertions.Template]
+
+    def template(self, unit: str) -> assertions.Template:
+        """Template of a deployment unit, e.g. ``"Serving"``."""
+        return self.templates[self.config.stack_name(unit)]
+
+    def template_json(self, unit: str) -> dict[str, Any]:
+        return dict(self.template(unit).to_json())
+
+
+def synthesize(outdir: Path, overrides: Mapping[str, Any] | None = None) -> Synth:
+    """Synthesize every stack with ``cdk.json``'s context plus ``overrides`` (like ``-c``)."""
+    context = {**cdk_json_context(), **(overrides or {})}
+    app = cdk.App(outdir=str(outdir), context=context)
+    config = load_config(app.node.get_all_context())
+    stacks = build_app(app, config)
+    assembly = app.synth()
+    templates = {stack.stack_name: assertions.Template.from_json(stack.template) for stack in assembly.stacks}
+    return Synth(config=config, stacks=stacks, outdir=outdir, templates=templates)

@@ -1,0 +1,94 @@
+"""Defaults, stage overlays, section blocks and dotted overrides, in that precedence."""
+
+import pytest
+
+from app_config import AppConfig, load_config
+from tests.synth_helpers import cdk_json_context
+
+
+def test_defaults_are_the_seeds_values() -> None:
+    config = load_config(cdk_json_context())
+    assert config.stage == "prod"
+    assert config.endpoint_name == "mangaassist-vllm-prod"
+    assert config.engine.gpu_memory_utilization == 0.92
+    assert config.engine.max_num_seqs == 128
+    assert config.engine.max_model_len == 4096
+    assert config.engine.max_num_batched_tokens == 8192
+    assert config.engine.block_size == 16
+    assert config.serving.container_startup_health_check_timeout_s == 300
+    assert [a.name for a in config.model.adapters] == [
+        "manga_domain_v3",
+        "general_support_v2",
+        "jp_style_v1",
+    ]
+    assert {a.rank for a in config.model.adapters} == {16}
+    primary, canary = config.serving.variants
+    assert (primary.initial_instance_count, primary.initial_weight, primary.min_capacity) == (
+        4,
+        95,
+        2,
+    )
+    assert (canary.initial_instance_count, canary.initial_weight) == (1, 5)
+
+
+def test_stage_overlay_changes_only_what_it_names() -> None:
+    dev = load_config({**cdk_json_context(), "stage": "dev"})
+    prod = load_config(cdk_json_context())
+    assert dev.serving.primary.initial_instance_count == 1
+    assert dev.endpoint_name == "mangaassist-vllm-dev"
+    assert dev.engine == prod.engine
+    assert dev.serving.primary.instance_type == prod.serving.primary.instance_type
+
+
+def test_cli_strings_are_coerced() -> None:
+    config = load_config(
+        {
+            **cdk_json_context(),
+            "serving.primary.max_capacity": "12",
+            "engine.gpu_memory_utilization": "0.9",
+            "engine.enable_prefix_caching": "false",
+            "serving.canary.enabled": "false",
+        }
+    )
+    assert config.serving.primary.max_capacity == 12
+    assert config.engine.gpu_memory_utilization == 0.9
+    assert config.engine.enable_prefix_caching is False
+    assert [v.variant_name for v in config.serving.variants] == ["primary"]
+
+
+def test_dotted_override_beats_stage_overlay_and_section_block() -> None:
+    config = load_config(
+        {
+            **cdk_json_context(),
+            "stage": "dev",
+            "serving": {"primary": {"max_capacity": 3}},
+            "serving.primary.max_capacity": "4",
+        }
+    )
+    assert config.serving.primary.max_capacity == 4
+    assert config.serving.primary.min_capacity == 1  # from the dev overlay
+
+
+def test_json_values_set_lists() -> None:
+    config = load_config({**cdk_json_context(), "model.adapters": '[{"name": "seasonal_promo_v1"}]'})
+    assert [a.name for a in config.model.adapters] == ["seasonal_promo_v1"]
+
+
+def test_cdk_owned_context_keys_are_ignored() -> None:
+    context = {
+        **cdk_json_context(),
+        "aws:cdk:enable-path-metadata": True,
+        "@aws-cdk/core:newStyleStackSynthesis": True,
+        "availability-zones:account=123456789012:region=ap-northeast-1": ["a"],
+    }
+    assert load_config(context) == load_config(cdk_json_context())
+
+
+def test_config_is_frozen() -> None:
+    config = load_config(cdk_json_context())
+    with pytest.raises(Exception, match="frozen"):
+        config.serving.primary.max_capacity = 3  # type: ignore[misc]
+
+
+def test_model_defaults_validate_on_their_own() -> None:
+    assert AppConfig().endpoint_name == "mangaassist-vllm-prod"

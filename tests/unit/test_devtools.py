@@ -1,0 +1,52 @@
+"""The synth summary and the template diff used by CI."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from devtools.diff import diff_templates
+from devtools.synth_summary import summarize
+from tests.synth_helpers import Synth
+
+
+def test_summary_names_stacks_endpoint_variants_and_instance_types(default_synth: Synth) -> None:
+    text = summarize(default_synth.outdir)
+    assert f"Templates written to {default_synth.outdir.resolve()}" in text
+    assert "MangaAssist-prod-Serving" in text
+    assert "MangaAssist-prod-ImageRepository" in text
+    assert "Endpoint: mangaassist-vllm-prod" in text
+    assert "variant primary    ml.g5.xlarge   x4   weight  95.0%" in text
+    assert "variant canary     ml.g5.xlarge   x1   weight   5.0%" in text
+
+
+def test_summary_of_an_empty_directory_raises(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        summarize(tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_template_diff_reports_a_changed_property(tmp_path: Path, default_synth: Synth) -> None:
+    old = default_synth.template_json("Serving")
+    new = json.loads(json.dumps(old))
+    for resource in new["Resources"].values():
+        if resource["Type"] == "AWS::SageMaker::EndpointConfig":
+            resource["Properties"]["ProductionVariants"][0]["InitialVariantWeight"] = 90
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    differs, text = diff_templates(tmp_path / "old.json", tmp_path / "new.json")
+    assert differs
+    assert "AWS::SageMaker::EndpointConfig" in text
+    assert "requires replacement" in text
+    same, text = diff_templates(tmp_path / "old.json", tmp_path / "old.json")
+    assert not same
+    assert "There were no differences" in text
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_template_diff_treats_a_missing_side_as_a_new_stack(tmp_path: Path, default_synth: Synth) -> None:
+    (tmp_path / "new.json").write_text(json.dumps(default_synth.template_json("ImageRepository")))
+    differs, text = diff_templates(None, tmp_path / "new.json")
+    assert differs
+    assert "[+] AWS::ECR::Repository" in text
