@@ -9,6 +9,6 @@ It has no dependencies beyond the standard library so the container image can co
 it in as-is (see ``container/Dockerfile``).
 """
 
-from serving_contract import env, metrics, outputs
+from serving_contract import alarms, env, metrics, outputs
 
-__all__ = ["env", "metrics", "outputs"]
+__all__ = ["alarms", "env", "metrics", "outputs"]

@@ -1,0 +1,29 @@
+"""Names of the CloudWatch alarms that other parts of the system refer to by name.
+
+The endpoint's deployment guardrails (``AutoRollbackConfiguration``) and the operations
+commands (``promote`` stops at the first alarm in ALARM) find these alarms by name, so the
+names are derived here from the endpoint and variant, never typed twice.
+"""
+
+
+def canary_error_rate_alarm_name(endpoint_name: str, variant_name: str) -> str:
+    """Alarm on a variant's 5xx rate (Invocation5XXErrors / Invocations), used for rollback."""
+    return f"{endpoint_name}-{variant_name}-5xx-rate"
+
+
+def canary_latency_alarm_name(endpoint_name: str, variant_name: str) -> str:
+    """Alarm on a variant's p95 latency (TTFT / ModelLatency), used for rollback."""
+    return f"{endpoint_name}-{variant_name}-latency-p95"
+
+
+def rollback_alarm_names(endpoint_name: str, variant_name: str) -> tuple[str, str]:
+    """Every alarm that must roll a deployment back, for the given (canary) variant."""
+    return (
+        canary_error_rate_alarm_name(endpoint_name, variant_name),
+        canary_latency_alarm_name(endpoint_name, variant_name),
+    )
+
+
+def alarm_name_prefix(endpoint_name: str) -> str:
+    """Prefix shared by every alarm of one endpoint (``DescribeAlarms(AlarmNamePrefix=...)``)."""
+    return f"{endpoint_name}-"
