@@ -9,6 +9,9 @@ BASE ?= origin/main
 ARGS ?=
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+# Run the jsii runtime (aws-cdk-lib's Node side) on the pinned Node 22 from package.json:
+# the machine's Node 20 is end-of-life and makes every synth print a banner.
+export JSII_NODE := $(CURDIR)/node_modules/.bin/node
 
 .PHONY: setup synth test lint typecheck unit diff reference bench clean
 

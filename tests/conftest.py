@@ -3,11 +3,15 @@
 import os
 from pathlib import Path
 
-import pytest
-
-from tests.synth_helpers import Synth, synthesize
-
+# Before aws_cdk loads: run jsii on the pinned Node 22 when installed (as the Makefile does).
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+_PINNED_NODE = Path(__file__).resolve().parent.parent / "node_modules" / ".bin" / "node"
+if _PINNED_NODE.exists():
+    os.environ.setdefault("JSII_NODE", str(_PINNED_NODE))
+
+import pytest  # noqa: E402
+
+from tests.synth_helpers import Synth, synthesize  # noqa: E402
 
 
 @pytest.fixture(scope="session")
