@@ -37,7 +37,7 @@ def instance_family(instance_type: str) -> str:
 # VolumeSizeInGB and KmsKeyId for them (CONVENTIONS.md, "SageMaker real-time endpoints";
 # the API reference for ProductionVariant.VolumeSizeInGB). "*d" families (g4dn, p4d, c5d,
 # m5d, ...) are matched by suffix below.
-_NVME_FAMILIES = frozenset({"g5", "g6", "g6e", "gr6", "p5", "p5e", "p5en", "p6"})
+_NVME_FAMILIES = frozenset({"g5", "g6", "g6e", "gr6", "p4de", "p5", "p5e", "p5en", "p6"})
 
 
 def has_local_nvme(instance_type: str) -> bool:
