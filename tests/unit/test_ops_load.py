@@ -21,6 +21,7 @@ class _Server(ThreadingHTTPServer):
     fail_every = 0  # answer HTTP 500 to every n-th request (0 = never)
     served = 0
     models: list[str]
+    lock = threading.Lock()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -32,7 +33,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         assert self.path == "/invocations"
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        with threading.Lock():
+        with self.server.lock:
             self.server.served += 1
             number = self.server.served
             self.server.models.append(request["model"])
@@ -61,7 +62,7 @@ class _Handler(BaseHTTPRequestHandler):
 def server() -> Iterator[_Server]:
     srv = _Server(("127.0.0.1", 0), _Handler)
     srv.models = []
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield srv
     srv.shutdown()
@@ -88,7 +89,9 @@ def test_load_reports_each_level_and_a_target(server):
     assert [(r[0], r[1], r[2]) for r in rows] == [("1", "8", "0"), ("4", "8", "0")]
     assert all("ms" in r for r in rows)  # TTFT and latency percentiles measured (stream mode)
     suggestion = next(line for line in lines if line.startswith("suggested target"))
-    match = re.search(r": (\d+) per instance per minute = floor\(([\d.]+) req/s x 60 / 1 instance\(s\) / 1.3\)", suggestion)
+    match = re.search(
+        r": (\d+) per instance per minute = floor\(([\d.]+) req/s x 60 / 1 instance\(s\) / 1.3\)", suggestion
+    )
     assert match, suggestion
     rps = float(match.group(2))  # printed to 2 decimals: the exact value is within +-0.005
     low, high = math.floor((rps - 0.005) * 60 / HEADROOM), math.floor((rps + 0.005) * 60 / HEADROOM)

@@ -1,7 +1,10 @@
 """``promote`` and ``rollback`` against stubbed SageMaker and CloudWatch clients."""
 
+import json
+
 import pytest
 
+from app_config import load_config
 from ops.cli import main
 from ops.exit_codes import ExitCode
 from tests.unit.ops_stubs import ADAPTERS, ENDPOINT, FakeClock, stubbed
@@ -189,3 +192,20 @@ def test_bad_steps_are_rejected(steps, message, capsys):
         main(["promote", "--endpoint-name", ENDPOINT, "--steps", steps])
     assert exit_info.value.code == 2
     assert f"argument --steps: {message}" in capsys.readouterr().err
+
+
+def test_printed_context_loads_as_config():
+    """What rollback prints (flags and overlay) is accepted by the config the next deploy builds."""
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
+        main(["rollback", *VARIANTS, *FAST, "--skip-smoke"], stubs.deps(FakeClock()))
+    lines = stubs.output.splitlines()
+    flags = lines[lines.index("Weights follow config on deploy; commit this so the next `cdk deploy` keeps them:") + 1]
+    overrides = dict(part.split("=") for part in flags.split(" -c ")[1:])
+    by_flags = load_config({"stage": "prod", "stages": {"prod": {}}, **overrides})
+    overlay = json.loads(lines[-1])
+    by_overlay = load_config({"stage": "prod", "stages": {"prod": overlay}})
+    for config in (by_flags, by_overlay):
+        assert (config.serving.primary.initial_weight, config.serving.canary.initial_weight) == (100, 0)
