@@ -73,7 +73,7 @@ def test_alarm_mid_promotion_rolls_back():
         stubs.update_weights({"primary": 100.0, "canary": 0.0})
         stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
         code = main(["promote", *VARIANTS, *FAST, "--steps", "25,100", "--watch-s", "600"], stubs.deps(clock))
-    assert code == ExitCode.ROLLED_BACK == 4
+    assert code == ExitCode.ROLLED_BACK
     assert clock.sleeps == [30.0]
     out = stubs.output
     assert "step 100 %" not in out
@@ -168,7 +168,7 @@ def test_rollback_reports_aws_error(capsys):
             service_message="Cannot update in-progress endpoint",
         )
         code = main(["rollback", *VARIANTS, *FAST, "--skip-smoke"], stubs.deps(FakeClock()))
-    assert code == ExitCode.AWS_ERROR == 5
+    assert code == ExitCode.AWS_ERROR
     assert "error: UpdateEndpointWeightsAndCapacities on" in capsys.readouterr().err
 
 

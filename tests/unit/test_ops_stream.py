@@ -5,6 +5,8 @@ InvokeEndpointWithResponseStream events, so these tests feed it lists of dicts.
 """
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from botocore.exceptions import EventStreamError
@@ -48,7 +50,7 @@ def test_error_events_raise(event, message):
 
 
 def test_botocore_event_stream_error_is_mapped():
-    def events():
+    def events() -> Iterator[dict[str, Any]]:
         yield from sse_events("partial", done=False)
         raise EventStreamError(
             {"Error": {"Code": "ModelStreamError", "Message": "container closed the stream"}},
