@@ -158,23 +158,26 @@ def wait_in_service(
     poll_s: float,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
+    settled: Callable[[EndpointState], bool] | None = None,
 ) -> EndpointState:
-    """Poll DescribeEndpoint until InService; raise OpsError (NOT_READY) on Failed or timeout.
+    """Poll DescribeEndpoint until InService (and ``settled(state)``, when given).
 
     SageMaker moves the endpoint to ``Updating`` during UpdateEndpointWeightsAndCapacities and
-    back to ``InService`` when the new weights are active.
+    back to ``InService`` when the new weights are active; ``settled`` guards against reading
+    the old state before the update shows. Raises OpsError (NOT_READY) on Failed or timeout.
     """
     deadline = clock() + timeout_s
     while True:
         state = describe(sagemaker, endpoint_name)
-        if state.status == IN_SERVICE:
+        if state.status == IN_SERVICE and (settled is None or settled(state)):
             return state
         if state.status in ("Failed", "OutOfService", "RollingBack", "Deleting"):
             reason = f" ({state.failure_reason})" if state.failure_reason else ""
             raise OpsError(f"endpoint {endpoint_name} is {state.status}{reason}", ExitCode.NOT_READY)
         if clock() >= deadline:
+            what = state.status if state.status != IN_SERVICE else "InService with the old weights"
             raise OpsError(
-                f"endpoint {endpoint_name} still {state.status} after {timeout_s:g} s (--update-timeout-s)",
+                f"endpoint {endpoint_name} still {what} after {timeout_s:g} s (--update-timeout-s)",
                 ExitCode.NOT_READY,
             )
         sleep(poll_s)

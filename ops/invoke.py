@@ -280,6 +280,8 @@ class HttpTarget:
         self._url = base_url.rstrip("/").removesuffix("/invocations") + "/invocations"
         self._clock = clock
         self._timeout_s = timeout_s
+        # No proxies: the target is a local container or a host the caller names explicitly.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def invoke(self, body: bytes, *, stream: bool, variant: str | None = None) -> Answer:
         headers = {"Content-Type": "application/json"}
@@ -288,7 +290,7 @@ class HttpTarget:
         request = urllib.request.Request(self._url, data=body, headers=headers, method="POST")
         started = self._clock()
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
+            with self._opener.open(request, timeout=self._timeout_s) as response:
                 if stream:
                     result = read_sse_chunks(iter(lambda: response.read1(65536), b""), clock=self._clock)
                     ttft = None if result.first_content_at is None else result.first_content_at - started

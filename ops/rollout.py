@@ -23,6 +23,7 @@ from serving_contract.alarms import alarm_name_prefix, rollback_alarm_names
 
 ALARM = "ALARM"
 ALARM_TYPES = ["MetricAlarm", "CompositeAlarm"]
+WEIGHT_TOLERANCE = 1e-6  # DescribeEndpoint returns the floats that were sent
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def _number(value: float) -> float | int:
 
 
 def set_weights(rt: Runtime, endpoint: str, weights: dict[str, float], timing: Timing) -> None:
-    """UpdateEndpointWeightsAndCapacities (DesiredWeight only), then wait for InService."""
+    """UpdateEndpointWeightsAndCapacities (DesiredWeight only), then wait for InService with those weights."""
     desired = [{"VariantName": name, "DesiredWeight": float(weight)} for name, weight in weights.items()]
     try:
         rt.sagemaker.update_endpoint_weights_and_capacities(EndpointName=endpoint, DesiredWeightsAndCapacities=desired)
@@ -108,17 +109,22 @@ def set_weights(rt: Runtime, endpoint: str, weights: dict[str, float], timing: T
         raise OpsError(
             f"UpdateEndpointWeightsAndCapacities on {endpoint} failed: {error}", ExitCode.AWS_ERROR
         ) from error
-    state = wait_in_service(
-        rt.sagemaker, endpoint, timeout_s=timing.update_timeout_s, poll_s=timing.poll_s, clock=rt.clock, sleep=rt.sleep
+
+    def applied(state: EndpointState) -> bool:
+        return all(
+            (variant := state.variant(name)) is not None and abs(variant.current_weight - weight) <= WEIGHT_TOLERANCE
+            for name, weight in weights.items()
+        )
+
+    wait_in_service(
+        rt.sagemaker,
+        endpoint,
+        timeout_s=timing.update_timeout_s,
+        poll_s=timing.poll_s,
+        clock=rt.clock,
+        sleep=rt.sleep,
+        settled=applied,
     )
-    for name, weight in weights.items():
-        variant = state.variant(name)
-        if variant is None or abs(variant.current_weight - weight) > 1e-6:
-            current = "missing" if variant is None else f"{variant.current_weight:g}"
-            raise OpsError(
-                f"variant {name} of {endpoint}: weight is {current} after the update, expected {weight:g}",
-                ExitCode.AWS_ERROR,
-            )
 
 
 def _variant_names(ref: EndpointRef) -> tuple[str, str]:

@@ -209,3 +209,32 @@ def test_printed_context_loads_as_config():
     by_overlay = load_config({"stage": "prod", "stages": {"prod": overlay}})
     for config in (by_flags, by_overlay):
         assert (config.serving.primary.initial_weight, config.serving.canary.initial_weight) == (100, 0)
+
+
+def test_weight_change_waits_until_current_weights_show_the_update():
+    """An InService reading with the old CurrentWeight right after the call is not the end of the wait."""
+    clock = FakeClock()
+    with stubbed() as stubs:
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})  # not visible yet
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
+        code = main(["rollback", *VARIANTS, *FAST, "--skip-smoke"], stubs.deps(clock))
+    assert code == ExitCode.OK
+    assert clock.sleeps == [30.0]
+
+
+def test_weights_never_applied_is_not_ready(capsys):
+    with stubbed() as stubs:
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        for _ in range(3):
+            stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        code = main(
+            ["rollback", *VARIANTS, "--poll-s", "30", "--update-timeout-s", "60", "--skip-smoke"],
+            stubs.deps(FakeClock()),
+        )
+    assert code == ExitCode.NOT_READY
+    assert capsys.readouterr().err.strip() == (
+        f"error: endpoint {ENDPOINT} still InService with the old weights after 60 s (--update-timeout-s)"
+    )
