@@ -23,9 +23,12 @@ class VariantConfig(ConfigModel):
         ge=1, le=100, description="Instances at creation (autoscaling owns it afterwards)."
     )
     initial_weight: float = Field(
-        gt=0,
+        ge=0,
         le=1000,
-        description="Relative traffic weight; traffic share = weight / sum of weights.",
+        description=(
+            "Relative traffic weight; traffic share = weight / sum of weights. 0 = no traffic (SageMaker "
+            "VariantWeight minimum is 0): a rolled-back canary or a fully promoted one leaves a variant at 0."
+        ),
     )
     min_capacity: int = Field(ge=1, le=100, description="Hard floor of the scalable target, in instances.")
     max_capacity: int = Field(ge=1, le=100, description="Hard ceiling of the scalable target, in instances.")
@@ -134,6 +137,9 @@ class ServingConfig(ConfigModel):
             raise ValueError(
                 f"canary.variant_name = {self.canary.variant_name!r} must differ from primary.variant_name"
             )
+        if all(variant.initial_weight == 0 for variant in self.variants):
+            weights = ", ".join(f"{v.variant_name}.initial_weight = 0" for v in self.variants)
+            raise ValueError(f"{weights}: at least one variant needs initial_weight > 0 to receive traffic")
         if self.volume_size_gb is not None:
             for variant in self.variants:
                 if has_local_nvme(variant.instance_type):

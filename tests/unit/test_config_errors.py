@@ -57,14 +57,9 @@ def _error(**overrides: str) -> str:
             "config error: engine.block_size = '12': must be one of 8, 16, 32, 64 or 128",
         ),
         (
-            "serving.primary.initial_weight",
-            "0",
-            "config error: serving.primary.initial_weight = '0': must be > 0",
-        ),
-        (
             "serving.canary.initial_weight",
             "-5",
-            "config error: serving.canary.initial_weight = '-5': must be > 0",
+            "config error: serving.canary.initial_weight = '-5': must be >= 0",
         ),
         (
             "serving.primary.instance_type",
@@ -153,6 +148,16 @@ def test_bad_value_names_key_value_and_allowed(key: str, value: str, expected: s
         (
             {"engine.max_num_batched_tokens": "256", "engine.max_num_seqs": "512"},
             "config error: engine: max_num_batched_tokens = 256 must be >= max_num_seqs = 512",
+        ),
+        (
+            {"serving.primary.initial_weight": "0", "serving.canary.initial_weight": "0"},
+            "config error: serving: primary.initial_weight = 0, canary.initial_weight = 0: at least one variant "
+            "needs initial_weight > 0 to receive traffic",
+        ),
+        (
+            {"serving.primary.initial_weight": "0", "serving.canary.enabled": "false"},
+            "config error: serving: primary.initial_weight = 0: at least one variant needs initial_weight > 0 "
+            "to receive traffic",
         ),
         (
             {"serving.canary.variant_name": "primary"},

@@ -92,3 +92,15 @@ def test_config_is_frozen() -> None:
 
 def test_model_defaults_validate_on_their_own() -> None:
     assert AppConfig().endpoint_name == "mangaassist-vllm-prod"
+
+
+def test_rolled_back_and_promoted_weights_are_valid_config() -> None:
+    """The context `mangaassist-ops rollback` / `promote` print must load (weights follow config on deploy)."""
+    for primary, canary in (("100", "0"), ("0", "100")):
+        config = load_config(
+            {**cdk_json_context(), "serving.primary.initial_weight": primary, "serving.canary.initial_weight": canary}
+        )
+        assert (config.serving.primary.initial_weight, config.serving.canary.initial_weight) == (
+            float(primary),
+            float(canary),
+        )

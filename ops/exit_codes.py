@@ -1,0 +1,25 @@
+"""Exit codes of every command, so a CI job can tell "the endpoint is bad" from "I was called wrong".
+
+Documented in docs/operations.md; tests assert them.
+"""
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit status of ``mangaassist-ops``."""
+
+    OK = 0
+    CHECK_FAILED = 1  # smoke: a request failed its check; load: errors above the allowed rate
+    USAGE = 2  # bad flags or inputs (argparse also exits 2), missing stack outputs
+    NOT_READY = 3  # endpoint or a variant not InService, or did not return to InService in time
+    ROLLED_BACK = 4  # promote: an alarm fired, traffic was returned to the primary
+    AWS_ERROR = 5  # an AWS call failed (throttling, permissions, rollback could not be applied)
+
+
+class OpsError(Exception):
+    """An error that ends a command with a one-line message and a specific exit code."""
+
+    def __init__(self, message: str, code: ExitCode) -> None:
+        super().__init__(message)
+        self.code = code

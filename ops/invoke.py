@@ -1,0 +1,305 @@
+"""Send one OpenAI-shaped request to an endpoint and judge the answer.
+
+Two targets speak the container's ``POST /invocations`` contract: a SageMaker endpoint through
+boto3 (``InvokeEndpoint`` / ``InvokeEndpointWithResponseStream``, optionally pinned to one
+variant with ``TargetVariant``) and a plain HTTP URL (local tests, a container on a laptop).
+Both return an :class:`Answer`; neither raises for a bad answer, so callers can count failures.
+
+Stream parsing is split into pure functions (:class:`SseDecoder`, :func:`read_event_stream`)
+that take bytes or an iterable of events shaped like botocore's parsed events
+(``{"PayloadPart": {"Bytes": b"..."}}``, ``{"ModelStreamError": {...}}``,
+``{"InternalStreamFailure": {...}}``), so they are tested without an AWS event stream.
+"""
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+Clock = Callable[[], float]
+
+DEFAULT_PROMPT = "Recommend one manga for a reader who liked Frieren, in one sentence."
+STREAM_ERROR_EVENTS = ("ModelStreamError", "InternalStreamFailure")
+
+
+class AnswerError(Exception):
+    """The endpoint answered, but not with a well-formed, non-empty completion."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Outcome of one request.
+
+    ``status`` is ``ok`` or a short reason (``ModelError 500``, ``stream ModelStreamError``,
+    ``bad answer``); ``ttft_s`` is the time to the first non-empty content chunk (streaming
+    only, seconds); ``latency_s`` is the time to the complete answer (seconds).
+    """
+
+    ok: bool
+    status: str
+    latency_s: float
+    ttft_s: float | None = None
+    content: str = ""
+    detail: str = ""
+
+
+def chat_body(*, model: str, prompt: str, max_tokens: int, stream: bool) -> bytes:
+    """An OpenAI chat-completions request body; ``model`` selects the adapter."""
+    return json.dumps(
+        {
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "stream": stream,
+        }
+    ).encode()
+
+
+def _content_of_choice(choice: Any, *, streaming: bool) -> str:
+    if not isinstance(choice, Mapping):
+        raise AnswerError(f"choice is {type(choice).__name__}, expected an object")
+    part = choice.get("delta" if streaming else "message")
+    if isinstance(part, Mapping):
+        content = part.get("content")
+        return content if isinstance(content, str) else ""
+    text = choice.get("text")  # completions API
+    if isinstance(text, str):
+        return text
+    if streaming:
+        return ""  # a role-only or finish-only chunk carries no content
+    raise AnswerError("choice has neither message.content nor text")
+
+
+def content_of(payload: Any, *, streaming: bool) -> str:
+    """Content of one OpenAI completion (or one stream chunk); raises AnswerError on a bad shape.
+
+    Accepts chat completions (``choices[0].message.content`` / ``choices[0].delta.content``)
+    and completions (``choices[0].text``). An ``error`` object (vLLM's in-stream error) fails.
+    """
+    if not isinstance(payload, Mapping):
+        raise AnswerError(f"answer is {type(payload).__name__}, expected a JSON object")
+    if "error" in payload:
+        error = payload["error"]
+        message = error.get("message") if isinstance(error, Mapping) else error
+        raise AnswerError(f"error in answer: {message}")
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise AnswerError("answer has no choices")
+    return _content_of_choice(choices[0], streaming=streaming)
+
+
+def check_completion(body: bytes) -> str:
+    """Content of a non-streaming answer body; raises AnswerError unless it is non-empty."""
+    try:
+        payload = json.loads(body)
+    except ValueError as error:
+        raise AnswerError(f"answer is not JSON: {body[:80]!r}") from error
+    content = content_of(payload, streaming=False)
+    if not content.strip():
+        raise AnswerError("answer content is empty")
+    return content
+
+
+class SseDecoder:
+    """Incremental decoder of ``text/event-stream`` bytes into ``data:`` payload strings.
+
+    Events end at a blank line; one event may span several transport chunks (PayloadParts
+    split anywhere, even inside a UTF-8 character) and one chunk may hold several events.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """Add bytes; return the data of every event completed by them."""
+        self._buffer += chunk.replace(b"\r\n", b"\n")
+        events: list[str] = []
+        while b"\n\n" in self._buffer:
+            raw, self._buffer = self._buffer.split(b"\n\n", 1)
+            data = [
+                line[5:].removeprefix(b" ").decode("utf-8") for line in raw.split(b"\n") if line.startswith(b"data:")
+            ]
+            if data:
+                events.append("\n".join(data))
+        return events
+
+    @property
+    def pending(self) -> bytes:
+        """Bytes of an event not yet terminated by a blank line."""
+        return self._buffer
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    """A parsed stream: the concatenated content, when its first content arrived, whether [DONE] came."""
+
+    content: str
+    first_content_at: float | None
+    done: bool
+    chunks: int
+
+
+def read_sse_chunks(chunks: Iterable[bytes], *, clock: Clock) -> StreamResult:
+    """Read OpenAI SSE chunks (``data: {...}`` ... ``data: [DONE]``) from raw byte chunks.
+
+    Raises AnswerError on a chunk that is not JSON or has a bad shape, on an in-stream error
+    object, on a stream that ends without ``[DONE]``, and on empty content.
+    """
+    decoder = SseDecoder()
+    parts: list[str] = []
+    first_at: float | None = None
+    done = False
+    count = 0
+    for chunk in chunks:
+        for data in decoder.feed(chunk):
+            if data.strip() == "[DONE]":
+                done = True
+                continue
+            try:
+                payload = json.loads(data)
+            except ValueError as error:
+                raise AnswerError(f"stream chunk is not JSON: {data[:80]!r}") from error
+            count += 1
+            content = content_of(payload, streaming=True)
+            if content and first_at is None:
+                first_at = clock()
+            parts.append(content)
+    if not done:
+        raise AnswerError(f"stream ended without [DONE] after {count} chunk(s)")
+    content = "".join(parts)
+    if not content.strip():
+        raise AnswerError(f"stream content is empty ({count} chunk(s))")
+    return StreamResult(content=content, first_content_at=first_at, done=done, chunks=count)
+
+
+class StreamError(AnswerError):
+    """SageMaker reported an error event in the response stream."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+def payload_bytes(events: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+    """Bytes of every ``PayloadPart`` of an InvokeEndpointWithResponseStream body.
+
+    ``events`` is the response's ``Body`` (botocore's EventStream) or any iterable of the same
+    parsed event dicts. ``ModelStreamError`` / ``InternalStreamFailure`` raise StreamError;
+    botocore raises those as ``EventStreamError`` while iterating, which is mapped the same way.
+    """
+    iterator = iter(events)
+    while True:
+        try:
+            event = next(iterator)
+        except StopIteration:
+            return
+        except ClientError as error:  # botocore.exceptions.EventStreamError
+            err = error.response.get("Error", {})
+            raise StreamError(str(err.get("Code", "EventStreamError")), str(err.get("Message", ""))) from error
+        for kind in STREAM_ERROR_EVENTS:
+            if kind in event:
+                info = event[kind] or {}
+                message = info.get("Message", "")
+                code = info.get("ErrorCode")
+                raise StreamError(kind, f"{message} ({code})" if code else str(message))
+        part = event.get("PayloadPart")
+        if part is not None:
+            yield part.get("Bytes", b"")
+
+
+def read_event_stream(events: Iterable[Mapping[str, Any]], *, clock: Clock) -> StreamResult:
+    """Parse an InvokeEndpointWithResponseStream body (iterable of parsed events) into a StreamResult."""
+    return read_sse_chunks(payload_bytes(events), clock=clock)
+
+
+class Target(Protocol):
+    """Something that answers ``/invocations`` requests."""
+
+    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None) -> Answer:
+        """Send one request; never raises for a bad answer (see Answer.status)."""
+        ...
+
+
+def _client_error_status(error: ClientError) -> tuple[str, str]:
+    response: Mapping[str, Any] = error.response
+    code = str(response.get("Error", {}).get("Code", "ClientError"))
+    message = str(response.get("Error", {}).get("Message", ""))
+    original = response.get("OriginalStatusCode")
+    if code == "ModelError" and original is not None:
+        return f"ModelError {original}", message
+    return code, message
+
+
+class SageMakerTarget:
+    """A SageMaker endpoint reached through a ``sagemaker-runtime`` boto3 client."""
+
+    def __init__(self, runtime: Any, endpoint_name: str, *, clock: Clock) -> None:
+        self._runtime = runtime
+        self._endpoint = endpoint_name
+        self._clock = clock
+
+    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None) -> Answer:
+        params: dict[str, Any] = {
+            "EndpointName": self._endpoint,
+            "Body": body,
+            "ContentType": "application/json",
+        }
+        if variant:
+            params["TargetVariant"] = variant
+        started = self._clock()
+        try:
+            if stream:
+                response = self._runtime.invoke_endpoint_with_response_stream(**params, Accept="text/event-stream")
+                result = read_event_stream(response["Body"], clock=self._clock)
+                ended = self._clock()
+                ttft = None if result.first_content_at is None else result.first_content_at - started
+                return Answer(True, "ok", ended - started, ttft, result.content)
+            response = self._runtime.invoke_endpoint(**params, Accept="application/json")
+            content = check_completion(response["Body"].read())
+            return Answer(True, "ok", self._clock() - started, None, content)
+        except StreamError as error:
+            return Answer(False, f"stream {error.kind}", self._clock() - started, detail=str(error))
+        except AnswerError as error:
+            return Answer(False, "bad answer", self._clock() - started, detail=str(error))
+        except ClientError as error:
+            status, message = _client_error_status(error)
+            return Answer(False, status, self._clock() - started, detail=message)
+        except BotoCoreError as error:
+            return Answer(False, type(error).__name__, self._clock() - started, detail=str(error))
+
+
+class HttpTarget:
+    """A server speaking the container's contract at ``<base_url>/invocations`` (no AWS)."""
+
+    def __init__(self, base_url: str, *, clock: Clock, timeout_s: float) -> None:
+        self._url = base_url.rstrip("/").removesuffix("/invocations") + "/invocations"
+        self._clock = clock
+        self._timeout_s = timeout_s
+        # No proxies: the target is a local container or a host the caller names explicitly.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None) -> Answer:
+        headers = {"Content-Type": "application/json"}
+        if variant:
+            headers["X-Amzn-SageMaker-Target-Variant"] = variant
+        request = urllib.request.Request(self._url, data=body, headers=headers, method="POST")
+        started = self._clock()
+        try:
+            with self._opener.open(request, timeout=self._timeout_s) as response:
+                if stream:
+                    result = read_sse_chunks(iter(lambda: response.read1(65536), b""), clock=self._clock)
+                    ttft = None if result.first_content_at is None else result.first_content_at - started
+                    return Answer(True, "ok", self._clock() - started, ttft, result.content)
+                content = check_completion(response.read())
+                return Answer(True, "ok", self._clock() - started, None, content)
+        except urllib.error.HTTPError as error:
+            return Answer(False, f"HTTP {error.code}", self._clock() - started, detail=str(error.reason))
+        except AnswerError as error:
+            return Answer(False, "bad answer", self._clock() - started, detail=str(error))
+        except (urllib.error.URLError, OSError) as error:
+            return Answer(False, "connection error", self._clock() - started, detail=str(error))

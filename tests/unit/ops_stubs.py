@@ -1,0 +1,210 @@
+"""Stubbed AWS clients, a fake clock and canned responses for the ops command tests.
+
+``InvokeEndpointWithResponseStream`` returns an event stream that botocore's Stubber cannot
+express (it validates ``Body`` as one event structure). The stub answers with one valid
+placeholder event, and an ``after-call`` hook swaps the parsed ``Body`` for a list of
+event dicts shaped like botocore's parsed events, which is what the command iterates.
+"""
+
+import datetime as dt
+import io
+import json
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.response import StreamingBody
+from botocore.stub import ANY, Stubber
+
+from ops.cli import Clients, Deps
+
+ENDPOINT = "mangaassist-vllm-test"
+ADAPTERS = ("manga_domain_v3", "general_support_v2", "jp_style_v1")
+NOW = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
+
+
+class FakeClock:
+    """``clock()`` advances by ``tick`` per read; ``sleep(s)`` advances by ``s`` and records it."""
+
+    def __init__(self, tick: float = 0.0) -> None:
+        self.now = 1000.0
+        self.tick = tick
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def _client(service: str) -> Any:
+    return boto3.client(service, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
+
+
+@dataclass
+class Stubs:
+    """Four stubbed clients plus the queue of event lists for streamed invocations."""
+
+    clients: Clients
+    sagemaker: Stubber
+    runtime: Stubber
+    cloudwatch: Stubber
+    cloudformation: Stubber
+    streams: deque[list[dict[str, Any]]] = field(default_factory=deque)
+    lines: list[str] = field(default_factory=list)
+
+    def deps(self, clock: FakeClock) -> Deps:
+        return Deps(clients=lambda region, profile: self.clients, clock=clock, sleep=clock.sleep, out=self.lines.append)
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    # --- sagemaker -------------------------------------------------------------------
+    def describe_endpoint(self, status: str = "InService", weights: dict[str, float] | None = None, **extra: Any):
+        weights = {"primary": 95.0, "canary": 5.0} if weights is None else weights
+        variants = [
+            {
+                "VariantName": name,
+                "CurrentWeight": weight,
+                "DesiredWeight": weight,
+                "CurrentInstanceCount": 4 if name == "primary" else 1,
+                "DesiredInstanceCount": 4 if name == "primary" else 1,
+            }
+            for name, weight in weights.items()
+        ]
+        response = {
+            "EndpointName": ENDPOINT,
+            "EndpointArn": f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{ENDPOINT}",
+            "EndpointConfigName": "config",
+            "EndpointStatus": status,
+            "CreationTime": NOW,
+            "LastModifiedTime": NOW,
+            "ProductionVariants": variants,
+            **extra,
+        }
+        self.sagemaker.add_response("describe_endpoint", response, {"EndpointName": ENDPOINT})
+
+    def update_weights(self, weights: dict[str, float]) -> None:
+        desired = [{"VariantName": n, "DesiredWeight": w} for n, w in weights.items()]
+        self.sagemaker.add_response(
+            "update_endpoint_weights_and_capacities",
+            {"EndpointArn": f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{ENDPOINT}"},
+            {"EndpointName": ENDPOINT, "DesiredWeightsAndCapacities": desired},
+        )
+
+    # --- cloudwatch ------------------------------------------------------------------
+    def alarms_exist(self, state: str = "OK") -> None:
+        names = [f"{ENDPOINT}-canary-5xx-rate", f"{ENDPOINT}-canary-latency-p95"]
+        self.cloudwatch.add_response(
+            "describe_alarms",
+            {"MetricAlarms": [{"AlarmName": n, "StateValue": state} for n in names]},
+            {"AlarmNames": names, "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]},
+        )
+
+    def alarm_check(self, firing: tuple[str, ...] = ()) -> None:
+        """One firing_alarms() call: by prefix (StateValue=ALARM), then the rollback alarms by name."""
+        self.cloudwatch.add_response(
+            "describe_alarms",
+            {"MetricAlarms": [{"AlarmName": n, "StateValue": "ALARM"} for n in firing]},
+            {"AlarmNamePrefix": f"{ENDPOINT}-", "StateValue": "ALARM", "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]},
+        )
+        self.alarms_exist()
+
+    # --- sagemaker-runtime ---------------------------------------------------------------
+    def invoke(self, variant: str, adapter: str, content: str = "Try Dungeon Meshi.") -> None:
+        body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
+        self.runtime.add_response(
+            "invoke_endpoint",
+            {"Body": StreamingBody(io.BytesIO(body), len(body)), "ContentType": "application/json"},
+            _invoke_params(variant, adapter, stream=False),
+        )
+
+    def invoke_model_error(self, variant: str, adapter: str, status: int = 500) -> None:
+        self.runtime.add_client_error(
+            "invoke_endpoint",
+            service_error_code="ModelError",
+            service_message=f"Received server error ({status}) from primary with message 'engine died'",
+            http_status_code=424,
+            modeled_fields={"OriginalStatusCode": status, "OriginalMessage": "engine died"},
+            expected_params=_invoke_params(variant, adapter, stream=False),
+        )
+
+    def invoke_stream(self, variant: str, adapter: str, events: list[dict[str, Any]] | None = None) -> None:
+        self.runtime.add_response(
+            "invoke_endpoint_with_response_stream",
+            {"Body": {"PayloadPart": {"Bytes": b""}}, "ContentType": "text/event-stream"},
+            _invoke_params(variant, adapter, stream=True),
+        )
+        self.streams.append(events if events is not None else sse_events("Try ", "Dungeon Meshi."))
+
+
+def _invoke_params(variant: str, adapter: str, *, stream: bool) -> dict[str, Any]:
+    def body_matches(body: bytes) -> bool:
+        payload = json.loads(body)
+        return payload["model"] == adapter and payload["stream"] is stream and payload["messages"][0]["content"]
+
+    class _Body:
+        __hash__ = None  # type: ignore[assignment]  # compared only, never hashed
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, bytes) and bool(body_matches(other))
+
+    return {
+        "EndpointName": ENDPOINT,
+        "Body": _Body(),
+        "ContentType": "application/json",
+        "Accept": "text/event-stream" if stream else "application/json",
+        "TargetVariant": variant,
+    }
+
+
+def sse_events(*contents: str, done: bool = True, split: int = 0) -> list[dict[str, Any]]:
+    """PayloadPart events carrying OpenAI chat chunks, optionally re-split every ``split`` bytes."""
+    raw = b'data: {"choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n'
+    for content in contents:
+        chunk = {"choices": [{"index": 0, "delta": {"content": content}}]}
+        raw += f"data: {json.dumps(chunk)}\n\n".encode()
+    if done:
+        raw += b"data: [DONE]\n\n"
+    pieces = [raw[i : i + split] for i in range(0, len(raw), split)] if split else [raw]
+    return [{"PayloadPart": {"Bytes": piece}} for piece in pieces]
+
+
+@contextmanager
+def stubbed() -> Iterator[Stubs]:
+    """Active stubs; asserts every queued response was used."""
+    clients = Clients(
+        sagemaker=_client("sagemaker"),
+        runtime=_client("sagemaker-runtime"),
+        cloudwatch=_client("cloudwatch"),
+        cloudformation=_client("cloudformation"),
+    )
+    stubs = Stubs(
+        clients,
+        Stubber(clients.sagemaker),
+        Stubber(clients.runtime),
+        Stubber(clients.cloudwatch),
+        Stubber(clients.cloudformation),
+    )
+
+    def swap_body(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["Body"] = stubs.streams.popleft()
+
+    clients.runtime.meta.events.register("after-call.sagemaker-runtime.InvokeEndpointWithResponseStream", swap_body)
+    with stubs.sagemaker, stubs.runtime, stubs.cloudwatch, stubs.cloudformation:
+        yield stubs
+        stubs.sagemaker.assert_no_pending_responses()
+        stubs.runtime.assert_no_pending_responses()
+        stubs.cloudwatch.assert_no_pending_responses()
+        stubs.cloudformation.assert_no_pending_responses()
+    assert not stubs.streams, "queued stream bodies were not consumed"
+
+
+__all__ = ["ADAPTERS", "ANY", "ENDPOINT", "FakeClock", "Stubs", "sse_events", "stubbed"]

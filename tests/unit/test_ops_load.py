@@ -1,0 +1,210 @@
+"""``load``: statistics against a local HTTP server speaking ``/invocations`` (127.0.0.1, bounded)."""
+
+import json
+import math
+import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ops.cli import Deps, main
+from ops.exit_codes import ExitCode
+from ops.invoke import Answer
+from ops.load import HEADROOM, LevelResult, LoadPlan, percentile, suggest
+from tests.unit.ops_stubs import ENDPOINT, FakeClock, stubbed
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fail_every = 0  # answer HTTP 500 to every n-th request (0 = never)
+    served = 0
+    models: list[str]
+    lock = threading.Lock()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+    def do_POST(self):
+        assert self.path == "/invocations"
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.server.lock:
+            self.server.served += 1
+            number = self.server.served
+            self.server.models.append(request["model"])
+        if self.server.fail_every and number % self.server.fail_every == 0:
+            self.send_error(500, "engine error")
+            return
+        if request["stream"]:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for word in ("Try ", "Dungeon ", "Meshi."):
+                chunk = {"choices": [{"index": 0, "delta": {"content": word}}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            return
+        body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Try Dungeon Meshi."}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    srv = _Server(("127.0.0.1", 0), _Handler)
+    srv.models = []
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def _url(srv: _Server) -> str:
+    return f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+def _run(args: list[str]) -> tuple[int, list[str]]:
+    lines: list[str] = []
+    code = main(["load", *args], Deps(out=lines.append))
+    return code, "\n".join(lines).splitlines()
+
+
+def test_load_reports_each_level_and_a_target(server):
+    code, lines = _run(["--url", _url(server), "--levels", "1,4", "--requests-per-level", "8"])
+    assert code == ExitCode.OK
+    assert server.served == 16  # bounded: exactly the request budget
+    assert set(server.models) == {"manga_domain_v3"}  # first configured adapter
+    header = next(i for i, line in enumerate(lines) if line.startswith("conc  sent"))
+    rows = [line.split() for line in lines[header + 2 : header + 4]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("1", "8", "0"), ("4", "8", "0")]
+    assert all("ms" in r for r in rows)  # TTFT and latency percentiles measured (stream mode)
+    suggestion = next(line for line in lines if line.startswith("suggested target"))
+    match = re.search(
+        r": (\d+) per instance per minute = floor\(([\d.]+) req/s x 60 / 1 instance\(s\) / 1.3\)", suggestion
+    )
+    assert match, suggestion
+    rps = float(match.group(2))  # printed to 2 decimals: the exact value is within +-0.005
+    low, high = math.floor((rps - 0.005) * 60 / HEADROOM), math.floor((rps + 0.005) * 60 / HEADROOM)
+    assert max(1, low) <= int(match.group(1)) <= max(1, high)
+
+
+def test_load_counts_errors_and_refuses_to_suggest(server):
+    server.fail_every = 4
+    code, lines = _run(["--url", _url(server), "--levels", "1", "--requests-per-level", "8", "--mode", "sync"])
+    assert code == ExitCode.CHECK_FAILED
+    header = next(i for i, line in enumerate(lines) if line.startswith("conc  sent"))
+    row = lines[header + 2].split()
+    assert row[:3] == ["1", "8", "2"]
+    assert row[4] == "-"  # no TTFT in sync mode
+    assert "no: error rate 25.0% > 0.5%" in lines[header + 2]
+    assert "concurrency 1: 2 x HTTP 500" in lines
+    assert lines[-1] == "no level met the SLO: no target-tracking suggestion"
+
+
+def test_percentile_interpolates():
+    values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    assert percentile(values, 50) == pytest.approx(0.55)
+    assert percentile(values, 95) == pytest.approx(0.955)
+    assert percentile([3.0], 99) == 3.0
+    assert percentile([], 50) is None
+
+
+def _level(concurrency: int, count: int, wall_s: float, ttft_s: float, failed: int = 0) -> LevelResult:
+    answers = [Answer(True, "ok", ttft_s * 4, ttft_s) for _ in range(count)]
+    answers += [Answer(False, "ModelError 500", 0.1) for _ in range(failed)]
+    return LevelResult(concurrency, tuple(answers), wall_s)
+
+
+def test_suggestion_uses_best_level_within_slo_and_the_headroom_formula():
+    plan = LoadPlan(instances=2, ttft_slo_ms=500)
+    results = [
+        _level(1, 10, 10.0, 0.1),  # 1 req/s
+        _level(16, 100, 10.0, 0.3),  # 10 req/s, within SLO
+        _level(32, 150, 10.0, 0.9),  # 15 req/s but TTFT p95 900 ms > 500 ms
+    ]
+    best = suggest(results, plan)
+    assert best is not None
+    assert best.concurrency == 16
+    assert best.per_instance_per_minute == pytest.approx(300.0)  # 10 req/s x 60 / 2 instances
+    assert best.target == 230  # floor(300 / 1.3)
+    assert results[2].meets(plan) == (False, "TTFT p95 900 ms > 500 ms")
+
+
+def test_level_with_errors_above_budget_is_not_sustainable():
+    plan = LoadPlan()
+    level = _level(4, 99, 1.0, 0.1, failed=1)  # 1 % > 0.5 %
+    assert level.meets(plan) == (False, "error rate 1.0% > 0.5%")
+    assert suggest([level], plan) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--levels", "1,4,16,32", "--requests-per-level", "600"],
+            "error: --requests-per-level: 600 x 4 level(s) = 2400 requests; allowed 1..2000 in total",
+        ),
+        (
+            ["--levels", "1,4,16,32", "--level-duration-s", "300"],
+            "error: --level-duration-s: 300 x 4 level(s) = 1200 s; allowed > 0 and at most 900 s in total",
+        ),
+    ],
+)
+def test_hard_limits(args, message, capsys, server):
+    code, _ = _run(["--url", _url(server), *args])
+    assert code == ExitCode.USAGE
+    assert capsys.readouterr().err.strip() == message
+    assert server.served == 0
+
+
+def test_concurrency_above_limit_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["load", "--url", "http://127.0.0.1:9", "--levels", "1,100"])
+    assert info.value.code == 2
+    assert "argument --levels: '1,100': each level must be within 1..64" in capsys.readouterr().err
+
+
+def test_load_against_endpoint_counts_the_variants_instances():
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        for _ in range(2):
+            stubs.invoke("canary", "jp_style_v1")
+        code = main(
+            [
+                "load",
+                "--endpoint-name",
+                ENDPOINT,
+                "--variant",
+                "canary",
+                "--adapter",
+                "jp_style_v1",
+                "--levels",
+                "1",
+                "--requests-per-level",
+                "2",
+                "--mode",
+                "sync",
+            ],
+            stubs.deps(FakeClock(tick=0.05)),
+        )
+    assert code == ExitCode.OK
+    assert stubs.lines[0].endswith("adapter jp_style_v1; sync; 1 instance(s)")
+    assert "/ 1 instance(s) / 1.3) at concurrency 1" in stubs.output
+
+
+def test_every_command_has_help(capsys):
+    for command in ("smoke", "promote", "rollback", "load"):
+        with pytest.raises(SystemExit) as info:
+            main([command, "--help"])
+        assert info.value.code == 0
+        assert f"usage: mangaassist-ops {command}" in capsys.readouterr().out

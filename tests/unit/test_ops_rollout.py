@@ -1,0 +1,240 @@
+"""``promote`` and ``rollback`` against stubbed SageMaker and CloudWatch clients."""
+
+import json
+
+import pytest
+
+from app_config import load_config
+from ops.cli import main
+from ops.exit_codes import ExitCode
+from tests.unit.ops_stubs import ADAPTERS, ENDPOINT, FakeClock, stubbed
+
+VARIANTS = ["--endpoint-name", ENDPOINT, "--primary-variant", "primary", "--canary-variant", "canary"]
+FAST = ["--poll-s", "30", "--update-timeout-s", "300"]
+
+
+def test_promote_steps_through_weights_and_prints_context():
+    clock = FakeClock()
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.alarms_exist()
+        stubs.alarm_check()  # before the first step
+        stubs.update_weights({"primary": 50.0, "canary": 50.0})
+        stubs.describe_endpoint(status="Updating", weights={"primary": 95.0, "canary": 5.0})
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        stubs.alarm_check()  # watch: checked once, watch period 0
+        stubs.update_weights({"primary": 0.0, "canary": 100.0})
+        stubs.describe_endpoint(weights={"primary": 0.0, "canary": 100.0})
+        stubs.alarm_check()
+        code = main(["promote", *VARIANTS, *FAST, "--steps", "50,100", "--watch-s", "0"], stubs.deps(clock))
+    assert code == ExitCode.OK
+    assert clock.sleeps == [30.0]  # one poll while the endpoint was Updating
+    assert stubs.output.splitlines() == [
+        f"promote {ENDPOINT}: canary at 5 % of traffic, steps 50, 100 %",
+        "step 50 %: primary=50 canary=50",
+        "step 50 %: InService; watching alarms for 0 s",
+        "step 100 %: primary=0 canary=100",
+        "step 100 %: InService; watching alarms for 0 s",
+        "promoted: canary at 100 % of traffic",
+        "Weights follow config on deploy; commit this so the next `cdk deploy` keeps them:",
+        "  npx cdk deploy -c serving.primary.initial_weight=0 -c serving.canary.initial_weight=100",
+        'or merge into cdk.json "context.stages.prod":',
+        '  {"serving": {"primary": {"initial_weight": 0}, "canary": {"initial_weight": 100}}}',
+    ]
+
+
+def test_promote_skips_steps_already_reached():
+    with stubbed() as stubs:
+        stubs.describe_endpoint(weights={"primary": 75.0, "canary": 25.0})
+        stubs.alarms_exist()
+        stubs.alarm_check()
+        stubs.update_weights({"primary": 50.0, "canary": 50.0})
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        stubs.alarm_check()
+        code = main(["promote", *VARIANTS, *FAST, "--steps", "10,25,50", "--watch-s", "0"], stubs.deps(FakeClock()))
+    assert code == ExitCode.OK
+    assert "step 10 %" not in stubs.output and "step 25 %" not in stubs.output
+    assert "-c serving.primary.initial_weight=50 -c serving.canary.initial_weight=50" in stubs.output
+
+
+def test_alarm_mid_promotion_rolls_back():
+    clock = FakeClock()
+    firing = f"{ENDPOINT}-canary-5xx-rate"
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.alarms_exist()
+        stubs.alarm_check()
+        stubs.update_weights({"primary": 75.0, "canary": 25.0})
+        stubs.describe_endpoint(weights={"primary": 75.0, "canary": 25.0})
+        stubs.alarm_check()  # watch t=0: quiet
+        stubs.alarm_check(firing=(firing,))  # watch t=30: the canary's 5xx alarm fires
+        # rollback: wait for InService, set 100/0, wait again
+        stubs.describe_endpoint(weights={"primary": 75.0, "canary": 25.0})
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
+        code = main(["promote", *VARIANTS, *FAST, "--steps", "25,100", "--watch-s", "600"], stubs.deps(clock))
+    assert code == ExitCode.ROLLED_BACK
+    assert clock.sleeps == [30.0]
+    out = stubs.output
+    assert "step 100 %" not in out
+    assert f"ALARM: {firing}; rolling back" in out
+    assert f"rollback {ENDPOINT}: primary=100 canary=0" in out
+    assert "-c serving.primary.initial_weight=100 -c serving.canary.initial_weight=0" in out
+    assert stubs.lines[-1] == "promotion stopped by alarm and rolled back"
+
+
+def test_alarm_already_firing_rolls_back_without_a_step():
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.alarms_exist()
+        stubs.alarm_check(firing=(f"{ENDPOINT}-primary-gpu-memory",))
+        stubs.describe_endpoint()
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
+        code = main(["promote", *VARIANTS, *FAST], stubs.deps(FakeClock()))
+    assert code == ExitCode.ROLLED_BACK
+    assert "step " not in stubs.output
+    assert f"ALARM: {ENDPOINT}-primary-gpu-memory; rolling back" in stubs.output
+
+
+def test_promote_refuses_without_rollback_alarms(capsys):
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.cloudwatch.add_response("describe_alarms", {"MetricAlarms": []})
+        code = main(["promote", *VARIANTS, *FAST], stubs.deps(FakeClock()))
+    assert code == ExitCode.NOT_READY
+    assert capsys.readouterr().err.strip() == (
+        f"error: rollback alarm(s) not found: {ENDPOINT}-canary-5xx-rate, {ENDPOINT}-canary-latency-p95; "
+        "deploy the alarms or pass --allow-missing-alarms"
+    )
+
+
+def test_promote_refuses_when_endpoint_not_in_service(capsys):
+    with stubbed() as stubs:
+        stubs.describe_endpoint(status="Creating")
+        code = main(["promote", *VARIANTS, *FAST], stubs.deps(FakeClock()))
+    assert code == ExitCode.NOT_READY
+    assert f"error: endpoint {ENDPOINT} is Creating, not InService" in capsys.readouterr().err
+
+
+def test_step_stuck_updating_rolls_back_and_reports_not_ready(capsys):
+    clock = FakeClock()
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.alarms_exist()
+        stubs.alarm_check()
+        stubs.update_weights({"primary": 90.0, "canary": 10.0})
+        for _ in range(3):  # t = 0, 30, 60 with a 60 s timeout
+            stubs.describe_endpoint(status="Updating")
+        stubs.describe_endpoint()  # rollback's wait
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
+        code = main(
+            ["promote", *VARIANTS, "--poll-s", "30", "--update-timeout-s", "60", "--steps", "10"], stubs.deps(clock)
+        )
+    assert code == ExitCode.NOT_READY
+    assert f"error: endpoint {ENDPOINT} still Updating after 60 s (--update-timeout-s)" in capsys.readouterr().err
+    assert "rolled back: all traffic on primary" in stubs.output
+
+
+def test_rollback_sets_primary_to_100_and_smokes_the_primary():
+    with stubbed() as stubs:
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})  # smoke
+        for adapter in ADAPTERS:
+            stubs.invoke("primary", adapter)
+            stubs.invoke_stream("primary", adapter)
+        code = main(["rollback", *VARIANTS, *FAST, "--stage", "dev"], stubs.deps(FakeClock()))
+    assert code == ExitCode.OK
+    assert stubs.output.splitlines()[:6] == [
+        f"rollback {ENDPOINT}: primary=100 canary=0",
+        "rolled back: all traffic on primary",
+        "Weights follow config on deploy; commit this so the next `cdk deploy` keeps them:",
+        "  npx cdk deploy -c serving.primary.initial_weight=100 -c serving.canary.initial_weight=0",
+        'or merge into cdk.json "context.stages.dev":',
+        '  {"serving": {"primary": {"initial_weight": 100}, "canary": {"initial_weight": 0}}}',
+    ]
+    assert stubs.lines[-1] == "smoke passed: 6 request(s), 3 adapter(s) x 1 variant(s)"
+
+
+def test_rollback_reports_aws_error(capsys):
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.sagemaker.add_client_error(
+            "update_endpoint_weights_and_capacities",
+            service_error_code="ValidationException",
+            service_message="Cannot update in-progress endpoint",
+        )
+        code = main(["rollback", *VARIANTS, *FAST, "--skip-smoke"], stubs.deps(FakeClock()))
+    assert code == ExitCode.AWS_ERROR
+    assert "error: UpdateEndpointWeightsAndCapacities on" in capsys.readouterr().err
+
+
+def test_rollback_needs_variant_names(capsys):
+    with stubbed() as stubs:
+        code = main(["rollback", "--endpoint-name", ENDPOINT, "--skip-smoke"], stubs.deps(FakeClock()))
+    assert code == ExitCode.USAGE
+    assert "primary and canary variant names are needed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        ("50,25", "'50,25': steps must be strictly increasing percentages in (0, 100]"),
+        ("10,150", "'10,150': steps must be strictly increasing percentages in (0, 100]"),
+        ("ten", "'ten': expected comma-separated percentages, e.g. 10,25,50,100"),
+    ],
+)
+def test_bad_steps_are_rejected(steps, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["promote", "--endpoint-name", ENDPOINT, "--steps", steps])
+    assert exit_info.value.code == 2
+    assert f"argument --steps: {message}" in capsys.readouterr().err
+
+
+def test_printed_context_loads_as_config():
+    """What rollback prints (flags and overlay) is accepted by the config the next deploy builds."""
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
+        main(["rollback", *VARIANTS, *FAST, "--skip-smoke"], stubs.deps(FakeClock()))
+    lines = stubs.output.splitlines()
+    flags = lines[lines.index("Weights follow config on deploy; commit this so the next `cdk deploy` keeps them:") + 1]
+    overrides = dict(part.split("=") for part in flags.split(" -c ")[1:])
+    by_flags = load_config({"stage": "prod", "stages": {"prod": {}}, **overrides})
+    overlay = json.loads(lines[-1])
+    by_overlay = load_config({"stage": "prod", "stages": {"prod": overlay}})
+    for config in (by_flags, by_overlay):
+        assert (config.serving.primary.initial_weight, config.serving.canary.initial_weight) == (100, 0)
+
+
+def test_weight_change_waits_until_current_weights_show_the_update():
+    """An InService reading with the old CurrentWeight right after the call is not the end of the wait."""
+    clock = FakeClock()
+    with stubbed() as stubs:
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})  # not visible yet
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
+        code = main(["rollback", *VARIANTS, *FAST, "--skip-smoke"], stubs.deps(clock))
+    assert code == ExitCode.OK
+    assert clock.sleeps == [30.0]
+
+
+def test_weights_never_applied_is_not_ready(capsys):
+    with stubbed() as stubs:
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        for _ in range(3):
+            stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        code = main(
+            ["rollback", *VARIANTS, "--poll-s", "30", "--update-timeout-s", "60", "--skip-smoke"],
+            stubs.deps(FakeClock()),
+        )
+    assert code == ExitCode.NOT_READY
+    assert capsys.readouterr().err.strip() == (
+        f"error: endpoint {ENDPOINT} still InService with the old weights after 60 s (--update-timeout-s)"
+    )

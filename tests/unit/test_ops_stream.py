@@ -1,0 +1,109 @@
+"""Stream parsing, isolated from botocore's event stream (which Stubber cannot build).
+
+``read_event_stream`` takes any iterable of events shaped like botocore's parsed
+InvokeEndpointWithResponseStream events, so these tests feed it lists of dicts.
+"""
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import EventStreamError
+
+from ops.invoke import AnswerError, SseDecoder, StreamError, check_completion, content_of, read_event_stream
+from tests.unit.ops_stubs import FakeClock, sse_events
+
+
+def test_chunks_split_anywhere_are_reassembled():
+    text = "ワンピースの最新巻は…"  # multi-byte characters split across PayloadParts
+    result = read_event_stream(sse_events("ワンピース", "の最新巻は…", split=7), clock=FakeClock(tick=1.0))
+    assert result.content == text
+    assert result.done
+    assert result.chunks == 3  # role chunk + two content chunks
+
+
+def test_first_content_time_skips_role_only_chunk():
+    clock = FakeClock(tick=1.0)
+    result = read_event_stream(sse_events("a", "b"), clock=clock)
+    assert result.first_content_at == 1001.0  # read once, at the first non-empty delta
+
+
+def test_several_events_in_one_part_and_crlf():
+    raw = b'data: {"choices":[{"text":"x"}]}\r\n\r\ndata: {"choices":[{"text":"y"}]}\r\n\r\ndata: [DONE]\r\n\r\n'
+    result = read_event_stream([{"PayloadPart": {"Bytes": raw}}], clock=FakeClock())
+    assert result.content == "xy"
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        ({"ModelStreamError": {"Message": "boom", "ErrorCode": "ModelStreamError"}}, "ModelStreamError: boom"),
+        ({"InternalStreamFailure": {"Message": "internal"}}, "InternalStreamFailure: internal"),
+    ],
+)
+def test_error_events_raise(event, message):
+    events = [*sse_events("partial", done=False), event]
+    with pytest.raises(StreamError) as info:
+        read_event_stream(events, clock=FakeClock())
+    assert message in str(info.value)
+
+
+def test_botocore_event_stream_error_is_mapped():
+    def events() -> Iterator[dict[str, Any]]:
+        yield from sse_events("partial", done=False)
+        raise EventStreamError(
+            {"Error": {"Code": "ModelStreamError", "Message": "container closed the stream"}},
+            "InvokeEndpointWithResponseStream",
+        )
+
+    with pytest.raises(StreamError) as info:
+        read_event_stream(events(), clock=FakeClock())
+    assert info.value.kind == "ModelStreamError"
+    assert str(info.value) == "ModelStreamError: container closed the stream"
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        (sse_events("no end", done=False), "stream ended without [DONE] after 2 chunk(s)"),
+        (sse_events("", " "), "stream content is empty (3 chunk(s))"),
+        ([{"PayloadPart": {"Bytes": b"data: not json\n\n"}}], "stream chunk is not JSON: 'not json'"),
+        (
+            [{"PayloadPart": {"Bytes": b'data: {"error": {"message": "adapter not found"}}\n\n'}}],
+            "error in answer: adapter not found",
+        ),
+    ],
+)
+def test_bad_streams_raise(events, message):
+    with pytest.raises(AnswerError) as info:
+        read_event_stream(events, clock=FakeClock())
+    assert str(info.value) == message
+
+
+def test_decoder_keeps_unterminated_event_pending():
+    decoder = SseDecoder()
+    assert decoder.feed(b"data: {}\n\ndata: {") == ["{}"]
+    assert decoder.pending == b"data: {"
+    assert decoder.feed(b'"a": 1}\n\n') == ['{"a": 1}']
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"<html>", "answer is not JSON: b'<html>'"),
+        (b"[]", "answer is list, expected a JSON object"),
+        (b'{"choices": []}', "answer has no choices"),
+        (b'{"choices": [{"finish_reason": "stop"}]}', "choice has neither message.content nor text"),
+        (b'{"choices": [{"message": {"content": ""}}]}', "answer content is empty"),
+    ],
+)
+def test_bad_completions_raise(body, message):
+    with pytest.raises(AnswerError) as info:
+        check_completion(body)
+    assert str(info.value) == message
+
+
+def test_completions_api_text_is_accepted():
+    assert check_completion(json.dumps({"choices": [{"text": "hello"}]}).encode()) == "hello"
+    assert content_of({"choices": [{"delta": {"role": "assistant"}}]}, streaming=True) == ""
