@@ -99,7 +99,5 @@ class DeploymentGuardrailAlarms(Construct):
     def alarm_names(self) -> list[str]:
         """Every guardrail alarm name (plain strings, known at synth), variant by variant."""
         return [
-            name
-            for variant in self.alarms
-            for name in alarm_names.rollback_alarm_names(self._endpoint_name, variant)
+            name for variant in self.alarms for name in alarm_names.rollback_alarm_names(self._endpoint_name, variant)
         ]

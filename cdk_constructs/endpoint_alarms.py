@@ -127,8 +127,9 @@ class EndpointAlarms(Construct):
             "Critical",
             composite_alarm_name=f"{prefix}critical",
             alarm_description="[critical] Pages when any critical alarm of the endpoint is in ALARM.",
-            alarm_rule=cloudwatch.AlarmRule.any_of(*(cloudwatch.AlarmRule.from_alarm(a, cloudwatch.AlarmState.ALARM)
-                                                     for a in self.critical)),
+            alarm_rule=cloudwatch.AlarmRule.any_of(
+                *(cloudwatch.AlarmRule.from_alarm(a, cloudwatch.AlarmState.ALARM) for a in self.critical)
+            ),
         )
         self.guardrail_composite = cloudwatch.CompositeAlarm(
             self,
@@ -152,11 +153,17 @@ class EndpointAlarms(Construct):
     ) -> list[_Rule]:
         variants = metrics.variant_names
 
-        def worst(metric: EngineMetric | RequestMetric, statistic: str, rule: AlarmRuleConfig, label: str,
-                  adapter: str | None = None) -> cloudwatch.IMetric:
+        def worst(
+            metric: EngineMetric | RequestMetric,
+            statistic: str,
+            rule: AlarmRuleConfig,
+            label: str,
+            adapter: str | None = None,
+        ) -> cloudwatch.IMetric:
             return metrics.across_variants(
-                lambda v: metrics.custom(metric, variant=v, statistic=statistic, period_s=rule.period_s,
-                                         adapter=adapter),
+                lambda v: metrics.custom(
+                    metric, variant=v, statistic=statistic, period_s=rule.period_s, adapter=adapter
+                ),
                 combine="MAX",
                 period_s=rule.period_s,
                 label=label,
@@ -165,10 +172,12 @@ class EndpointAlarms(Construct):
         def errors_sum(rule: AlarmRuleConfig) -> cloudwatch.IMetric:
             using: dict[str, cloudwatch.IMetric] = {}
             for i, variant in enumerate(variants):
-                using[f"o{i}"] = metrics.custom(RequestMetric.OUT_OF_MEMORY_ERRORS, variant=variant,
-                                                statistic="Sum", period_s=rule.period_s)
-                using[f"g{i}"] = metrics.custom(RequestMetric.ENGINE_ERRORS, variant=variant,
-                                                statistic="Sum", period_s=rule.period_s)
+                using[f"o{i}"] = metrics.custom(
+                    RequestMetric.OUT_OF_MEMORY_ERRORS, variant=variant, statistic="Sum", period_s=rule.period_s
+                )
+                using[f"g{i}"] = metrics.custom(
+                    RequestMetric.ENGINE_ERRORS, variant=variant, statistic="Sum", period_s=rule.period_s
+                )
             return cloudwatch.MathExpression(
                 expression="SUM([" + ", ".join(f"FILL({key}, 0)" for key in using) + "])",
                 using_metrics=using,
@@ -178,82 +187,138 @@ class EndpointAlarms(Construct):
 
         rules = [
             _Rule(
-                "HighTtft", "ttft-p95-high",
+                "HighTtft",
+                "ttft-p95-high",
                 f"p95 time to first token > {config.high_ttft.threshold:g} ms for {config.high_ttft.window_s} s. "
                 "Check the prefix cache hit rate.",
                 worst(RequestMetric.TIME_TO_FIRST_TOKEN, "p95", config.high_ttft, "TTFT p95 (ms)"),
-                config.high_ttft, Comparison.GREATER_THAN_THRESHOLD, Missing.NOT_BREACHING, critical=False,
-            ),
-            _Rule(
-                "QueueBuildUp", "queue-build-up",
-                f"Queue depth > {config.queue_build_up.threshold:g} for {config.queue_build_up.window_s} s, "
-                "or no container publishing metrics. Scale out now.",
-                worst(EngineMetric.QUEUE_DEPTH, "Average", config.queue_build_up, "Queue depth"),
-                config.queue_build_up, Comparison.GREATER_THAN_THRESHOLD, Missing.BREACHING, critical=True,
-            ),
-            _Rule(
-                "KvCachePressure", "kv-cache-pressure",
-                f"KV cache usage > {config.kv_cache_pressure.threshold:g} % for "
-                f"{config.kv_cache_pressure.window_s} s. Check for context budget drift.",
-                worst(EngineMetric.KV_CACHE_USAGE, "Average", config.kv_cache_pressure, "KV cache usage (%)"),
-                config.kv_cache_pressure, Comparison.GREATER_THAN_THRESHOLD, Missing.MISSING, critical=False,
-            ),
-            _Rule(
-                "EngineErrors", "engine-errors",
-                f"OOM or engine errors >= {config.engine_errors.threshold:g} in {config.engine_errors.window_s} s. "
-                "Investigate a request spike or a context-budget bypass.",
-                errors_sum(config.engine_errors),
-                config.engine_errors, Comparison.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, Missing.NOT_BREACHING,
-                critical=True,
-            ),
-            _Rule(
-                "PrefixCacheDegradation", "prefix-cache-degraded",
-                f"Prefix cache hit rate < {config.prefix_cache_degradation.threshold:g} % for "
-                f"{config.prefix_cache_degradation.window_s} s. Check for prompt template changes.",
-                worst(EngineMetric.PREFIX_CACHE_HIT_RATE, "Average", config.prefix_cache_degradation,
-                      "Prefix cache hit rate (%)"),
-                config.prefix_cache_degradation, Comparison.LESS_THAN_THRESHOLD, Missing.NOT_BREACHING,
+                config.high_ttft,
+                Comparison.GREATER_THAN_THRESHOLD,
+                Missing.NOT_BREACHING,
                 critical=False,
             ),
             _Rule(
-                "ServerErrorRate", "5xx-rate",
+                "QueueBuildUp",
+                "queue-build-up",
+                f"Queue depth > {config.queue_build_up.threshold:g} for {config.queue_build_up.window_s} s, "
+                "or no container publishing metrics. Scale out now.",
+                worst(EngineMetric.QUEUE_DEPTH, "Average", config.queue_build_up, "Queue depth"),
+                config.queue_build_up,
+                Comparison.GREATER_THAN_THRESHOLD,
+                Missing.BREACHING,
+                critical=True,
+            ),
+            _Rule(
+                "KvCachePressure",
+                "kv-cache-pressure",
+                f"KV cache usage > {config.kv_cache_pressure.threshold:g} % for "
+                f"{config.kv_cache_pressure.window_s} s. Check for context budget drift.",
+                worst(EngineMetric.KV_CACHE_USAGE, "Average", config.kv_cache_pressure, "KV cache usage (%)"),
+                config.kv_cache_pressure,
+                Comparison.GREATER_THAN_THRESHOLD,
+                Missing.MISSING,
+                critical=False,
+            ),
+            _Rule(
+                "EngineErrors",
+                "engine-errors",
+                f"OOM or engine errors >= {config.engine_errors.threshold:g} in {config.engine_errors.window_s} s. "
+                "Investigate a request spike or a context-budget bypass.",
+                errors_sum(config.engine_errors),
+                config.engine_errors,
+                Comparison.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                Missing.NOT_BREACHING,
+                critical=True,
+            ),
+            _Rule(
+                "PrefixCacheDegradation",
+                "prefix-cache-degraded",
+                f"Prefix cache hit rate < {config.prefix_cache_degradation.threshold:g} % for "
+                f"{config.prefix_cache_degradation.window_s} s. Check for prompt template changes.",
+                worst(
+                    EngineMetric.PREFIX_CACHE_HIT_RATE,
+                    "Average",
+                    config.prefix_cache_degradation,
+                    "Prefix cache hit rate (%)",
+                ),
+                config.prefix_cache_degradation,
+                Comparison.LESS_THAN_THRESHOLD,
+                Missing.NOT_BREACHING,
+                critical=False,
+            ),
+            _Rule(
+                "ServerErrorRate",
+                "5xx-rate",
                 f"Invocation 5xx rate > {config.server_error_rate.threshold:g} % for "
                 f"{config.server_error_rate.window_s} s (error-rate SLO).",
-                metrics.error_rate(SageMakerMetric.INVOCATION_5XX_ERRORS, variants=variants,
-                                   period_s=config.server_error_rate.period_s, label="5xx rate (%)"),
-                config.server_error_rate, Comparison.GREATER_THAN_THRESHOLD, Missing.NOT_BREACHING, critical=True,
+                metrics.error_rate(
+                    SageMakerMetric.INVOCATION_5XX_ERRORS,
+                    variants=variants,
+                    period_s=config.server_error_rate.period_s,
+                    label="5xx rate (%)",
+                ),
+                config.server_error_rate,
+                Comparison.GREATER_THAN_THRESHOLD,
+                Missing.NOT_BREACHING,
+                critical=True,
             ),
             _Rule(
-                "ClientErrorRate", "4xx-rate",
+                "ClientErrorRate",
+                "4xx-rate",
                 f"Invocation 4xx rate > {config.client_error_rate.threshold:g} % for "
                 f"{config.client_error_rate.window_s} s. A client is sending bad requests.",
-                metrics.error_rate(SageMakerMetric.INVOCATION_4XX_ERRORS, variants=variants,
-                                   period_s=config.client_error_rate.period_s, label="4xx rate (%)"),
-                config.client_error_rate, Comparison.GREATER_THAN_THRESHOLD, Missing.NOT_BREACHING, critical=False,
+                metrics.error_rate(
+                    SageMakerMetric.INVOCATION_4XX_ERRORS,
+                    variants=variants,
+                    period_s=config.client_error_rate.period_s,
+                    label="4xx rate (%)",
+                ),
+                config.client_error_rate,
+                Comparison.GREATER_THAN_THRESHOLD,
+                Missing.NOT_BREACHING,
+                critical=False,
             ),
             _Rule(
-                "ModelLatencyP99", "model-latency-p99",
+                "ModelLatencyP99",
+                "model-latency-p99",
                 f"p99 ModelLatency > {config.model_latency_p99.threshold:g} us for "
                 f"{config.model_latency_p99.window_s} s (p99 latency SLO).",
                 metrics.across_variants(
-                    lambda v: metrics.sagemaker(SageMakerMetric.MODEL_LATENCY, variant=v, statistic="p99",
-                                                period_s=config.model_latency_p99.period_s),
-                    combine="MAX", period_s=config.model_latency_p99.period_s, label="ModelLatency p99 (us)",
+                    lambda v: metrics.sagemaker(
+                        SageMakerMetric.MODEL_LATENCY,
+                        variant=v,
+                        statistic="p99",
+                        period_s=config.model_latency_p99.period_s,
+                    ),
+                    combine="MAX",
+                    period_s=config.model_latency_p99.period_s,
+                    label="ModelLatency p99 (us)",
                 ),
-                config.model_latency_p99, Comparison.GREATER_THAN_THRESHOLD, Missing.NOT_BREACHING, critical=False,
+                config.model_latency_p99,
+                Comparison.GREATER_THAN_THRESHOLD,
+                Missing.NOT_BREACHING,
+                critical=False,
             ),
             _Rule(
-                "GpuMemory", "gpu-memory-high",
+                "GpuMemory",
+                "gpu-memory-high",
                 f"GPU memory > {config.gpu_memory_utilization.threshold:g} % per GPU for "
                 f"{config.gpu_memory_utilization.window_s} s (above vLLM's preallocation).",
                 metrics.across_variants(
-                    lambda v: metrics.instance(SageMakerInstanceMetric.GPU_MEMORY_UTILIZATION, variant=v,
-                                               statistic="Maximum",
-                                               period_s=config.gpu_memory_utilization.period_s),
-                    combine="MAX", period_s=config.gpu_memory_utilization.period_s,
+                    lambda v: metrics.instance(
+                        SageMakerInstanceMetric.GPU_MEMORY_UTILIZATION,
+                        variant=v,
+                        statistic="Maximum",
+                        period_s=config.gpu_memory_utilization.period_s,
+                    ),
+                    combine="MAX",
+                    period_s=config.gpu_memory_utilization.period_s,
                     label="GPU memory (% x GPUs)",
                 ),
-                config.gpu_memory_utilization, Comparison.GREATER_THAN_THRESHOLD, Missing.MISSING, critical=False,
+                config.gpu_memory_utilization,
+                Comparison.GREATER_THAN_THRESHOLD,
+                Missing.MISSING,
+                critical=False,
                 threshold=config.gpu_memory_utilization.threshold * gpus_per_instance,
             ),
         ]
@@ -261,13 +326,22 @@ class EndpointAlarms(Construct):
             ceiling = config.adapter_ceiling_ms(adapter)
             rules.append(
                 _Rule(
-                    f"AdapterLatency{adapter.title().replace('_', '')}", f"adapter-{adapter}-latency-p95",
+                    f"AdapterLatency{adapter.title().replace('_', '')}",
+                    f"adapter-{adapter}-latency-p95",
                     f"Adapter {adapter} p95 request latency > {ceiling:g} ms for "
                     f"{config.adapter_latency.window_s} s. Check the adapter version; roll back if needed.",
-                    worst(RequestMetric.REQUEST_LATENCY, "p95", config.adapter_latency,
-                          f"{adapter} latency p95 (ms)", adapter=adapter),
-                    config.adapter_latency, Comparison.GREATER_THAN_THRESHOLD, Missing.NOT_BREACHING,
-                    critical=False, threshold=ceiling,
+                    worst(
+                        RequestMetric.REQUEST_LATENCY,
+                        "p95",
+                        config.adapter_latency,
+                        f"{adapter} latency p95 (ms)",
+                        adapter=adapter,
+                    ),
+                    config.adapter_latency,
+                    Comparison.GREATER_THAN_THRESHOLD,
+                    Missing.NOT_BREACHING,
+                    critical=False,
+                    threshold=ceiling,
                 )
             )
         return rules

@@ -80,17 +80,20 @@ class EndpointDashboard(Construct):
             ]
 
         def per_adapter(metric: RequestMetric, statistic: str) -> list[cloudwatch.IMetric]:
-            return [
-                metrics.across_variants(
-                    lambda v, a=adapter: metrics.custom(
-                        metric, variant=v, statistic=statistic, period_s=period, adapter=a
-                    ),
+            def adapter_series(adapter: str) -> cloudwatch.IMetric:
+                def one_variant(variant: str) -> cloudwatch.IMetric:
+                    return metrics.custom(
+                        metric, variant=variant, statistic=statistic, period_s=period, adapter=adapter
+                    )
+
+                return metrics.across_variants(
+                    one_variant,
                     combine="SUM" if statistic == "Sum" else "MAX",
                     period_s=period,
                     label=adapter,
                 )
-                for adapter in adapters
-            ]
+
+            return [adapter_series(adapter) for adapter in adapters]
 
         def graph(
             title: str,
@@ -190,7 +193,8 @@ class EndpointDashboard(Construct):
             ),
             graph(
                 "Queue depth and running requests",
-                per_variant(EngineMetric.QUEUE_DEPTH, "Average") + per_variant(EngineMetric.RUNNING_REQUESTS, "Average"),
+                per_variant(EngineMetric.QUEUE_DEPTH, "Average")
+                + per_variant(EngineMetric.RUNNING_REQUESTS, "Average"),
                 [_line(config.queue_build_up.threshold, "queue alarm")],
                 left_label="requests",
             ),

@@ -54,7 +54,9 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         config=config,
         guardrail_alarm_names=serving.guardrail_alarms.alarm_names,
         env=env,
-        description=f"{config.project_name} ({config.stage}): alarms, alarm topic and dashboard of {config.endpoint_name}",
+        description=(
+            f"{config.project_name} ({config.stage}): alarms, alarm topic and dashboard of {config.endpoint_name}"
+        ),
     )
     # Ordering only (names, not exports): its composite alarm names the guardrail alarms.
     observability.add_stack_dependency(serving)

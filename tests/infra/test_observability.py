@@ -5,8 +5,8 @@ values), so these tests check wiring and semantics, not copies of constants.
 """
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
 
 import pytest
 from aws_cdk import assertions
@@ -20,7 +20,7 @@ from tests.synth_helpers import Synth
 # helpers
 
 
-def _resources(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+def _resources(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in template.get("Resources", {}).items() if v["Type"] == resource_type}
 
 
@@ -35,8 +35,8 @@ def _metric_stats(alarm: dict[str, Any]) -> list[tuple[str, str, str, int, dict[
     """(namespace, metric, stat, period, dimensions) of every metric an alarm reads."""
     if "MetricName" in alarm:
         dims = {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])}
-        stat = alarm.get("Statistic") or alarm.get("ExtendedStatistic")
-        return [(alarm["Namespace"], alarm["MetricName"], stat, alarm["Period"], dims)]
+        stat = str(alarm.get("Statistic") or alarm.get("ExtendedStatistic"))
+        return [(str(alarm["Namespace"]), str(alarm["MetricName"]), stat, int(alarm["Period"]), dims)]
     found = []
     for query in alarm["Metrics"]:
         if "MetricStat" in query:
@@ -53,7 +53,7 @@ def _expression(alarm: dict[str, Any]) -> str:
     return str(returned[0]["Expression"])
 
 
-def _dashboard_bodies(template: dict[str, Any]) -> list[dict[str, Any]]:
+def _dashboard_bodies(template: Mapping[str, Any]) -> list[dict[str, Any]]:
     bodies = []
     for dashboard in _resources(template, "AWS::CloudWatch::Dashboard").values():
         body = dashboard["Properties"]["DashboardBody"]
@@ -93,53 +93,105 @@ def _check_rule(alarm: dict[str, Any], rule: AlarmRuleConfig, threshold: float |
 # every alarm: metric, statistic, period, threshold, comparison, missing data
 
 
-# (slug, config field, metrics read, statistic, comparison, missing data, critical)
+class AlarmCase(NamedTuple):
+    """What one alarm must look like."""
+
+    slug: str
+    field: str  # the MonitoringConfig field holding its rule
+    names: set[str]  # every metric the alarm reads
+    stat: str
+    comparison: str
+    missing: str
+    critical: bool
+
+
 ALARMS = [
-    ("ttft-p95-high", "high_ttft", {"TimeToFirstToken"}, "p95", "GreaterThanThreshold", "notBreaching", False),
-    ("queue-build-up", "queue_build_up", {"QueueDepth"}, "Average", "GreaterThanThreshold", "breaching", True),
-    ("kv-cache-pressure", "kv_cache_pressure", {"KvCacheUsagePercent"}, "Average", "GreaterThanThreshold", "missing",
-     False),
-    ("engine-errors", "engine_errors", {"OutOfMemoryErrors", "EngineErrors"}, "Sum",
-     "GreaterThanOrEqualToThreshold", "notBreaching", True),
-    ("prefix-cache-degraded", "prefix_cache_degradation", {"PrefixCacheHitRatePercent"}, "Average",
-     "LessThanThreshold", "notBreaching", False),
-    ("5xx-rate", "server_error_rate", {"Invocation5XXErrors", "Invocations"}, "Sum", "GreaterThanThreshold",
-     "notBreaching", True),
-    ("4xx-rate", "client_error_rate", {"Invocation4XXErrors", "Invocations"}, "Sum", "GreaterThanThreshold",
-     "notBreaching", False),
-    ("model-latency-p99", "model_latency_p99", {"ModelLatency"}, "p99", "GreaterThanThreshold", "notBreaching",
-     False),
-    ("gpu-memory-high", "gpu_memory_utilization", {"GPUMemoryUtilization"}, "Maximum", "GreaterThanThreshold",
-     "missing", False),
+    AlarmCase("ttft-p95-high", "high_ttft", {"TimeToFirstToken"}, "p95", "GreaterThanThreshold", "notBreaching", False),
+    AlarmCase("queue-build-up", "queue_build_up", {"QueueDepth"}, "Average", "GreaterThanThreshold", "breaching", True),
+    AlarmCase(
+        "kv-cache-pressure",
+        "kv_cache_pressure",
+        {"KvCacheUsagePercent"},
+        "Average",
+        "GreaterThanThreshold",
+        "missing",
+        False,
+    ),
+    AlarmCase(
+        "engine-errors",
+        "engine_errors",
+        {"OutOfMemoryErrors", "EngineErrors"},
+        "Sum",
+        "GreaterThanOrEqualToThreshold",
+        "notBreaching",
+        True,
+    ),
+    AlarmCase(
+        "prefix-cache-degraded",
+        "prefix_cache_degradation",
+        {"PrefixCacheHitRatePercent"},
+        "Average",
+        "LessThanThreshold",
+        "notBreaching",
+        False,
+    ),
+    AlarmCase(
+        "5xx-rate",
+        "server_error_rate",
+        {"Invocation5XXErrors", "Invocations"},
+        "Sum",
+        "GreaterThanThreshold",
+        "notBreaching",
+        True,
+    ),
+    AlarmCase(
+        "4xx-rate",
+        "client_error_rate",
+        {"Invocation4XXErrors", "Invocations"},
+        "Sum",
+        "GreaterThanThreshold",
+        "notBreaching",
+        False,
+    ),
+    AlarmCase(
+        "model-latency-p99",
+        "model_latency_p99",
+        {"ModelLatency"},
+        "p99",
+        "GreaterThanThreshold",
+        "notBreaching",
+        False,
+    ),
+    AlarmCase(
+        "gpu-memory-high",
+        "gpu_memory_utilization",
+        {"GPUMemoryUtilization"},
+        "Maximum",
+        "GreaterThanThreshold",
+        "missing",
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("slug", "field", "names", "stat", "comparison", "missing", "critical"), ALARMS)
-def test_alarm_semantics(
-    default_synth: Synth,
-    slug: str,
-    field: str,
-    names: set[str],
-    stat: str,
-    comparison: str,
-    missing: str,
-    critical: bool,
-) -> None:
+@pytest.mark.parametrize("case", ALARMS, ids=[case.slug for case in ALARMS])
+def test_alarm_semantics(default_synth: Synth, case: AlarmCase) -> None:
     config = default_synth.config
-    alarm = _alarms_by_name(default_synth, "Observability")[f"{config.endpoint_name}-{slug}"]
+    alarm = _alarms_by_name(default_synth, "Observability")[f"{config.endpoint_name}-{case.slug}"]
     read = _metric_stats(alarm)
-    assert {name for _, name, _, _, _ in read} == names
-    assert {s for _, _, s, _, _ in read} == {stat}
+    assert {name for _, name, _, _, _ in read} == case.names
+    assert {s for _, _, s, _, _ in read} == {case.stat}
     # Every variant's series is read: the alarm covers the whole endpoint.
     assert {dims["VariantName"] for *_, dims in read} == {v.variant_name for v in config.serving.variants}
-    rule: AlarmRuleConfig = getattr(config.monitoring, field)
-    threshold = rule.threshold * config.engine.tensor_parallel_size if field == "gpu_memory_utilization" else None
+    rule: AlarmRuleConfig = getattr(config.monitoring, case.field)
+    gpus = config.engine.tensor_parallel_size
+    threshold = rule.threshold * gpus if case.field == "gpu_memory_utilization" else None
     _check_rule(alarm, rule, threshold)
-    assert alarm["ComparisonOperator"] == comparison
-    assert alarm["TreatMissingData"] == missing
-    assert alarm["AlarmDescription"].startswith("[critical]" if critical else "[warning]")
+    assert alarm["ComparisonOperator"] == case.comparison
+    assert alarm["TreatMissingData"] == case.missing
+    assert alarm["AlarmDescription"].startswith("[critical]" if case.critical else "[warning]")
     # Warnings notify directly; criticals page only through the composite alarm.
-    assert bool(alarm.get("AlarmActions")) is not critical
+    assert bool(alarm.get("AlarmActions")) is not case.critical
 
 
 def test_seed_defaults_reach_the_template(default_synth: Synth) -> None:
@@ -299,7 +351,9 @@ def test_dashboard_shows_the_slos_capacity_and_adapters(default_synth: Synth) ->
         assert {variant.min_capacity, variant.max_capacity} <= lines("Instances per variant (min/max)")
     instance_rows = graphs["Instances per variant (min/max)"]["metrics"]
     assert {row[-1]["stat"] for row in instance_rows} == {"SampleCount"}
-    adapter_rows = [row for row in graphs["Per adapter: request latency p95 (ms)"]["metrics"] if isinstance(row[0], str)]
+    adapter_rows = [
+        row for row in graphs["Per adapter: request latency p95 (ms)"]["metrics"] if isinstance(row[0], str)
+    ]
     adapters_seen = {row[row.index("Adapter") + 1] for row in adapter_rows}
     assert adapters_seen == {a.name for a in config.model.adapters}
     for title in ("KV cache usage (%)", "Prefix cache hit rate (%)", "Tokens per second (per instance)"):
