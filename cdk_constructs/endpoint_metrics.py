@@ -131,7 +131,8 @@ class EndpointMetrics:
     ) -> cloudwatch.MathExpression:
         """``errors / Invocations x 100`` (percent) summed over ``variants``.
 
-        Periods without invocations yield no datapoint (``IF`` without an else branch)
+        Periods without invocations yield no datapoint (``IF`` without a false branch returns
+        none; CloudWatch user guide, "Using IF expressions")
         rather than a division by zero, so "no traffic" reads as missing data.
         """
         prefix = self._ids()
