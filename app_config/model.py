@@ -10,6 +10,7 @@ from app_config.container import ContainerConfig
 from app_config.engine import EngineConfig
 from app_config.image import ImageConfig
 from app_config.model_artifacts import ModelConfig
+from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
 from app_config.serving import ServingConfig
 
@@ -58,6 +59,9 @@ class AppConfig(ConfigModel):
     serving: ServingConfig = Field(default=ServingConfig(), description="Endpoint and production variants.")
     image: ImageConfig = Field(default=ImageConfig(), description="ECR repository and image references.")
     observability: ObservabilityConfig = Field(default=ObservabilityConfig(), description="Logs and metrics.")
+    monitoring: MonitoringConfig = Field(
+        default=MonitoringConfig(), description="Alarms, notifications and the SLO dashboard."
+    )
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":
@@ -79,7 +83,28 @@ class AppConfig(ConfigModel):
                 f"serving.primary.min_capacity = {self.serving.primary.min_capacity}: must be >= 2 in prod "
                 "(the warm floor that keeps cold starts off the request path)"
             )
+        self._monitoring_checks()
         return self
+
+    def _monitoring_checks(self) -> None:
+        adapters = {a.name for a in self.model.adapters}
+        unknown = sorted(set(self.monitoring.adapter_latency_ceilings_ms) - adapters)
+        if unknown:
+            raise ValueError(
+                f"monitoring.adapter_latency_ceilings_ms names unknown adapter(s) {', '.join(unknown)}; "
+                f"model.adapters are: {', '.join(sorted(adapters)) or '(none)'}"
+            )
+        preallocated = self.engine.gpu_memory_utilization * 100
+        threshold = self.monitoring.gpu_memory_utilization.threshold
+        if threshold <= preallocated:
+            # vLLM allocates this share of GPU memory at start: an alarm at or below it never clears.
+            raise ValueError(
+                f"monitoring.gpu_memory_utilization.threshold = {threshold:g} must be above "
+                f"engine.gpu_memory_utilization = {self.engine.gpu_memory_utilization:g} x 100 "
+                "(vLLM preallocates that share of GPU memory at start)"
+            )
+        if threshold > 100:
+            raise ValueError(f"monitoring.gpu_memory_utilization.threshold = {threshold:g}: must be <= 100 (per GPU)")
 
     @property
     def endpoint_name(self) -> str:

@@ -7,6 +7,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from app_config import AppConfig
 from stacks.image_repository_stack import ImageRepositoryStack
+from stacks.observability_stack import ObservabilityStack
 from stacks.serving_stack import ServingStack
 
 
@@ -16,6 +17,7 @@ class AppStacks:
 
     image_repository: ImageRepositoryStack
     serving: ServingStack
+    observability: ObservabilityStack
 
 
 def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
@@ -46,4 +48,16 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         env=env,
         description=f"{config.project_name} ({config.stage}): SageMaker endpoint {config.endpoint_name}",
     )
-    return AppStacks(image_repository=image_repository, serving=serving)
+    observability = ObservabilityStack(
+        app,
+        config.stack_name("Observability"),
+        config=config,
+        guardrail_alarm_names=serving.guardrail_alarms.alarm_names,
+        env=env,
+        description=(
+            f"{config.project_name} ({config.stage}): alarms, alarm topic and dashboard of {config.endpoint_name}"
+        ),
+    )
+    # Ordering only (names, not exports): its composite alarm names the guardrail alarms.
+    observability.add_stack_dependency(serving)
+    return AppStacks(image_repository=image_repository, serving=serving, observability=observability)

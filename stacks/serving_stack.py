@@ -10,6 +10,8 @@ from constructs import Construct
 from app_config import AppConfig
 from app_config.image import ImageRefConfig
 from cdk_constructs.container_environment import container_environment
+from cdk_constructs.deployment_guardrail_alarms import DeploymentGuardrailAlarms
+from cdk_constructs.endpoint_metrics import EndpointMetrics
 from cdk_constructs.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
 from serving_contract import outputs
@@ -49,6 +51,8 @@ class ServingStack(cdk.Stack):
 
     Attributes:
         endpoint: the :class:`ServingEndpoint` construct (endpoint name, variants, log group).
+        guardrail_alarms: the alarms deployment guardrails roll back on (named by
+            ``serving_contract.alarms.rollback_alarm_names``).
     """
 
     def __init__(
@@ -94,6 +98,23 @@ class ServingStack(cdk.Stack):
                 cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
             ),
         )
+        # The guardrail alarms sit here, not in the observability stack: the endpoint's
+        # AutoRollbackConfiguration names them, and they must exist before any endpoint
+        # update starts. Every variant gets a pair, so whichever variant a deployment
+        # watches (the canary, or the primary when the canary is off) has its alarms.
+        self.guardrail_alarms = DeploymentGuardrailAlarms(
+            self,
+            "GuardrailAlarms",
+            metrics=EndpointMetrics(
+                endpoint_name=config.endpoint_name,
+                variant_names=self.endpoint.variant_names,
+                namespace=config.observability.metrics_namespace,
+            ),
+            variant_names=self.endpoint.variant_names,
+            error_rate=config.monitoring.canary_error_rate,
+            ttft_p95=config.monitoring.canary_ttft_p95,
+        )
+        self.endpoint.endpoint.node.add_dependency(self.guardrail_alarms)
         repository.grant_pull(execution_role.role)
         self.endpoint.log_group.grant_write(execution_role.role)
         self.endpoint.log_group.grant(execution_role.role, "logs:DescribeLogStreams")

@@ -40,10 +40,13 @@ VPC_OVERRIDES = {
     "serving.vpc": '{"subnet_ids": ["subnet-0a1b2c3d"], "security_group_ids": ["sg-0a1b2c3d"]}',
     "serving.canary.enabled": "false",
     "image.primary.digest": "sha256:" + "ab" * 32,
+    "monitoring.adapter_latency_ceilings_ms": '{"jp_style_v1": 1500}',
+    "monitoring.notifications.emails": '["oncall@example.com"]',
+    "monitoring.notifications.https_endpoints": '["https://hooks.example.com/alarms"]',
 }
 
 
 @pytest.fixture(scope="session")
 def vpc_single_variant_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """VPC placement, no canary, image pinned by digest: the optional paths."""
+    """VPC placement, no canary, image pinned by digest, alarm subscribers and an adapter ceiling."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-vpc"), VPC_OVERRIDES)

@@ -1,0 +1,103 @@
+"""The alarms that roll a blue/green endpoint deployment back (seed 000 canary gates)."""
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from app_config.monitoring import AlarmRuleConfig
+from cdk_constructs.endpoint_metrics import EndpointMetrics
+from serving_contract import alarms as alarm_names
+from serving_contract.metrics import RequestMetric, SageMakerMetric
+
+
+class DeploymentGuardrailAlarms(Construct):
+    """5xx-rate and p95-TTFT alarms for each guarded variant, named by ``serving_contract.alarms``.
+
+    The endpoint's ``DeploymentConfig.AutoRollbackConfiguration`` lists alarms by NAME,
+    and the ops ``promote`` command looks them up by name too, so these alarms set
+    ``AlarmName`` explicitly to ``rollback_alarm_names(endpoint, variant)`` instead of
+    letting CloudFormation generate one. They carry no actions: the observability stack's
+    guardrail composite alarm notifies when one trips.
+
+    Missing data is ``notBreaching`` for both: a variant with no traffic has no errors and
+    no latency. A silent (crashed) canary container does not hide here, because SageMaker
+    itself counts the requests it cannot serve in ``Invocation5XXErrors``.
+
+    Attributes:
+        alarms: variant name to its (error-rate alarm, latency alarm), the names of
+            ``rollback_alarm_names`` in that order.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        metrics: EndpointMetrics,
+        variant_names: Sequence[str],
+        error_rate: AlarmRuleConfig,
+        ttft_p95: AlarmRuleConfig,
+    ) -> None:
+        """
+        Args:
+            metrics: metric factory of the endpoint.
+            variant_names: variants to guard (the canary; the primary too when it can be
+                the one a deployment shifts traffic to).
+            error_rate: 5xx rate threshold in percent and its window (seed 000: 0.5 %).
+            ttft_p95: p95 TimeToFirstToken threshold in ms and its window (seed 000: 500 ms).
+        """
+        super().__init__(scope, construct_id)
+        self.alarms: dict[str, tuple[cloudwatch.Alarm, cloudwatch.Alarm]] = {}
+        endpoint = self._endpoint_name = metrics.endpoint_name
+        for variant in variant_names:
+            error_name, latency_name = alarm_names.rollback_alarm_names(endpoint, variant)
+            node_id = variant.title().replace("-", "")
+            error_alarm = cloudwatch.Alarm(
+                self,
+                f"{node_id}ErrorRate",
+                alarm_name=error_name,
+                alarm_description=(
+                    f"Rolls back deployments: {variant} 5xx rate > {error_rate.threshold:g} % "
+                    f"for {error_rate.window_s} s (seed 000 canary gate)."
+                ),
+                metric=metrics.error_rate(
+                    SageMakerMetric.INVOCATION_5XX_ERRORS,
+                    variants=[variant],
+                    period_s=error_rate.period_s,
+                    label=f"{variant} 5xx rate (%)",
+                ),
+                threshold=error_rate.threshold,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=error_rate.evaluation_periods,
+                datapoints_to_alarm=error_rate.datapoints_to_alarm,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            latency_alarm = cloudwatch.Alarm(
+                self,
+                f"{node_id}TtftP95",
+                alarm_name=latency_name,
+                alarm_description=(
+                    f"Rolls back deployments: {variant} p95 time to first token > {ttft_p95.threshold:g} ms "
+                    f"for {ttft_p95.window_s} s (seed 000 canary gate)."
+                ),
+                metric=metrics.custom(
+                    RequestMetric.TIME_TO_FIRST_TOKEN,
+                    variant=variant,
+                    statistic="p95",
+                    period_s=ttft_p95.period_s,
+                ),
+                threshold=ttft_p95.threshold,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=ttft_p95.evaluation_periods,
+                datapoints_to_alarm=ttft_p95.datapoints_to_alarm,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            self.alarms[variant] = (error_alarm, latency_alarm)
+
+    @property
+    def alarm_names(self) -> list[str]:
+        """Every guardrail alarm name (plain strings, known at synth), variant by variant."""
+        return [
+            name for variant in self.alarms for name in alarm_names.rollback_alarm_names(self._endpoint_name, variant)
+        ]

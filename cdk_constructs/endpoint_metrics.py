@@ -1,0 +1,152 @@
+"""CloudWatch metrics of one endpoint, built only from the names in ``serving_contract.metrics``.
+
+Not a construct: a small factory the alarm, guardrail and dashboard constructs share, so
+every (namespace, metric name, dimensions) triple is spelled in one place.
+
+The container publishes every metric with the dimensions (EndpointName, VariantName)
+(plus Adapter for per-adapter figures) and ``AWS/SageMaker`` has no endpoint-only
+dimension either, so an endpoint-wide figure is a metric-math combination of the
+per-variant series: ``MAX`` for gauges and percentiles (the worst variant), ``SUM`` for
+counts.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+
+from serving_contract.metrics import (
+    SAGEMAKER_INSTANCE_NAMESPACE,
+    SAGEMAKER_NAMESPACE,
+    Dimension,
+    EngineMetric,
+    RequestMetric,
+    SageMakerInstanceMetric,
+    SageMakerMetric,
+)
+
+Combine = Literal["MAX", "SUM"]
+PerVariant = Callable[[str], cloudwatch.IMetric]
+
+
+class EndpointMetrics:
+    """Metric factory for one endpoint.
+
+    Args:
+        endpoint_name: the SageMaker endpoint name (the ``EndpointName`` dimension).
+        variant_names: production variants, primary first.
+        namespace: namespace of the container's EMF metrics.
+    """
+
+    def __init__(self, *, endpoint_name: str, variant_names: Sequence[str], namespace: str) -> None:
+        self.endpoint_name = endpoint_name
+        self.variant_names = tuple(variant_names)
+        self.namespace = namespace
+        self._expressions = 0
+
+    def _ids(self) -> str:
+        # Metric ids must be unique within one alarm or graph; a running number per
+        # expression keeps two expressions of one graph (5xx and 4xx rate) apart.
+        self._expressions += 1
+        return f"x{self._expressions}"
+
+    def _dimensions(self, variant: str, adapter: str | None = None) -> dict[str, str]:
+        dims = {Dimension.ENDPOINT.value: self.endpoint_name, Dimension.VARIANT.value: variant}
+        if adapter is not None:
+            dims[Dimension.ADAPTER.value] = adapter
+        return dims
+
+    def custom(
+        self,
+        metric: EngineMetric | RequestMetric,
+        *,
+        variant: str,
+        statistic: str,
+        period_s: int,
+        adapter: str | None = None,
+        label: str | None = None,
+    ) -> cloudwatch.Metric:
+        """A metric the container emits (``serving_contract.metrics``), for one variant."""
+        return cloudwatch.Metric(
+            namespace=self.namespace,
+            metric_name=metric.value,
+            dimensions_map=self._dimensions(variant, adapter),
+            statistic=statistic,
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )
+
+    def sagemaker(
+        self, metric: SageMakerMetric, *, variant: str, statistic: str, period_s: int, label: str | None = None
+    ) -> cloudwatch.Metric:
+        """An ``AWS/SageMaker`` invocation metric of one variant (latencies in microseconds)."""
+        return cloudwatch.Metric(
+            namespace=SAGEMAKER_NAMESPACE,
+            metric_name=metric.value,
+            dimensions_map=self._dimensions(variant),
+            statistic=statistic,
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )
+
+    def instance(
+        self,
+        metric: SageMakerInstanceMetric,
+        *,
+        variant: str,
+        statistic: str,
+        period_s: int,
+        label: str | None = None,
+    ) -> cloudwatch.Metric:
+        """A ``/aws/sagemaker/Endpoints`` instance metric of one variant (percent x device count)."""
+        return cloudwatch.Metric(
+            namespace=SAGEMAKER_INSTANCE_NAMESPACE,
+            metric_name=metric.value,
+            dimensions_map=self._dimensions(variant),
+            statistic=statistic,
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )
+
+    def across_variants(
+        self, per_variant: PerVariant, *, combine: Combine, period_s: int, label: str
+    ) -> cloudwatch.MathExpression:
+        """``MAX([...])`` or ``SUM([...])`` of ``per_variant(v)`` over every variant.
+
+        A variant with no datapoint drops out of MAX/SUM; when no variant has one, the
+        expression has no datapoint and the alarm's missing-data treatment decides.
+        """
+        prefix = self._ids()
+        using = {f"{prefix}v{i}": per_variant(name) for i, name in enumerate(self.variant_names)}
+        return cloudwatch.MathExpression(
+            expression=f"{combine}([{', '.join(using)}])",
+            using_metrics=using,
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )
+
+    def error_rate(
+        self, errors: SageMakerMetric, *, variants: Sequence[str], period_s: int, label: str
+    ) -> cloudwatch.MathExpression:
+        """``errors / Invocations x 100`` (percent) summed over ``variants``.
+
+        Periods without invocations yield no datapoint (``IF`` without a false branch returns
+        none; CloudWatch user guide, "Using IF expressions")
+        rather than a division by zero, so "no traffic" reads as missing data.
+        """
+        prefix = self._ids()
+        using: dict[str, cloudwatch.IMetric] = {}
+        for i, variant in enumerate(variants):
+            using[f"{prefix}e{i}"] = self.sagemaker(errors, variant=variant, statistic="Sum", period_s=period_s)
+            using[f"{prefix}i{i}"] = self.sagemaker(
+                SageMakerMetric.INVOCATIONS, variant=variant, statistic="Sum", period_s=period_s
+            )
+        total_errors = "SUM([" + ", ".join(f"FILL({prefix}e{i}, 0)" for i in range(len(variants))) + "])"
+        total_invocations = "SUM([" + ", ".join(f"FILL({prefix}i{i}, 0)" for i in range(len(variants))) + "])"
+        return cloudwatch.MathExpression(
+            expression=f"IF({total_invocations} > 0, 100 * {total_errors} / {total_invocations})",
+            using_metrics=using,
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )

@@ -1,0 +1,92 @@
+"""Deployment unit: alarms, the alarm topic and the SLO dashboard of the endpoint."""
+
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from app_config import AppConfig
+from cdk_constructs.alarm_topic import AlarmTopic
+from cdk_constructs.endpoint_alarms import EndpointAlarms
+from cdk_constructs.endpoint_dashboard import EndpointDashboard, VariantCapacity
+from cdk_constructs.endpoint_metrics import EndpointMetrics
+from serving_contract import alarms as alarm_names
+from serving_contract import outputs
+
+
+class ObservabilityStack(cdk.Stack):
+    """Everything operators watch, apart from the deployment-guardrail alarms.
+
+    A stack of its own because its lifecycle differs from the endpoint's: thresholds,
+    subscriptions and graphs are tuned often, and a Serving stack update can sit in
+    UPDATE_IN_PROGRESS for hours while a blue/green deployment bakes; tuning an alarm must
+    not wait behind that, nor risk an endpoint update. It references the endpoint only
+    through names known at synth (config), so no cross-stack exports tie the two together;
+    the composite alarm names the serving stack's guardrail alarms, which must exist first,
+    so ``composition.py`` orders this stack after Serving.
+
+    Attributes:
+        topic: the alarm topic (KMS-encrypted, TLS-only).
+        alarms: the :class:`EndpointAlarms`.
+        dashboard: the :class:`EndpointDashboard`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: AppConfig,
+        guardrail_alarm_names: list[str],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        monitoring = config.monitoring
+        endpoint = config.endpoint_name
+        variants = config.serving.variants
+        adapters = [adapter.name for adapter in config.model.adapters]
+        # GPUs per instance = GPUs per engine: one engine per instance (seed 003).
+        gpus_per_instance = config.engine.tensor_parallel_size
+        metrics = EndpointMetrics(
+            endpoint_name=endpoint,
+            variant_names=[v.variant_name for v in variants],
+            namespace=config.observability.metrics_namespace,
+        )
+        self.topic = AlarmTopic(
+            self,
+            "AlarmTopic",
+            alarm_name_prefix=alarm_names.alarm_name_prefix(endpoint),
+            emails=monitoring.notifications.emails,
+            https_endpoints=monitoring.notifications.https_endpoints,
+        ).topic
+        self.alarms = EndpointAlarms(
+            self,
+            "Alarms",
+            metrics=metrics,
+            config=monitoring,
+            adapters=adapters,
+            gpus_per_instance=gpus_per_instance,
+            topic=self.topic,
+            guardrail_alarm_names=guardrail_alarm_names,
+        )
+        self.dashboard = EndpointDashboard(
+            self,
+            "Dashboard",
+            metrics=metrics,
+            config=monitoring,
+            adapters=adapters,
+            capacities=[
+                VariantCapacity(variant_name=v.variant_name, min_capacity=v.min_capacity, max_capacity=v.max_capacity)
+                for v in variants
+            ],
+            gpus_per_instance=gpus_per_instance,
+            alarms=[
+                *self.alarms.alarms.values(),
+                self.alarms.critical_composite,
+                self.alarms.guardrail_composite,
+            ],
+        )
+        cdk.CfnOutput(self, outputs.ALARM_TOPIC_ARN, value=self.topic.topic_arn)
+        cdk.CfnOutput(self, outputs.DASHBOARD_NAME, value=self.dashboard.dashboard.dashboard_name)
+        for key, value in config.tags.items():
+            cdk.Tags.of(self).add(key, value)

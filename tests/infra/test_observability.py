@@ -1,0 +1,431 @@
+"""Alarms, guardrail alarms, alarm topic and dashboard: template assertions.
+
+Every expected number below is read from the config the synth used (defaults = the seeds'
+values), so these tests check wiring and semantics, not copies of constants.
+"""
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+import pytest
+from aws_cdk import assertions
+
+from app_config.monitoring import AlarmRuleConfig
+from serving_contract import alarms as alarm_names
+from serving_contract import metrics
+from tests.synth_helpers import Synth
+
+# ---------------------------------------------------------------------------------------
+# helpers
+
+
+def _resources(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template.get("Resources", {}).items() if v["Type"] == resource_type}
+
+
+def _alarms_by_name(synth: Synth, unit: str) -> dict[str, dict[str, Any]]:
+    return {
+        v["Properties"]["AlarmName"]: v["Properties"]
+        for v in _resources(synth.template_json(unit), "AWS::CloudWatch::Alarm").values()
+    }
+
+
+def _metric_stats(alarm: dict[str, Any]) -> list[tuple[str, str, str, int, dict[str, str]]]:
+    """(namespace, metric, stat, period, dimensions) of every metric an alarm reads."""
+    if "MetricName" in alarm:
+        dims = {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])}
+        stat = str(alarm.get("Statistic") or alarm.get("ExtendedStatistic"))
+        return [(str(alarm["Namespace"]), str(alarm["MetricName"]), stat, int(alarm["Period"]), dims)]
+    found = []
+    for query in alarm["Metrics"]:
+        if "MetricStat" in query:
+            stat = query["MetricStat"]
+            metric = stat["Metric"]
+            dims = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
+            found.append((metric["Namespace"], metric["MetricName"], stat["Stat"], stat["Period"], dims))
+    return found
+
+
+def _expression(alarm: dict[str, Any]) -> str:
+    returned = [q for q in alarm["Metrics"] if q.get("ReturnData", True)]
+    assert len(returned) == 1
+    return str(returned[0]["Expression"])
+
+
+def _dashboard_bodies(template: Mapping[str, Any]) -> list[dict[str, Any]]:
+    bodies = []
+    for dashboard in _resources(template, "AWS::CloudWatch::Dashboard").values():
+        body = dashboard["Properties"]["DashboardBody"]
+        if isinstance(body, dict):  # Fn::Join around tokens (region, alarm ARNs)
+            body = "".join(part if isinstance(part, str) else "TOKEN" for part in body["Fn::Join"][1])
+        bodies.append(json.loads(body))
+    return bodies
+
+
+def _dashboard_metrics(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for widget in body["widgets"]:
+        for row in widget.get("properties", {}).get("metrics", []):
+            if isinstance(row[0], str):
+                yield row[0], row[1]
+
+
+def _metric_refs(node: Any) -> Iterator[tuple[str, str]]:
+    """Every {Namespace, MetricName} pair anywhere below ``node`` (alarms, scaling policies)."""
+    if isinstance(node, dict):
+        if isinstance(node.get("Namespace"), str) and isinstance(node.get("MetricName"), str):
+            yield node["Namespace"], node["MetricName"]
+        for value in node.values():
+            yield from _metric_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _metric_refs(value)
+
+
+def _check_rule(alarm: dict[str, Any], rule: AlarmRuleConfig, threshold: float | None = None) -> None:
+    assert alarm["Threshold"] == (rule.threshold if threshold is None else threshold)
+    assert alarm["EvaluationPeriods"] == rule.evaluation_periods
+    for _, _, _, period, _ in _metric_stats(alarm):
+        assert period == rule.period_s
+
+
+# ---------------------------------------------------------------------------------------
+# every alarm: metric, statistic, period, threshold, comparison, missing data
+
+
+class AlarmCase(NamedTuple):
+    """What one alarm must look like."""
+
+    slug: str
+    field: str  # the MonitoringConfig field holding its rule
+    names: set[str]  # every metric the alarm reads
+    stat: str
+    comparison: str
+    missing: str
+    critical: bool
+
+
+ALARMS = [
+    AlarmCase("ttft-p95-high", "high_ttft", {"TimeToFirstToken"}, "p95", "GreaterThanThreshold", "notBreaching", False),
+    AlarmCase("queue-build-up", "queue_build_up", {"QueueDepth"}, "Average", "GreaterThanThreshold", "breaching", True),
+    AlarmCase(
+        "kv-cache-pressure",
+        "kv_cache_pressure",
+        {"KvCacheUsagePercent"},
+        "Average",
+        "GreaterThanThreshold",
+        "missing",
+        False,
+    ),
+    AlarmCase(
+        "engine-errors",
+        "engine_errors",
+        {"OutOfMemoryErrors", "EngineErrors"},
+        "Sum",
+        "GreaterThanOrEqualToThreshold",
+        "notBreaching",
+        True,
+    ),
+    AlarmCase(
+        "prefix-cache-degraded",
+        "prefix_cache_degradation",
+        {"PrefixCacheHitRatePercent"},
+        "Average",
+        "LessThanThreshold",
+        "notBreaching",
+        False,
+    ),
+    AlarmCase(
+        "5xx-rate",
+        "server_error_rate",
+        {"Invocation5XXErrors", "Invocations"},
+        "Sum",
+        "GreaterThanThreshold",
+        "notBreaching",
+        True,
+    ),
+    AlarmCase(
+        "4xx-rate",
+        "client_error_rate",
+        {"Invocation4XXErrors", "Invocations"},
+        "Sum",
+        "GreaterThanThreshold",
+        "notBreaching",
+        False,
+    ),
+    AlarmCase(
+        "model-latency-p99",
+        "model_latency_p99",
+        {"ModelLatency"},
+        "p99",
+        "GreaterThanThreshold",
+        "notBreaching",
+        False,
+    ),
+    AlarmCase(
+        "gpu-memory-high",
+        "gpu_memory_utilization",
+        {"GPUMemoryUtilization"},
+        "Maximum",
+        "GreaterThanThreshold",
+        "missing",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", ALARMS, ids=[case.slug for case in ALARMS])
+def test_alarm_semantics(default_synth: Synth, case: AlarmCase) -> None:
+    config = default_synth.config
+    alarm = _alarms_by_name(default_synth, "Observability")[f"{config.endpoint_name}-{case.slug}"]
+    read = _metric_stats(alarm)
+    assert {name for _, name, _, _, _ in read} == case.names
+    assert {s for _, _, s, _, _ in read} == {case.stat}
+    # Every variant's series is read: the alarm covers the whole endpoint.
+    assert {dims["VariantName"] for *_, dims in read} == {v.variant_name for v in config.serving.variants}
+    rule: AlarmRuleConfig = getattr(config.monitoring, case.field)
+    gpus = config.engine.tensor_parallel_size
+    threshold = rule.threshold * gpus if case.field == "gpu_memory_utilization" else None
+    _check_rule(alarm, rule, threshold)
+    assert alarm["ComparisonOperator"] == case.comparison
+    assert alarm["TreatMissingData"] == case.missing
+    assert alarm["AlarmDescription"].startswith("[critical]" if case.critical else "[warning]")
+    # Warnings notify directly; criticals page only through the composite alarm.
+    assert bool(alarm.get("AlarmActions")) is not case.critical
+
+
+def test_seed_defaults_reach_the_template(default_synth: Synth) -> None:
+    alarms = _alarms_by_name(default_synth, "Observability")
+    name = default_synth.config.endpoint_name
+    # Seed 002 "Alerting rules" and the ModelLatency unit (microseconds).
+    assert alarms[f"{name}-ttft-p95-high"]["Threshold"] == 500
+    assert alarms[f"{name}-queue-build-up"]["Threshold"] == 80
+    assert alarms[f"{name}-queue-build-up"]["EvaluationPeriods"] * 60 == 120
+    assert alarms[f"{name}-kv-cache-pressure"]["Threshold"] == 95
+    assert alarms[f"{name}-prefix-cache-degraded"]["Threshold"] == 50
+    assert alarms[f"{name}-model-latency-p99"]["Threshold"] == 2_000_000
+
+
+def test_error_rates_are_math_over_invocations(default_synth: Synth) -> None:
+    alarms = _alarms_by_name(default_synth, "Observability")
+    name = default_synth.config.endpoint_name
+    for slug in ("5xx-rate", "4xx-rate"):
+        expression = _expression(alarms[f"{name}-{slug}"])
+        assert expression.startswith("IF(SUM([")
+        assert "100 * SUM([FILL(" in expression
+
+
+def test_one_latency_alarm_per_adapter_with_its_ceiling(vpc_single_variant_synth: Synth) -> None:
+    config = vpc_single_variant_synth.config
+    alarms = _alarms_by_name(vpc_single_variant_synth, "Observability")
+    for adapter in config.model.adapters:
+        alarm = alarms[f"{config.endpoint_name}-adapter-{adapter.name}-latency-p95"]
+        read = _metric_stats(alarm)
+        assert {(n, s) for _, n, s, _, _ in read} == {("RequestLatency", "p95")}
+        assert {dims["Adapter"] for *_, dims in read} == {adapter.name}
+        _check_rule(alarm, config.monitoring.adapter_latency, config.monitoring.adapter_ceiling_ms(adapter.name))
+        assert alarm["TreatMissingData"] == "notBreaching"
+    assert config.monitoring.adapter_ceiling_ms("jp_style_v1") == 1500
+    assert config.monitoring.adapter_ceiling_ms("manga_domain_v3") == config.monitoring.adapter_latency.threshold
+
+
+def test_critical_composite_covers_exactly_the_critical_alarms(default_synth: Synth) -> None:
+    template = default_synth.template_json("Observability")
+    critical_ids = {
+        key
+        for key, value in _resources(template, "AWS::CloudWatch::Alarm").items()
+        if value["Properties"]["AlarmDescription"].startswith("[critical]")
+    }
+    composites = {
+        v["Properties"]["AlarmName"]: v["Properties"]
+        for v in _resources(template, "AWS::CloudWatch::CompositeAlarm").values()
+    }
+    critical = composites[f"{default_synth.config.endpoint_name}-critical"]
+    rule = json.dumps(critical["AlarmRule"])
+    assert {key for key in critical_ids if key in rule} == critical_ids
+    assert len(critical_ids) == 3
+    assert critical["AlarmActions"] and critical["OKActions"]
+
+
+def test_guardrail_alarms_are_named_for_rollback_and_precede_the_endpoint(default_synth: Synth) -> None:
+    config = default_synth.config
+    alarms = _alarms_by_name(default_synth, "Serving")
+    for variant in config.serving.variants:
+        error_name, latency_name = alarm_names.rollback_alarm_names(config.endpoint_name, variant.variant_name)
+        error_alarm, latency_alarm = alarms[error_name], alarms[latency_name]
+        assert "Invocation5XXErrors" in {n for _, n, _, _, _ in _metric_stats(error_alarm)}
+        assert {d["VariantName"] for *_, d in _metric_stats(error_alarm)} == {variant.variant_name}
+        _check_rule(error_alarm, config.monitoring.canary_error_rate)
+        assert [(n, s) for _, n, s, _, _ in _metric_stats(latency_alarm)] == [("TimeToFirstToken", "p95")]
+        _check_rule(latency_alarm, config.monitoring.canary_ttft_p95)
+        for alarm in (error_alarm, latency_alarm):
+            assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+            assert alarm["TreatMissingData"] == "notBreaching"
+    assert config.monitoring.canary_error_rate.threshold == 0.5  # seed 000 canary gate
+    template = default_synth.template_json("Serving")
+    guardrail_ids = {k for k, v in _resources(template, "AWS::CloudWatch::Alarm").items()}
+    (endpoint,) = _resources(template, "AWS::SageMaker::Endpoint").values()
+    assert guardrail_ids <= set(endpoint["DependsOn"])
+    # The observability stack's rollback composite names them, so it deploys after Serving.
+    composite = next(
+        v["Properties"]
+        for v in _resources(default_synth.template_json("Observability"), "AWS::CloudWatch::CompositeAlarm").values()
+        if v["Properties"]["AlarmName"].endswith("-deployment-rollback")
+    )
+    for name in default_synth.stacks.serving.guardrail_alarms.alarm_names:
+        assert f'ALARM("{name}")' in composite["AlarmRule"]
+    assert default_synth.stacks.serving in default_synth.stacks.observability.dependencies
+
+
+def test_guardrail_alarms_follow_the_variants(vpc_single_variant_synth: Synth) -> None:
+    config = vpc_single_variant_synth.config
+    names = set(_alarms_by_name(vpc_single_variant_synth, "Serving"))
+    assert names == set(alarm_names.rollback_alarm_names(config.endpoint_name, config.serving.primary.variant_name))
+
+
+def test_every_alarm_name_carries_the_endpoint_prefix(all_synths: list[Synth]) -> None:
+    for synth in all_synths:
+        prefix = alarm_names.alarm_name_prefix(synth.config.endpoint_name)
+        for unit in ("Serving", "Observability"):
+            template = synth.template_json(unit)
+            for kind in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm"):
+                for alarm in _resources(template, kind).values():
+                    assert alarm["Properties"]["AlarmName"].startswith(prefix)
+
+
+# ---------------------------------------------------------------------------------------
+# every metric used anywhere is one that exists
+
+
+def _allowed(namespace: str) -> set[tuple[str, str]]:
+    return (
+        {(namespace, name) for name in metrics.EMITTED}
+        | {(metrics.SAGEMAKER_NAMESPACE, m.value) for m in metrics.SageMakerMetric}
+        | {(metrics.SAGEMAKER_INSTANCE_NAMESPACE, m.value) for m in metrics.SageMakerInstanceMetric}
+    )
+
+
+def test_every_metric_used_is_emitted_or_published_by_sagemaker(
+    all_synths: list[Synth], vpc_single_variant_synth: Synth
+) -> None:
+    checked = 0
+    for synth in [*all_synths, vpc_single_variant_synth]:
+        allowed = _allowed(synth.config.observability.metrics_namespace)
+        for template in (t.to_json() for t in synth.templates.values()):
+            used: set[tuple[str, str]] = set()
+            for kind in ("AWS::CloudWatch::Alarm", "AWS::ApplicationAutoScaling::ScalingPolicy"):
+                for resource in _resources(template, kind).values():
+                    used |= set(_metric_refs(resource["Properties"]))
+            for body in _dashboard_bodies(template):
+                used |= set(_dashboard_metrics(body))
+            assert used <= allowed, f"unknown metrics: {sorted(used - allowed)}"
+            checked += len(used)
+    assert checked > 0
+
+
+def test_metric_walk_catches_an_unknown_metric() -> None:
+    policy = {"CustomizedMetricSpecification": {"Namespace": "MangaAssist/Inference", "MetricName": "Typo"}}
+    assert set(_metric_refs(policy)) == {("MangaAssist/Inference", "Typo")}
+    assert ("MangaAssist/Inference", "Typo") not in _allowed("MangaAssist/Inference")
+
+
+# ---------------------------------------------------------------------------------------
+# dashboard
+
+
+def test_dashboard_shows_the_slos_capacity_and_adapters(default_synth: Synth) -> None:
+    config = default_synth.config
+    (body,) = _dashboard_bodies(default_synth.template_json("Observability"))
+    graphs = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+
+    def lines(title: str) -> set[float]:
+        return {a["value"] for a in graphs[title].get("annotations", {}).get("horizontal", [])}
+
+    slo = config.monitoring.slo
+    assert slo.availability_percent in lines("Availability (%)")
+    assert slo.error_rate_percent in lines("Error rate (%)")
+    assert slo.ttft_p50_ms in lines("Time to first token (ms)")
+    assert slo.latency_p99_ms in lines("Request latency p99 (ms)")
+    assert slo.queue_wait_p95_ms in lines("Queue wait p95 (ms)")
+    for variant in config.serving.variants:
+        assert {variant.min_capacity, variant.max_capacity} <= lines("Instances per variant (min/max)")
+    instance_rows = graphs["Instances per variant (min/max)"]["metrics"]
+    assert {row[-1]["stat"] for row in instance_rows} == {"SampleCount"}
+    adapter_rows = [
+        row for row in graphs["Per adapter: request latency p95 (ms)"]["metrics"] if isinstance(row[0], str)
+    ]
+    adapters_seen = {row[row.index("Adapter") + 1] for row in adapter_rows}
+    assert adapters_seen == {a.name for a in config.model.adapters}
+    for title in ("KV cache usage (%)", "Prefix cache hit rate (%)", "Tokens per second (per instance)"):
+        assert title in graphs
+    assert any(w["type"] == "alarm" for w in body["widgets"])
+
+
+# ---------------------------------------------------------------------------------------
+# alarm topic
+
+
+def test_topic_is_kms_encrypted_and_tls_only(default_synth: Synth) -> None:
+    template = default_synth.template("Observability")
+    template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+    template.has_resource_properties(
+        "AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [assertions.Match.any_value(), "Arn"]}}
+    )
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": assertions.Match.array_with(
+                    [
+                        assertions.Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Principal": "*",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        ),
+                        assertions.Match.object_like(
+                            {
+                                "Effect": "Allow",
+                                "Action": "sns:Publish",
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Condition": assertions.Match.object_like(
+                                    {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+                                ),
+                            }
+                        ),
+                    ]
+                )
+            }
+        },
+    )
+    # CloudWatch may use the key only on behalf of this account's alarms.
+    template.has_resource_properties(
+        "AWS::KMS::Key",
+        {
+            "KeyPolicy": {
+                "Statement": assertions.Match.array_with(
+                    [
+                        assertions.Match.object_like(
+                            {
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                                "Condition": assertions.Match.object_like(
+                                    {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+                                ),
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+    template.resource_count_is("AWS::SNS::Subscription", 0)
+
+
+def test_topic_subscriptions_come_from_config(vpc_single_variant_synth: Synth) -> None:
+    template = vpc_single_variant_synth.template("Observability")
+    template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"})
+    template.has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "https", "Endpoint": "https://hooks.example.com/alarms"}
+    )

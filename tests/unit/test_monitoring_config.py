@@ -1,0 +1,90 @@
+"""Monitoring config: seed defaults and one-line errors for bad input."""
+
+import pytest
+
+from app_config import AppConfig, ConfigError, load_config
+from tests.synth_helpers import cdk_json_context
+
+
+def _error(overrides: dict[str, str]) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config({**cdk_json_context(), **overrides})
+    message = str(info.value)
+    assert "\n" not in message, f"expected one line, got: {message}"
+    return message
+
+
+def test_defaults_are_the_seeds_alerting_rules() -> None:
+    monitoring = AppConfig().monitoring
+    # Seed 002 "Alerting rules": threshold, window in seconds.
+    assert (monitoring.high_ttft.threshold, monitoring.high_ttft.window_s) == (500, 300)
+    assert (monitoring.queue_build_up.threshold, monitoring.queue_build_up.window_s) == (80, 120)
+    assert (monitoring.kv_cache_pressure.threshold, monitoring.kv_cache_pressure.window_s) == (95, 300)
+    assert monitoring.engine_errors.window_s == 300
+    assert (monitoring.prefix_cache_degradation.threshold, monitoring.prefix_cache_degradation.window_s) == (50, 900)
+    assert monitoring.adapter_latency.window_s == 600
+    # Seed 000 canary gates.
+    assert monitoring.canary_error_rate.threshold == 0.5
+    assert monitoring.canary_ttft_p95.threshold == 500
+    # Seed 002 SLO table.
+    assert monitoring.slo.availability_percent == 99.9
+    assert monitoring.slo.error_rate_percent == 0.1
+
+
+def test_adapter_ceiling_overrides_the_default() -> None:
+    config = load_config({**cdk_json_context(), "monitoring.adapter_latency_ceilings_ms": '{"jp_style_v1": 900}'})
+    assert config.monitoring.adapter_ceiling_ms("jp_style_v1") == 900
+    assert config.monitoring.adapter_ceiling_ms("manga_domain_v3") == config.monitoring.adapter_latency.threshold
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            {"monitoring.high_ttft.period_s": "45"},
+            "config error: monitoring.high_ttft: period_s = 45: must be 10, 30 or a multiple of 60 (CloudWatch alarms)",
+        ),
+        (
+            {"monitoring.adapter_latency.period_s": "3600", "monitoring.adapter_latency.evaluation_periods": "25"},
+            "config error: monitoring.adapter_latency: period_s = 3600 x evaluation_periods = 25 = 90000 s: "
+            "must be <= 86400 s (one day, CloudWatch alarms)",
+        ),
+        (
+            {"monitoring.queue_build_up.datapoints_to_alarm": "3"},
+            "config error: monitoring.queue_build_up: datapoints_to_alarm = 3 must be <= evaluation_periods = 2",
+        ),
+        (
+            {"monitoring.kv_cache_pressure.threshold": "-1"},
+            "config error: monitoring.kv_cache_pressure.threshold = '-1': must be >= 0.0",
+        ),
+        (
+            {"monitoring.notifications.emails": '["not-an-email"]'},
+            "config error: monitoring.notifications: emails: 'not-an-email' is not an email address",
+        ),
+        (
+            {"monitoring.notifications.https_endpoints": '["http://hooks.example.com"]'},
+            "config error: monitoring.notifications: https_endpoints: 'http://hooks.example.com' must be an "
+            "https:// URL (plain http is not allowed)",
+        ),
+        (
+            {"monitoring.adapter_latency_ceilings_ms": '{"manga_v9": 1000}'},
+            "config error: monitoring.adapter_latency_ceilings_ms names unknown adapter(s) manga_v9; "
+            "model.adapters are: general_support_v2, jp_style_v1, manga_domain_v3",
+        ),
+        (
+            {"monitoring.gpu_memory_utilization.threshold": "90"},
+            "config error: monitoring.gpu_memory_utilization.threshold = 90 must be above "
+            "engine.gpu_memory_utilization = 0.92 x 100 (vLLM preallocates that share of GPU memory at start)",
+        ),
+        (
+            {"monitoring.gpu_memory_utilization.threshold": "120"},
+            "config error: monitoring.gpu_memory_utilization.threshold = 120: must be <= 100 (per GPU)",
+        ),
+        (
+            {"monitoring.hight_ttft.threshold": "1"},
+            "config error: monitoring.hight_ttft: unknown key; did you mean 'monitoring.high_ttft'?",
+        ),
+    ],
+)
+def test_bad_monitoring_input_is_one_clear_line(overrides: dict[str, str], expected: str) -> None:
+    assert _error(overrides) == expected
