@@ -11,6 +11,7 @@ from app_config.engine import EngineConfig
 from app_config.image import ImageConfig
 from app_config.model_artifacts import ModelConfig
 from app_config.observability import ObservabilityConfig
+from app_config.scaling import ScalingConfig, check_schedule
 from app_config.serving import ServingConfig
 
 _ACCOUNT = re.compile(r"^\d{12}$")
@@ -58,6 +59,9 @@ class AppConfig(ConfigModel):
     serving: ServingConfig = Field(default=ServingConfig(), description="Endpoint and production variants.")
     image: ImageConfig = Field(default=ImageConfig(), description="ECR repository and image references.")
     observability: ObservabilityConfig = Field(default=ObservabilityConfig(), description="Logs and metrics.")
+    scaling: ScalingConfig = Field(
+        default=ScalingConfig(), description="Autoscaling, scheduled capacity, rollout guardrails, prices."
+    )
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":
@@ -79,7 +83,27 @@ class AppConfig(ConfigModel):
                 f"serving.primary.min_capacity = {self.serving.primary.min_capacity}: must be >= 2 in prod "
                 "(the warm floor that keeps cold starts off the request path)"
             )
+        self._scaling_checks()
         return self
+
+    def _scaling_checks(self) -> None:
+        # The warm floor also binds every scheduled floor of the primary (seed 001 user story 3).
+        warm_floor = 2 if self.stage == "prod" else None
+        check_schedule("primary", self.scaling.primary, self.serving.primary.min_capacity,
+                       self.serving.primary.max_capacity, warm_floor)
+        if self.serving.canary.enabled:
+            check_schedule("canary", self.scaling.canary, self.serving.canary.min_capacity,
+                           self.serving.canary.max_capacity, None)
+        for key in ("primary", "canary"):
+            tracking = getattr(self.scaling, key).target_tracking
+            if tracking.metric == "concurrent_requests_high_resolution" and (
+                tracking.concurrent_requests_target >= self.engine.max_num_seqs
+            ):
+                raise ValueError(
+                    f"scaling.{key}.target_tracking.concurrent_requests_target = "
+                    f"{tracking.concurrent_requests_target:g} must be below engine.max_num_seqs = "
+                    f"{self.engine.max_num_seqs}, or the engine queues before the fleet scales"
+                )
 
     @property
     def endpoint_name(self) -> str:

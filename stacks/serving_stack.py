@@ -10,9 +10,12 @@ from constructs import Construct
 from app_config import AppConfig
 from app_config.image import ImageRefConfig
 from cdk_constructs.container_environment import container_environment
+from cdk_constructs.deployment_guardrails import deployment_config
 from cdk_constructs.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
+from cdk_constructs.variant_autoscaling import VariantAutoscaling
 from serving_contract import outputs
+from serving_contract.alarms import rollback_alarm_names
 
 _RETENTION_BY_DAYS = {
     1: logs.RetentionDays.ONE_DAY,
@@ -49,6 +52,7 @@ class ServingStack(cdk.Stack):
 
     Attributes:
         endpoint: the :class:`ServingEndpoint` construct (endpoint name, variants, log group).
+        autoscaling: variant name to its :class:`VariantAutoscaling` (variants with scaling enabled).
     """
 
     def __init__(
@@ -93,7 +97,33 @@ class ServingStack(cdk.Stack):
             log_removal_policy=(
                 cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
             ),
+            # Rollback alarms are owned by the observability stack; wired here by name only.
+            deployment_config=deployment_config(
+                config.scaling.rollout,
+                rollback_alarm_names(config.endpoint_name, serving.canary.variant_name)
+                if serving.canary.enabled
+                else (),
+            ),
+            retain_deployment_config=config.scaling.rollout.retain_deployment_config,
         )
+        self.autoscaling: dict[str, VariantAutoscaling] = {}
+        for variant, scaling in ((serving.primary, config.scaling.primary), (serving.canary, config.scaling.canary)):
+            if variant not in serving.variants or not scaling.enabled:
+                continue
+            self.autoscaling[variant.variant_name] = VariantAutoscaling(
+                self,
+                "PrimaryScaling" if variant is serving.primary else "CanaryScaling",
+                endpoint=self.endpoint.endpoint,
+                endpoint_name=config.endpoint_name,
+                variant_name=variant.variant_name,
+                min_capacity=variant.min_capacity,
+                max_capacity=variant.max_capacity,
+                target_tracking=scaling.target_tracking,
+                step_scaling=scaling.step_scaling,
+                schedule=scaling.resolved_schedule,
+                timezone=config.scaling.timezone,
+                metrics_namespace=config.observability.metrics_namespace,
+            )
         repository.grant_pull(execution_role.role)
         self.endpoint.log_group.grant_write(execution_role.role)
         self.endpoint.log_group.grant(execution_role.role, "logs:DescribeLogStreams")
