@@ -463,15 +463,15 @@ def check_schedule(
                 f"scaling.{variant_key}: scheduled action {action.name} max_capacity = {action.max_capacity} exceeds "
                 f"serving.{variant_key}.max_capacity = {hard_max} (the scalable target's hard max)"
             )
-        if action.min_capacity < hard_min:
-            raise ValueError(
-                f"scaling.{variant_key}: scheduled action {action.name} min_capacity = {action.min_capacity} is below "
-                f"serving.{variant_key}.min_capacity = {hard_min} (the scalable target's hard min)"
-            )
         if warm_floor is not None and action.min_capacity < warm_floor:
             raise ValueError(
                 f"scaling.{variant_key}: scheduled action {action.name} min_capacity = {action.min_capacity}: must be "
                 f">= {warm_floor} in prod (the warm floor, seed 001 user story 3)"
+            )
+        if action.min_capacity < hard_min:
+            raise ValueError(
+                f"scaling.{variant_key}: scheduled action {action.name} min_capacity = {action.min_capacity} is below "
+                f"serving.{variant_key}.min_capacity = {hard_min} (the scalable target's hard min)"
             )
     seen: dict[int, str] = {}
     for action in actions:
