@@ -89,11 +89,17 @@ class AppConfig(ConfigModel):
     def _scaling_checks(self) -> None:
         # The warm floor also binds every scheduled floor of the primary (seed 001 user story 3).
         warm_floor = 2 if self.stage == "prod" else None
-        check_schedule("primary", self.scaling.primary, self.serving.primary.min_capacity,
-                       self.serving.primary.max_capacity, warm_floor)
+        check_schedule(
+            "primary",
+            self.scaling.primary,
+            self.serving.primary.min_capacity,
+            self.serving.primary.max_capacity,
+            warm_floor,
+        )
         if self.serving.canary.enabled:
-            check_schedule("canary", self.scaling.canary, self.serving.canary.min_capacity,
-                           self.serving.canary.max_capacity, None)
+            check_schedule(
+                "canary", self.scaling.canary, self.serving.canary.min_capacity, self.serving.canary.max_capacity, None
+            )
         for key in ("primary", "canary"):
             tracking = getattr(self.scaling, key).target_tracking
             if tracking.metric == "concurrent_requests_high_resolution" and (

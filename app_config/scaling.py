@@ -98,9 +98,7 @@ def parse_weekly_cron(expression: str) -> WeeklyCron:
         )
     minute, hour, dom, month, dow, year = fields
     if (dom == "?") == (dow == "?"):
-        raise ValueError(
-            f"{expression!r}: exactly one of day-of-month ({dom!r}) and day-of-week ({dow!r}) must be '?'"
-        )
+        raise ValueError(f"{expression!r}: exactly one of day-of-month ({dom!r}) and day-of-week ({dow!r}) must be '?'")
     try:
         minutes = _expand(minute, 0, 59)
         hours = _expand(hour, 0, 23)
@@ -110,7 +108,7 @@ def parse_weekly_cron(expression: str) -> WeeklyCron:
             raise ValueError(f"month {month!r} is not weekly; use '*'")
         if year != "*":
             raise ValueError(f"year {year!r} is not weekly; use '*'")
-        if dow == "?" or dow == "*":
+        if dow in {"?", "*"}:
             days = set(range(1, 8))
         else:
             if "#" in dow or "L" in dow.upper():
@@ -248,9 +246,7 @@ class StepScalingConfig(ConfigModel):
                     "step may have upper = null"
                 )
             if step.upper is not None and step.upper <= step.lower:
-                raise ValueError(
-                    f"scale_out_steps[{index}]: lower = {step.lower:g} must be < upper = {step.upper:g}"
-                )
+                raise ValueError(f"scale_out_steps[{index}]: lower = {step.lower:g} must be < upper = {step.upper:g}")
             if not last and step.upper != steps[index + 1].lower:
                 raise ValueError(
                     f"scale_out_steps[{index}].upper = {step.upper:g} must equal scale_out_steps[{index + 1}].lower = "
@@ -262,7 +258,9 @@ class StepScalingConfig(ConfigModel):
                     f"scale_out_steps[{index}].adjustment = {step.adjustment}; steps must not shrink as load grows"
                 )
         if steps[-1].upper is not None:
-            raise ValueError(f"scale_out_steps[{len(steps) - 1}].upper = {steps[-1].upper:g}: the last step must be unbounded (null)")
+            raise ValueError(
+                f"scale_out_steps[{len(steps) - 1}].upper = {steps[-1].upper:g}: the last step must be unbounded (null)"
+            )
         if self.scale_in_threshold >= steps[0].lower:
             raise ValueError(
                 f"scale_in_threshold = {self.scale_in_threshold:g} must be below scale_out_steps[0].lower = "
@@ -281,7 +279,9 @@ class StepScalingConfig(ConfigModel):
 
 def _check_name(value: str) -> str:
     if not _NAME.match(value):
-        raise ValueError("must be 1-64 characters of lowercase letters, digits and '-', starting with a letter or digit")
+        raise ValueError(
+            "must be 1-64 characters of lowercase letters, digits and '-', starting with a letter or digit"
+        )
     return value
 
 
@@ -412,9 +412,7 @@ class Bounds:
     set_by: str
 
 
-def effective_bounds(
-    actions: tuple[ResolvedAction, ...], hard_min: int, hard_max: int
-) -> list[Bounds]:
+def effective_bounds(actions: tuple[ResolvedAction, ...], hard_min: int, hard_max: int) -> list[Bounds]:
     """The week as a list of bounds changes, sorted by time, first entry at minute 0.
 
     The week repeats, so the bounds at Monday 00:00 are those of the week's last action.

@@ -91,14 +91,20 @@ def plan(config: AppConfig) -> list[VariantPlan]:
         ConfigError: a variant's instance type has no price in ``scaling.hourly_price_usd``.
     """
     plans = []
-    for variant, scaling in ((config.serving.primary, config.scaling.primary), (config.serving.canary, config.scaling.canary)):
+    for variant, scaling in (
+        (config.serving.primary, config.scaling.primary),
+        (config.serving.canary, config.scaling.canary),
+    ):
         if variant not in config.serving.variants:
             continue
         price = config.scaling.hourly_price_usd.get(variant.instance_type)
         if price is None:
             known = ", ".join(sorted(config.scaling.hourly_price_usd)) or "(none)"
             raise ConfigError(
-                [f"scaling.hourly_price_usd: no price for {variant.instance_type} ({variant.variant_name}); known: {known}"]
+                [
+                    f"scaling.hourly_price_usd: no price for {variant.instance_type} "
+                    f"({variant.variant_name}); known: {known}"
+                ]
             )
         if scaling.enabled:
             timeline = effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity)
@@ -210,10 +216,11 @@ def format_comparison(baseline: Sequence[VariantPlan], changed: Sequence[Variant
 def plot(plans: Sequence[VariantPlan], path: Path) -> None:  # pragma: no cover - optional dependency
     """Step plot of each variant's floor and ceiling over the week (needs matplotlib)."""
     try:
-        import matplotlib  # type: ignore[import-not-found, unused-ignore]
+        # Optional dependency, imported only when a plot is asked for.
+        import matplotlib  # type: ignore[import-not-found, unused-ignore]  # noqa: PLC0415
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]  # noqa: PLC0415
     except ImportError as exc:
         raise SystemExit("--plot needs matplotlib: pip install matplotlib") from exc
     fig, axes = plt.subplots(len(plans), 1, figsize=(12, 3 * len(plans)), squeeze=False)

@@ -58,8 +58,11 @@ def test_bad_cron_is_rejected_with_its_reason(expression: str, expected: str) ->
 
 def test_bad_cron_in_config_names_the_key() -> None:
     message = _error(
-        {"scaling.primary.schedule": _schedule({"name": "x", "schedule": "cron(0 1 * * MON *)", "min_capacity": 2,
-                                                 "max_capacity": 6})}
+        {
+            "scaling.primary.schedule": _schedule(
+                {"name": "x", "schedule": "cron(0 1 * * MON *)", "min_capacity": 2, "max_capacity": 6}
+            )
+        }
     )
     assert message == (
         "config error: scaling.primary.schedule.0.schedule = 'cron(0 1 * * MON *)': 'cron(0 1 * * MON *)': exactly "
@@ -111,52 +114,80 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
     ("overrides", "expected"),
     [
         (
-            {"scaling.primary.schedule": _schedule(
-                {"name": "big", "schedule": "cron(0 9 * * ? *)", "min_capacity": 4, "max_capacity": 30})},
+            {
+                "scaling.primary.schedule": _schedule(
+                    {"name": "big", "schedule": "cron(0 9 * * ? *)", "min_capacity": 4, "max_capacity": 30}
+                )
+            },
             "config error: scaling.primary: scheduled action big max_capacity = 30 exceeds "
             "serving.primary.max_capacity = 20 (the scalable target's hard max)",
         ),
         (
-            {"stage": "dev", "scaling.primary.schedule": _schedule(
-                {"name": "low", "schedule": "cron(0 9 * * ? *)", "min_capacity": 0, "max_capacity": 2})},
+            {
+                "stage": "dev",
+                "scaling.primary.schedule": _schedule(
+                    {"name": "low", "schedule": "cron(0 9 * * ? *)", "min_capacity": 0, "max_capacity": 2}
+                ),
+            },
             "config error: scaling.primary: scheduled action low min_capacity = 0 is below "
             "serving.primary.min_capacity = 1 (the scalable target's hard min)",
         ),
         (
-            {"scaling.primary.schedule": _schedule(
-                {"name": "inverted", "schedule": "cron(0 9 * * ? *)", "min_capacity": 6, "max_capacity": 4})},
+            {
+                "scaling.primary.schedule": _schedule(
+                    {"name": "inverted", "schedule": "cron(0 9 * * ? *)", "min_capacity": 6, "max_capacity": 4}
+                )
+            },
             "config error: scaling.primary.schedule.0: inverted: min_capacity = 6 must be <= max_capacity = 4",
         ),
         (
-            {"scaling.primary.schedule": _schedule(
-                {"name": "a", "schedule": "cron(0 9 * * ? *)", "min_capacity": 2, "max_capacity": 4},
-                {"name": "a", "schedule": "cron(0 10 * * ? *)", "min_capacity": 2, "max_capacity": 4})},
+            {
+                "scaling.primary.schedule": _schedule(
+                    {"name": "a", "schedule": "cron(0 9 * * ? *)", "min_capacity": 2, "max_capacity": 4},
+                    {"name": "a", "schedule": "cron(0 10 * * ? *)", "min_capacity": 2, "max_capacity": 4},
+                )
+            },
             "config error: scaling.primary: scheduled action names must be unique; repeated: a",
         ),
         (
-            {"scaling.primary.schedule": _schedule(
-                {"name": "a", "schedule": "cron(0 9 * * ? *)", "min_capacity": 2, "max_capacity": 4},
-                {"name": "b", "schedule": "cron(0 9 ? * MON *)", "min_capacity": 3, "max_capacity": 4})},
+            {
+                "scaling.primary.schedule": _schedule(
+                    {"name": "a", "schedule": "cron(0 9 * * ? *)", "min_capacity": 2, "max_capacity": 4},
+                    {"name": "b", "schedule": "cron(0 9 ? * MON *)", "min_capacity": 3, "max_capacity": 4},
+                )
+            },
             "config error: scaling.primary: scheduled actions a and b both fire at MON 09:00; AWS gives no order "
             "between them, move one",
         ),
         (
             # The daily evening peak at 17:45 would lower the 16:00 release lift before 18:00.
-            {"scaling.primary.schedule": _schedule(
-                {"name": "jp-evening-peak", "schedule": "cron(45 17 * * ? *)", "min_capacity": 6,
-                 "max_capacity": 20})},
+            {
+                "scaling.primary.schedule": _schedule(
+                    {
+                        "name": "jp-evening-peak",
+                        "schedule": "cron(45 17 * * ? *)",
+                        "min_capacity": 6,
+                        "max_capacity": 20,
+                    }
+                )
+            },
             "config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is 6 (set by jp-evening-peak), "
             "below the event's min_capacity = 8; a later scheduled action undoes the pre-scale",
         ),
         (
-            {"scaling.primary.target_tracking.metric": "concurrent_requests_high_resolution",
-             "scaling.primary.target_tracking.concurrent_requests_target": "128"},
+            {
+                "scaling.primary.target_tracking.metric": "concurrent_requests_high_resolution",
+                "scaling.primary.target_tracking.concurrent_requests_target": "128",
+            },
             "config error: scaling.primary.target_tracking.concurrent_requests_target = 128 must be below "
             "engine.max_num_seqs = 128, or the engine queues before the fleet scales",
         ),
         (
-            {"scaling.rollout.traffic_routing": "LINEAR", "scaling.rollout.linear_step_percent": "10",
-             "scaling.rollout.wait_interval_s": "600"},
+            {
+                "scaling.rollout.traffic_routing": "LINEAR",
+                "scaling.rollout.linear_step_percent": "10",
+                "scaling.rollout.wait_interval_s": "600",
+            },
             "config error: scaling.rollout: maximum_execution_timeout_s = 3600 must exceed the traffic shifting "
             "time (10 step(s) x wait_interval_s = 600 = 6000 s)",
         ),
@@ -168,9 +199,12 @@ def test_schedule_and_rollout_cross_checks_explain_themselves(overrides: dict[st
 
 def test_scheduled_floors_keep_the_prod_warm_floor() -> None:
     message = _error(
-        {"scaling.primary.events": "[]",
-         "scaling.primary.schedule": _schedule(
-             {"name": "night", "schedule": "cron(0 1 * * ? *)", "min_capacity": 1, "max_capacity": 4})}
+        {
+            "scaling.primary.events": "[]",
+            "scaling.primary.schedule": _schedule(
+                {"name": "night", "schedule": "cron(0 1 * * ? *)", "min_capacity": 1, "max_capacity": 4}
+            ),
+        }
     )
     assert message == (
         "config error: scaling.primary: scheduled action night min_capacity = 1: must be >= 2 in prod "
@@ -181,28 +215,63 @@ def test_scheduled_floors_keep_the_prod_warm_floor() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        ("scaling.timezone", "Tokyo/Japan", "config error: scaling.timezone = 'Tokyo/Japan': must be an IANA time "
-         "zone name such as Asia/Tokyo"),
-        ("scaling.rollout.canary_size_percent", "60", "config error: scaling.rollout.canary_size_percent = '60': "
-         "must be <= 50"),
-        ("scaling.rollout.linear_step_percent", "5", "config error: scaling.rollout.linear_step_percent = '5': "
-         "must be >= 10"),
-        ("scaling.rollout.wait_interval_s", "3601", "config error: scaling.rollout.wait_interval_s = '3601': "
-         "must be <= 3600"),
-        ("scaling.rollout.maximum_execution_timeout_s", "599", "config error: "
-         "scaling.rollout.maximum_execution_timeout_s = '599': must be >= 600"),
-        ("scaling.rollout.traffic_routing", "ROLLING", "config error: scaling.rollout.traffic_routing = 'ROLLING': "
-         "must be one of 'CANARY', 'LINEAR' or 'ALL_AT_ONCE'"),
-        ("scaling.primary.target_tracking.metric", "cpu", "config error: scaling.primary.target_tracking.metric = "
-         "'cpu': must be one of 'invocations_per_instance' or 'concurrent_requests_high_resolution'"),
-        ("scaling.primary.release_lead_time_min", "-1", "config error: scaling.primary.release_lead_time_min = "
-         "'-1': must be >= 0"),
-        ("scaling.primary.events", '[{"name": "x", "day_of_week": "MONDAY", "min_capacity": 4, "max_capacity": 8}]',
-         "config error: scaling.primary.events.0.day_of_week = 'MONDAY': must be one of 'MON', 'TUE'"),
-        ("scaling.primary.events", '[{"name": "x", "day_of_week": "MON", "time": "25:00", "min_capacity": 4, '
-         '"max_capacity": 8}]', "config error: scaling.primary.events.0.time = '25:00': must match"),
-        ("scaling.hourly_price_usd", '{"ml.g5.xlarge": 0}', "config error: scaling.hourly_price_usd: "
-         "ml.g5.xlarge: price = 0.0 must be > 0 USD per hour"),
+        (
+            "scaling.timezone",
+            "Tokyo/Japan",
+            "config error: scaling.timezone = 'Tokyo/Japan': must be an IANA time zone name such as Asia/Tokyo",
+        ),
+        (
+            "scaling.rollout.canary_size_percent",
+            "60",
+            "config error: scaling.rollout.canary_size_percent = '60': must be <= 50",
+        ),
+        (
+            "scaling.rollout.linear_step_percent",
+            "5",
+            "config error: scaling.rollout.linear_step_percent = '5': must be >= 10",
+        ),
+        (
+            "scaling.rollout.wait_interval_s",
+            "3601",
+            "config error: scaling.rollout.wait_interval_s = '3601': must be <= 3600",
+        ),
+        (
+            "scaling.rollout.maximum_execution_timeout_s",
+            "599",
+            "config error: scaling.rollout.maximum_execution_timeout_s = '599': must be >= 600",
+        ),
+        (
+            "scaling.rollout.traffic_routing",
+            "ROLLING",
+            "config error: scaling.rollout.traffic_routing = 'ROLLING': "
+            "must be one of 'CANARY', 'LINEAR' or 'ALL_AT_ONCE'",
+        ),
+        (
+            "scaling.primary.target_tracking.metric",
+            "cpu",
+            "config error: scaling.primary.target_tracking.metric = "
+            "'cpu': must be one of 'invocations_per_instance' or 'concurrent_requests_high_resolution'",
+        ),
+        (
+            "scaling.primary.release_lead_time_min",
+            "-1",
+            "config error: scaling.primary.release_lead_time_min = '-1': must be >= 0",
+        ),
+        (
+            "scaling.primary.events",
+            '[{"name": "x", "day_of_week": "MONDAY", "min_capacity": 4, "max_capacity": 8}]',
+            "config error: scaling.primary.events.0.day_of_week = 'MONDAY': must be one of 'MON', 'TUE'",
+        ),
+        (
+            "scaling.primary.events",
+            '[{"name": "x", "day_of_week": "MON", "time": "25:00", "min_capacity": 4, "max_capacity": 8}]',
+            "config error: scaling.primary.events.0.time = '25:00': must match",
+        ),
+        (
+            "scaling.hourly_price_usd",
+            '{"ml.g5.xlarge": 0}',
+            "config error: scaling.hourly_price_usd: ml.g5.xlarge: price = 0.0 must be > 0 USD per hour",
+        ),
     ],
 )
 def test_bad_scaling_value_names_key_value_and_allowed(key: str, value: str, expected: str) -> None:
@@ -213,7 +282,10 @@ def test_defaults_hold_the_seeds_schedule() -> None:
     config = load_config(cdk_json_context())
     actions = {a.name: a for a in config.scaling.primary.resolved_schedule}
     assert (actions["off-peak"].schedule, actions["off-peak"].min_capacity, actions["off-peak"].max_capacity) == (
-        "cron(0 1 * * ? *)", 2, 6)
+        "cron(0 1 * * ? *)",
+        2,
+        6,
+    )
     assert (actions["business-hours"].min_capacity, actions["business-hours"].max_capacity) == (4, 20)
     assert actions["jp-evening-peak"].schedule == "cron(45 17 ? * TUE,THU,SAT,SUN *)"
     # 18:00 release minus the 2 h lead (seed 001 user story 7).
