@@ -82,9 +82,9 @@ class VariantAutoscaling(Construct):
             metrics_namespace: namespace of the container's EMF metrics.
         """
         super().__init__(scope, construct_id)
-        # SageMaker supports a service-linked role, which Application Auto Scaling uses (and
-        # creates) for it (RegisterScalableTarget, RoleARN); without this the L2 would add an
-        # unused role of its own.
+        # Application Auto Scaling uses (and creates on first RegisterScalableTarget) one
+        # service-linked role per service; templates name it by ARN (user guide, "Service-linked
+        # roles", "Service-linked role ARN reference"). Without this the L2 adds a role of its own.
         service_linked_role = iam.Role.from_role_arn(
             self,
             "ServiceLinkedRole",
