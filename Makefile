@@ -13,7 +13,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # the machine's Node 20 is end-of-life and makes every synth print a banner.
 export JSII_NODE := $(CURDIR)/node_modules/.bin/node
 
-.PHONY: setup synth test lint typecheck unit diff reference bench clean
+.PHONY: setup synth test lint typecheck unit diff reference bench plan clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ diff: setup
 ## Regenerate docs/config-reference.md from the config models.
 reference: setup
 	$(PY) -m devtools.config_reference
+
+## The week's capacity and cost plan, e.g. make plan ARGS="--compare -c scaling.primary.release_lead_time_min=180"
+plan: setup
+	$(PY) -m devtools.capacity_plan $(ARGS)
 
 ## Synth wall time against the jsii floor.
 bench: setup

@@ -2,7 +2,7 @@
 
 Precedence, lowest first: the model's embedded defaults (the seeds' values), the stage
 overlay from ``cdk.json`` (``stages.<stage>``), nested section blocks in context
-(``"serving": {...}``), then dotted overrides (``-c serving.primary.max_capacity=12``).
+(``"serving": {...}``), then dotted overrides (``-c serving.primary.max_capacity=24``).
 Context values given on the command line arrive as strings; pydantic's lax mode coerces
 numbers and booleans, and values that look like JSON lists or objects are parsed.
 """

@@ -12,6 +12,7 @@ from app_config.image import ImageConfig
 from app_config.model_artifacts import ModelConfig
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
+from app_config.scaling import ScalingConfig, check_schedule
 from app_config.serving import ServingConfig
 
 _ACCOUNT = re.compile(r"^\d{12}$")
@@ -62,6 +63,9 @@ class AppConfig(ConfigModel):
     monitoring: MonitoringConfig = Field(
         default=MonitoringConfig(), description="Alarms, notifications and the SLO dashboard."
     )
+    scaling: ScalingConfig = Field(
+        default=ScalingConfig(), description="Autoscaling, scheduled capacity, rollout guardrails, prices."
+    )
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":
@@ -84,6 +88,7 @@ class AppConfig(ConfigModel):
                 "(the warm floor that keeps cold starts off the request path)"
             )
         self._monitoring_checks()
+        self._scaling_checks()
         return self
 
     def _monitoring_checks(self) -> None:
@@ -105,6 +110,31 @@ class AppConfig(ConfigModel):
             )
         if threshold > 100:
             raise ValueError(f"monitoring.gpu_memory_utilization.threshold = {threshold:g}: must be <= 100 (per GPU)")
+
+    def _scaling_checks(self) -> None:
+        # The warm floor also binds every scheduled floor of the primary (seed 001 user story 3).
+        warm_floor = 2 if self.stage == "prod" else None
+        check_schedule(
+            "primary",
+            self.scaling.primary,
+            self.serving.primary.min_capacity,
+            self.serving.primary.max_capacity,
+            warm_floor,
+        )
+        if self.serving.canary.enabled:
+            check_schedule(
+                "canary", self.scaling.canary, self.serving.canary.min_capacity, self.serving.canary.max_capacity, None
+            )
+        for key in ("primary", "canary"):
+            tracking = getattr(self.scaling, key).target_tracking
+            if tracking.metric == "concurrent_requests_high_resolution" and (
+                tracking.concurrent_requests_target >= self.engine.max_num_seqs
+            ):
+                raise ValueError(
+                    f"scaling.{key}.target_tracking.concurrent_requests_target = "
+                    f"{tracking.concurrent_requests_target:g} must be below engine.max_num_seqs = "
+                    f"{self.engine.max_num_seqs}, or the engine queues before the fleet scales"
+                )
 
     @property
     def endpoint_name(self) -> str:

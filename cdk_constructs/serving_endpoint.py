@@ -58,6 +58,8 @@ class ServingEndpoint(Construct):
         vpc: VpcPlacementConfig | None,
         log_retention: logs.RetentionDays,
         log_removal_policy: cdk.RemovalPolicy,
+        deployment_config: sagemaker.CfnEndpoint.DeploymentConfigProperty | None = None,
+        retain_deployment_config: bool = False,
     ) -> None:
         """
         Args:
@@ -76,6 +78,10 @@ class ServingEndpoint(Construct):
             vpc: optional subnets and security groups for the container.
             log_retention: retention of the endpoint's log group.
             log_removal_policy: what deleting the stack does to the log group.
+            deployment_config: blue/green guardrails for updates (see
+                ``cdk_constructs.deployment_guardrails``); None = SageMaker's default.
+            retain_deployment_config: ``RetainDeploymentConfig``: reuse the previous
+                deployment's config instead of ``deployment_config``.
         """
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
@@ -144,6 +150,8 @@ class ServingEndpoint(Construct):
             exclude_retained_variant_properties=[
                 sagemaker.CfnEndpoint.VariantPropertyProperty(variant_property_type="DesiredWeight")
             ],
+            deployment_config=deployment_config,
+            retain_deployment_config=retain_deployment_config if deployment_config is not None else None,
         )
         # The log group must exist (with its retention) before the first container writes.
         self.endpoint.node.add_dependency(self.log_group)

@@ -24,7 +24,7 @@ _HEADER = """# Configuration reference
 
 Generated from the pydantic models in `app_config/` by `python -m devtools.config_reference`;
 do not edit by hand. Set any key in a stage overlay in `cdk.json` (`stages.<stage>`) or on
-the command line with its dotted path, e.g. `npx cdk synth -c serving.primary.max_capacity=12`.
+the command line with its dotted path, e.g. `npx cdk synth -c serving.primary.max_capacity=24`.
 Units are in the key name (`_s` seconds, `_gb` gigabytes, `_days` days) or the description.
 """
 

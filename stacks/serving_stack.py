@@ -11,10 +11,13 @@ from app_config import AppConfig
 from app_config.image import ImageRefConfig
 from cdk_constructs.container_environment import container_environment
 from cdk_constructs.deployment_guardrail_alarms import DeploymentGuardrailAlarms
+from cdk_constructs.deployment_guardrails import deployment_config
 from cdk_constructs.endpoint_metrics import EndpointMetrics
 from cdk_constructs.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
+from cdk_constructs.variant_autoscaling import VariantAutoscaling
 from serving_contract import outputs
+from serving_contract.alarms import rollback_alarm_names
 
 _RETENTION_BY_DAYS = {
     1: logs.RetentionDays.ONE_DAY,
@@ -53,6 +56,7 @@ class ServingStack(cdk.Stack):
         endpoint: the :class:`ServingEndpoint` construct (endpoint name, variants, log group).
         guardrail_alarms: the alarms deployment guardrails roll back on (named by
             ``serving_contract.alarms.rollback_alarm_names``).
+        autoscaling: variant name to its :class:`VariantAutoscaling` (variants with scaling enabled).
     """
 
     def __init__(
@@ -97,6 +101,16 @@ class ServingStack(cdk.Stack):
             log_removal_policy=(
                 cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
             ),
+            # Wired by name (serving_contract.alarms) to the guardrail alarms created below:
+            # the canary's, or the primary's on a single-variant endpoint.
+            deployment_config=deployment_config(
+                config.scaling.rollout,
+                rollback_alarm_names(
+                    config.endpoint_name,
+                    (serving.canary if serving.canary.enabled else serving.primary).variant_name,
+                ),
+            ),
+            retain_deployment_config=config.scaling.rollout.retain_deployment_config,
         )
         # The guardrail alarms sit here, not in the observability stack: the endpoint's
         # AutoRollbackConfiguration names them, and they must exist before any endpoint
@@ -115,6 +129,24 @@ class ServingStack(cdk.Stack):
             ttft_p95=config.monitoring.canary_ttft_p95,
         )
         self.endpoint.endpoint.node.add_dependency(self.guardrail_alarms)
+        self.autoscaling: dict[str, VariantAutoscaling] = {}
+        for variant, scaling in ((serving.primary, config.scaling.primary), (serving.canary, config.scaling.canary)):
+            if variant not in serving.variants or not scaling.enabled:
+                continue
+            self.autoscaling[variant.variant_name] = VariantAutoscaling(
+                self,
+                "PrimaryScaling" if variant is serving.primary else "CanaryScaling",
+                endpoint=self.endpoint.endpoint,
+                endpoint_name=config.endpoint_name,
+                variant_name=variant.variant_name,
+                min_capacity=variant.min_capacity,
+                max_capacity=variant.max_capacity,
+                target_tracking=scaling.target_tracking,
+                step_scaling=scaling.step_scaling,
+                schedule=scaling.resolved_schedule,
+                timezone=config.scaling.timezone,
+                metrics_namespace=config.observability.metrics_namespace,
+            )
         repository.grant_pull(execution_role.role)
         self.endpoint.log_group.grant_write(execution_role.role)
         self.endpoint.log_group.grant(execution_role.role, "logs:DescribeLogStreams")

@@ -50,3 +50,26 @@ VPC_OVERRIDES = {
 def vpc_single_variant_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """VPC placement, no canary, image pinned by digest, alarm subscribers and an adapter ceiling."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-vpc"), VPC_OVERRIDES)
+
+
+SCALING_OVERRIDE = {"scaling.primary.release_lead_time_min": "180"}
+"""One scaling value changed with -c: must reach both the template and the capacity plan."""
+
+WEIGHT_CHANGE = {"serving.primary.initial_weight": "90", "serving.canary.initial_weight": "10"}
+"""A canary promotion step: only the traffic weights change."""
+
+
+@pytest.fixture(scope="session")
+def scaling_override_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(tmp_path_factory.mktemp("cdk-out-scaling-override"), SCALING_OVERRIDE)
+
+
+@pytest.fixture(scope="session")
+def weight_change_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(tmp_path_factory.mktemp("cdk-out-weights"), WEIGHT_CHANGE)
+
+
+@pytest.fixture(scope="session")
+def extra_synths(scaling_override_synth: Synth, weight_change_synth: Synth) -> list[Synth]:
+    """Synths added for scaling tests; cfn-lint and cdk-nag cover them too."""
+    return [scaling_override_synth, weight_change_synth]

@@ -44,13 +44,13 @@ def test_cli_strings_are_coerced() -> None:
     config = load_config(
         {
             **cdk_json_context(),
-            "serving.primary.max_capacity": "12",
+            "serving.primary.max_capacity": "24",
             "engine.gpu_memory_utilization": "0.9",
             "engine.enable_prefix_caching": "false",
             "serving.canary.enabled": "false",
         }
     )
-    assert config.serving.primary.max_capacity == 12
+    assert config.serving.primary.max_capacity == 24
     assert config.engine.gpu_memory_utilization == 0.9
     assert config.engine.enable_prefix_caching is False
     assert [v.variant_name for v in config.serving.variants] == ["primary"]

@@ -1,5 +1,7 @@
 """The generated config reference is committed and current."""
 
+import re
+
 from app_config.errors import known_keys
 from app_config.model import AppConfig
 from devtools.config_reference import REFERENCE_PATH, render
@@ -10,6 +12,7 @@ def test_reference_doc_is_up_to_date() -> None:
 
 
 def test_reference_lists_every_key() -> None:
-    text = render()
+    # Keys below a list field are rendered with "[]" (e.g. model.adapters[].name).
+    rendered = {key.replace("[]", "") for key in re.findall(r"^\| `([^`]+)`", render(), re.MULTILINE)}
     for key in known_keys(AppConfig):
-        assert f"`{key}`" in text or f"`{key.replace('adapters.', 'adapters[].')}`" in text, key
+        assert key in rendered, key

@@ -1,0 +1,667 @@
+"""Autoscaling, scheduled capacity and guarded rollouts of the production variants.
+
+Sources of the defaults: seed 001 (user stories 3, 4 and 7: warm floor, cooldowns,
+off-peak/business-hours schedule, manga-release pre-scale, step scaling), seed 003 (§8
+blue/green, §9 queue-depth triggers and the JP evening peak) and seed 000 (canary 10%).
+AWS limits: CONVENTIONS.md ("Deployment guardrails", "Scaling") and the Application Auto
+Scaling user guide, "Schedule recurring scaling actions using cron expressions"
+(six fields ``[Minutes] [Hours] [Day_of_Month] [Month] [Day_of_Week] [Year]``).
+"""
+
+import re
+import zoneinfo
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from app_config.base import ConfigModel
+
+MINUTES_PER_WEEK = 7 * 24 * 60
+DAY_NAMES = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
+# Application Auto Scaling (EventBridge) cron numbers days 1-7 starting with Sunday.
+_CRON_DAY_NUMBER = {"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+DayOfWeek = Literal["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]
+
+
+# --- cron ------------------------------------------------------------------------------
+
+
+def _expand(field: str, low: int, high: int, names: tuple[str, ...] = (), name_base: int = 0) -> set[int]:
+    """Expand one cron field (``*``, ``5``, ``1-5``, ``0/15``, ``MON,WED``) to its values."""
+
+    def number(token: str) -> int:
+        upper = token.upper()
+        if names and upper in names:
+            return names.index(upper) + name_base
+        if not token.isdigit():
+            raise ValueError(f"{token!r} is not a number{' or name' if names else ''}")
+        value = int(token)
+        if not low <= value <= high:
+            raise ValueError(f"{value} is outside {low}-{high}")
+        return value
+
+    values: set[int] = set()
+    for part in field.split(","):
+        base, _, step_text = part.partition("/")
+        step = 1
+        if step_text:
+            if not step_text.isdigit() or int(step_text) == 0:
+                raise ValueError(f"step {step_text!r} must be a positive number")
+            step = int(step_text)
+        if base == "*":
+            start, end = low, high
+        elif "-" in base:
+            first, _, last = base.partition("-")
+            start, end = number(first), number(last)
+            if start > end:
+                raise ValueError(f"range {base!r} runs backwards")
+        else:
+            start = number(base)
+            end = high if step_text else start
+        values.update(range(start, end + 1, step))
+    return values
+
+
+@dataclass(frozen=True)
+class WeeklyCron:
+    """A parsed weekly cron expression: the minutes of the week (Monday 00:00 = 0) it fires at."""
+
+    expression: str
+    minutes_of_week: tuple[int, ...]
+
+
+def parse_weekly_cron(expression: str) -> WeeklyCron:
+    """Parse and validate an Application Auto Scaling ``cron(...)`` expression.
+
+    The format has six fields ``cron(min hour day-of-month month day-of-week year)``;
+    exactly one of day-of-month and day-of-week is ``?`` (Application Auto Scaling user
+    guide, "Schedule recurring scaling actions using cron expressions"; EventBridge cron
+    reference). Day-of-week is 1-7 (1 = SUN) or SUN-SAT.
+
+    This project's schedules must repeat weekly so the warm-floor checks and the capacity
+    plan can evaluate them: day-of-month ``*``/``?``, month ``*`` and year ``*``.
+
+    Raises:
+        ValueError: a one-line message naming the expression and what is wrong.
+    """
+    match = re.fullmatch(r"cron\((.*)\)", expression.strip())
+    if not match:
+        raise ValueError(f"{expression!r} must look like cron(min hour day-of-month month day-of-week year)")
+    fields = match.group(1).split()
+    if len(fields) != 6:
+        raise ValueError(
+            f"{expression!r} has {len(fields)} fields; Application Auto Scaling cron has 6: "
+            "min hour day-of-month month day-of-week year"
+        )
+    minute, hour, dom, month, dow, year = fields
+    if (dom == "?") == (dow == "?"):
+        raise ValueError(f"{expression!r}: exactly one of day-of-month ({dom!r}) and day-of-week ({dow!r}) must be '?'")
+    try:
+        minutes = _expand(minute, 0, 59)
+        hours = _expand(hour, 0, 23)
+        if dom not in ("*", "?"):
+            raise ValueError(f"day-of-month {dom!r} is not weekly; use '*' or '?' with a day-of-week")
+        if month != "*":
+            raise ValueError(f"month {month!r} is not weekly; use '*'")
+        if year != "*":
+            raise ValueError(f"year {year!r} is not weekly; use '*'")
+        if dow in {"?", "*"}:
+            days = set(range(1, 8))
+        else:
+            if "#" in dow or "L" in dow.upper():
+                raise ValueError(f"day-of-week {dow!r}: 'L' and '#' are not weekly")
+            days = _expand(dow, 1, 7, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"), 1)
+    except ValueError as exc:
+        raise ValueError(f"{expression!r}: {exc}") from None
+    fire: list[int] = []
+    for cron_day in days:
+        monday_index = (cron_day - 2) % 7  # cron 2 = MON -> 0
+        for h in hours:
+            for m in minutes:
+                fire.append(monday_index * 1440 + h * 60 + m)
+    return WeeklyCron(expression=expression, minutes_of_week=tuple(sorted(fire)))
+
+
+def weekly_cron(minute_of_week: int) -> str:
+    """The ``cron(...)`` that fires once a week at ``minute_of_week`` (Monday 00:00 = 0)."""
+    minute_of_week %= MINUTES_PER_WEEK
+    day, rest = divmod(minute_of_week, 1440)
+    hour, minute = divmod(rest, 60)
+    return f"cron({minute} {hour} ? * {DAY_NAMES[day]} *)"
+
+
+def format_minute_of_week(minute_of_week: int) -> str:
+    """``MON 16:00`` style label of a minute of the week."""
+    day, rest = divmod(minute_of_week % MINUTES_PER_WEEK, 1440)
+    return f"{DAY_NAMES[day]} {rest // 60:02d}:{rest % 60:02d}"
+
+
+# --- scaling policies --------------------------------------------------------------------
+
+
+class TargetTrackingConfig(ConfigModel):
+    """Target tracking on a SageMaker predefined metric."""
+
+    enabled: bool = Field(default=True, description="Create the target-tracking policy.")
+    metric: Literal["invocations_per_instance", "concurrent_requests_high_resolution"] = Field(
+        default="invocations_per_instance",
+        description=(
+            "invocations_per_instance = SageMakerVariantInvocationsPerInstance (per minute); "
+            "concurrent_requests_high_resolution = SageMakerVariantConcurrentRequestsPerModelHighResolution "
+            "(10 s datapoints, CONVENTIONS.md)."
+        ),
+    )
+    invocations_per_instance_target: float = Field(
+        default=200.0,
+        gt=0,
+        le=100000,
+        description=(
+            "Target invocations per minute per instance. Source: seed 001 user story 3 (200/min, the same "
+            "level its step alarms and One Piece trigger are set against); seed 003's 50/min belongs to its "
+            "8-instance ceiling and would hold the fleet near max at <1 request/s per GPU."
+        ),
+    )
+    concurrent_requests_target: float = Field(
+        default=60.0,
+        gt=0,
+        le=1024,
+        description=(
+            "Target concurrent requests per instance (high-resolution metric). Source: seed 003 "
+            "(observed peak ~60 concurrent sequences, half of max_num_seqs 128)."
+        ),
+    )
+    scale_out_cooldown_s: int = Field(
+        default=60, ge=0, le=3600, description="Seconds between scale-outs. Source: seed 001 (60 s)."
+    )
+    scale_in_cooldown_s: int = Field(
+        default=600, ge=0, le=86400, description="Seconds between scale-ins. Source: seed 001 (600 s)."
+    )
+
+    @property
+    def target_value(self) -> float:
+        """The target value of the selected metric."""
+        if self.metric == "invocations_per_instance":
+            return self.invocations_per_instance_target
+        return self.concurrent_requests_target
+
+
+class ScalingStepConfig(ConfigModel):
+    """One scale-out step: when the metric is in [lower, upper), add ``adjustment`` instances."""
+
+    lower: float = Field(ge=0, description="Inclusive lower bound of the metric, in queued requests per instance.")
+    upper: float | None = Field(default=None, description="Exclusive upper bound; None = unbounded (last step).")
+    adjustment: int = Field(ge=1, le=100, description="Instances to add.")
+
+
+class StepScalingConfig(ConfigModel):
+    """Step scaling on the container's queue-depth metric (serving_contract EngineMetric.QUEUE_DEPTH).
+
+    The scale-out alarm fires at the first step's ``lower``; steps must be contiguous.
+    """
+
+    enabled: bool = Field(default=True, description="Create the step-scaling policies and their alarms.")
+    statistic: Literal["Average", "Maximum"] = Field(
+        default="Average",
+        description="How per-instance QueueDepth datapoints combine (Average = queued requests per instance).",
+    )
+    scale_out_steps: tuple[ScalingStepConfig, ...] = Field(
+        default=(
+            ScalingStepConfig(lower=50, upper=100, adjustment=2),
+            ScalingStepConfig(lower=100, upper=200, adjustment=4),
+            ScalingStepConfig(lower=200, upper=None, adjustment=8),
+        ),
+        min_length=1,
+        max_length=20,
+        description=(
+            "Scale-out steps. Source: seed 001 user story 7 (+2/+4/+8 at 1x/2x/4x the trigger) with seed 003 §9's "
+            "queue_depth > 50 trigger."
+        ),
+    )
+    scale_out_period_s: Literal[10, 30, 60, 120, 300] = Field(
+        default=60, description="Alarm period, seconds. Source: seed 001 (1-minute alarm, 1 evaluation)."
+    )
+    scale_out_evaluation_periods: int = Field(default=1, ge=1, le=10, description="Periods above threshold.")
+    scale_out_cooldown_s: int = Field(default=60, ge=0, le=3600, description="Seconds. Source: seed 001 (60 s).")
+    scale_in_threshold: float = Field(
+        default=5, ge=0, description="Scale in below this queue depth. Source: seed 003 §9 (< 5 for 300 s)."
+    )
+    scale_in_adjustment: int = Field(default=-1, ge=-100, le=-1, description="Instances removed per scale-in.")
+    scale_in_period_s: Literal[60, 120, 300] = Field(default=60, description="Scale-in alarm period, seconds.")
+    scale_in_evaluation_periods: int = Field(
+        default=5, ge=1, le=60, description="Periods below threshold (5 x 60 s = seed 003's 300 s)."
+    )
+    scale_in_cooldown_s: int = Field(default=600, ge=0, le=86400, description="Seconds. Source: seed 001 (600 s).")
+
+    @model_validator(mode="after")
+    def _steps_contiguous(self) -> "StepScalingConfig":
+        steps = self.scale_out_steps
+        for index, step in enumerate(steps):
+            last = index == len(steps) - 1
+            if step.upper is None and not last:
+                raise ValueError(
+                    f"scale_out_steps[{index}].upper is unbounded but step {index + 1} follows; only the last "
+                    "step may have upper = null"
+                )
+            if step.upper is not None and step.upper <= step.lower:
+                raise ValueError(f"scale_out_steps[{index}]: lower = {step.lower:g} must be < upper = {step.upper:g}")
+            if not last and step.upper != steps[index + 1].lower:
+                raise ValueError(
+                    f"scale_out_steps[{index}].upper = {step.upper:g} must equal scale_out_steps[{index + 1}].lower = "
+                    f"{steps[index + 1].lower:g} (steps must be contiguous and non-overlapping)"
+                )
+            if not last and steps[index + 1].adjustment < step.adjustment:
+                raise ValueError(
+                    f"scale_out_steps[{index + 1}].adjustment = {steps[index + 1].adjustment} is below "
+                    f"scale_out_steps[{index}].adjustment = {step.adjustment}; steps must not shrink as load grows"
+                )
+        if steps[-1].upper is not None:
+            raise ValueError(
+                f"scale_out_steps[{len(steps) - 1}].upper = {steps[-1].upper:g}: the last step must be unbounded (null)"
+            )
+        if self.scale_in_threshold >= steps[0].lower:
+            raise ValueError(
+                f"scale_in_threshold = {self.scale_in_threshold:g} must be below scale_out_steps[0].lower = "
+                f"{steps[0].lower:g}, or the two alarms fight"
+            )
+        return self
+
+    @property
+    def scale_out_threshold(self) -> float:
+        """Queue depth at which the scale-out alarm fires (the first step's lower bound)."""
+        return self.scale_out_steps[0].lower
+
+
+# --- schedules ---------------------------------------------------------------------------
+
+
+def _check_name(value: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError(
+            "must be 1-64 characters of lowercase letters, digits and '-', starting with a letter or digit"
+        )
+    return value
+
+
+class ScheduledActionConfig(ConfigModel):
+    """A recurring scheduled action: at ``schedule`` set the target's min/max capacity."""
+
+    name: str = Field(description="Scheduled action name (unique per variant), e.g. off-peak.")
+    schedule: str = Field(description="Weekly cron(min hour dom month dow year) in scaling.timezone.")
+    min_capacity: int = Field(ge=0, le=100, description="Floor from this time on, in instances.")
+    max_capacity: int = Field(ge=1, le=100, description="Ceiling from this time on, in instances.")
+    description: str = Field(default="", max_length=200, description="Why (shown by the capacity plan).")
+
+    _name = field_validator("name")(_check_name)
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        parse_weekly_cron(value)
+        return value
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "ScheduledActionConfig":
+        if self.min_capacity > self.max_capacity:
+            raise ValueError(
+                f"{self.name}: min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}"
+            )
+        return self
+
+    @property
+    def minutes_of_week(self) -> tuple[int, ...]:
+        return parse_weekly_cron(self.schedule).minutes_of_week
+
+
+class ReleaseEventConfig(ConfigModel):
+    """A weekly traffic event (a manga release); capacity is lifted ``lead_time_min`` before it."""
+
+    name: str = Field(description="Event name, e.g. shonen-jump (the action is <name>-prescale).")
+    day_of_week: DayOfWeek = Field(description="Day of the event in scaling.timezone.")
+    time: str = Field(default="18:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Event start, HH:MM.")
+    min_capacity: int = Field(ge=0, le=100, description="Floor from the lift on, in instances.")
+    max_capacity: int = Field(ge=1, le=100, description="Ceiling from the lift on, in instances.")
+    description: str = Field(default="", max_length=200, description="Why (shown by the capacity plan).")
+
+    _name = field_validator("name")(_check_name)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "ReleaseEventConfig":
+        if self.min_capacity > self.max_capacity:
+            raise ValueError(
+                f"{self.name}: min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}"
+            )
+        return self
+
+    @property
+    def minute_of_week(self) -> int:
+        hour, minute = (int(part) for part in self.time.split(":"))
+        return DAY_NAMES.index(self.day_of_week) * 1440 + hour * 60 + minute
+
+
+@dataclass(frozen=True)
+class ResolvedAction:
+    """A scheduled action as deployed: events already turned into their pre-scale action."""
+
+    name: str
+    schedule: str
+    min_capacity: int
+    max_capacity: int
+    description: str
+    minutes_of_week: tuple[int, ...]
+
+
+class VariantScalingConfig(ConfigModel):
+    """Scaling of one production variant (its hard bounds are serving.<variant>.min/max_capacity)."""
+
+    enabled: bool = Field(default=True, description="Register the scalable target and every policy.")
+    target_tracking: TargetTrackingConfig = Field(default=TargetTrackingConfig(), description="Target tracking.")
+    step_scaling: StepScalingConfig = Field(default=StepScalingConfig(), description="Queue-depth step scaling.")
+    schedule: tuple[ScheduledActionConfig, ...] = Field(
+        default=(), max_length=50, description="Recurring scheduled actions (times in scaling.timezone)."
+    )
+    events: tuple[ReleaseEventConfig, ...] = Field(
+        default=(), max_length=20, description="Weekly events, each lifting capacity release_lead_time_min before."
+    )
+    release_lead_time_min: int = Field(
+        default=120,
+        ge=0,
+        le=1440,
+        description="Minutes before an event that its capacity lift fires. Source: seed 001 user story 7 (2 h).",
+    )
+
+    @model_validator(mode="after")
+    def _names_unique(self) -> "VariantScalingConfig":
+        names = [action.name for action in self.resolved_schedule]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"scheduled action names must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+    @property
+    def resolved_schedule(self) -> tuple[ResolvedAction, ...]:
+        """Every scheduled action, events included, in config order (events last)."""
+        actions = [
+            ResolvedAction(a.name, a.schedule, a.min_capacity, a.max_capacity, a.description, a.minutes_of_week)
+            for a in self.schedule
+        ]
+        for event in self.events:
+            lift = (event.minute_of_week - self.release_lead_time_min) % MINUTES_PER_WEEK
+            actions.append(
+                ResolvedAction(
+                    f"{event.name}-prescale",
+                    weekly_cron(lift),
+                    event.min_capacity,
+                    event.max_capacity,
+                    event.description or f"{event.name} at {event.day_of_week} {event.time}",
+                    (lift,),
+                )
+            )
+        return tuple(actions)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Min/max capacity in force from ``start`` (minute of week) and the action that set them."""
+
+    start: int
+    min_capacity: int
+    max_capacity: int
+    set_by: str
+
+
+def effective_bounds(actions: tuple[ResolvedAction, ...], hard_min: int, hard_max: int) -> list[Bounds]:
+    """The week as a list of bounds changes, sorted by time, first entry at minute 0.
+
+    The week repeats, so the bounds at Monday 00:00 are those of the week's last action.
+    With no actions the variant's hard bounds hold all week. When two actions fire at the
+    same minute, the later one in config order wins (deterministic here; AWS gives no order,
+    so :func:`check_schedule` rejects such collisions).
+    """
+    firings = sorted(
+        ((minute, index, action) for index, action in enumerate(actions) for minute in action.minutes_of_week),
+        key=lambda item: (item[0], item[1]),
+    )
+    if not firings:
+        return [Bounds(0, hard_min, hard_max, "hard bounds")]
+    last = firings[-1][2]
+    timeline = [Bounds(0, last.min_capacity, last.max_capacity, f"{last.name} (previous week)")]
+    for minute, _, action in firings:
+        bounds = Bounds(minute, action.min_capacity, action.max_capacity, action.name)
+        if timeline[-1].start == minute:
+            timeline[-1] = bounds
+        else:
+            timeline.append(bounds)
+    return timeline
+
+
+def bounds_at(timeline: list[Bounds], minute_of_week: int) -> Bounds:
+    """The bounds in force at ``minute_of_week`` (after every action at or before it)."""
+    current = timeline[0]
+    for bounds in timeline:
+        if bounds.start <= minute_of_week:
+            current = bounds
+    return current
+
+
+def check_schedule(
+    variant_key: str, scaling: VariantScalingConfig, hard_min: int, hard_max: int, warm_floor: int | None
+) -> None:
+    """Cross-check a variant's schedule against its hard bounds, warm floor and events.
+
+    Raises:
+        ValueError: one line naming the action, the fields and the values.
+    """
+    actions = scaling.resolved_schedule
+    for action in actions:
+        if action.max_capacity > hard_max:
+            raise ValueError(
+                f"scaling.{variant_key}: scheduled action {action.name} max_capacity = {action.max_capacity} exceeds "
+                f"serving.{variant_key}.max_capacity = {hard_max} (the scalable target's hard max)"
+            )
+        if warm_floor is not None and action.min_capacity < warm_floor:
+            raise ValueError(
+                f"scaling.{variant_key}: scheduled action {action.name} min_capacity = {action.min_capacity}: must be "
+                f">= {warm_floor} in prod (the warm floor, seed 001 user story 3)"
+            )
+        if action.min_capacity < hard_min:
+            raise ValueError(
+                f"scaling.{variant_key}: scheduled action {action.name} min_capacity = {action.min_capacity} is below "
+                f"serving.{variant_key}.min_capacity = {hard_min} (the scalable target's hard min)"
+            )
+    seen: dict[int, str] = {}
+    for action in actions:
+        for minute in action.minutes_of_week:
+            if minute in seen:
+                raise ValueError(
+                    f"scaling.{variant_key}: scheduled actions {seen[minute]} and {action.name} both fire at "
+                    f"{format_minute_of_week(minute)}; AWS gives no order between them, move one"
+                )
+            seen[minute] = action.name
+    timeline = effective_bounds(actions, hard_min, hard_max)
+    for event in scaling.events:
+        at_event = bounds_at(timeline, event.minute_of_week)
+        if at_event.min_capacity < event.min_capacity:
+            raise ValueError(
+                f"scaling.{variant_key}.events {event.name}: at {event.day_of_week} {event.time} the floor is "
+                f"{at_event.min_capacity} (set by {at_event.set_by}), below the event's min_capacity = "
+                f"{event.min_capacity}; a later scheduled action undoes the pre-scale"
+            )
+
+
+# --- guarded rollouts --------------------------------------------------------------------
+
+
+class RolloutConfig(ConfigModel):
+    """The endpoint's DeploymentConfig: blue/green traffic shifting with alarm rollback."""
+
+    enabled: bool = Field(default=True, description="Set DeploymentConfig on the endpoint.")
+    traffic_routing: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"] = Field(
+        default="CANARY", description="Blue/green TrafficRoutingConfiguration.Type."
+    )
+    canary_size_percent: int = Field(
+        default=10,
+        ge=1,
+        le=50,
+        description="CANARY: share of capacity shifted first, percent (AWS <= 50%). Source: seed 000 (10%).",
+    )
+    linear_step_percent: int = Field(
+        default=20, ge=10, le=50, description="LINEAR: share shifted per step, percent (AWS 10-50%)."
+    )
+    wait_interval_s: int = Field(
+        default=600,
+        ge=0,
+        le=3600,
+        description=(
+            "Bake time between shifts, seconds (AWS 0-3600): two of the 5-minute windows of the p95 latency "
+            "alarm (seed 002: TTFT P95 > 500 ms for 5 min), so a rollback alarm can fire before the next shift."
+        ),
+    )
+    termination_wait_s: int = Field(
+        default=120,
+        ge=0,
+        le=3600,
+        description="Seconds the old (blue) fleet stays after the shift, for a fast rollback. Source: seed 003 §8.",
+    )
+    maximum_execution_timeout_s: int = Field(
+        default=3600,
+        ge=600,
+        le=28800,
+        description=(
+            "Whole deployment limit, seconds (AWS 600-28800): green fleet provisioning (5-8 min, seed 001) + "
+            "startup health check (300 s) + bake + shift, with margin."
+        ),
+    )
+    auto_rollback: bool = Field(
+        default=True,
+        description="Roll back on the canary's 5xx-rate and p95-latency alarms (serving_contract.alarms, by name).",
+    )
+    retain_deployment_config: bool = Field(
+        default=False,
+        description="RetainDeploymentConfig: reuse the last deployment's config; False keeps it from this config.",
+    )
+
+    @property
+    def shift_steps(self) -> int:
+        """Number of wait intervals a deployment goes through."""
+        if self.traffic_routing == "LINEAR":
+            return -(-100 // self.linear_step_percent)
+        if self.traffic_routing == "CANARY":
+            return 1
+        return 0
+
+    @model_validator(mode="after")
+    def _fits_in_timeout(self) -> "RolloutConfig":
+        shifting = self.shift_steps * self.wait_interval_s
+        if shifting >= self.maximum_execution_timeout_s:
+            raise ValueError(
+                f"maximum_execution_timeout_s = {self.maximum_execution_timeout_s} must exceed the traffic shifting "
+                f"time ({self.shift_steps} step(s) x wait_interval_s = {self.wait_interval_s} = {shifting} s)"
+            )
+        return self
+
+
+# --- the section -------------------------------------------------------------------------
+
+_PRIMARY_SCHEDULE = (
+    ScheduledActionConfig(
+        name="off-peak",
+        schedule="cron(0 1 * * ? *)",
+        min_capacity=2,
+        max_capacity=6,
+        description="Off-peak floor from 01:00 (seed 001 user story 4).",
+    ),
+    ScheduledActionConfig(
+        name="business-hours",
+        schedule="cron(0 8 * * ? *)",
+        min_capacity=4,
+        max_capacity=20,
+        description="Business hours from 08:00 (seed 001 user story 4).",
+    ),
+    ScheduledActionConfig(
+        name="jp-evening-peak",
+        # Release days (MON/WED/FRI) already hold a higher floor from 16:00; a daily action
+        # here would lower it to 6 before the 18:00 release (check_schedule rejects that).
+        schedule="cron(45 17 ? * TUE,THU,SAT,SUN *)",
+        min_capacity=6,
+        max_capacity=20,
+        description="JP evening peak 18:00-22:00, pre-provisioned 15 min early (seed 003 §9).",
+    ),
+    ScheduledActionConfig(
+        name="jp-evening-end",
+        schedule="cron(0 23 * * ? *)",
+        min_capacity=4,
+        max_capacity=20,
+        description="Back to business-hours bounds after the evening peak (seed 003 §9).",
+    ),
+)
+
+_PRIMARY_EVENTS = (
+    ReleaseEventConfig(
+        name="shonen-jump",
+        day_of_week="MON",
+        min_capacity=8,
+        max_capacity=20,
+        description="Weekly Shonen Jump release, MON 18:00 (seed 001 user story 7).",
+    ),
+    ReleaseEventConfig(
+        name="shonen-magazine",
+        day_of_week="WED",
+        min_capacity=8,
+        max_capacity=20,
+        description="Weekly Shonen Magazine release, WED 18:00 (seed 001 user story 7).",
+    ),
+    ReleaseEventConfig(
+        name="friday-release",
+        day_of_week="FRI",
+        min_capacity=8,
+        max_capacity=20,
+        description="Friday manga release day, 18:00, min 8 / max 20 (seed 001 user story 4).",
+    ),
+)
+
+
+class ScalingConfig(ConfigModel):
+    """Autoscaling per production variant, scheduled capacity, rollout guardrails and prices."""
+
+    timezone: str = Field(
+        default="Asia/Tokyo",
+        description="IANA time zone of every scheduled action and event (AAS Timezone). Source: seeds (JST).",
+    )
+    primary: VariantScalingConfig = Field(
+        default=VariantScalingConfig(schedule=_PRIMARY_SCHEDULE, events=_PRIMARY_EVENTS),
+        description="Primary variant scaling (seeds 001 and 003).",
+    )
+    canary: VariantScalingConfig = Field(
+        default=VariantScalingConfig(
+            step_scaling=StepScalingConfig(scale_out_steps=(ScalingStepConfig(lower=50, upper=None, adjustment=1),)),
+        ),
+        description="Canary variant scaling: same policies, one +1 step, no schedule (bounds serving.canary).",
+    )
+    rollout: RolloutConfig = Field(default=RolloutConfig(), description="Blue/green deployment guardrails.")
+    hourly_price_usd: dict[str, float] = Field(
+        default={"ml.g5.xlarge": 1.408},
+        description="On-demand price per instance-hour by instance type, USD (capacity plan only). Source: seed 003.",
+    )
+    hours_per_month: float = Field(
+        default=730.0, gt=0, le=744, description="Hours in a billing month (AWS pricing convention, 730 h)."
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError("must be an IANA time zone name such as Asia/Tokyo") from None
+        return value
+
+    @field_validator("hourly_price_usd")
+    @classmethod
+    def _prices(cls, value: dict[str, float]) -> dict[str, float]:
+        for instance_type, price in value.items():
+            if price <= 0:
+                raise ValueError(f"{instance_type}: price = {price} must be > 0 USD per hour")
+        return value

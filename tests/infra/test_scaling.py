@@ -1,0 +1,224 @@
+"""Template assertions for autoscaling, scheduled actions and deployment guardrails."""
+
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from devtools import capacity_plan
+from serving_contract import alarms
+from serving_contract.metrics import EngineMetric
+from tests.conftest import SCALING_OVERRIDE
+from tests.synth_helpers import Synth
+
+ENDPOINT = "mangaassist-vllm-prod"
+
+
+def _targets(synth: Synth) -> dict[str, dict[str, Any]]:
+    found = synth.template("Serving").find_resources("AWS::ApplicationAutoScaling::ScalableTarget")
+    return {t["Properties"]["ResourceId"]: dict(t) for t in found.values()}
+
+
+def _logical_id(synth: Synth, resource_id: str) -> str:
+    found = synth.template("Serving").find_resources(
+        "AWS::ApplicationAutoScaling::ScalableTarget", {"Properties": {"ResourceId": resource_id}}
+    )
+    assert len(found) == 1
+    return next(iter(found))
+
+
+def _policies(synth: Synth, resource_id: str, policy_type: str) -> list[dict[str, Any]]:
+    target = _logical_id(synth, resource_id)
+    found = synth.template("Serving").find_resources(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {"Properties": {"PolicyType": policy_type, "ScalingTargetId": {"Ref": target}}},
+    )
+    return [p["Properties"] for p in found.values()]
+
+
+def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: Synth) -> None:
+    targets = _targets(default_synth)
+    serving = default_synth.config.serving
+    assert set(targets) == {f"endpoint/{ENDPOINT}/variant/primary", f"endpoint/{ENDPOINT}/variant/canary"}
+    for variant in serving.variants:
+        target = targets[f"endpoint/{ENDPOINT}/variant/{variant.variant_name}"]
+        props = target["Properties"]
+        assert props["ServiceNamespace"] == "sagemaker"
+        assert props["ScalableDimension"] == "sagemaker:variant:DesiredInstanceCount"
+        assert (props["MinCapacity"], props["MaxCapacity"]) == (variant.min_capacity, variant.max_capacity)
+        # The variant exists only after the endpoint does.
+        endpoint_id = next(iter(default_synth.template("Serving").find_resources("AWS::SageMaker::Endpoint")))
+        assert endpoint_id in target["DependsOn"]
+        # Application Auto Scaling's service-linked role for SageMaker, not a role of our own.
+        assert "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint" in str(props["RoleARN"])
+    assert len(default_synth.template("Serving").find_resources("AWS::IAM::Role")) == 1
+
+
+def test_target_tracking_uses_the_seed_target_and_asymmetric_cooldowns(default_synth: Synth) -> None:
+    for variant in ("primary", "canary"):
+        (policy,) = _policies(default_synth, f"endpoint/{ENDPOINT}/variant/{variant}", "TargetTrackingScaling")
+        assert policy["TargetTrackingScalingPolicyConfiguration"] == {
+            "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
+            "TargetValue": 200,
+            "ScaleOutCooldown": 60,
+            "ScaleInCooldown": 600,
+        }
+
+
+def test_step_scaling_on_queue_depth_with_the_seed_steps(default_synth: Synth) -> None:
+    policies = _policies(default_synth, f"endpoint/{ENDPOINT}/variant/primary", "StepScaling")
+    by_cooldown = {
+        p["StepScalingPolicyConfiguration"]["Cooldown"]: p["StepScalingPolicyConfiguration"] for p in policies
+    }
+    scale_out, scale_in = by_cooldown[60], by_cooldown[600]
+    # Alarm at 50 queued requests; steps 50-100 +2, 100-200 +4, 200+ +8 as offsets from 50.
+    assert scale_out["StepAdjustments"] == [
+        {"MetricIntervalLowerBound": 0, "MetricIntervalUpperBound": 50, "ScalingAdjustment": 2},
+        {"MetricIntervalLowerBound": 50, "MetricIntervalUpperBound": 150, "ScalingAdjustment": 4},
+        {"MetricIntervalLowerBound": 150, "ScalingAdjustment": 8},
+    ]
+    assert scale_out["AdjustmentType"] == "ChangeInCapacity"
+    assert scale_in["StepAdjustments"] == [{"MetricIntervalUpperBound": 0, "ScalingAdjustment": -1}]
+
+
+def test_queue_depth_alarms_drive_the_step_policies(default_synth: Synth) -> None:
+    template = default_synth.template("Serving")
+    dimensions = [{"Name": "EndpointName", "Value": ENDPOINT}, {"Name": "VariantName", "Value": "primary"}]
+    common = {
+        "Namespace": default_synth.config.observability.metrics_namespace,
+        "MetricName": EngineMetric.QUEUE_DEPTH.value,
+        "Dimensions": dimensions,
+        "Statistic": "Average",
+        "Period": 60,
+        "TreatMissingData": "notBreaching",
+    }
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            **common,
+            "Threshold": 50,
+            "EvaluationPeriods": 1,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "AlarmActions": [{"Ref": Match.string_like_regexp("PrimaryScalingQueueDepthScaleOut")}],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            **common,
+            "Threshold": 5,
+            "EvaluationPeriods": 5,
+            "ComparisonOperator": "LessThanThreshold",
+            "AlarmActions": [{"Ref": Match.string_like_regexp("PrimaryScalingQueueDepthScaleIn")}],
+        },
+    )
+    # Two per variant; the canary rollback alarms belong to the observability stack.
+    queue_depth_alarms = template.find_resources(
+        "AWS::CloudWatch::Alarm", {"Properties": {"MetricName": EngineMetric.QUEUE_DEPTH.value}}
+    )
+    assert len(queue_depth_alarms) == 4
+
+
+def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_synth: Synth) -> None:
+    target = _targets(default_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
+    actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
+    expected = {
+        "off-peak": ("cron(0 1 * * ? *)", 2, 6),
+        "business-hours": ("cron(0 8 * * ? *)", 4, 20),
+        "jp-evening-peak": ("cron(45 17 ? * TUE,THU,SAT,SUN *)", 6, 20),
+        "jp-evening-end": ("cron(0 23 * * ? *)", 4, 20),
+        "shonen-jump-prescale": ("cron(0 16 ? * MON *)", 8, 20),
+        "shonen-magazine-prescale": ("cron(0 16 ? * WED *)", 8, 20),
+        "friday-release-prescale": ("cron(0 16 ? * FRI *)", 8, 20),
+    }
+    assert set(actions) == set(expected)
+    for name, (schedule, low, high) in expected.items():
+        assert actions[name] == {
+            "ScheduledActionName": name,
+            "Schedule": schedule,
+            "Timezone": "Asia/Tokyo",
+            "ScalableTargetAction": {"MinCapacity": low, "MaxCapacity": high},
+        }
+    canary = _targets(default_synth)[f"endpoint/{ENDPOINT}/variant/canary"]["Properties"]
+    assert "ScheduledActions" not in canary
+
+
+def test_endpoint_has_blue_green_canary_guardrails_with_rollback_alarms_by_name(default_synth: Synth) -> None:
+    default_synth.template("Serving").has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "DeploymentConfig": {
+                "BlueGreenUpdatePolicy": {
+                    "TrafficRoutingConfiguration": {
+                        "Type": "CANARY",
+                        "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10},
+                        "WaitIntervalInSeconds": 600,
+                    },
+                    "TerminationWaitInSeconds": 120,
+                    "MaximumExecutionTimeoutInSeconds": 3600,
+                },
+                "AutoRollbackConfiguration": {
+                    "Alarms": [{"AlarmName": name} for name in alarms.rollback_alarm_names(ENDPOINT, "canary")]
+                },
+            },
+            "RetainDeploymentConfig": False,
+        },
+    )
+
+
+def test_single_variant_endpoint_rolls_back_on_the_primary_alarms(vpc_single_variant_synth: Synth) -> None:
+    template = vpc_single_variant_synth.template("Serving")
+    endpoint = next(iter(template.find_resources("AWS::SageMaker::Endpoint").values()))["Properties"]
+    assert endpoint["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]["Type"] == "CANARY"
+    assert endpoint["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"] == [
+        {"AlarmName": f"{ENDPOINT}-primary-5xx-rate"},
+        {"AlarmName": f"{ENDPOINT}-primary-latency-p95"},
+    ]
+    assert list(_targets(vpc_single_variant_synth)) == [f"endpoint/{ENDPOINT}/variant/primary"]
+
+
+def test_dev_stage_scales_without_a_schedule(dev_synth: Synth) -> None:
+    targets = _targets(dev_synth)
+    primary = targets["endpoint/mangaassist-vllm-dev/variant/primary"]["Properties"]
+    assert (primary["MinCapacity"], primary["MaxCapacity"]) == (1, 2)
+    assert "ScheduledActions" not in primary
+
+
+def test_one_scaling_override_reaches_the_template_and_the_plan(
+    default_synth: Synth, scaling_override_synth: Synth
+) -> None:
+    ((key, value),) = SCALING_OVERRIDE.items()
+    assert key == "scaling.primary.release_lead_time_min" and value == "180"
+    target = _targets(scaling_override_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
+    schedules = {a["ScheduledActionName"]: a["Schedule"] for a in target["ScheduledActions"]}
+    # 18:00 release - 3 h lead = 15:00.
+    assert schedules["shonen-jump-prescale"] == "cron(0 15 ? * MON *)"
+    assert schedules["friday-release-prescale"] == "cron(0 15 ? * FRI *)"
+
+    baseline = capacity_plan.plan(capacity_plan.load([]))[0]
+    changed = capacity_plan.plan(capacity_plan.load([f"{key}={value}"]))[0]
+    # One more hour at the event floor 8 instead of business hours' 4, on MON, WED and FRI.
+    assert changed.floor_hours_per_week - baseline.floor_hours_per_week == 3 * (8 - 4) * 1
+    assert changed.hourly[0][15] == (8, 20) and baseline.hourly[0][15] == (4, 20)
+
+
+def _diff(a: Any, b: Any, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in _diff(a.get(k), b.get(k), f"{path}/{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _diff(x, y, f"{path}/{i}")]
+    return [] if a == b else [path]
+
+
+def test_a_weight_change_touches_only_the_weights(default_synth: Synth, weight_change_synth: Synth) -> None:
+    before = default_synth.template_json("Serving")
+    after = weight_change_synth.template_json("Serving")
+    changed = _diff(before["Resources"], after["Resources"])
+    config_id = next(iter(default_synth.template("Serving").find_resources("AWS::SageMaker::EndpointConfig")))
+    assert changed == [
+        f"/{config_id}/Properties/ProductionVariants/0/InitialVariantWeight",
+        f"/{config_id}/Properties/ProductionVariants/1/InitialVariantWeight",
+    ]
+    # The redeploy keeps autoscaled instance counts: only DesiredWeight is taken from the new config.
+    endpoint = next(iter(weight_change_synth.template("Serving").find_resources("AWS::SageMaker::Endpoint").values()))
+    assert endpoint["Properties"]["RetainAllVariantProperties"] is True
+    assert endpoint["Properties"]["ExcludeRetainedVariantProperties"] == [{"VariantPropertyType": "DesiredWeight"}]

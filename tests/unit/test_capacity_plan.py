@@ -1,0 +1,88 @@
+"""The capacity plan's numbers against a hand calculation of the seeds' schedule."""
+
+import pytest
+
+from devtools import capacity_plan
+
+PRICE = 1.408  # ml.g5.xlarge on-demand, USD per hour (seed 003)
+
+
+def _primary(*overrides: str) -> capacity_plan.VariantPlan:
+    return capacity_plan.plan(capacity_plan.load(list(overrides)))[0]
+
+
+def test_primary_week_matches_the_hand_calculation() -> None:
+    # Release days (MON, WED, FRI), hours in JST:
+    #   00-01 4 (jp-evening-end of the day before), 01-08 2 (off-peak), 08-16 4 (business hours),
+    #   16-23 8 (2 h pre-scale before the 18:00 release), 23-24 4 (jp-evening-end).
+    release_day_floor = 1 * 4 + 7 * 2 + 8 * 4 + 7 * 8 + 1 * 4  # = 110
+    release_day_ceiling = 1 * 20 + 7 * 6 + 8 * 20 + 7 * 20 + 1 * 20  # = 382
+    # Other days (TUE, THU, SAT, SUN): 08-17:45 4 (9.75 h), 17:45-23 6 (5.25 h, evening peak 15 min early).
+    other_day_floor = 1 * 4 + 7 * 2 + 9.75 * 4 + 5.25 * 6 + 1 * 4  # = 92.5
+    other_day_ceiling = 1 * 20 + 7 * 6 + 9.75 * 20 + 5.25 * 20 + 1 * 20  # = 382
+    week_floor = 3 * release_day_floor + 4 * other_day_floor  # = 700
+    week_ceiling = 3 * release_day_ceiling + 4 * other_day_ceiling  # = 2674
+
+    plan = _primary()
+    assert plan.variant_name == "primary"
+    assert plan.floor_hours_per_week == pytest.approx(week_floor)
+    assert plan.ceiling_hours_per_week == pytest.approx(week_ceiling)
+    # A month is 730 h, i.e. 730 / 168 weeks.
+    assert plan.floor_hours_per_month == pytest.approx(week_floor * 730 / 168)
+    low, high = plan.monthly_cost_band_usd
+    assert low == pytest.approx(week_floor * 730 / 168 * PRICE)  # about $4,282.67
+    assert high == pytest.approx(week_ceiling * 730 / 168 * PRICE)  # about $16,359.79
+
+
+def test_hourly_grid_shows_the_bounds_after_every_action() -> None:
+    plan = _primary()
+    monday, tuesday = plan.hourly[0], plan.hourly[1]
+    assert monday[0] == (4, 20)  # carried over from SUN 23:00
+    assert monday[3] == (2, 6)  # off-peak
+    assert monday[16] == (8, 20)  # Shonen Jump pre-scale at 16:00
+    assert tuesday[16] == (4, 20)
+    assert tuesday[17] == (6, 20)  # evening peak at 17:45 is in force at 17:59
+    assert tuesday[23] == (4, 20)
+
+
+def test_canary_runs_within_its_hard_bounds_all_week() -> None:
+    canary = capacity_plan.plan(capacity_plan.load([]))[1]
+    assert canary.variant_name == "canary"
+    assert canary.floor_hours_per_week == 1 * 168
+    assert canary.ceiling_hours_per_week == 2 * 168
+
+
+def test_variant_without_scaling_runs_its_initial_count() -> None:
+    plan = _primary("scaling.primary.enabled=false")
+    assert plan.floor_hours_per_week == plan.ceiling_hours_per_week == 4 * 168
+
+
+def test_missing_price_is_a_config_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code = capacity_plan.main(["-c", "serving.primary.instance_type=ml.g6.xlarge"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        "config error: scaling.hourly_price_usd: no price for ml.g6.xlarge (primary); known: ml.g5.xlarge"
+    )
+
+
+def test_command_prints_the_week_and_the_band(capsys: pytest.CaptureFixture[str]) -> None:
+    assert capacity_plan.main([]) == 0
+    out = capsys.readouterr().out
+    assert "times in Asia/Tokyo" in out
+    assert "MON 16:00  min   8  max  20  shonen-jump-prescale" in out
+    assert "On-demand cost band per month: $4,282.67 .. $16,359.79" in out
+
+
+def test_compare_prints_baseline_against_the_override(capsys: pytest.CaptureFixture[str]) -> None:
+    assert capacity_plan.main(["--compare", "-c", "scaling.primary.release_lead_time_min=180"]) == 0
+    out = capsys.readouterr().out
+    comparison = out[out.index("Comparison: baseline -> override") :]
+    # One extra hour at floor 8 instead of 4 on three release days: +12 instance-hours.
+    assert "floor hours/week:   700.00 -> 712.00 (+12.00)" in comparison
+    assert "hours whose min-max changed: 3" in comparison
+    assert "MON 15:00  4-20 -> 8-20" in comparison
+
+
+def test_bad_override_syntax_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    assert capacity_plan.main(["-c", "scaling.primary.enabled"]) == 2
+    assert "expected key=value" in capsys.readouterr().err
