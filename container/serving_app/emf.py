@@ -1,0 +1,73 @@
+"""CloudWatch Embedded Metric Format (EMF) lines on stdout.
+
+SageMaker ships container stdout to ``/aws/sagemaker/Endpoints/<endpoint>``; CloudWatch
+turns each JSON line carrying an ``_aws`` block into metrics (EMF spec: ``_aws.Timestamp``
+in epoch ms, ``_aws.CloudWatchMetrics[{Namespace, Dimensions[[...]], Metrics[{Name, Unit}]}]``,
+dimension and metric values as top-level members).
+
+Written by hand rather than with ``aws-embedded-metrics``: the format is ~20 lines, the
+library's environment detection probes for a CloudWatch agent/EC2 metadata when it is not
+on Lambda/ECS (SageMaker is neither), and its async flush model does not fit a per-request
+hot path. One ``write`` per line keeps lines whole in the log stream.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from serving_contract.metrics import UNITS, Dimension
+
+
+class EmfWriter:
+    """Writes one EMF object per line.
+
+    ``base_dimensions`` (EndpointName, VariantName) are added to every line.
+    """
+
+    def __init__(self, namespace: str, base_dimensions: Mapping[str, str],
+                 stream: TextIO | None = None) -> None:
+        self._namespace = namespace
+        self._base = dict(base_dimensions)
+        self._stream = stream
+
+    def emit(self, metrics: Mapping[str, float | int], *,
+             dimension_sets: Sequence[Sequence[str]] | None = None,
+             dimensions: Mapping[str, str] | None = None,
+             properties: Mapping[str, Any] | None = None,
+             timestamp_ms: int | None = None) -> str:
+        """Write one line with ``metrics`` (name -> value; units from ``serving_contract``).
+
+        ``dimension_sets`` default to one set of the base dimensions. Returns the line.
+        """
+        if not metrics:
+            return ""
+        dims = {**self._base, **(dimensions or {})}
+        sets = [list(s) for s in dimension_sets] if dimension_sets else [list(self._base)]
+        document: dict[str, Any] = {
+            "_aws": {
+                "Timestamp": timestamp_ms if timestamp_ms is not None else int(time.time() * 1000),
+                "CloudWatchMetrics": [{
+                    "Namespace": self._namespace,
+                    "Dimensions": sets,
+                    "Metrics": [{"Name": name, "Unit": UNITS.get(name, "None")}
+                                for name in metrics],
+                }],
+            },
+            **(properties or {}),
+            **dims,
+            **metrics,
+        }
+        line = json.dumps(document, separators=(",", ":"), allow_nan=False)
+        stream = self._stream or sys.stdout
+        stream.write(line + "\n")
+        return line
+
+    @property
+    def request_dimension_sets(self) -> list[list[str]]:
+        """Per-request sets: fleet-wide and per adapter."""
+        base = list(self._base)
+        return [base, [*base, Dimension.ADAPTER]]
