@@ -38,7 +38,7 @@ def make_artifacts(root: Path, ranks: dict[str, int] | None = None) -> Path:
     (base / "tokenizer_config.json").write_text("{}")
     (base / "tokenizer.json").write_text("{}")
     write_safetensors(base / "model.safetensors")
-    for name, rank in (ranks or dict.fromkeys(ADAPTERS, 16)).items():
+    for name, rank in (dict.fromkeys(ADAPTERS, 16) if ranks is None else ranks).items():
         adapter = root / "adapters" / name
         adapter.mkdir(parents=True)
         (adapter / "adapter_config.json").write_text(json.dumps({"r": rank, "lora_alpha": 32}))
@@ -71,7 +71,7 @@ class Serve:
             "ENDPOINT_NAME": "test-endpoint",
             "VARIANT_NAME": "AllTraffic",
             "DRAIN_TIMEOUT_S": "10",
-            "REQUEST_TIMEOUT_S": "20",
+            "REQUEST_TIMEOUT_S": "2",
             "FAKE_PID_FILE": str(self.pid_file),
             **(fake_env or {}),
             **(env or {}),
