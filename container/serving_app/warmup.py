@@ -19,7 +19,7 @@ log = logging.getLogger("serving_app.warmup")
 WARMUP_MAX_TOKENS = 16
 """Tokens generated per warmup request: enough to run decode steps, cheap at startup."""
 
-HEALTH_RETRY_INTERVAL_S = 0.5
+HEALTH_RETRY_INTERVAL_S = 0.2
 """Pause between ``/health`` probes while the engine loads (seeds/003 polled every 2 s)."""
 
 
