@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -21,35 +23,44 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 FAKE_VLLM = Path(__file__).with_name("fake_vllm.py")
 ADAPTERS = ("manga_domain_v3", "general_support_v2", "jp_style_v1")
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+VLLM_PARSER = Path(__file__).with_name("vllm_parse_argv.py")
+_CONTRACT: dict[str, Any] = {}
 
 
-def write_safetensors(path: Path, tensors: dict[str, Any] | None = None) -> None:
-    """A valid, tiny safetensors file: u64 header length, JSON header, data bytes."""
-    header = tensors or {"w": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}}
-    raw = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\x00" * 4)
+def _start_parser(argvs: list[list[str]]) -> None:
+    # Files, not pipes: nobody reads until the contract tests run.
+    stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen([str(VLLM_PYTHON), str(VLLM_PARSER)], stdin=subprocess.PIPE,
+                            stdout=stdout, stderr=stderr, text=True)
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(argvs))
+    proc.stdin.close()
+    _CONTRACT.update(proc=proc, argvs=argvs, stdout=stdout, stderr=stderr)
 
 
-def make_artifacts(root: Path, ranks: dict[str, int] | None = None) -> Path:
-    """Lay out ``<root>/base`` and ``<root>/adapters/<name>`` like the build context."""
-    base = root / "base"
-    base.mkdir(parents=True)
-    (base / "config.json").write_text(json.dumps({"model_type": "llama"}))
-    (base / "tokenizer_config.json").write_text("{}")
-    (base / "tokenizer.json").write_text("{}")
-    write_safetensors(base / "model.safetensors")
-    for name, rank in (dict.fromkeys(ADAPTERS, 16) if ranks is None else ranks).items():
-        adapter = root / "adapters" / name
-        adapter.mkdir(parents=True)
-        (adapter / "adapter_config.json").write_text(json.dumps({"r": rank, "lora_alpha": 32}))
-        write_safetensors(adapter / "adapter_model.safetensors")
-    return root
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    """Start vLLM's parser subprocess once collection is done (~10 s of imports) so it
+    overlaps the rest of the suite; only when a selected test needs it."""
+    if VLLM_PYTHON.exists() and any(item.get_closest_marker("vllm_contract") for item in items):
+        from tests.container.test_vllm_contract import contract_argvs
+
+        _start_parser(contract_argvs())
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def contract_answer(argvs: list[list[str]]) -> dict[str, Any]:
+    """vLLM's parser's answer for ``argvs``."""
+    if _CONTRACT.get("argvs") != argvs:
+        _start_parser(argvs)
+    proc: subprocess.Popen[str] = _CONTRACT["proc"]
+    proc.wait(timeout=120)
+    _CONTRACT["stdout"].seek(0)
+    _CONTRACT["stderr"].seek(0)
+    stdout, stderr = _CONTRACT["stdout"].read(), _CONTRACT["stderr"].read()
+    assert proc.returncode == 0, stderr[-2000:]
+    answer: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    return answer
 
 
 class Serve:
@@ -130,10 +141,8 @@ class Serve:
                 self.proc.kill()
                 self.proc.wait()
         if self.pid_file.exists():
-            try:
+            with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(self.pid_file.read_text()), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
 
 
 @pytest.fixture(scope="module")

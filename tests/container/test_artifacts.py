@@ -33,7 +33,8 @@ def test_complete_artifacts_pass(tmp_path: Path) -> None:
     (lambda r: (r / "base/config.json").unlink(), "required file config.json is missing"),
     (lambda r: (r / "base/tokenizer_config.json").unlink(),
      "required file tokenizer_config.json is missing"),
-    (lambda r: (r / "base/tokenizer.json").unlink(), "tokenizer.json or tokenizer.model is missing"),
+    (lambda r: (r / "base/tokenizer.json").unlink(),
+     "tokenizer.json or tokenizer.model is missing"),
     (lambda r: (r / "base/model.safetensors").unlink(), "no *.safetensors weights"),
     (lambda r: (r / "base/model.safetensors").write_text(
         "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n"),

@@ -15,8 +15,11 @@ CLIENT = httpx.Client(timeout=10)  # one pool: a new client per example costs ~3
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(
     allow_nan=False, allow_infinity=False) | st.text(max_size=20)
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-    st.text(max_size=10), inner, max_size=4), max_leaves=12)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
+                                                                  max_size=4),
+    max_leaves=12)
 models = st.sampled_from(["base", *ADAPTERS, "", "nope", "../etc"]) | st.text(max_size=12)
 messages = st.lists(st.fixed_dictionaries(
     {"role": st.sampled_from(["user", "system", "assistant", "x"]) | json_scalars},
@@ -38,7 +41,8 @@ bodies = st.one_of(
     st.just(b"[" * 5000 + b"]" * 5000),
 )
 # h11 (the client) refuses values with surrounding whitespace; no HTTP client can send them.
-header_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40).map(str.strip)
+header_text = st.text(st.characters(min_codepoint=32, max_codepoint=126),
+                      max_size=40).map(str.strip)
 headers = st.fixed_dictionaries({}, optional={
     "content-type": st.sampled_from(["application/json", "text/plain", "application/x+json",
                                      "application/json; charset=utf-8", ""]) | header_text,
