@@ -56,7 +56,7 @@ def test_ping_is_503_until_warmup_through_every_adapter(tmp_path: Path) -> None:
 
 
 def test_sigterm_drains_in_flight_requests_then_exits_0(tmp_path: Path) -> None:
-    serve = Serve(tmp_path)
+    serve = Serve(tmp_path, env={"REQUEST_TIMEOUT_S": "10"})
     results: list[httpx.Response] = []
     try:
         serve.wait_ready()
