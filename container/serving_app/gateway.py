@@ -474,12 +474,11 @@ class Gateway:
             metrics[RequestMetric.INPUT_TOKENS] = record.input_tokens
         if isinstance(record.output_tokens, int):
             metrics[RequestMetric.OUTPUT_TOKENS] = record.output_tokens
-        try:
+        # stdout closed or a non-finite value: drop the line, never the request.
+        with contextlib.suppress(OSError, ValueError):
             self.emf.emit(metrics, dimension_sets=self._request_dims,
                           dimensions={Dimension.ADAPTER: record.adapter},
                           properties={"StatusCode": status, "Stream": record.stream})
-        except (OSError, ValueError):  # stdout closed or a non-finite value: drop the line
-            pass
 
 
 def _sse_error(message: str, status: int) -> bytes:

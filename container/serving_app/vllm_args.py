@@ -78,8 +78,20 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
 
 
 def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, str]:
-    """Environment for the vLLM process: the parent's plus vLLM's own logging level."""
+    """Environment for the vLLM process: the parent's, vLLM's logging level, and the CUDA
+    forward-compatibility libraries first on ``LD_LIBRARY_PATH`` when enabled.
+
+    vLLM 0.22 itself only edits ``os.environ`` before importing torch
+    (``vllm/env_override.py``), which reaches its child processes but not the dynamic
+    loader of the API-server process; setting it here makes every engine process start
+    with it. Enabled by the image (``VLLM_ENABLE_CUDA_COMPATIBILITY=1``, see Dockerfile).
+    """
     environ = dict(base)
     environ["VLLM_LOGGING_LEVEL"] = settings.log_level.upper()
     environ.setdefault("PYTHONUNBUFFERED", "1")
+    enabled = environ.get("VLLM_ENABLE_CUDA_COMPATIBILITY", "0").strip().lower() in ("1", "true")
+    compat = environ.get("VLLM_CUDA_COMPATIBILITY_PATH", "")
+    if enabled and compat and Path(compat).is_dir():
+        rest = [p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p and p != compat]
+        environ["LD_LIBRARY_PATH"] = ":".join([compat, *rest])
     return environ

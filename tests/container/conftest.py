@@ -30,7 +30,8 @@ _CONTRACT: dict[str, Any] = {}
 
 def _start_parser(argvs: list[list[str]]) -> None:
     # Files, not pipes: nobody reads until the contract tests run.
-    stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    stdout = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed with the session)
+    stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115
     # Lowest priority: it runs on the cycles the (mostly waiting) HTTP tests leave idle.
     proc = subprocess.Popen(["nice", "-n", "19", str(VLLM_PYTHON), str(VLLM_PARSER)],
                             stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, text=True)

@@ -106,3 +106,14 @@ def test_bad_values_name_variable_value_and_rule(environ: dict[str, str], messag
 def test_every_allowed_rank_is_accepted() -> None:
     for rank in LORA_RANKS:
         assert Settings.from_env({"LORA_MAX_RANK": str(rank)}).max_lora_rank == rank
+
+
+def test_cuda_compat_libraries_lead_the_engine_loader_path(tmp_path: Path) -> None:
+    settings = Settings.from_env({})
+    base = {"VLLM_ENABLE_CUDA_COMPATIBILITY": "1", "VLLM_CUDA_COMPATIBILITY_PATH": str(tmp_path),
+            "LD_LIBRARY_PATH": f"/usr/lib:{tmp_path}"}
+    assert engine_environment(settings, base)["LD_LIBRARY_PATH"] == f"{tmp_path}:/usr/lib"
+    disabled = {**base, "VLLM_ENABLE_CUDA_COMPATIBILITY": "0"}
+    assert engine_environment(settings, disabled)["LD_LIBRARY_PATH"] == f"/usr/lib:{tmp_path}"
+    missing = {**base, "VLLM_CUDA_COMPATIBILITY_PATH": str(tmp_path / "absent")}
+    assert engine_environment(settings, missing)["LD_LIBRARY_PATH"] == f"/usr/lib:{tmp_path}"
