@@ -53,7 +53,8 @@ def check_safetensors(path: Path) -> None:
         if length == 0 or length > SAFETENSORS_MAX_HEADER_BYTES or 8 + length > size:
             raise ArtifactError(
                 f"{path}: not a safetensors file (header length {length}, file {size} bytes; "
-                "a Git LFS pointer?)")
+                "a Git LFS pointer?)"
+            )
         try:
             header = json.loads(handle.read(length))
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -91,8 +92,9 @@ def check_base_model(model_dir: Path) -> None:
         names = {shard.name for shard in shards}
         missing = sorted({str(v) for v in weight_map.values()} - names)
         if missing:
-            raise ArtifactError(f"{model_dir}: shards listed in the index are missing: "
-                                f"{', '.join(missing)}")
+            raise ArtifactError(
+                f"{model_dir}: shards listed in the index are missing: {', '.join(missing)}"
+            )
     for shard in shards:
         check_safetensors(shard)
 
@@ -107,53 +109,73 @@ def adapter_rank(adapter_dir: Path) -> int:
     config = _load_json(config_path)
     rank = config.get("r") if isinstance(config, dict) else None
     if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
-        raise ArtifactError(f"{config_path}: 'r' (LoRA rank) must be a positive integer, "
-                            f"got {rank!r}")
-    weights = [adapter_dir / name for name in ADAPTER_WEIGHT_FILES
-               if (adapter_dir / name).is_file()]
+        raise ArtifactError(
+            f"{config_path}: 'r' (LoRA rank) must be a positive integer, got {rank!r}"
+        )
+    weights = [
+        adapter_dir / name for name in ADAPTER_WEIGHT_FILES if (adapter_dir / name).is_file()
+    ]
     if not weights:
-        raise ArtifactError(f"{adapter_dir}: adapter weights are missing (expected one of "
-                            f"{', '.join(ADAPTER_WEIGHT_FILES)})")
+        raise ArtifactError(
+            f"{adapter_dir}: adapter weights are missing (expected one of "
+            f"{', '.join(ADAPTER_WEIGHT_FILES)})"
+        )
     if weights[0].suffix == ".safetensors":
         check_safetensors(weights[0])
     return rank
 
 
-def check_adapters(adapter_dir: Path, names: Sequence[str] | None, max_lora_rank: int) -> dict[
-        str, int]:
+def check_adapters(
+    adapter_dir: Path, names: Sequence[str] | None, max_lora_rank: int
+) -> dict[str, int]:
     """Check adapters (all sub-folders when ``names`` is None); return ``{name: rank}``.
 
     Raises :class:`ArtifactError` when one is broken, ranks differ, or a rank exceeds
     ``max_lora_rank``.
     """
     if names is None:
-        names = sorted(p.name for p in adapter_dir.iterdir() if p.is_dir()) \
-            if adapter_dir.is_dir() else []
+        names = (
+            sorted(p.name for p in adapter_dir.iterdir() if p.is_dir())
+            if adapter_dir.is_dir()
+            else []
+        )
     ranks = {name: adapter_rank(adapter_dir / name) for name in names}
     if len(set(ranks.values())) > 1:
         listing = ", ".join(f"{name}=r{rank}" for name, rank in ranks.items())
-        raise ArtifactError(f"adapters differ in rank ({listing}); all adapters must share one "
-                            "rank (mixed ranks fail or are silently truncated by vLLM)")
+        raise ArtifactError(
+            f"adapters differ in rank ({listing}); all adapters must share one "
+            "rank (mixed ranks fail or are silently truncated by vLLM)"
+        )
     for name, rank in ranks.items():
         if rank > max_lora_rank:
-            raise ArtifactError(f"adapter {name} has rank {rank} > max_lora_rank {max_lora_rank} "
-                                "(vLLM refuses to load it)")
+            raise ArtifactError(
+                f"adapter {name} has rank {rank} > max_lora_rank {max_lora_rank} "
+                "(vLLM refuses to load it)"
+            )
     return ranks
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI for the Dockerfile. Exit 0 with a summary, or 1 with one ``artifact check failed``
     line on stderr."""
-    parser = argparse.ArgumentParser(prog="python -m serving_app.artifacts",
-                                     description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="python -m serving_app.artifacts",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
     parser.add_argument("--model-dir", type=Path, required=True)
     parser.add_argument("--adapter-dir", type=Path, required=True)
     parser.add_argument("--max-lora-rank", type=int, required=True)
-    parser.add_argument("--adapters", default=None,
-                        help="comma-separated names that must exist (default: every sub-folder)")
+    parser.add_argument(
+        "--adapters",
+        default=None,
+        help="comma-separated names that must exist (default: every sub-folder)",
+    )
     args = parser.parse_args(argv)
-    names = None if args.adapters is None else [
-        n.strip() for n in args.adapters.split(",") if n.strip()]
+    names = (
+        None
+        if args.adapters is None
+        else [n.strip() for n in args.adapters.split(",") if n.strip()]
+    )
     try:
         check_base_model(args.model_dir)
         ranks = check_adapters(args.adapter_dir, names, args.max_lora_rank)

@@ -28,17 +28,22 @@ class EmfWriter:
     ``base_dimensions`` (EndpointName, VariantName) are added to every line.
     """
 
-    def __init__(self, namespace: str, base_dimensions: Mapping[str, str],
-                 stream: TextIO | None = None) -> None:
+    def __init__(
+        self, namespace: str, base_dimensions: Mapping[str, str], stream: TextIO | None = None
+    ) -> None:
         self._namespace = namespace
         self._base = dict(base_dimensions)
         self._stream = stream
 
-    def emit(self, metrics: Mapping[str, float | int], *,
-             dimension_sets: Sequence[Sequence[str]] | None = None,
-             dimensions: Mapping[str, str] | None = None,
-             properties: Mapping[str, Any] | None = None,
-             timestamp_ms: int | None = None) -> str:
+    def emit(
+        self,
+        metrics: Mapping[str, float | int],
+        *,
+        dimension_sets: Sequence[Sequence[str]] | None = None,
+        dimensions: Mapping[str, str] | None = None,
+        properties: Mapping[str, Any] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> str:
         """Write one line with ``metrics`` (name -> value; units from ``serving_contract``).
 
         ``dimension_sets`` default to one set of the base dimensions. Returns the line.
@@ -50,12 +55,15 @@ class EmfWriter:
         document: dict[str, Any] = {
             "_aws": {
                 "Timestamp": timestamp_ms if timestamp_ms is not None else int(time.time() * 1000),
-                "CloudWatchMetrics": [{
-                    "Namespace": self._namespace,
-                    "Dimensions": sets,
-                    "Metrics": [{"Name": name, "Unit": UNITS.get(name, "None")}
-                                for name in metrics],
-                }],
+                "CloudWatchMetrics": [
+                    {
+                        "Namespace": self._namespace,
+                        "Dimensions": sets,
+                        "Metrics": [
+                            {"Name": name, "Unit": UNITS.get(name, "None")} for name in metrics
+                        ],
+                    }
+                ],
             },
             **(properties or {}),
             **dims,

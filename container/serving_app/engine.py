@@ -28,7 +28,8 @@ class EngineProcess:
     async def start(self) -> None:
         """Spawn the engine; its stdout/stderr are inherited (they reach CloudWatch too)."""
         self.process = await asyncio.create_subprocess_exec(
-            *self.command, env=self.environ, start_new_session=True)
+            *self.command, env=self.environ, start_new_session=True
+        )
         log.info("engine: started pid %d", self.process.pid)
 
     @property

@@ -58,15 +58,24 @@ UPSTREAM_MAX_CONNECTIONS: Final = 1024
 """Pool size: well above ``--max-num-seqs`` (128) so the pool never queues ahead of vLLM."""
 
 JSON_HEADERS: Final = {"content-type": "application/json"}
-_ERROR_TYPES: Final = {400: "BadRequest", 404: "NotFound", 413: "PayloadTooLarge",
-                       415: "UnsupportedMediaType", 422: "UnprocessableEntity",
-                       502: "EngineError", 503: "ServiceUnavailable", 504: "EngineTimeout"}
+_ERROR_TYPES: Final = {
+    400: "BadRequest",
+    404: "NotFound",
+    413: "PayloadTooLarge",
+    415: "UnsupportedMediaType",
+    422: "UnprocessableEntity",
+    502: "EngineError",
+    503: "ServiceUnavailable",
+    504: "EngineTimeout",
+}
 
 
 def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI-style error body ``{"error": {"message", "type", "code"}}``."""
-    return JSONResponse({"error": {"message": message, "type": _ERROR_TYPES.get(status, "Error"),
-                                   "code": status}}, status_code=status)
+    return JSONResponse(
+        {"error": {"message": message, "type": _ERROR_TYPES.get(status, "Error"), "code": status}},
+        status_code=status,
+    )
 
 
 def _reject_constant(name: str) -> Any:
@@ -95,16 +104,25 @@ class RequestRecord:
 class Gateway:
     """State and handlers of the serving process."""
 
-    def __init__(self, settings: Settings, *, upstream_url: str, engine: EngineProcess | None,
-                 request_exit: Callable[[int], None], emf: EmfWriter | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        upstream_url: str,
+        engine: EngineProcess | None,
+        request_exit: Callable[[int], None],
+        emf: EmfWriter | None = None,
+    ) -> None:
         self.settings = settings
         self.upstream_url = upstream_url
         self.engine = engine
         self.request_exit = request_exit
         self.readiness = Readiness()
         self.tracker = InflightTracker()
-        self.emf = emf or EmfWriter(settings.metrics_namespace, {
-            Dimension.ENDPOINT: settings.endpoint_name, Dimension.VARIANT: settings.variant_name})
+        self.emf = emf or EmfWriter(
+            settings.metrics_namespace,
+            {Dimension.ENDPOINT: settings.endpoint_name, Dimension.VARIANT: settings.variant_name},
+        )
         self.model_names = frozenset(settings.model_names)
         self._available = ", ".join(settings.model_names)
         self._request_dims = self.emf.request_dimension_sets
@@ -126,9 +144,11 @@ class Gateway:
         self._client = httpx.AsyncClient(
             base_url=self.upstream_url,
             timeout=httpx.Timeout(self._timeout, connect=5.0),
-            limits=httpx.Limits(max_connections=UPSTREAM_MAX_CONNECTIONS,
-                                max_keepalive_connections=UPSTREAM_MAX_CONNECTIONS,
-                                keepalive_expiry=UPSTREAM_KEEPALIVE_EXPIRY_S),
+            limits=httpx.Limits(
+                max_connections=UPSTREAM_MAX_CONNECTIONS,
+                max_keepalive_connections=UPSTREAM_MAX_CONNECTIONS,
+                keepalive_expiry=UPSTREAM_KEEPALIVE_EXPIRY_S,
+            ),
         )
         if self.engine is not None:
             await self.engine.start()
@@ -161,14 +181,20 @@ class Gateway:
         started = time.monotonic()
         inflight = self.tracker.count
         self.readiness.set_phase(Phase.DRAINING, "SIGTERM received, draining")
-        log.info("drain: SIGTERM, %d request(s) in flight, budget %.1f s", inflight,
-                 self.settings.drain_timeout_s)
+        log.info(
+            "drain: SIGTERM, %d request(s) in flight, budget %.1f s",
+            inflight,
+            self.settings.drain_timeout_s,
+        )
         idle = await self.tracker.wait_idle(self.settings.drain_timeout_s)
         if idle:
             log.info("drain: all requests finished in %.2f s", time.monotonic() - started)
         else:
-            log.warning("drain: %d request(s) still in flight after %.1f s, stopping anyway",
-                        self.tracker.count, self.settings.drain_timeout_s)
+            log.warning(
+                "drain: %d request(s) still in flight after %.1f s, stopping anyway",
+                self.tracker.count,
+                self.settings.drain_timeout_s,
+            )
         if self.engine is not None:
             code = await self.engine.stop(ENGINE_STOP_GRACE_S)
             log.info("drain: engine stopped (exit %s)", code)
@@ -178,8 +204,10 @@ class Gateway:
         deadline = self._started + self.settings.startup_timeout_s
         try:
             waited = await wait_for_engine(
-                self.client, deadline,
-                lambda: self.engine is None or self.engine.alive or self.readiness.draining)
+                self.client,
+                deadline,
+                lambda: self.engine is None or self.engine.alive or self.readiness.draining,
+            )
             log.info("startup: engine healthy after %.1f s", waited)
             self.readiness.record_health(True)
             self.readiness.set_phase(Phase.WARMING_UP, "warming up")
@@ -187,15 +215,23 @@ class Gateway:
             def done(name: str) -> None:
                 self.readiness.warmed_up_adapters.append(name)
 
-            await run_warmup(self.client, self.settings.model_names,
-                             self.settings.warmup_num_requests, deadline, done)
+            await run_warmup(
+                self.client,
+                self.settings.model_names,
+                self.settings.warmup_num_requests,
+                deadline,
+                done,
+            )
         except StartupError as exc:
             if not self.readiness.draining:
                 self._fail(f"startup failed: {exc}")
             return
         self.readiness.set_phase(Phase.READY, "ready")
-        log.info("startup: ready after %.1f s (warmed %s)", time.monotonic() - self._started,
-                 ", ".join(self.readiness.warmed_up_adapters))
+        log.info(
+            "startup: ready after %.1f s (warmed %s)",
+            time.monotonic() - self._started,
+            ", ".join(self.readiness.warmed_up_adapters),
+        )
 
     def _fail(self, message: str) -> None:
         log.error(message)
@@ -239,7 +275,8 @@ class Gateway:
         while True:
             await asyncio.sleep(interval)
             if self.readiness.phase is Phase.STARTING or (
-                    self.engine is not None and not self.engine.alive):
+                self.engine is not None and not self.engine.alive
+            ):
                 continue
             try:
                 response = await self.client.get("/metrics", timeout=min(interval, 5.0))
@@ -256,8 +293,7 @@ class Gateway:
     # ------------------------------------------------------------------ handlers
     async def ping(self, request: Request) -> Response:
         """200 only when warmed up, engine healthy and not draining; never awaits the engine."""
-        return JSONResponse(self.readiness.body(), status_code=200 if self.readiness.ready
-                            else 503)
+        return JSONResponse(self.readiness.body(), status_code=200 if self.readiness.ready else 503)
 
     async def invocations(self, request: Request) -> Response:
         """Route a chat-completions (``messages``) or completions (``prompt``) body to vLLM."""
@@ -273,8 +309,9 @@ class Gateway:
             self._emit(record, started)
         return response
 
-    async def _invocations(self, request: Request, record: RequestRecord,
-                           started: float) -> Response:
+    async def _invocations(
+        self, request: Request, record: RequestRecord, started: float
+    ) -> Response:
         if self.readiness.draining:
             return error_response(503, "instance is draining (SIGTERM); retry elsewhere")
         if not self.readiness.ready:
@@ -283,8 +320,9 @@ class Gateway:
         if content_type:
             media = content_type.split(";", 1)[0].strip().lower()
             if not (media == "application/json" or media.endswith("+json")):
-                return error_response(415, f"content-type {media!r} is not supported; "
-                                      "send application/json")
+                return error_response(
+                    415, f"content-type {media!r} is not supported; send application/json"
+                )
         body = await request.body()
         if len(body) > MAX_BODY_BYTES:
             return error_response(413, f"body is {len(body)} bytes; limit {MAX_BODY_BYTES}")
@@ -293,12 +331,16 @@ class Gateway:
         except (ValueError, RecursionError) as exc:
             return error_response(400, f"malformed JSON body: {str(exc)[:200]}")
         if not isinstance(data, dict):
-            return error_response(422, "body must be a JSON object with 'messages' (chat) or "
-                                  "'prompt' (completions)")
+            return error_response(
+                422, "body must be a JSON object with 'messages' (chat) or 'prompt' (completions)"
+            )
         is_chat, is_completion = "messages" in data, "prompt" in data
         if is_chat == is_completion:
-            return error_response(422, "body must have exactly one of 'messages' (chat "
-                                  "completions) or 'prompt' (completions)")
+            return error_response(
+                422,
+                "body must have exactly one of 'messages' (chat "
+                "completions) or 'prompt' (completions)",
+            )
         model_cls = ChatCompletionBody if is_chat else CompletionBody
         try:
             parsed = model_cls.model_validate(data)
@@ -312,8 +354,9 @@ class Gateway:
         name = from_header or parsed.model or self.settings.served_model_name
         if name not in self.model_names:
             record.adapter = "unknown"
-            return error_response(400, f"unknown adapter {name[:100]!r}; available: "
-                                  f"{self._available}")
+            return error_response(
+                400, f"unknown adapter {name[:100]!r}; available: {self._available}"
+            )
         record.adapter = name
         record.stream = parsed.stream
         rewrite = name != parsed.model
@@ -339,8 +382,9 @@ class Gateway:
                 upstream = await self.client.post(path, content=body, headers=JSON_HEADERS)
         except TimeoutError:
             record.engine_error = True
-            return error_response(504, f"engine did not answer within REQUEST_TIMEOUT_S="
-                                  f"{self._timeout:g} s")
+            return error_response(
+                504, f"engine did not answer within REQUEST_TIMEOUT_S={self._timeout:g} s"
+            )
         except httpx.HTTPError as exc:
             record.engine_error = True
             return error_response(503, f"engine unavailable: {exc.__class__.__name__}")
@@ -360,19 +404,20 @@ class Gateway:
         record.oom = _is_oom(content)
         log.warning("engine answered %d: %s", status, content[:300])
         detail = content[:300].decode("utf-8", "replace")
-        return error_response(503 if status == 503 else 502,
-                              f"engine error {status}: {detail}")
+        return error_response(503 if status == 503 else 502, f"engine error {status}: {detail}")
 
-    async def _stream(self, path: str, body: bytes, record: RequestRecord, started: float,
-                      strip_usage: bool) -> Response:
+    async def _stream(
+        self, path: str, body: bytes, record: RequestRecord, started: float, strip_usage: bool
+    ) -> Response:
         request = self.client.build_request("POST", path, content=body, headers=JSON_HEADERS)
         try:
             async with asyncio.timeout(self._timeout):
                 upstream = await self.client.send(request, stream=True)
         except TimeoutError:
             record.engine_error = True
-            return error_response(504, f"engine did not answer within REQUEST_TIMEOUT_S="
-                                  f"{self._timeout:g} s")
+            return error_response(
+                504, f"engine did not answer within REQUEST_TIMEOUT_S={self._timeout:g} s"
+            )
         except httpx.HTTPError as exc:
             record.engine_error = True
             return error_response(503, f"engine unavailable: {exc.__class__.__name__}")
@@ -385,15 +430,19 @@ class Gateway:
                 await upstream.aclose()
             if upstream.status_code >= 500:
                 return self._engine_failure(upstream.status_code, content, record)
-            return Response(content, status_code=upstream.status_code,
-                            media_type="application/json")
+            return Response(
+                content, status_code=upstream.status_code, media_type="application/json"
+            )
         record.status = 200
-        return StreamingResponse(self._relay(upstream, record, started, strip_usage),
-                                 media_type="text/event-stream",
-                                 headers={"cache-control": "no-cache"})
+        return StreamingResponse(
+            self._relay(upstream, record, started, strip_usage),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache"},
+        )
 
-    async def _relay(self, upstream: httpx.Response, record: RequestRecord, started: float,
-                     strip_usage: bool) -> AsyncIterator[bytes]:
+    async def _relay(
+        self, upstream: httpx.Response, record: RequestRecord, started: float, strip_usage: bool
+    ) -> AsyncIterator[bytes]:
         """Yield SSE events as vLLM sends them; stop at REQUEST_TIMEOUT_S with an error event.
 
         A timer closes the upstream response at the deadline, which ends the pending read;
@@ -408,8 +457,7 @@ class Gateway:
             timed_out = True
             closer.append(loop.create_task(upstream.aclose()))
 
-        timer = loop.call_at(loop.time() + self._timeout - (time.perf_counter() - started),
-                             expire)
+        timer = loop.call_at(loop.time() + self._timeout - (time.perf_counter() - started), expire)
         buffer = b""
         try:
             async for chunk in upstream.aiter_raw():
@@ -476,14 +524,18 @@ class Gateway:
             metrics[RequestMetric.OUTPUT_TOKENS] = record.output_tokens
         # stdout closed or a non-finite value: drop the line, never the request.
         with contextlib.suppress(OSError, ValueError):
-            self.emf.emit(metrics, dimension_sets=self._request_dims,
-                          dimensions={Dimension.ADAPTER: record.adapter},
-                          properties={"StatusCode": status, "Stream": record.stream})
+            self.emf.emit(
+                metrics,
+                dimension_sets=self._request_dims,
+                dimensions={Dimension.ADAPTER: record.adapter},
+                properties={"StatusCode": status, "Stream": record.stream},
+            )
 
 
 def _sse_error(message: str, status: int) -> bytes:
-    payload = {"error": {"message": message, "type": _ERROR_TYPES.get(status, "Error"),
-                         "code": status}}
+    payload = {
+        "error": {"message": message, "type": _ERROR_TYPES.get(status, "Error"), "code": status}
+    }
     return b"data: " + json.dumps(payload).encode() + b"\n\ndata: [DONE]\n\n"
 
 
@@ -507,8 +559,11 @@ def create_app(gateway: Gateway) -> ASGIApp:
         finally:
             await gateway.shutdown()
 
-    app = Starlette(routes=[
-        Route("/ping", gateway.ping, methods=["GET"]),
-        Route("/invocations", gateway.invocations, methods=["POST"]),
-    ], lifespan=lifespan)
+    app = Starlette(
+        routes=[
+            Route("/ping", gateway.ping, methods=["GET"]),
+            Route("/invocations", gateway.invocations, methods=["POST"]),
+        ],
+        lifespan=lifespan,
+    )
     return InflightMiddleware(app, gateway.tracker, frozenset({"/invocations"}))

@@ -63,6 +63,7 @@ class Readiness:
             "detail": self.detail,
             "warmed_up_adapters": self.warmed_up_adapters,
             "uptime_s": round(now - self._started, 3),
-            "last_engine_health_ok_s_ago": None if self._last_health_ok is None
+            "last_engine_health_ok_s_ago": None
+            if self._last_health_ok is None
             else round(now - self._last_health_ok, 3),
         }

@@ -50,27 +50,38 @@ class _Server(uvicorn.Server):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="serve", description=__doc__.splitlines()[0]
-                                     if __doc__ else None)
-    parser.add_argument("command", nargs="?", default="serve", choices=["serve"],
-                        help="SageMaker runs the image with 'serve'")
+    parser = argparse.ArgumentParser(
+        prog="serve", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    parser.add_argument(
+        "command",
+        nargs="?",
+        default="serve",
+        choices=["serve"],
+        help="SageMaker runs the image with 'serve'",
+    )
     parser.add_argument("--host", default="0.0.0.0", help="gateway bind address")
     parser.add_argument("--port", type=int, default=8080, help="SageMaker contract port")
-    parser.add_argument("--engine-port", type=int, default=8081,
-                        help="vLLM's port on 127.0.0.1")
+    parser.add_argument("--engine-port", type=int, default=8081, help="vLLM's port on 127.0.0.1")
     parser.add_argument("--model-dir", type=Path, default=Path("/opt/model/base"))
     parser.add_argument("--adapter-dir", type=Path, default=Path("/opt/model/adapters"))
-    parser.add_argument("--engine-command", default=None,
-                        help="engine executable + leading args (default: python -m "
-                        "vllm.entrypoints.openai.api_server); tests point it at a fake")
+    parser.add_argument(
+        "--engine-command",
+        default=None,
+        help="engine executable + leading args (default: python -m "
+        "vllm.entrypoints.openai.api_server); tests point it at a fake",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     # httpx logs every upstream request at INFO: one line per request is the EMF line's job.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
@@ -84,17 +95,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArtifactError as exc:
         print(f"serve: artifact error: {exc}", file=sys.stderr, flush=True)
         return EXIT_CONFIG
-    paths = EnginePaths(model_dir=args.model_dir, adapter_dir=args.adapter_dir,
-                        port=args.engine_port)
-    command = shlex.split(args.engine_command) if args.engine_command \
-        else default_engine_command()
-    engine = EngineProcess([*command, *build_vllm_args(settings, paths)],
-                           engine_environment(settings, dict(os.environ)))
+    paths = EnginePaths(
+        model_dir=args.model_dir, adapter_dir=args.adapter_dir, port=args.engine_port
+    )
+    command = shlex.split(args.engine_command) if args.engine_command else default_engine_command()
+    engine = EngineProcess(
+        [*command, *build_vllm_args(settings, paths)],
+        engine_environment(settings, dict(os.environ)),
+    )
     return _run(settings, engine, args.host, args.port, f"http://{ENGINE_HOST}:{args.engine_port}")
 
 
-def _run(settings: Settings, engine: EngineProcess, host: str, port: int,
-         upstream_url: str) -> int:
+def _run(settings: Settings, engine: EngineProcess, host: str, port: int, upstream_url: str) -> int:
     exit_code: list[int] = []
     server: list[_Server] = []
 
@@ -104,11 +116,17 @@ def _run(settings: Settings, engine: EngineProcess, host: str, port: int,
         if server:
             server[0].should_exit = True
 
-    gateway = Gateway(settings, upstream_url=upstream_url, engine=engine,
-                      request_exit=request_exit)
-    config = uvicorn.Config(create_app(gateway), host=host, port=port, log_level="warning",
-                            access_log=False, lifespan="on", timeout_graceful_shutdown=2,
-                            timeout_keep_alive=65)
+    gateway = Gateway(settings, upstream_url=upstream_url, engine=engine, request_exit=request_exit)
+    config = uvicorn.Config(
+        create_app(gateway),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        timeout_keep_alive=65,
+    )
     server.append(_Server(config))
 
     async def serve() -> None:

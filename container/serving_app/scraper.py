@@ -68,15 +68,18 @@ class EngineMetricsCalculator:
             queries = delta.get(PREFIX_QUERIES)
             if queries and PREFIX_HITS in delta:
                 out[EngineMetric.PREFIX_CACHE_HIT_RATE] = round(
-                    100.0 * delta[PREFIX_HITS] / queries, 3)
+                    100.0 * delta[PREFIX_HITS] / queries, 3
+                )
             if PREEMPTIONS in delta:
                 out[EngineMetric.PREEMPTIONS] = delta[PREEMPTIONS]
             if PROMPT_TOKENS in delta:
                 out[EngineMetric.PROMPT_TOKENS_PER_SECOND] = round(
-                    delta[PROMPT_TOKENS] / elapsed, 3)
+                    delta[PROMPT_TOKENS] / elapsed, 3
+                )
             if GENERATION_TOKENS in delta:
                 out[EngineMetric.GENERATION_TOKENS_PER_SECOND] = round(
-                    delta[GENERATION_TOKENS] / elapsed, 3)
+                    delta[GENERATION_TOKENS] / elapsed, 3
+                )
         self._last = {name: totals[name] for name in COUNTERS if name in totals}
         self._last_t = now_s
         return out

@@ -69,53 +69,112 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=False)
 
     gpu_memory_utilization: float = Field(
-        0.92, alias=env.ENGINE_GPU_MEMORY_UTILIZATION, gt=0.0, le=1.0,
+        0.92,
+        alias=env.ENGINE_GPU_MEMORY_UTILIZATION,
+        gt=0.0,
+        le=1.0,
         description="Fraction (0, 1] of GPU memory vLLM may take for weights + KV cache.",
     )
-    max_model_len: int = Field(4096, alias=env.ENGINE_MAX_MODEL_LEN, ge=16, le=131072,
-                               description="Context length in tokens.")
-    max_num_seqs: int = Field(128, alias=env.ENGINE_MAX_NUM_SEQS, ge=1, le=4096,
-                              description="Sequences batched per engine step.")
-    max_num_batched_tokens: int = Field(8192, alias=env.ENGINE_MAX_NUM_BATCHED_TOKENS, ge=16,
-                                        le=1048576, description="Tokens per engine step.")
+    max_model_len: int = Field(
+        4096,
+        alias=env.ENGINE_MAX_MODEL_LEN,
+        ge=16,
+        le=131072,
+        description="Context length in tokens.",
+    )
+    max_num_seqs: int = Field(
+        128,
+        alias=env.ENGINE_MAX_NUM_SEQS,
+        ge=1,
+        le=4096,
+        description="Sequences batched per engine step.",
+    )
+    max_num_batched_tokens: int = Field(
+        8192,
+        alias=env.ENGINE_MAX_NUM_BATCHED_TOKENS,
+        ge=16,
+        le=1048576,
+        description="Tokens per engine step.",
+    )
     block_size: Literal[1, 8, 16, 32, 64, 128, 256] = Field(
-        16, alias=env.ENGINE_BLOCK_SIZE, description="KV-cache block size in tokens.")
+        16, alias=env.ENGINE_BLOCK_SIZE, description="KV-cache block size in tokens."
+    )
     enable_prefix_caching: Bool = Field(True, alias=env.ENGINE_ENABLE_PREFIX_CACHING)
     quantization: Literal["none", "awq", "awq_marlin", "gptq", "gptq_marlin", "fp8"] = Field(
-        "awq", alias=env.ENGINE_QUANTIZATION)
+        "awq", alias=env.ENGINE_QUANTIZATION
+    )
     tensor_parallel_size: Literal[1, 2, 4, 8] = Field(1, alias=env.ENGINE_TENSOR_PARALLEL_SIZE)
-    enforce_eager: Bool = Field(False, alias=env.ENGINE_ENFORCE_EAGER,
-                                description="Skip CUDA-graph capture (slower, starts faster).")
+    enforce_eager: Bool = Field(
+        False,
+        alias=env.ENGINE_ENFORCE_EAGER,
+        description="Skip CUDA-graph capture (slower, starts faster).",
+    )
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
-        "info", alias=env.ENGINE_LOG_LEVEL)
-    served_model_name: str = Field("base", alias=env.ENGINE_SERVED_MODEL_NAME,
-                                   description="Name clients use for the base model.")
+        "info", alias=env.ENGINE_LOG_LEVEL
+    )
+    served_model_name: str = Field(
+        "base",
+        alias=env.ENGINE_SERVED_MODEL_NAME,
+        description="Name clients use for the base model.",
+    )
 
-    lora_adapters: tuple[str, ...] = Field((), alias=env.LORA_ADAPTERS,
-                                           description="Comma-separated adapter names.")
-    max_loras: int = Field(4, alias=env.LORA_MAX_LORAS, ge=1, le=64,
-                           description="Adapters resident on the GPU at once.")
+    lora_adapters: tuple[str, ...] = Field(
+        (), alias=env.LORA_ADAPTERS, description="Comma-separated adapter names."
+    )
+    max_loras: int = Field(
+        4,
+        alias=env.LORA_MAX_LORAS,
+        ge=1,
+        le=64,
+        description="Adapters resident on the GPU at once.",
+    )
     max_lora_rank: int = Field(16, alias=env.LORA_MAX_RANK)
-    max_cpu_loras: int | None = Field(None, alias=env.LORA_MAX_CPU_LORAS, ge=1, le=1024,
-                                      description="Adapters cached in CPU memory.")
+    max_cpu_loras: int | None = Field(
+        None,
+        alias=env.LORA_MAX_CPU_LORAS,
+        ge=1,
+        le=1024,
+        description="Adapters cached in CPU memory.",
+    )
 
     startup_timeout_s: float = Field(
-        600.0, alias=env.STARTUP_TIMEOUT_S, gt=0, le=3600,
+        600.0,
+        alias=env.STARTUP_TIMEOUT_S,
+        gt=0,
+        le=3600,
         description="Engine load + warmup budget; <= ContainerStartupHealthCheckTimeoutInSeconds "
-        "max of 3600 s.")
-    warmup_num_requests: int = Field(10, alias=env.WARMUP_NUM_REQUESTS, ge=1, le=1000,
-                                     description="Warmup requests (seeds/003: 10); at least one "
-                                     "per adapter is always sent.")
-    drain_timeout_s: float = Field(20.0, alias=env.DRAIN_TIMEOUT_S, gt=0,
-                                   le=MAX_DRAIN_TIMEOUT_S,
-                                   description="In-flight drain budget after SIGTERM, seconds.")
-    request_timeout_s: float = Field(55.0, alias=env.REQUEST_TIMEOUT_S, gt=0,
-                                     lt=SAGEMAKER_INVOCATION_LIMIT_S,
-                                     description="Per-request bound, < SageMaker's 60 s.")
+        "max of 3600 s.",
+    )
+    warmup_num_requests: int = Field(
+        10,
+        alias=env.WARMUP_NUM_REQUESTS,
+        ge=1,
+        le=1000,
+        description="Warmup requests (seeds/003: 10); at least one per adapter is always sent.",
+    )
+    drain_timeout_s: float = Field(
+        20.0,
+        alias=env.DRAIN_TIMEOUT_S,
+        gt=0,
+        le=MAX_DRAIN_TIMEOUT_S,
+        description="In-flight drain budget after SIGTERM, seconds.",
+    )
+    request_timeout_s: float = Field(
+        55.0,
+        alias=env.REQUEST_TIMEOUT_S,
+        gt=0,
+        lt=SAGEMAKER_INVOCATION_LIMIT_S,
+        description="Per-request bound, < SageMaker's 60 s.",
+    )
 
     metrics_namespace: str = Field(DEFAULT_NAMESPACE, alias=env.METRICS_NAMESPACE)
-    metrics_interval_s: float = Field(10.0, alias=env.METRICS_INTERVAL_S, gt=0, le=300,
-                                      description="vLLM /metrics scrape period, seconds.")
+    metrics_interval_s: float = Field(
+        10.0,
+        alias=env.METRICS_INTERVAL_S,
+        gt=0,
+        le=300,
+        description="vLLM /metrics scrape period, seconds.",
+    )
     endpoint_name: str = Field("local", alias=env.ENDPOINT_NAME, min_length=1, max_length=63)
     variant_name: str = Field("AllTraffic", alias=env.VARIANT_NAME, min_length=1, max_length=63)
 
@@ -144,7 +203,8 @@ class Settings(BaseModel):
         for name in value:
             if not _NAME_RE.match(name):
                 raise ValueError(
-                    f"adapter name {name!r} must match {_NAME_RE.pattern} (letters, digits, . _ -)")
+                    f"adapter name {name!r} must match {_NAME_RE.pattern} (letters, digits, . _ -)"
+                )
         duplicates = sorted({name for name in value if value.count(name) > 1})
         if duplicates:
             raise ValueError(f"adapter names must be unique, repeated: {', '.join(duplicates)}")
@@ -177,11 +237,13 @@ class Settings(BaseModel):
             raise SettingsError(
                 f"{env.LORA_ADAPTERS}={','.join(self.lora_adapters)!r} is invalid: "
                 f"adapter names must differ from {env.ENGINE_SERVED_MODEL_NAME}="
-                f"{self.served_model_name!r}")
+                f"{self.served_model_name!r}"
+            )
         if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
             raise SettingsError(
                 f"{env.LORA_MAX_CPU_LORAS}={self.max_cpu_loras!r} is invalid: must be >= "
-                f"{env.LORA_MAX_LORAS}={self.max_loras}")
+                f"{env.LORA_MAX_LORAS}={self.max_loras}"
+            )
         return self
 
     @property

@@ -45,21 +45,34 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
     drains first, so this is a backstop; N = DRAIN_TIMEOUT_S, which settings cap at 25 s.
     """
     args = [
-        "--model", str(paths.model_dir),
-        "--served-model-name", settings.served_model_name,
-        "--host", ENGINE_HOST,
-        "--port", str(paths.port),
-        "--tensor-parallel-size", str(settings.tensor_parallel_size),
-        "--gpu-memory-utilization", f"{settings.gpu_memory_utilization:g}",
-        "--max-model-len", str(settings.max_model_len),
-        "--max-num-seqs", str(settings.max_num_seqs),
-        "--max-num-batched-tokens", str(settings.max_num_batched_tokens),
-        "--block-size", str(settings.block_size),
-        "--enable-prefix-caching" if settings.enable_prefix_caching
+        "--model",
+        str(paths.model_dir),
+        "--served-model-name",
+        settings.served_model_name,
+        "--host",
+        ENGINE_HOST,
+        "--port",
+        str(paths.port),
+        "--tensor-parallel-size",
+        str(settings.tensor_parallel_size),
+        "--gpu-memory-utilization",
+        f"{settings.gpu_memory_utilization:g}",
+        "--max-model-len",
+        str(settings.max_model_len),
+        "--max-num-seqs",
+        str(settings.max_num_seqs),
+        "--max-num-batched-tokens",
+        str(settings.max_num_batched_tokens),
+        "--block-size",
+        str(settings.block_size),
+        "--enable-prefix-caching"
+        if settings.enable_prefix_caching
         else "--no-enable-prefix-caching",
-        "--uvicorn-log-level", settings.log_level,
+        "--uvicorn-log-level",
+        settings.log_level,
         "--disable-uvicorn-access-log",
-        "--shutdown-timeout", str(math.ceil(settings.drain_timeout_s)),
+        "--shutdown-timeout",
+        str(math.ceil(settings.drain_timeout_s)),
     ]
     if settings.quantization != "none":
         args += ["--quantization", settings.quantization]
@@ -68,9 +81,12 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
     if settings.lora_adapters:
         args += [
             "--enable-lora",
-            "--max-loras", str(settings.max_loras),
-            "--max-lora-rank", str(settings.max_lora_rank),
-            "--max-cpu-loras", str(settings.effective_max_cpu_loras),
+            "--max-loras",
+            str(settings.max_loras),
+            "--max-lora-rank",
+            str(settings.max_lora_rank),
+            "--max-cpu-loras",
+            str(settings.effective_max_cpu_loras),
             "--lora-modules",
             *(f"{name}={paths.adapter_dir / name}" for name in settings.lora_adapters),
         ]

@@ -27,8 +27,9 @@ class StartupError(Exception):
     """Startup cannot complete; ``str()`` is one line."""
 
 
-async def wait_for_engine(client: httpx.AsyncClient, deadline: float,
-                          engine_alive: Callable[[], bool]) -> float:
+async def wait_for_engine(
+    client: httpx.AsyncClient, deadline: float, engine_alive: Callable[[], bool]
+) -> float:
     """Poll ``GET /health`` until 200; return seconds waited.
 
     Raises :class:`StartupError` at ``deadline`` (monotonic) or when the engine exits.
@@ -45,7 +46,8 @@ async def wait_for_engine(client: httpx.AsyncClient, deadline: float,
             pass
         if time.monotonic() >= deadline:
             raise StartupError(
-                f"vLLM /health not 200 within STARTUP_TIMEOUT_S ({deadline - started:.0f} s)")
+                f"vLLM /health not 200 within STARTUP_TIMEOUT_S ({deadline - started:.0f} s)"
+            )
         await asyncio.sleep(HEALTH_RETRY_INTERVAL_S)
 
 
@@ -68,9 +70,13 @@ def warmup_body(model: str, index: int) -> dict[str, object]:
     }
 
 
-async def run_warmup(client: httpx.AsyncClient, model_names: Sequence[str], num_requests: int,
-                     deadline: float,
-                     on_done: Callable[[str], Awaitable[None] | None] | None = None) -> None:
+async def run_warmup(
+    client: httpx.AsyncClient,
+    model_names: Sequence[str],
+    num_requests: int,
+    deadline: float,
+    on_done: Callable[[str], Awaitable[None] | None] | None = None,
+) -> None:
     """Send the warmup plan sequentially per name, names in parallel; raise on any failure.
 
     Sequential per name keeps warmup from competing with itself for KV cache; parallel
@@ -87,14 +93,18 @@ async def run_warmup(client: httpx.AsyncClient, model_names: Sequence[str], num_
             if remaining <= 0:
                 raise StartupError("warmup did not finish within STARTUP_TIMEOUT_S")
             try:
-                response = await client.post("/v1/chat/completions",
-                                             json=warmup_body(name, index), timeout=remaining)
+                response = await client.post(
+                    "/v1/chat/completions", json=warmup_body(name, index), timeout=remaining
+                )
             except httpx.HTTPError as exc:
                 raise StartupError(
-                    f"warmup request to {name!r} failed: {exc.__class__.__name__}") from None
+                    f"warmup request to {name!r} failed: {exc.__class__.__name__}"
+                ) from None
             if response.status_code != 200:
-                raise StartupError(f"warmup request to {name!r} answered "
-                                   f"{response.status_code}: {response.text[:200]!r}")
+                raise StartupError(
+                    f"warmup request to {name!r} answered "
+                    f"{response.status_code}: {response.text[:200]!r}"
+                )
         log.info("warmup: %s done (%d requests)", name, count)
         if on_done is not None:
             result = on_done(name)

@@ -33,16 +33,22 @@ def _start_parser(argvs: list[list[str]]) -> None:
     stdout = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed with the session)
     stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115
     # Lowest priority: it runs on the cycles the (mostly waiting) HTTP tests leave idle.
-    proc = subprocess.Popen(["nice", "-n", "19", str(VLLM_PYTHON), str(VLLM_PARSER)],
-                            stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, text=True)
+    proc = subprocess.Popen(
+        ["nice", "-n", "19", str(VLLM_PYTHON), str(VLLM_PARSER)],
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=stderr,
+        text=True,
+    )
     assert proc.stdin is not None
     proc.stdin.write(json.dumps(argvs))
     proc.stdin.close()
     _CONTRACT.update(proc=proc, argvs=argvs, stdout=stdout, stderr=stderr)
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
-                                  items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     """Start vLLM's parser subprocess once collection is done (~10 s of imports) so it
     overlaps the rest of the suite; only when a selected test needs it."""
     if VLLM_PYTHON.exists() and any(item.get_closest_marker("vllm_contract") for item in items):
@@ -97,8 +103,9 @@ def free_port() -> int:
 class Serve:
     """The real entrypoint (``python -m serving_app serve``) as a child process."""
 
-    def __init__(self, tmp: Path, env: dict[str, str] | None = None,
-                 fake_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, tmp: Path, env: dict[str, str] | None = None, fake_env: dict[str, str] | None = None
+    ) -> None:
         self.tmp = tmp
         artifacts = make_artifacts(tmp / "model")
         self.port, self.engine_port = free_port(), free_port()
@@ -121,13 +128,33 @@ class Serve:
         self.stdout_lines: list[str] = []
         self.stderr_lines: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "serving_app", "serve", "--host", "127.0.0.1",
-             "--port", str(self.port), "--engine-port", str(self.engine_port),
-             "--model-dir", str(artifacts / "base"), "--adapter-dir", str(artifacts / "adapters"),
-             "--engine-command", f"{sys.executable} {FAKE_VLLM}"],
-            env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for stream, sink in ((self.proc.stdout, self.stdout_lines),
-                             (self.proc.stderr, self.stderr_lines)):
+            [
+                sys.executable,
+                "-m",
+                "serving_app",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--engine-port",
+                str(self.engine_port),
+                "--model-dir",
+                str(artifacts / "base"),
+                "--adapter-dir",
+                str(artifacts / "adapters"),
+                "--engine-command",
+                f"{sys.executable} {FAKE_VLLM}",
+            ],
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for stream, sink in (
+            (self.proc.stdout, self.stdout_lines),
+            (self.proc.stderr, self.stderr_lines),
+        ):
             threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
         self.url = f"http://127.0.0.1:{self.port}"
         self.engine_url = f"http://127.0.0.1:{self.engine_port}"

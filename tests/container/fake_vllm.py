@@ -54,8 +54,10 @@ if os.environ.get("FAKE_GATE") != "closed":
 
 
 def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": "BadRequestError",
-                                   "code": status}}, status_code=status)
+    return JSONResponse(
+        {"error": {"message": message, "type": "BadRequestError", "code": status}},
+        status_code=status,
+    )
 
 
 async def health(request: Request) -> Response:
@@ -63,8 +65,7 @@ async def health(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    return JSONResponse({"object": "list", "data": [{"id": m, "object": "model"}
-                                                    for m in MODELS]})
+    return JSONResponse({"object": "list", "data": [{"id": m, "object": "model"} for m in MODELS]})
 
 
 def metrics_text() -> str:
@@ -144,8 +145,14 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
     if options is not None and not stream:
         return error(400, "Stream options can only be defined when `stream=True`.")
     text = text_of(body)
-    entry = {"path": request.url.path, "model": model, "stream": stream, "text": text,
-             "stream_options": options, "t": time.monotonic()}
+    entry = {
+        "path": request.url.path,
+        "model": model,
+        "stream": stream,
+        "text": text,
+        "stream_options": options,
+        "t": time.monotonic(),
+    }
     STATE["requests"].append(entry)
     await GATE.wait()
     if text == "boom":
@@ -162,23 +169,37 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
     ident = f"cmpl-{len(STATE['requests'])}"
     if not stream:
         if chat:
-            choice = {"index": 0, "message": {"role": "assistant", "content": "tok " * n_out},
-                      "finish_reason": "stop"}
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": "tok " * n_out},
+                "finish_reason": "stop",
+            }
         else:
             choice = {"index": 0, "text": "tok " * n_out, "finish_reason": "stop"}
-        return JSONResponse({"id": ident, "object": "chat.completion" if chat else
-                             "text_completion", "created": int(time.time()), "model": model,
-                             "choices": [choice], "usage": usage})
+        return JSONResponse(
+            {
+                "id": ident,
+                "object": "chat.completion" if chat else "text_completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [choice],
+                "usage": usage,
+            }
+        )
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
 
     def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> bytes:
         if chat:
             choice: dict[str, Any] = {"index": 0, "delta": delta or {}, "finish_reason": finish}
         else:
-            choice = {"index": 0, "text": (delta or {}).get("content", ""),
-                      "finish_reason": finish}
-        payload = {"id": ident, "object": "chat.completion.chunk" if chat else
-                   "text_completion", "created": 0, "model": model, "choices": [choice]}
+            choice = {"index": 0, "text": (delta or {}).get("content", ""), "finish_reason": finish}
+        payload = {
+            "id": ident,
+            "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": 0,
+            "model": model,
+            "choices": [choice],
+        }
         return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
     async def events():
@@ -192,8 +213,14 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
                 await asyncio.sleep(0)
             yield chunk({}, "stop")
             if include_usage:
-                payload = {"id": ident, "object": "chat.completion.chunk", "created": 0,
-                           "model": model, "choices": [], "usage": usage}
+                payload = {
+                    "id": ident,
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": model,
+                    "choices": [],
+                    "usage": usage,
+                }
                 yield b"data: " + json.dumps(payload).encode() + b"\n\n"
             yield b"data: [DONE]\n\n"
         finally:
@@ -217,14 +244,18 @@ async def control_release(request: Request) -> Response:
     return Response(status_code=204)
 
 
-app = Starlette(routes=[
-    Route("/health", health), Route("/v1/models", models), Route("/metrics", metrics),
-    Route("/v1/chat/completions", completions, methods=["POST"]),
-    Route("/v1/completions", completions, methods=["POST"]),
-    Route("/_control/state", control_state), Route("/_control/open", control_open,
-                                                   methods=["POST"]),
-    Route("/_control/release", control_release, methods=["POST"]),
-])
+app = Starlette(
+    routes=[
+        Route("/health", health),
+        Route("/v1/models", models),
+        Route("/metrics", metrics),
+        Route("/v1/chat/completions", completions, methods=["POST"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/_control/state", control_state),
+        Route("/_control/open", control_open, methods=["POST"]),
+        Route("/_control/release", control_release, methods=["POST"]),
+    ]
+)
 
 if __name__ == "__main__":
     if os.environ.get("FAKE_PID_FILE"):

@@ -17,9 +17,23 @@ from tests.container.conftest import REPO, make_artifacts, write_safetensors
 def run_check(root: Path, *extra: str, rank: int = 16) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "container")])}
     return subprocess.run(
-        [sys.executable, "-m", "serving_app.artifacts", "--model-dir", str(root / "base"),
-         "--adapter-dir", str(root / "adapters"), "--max-lora-rank", str(rank), *extra],
-        capture_output=True, text=True, env=env, check=False)
+        [
+            sys.executable,
+            "-m",
+            "serving_app.artifacts",
+            "--model-dir",
+            str(root / "base"),
+            "--adapter-dir",
+            str(root / "adapters"),
+            "--max-lora-rank",
+            str(rank),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
 
 
 def test_complete_artifacts_pass(tmp_path: Path) -> None:
@@ -29,27 +43,49 @@ def test_complete_artifacts_pass(tmp_path: Path) -> None:
     assert "jp_style_v1 (r=16)" in result.stdout
 
 
-@pytest.mark.parametrize(("break_it", "message"), [
-    (lambda r: (r / "base/config.json").unlink(), "required file config.json is missing"),
-    (lambda r: (r / "base/tokenizer_config.json").unlink(),
-     "required file tokenizer_config.json is missing"),
-    (lambda r: (r / "base/tokenizer.json").unlink(),
-     "tokenizer.json or tokenizer.model is missing"),
-    (lambda r: (r / "base/model.safetensors").unlink(), "no *.safetensors weights"),
-    (lambda r: (r / "base/model.safetensors").write_text(
-        "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n"),
-     "not a safetensors file"),
-    (lambda r: (r / "base/model.safetensors.index.json").write_text(json.dumps(
-        {"weight_map": {"a": "model-00002-of-00002.safetensors"}})),
-     "shards listed in the index are missing: model-00002-of-00002.safetensors"),
-    (lambda r: (r / "adapters/jp_style_v1/adapter_config.json").unlink(),
-     "jp_style_v1: required file adapter_config.json is missing"),
-    (lambda r: (r / "adapters/jp_style_v1/adapter_model.safetensors").unlink(),
-     "jp_style_v1: adapter weights are missing"),
-    (lambda r: (r / "adapters/jp_style_v1/adapter_config.json").write_text('{"r": "16"}'),
-     "'r' (LoRA rank) must be a positive integer"),
-    (lambda r: (r / "base/config.json").write_text("{not json"), "config.json: unreadable JSON"),
-])
+@pytest.mark.parametrize(
+    ("break_it", "message"),
+    [
+        (lambda r: (r / "base/config.json").unlink(), "required file config.json is missing"),
+        (
+            lambda r: (r / "base/tokenizer_config.json").unlink(),
+            "required file tokenizer_config.json is missing",
+        ),
+        (
+            lambda r: (r / "base/tokenizer.json").unlink(),
+            "tokenizer.json or tokenizer.model is missing",
+        ),
+        (lambda r: (r / "base/model.safetensors").unlink(), "no *.safetensors weights"),
+        (
+            lambda r: (r / "base/model.safetensors").write_text(
+                "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n"
+            ),
+            "not a safetensors file",
+        ),
+        (
+            lambda r: (r / "base/model.safetensors.index.json").write_text(
+                json.dumps({"weight_map": {"a": "model-00002-of-00002.safetensors"}})
+            ),
+            "shards listed in the index are missing: model-00002-of-00002.safetensors",
+        ),
+        (
+            lambda r: (r / "adapters/jp_style_v1/adapter_config.json").unlink(),
+            "jp_style_v1: required file adapter_config.json is missing",
+        ),
+        (
+            lambda r: (r / "adapters/jp_style_v1/adapter_model.safetensors").unlink(),
+            "jp_style_v1: adapter weights are missing",
+        ),
+        (
+            lambda r: (r / "adapters/jp_style_v1/adapter_config.json").write_text('{"r": "16"}'),
+            "'r' (LoRA rank) must be a positive integer",
+        ),
+        (
+            lambda r: (r / "base/config.json").write_text("{not json"),
+            "config.json: unreadable JSON",
+        ),
+    ],
+)
 def test_broken_artifacts_fail_with_one_line(tmp_path: Path, break_it, message: str) -> None:
     root = make_artifacts(tmp_path)
     break_it(root)
@@ -87,8 +123,16 @@ def test_sharded_checkpoint_with_index_passes(tmp_path: Path) -> None:
     (root / "base/model.safetensors").unlink()
     for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
         write_safetensors(root / "base" / shard)
-    (root / "base/model.safetensors.index.json").write_text(json.dumps({"weight_map": {
-        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    (root / "base/model.safetensors.index.json").write_text(
+        json.dumps(
+            {
+                "weight_map": {
+                    "a": "model-00001-of-00002.safetensors",
+                    "b": "model-00002-of-00002.safetensors",
+                }
+            }
+        )
+    )
     result = run_check(root)
     assert result.returncode == 0, result.stderr
     assert "adapters: none" in result.stdout

@@ -16,8 +16,13 @@ from tests.container.conftest import ADAPTERS, Serve
 CHAT = {"messages": [{"role": "user", "content": "hello"}]}
 
 
-def post(serve: Serve, body: Any = None, *, content: bytes | None = None,
-         headers: dict[str, str] | None = None) -> httpx.Response:
+def post(
+    serve: Serve,
+    body: Any = None,
+    *,
+    content: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
     if content is None:
         content = json.dumps(body).encode()
         headers = {"content-type": "application/json", **(headers or {})}
@@ -57,38 +62,76 @@ def test_completion_routes_by_prompt_and_defaults_to_base(serve: Serve) -> None:
 
 
 def test_custom_attributes_header_picks_the_adapter(serve: Serve) -> None:
-    response = post(serve, {**CHAT, "model": "base"},
-                    headers={"X-Amzn-SageMaker-Custom-Attributes": "trace=1; adapter=jp_style_v1"})
+    response = post(
+        serve,
+        {**CHAT, "model": "base"},
+        headers={"X-Amzn-SageMaker-Custom-Attributes": "trace=1; adapter=jp_style_v1"},
+    )
     assert response.status_code == 200
     assert last_request(serve)["model"] == "jp_style_v1"
 
 
-@pytest.mark.parametrize(("kwargs", "status", "text"), [
-    ({"content": b"{not json", "headers": {"content-type": "application/json"}}, 400,
-     "malformed JSON body"),
-    ({"content": b'{"prompt": NaN}', "headers": {"content-type": "application/json"}}, 400,
-     "malformed JSON body: NaN is not valid JSON"),
-    ({"content": b"hello", "headers": {"content-type": "text/plain"}}, 415,
-     "content-type 'text/plain' is not supported"),
-    ({"body": [1, 2]}, 422, "body must be a JSON object"),
-    ({"body": {"model": "base"}}, 422, "exactly one of 'messages'"),
-    ({"body": {"prompt": "x", "messages": []}}, 422, "exactly one of 'messages'"),
-    ({"body": {"messages": []}}, 422, "invalid request: messages: List should have at least 1"),
-    ({"body": {**CHAT, "stream": "yes"}}, 422, "invalid request: stream: Input should be a valid "
-     "boolean"),
-    ({"body": {"messages": [{"role": "wizard", "content": "x"}]}}, 422,
-     "invalid request: messages.0.role"),
-    ({"body": {"prompt": "x", "max_tokens": 0}}, 422, "max_tokens: Input should be greater than"),
-    ({"body": {**CHAT, "model": "nope"}}, 400, "unknown adapter 'nope'; available: base, "
-     "manga_domain_v3, general_support_v2, jp_style_v1"),
-    ({"body": CHAT, "headers": {"X-Amzn-SageMaker-Custom-Attributes": "adapter=ghost"}}, 400,
-     "unknown adapter 'ghost'; available: base"),
-    ({"body": {"prompt": "x", "max_tokens": 5000}}, 400, "max_tokens must be an integer <= 1000"),
-])
-def test_client_errors_have_status_and_message(serve: Serve, kwargs: dict[str, Any],
-                                               status: int, text: str) -> None:
-    response = post(serve, kwargs.get("body"), content=kwargs.get("content"),
-                    headers=kwargs.get("headers"))
+@pytest.mark.parametrize(
+    ("kwargs", "status", "text"),
+    [
+        (
+            {"content": b"{not json", "headers": {"content-type": "application/json"}},
+            400,
+            "malformed JSON body",
+        ),
+        (
+            {"content": b'{"prompt": NaN}', "headers": {"content-type": "application/json"}},
+            400,
+            "malformed JSON body: NaN is not valid JSON",
+        ),
+        (
+            {"content": b"hello", "headers": {"content-type": "text/plain"}},
+            415,
+            "content-type 'text/plain' is not supported",
+        ),
+        ({"body": [1, 2]}, 422, "body must be a JSON object"),
+        ({"body": {"model": "base"}}, 422, "exactly one of 'messages'"),
+        ({"body": {"prompt": "x", "messages": []}}, 422, "exactly one of 'messages'"),
+        ({"body": {"messages": []}}, 422, "invalid request: messages: List should have at least 1"),
+        (
+            {"body": {**CHAT, "stream": "yes"}},
+            422,
+            "invalid request: stream: Input should be a valid boolean",
+        ),
+        (
+            {"body": {"messages": [{"role": "wizard", "content": "x"}]}},
+            422,
+            "invalid request: messages.0.role",
+        ),
+        (
+            {"body": {"prompt": "x", "max_tokens": 0}},
+            422,
+            "max_tokens: Input should be greater than",
+        ),
+        (
+            {"body": {**CHAT, "model": "nope"}},
+            400,
+            "unknown adapter 'nope'; available: base, "
+            "manga_domain_v3, general_support_v2, jp_style_v1",
+        ),
+        (
+            {"body": CHAT, "headers": {"X-Amzn-SageMaker-Custom-Attributes": "adapter=ghost"}},
+            400,
+            "unknown adapter 'ghost'; available: base",
+        ),
+        (
+            {"body": {"prompt": "x", "max_tokens": 5000}},
+            400,
+            "max_tokens must be an integer <= 1000",
+        ),
+    ],
+)
+def test_client_errors_have_status_and_message(
+    serve: Serve, kwargs: dict[str, Any], status: int, text: str
+) -> None:
+    response = post(
+        serve, kwargs.get("body"), content=kwargs.get("content"), headers=kwargs.get("headers")
+    )
     assert response.status_code == status, response.text
     assert text in message(response)
 
@@ -117,8 +160,11 @@ def sse_events(raw: str) -> list[str]:
 
 def test_stream_chunks_arrive_before_the_engine_finishes(serve: Serve) -> None:
     """The fake sends one chunk, then holds the stream open until released."""
-    body = {"messages": [{"role": "user", "content": "hold"}], "stream": True,
-            "model": "general_support_v2"}
+    body = {
+        "messages": [{"role": "user", "content": "hold"}],
+        "stream": True,
+        "model": "general_support_v2",
+    }
     with httpx.stream("POST", serve.url + "/invocations", json=body, timeout=10) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -134,8 +180,9 @@ def test_stream_chunks_arrive_before_the_engine_finishes(serve: Serve) -> None:
     assert events[-1] == "[DONE]"
     assert all("usage" not in json.loads(e) for e in events[:-1])  # injected usage removed
     assert last_request(serve)["stream_options"] == {"include_usage": True}
-    line = wait_for_emf(serve, lambda d: d.get("Stream") and d.get("Adapter") ==
-                        "general_support_v2")
+    line = wait_for_emf(
+        serve, lambda d: d.get("Stream") and d.get("Adapter") == "general_support_v2"
+    )
     assert line[RequestMetric.OUTPUT_TOKENS] == 3 and line[RequestMetric.INPUT_TOKENS] == 7
     assert line[RequestMetric.TIME_TO_FIRST_TOKEN] <= line[RequestMetric.REQUEST_LATENCY]
 
@@ -149,8 +196,9 @@ def test_stream_keeps_usage_the_client_asked_for(serve: Serve) -> None:
 
 
 def test_ping_answers_fast_while_requests_are_busy(serve: Serve) -> None:
-    threads = [threading.Thread(target=post, args=(serve, {"prompt": "slow:0.5"}))
-               for _ in range(8)]
+    threads = [
+        threading.Thread(target=post, args=(serve, {"prompt": "slow:0.5"})) for _ in range(8)
+    ]
     for thread in threads:
         thread.start()
     time.sleep(0.2)
@@ -199,18 +247,25 @@ def test_emf_lines_are_valid_and_use_contract_names(serve: Serve) -> None:
         check_emf(document)
     # Engine metrics: (EndpointName, VariantName); values derived from the fake's /metrics.
     assert engine["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [
-        [Dimension.ENDPOINT, Dimension.VARIANT]]
+        [Dimension.ENDPOINT, Dimension.VARIANT]
+    ]
     assert engine[Dimension.ENDPOINT] == "test-endpoint"
     assert engine[EngineMetric.QUEUE_DEPTH] == 3.0  # 2 + 1: summed across engine labels
     assert engine[EngineMetric.KV_CACHE_USAGE] == 25.0  # 0.25 x 100
     names = {m["Name"] for d in lines for m in d["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert names <= set(UNITS)
-    assert {EngineMetric.QUEUE_DEPTH, EngineMetric.RUNNING_REQUESTS, EngineMetric.KV_CACHE_USAGE,
-            EngineMetric.PREEMPTIONS, EngineMetric.PROMPT_TOKENS_PER_SECOND} <= names
+    assert {
+        EngineMetric.QUEUE_DEPTH,
+        EngineMetric.RUNNING_REQUESTS,
+        EngineMetric.KV_CACHE_USAGE,
+        EngineMetric.PREEMPTIONS,
+        EngineMetric.PROMPT_TOKENS_PER_SECOND,
+    } <= names
     # Per request: fleet-wide and per-adapter dimension sets.
     assert request["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [
         [Dimension.ENDPOINT, Dimension.VARIANT],
-        [Dimension.ENDPOINT, Dimension.VARIANT, Dimension.ADAPTER]]
+        [Dimension.ENDPOINT, Dimension.VARIANT, Dimension.ADAPTER],
+    ]
     assert request[RequestMetric.REQUESTS] == 1 and request["StatusCode"] == 200
     assert request[RequestMetric.REQUEST_LATENCY] > 0
     assert request[RequestMetric.OUTPUT_TOKENS] == 3

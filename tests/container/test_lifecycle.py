@@ -87,8 +87,10 @@ def test_sigterm_drains_in_flight_requests_then_exits_0(tmp_path: Path) -> None:
     streamed = [r.text for r in results if r.headers["content-type"].startswith("text/event")]
     assert len(streamed) == 4 and all(text.endswith("data: [DONE]\n\n") for text in streamed)
     engine_pid = int(serve.pid_file.read_text())
-    assert not Path(f"/proc/{engine_pid}").exists() or "Z" in Path(
-        f"/proc/{engine_pid}/stat").read_text().split()[2]
+    assert (
+        not Path(f"/proc/{engine_pid}").exists()
+        or "Z" in Path(f"/proc/{engine_pid}/stat").read_text().split()[2]
+    )
 
 
 def test_engine_death_fails_ping_and_exits_nonzero(tmp_path: Path) -> None:
@@ -108,25 +110,45 @@ def test_startup_timeout_exits_nonzero_with_message(tmp_path: Path) -> None:
         assert serve.proc.wait(timeout=10) == 1
     finally:
         serve.stop()
-    assert any("startup failed: vLLM /health not 200 within STARTUP_TIMEOUT_S" in line
-               for line in serve.stderr_lines)
+    assert any(
+        "startup failed: vLLM /health not 200 within STARTUP_TIMEOUT_S" in line
+        for line in serve.stderr_lines
+    )
 
 
 def run_serve(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     from tests.container.conftest import make_artifacts
+
     root = make_artifacts(tmp_path / "m")
     environ = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'container'}", **env}
     return subprocess.run(
-        [sys.executable, "-m", "serving_app", "serve", "--model-dir", str(root / "base"),
-         "--adapter-dir", str(root / "adapters"), "--engine-command", "false"],
-        capture_output=True, text=True, env=environ, timeout=20, check=False)
+        [
+            sys.executable,
+            "-m",
+            "serving_app",
+            "serve",
+            "--model-dir",
+            str(root / "base"),
+            "--adapter-dir",
+            str(root / "adapters"),
+            "--engine-command",
+            "false",
+        ],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=20,
+        check=False,
+    )
 
 
 def test_bad_environment_exits_at_once_with_one_line(tmp_path: Path) -> None:
     result = run_serve({"LORA_MAX_RANK": "24"}, tmp_path)
     assert result.returncode == 2
-    assert result.stderr.strip() == ("serve: configuration error: LORA_MAX_RANK='24' is invalid: "
-                                     "must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512")
+    assert result.stderr.strip() == (
+        "serve: configuration error: LORA_MAX_RANK='24' is invalid: "
+        "must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512"
+    )
 
 
 def test_adapter_missing_from_image_exits_at_once(tmp_path: Path) -> None:

@@ -18,16 +18,28 @@ from tests.container.conftest import VLLM_PYTHON, contract_answer
 
 pytestmark = [
     pytest.mark.vllm_contract,
-    pytest.mark.skipif(not VLLM_PYTHON.exists(), reason=f"{VLLM_PYTHON} is absent: run "
-                       "container/scripts/install_vllm_venv.sh (about 9 GB, ~4 min)"),
+    pytest.mark.skipif(
+        not VLLM_PYTHON.exists(),
+        reason=f"{VLLM_PYTHON} is absent: run "
+        "container/scripts/install_vllm_venv.sh (about 9 GB, ~4 min)",
+    ),
 ]
 
-PATHS = EnginePaths(model_dir=Path("/opt/model/base"), adapter_dir=Path("/opt/model/adapters"),
-                    port=8081)
-FULL_ENV = {"LORA_ADAPTERS": "manga_domain_v3,general_support_v2,jp_style_v1",
-            "LORA_MAX_RANK": "16", "LORA_MAX_LORAS": "4", "DRAIN_TIMEOUT_S": "20"}
-MINIMAL_ENV = {"ENGINE_QUANTIZATION": "none", "ENGINE_ENABLE_PREFIX_CACHING": "false",
-               "ENGINE_ENFORCE_EAGER": "true", "ENGINE_LOG_LEVEL": "debug"}
+PATHS = EnginePaths(
+    model_dir=Path("/opt/model/base"), adapter_dir=Path("/opt/model/adapters"), port=8081
+)
+FULL_ENV = {
+    "LORA_ADAPTERS": "manga_domain_v3,general_support_v2,jp_style_v1",
+    "LORA_MAX_RANK": "16",
+    "LORA_MAX_LORAS": "4",
+    "DRAIN_TIMEOUT_S": "20",
+}
+MINIMAL_ENV = {
+    "ENGINE_QUANTIZATION": "none",
+    "ENGINE_ENABLE_PREFIX_CACHING": "false",
+    "ENGINE_ENFORCE_EAGER": "true",
+    "ENGINE_LOG_LEVEL": "debug",
+}
 
 
 def contract_argvs() -> list[list[str]]:
@@ -58,7 +70,10 @@ def test_full_argv_parses_to_the_intended_values(answer: dict[str, Any]) -> None
     assert parsed["quantization"] == "awq"
     assert parsed["gpu_memory_utilization"] == 0.92
     assert [m.split("'")[1] for m in parsed["lora_modules"]] == [
-        "manga_domain_v3", "general_support_v2", "jp_style_v1"]
+        "manga_domain_v3",
+        "general_support_v2",
+        "jp_style_v1",
+    ]
 
 
 def test_minimal_argv_parses(answer: dict[str, Any]) -> None:

@@ -55,8 +55,9 @@ def choices():
     for action in parser._actions:
         for flag in FLAGS:
             if flag in action.option_strings:
-                out[flag] = [c if isinstance(c, int | str) else repr(c)
-                             for c in (action.choices or [])]
+                out[flag] = [
+                    c if isinstance(c, int | str) else repr(c) for c in (action.choices or [])
+                ]
     from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
 
     out["quantization_methods"] = list(QUANTIZATION_METHODS)
