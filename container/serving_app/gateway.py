@@ -33,6 +33,7 @@ from serving_app.health import Phase, Readiness
 from serving_app.schemas import ChatCompletionBody, CompletionBody, parse_custom_attributes
 from serving_app.scraper import EngineMetricsCalculator, parse_samples
 from serving_app.settings import Settings
+from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
 from serving_app.warmup import StartupError, run_warmup, wait_for_engine
 from serving_contract.metrics import Dimension, RequestMetric
 
@@ -128,6 +129,8 @@ class Gateway:
         self._request_dims = self.emf.request_dimension_sets
         self._timeout = settings.request_timeout_s
         self._client: httpx.AsyncClient | None = None
+        url = httpx.URL(upstream_url)
+        self._pool = UpstreamPool(url.host, url.port or 80)
         self._tasks: list[asyncio.Task[None]] = []
         self._drain_task: asyncio.Task[None] | None = None
         self._started = time.monotonic()
@@ -168,6 +171,7 @@ class Gateway:
             await self.engine.stop(ENGINE_STOP_GRACE_S)
         if self._client is not None:
             await self._client.aclose()
+        await self._pool.aclose()
 
     def _spawn(self, coro: Any) -> None:
         self._tasks.append(asyncio.create_task(coro))
@@ -379,16 +383,16 @@ class Gateway:
     async def _unary(self, path: str, body: bytes, record: RequestRecord) -> Response:
         try:
             async with asyncio.timeout(self._timeout):
-                upstream = await self.client.post(path, content=body, headers=JSON_HEADERS)
+                upstream = await self._pool.request("POST", path, body)
+                content = await upstream.read()
         except TimeoutError:
             record.engine_error = True
             return error_response(
                 504, f"engine did not answer within REQUEST_TIMEOUT_S={self._timeout:g} s"
             )
-        except httpx.HTTPError as exc:
+        except UpstreamError as exc:
             record.engine_error = True
-            return error_response(503, f"engine unavailable: {exc.__class__.__name__}")
-        content = upstream.content
+            return error_response(503, f"engine unavailable: {exc}")
         status = upstream.status_code
         if status >= 500:
             return self._engine_failure(status, content, record)
@@ -409,25 +413,23 @@ class Gateway:
     async def _stream(
         self, path: str, body: bytes, record: RequestRecord, started: float, strip_usage: bool
     ) -> Response:
-        request = self.client.build_request("POST", path, content=body, headers=JSON_HEADERS)
+        upstream: UpstreamResponse | None = None
         try:
             async with asyncio.timeout(self._timeout):
-                upstream = await self.client.send(request, stream=True)
+                upstream = await self._pool.request("POST", path, body)
+                if upstream.status_code != 200:
+                    content = await upstream.read()
         except TimeoutError:
+            if upstream is not None:
+                await upstream.aclose()
             record.engine_error = True
             return error_response(
                 504, f"engine did not answer within REQUEST_TIMEOUT_S={self._timeout:g} s"
             )
-        except httpx.HTTPError as exc:
+        except UpstreamError as exc:
             record.engine_error = True
-            return error_response(503, f"engine unavailable: {exc.__class__.__name__}")
+            return error_response(503, f"engine unavailable: {exc}")
         if upstream.status_code != 200:
-            try:
-                content = await upstream.aread()
-            except httpx.HTTPError:
-                content = b""
-            finally:
-                await upstream.aclose()
             if upstream.status_code >= 500:
                 return self._engine_failure(upstream.status_code, content, record)
             return Response(
@@ -441,26 +443,29 @@ class Gateway:
         )
 
     async def _relay(
-        self, upstream: httpx.Response, record: RequestRecord, started: float, strip_usage: bool
+        self,
+        upstream: UpstreamResponse,
+        record: RequestRecord,
+        started: float,
+        strip_usage: bool,
     ) -> AsyncIterator[bytes]:
         """Yield SSE events as vLLM sends them; stop at REQUEST_TIMEOUT_S with an error event.
 
-        A timer closes the upstream response at the deadline, which ends the pending read;
+        A timer aborts the upstream connection at the deadline, which ends the pending read;
         cheaper than wrapping every chunk read in ``wait_for``.
         """
         loop = asyncio.get_running_loop()
         timed_out = False
-        closer: list[asyncio.Task[None]] = []
 
         def expire() -> None:
             nonlocal timed_out
             timed_out = True
-            closer.append(loop.create_task(upstream.aclose()))
+            upstream.abort()
 
         timer = loop.call_at(loop.time() + self._timeout - (time.perf_counter() - started), expire)
         buffer = b""
         try:
-            async for chunk in upstream.aiter_raw():
+            async for chunk in upstream.iter_chunks():
                 if record.ttft_ms is None:
                     record.ttft_ms = (time.perf_counter() - started) * 1000.0
                 buffer += chunk
@@ -485,9 +490,6 @@ class Gateway:
         finally:
             timer.cancel()
             await upstream.aclose()
-            for task in closer:
-                with contextlib.suppress(Exception):
-                    await task
             self._emit(record, started)
 
     @staticmethod
