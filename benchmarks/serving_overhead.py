@@ -228,7 +228,8 @@ def main() -> int:
           "(client, gateway and upstream share the cores)")  # fmt: skip
     header = (
         f"{'case':<16}{'n direct/gw':>14}{'direct p50':>11}{'p99':>8}{'gw p50':>9}{'p99':>8}"
-        f"{'+p50 ms':>9}{'+p99 ms':>9}{'rps direct':>11}{'rps gw':>9}{'ratio':>7}{'gw cpu us/req':>15}"
+        f"{'+p50 ms':>9}{'+p99 ms':>9}{'rps direct':>11}{'rps gw':>9}{'ratio':>7}"
+        f"{'gw cpu us/req':>15}"
     )
     print(header)
     for case, r in results.items():
