@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
 
 class InflightTracker:
     """Counts requests being served; ``wait_idle`` resolves when the count reaches zero."""
@@ -38,25 +36,6 @@ class InflightTracker:
         except TimeoutError:
             return False
         return True
-
-
-class InflightMiddleware:
-    """Pure ASGI wrapper: a request counts until its last body byte (stream end) is sent."""
-
-    def __init__(self, app: ASGIApp, tracker: InflightTracker, paths: frozenset[str]) -> None:
-        self.app = app
-        self.tracker = tracker
-        self.paths = paths
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] not in self.paths:
-            await self.app(scope, receive, send)
-            return
-        self.tracker.enter()
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.tracker.exit()
 
 
 def deadline_in(seconds: float) -> float:

@@ -33,7 +33,9 @@ class EmfWriter:
     ) -> None:
         self._namespace = namespace
         self._base = dict(base_dimensions)
+        self._base_set = tuple(self._base)
         self._stream = stream
+        self._directives: dict[tuple[tuple[str, ...], tuple[tuple[str, ...], ...]], str] = {}
 
     def emit(
         self,
@@ -47,29 +49,34 @@ class EmfWriter:
         """Write one line with ``metrics`` (name -> value; units from ``serving_contract``).
 
         ``dimension_sets`` default to one set of the base dimensions. Returns the line.
+        The ``CloudWatchMetrics`` directive is serialised once per (metric names, dimension
+        sets) and cached: this runs once per request on the hot path.
         """
         if not metrics:
             return ""
-        dims = {**self._base, **(dimensions or {})}
-        sets = [list(s) for s in dimension_sets] if dimension_sets else [list(self._base)]
-        document: dict[str, Any] = {
-            "_aws": {
-                "Timestamp": timestamp_ms if timestamp_ms is not None else int(time.time() * 1000),
-                "CloudWatchMetrics": [
+        sets = tuple(tuple(s) for s in dimension_sets) if dimension_sets else (self._base_set,)
+        key = (tuple(metrics), sets)
+        directive = self._directives.get(key)
+        if directive is None:
+            directive = json.dumps(
+                [
                     {
                         "Namespace": self._namespace,
-                        "Dimensions": sets,
+                        "Dimensions": [list(s) for s in sets],
                         "Metrics": [
                             {"Name": name, "Unit": UNITS.get(name, "None")} for name in metrics
                         ],
                     }
                 ],
-            },
-            **(properties or {}),
-            **dims,
-            **metrics,
-        }
-        line = json.dumps(document, separators=(",", ":"), allow_nan=False)
+                separators=(",", ":"),
+            )
+            self._directives[key] = directive
+        members = {**(properties or {}), **self._base, **(dimensions or {}), **metrics}
+        if "_aws" in members:
+            raise ValueError("'_aws' is reserved for EMF metadata")
+        timestamp = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
+        body = json.dumps(members, separators=(",", ":"), allow_nan=False)
+        line = f'{{"_aws":{{"Timestamp":{timestamp},"CloudWatchMetrics":{directive}}},{body[1:]}'
         stream = self._stream or sys.stdout
         stream.write(line + "\n")
         return line

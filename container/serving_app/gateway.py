@@ -24,9 +24,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from serving_app.drain import InflightMiddleware, InflightTracker
+from serving_app.drain import InflightTracker
 from serving_app.emf import EmfWriter
 from serving_app.engine import EngineProcess
 from serving_app.health import Phase, Readiness
@@ -397,10 +397,7 @@ class Gateway:
         if status >= 500:
             return self._engine_failure(status, content, record)
         if status == 200:
-            with contextlib.suppress(ValueError, AttributeError, TypeError):
-                usage = json.loads(content).get("usage") or {}
-                record.input_tokens = usage.get("prompt_tokens")
-                record.output_tokens = usage.get("completion_tokens")
+            _read_usage(content, record)
         return Response(content, status_code=status, media_type="application/json")
 
     def _engine_failure(self, status: int, content: bytes, record: RequestRecord) -> Response:
@@ -534,6 +531,23 @@ class Gateway:
             )
 
 
+_DECODER: Final = json.JSONDecoder()
+
+
+def _read_usage(content: bytes, record: RequestRecord) -> None:
+    """Token counts from a completion body without parsing all of it: only the ``usage``
+    object is decoded (the answer text can be large; usage is a few numbers)."""
+    index = content.rfind(b'"usage":')
+    if index < 0:
+        return
+    with contextlib.suppress(ValueError, AttributeError, TypeError, UnicodeDecodeError):
+        tail = content[index + 8 :].decode().lstrip()
+        usage, _ = _DECODER.raw_decode(tail)
+        if isinstance(usage, dict):
+            record.input_tokens = usage.get("prompt_tokens")
+            record.output_tokens = usage.get("completion_tokens")
+
+
 def _sse_error(message: str, status: int) -> bytes:
     payload = {
         "error": {"message": message, "type": _ERROR_TYPES.get(status, "Error"), "code": status}
@@ -550,8 +564,39 @@ def _summarise(exc: ValidationError) -> str:
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
+class _FrontDoor:
+    """Outermost ASGI app: the two SageMaker routes go straight to their handlers.
+
+    Starlette's middleware stack and router cost ~100 us per request on the dev machine;
+    ``/ping`` and ``POST /invocations`` skip them (the handlers catch their own errors).
+    Everything else (404s, 405s, lifespan) goes through the Starlette app. Requests to
+    ``/invocations`` count as in flight until their last byte, streams included.
+    """
+
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path, method = scope["path"], scope["method"]
+            if path == "/invocations" and method == "POST":
+                tracker = self.gateway.tracker
+                tracker.enter()
+                try:
+                    response = await self.gateway.invocations(Request(scope, receive))
+                    await response(scope, receive, send)
+                finally:
+                    tracker.exit()
+                return
+            if path == "/ping" and method == "GET":
+                await (await self.gateway.ping(Request(scope, receive)))(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(gateway: Gateway) -> ASGIApp:
-    """Starlette app with lifespan-managed gateway resources, wrapped in the drain counter."""
+    """Starlette app with lifespan-managed gateway resources behind :class:`_FrontDoor`."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -568,4 +613,4 @@ def create_app(gateway: Gateway) -> ASGIApp:
         ],
         lifespan=lifespan,
     )
-    return InflightMiddleware(app, gateway.tracker, frozenset({"/invocations"}))
+    return _FrontDoor(app, gateway)

@@ -126,6 +126,7 @@ def _run(settings: Settings, engine: EngineProcess, host: str, port: int, upstre
         lifespan="on",
         timeout_graceful_shutdown=2,
         timeout_keep_alive=65,
+        proxy_headers=False,  # SageMaker is the only client; no X-Forwarded-* rewriting
     )
     server.append(_Server(config))
 
