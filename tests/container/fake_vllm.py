@@ -48,7 +48,7 @@ STATE: dict[str, Any] = {
     "counters": {"prompt": 0, "generation": 0, "queries": 0, "hits": 0, "preemptions": 0},
 }
 GATE = asyncio.Event()
-RELEASE = asyncio.Event()
+RELEASE = [asyncio.Event()]  # a fresh event after each release: later holds hold again
 if os.environ.get("FAKE_GATE") != "closed":
     GATE.set()
 
@@ -202,12 +202,14 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
         }
         return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
+    release = RELEASE[0]
+
     async def events():
         STATE["streams_open"] += 1
         try:
             yield chunk({"role": "assistant", "content": ""})
             if text == "hold":
-                await RELEASE.wait()
+                await release.wait()
             for i in range(n_out):
                 yield chunk({"content": f"tok{i} "})
                 await asyncio.sleep(0)
@@ -240,7 +242,8 @@ async def control_open(request: Request) -> Response:
 
 
 async def control_release(request: Request) -> Response:
-    RELEASE.set()
+    RELEASE[0].set()
+    RELEASE[0] = asyncio.Event()
     return Response(status_code=204)
 
 

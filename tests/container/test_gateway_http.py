@@ -275,3 +275,17 @@ def test_emf_lines_are_valid_and_use_contract_names(serve: Serve) -> None:
     assert request[RequestMetric.REQUEST_LATENCY] > 0
     assert request[RequestMetric.OUTPUT_TOKENS] == 3
     assert RequestMetric.TIME_TO_FIRST_TOKEN not in request  # streaming only
+
+
+def test_client_disconnect_mid_stream_stops_the_engine_stream(serve: Serve) -> None:
+    body = {"prompt": "hold", "stream": True, "model": "manga_domain_v3"}
+    finished_before = serve.engine_state()["streams_finished"]
+    with httpx.stream("POST", serve.url + "/invocations", json=body, timeout=10) as response:
+        assert next(response.iter_raw())  # first event, the engine still holds the stream
+    # The client is gone; the gateway must abort its upstream stream (vLLM stops generating).
+    deadline = time.monotonic() + 5
+    while serve.engine_state()["streams_finished"] == finished_before:
+        assert time.monotonic() < deadline, "engine stream still open after client left"
+        time.sleep(0.05)
+    line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 499)
+    assert line["Adapter"] == "manga_domain_v3" and line[RequestMetric.CLIENT_ERRORS] == 1
