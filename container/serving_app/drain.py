@@ -8,7 +8,6 @@ work at once (``/ping`` and ``/invocations`` answer 503), waits up to DRAIN_TIME
 from __future__ import annotations
 
 import asyncio
-import time
 
 
 class InflightTracker:
@@ -36,8 +35,3 @@ class InflightTracker:
         except TimeoutError:
             return False
         return True
-
-
-def deadline_in(seconds: float) -> float:
-    """Monotonic deadline ``seconds`` from now."""
-    return time.monotonic() + seconds
