@@ -21,7 +21,7 @@ from typing import Any, Final
 import httpx
 from pydantic import ValidationError
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -60,6 +60,7 @@ UPSTREAM_MAX_CONNECTIONS: Final = 1024
 
 JSON_HEADERS: Final = {"content-type": "application/json"}
 _ERROR_TYPES: Final = {
+    499: "ClientClosedRequest",
     400: "BadRequest",
     404: "NotFound",
     413: "PayloadTooLarge",
@@ -342,6 +343,8 @@ class Gateway:
         record = RequestRecord()
         try:
             response = await self._invocations(request, record, started)
+        except ClientDisconnect:  # the client left while sending its body
+            response = error_response(499, "client disconnected before the body was read")
         except Exception:  # last resort: a bug must cost one request, not the process
             log.exception("invocations: unhandled error")
             response = error_response(500, "internal error in the serving gateway")
