@@ -414,7 +414,10 @@ class Gateway:
                 strip_usage = rewrite = True
         if rewrite:
             data["model"] = name
-            body = json.dumps(data, separators=(",", ":")).encode()
+            try:
+                body = json.dumps(data, separators=(",", ":")).encode()
+            except (ValueError, RecursionError):
+                return error_response(422, "invalid request: body is nested too deeply")
         path = "/v1/chat/completions" if is_chat else "/v1/completions"
         if parsed.stream:
             return await self._stream(path, body, record, started, strip_usage)
