@@ -8,7 +8,9 @@ matter) so the real ``serve`` entrypoint can start it as its engine.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
 from typing import Any
 
 import uvicorn
@@ -17,6 +19,9 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--host", default="127.0.0.1")
 parser.add_argument("--port", type=int, required=True)
 ARGS, _ = parser.parse_known_args()
+
+DELAY_S = float(os.environ.get("BENCH_UPSTREAM_DELAY_MS", "0")) / 1000.0
+"""Emulated engine time per completion (0: answer at once, a pure CPU race)."""
 
 STREAM_CHUNKS = 8
 """SSE events per streamed answer (role chunk, tokens, finish, usage)."""
@@ -81,6 +86,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         more = message.get("more_body", False)
     path = scope["path"]
     if path in ("/v1/chat/completions", "/v1/completions"):
+        if DELAY_S:
+            await asyncio.sleep(DELAY_S)
         if b'"stream":true' in body or b'"stream": true' in body:
             await send(
                 {

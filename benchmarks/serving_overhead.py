@@ -185,6 +185,12 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 32, 128])
     parser.add_argument("--stream-concurrency", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--upstream-delay-ms",
+        type=float,
+        default=0.0,
+        help="emulated engine time per completion (0: pure CPU race between the processes)",
+    )
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="serving-bench-"))
@@ -196,6 +202,7 @@ def main() -> int:
         "WARMUP_NUM_REQUESTS": "1",
         "REQUEST_TIMEOUT_S": "30",
         "ENDPOINT_NAME": "bench",
+        "BENCH_UPSTREAM_DELAY_MS": str(args.upstream_delay_ms),
     }
     # stdout (one EMF line per request) goes to /dev/null, as cheap as the log pipe allows.
     proc = subprocess.Popen(
@@ -225,6 +232,7 @@ def main() -> int:
         proc.wait(timeout=30)
 
     print(f"cpus={os.cpu_count()} seconds/phase={args.seconds} rounds={args.rounds} "
+          f"upstream_delay_ms={args.upstream_delay_ms:g} "
           "(client, gateway and upstream share the cores)")  # fmt: skip
     header = (
         f"{'case':<16}{'n direct/gw':>14}{'direct p50':>11}{'p99':>8}{'gw p50':>9}{'p99':>8}"
