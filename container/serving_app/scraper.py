@@ -33,10 +33,19 @@ COUNTERS: Final = (PREFIX_QUERIES, PREFIX_HITS, PREEMPTIONS, PROMPT_TOKENS, GENE
 WANTED: Final = frozenset({*GAUGES, KV_CACHE_USAGE, *COUNTERS})
 
 
+_PREFIXES: Final = tuple(sorted(WANTED))
+
+
 def parse_samples(text: str) -> dict[str, float]:
-    """Sum the wanted samples of a Prometheus text exposition across all label sets."""
+    """Sum the wanted samples of a Prometheus text exposition across all label sets.
+
+    Only the wanted sample lines are handed to the parser: vLLM's exposition is mostly
+    histogram buckets, and parsing all of it would block the event loop (and every request
+    it serves) for milliseconds each interval.
+    """
+    wanted_lines = "\n".join(line for line in text.splitlines() if line.startswith(_PREFIXES))
     totals: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(wanted_lines + "\n"):
         for sample in family.samples:
             if sample.name in WANTED:
                 totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)

@@ -161,3 +161,31 @@ def test_cuda_compat_libraries_lead_the_engine_loader_path(tmp_path: Path) -> No
     assert engine_environment(settings, disabled)["LD_LIBRARY_PATH"] == f"/usr/lib:{tmp_path}"
     missing = {**base, "VLLM_CUDA_COMPATIBILITY_PATH": str(tmp_path / "absent")}
     assert engine_environment(settings, missing)["LD_LIBRARY_PATH"] == f"/usr/lib:{tmp_path}"
+
+
+def test_scraper_sums_labels_and_derives_rates() -> None:
+    from serving_app.scraper import EngineMetricsCalculator, parse_samples
+
+    def exposition(hits: float, queries: float, generated: float) -> str:
+        return (
+            "\n".join(
+                [
+                    "# TYPE vllm:num_requests_waiting gauge",
+                    'vllm:num_requests_waiting{engine="0",model_name="base"} 2.0',
+                    'vllm:num_requests_waiting{engine="1",model_name="base"} 1.0',
+                    'vllm:kv_cache_usage_perc{engine="0",model_name="base"} 0.5',
+                    f'vllm:prefix_cache_hits_total{{engine="0",model_name="base"}} {hits}',
+                    f'vllm:prefix_cache_queries_total{{engine="0",model_name="base"}} {queries}',
+                    f'vllm:generation_tokens_total{{engine="0",model_name="base"}} {generated}',
+                    'vllm:e2e_request_latency_seconds_bucket{engine="0",le="+Inf"} 3.0',
+                ]
+            )
+            + "\n"
+        )
+
+    calculator = EngineMetricsCalculator()
+    first = calculator.update(parse_samples(exposition(10, 20, 100)), now_s=100.0)
+    assert first == {"QueueDepth": 3.0, "KvCacheUsagePercent": 50.0}
+    second = calculator.update(parse_samples(exposition(25, 40, 300)), now_s=110.0)
+    assert second["PrefixCacheHitRatePercent"] == 75.0  # (25-10)/(40-20)
+    assert second["GenerationTokensPerSecond"] == 20.0  # 200 tokens / 10 s
