@@ -1,0 +1,111 @@
+"""Settings -> the argv of vLLM 0.22.0's OpenAI server.
+
+Every flag here exists in vLLM 0.22.0; ``tests/container/test_vllm_contract.py`` parses the
+output with vLLM's own parser. Flags the seeds used that are gone or wrong today:
+``--disable-log-requests`` (removed; request logs are off by default) and
+``--no-custom-all-reduce`` (only meaningful with tensor parallelism).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from serving_app.settings import Settings
+
+ENGINE_MODULE: Final = "vllm.entrypoints.openai.api_server"
+"""Module run as the engine: it parses ``--model`` (not the positional of ``vllm serve``)."""
+
+ENGINE_HOST: Final = "127.0.0.1"
+"""vLLM listens on loopback only: every client goes through the gateway on :8080."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnginePaths:
+    """Where the image keeps the weights (see the Dockerfile) and where vLLM listens."""
+
+    model_dir: Path
+    adapter_dir: Path
+    port: int
+
+
+def default_engine_command() -> list[str]:
+    """``python -m vllm.entrypoints.openai.api_server`` with this interpreter."""
+    return [sys.executable, "-m", ENGINE_MODULE]
+
+
+def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
+    """Return vLLM's arguments (without the executable) for ``settings``.
+
+    The drain flag: ``--shutdown-timeout N`` (vLLM >= 0.18) makes vLLM finish in-flight
+    requests for up to N s on SIGTERM instead of aborting them (default 0). The gateway
+    drains first, so this is a backstop; N = DRAIN_TIMEOUT_S, which settings cap at 25 s.
+    """
+    args = [
+        "--model",
+        str(paths.model_dir),
+        "--served-model-name",
+        settings.served_model_name,
+        "--host",
+        ENGINE_HOST,
+        "--port",
+        str(paths.port),
+        "--tensor-parallel-size",
+        str(settings.tensor_parallel_size),
+        "--gpu-memory-utilization",
+        f"{settings.gpu_memory_utilization:g}",
+        "--max-model-len",
+        str(settings.max_model_len),
+        "--max-num-seqs",
+        str(settings.max_num_seqs),
+        "--max-num-batched-tokens",
+        str(settings.max_num_batched_tokens),
+        "--block-size",
+        str(settings.block_size),
+        "--enable-prefix-caching" if settings.enable_prefix_caching else "--no-enable-prefix-caching",
+        "--uvicorn-log-level",
+        settings.log_level,
+        "--disable-uvicorn-access-log",
+        "--shutdown-timeout",
+        str(math.ceil(settings.drain_timeout_s)),
+    ]
+    if settings.quantization != "none":
+        args += ["--quantization", settings.quantization]
+    if settings.enforce_eager:
+        args.append("--enforce-eager")
+    if settings.lora_adapters:
+        args += [
+            "--enable-lora",
+            "--max-loras",
+            str(settings.max_loras),
+            "--max-lora-rank",
+            str(settings.max_lora_rank),
+            "--max-cpu-loras",
+            str(settings.effective_max_cpu_loras),
+            "--lora-modules",
+            *(f"{name}={paths.adapter_dir / name}" for name in settings.lora_adapters),
+        ]
+    return args
+
+
+def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, str]:
+    """Environment for the vLLM process: the parent's, vLLM's logging level, and the CUDA
+    forward-compatibility libraries first on ``LD_LIBRARY_PATH`` when enabled.
+
+    vLLM 0.22 itself only edits ``os.environ`` before importing torch
+    (``vllm/env_override.py``), which reaches its child processes but not the dynamic
+    loader of the API-server process; setting it here makes every engine process start
+    with it. Enabled by the image (``VLLM_ENABLE_CUDA_COMPATIBILITY=1``, see Dockerfile).
+    """
+    environ = dict(base)
+    environ["VLLM_LOGGING_LEVEL"] = settings.log_level.upper()
+    environ.setdefault("PYTHONUNBUFFERED", "1")
+    enabled = environ.get("VLLM_ENABLE_CUDA_COMPATIBILITY", "0").strip().lower() in ("1", "true")
+    compat = environ.get("VLLM_CUDA_COMPATIBILITY_PATH", "")
+    if enabled and compat and Path(compat).is_dir():
+        rest = [p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if p and p != compat]
+        environ["LD_LIBRARY_PATH"] = ":".join([compat, *rest])
+    return environ

@@ -1,0 +1,210 @@
+"""Fixtures: tiny fake model artifacts and the real ``serve`` process against fake_vllm."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FAKE_VLLM = Path(__file__).with_name("fake_vllm.py")
+ADAPTERS = ("manga_domain_v3", "general_support_v2", "jp_style_v1")
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+VLLM_PARSER = Path(__file__).with_name("vllm_parse_argv.py")
+_CONTRACT: dict[str, Any] = {}
+
+
+def _start_parser(argvs: list[list[str]]) -> None:
+    # Files, not pipes: nobody reads until the contract tests run.
+    stdout = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed with the session)
+    stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115
+    # Lowest priority: it runs on the cycles the (mostly waiting) HTTP tests leave idle.
+    proc = subprocess.Popen(
+        ["nice", "-n", "19", str(VLLM_PYTHON), str(VLLM_PARSER)],
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=stderr,
+        text=True,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(argvs))
+    proc.stdin.close()
+    _CONTRACT.update(proc=proc, argvs=argvs, stdout=stdout, stderr=stderr)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start vLLM's parser subprocess once collection is done (~10 s of imports) so it
+    overlaps the rest of the suite; only when a selected test needs it."""
+    if VLLM_PYTHON.exists() and any(item.get_closest_marker("vllm_contract") for item in items):
+        from tests.container.test_vllm_contract import contract_argvs
+
+        _start_parser(contract_argvs())
+
+
+def contract_answer(argvs: list[list[str]]) -> dict[str, Any]:
+    """vLLM's parser's answer for ``argvs``."""
+    if _CONTRACT.get("argvs") != argvs:
+        _start_parser(argvs)
+    proc: subprocess.Popen[str] = _CONTRACT["proc"]
+    proc.wait(timeout=120)
+    _CONTRACT["stdout"].seek(0)
+    _CONTRACT["stderr"].seek(0)
+    stdout, stderr = _CONTRACT["stdout"].read(), _CONTRACT["stderr"].read()
+    assert proc.returncode == 0, stderr[-2000:]
+    answer: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    return answer
+
+
+def write_safetensors(path: Path, tensors: dict[str, Any] | None = None) -> None:
+    """A valid, tiny safetensors file: u64 header length, JSON header, data bytes."""
+    header = tensors or {"w": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}}
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\x00" * 4)
+
+
+def make_artifacts(root: Path, ranks: dict[str, int] | None = None) -> Path:
+    """Lay out ``<root>/base`` and ``<root>/adapters/<name>`` like the build context."""
+    base = root / "base"
+    base.mkdir(parents=True)
+    (base / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    (base / "tokenizer_config.json").write_text("{}")
+    (base / "tokenizer.json").write_text("{}")
+    write_safetensors(base / "model.safetensors")
+    for name, rank in (dict.fromkeys(ADAPTERS, 16) if ranks is None else ranks).items():
+        adapter = root / "adapters" / name
+        adapter.mkdir(parents=True)
+        (adapter / "adapter_config.json").write_text(json.dumps({"r": rank, "lora_alpha": 32}))
+        write_safetensors(adapter / "adapter_model.safetensors")
+    return root
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Serve:
+    """The real entrypoint (``python -m serving_app serve``) as a child process."""
+
+    def __init__(self, tmp: Path, env: dict[str, str] | None = None, fake_env: dict[str, str] | None = None) -> None:
+        self.tmp = tmp
+        artifacts = make_artifacts(tmp / "model")
+        self.port, self.engine_port = free_port(), free_port()
+        self.pid_file = tmp / "engine.pid"
+        environ = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "container")]),
+            "PYTHONUNBUFFERED": "1",
+            "LORA_ADAPTERS": ",".join(ADAPTERS),
+            "WARMUP_NUM_REQUESTS": "4",
+            "METRICS_INTERVAL_S": "0.3",
+            "ENDPOINT_NAME": "test-endpoint",
+            "VARIANT_NAME": "AllTraffic",
+            "DRAIN_TIMEOUT_S": "10",
+            "REQUEST_TIMEOUT_S": "1",
+            "FAKE_PID_FILE": str(self.pid_file),
+            **(fake_env or {}),
+            **(env or {}),
+        }
+        self.stdout_lines: list[str] = []
+        self.stderr_lines: list[str] = []
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "serving_app",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--engine-port",
+                str(self.engine_port),
+                "--model-dir",
+                str(artifacts / "base"),
+                "--adapter-dir",
+                str(artifacts / "adapters"),
+                "--engine-command",
+                f"{sys.executable} {FAKE_VLLM}",
+            ],
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for stream, sink in (
+            (self.proc.stdout, self.stdout_lines),
+            (self.proc.stderr, self.stderr_lines),
+        ):
+            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.engine_url = f"http://127.0.0.1:{self.engine_port}"
+
+    @staticmethod
+    def _pump(stream: Any, sink: list[str]) -> None:
+        for line in stream:
+            sink.append(line.rstrip("\n"))
+
+    def ping(self) -> httpx.Response | None:
+        try:
+            return httpx.get(self.url + "/ping", timeout=2.0)
+        except httpx.HTTPError:
+            return None
+
+    def wait_ready(self, timeout_s: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            response = self.ping()
+            if response is not None and response.status_code == 200:
+                return
+            assert self.proc.poll() is None, f"serve exited: {self.stderr_lines[-5:]}"
+            time.sleep(0.05)
+        raise AssertionError(f"not ready in {timeout_s} s: {self.stderr_lines[-5:]}")
+
+    def engine_state(self) -> dict[str, Any]:
+        return httpx.get(self.engine_url + "/_control/state", timeout=2.0).json()
+
+    def emf_lines(self) -> list[dict[str, Any]]:
+        out = []
+        for line in list(self.stdout_lines):
+            if line.startswith("{") and '"_aws"' in line:
+                out.append(json.loads(line))
+        return out
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.pid_file.exists():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(self.pid_file.read_text()), signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    """One ready gateway + fake engine shared by a test module."""
+    server = Serve(tmp_path_factory.mktemp("serve"))
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()

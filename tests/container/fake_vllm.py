@@ -1,0 +1,268 @@
+"""A scripted stand-in for vLLM 0.22's OpenAI server, run as the gateway's engine process.
+
+It takes the same argv the gateway builds for vLLM (``--port``, ``--served-model-name``,
+``--lora-modules name=path ...``; everything else is recorded and ignored) and speaks the
+same protocol: ``/health``, ``/v1/models``, ``/v1/chat/completions`` and ``/v1/completions``
+(JSON or SSE with ``data: ...`` and ``data: [DONE]``), and ``/metrics`` in Prometheus text
+with vLLM 0.22's metric names and ``model_name``/``engine`` labels.
+
+Scripting (all under ``/_control``, used by the tests only):
+- env ``FAKE_STARTUP_DELAY_S``: sleep before listening (vLLM listens only after loading);
+- env ``FAKE_GATE=closed``: completions wait until ``POST /_control/open``;
+- env ``FAKE_PID_FILE``: write the pid there;
+- user content ``hold``: stream one chunk, then wait for ``POST /_control/release``;
+- user content ``slow:<seconds>``: sleep before answering;
+- user content ``boom``: answer 500 with a CUDA out-of-memory message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--host", default="127.0.0.1")
+parser.add_argument("--port", type=int, required=True)
+parser.add_argument("--served-model-name", default="base")
+parser.add_argument("--lora-modules", nargs="+", default=[])
+ARGS, REST = parser.parse_known_args()
+ADAPTERS = [item.split("=", 1)[0] for item in ARGS.lora_modules]
+MODELS = [ARGS.served_model_name, *ADAPTERS]
+
+STATE: dict[str, Any] = {
+    "requests": [],  # one dict per completion request received
+    "streams_open": 0,
+    "streams_finished": 0,
+    "argv": sys.argv[1:],
+    "counters": {"prompt": 0, "generation": 0, "queries": 0, "hits": 0, "preemptions": 0},
+}
+GATE = asyncio.Event()
+RELEASE = [asyncio.Event()]  # a fresh event after each release: later holds hold again
+if os.environ.get("FAKE_GATE") != "closed":
+    GATE.set()
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"message": message, "type": "BadRequestError", "code": status}},
+        status_code=status,
+    )
+
+
+async def health(request: Request) -> Response:
+    return Response(status_code=200)
+
+
+async def models(request: Request) -> Response:
+    return JSONResponse({"object": "list", "data": [{"id": m, "object": "model"} for m in MODELS]})
+
+
+def metrics_text() -> str:
+    c = STATE["counters"]
+    lines = []
+    for model in MODELS[:1]:
+        labels = f'engine="0",model_name="{model}"'
+        lines += [
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{{{labels}}} {float(STATE['streams_open'])}",
+            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting{{{labels}}} 2.0",
+            "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+            "# TYPE vllm:kv_cache_usage_perc gauge",
+            f"vllm:kv_cache_usage_perc{{{labels}}} 0.25",
+            "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of tokens.",
+            "# TYPE vllm:prefix_cache_queries_total counter",
+            f"vllm:prefix_cache_queries_total{{{labels}}} {float(c['queries'])}",
+            "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of tokens.",
+            "# TYPE vllm:prefix_cache_hits_total counter",
+            f"vllm:prefix_cache_hits_total{{{labels}}} {float(c['hits'])}",
+            "# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.",
+            "# TYPE vllm:num_preemptions_total counter",
+            f"vllm:num_preemptions_total{{{labels}}} {float(c['preemptions'])}",
+            "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
+            "# TYPE vllm:prompt_tokens_total counter",
+            f"vllm:prompt_tokens_total{{{labels}}} {float(c['prompt'])}",
+            "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
+            "# TYPE vllm:generation_tokens_total counter",
+            f"vllm:generation_tokens_total{{{labels}}} {float(c['generation'])}",
+            "# HELP vllm:time_to_first_token_seconds Histogram of time to first token.",
+            "# TYPE vllm:time_to_first_token_seconds histogram",
+            f'vllm:time_to_first_token_seconds_bucket{{{labels},le="0.1"}} 1.0',
+            f'vllm:time_to_first_token_seconds_bucket{{{labels},le="+Inf"}} 1.0',
+            f"vllm:time_to_first_token_seconds_count{{{labels}}} 1.0",
+            f"vllm:time_to_first_token_seconds_sum{{{labels}}} 0.05",
+            "# HELP vllm:lora_requests_info Running stats on lora requests.",
+            "# TYPE vllm:lora_requests_info gauge",
+            f'vllm:lora_requests_info{{max_lora="4",running_lora_adapters="{",".join(ADAPTERS)}",'
+            f'waiting_lora_adapters=""}} {time.time()}',
+        ]
+    # A second engine index, as with data parallelism: the gateway must sum across it.
+    lines.append(f'vllm:num_requests_waiting{{engine="1",model_name="{MODELS[0]}"}} 1.0')
+    return "\n".join(lines) + "\n"
+
+
+async def metrics(request: Request) -> Response:
+    return PlainTextResponse(metrics_text(), media_type="text/plain; version=0.0.4")
+
+
+def text_of(body: dict[str, Any]) -> str:
+    if "messages" in body:
+        content = body["messages"][-1].get("content") if body["messages"] else ""
+        return content if isinstance(content, str) else ""
+    prompt = body.get("prompt")
+    return prompt if isinstance(prompt, str) else ""
+
+
+async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scripted flow)
+    chat = request.url.path.endswith("chat/completions")
+    try:
+        body = json.loads(await request.body())
+    except ValueError:
+        return error(400, "invalid JSON")
+    if not isinstance(body, dict):
+        return error(400, "body must be an object")
+    model = body.get("model")
+    if model not in MODELS:
+        return error(404, f"The model `{model}` does not exist.")
+    max_tokens = body.get("max_tokens") or 3
+    if not isinstance(max_tokens, int) or max_tokens > 1000:
+        return error(400, "max_tokens must be an integer <= 1000")
+    stream = body.get("stream") is True
+    options = body.get("stream_options")
+    if options is not None and not stream:
+        return error(400, "Stream options can only be defined when `stream=True`.")
+    text = text_of(body)
+    entry = {
+        "path": request.url.path,
+        "model": model,
+        "stream": stream,
+        "text": text,
+        "stream_options": options,
+        "t": time.monotonic(),
+    }
+    STATE["requests"].append(entry)
+    await GATE.wait()
+    if text == "boom":
+        return error(500, "CUDA out of memory. Tried to allocate 2.00 GiB")
+    if text.startswith("slow:"):
+        await asyncio.sleep(float(text.split(":", 1)[1]))
+    n_out = min(max_tokens, 3)
+    c = STATE["counters"]
+    c["prompt"] += 7
+    c["generation"] += n_out
+    c["queries"] += 7
+    c["hits"] += 3
+    usage = {"prompt_tokens": 7, "completion_tokens": n_out, "total_tokens": 7 + n_out}
+    ident = f"cmpl-{len(STATE['requests'])}"
+    if not stream:
+        if chat:
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": "tok " * n_out},
+                "finish_reason": "stop",
+            }
+        else:
+            choice = {"index": 0, "text": "tok " * n_out, "finish_reason": "stop"}
+        return JSONResponse(
+            {
+                "id": ident,
+                "object": "chat.completion" if chat else "text_completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [choice],
+                "usage": usage,
+            }
+        )
+    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+
+    def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> bytes:
+        if chat:
+            choice: dict[str, Any] = {"index": 0, "delta": delta or {}, "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": (delta or {}).get("content", ""), "finish_reason": finish}
+        payload = {
+            "id": ident,
+            "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": 0,
+            "model": model,
+            "choices": [choice],
+        }
+        return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+    release = RELEASE[0]
+
+    async def events():
+        STATE["streams_open"] += 1
+        try:
+            yield chunk({"role": "assistant", "content": ""})
+            if text == "hold":
+                await release.wait()
+            for i in range(n_out):
+                yield chunk({"content": f"tok{i} "})
+                await asyncio.sleep(0)
+            yield chunk({}, "stop")
+            if include_usage:
+                payload: dict[str, Any] = {
+                    "id": ident,
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": model,
+                    "choices": [],
+                    "usage": usage,
+                }
+                yield b"data: " + json.dumps(payload).encode() + b"\n\n"
+            yield b"data: [DONE]\n\n"
+        finally:
+            STATE["streams_open"] -= 1
+            STATE["streams_finished"] += 1
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+async def control_state(request: Request) -> Response:
+    return JSONResponse({k: v for k, v in STATE.items() if k != "counters"})
+
+
+async def control_open(request: Request) -> Response:
+    GATE.set()
+    return Response(status_code=204)
+
+
+async def control_release(request: Request) -> Response:
+    RELEASE[0].set()
+    RELEASE[0] = asyncio.Event()
+    return Response(status_code=204)
+
+
+app = Starlette(
+    routes=[
+        Route("/health", health),
+        Route("/v1/models", models),
+        Route("/metrics", metrics),
+        Route("/v1/chat/completions", completions, methods=["POST"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/_control/state", control_state),
+        Route("/_control/open", control_open, methods=["POST"]),
+        Route("/_control/release", control_release, methods=["POST"]),
+    ]
+)
+
+if __name__ == "__main__":
+    if os.environ.get("FAKE_PID_FILE"):
+        with open(os.environ["FAKE_PID_FILE"], "w") as handle:
+            handle.write(str(os.getpid()))
+    time.sleep(float(os.environ.get("FAKE_STARTUP_DELAY_S", "0")))
+    uvicorn.run(app, host=ARGS.host, port=ARGS.port, log_level="warning", access_log=False)

@@ -1,0 +1,280 @@
+"""The real gateway process (uvicorn on a free port) against the scripted vLLM."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from serving_contract.metrics import UNITS, Dimension, EngineMetric, RequestMetric
+from tests.container.conftest import ADAPTERS, Serve
+
+CHAT = {"messages": [{"role": "user", "content": "hello"}]}
+
+
+def post(
+    serve: Serve,
+    body: Any = None,
+    *,
+    content: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
+    if content is None:
+        content = json.dumps(body).encode()
+        headers = {"content-type": "application/json", **(headers or {})}
+    return httpx.post(serve.url + "/invocations", content=content, headers=headers, timeout=10)
+
+
+def message(response: httpx.Response) -> str:
+    return str(response.json()["error"]["message"])
+
+
+def last_request(serve: Serve) -> dict[str, Any]:
+    return serve.engine_state()["requests"][-1]
+
+
+def test_ping_is_200_with_status_body_once_ready(serve: Serve) -> None:
+    response = serve.ping()
+    assert response is not None and response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ready" and body["engine_healthy"] is True
+    assert sorted(body["warmed_up_adapters"]) == sorted(["base", *ADAPTERS])
+
+
+def test_chat_routes_by_model_field(serve: Serve) -> None:
+    response = post(serve, {**CHAT, "model": "manga_domain_v3"})
+    assert response.status_code == 200
+    assert response.json()["choices"][0]["message"]["content"].startswith("tok")
+    seen = last_request(serve)
+    assert seen["path"] == "/v1/chat/completions" and seen["model"] == "manga_domain_v3"
+
+
+def test_completion_routes_by_prompt_and_defaults_to_base(serve: Serve) -> None:
+    response = post(serve, {"prompt": "hello", "max_tokens": 2})
+    assert response.status_code == 200
+    assert response.json()["object"] == "text_completion"
+    seen = last_request(serve)
+    assert seen["path"] == "/v1/completions" and seen["model"] == "base"
+
+
+def test_custom_attributes_header_picks_the_adapter(serve: Serve) -> None:
+    response = post(
+        serve,
+        {**CHAT, "model": "base"},
+        headers={"X-Amzn-SageMaker-Custom-Attributes": "trace=1; adapter=jp_style_v1"},
+    )
+    assert response.status_code == 200
+    assert last_request(serve)["model"] == "jp_style_v1"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "status", "text"),
+    [
+        (
+            {"content": b"{not json", "headers": {"content-type": "application/json"}},
+            400,
+            "malformed JSON body",
+        ),
+        (
+            {"content": b'{"prompt": NaN}', "headers": {"content-type": "application/json"}},
+            400,
+            "malformed JSON body: NaN is not valid JSON",
+        ),
+        (
+            {"content": b"hello", "headers": {"content-type": "text/plain"}},
+            415,
+            "content-type 'text/plain' is not supported",
+        ),
+        ({"body": [1, 2]}, 422, "body must be a JSON object"),
+        ({"body": {"model": "base"}}, 422, "exactly one of 'messages'"),
+        ({"body": {"prompt": "x", "messages": []}}, 422, "exactly one of 'messages'"),
+        ({"body": {"messages": []}}, 422, "invalid request: messages: List should have at least 1"),
+        (
+            {"body": {**CHAT, "stream": "yes"}},
+            422,
+            "invalid request: stream: Input should be a valid boolean",
+        ),
+        (
+            {"body": {"messages": [{"role": "wizard", "content": "x"}]}},
+            422,
+            "invalid request: messages.0.role",
+        ),
+        (
+            {"body": {"prompt": "x", "max_tokens": 0}},
+            422,
+            "max_tokens: Input should be greater than",
+        ),
+        (
+            {"body": {**CHAT, "model": "nope"}},
+            400,
+            "unknown adapter 'nope'; available: base, manga_domain_v3, general_support_v2, jp_style_v1",
+        ),
+        (
+            {"body": CHAT, "headers": {"X-Amzn-SageMaker-Custom-Attributes": "adapter=ghost"}},
+            400,
+            "unknown adapter 'ghost'; available: base",
+        ),
+        (
+            {"body": {"prompt": "x", "max_tokens": 5000}},
+            400,
+            "max_tokens must be an integer <= 1000",
+        ),
+    ],
+)
+def test_client_errors_have_status_and_message(serve: Serve, kwargs: dict[str, Any], status: int, text: str) -> None:
+    response = post(serve, kwargs.get("body"), content=kwargs.get("content"), headers=kwargs.get("headers"))
+    assert response.status_code == status, response.text
+    assert text in message(response)
+
+
+def test_engine_failure_is_a_clear_502_and_counted(serve: Serve) -> None:
+    response = post(serve, {"prompt": "boom"})
+    assert response.status_code == 502
+    assert "engine error 500: " in message(response) and "out of memory" in message(response)
+    line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 502)
+    assert line[RequestMetric.OUT_OF_MEMORY_ERRORS] == 1
+    assert line[RequestMetric.ENGINE_ERRORS] == 1
+    assert line[RequestMetric.SERVER_ERRORS] == 1
+
+
+def test_slow_engine_hits_the_request_timeout(serve: Serve) -> None:
+    started = time.monotonic()
+    response = post(serve, {"prompt": "slow:2"})
+    assert response.status_code == 504
+    assert "REQUEST_TIMEOUT_S=1" in message(response)
+    assert time.monotonic() - started < 3
+
+
+def sse_events(raw: str) -> list[str]:
+    return [part.removeprefix("data: ") for part in raw.split("\n\n") if part.strip()]
+
+
+def test_stream_chunks_arrive_before_the_engine_finishes(serve: Serve) -> None:
+    """The fake sends one chunk, then holds the stream open until released."""
+    body = {
+        "messages": [{"role": "user", "content": "hold"}],
+        "stream": True,
+        "model": "general_support_v2",
+    }
+    with httpx.stream("POST", serve.url + "/invocations", json=body, timeout=10) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert "content-length" not in response.headers  # chunked transfer
+        chunks = response.iter_raw()
+        first = next(chunks)
+        state = serve.engine_state()
+        assert state["streams_open"] == 1  # the engine has not finished ...
+        assert b'"role": "assistant"' in first  # ... yet the first event is already here
+        httpx.post(serve.engine_url + "/_control/release", timeout=5)
+        rest = b"".join(chunks)
+    events = sse_events((first + rest).decode())
+    assert events[-1] == "[DONE]"
+    assert all("usage" not in json.loads(e) for e in events[:-1])  # injected usage removed
+    assert last_request(serve)["stream_options"] == {"include_usage": True}
+    line = wait_for_emf(serve, lambda d: d.get("Stream") and d.get("Adapter") == "general_support_v2")
+    assert line[RequestMetric.OUTPUT_TOKENS] == 3 and line[RequestMetric.INPUT_TOKENS] == 7
+    assert line[RequestMetric.TIME_TO_FIRST_TOKEN] <= line[RequestMetric.REQUEST_LATENCY]
+
+
+def test_stream_keeps_usage_the_client_asked_for(serve: Serve) -> None:
+    body = {"prompt": "x", "stream": True, "stream_options": {"include_usage": True}}
+    response = post(serve, body)
+    events = sse_events(response.text)
+    usage = [json.loads(e) for e in events[:-1] if "usage" in json.loads(e)]
+    assert usage and usage[-1]["usage"]["completion_tokens"] == 3
+
+
+def test_ping_answers_fast_while_requests_are_busy(serve: Serve) -> None:
+    """SageMaker allows /ping 2 s; it must not wait for the busy engine."""
+    threads = [threading.Thread(target=post, args=(serve, {"prompt": "slow:0.8"})) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    with httpx.Client(timeout=5) as client:
+        client.get(serve.url + "/ping")  # connect outside the timed part
+        time.sleep(0.2)
+        started = time.monotonic()
+        response = client.get(serve.url + "/ping")
+        elapsed = time.monotonic() - started
+    assert response.status_code == 200
+    assert serve.engine_state()["requests"][-1]["text"] == "slow:0.8"  # engine still busy
+    assert elapsed < 0.5
+    for thread in threads:
+        thread.join()
+
+
+def wait_for_emf(serve: Serve, predicate: Any, timeout_s: float = 5.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in reversed(serve.emf_lines()):
+            if predicate(line):
+                return line
+        time.sleep(0.05)
+    raise AssertionError("no matching EMF line")
+
+
+def check_emf(document: dict[str, Any]) -> None:
+    """EMF spec: _aws.Timestamp (ms int), one CloudWatchMetrics directive whose dimensions
+    and metric names all resolve to top-level members."""
+    meta = document["_aws"]
+    assert isinstance(meta["Timestamp"], int) and meta["Timestamp"] > 1_600_000_000_000
+    (directive,) = meta["CloudWatchMetrics"]
+    assert directive["Namespace"] == "MangaAssist/Inference"
+    for dimension_set in directive["Dimensions"]:
+        assert 1 <= len(dimension_set) <= 30
+        for name in dimension_set:
+            assert isinstance(document[name], str) and document[name]
+    for metric in directive["Metrics"]:
+        assert metric["Unit"] == UNITS[metric["Name"]]
+        value = document[metric["Name"]]
+        assert isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def test_emf_lines_are_valid_and_use_contract_names(serve: Serve) -> None:
+    post(serve, {**CHAT, "model": "jp_style_v1"})
+    engine = wait_for_emf(serve, lambda d: EngineMetric.GENERATION_TOKENS_PER_SECOND in d)
+    request = wait_for_emf(serve, lambda d: d.get("Adapter") == "jp_style_v1")
+    lines = serve.emf_lines()
+    assert len(lines) >= 3
+    for document in lines:
+        check_emf(document)
+    # Engine metrics: (EndpointName, VariantName); values derived from the fake's /metrics.
+    assert engine["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [[Dimension.ENDPOINT, Dimension.VARIANT]]
+    assert engine[Dimension.ENDPOINT] == "test-endpoint"
+    assert engine[EngineMetric.QUEUE_DEPTH] == 3.0  # 2 + 1: summed across engine labels
+    assert engine[EngineMetric.KV_CACHE_USAGE] == 25.0  # 0.25 x 100
+    names = {m["Name"] for d in lines for m in d["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert names <= set(UNITS)
+    assert {
+        EngineMetric.QUEUE_DEPTH,
+        EngineMetric.RUNNING_REQUESTS,
+        EngineMetric.KV_CACHE_USAGE,
+        EngineMetric.PREEMPTIONS,
+        EngineMetric.PROMPT_TOKENS_PER_SECOND,
+    } <= names
+    # Per request: fleet-wide and per-adapter dimension sets.
+    assert request["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [
+        [Dimension.ENDPOINT, Dimension.VARIANT],
+        [Dimension.ENDPOINT, Dimension.VARIANT, Dimension.ADAPTER],
+    ]
+    assert request[RequestMetric.REQUESTS] == 1 and request["StatusCode"] == 200
+    assert request[RequestMetric.REQUEST_LATENCY] > 0
+    assert request[RequestMetric.OUTPUT_TOKENS] == 3
+    assert RequestMetric.TIME_TO_FIRST_TOKEN not in request  # streaming only
+
+
+def test_client_disconnect_mid_stream_stops_the_engine_stream(serve: Serve) -> None:
+    body = {"prompt": "hold", "stream": True, "model": "manga_domain_v3"}
+    finished_before = serve.engine_state()["streams_finished"]
+    with httpx.stream("POST", serve.url + "/invocations", json=body, timeout=10) as response:
+        assert next(response.iter_raw())  # first event, the engine still holds the stream
+    # The client is gone; the gateway must abort its upstream stream (vLLM stops generating).
+    deadline = time.monotonic() + 5
+    while serve.engine_state()["streams_finished"] == finished_before:
+        assert time.monotonic() < deadline, "engine stream still open after client left"
+        time.sleep(0.05)
+    line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 499)
+    assert line["Adapter"] == "manga_domain_v3" and line[RequestMetric.CLIENT_ERRORS] == 1

@@ -1,0 +1,151 @@
+"""Startup gating, warmup, SIGTERM drain, engine death and bad configuration, each with a
+fresh ``serve`` process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.container.conftest import ADAPTERS, REPO, Serve
+
+
+def wait_until(predicate: Any, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def engine_requests(serve: Serve) -> list[dict[str, Any]]:
+    try:
+        return list(serve.engine_state()["requests"])
+    except httpx.HTTPError:
+        return []
+
+
+def test_ping_is_503_until_warmup_through_every_adapter(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, fake_env={"FAKE_GATE": "closed"})
+    try:
+        # The engine is healthy, but warmup requests are held by the fake's gate.
+        wait_until(lambda: len(engine_requests(serve)) >= 4)
+        response = serve.ping()
+        assert response is not None and response.status_code == 503
+        assert response.json()["status"] == "warming_up"
+        refused = httpx.post(serve.url + "/invocations", json={"prompt": "x"}, timeout=5)
+        assert refused.status_code == 503
+        assert "not ready: warming_up" in refused.json()["error"]["message"]
+        httpx.post(serve.engine_url + "/_control/open", timeout=5)
+        serve.wait_ready()
+        warmed = {r["model"] for r in engine_requests(serve)}
+        assert warmed == {"base", *ADAPTERS}
+        assert len(engine_requests(serve)) == 4  # WARMUP_NUM_REQUESTS=4 covers all 4 names
+    finally:
+        serve.stop()
+    assert serve.proc.returncode == 0
+
+
+def test_sigterm_drains_in_flight_requests_then_exits_0(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, env={"REQUEST_TIMEOUT_S": "10"})
+    results: list[httpx.Response] = []
+    try:
+        serve.wait_ready()
+        before = len(engine_requests(serve))
+
+        def call(body: dict[str, Any]) -> None:
+            results.append(httpx.post(serve.url + "/invocations", json=body, timeout=10))
+
+        bodies = [{"prompt": "slow:1.0"}] * 4 + [{"prompt": "slow:1.0", "stream": True}] * 4
+        threads = [threading.Thread(target=call, args=(b,)) for b in bodies]
+        for thread in threads:
+            thread.start()
+        wait_until(lambda: len(engine_requests(serve)) >= before + len(bodies))
+        serve.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.1)
+        ping = serve.ping()
+        assert ping is not None and ping.status_code == 503
+        assert ping.json()["status"] == "draining"
+        refused = httpx.post(serve.url + "/invocations", json={"prompt": "x"}, timeout=5)
+        assert refused.status_code == 503 and "draining" in refused.json()["error"]["message"]
+        for thread in threads:
+            thread.join(timeout=10)
+        assert serve.proc.wait(timeout=10) == 0
+    finally:
+        serve.stop()
+    assert len(results) == len(bodies)
+    assert [r.status_code for r in results] == [200] * len(bodies)
+    streamed = [r.text for r in results if r.headers["content-type"].startswith("text/event")]
+    assert len(streamed) == 4 and all(text.endswith("data: [DONE]\n\n") for text in streamed)
+    engine_pid = int(serve.pid_file.read_text())
+    assert not Path(f"/proc/{engine_pid}").exists() or "Z" in Path(f"/proc/{engine_pid}/stat").read_text().split()[2]
+
+
+def test_engine_death_fails_ping_and_exits_nonzero(tmp_path: Path) -> None:
+    serve = Serve(tmp_path)
+    try:
+        serve.wait_ready()
+        os.kill(int(serve.pid_file.read_text()), signal.SIGKILL)
+        assert serve.proc.wait(timeout=10) == 1
+    finally:
+        serve.stop()
+    assert any("vLLM exited unexpectedly with code -9" in line for line in serve.stderr_lines)
+
+
+def test_startup_timeout_exits_nonzero_with_message(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, env={"STARTUP_TIMEOUT_S": "1"}, fake_env={"FAKE_STARTUP_DELAY_S": "30"})
+    try:
+        assert serve.proc.wait(timeout=10) == 1
+    finally:
+        serve.stop()
+    assert any("startup failed: vLLM /health not 200 within STARTUP_TIMEOUT_S" in line for line in serve.stderr_lines)
+
+
+def run_serve(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    from tests.container.conftest import make_artifacts
+
+    root = make_artifacts(tmp_path / "m")
+    environ = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'container'}", **env}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "serving_app",
+            "serve",
+            "--model-dir",
+            str(root / "base"),
+            "--adapter-dir",
+            str(root / "adapters"),
+            "--engine-command",
+            "false",
+        ],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=20,
+        check=False,
+    )
+
+
+def test_bad_environment_exits_at_once_with_one_line(tmp_path: Path) -> None:
+    result = run_serve({"LORA_MAX_RANK": "24"}, tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "serve: configuration error: LORA_MAX_RANK='24' is invalid: must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512"
+    )
+
+
+def test_adapter_missing_from_image_exits_at_once(tmp_path: Path) -> None:
+    result = run_serve({"LORA_ADAPTERS": "manga_domain_v3,not_baked"}, tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith("not_baked: adapter folder is missing")
+    assert json.dumps(result.stderr.count("\n")) == "1"

@@ -1,0 +1,188 @@
+"""Environment -> settings -> vLLM argv: defaults, every validation message, flag shapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from serving_app.settings import LORA_RANKS, Settings, SettingsError
+from serving_app.vllm_args import EnginePaths, build_vllm_args, engine_environment
+
+PATHS = EnginePaths(model_dir=Path("/opt/model/base"), adapter_dir=Path("/opt/model/adapters"), port=8081)
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_defaults_follow_the_seed_design() -> None:
+    settings = Settings.from_env({})
+    argv = build_vllm_args(settings, PATHS)
+    assert flag(argv, "--model") == "/opt/model/base"
+    assert flag(argv, "--host") == "127.0.0.1"
+    assert flag(argv, "--port") == "8081"
+    assert flag(argv, "--gpu-memory-utilization") == "0.92"
+    assert flag(argv, "--max-model-len") == "4096"
+    assert flag(argv, "--max-num-seqs") == "128"
+    assert flag(argv, "--max-num-batched-tokens") == "8192"
+    assert flag(argv, "--block-size") == "16"
+    assert flag(argv, "--quantization") == "awq"
+    assert flag(argv, "--shutdown-timeout") == "20"
+    assert "--enable-prefix-caching" in argv
+    assert "--enable-lora" not in argv
+    assert "--disable-log-requests" not in argv  # removed from vLLM (CONVENTIONS.md)
+
+
+def test_adapters_become_lora_flags() -> None:
+    settings = Settings.from_env(
+        {
+            "LORA_ADAPTERS": "manga_domain_v3, jp_style_v1",
+            "LORA_MAX_RANK": "16",
+            "LORA_MAX_LORAS": "2",
+        }
+    )
+    argv = build_vllm_args(settings, PATHS)
+    assert "--enable-lora" in argv
+    assert flag(argv, "--max-lora-rank") == "16"
+    assert flag(argv, "--max-loras") == "2"
+    assert flag(argv, "--max-cpu-loras") == "2"
+    start = argv.index("--lora-modules") + 1
+    assert argv[start : start + 2] == [
+        "manga_domain_v3=/opt/model/adapters/manga_domain_v3",
+        "jp_style_v1=/opt/model/adapters/jp_style_v1",
+    ]
+    assert settings.model_names == ("base", "manga_domain_v3", "jp_style_v1")
+
+
+def test_booleans_and_optional_flags() -> None:
+    settings = Settings.from_env(
+        {
+            "ENGINE_ENABLE_PREFIX_CACHING": "false",
+            "ENGINE_ENFORCE_EAGER": "1",
+            "ENGINE_QUANTIZATION": "none",
+            "DRAIN_TIMEOUT_S": "7.5",
+            "ENGINE_LOG_LEVEL": "warning",
+        }
+    )
+    argv = build_vllm_args(settings, PATHS)
+    assert "--no-enable-prefix-caching" in argv
+    assert "--enforce-eager" in argv
+    assert "--quantization" not in argv
+    assert flag(argv, "--shutdown-timeout") == "8"
+    assert flag(argv, "--uvicorn-log-level") == "warning"
+    assert engine_environment(settings, {})["VLLM_LOGGING_LEVEL"] == "WARNING"
+
+
+def test_empty_values_take_defaults() -> None:
+    assert Settings.from_env({"ENGINE_MAX_NUM_SEQS": ""}).max_num_seqs == 128
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        (
+            {"LORA_MAX_RANK": "24"},
+            "LORA_MAX_RANK='24' is invalid: must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512",
+        ),
+        (
+            {"ENGINE_GPU_MEMORY_UTILIZATION": "1.5"},
+            "ENGINE_GPU_MEMORY_UTILIZATION='1.5' is invalid: must be <= 1.0",
+        ),
+        (
+            {"ENGINE_GPU_MEMORY_UTILIZATION": "lots"},
+            "ENGINE_GPU_MEMORY_UTILIZATION='lots' is invalid: must be a number",
+        ),
+        (
+            {"ENGINE_MAX_NUM_SEQS": "12.5"},
+            "ENGINE_MAX_NUM_SEQS='12.5' is invalid: must be an integer",
+        ),
+        ({"ENGINE_BLOCK_SIZE": "12"}, "ENGINE_BLOCK_SIZE='12' is invalid: allowed values are 1, 8"),
+        ({"ENGINE_QUANTIZATION": "int3"}, "ENGINE_QUANTIZATION='int3' is invalid: allowed values"),
+        (
+            {"ENGINE_ENFORCE_EAGER": "maybe"},
+            "ENGINE_ENFORCE_EAGER='maybe' is invalid: must be one of true, false",
+        ),
+        ({"DRAIN_TIMEOUT_S": "29"}, "DRAIN_TIMEOUT_S='29' is invalid: must be <= 25"),
+        ({"REQUEST_TIMEOUT_S": "60"}, "REQUEST_TIMEOUT_S='60' is invalid: must be < 60"),
+        ({"STARTUP_TIMEOUT_S": "0"}, "STARTUP_TIMEOUT_S='0' is invalid: must be > 0"),
+        ({"WARMUP_NUM_REQUESTS": "0"}, "WARMUP_NUM_REQUESTS='0' is invalid: must be >= 1"),
+        (
+            {"LORA_ADAPTERS": "good,bad name"},
+            "LORA_ADAPTERS='good,bad name' is invalid: adapter name 'bad name' must match",
+        ),
+        (
+            {"LORA_ADAPTERS": "a,b,a"},
+            "LORA_ADAPTERS='a,b,a' is invalid: adapter names must be unique, repeated: a",
+        ),
+        (
+            {"LORA_ADAPTERS": "base"},
+            "LORA_ADAPTERS='base' is invalid: adapter names must differ from ENGINE_SERVED_MODEL_NAME='base'",
+        ),
+        (
+            {"LORA_MAX_LORAS": "4", "LORA_MAX_CPU_LORAS": "2"},
+            "LORA_MAX_CPU_LORAS=2 is invalid: must be >= LORA_MAX_LORAS=4",
+        ),
+        (
+            {"METRICS_NAMESPACE": "AWS/SageMaker"},
+            "METRICS_NAMESPACE='AWS/SageMaker' is invalid: must be 1-255",
+        ),
+        (
+            {"ENGINE_TENSOR_PARALLEL_SIZE": "3"},
+            "ENGINE_TENSOR_PARALLEL_SIZE='3' is invalid: allowed values are 1, 2, 4 or 8",
+        ),
+    ],
+)
+def test_bad_values_name_variable_value_and_rule(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env(environ)
+    text = str(caught.value)
+    assert text.startswith(message), text
+    assert "\n" not in text
+
+
+def test_every_allowed_rank_is_accepted() -> None:
+    for rank in LORA_RANKS:
+        assert Settings.from_env({"LORA_MAX_RANK": str(rank)}).max_lora_rank == rank
+
+
+def test_cuda_compat_libraries_lead_the_engine_loader_path(tmp_path: Path) -> None:
+    settings = Settings.from_env({})
+    base = {
+        "VLLM_ENABLE_CUDA_COMPATIBILITY": "1",
+        "VLLM_CUDA_COMPATIBILITY_PATH": str(tmp_path),
+        "LD_LIBRARY_PATH": f"/usr/lib:{tmp_path}",
+    }
+    assert engine_environment(settings, base)["LD_LIBRARY_PATH"] == f"{tmp_path}:/usr/lib"
+    disabled = {**base, "VLLM_ENABLE_CUDA_COMPATIBILITY": "0"}
+    assert engine_environment(settings, disabled)["LD_LIBRARY_PATH"] == f"/usr/lib:{tmp_path}"
+    missing = {**base, "VLLM_CUDA_COMPATIBILITY_PATH": str(tmp_path / "absent")}
+    assert engine_environment(settings, missing)["LD_LIBRARY_PATH"] == f"/usr/lib:{tmp_path}"
+
+
+def test_scraper_sums_labels_and_derives_rates() -> None:
+    from serving_app.scraper import EngineMetricsCalculator, parse_samples
+
+    def exposition(hits: float, queries: float, generated: float) -> str:
+        return (
+            "\n".join(
+                [
+                    "# TYPE vllm:num_requests_waiting gauge",
+                    'vllm:num_requests_waiting{engine="0",model_name="base"} 2.0',
+                    'vllm:num_requests_waiting{engine="1",model_name="base"} 1.0',
+                    'vllm:kv_cache_usage_perc{engine="0",model_name="base"} 0.5',
+                    f'vllm:prefix_cache_hits_total{{engine="0",model_name="base"}} {hits}',
+                    f'vllm:prefix_cache_queries_total{{engine="0",model_name="base"}} {queries}',
+                    f'vllm:generation_tokens_total{{engine="0",model_name="base"}} {generated}',
+                    'vllm:e2e_request_latency_seconds_bucket{engine="0",le="+Inf"} 3.0',
+                ]
+            )
+            + "\n"
+        )
+
+    calculator = EngineMetricsCalculator()
+    first = calculator.update(parse_samples(exposition(10, 20, 100)), now_s=100.0)
+    assert first == {"QueueDepth": 3.0, "KvCacheUsagePercent": 50.0}
+    second = calculator.update(parse_samples(exposition(25, 40, 300)), now_s=110.0)
+    assert second["PrefixCacheHitRatePercent"] == 75.0  # (25-10)/(40-20)
+    assert second["GenerationTokensPerSecond"] == 20.0  # 200 tokens / 10 s

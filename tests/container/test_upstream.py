@@ -1,0 +1,136 @@
+"""The hot-path HTTP/1.1 client against a scripted raw-socket server (in-process)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from serving_app.upstream import UpstreamError, UpstreamPool
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[bool]]
+
+
+async def serve(handler: Handler) -> tuple[asyncio.Server, int, list[int]]:
+    """Raw server; ``handler`` answers one request and says whether to keep the socket."""
+    connections: list[int] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        index = len(connections)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                if not await handler(reader, writer, index):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1], connections
+
+
+def run(coro: Awaitable[None]) -> None:
+    asyncio.run(asyncio.wait_for(coro, 10))  # type: ignore[arg-type]
+
+
+def test_content_length_bodies_reuse_one_connection() -> None:
+    async def handler(reader, writer, index) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-type: x\r\n\r\nhello")
+        return True
+
+    async def main() -> None:
+        server, port, connections = await serve(handler)
+        pool = UpstreamPool("127.0.0.1", port)
+        for _ in range(3):
+            response = await pool.request("POST", "/v1/completions", b"{}")
+            assert response.status_code == 200
+            assert response.headers[b"content-type"] == b"x"
+            assert await response.read() == b"hello"
+        assert len(connections) == 1
+        await pool.aclose()
+        server.close()
+
+    run(main())
+
+
+def test_chunked_stream_yields_each_chunk_as_it_arrives() -> None:
+    release = asyncio.Event()
+
+    async def handler(reader, writer, index) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+        await writer.drain()
+        await release.wait()
+        writer.write(b"6\r\nsecond\r\n0\r\n\r\n")
+        return True
+
+    async def main() -> None:
+        server, port, _ = await serve(handler)
+        pool = UpstreamPool("127.0.0.1", port)
+        response = await pool.request("POST", "/x", b"{}")
+        chunks = response.iter_chunks()
+        assert await chunks.__anext__() == b"first"  # before the server sent the rest
+        release.set()
+        assert [c async for c in chunks] == [b"second"]
+        assert len(pool._idle) == 1  # fully read: back in the pool
+        await pool.aclose()
+        server.close()
+
+    run(main())
+
+
+def test_stale_kept_alive_connection_is_retried_once() -> None:
+    async def handler(reader, writer, index) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        return False  # close after each answer, as a server past its keep-alive would
+
+    async def main() -> None:
+        server, port, connections = await serve(handler)
+        pool = UpstreamPool("127.0.0.1", port)
+        assert await (await pool.request("POST", "/x", b"{}")).read() == b"ok"
+        await asyncio.sleep(0.05)  # server closed the socket we keep
+        assert await (await pool.request("POST", "/x", b"{}")).read() == b"ok"
+        assert len(connections) == 2
+        server.close()
+
+    run(main())
+
+
+def test_refused_connection_and_broken_body_raise_upstream_error() -> None:
+    async def handler(reader, writer, index) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nshort")
+        return False
+
+    async def main() -> None:
+        server, port, _ = await serve(handler)
+        pool = UpstreamPool("127.0.0.1", port)
+        response = await pool.request("POST", "/x", b"{}")
+        with pytest.raises(UpstreamError, match="response body broken"):
+            await response.read()
+        server.close()
+        await server.wait_closed()
+        with pytest.raises(UpstreamError, match="connect failed"):
+            await UpstreamPool("127.0.0.1", port).request("POST", "/x", b"{}")
+
+    run(main())
+
+
+def test_abort_ends_a_pending_read() -> None:
+    async def handler(reader, writer, index) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        await asyncio.sleep(5)
+        return False
+
+    async def main() -> None:
+        server, port, _ = await serve(handler)
+        response = await UpstreamPool("127.0.0.1", port).request("POST", "/x", b"{}")
+        asyncio.get_running_loop().call_later(0.1, response.abort)
+        with pytest.raises(UpstreamError):
+            await response.read()
+        server.close()
+
+    run(main())

@@ -1,0 +1,97 @@
+"""The argv ``serve`` builds, checked against vLLM 0.22.0's own parser.
+
+Needs ``.venv-vllm`` (``container/scripts/install_vllm_venv.sh``). vLLM imports in ~10 s, so
+``conftest.pytest_sessionstart`` starts the one parsing subprocess at session start and this
+module only collects its answer (the rest of the suite runs meanwhile).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from serving_app.settings import BLOCK_SIZES, LORA_RANKS, QUANTIZATIONS, Settings
+from serving_app.vllm_args import EnginePaths, build_vllm_args
+from tests.container.conftest import VLLM_PYTHON, contract_answer
+
+pytestmark = [
+    pytest.mark.vllm_contract,
+    pytest.mark.skipif(
+        not VLLM_PYTHON.exists(),
+        reason=f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~4 min)",
+    ),
+]
+
+PATHS = EnginePaths(model_dir=Path("/opt/model/base"), adapter_dir=Path("/opt/model/adapters"), port=8081)
+FULL_ENV = {
+    "LORA_ADAPTERS": "manga_domain_v3,general_support_v2,jp_style_v1",
+    "LORA_MAX_RANK": "16",
+    "LORA_MAX_LORAS": "4",
+    "DRAIN_TIMEOUT_S": "20",
+}
+MINIMAL_ENV = {
+    "ENGINE_QUANTIZATION": "none",
+    "ENGINE_ENABLE_PREFIX_CACHING": "false",
+    "ENGINE_ENFORCE_EAGER": "true",
+    "ENGINE_LOG_LEVEL": "debug",
+}
+
+
+def contract_argvs() -> list[list[str]]:
+    """Argvs sent to vLLM's parser, in order (conftest starts the subprocess with these)."""
+    return [
+        build_vllm_args(Settings.from_env(FULL_ENV), PATHS),
+        build_vllm_args(Settings.from_env(MINIMAL_ENV), PATHS),
+        [*build_vllm_args(Settings.from_env(FULL_ENV), PATHS), "--disable-log-requests"],
+    ]
+
+
+@pytest.fixture(scope="module")
+def answer() -> dict[str, Any]:
+    return contract_answer(contract_argvs())
+
+
+def test_full_argv_parses_to_the_intended_values(answer: dict[str, Any]) -> None:
+    result = answer["results"][0]
+    assert result["ok"], result
+    parsed = result["parsed"]
+    assert parsed["model"] == "/opt/model/base"
+    assert parsed["served_model_name"] == ["base"]
+    assert parsed["port"] == 8081 and parsed["host"] == "127.0.0.1"
+    assert parsed["max_lora_rank"] == 16 and parsed["max_loras"] == 4
+    assert parsed["enable_lora"] is True
+    assert parsed["shutdown_timeout"] == 20
+    assert parsed["enable_prefix_caching"] is True
+    assert parsed["quantization"] == "awq"
+    assert parsed["gpu_memory_utilization"] == 0.92
+    assert [m.split("'")[1] for m in parsed["lora_modules"]] == [
+        "manga_domain_v3",
+        "general_support_v2",
+        "jp_style_v1",
+    ]
+
+
+def test_minimal_argv_parses(answer: dict[str, Any]) -> None:
+    result = answer["results"][1]
+    assert result["ok"], result
+    assert result["parsed"]["enable_prefix_caching"] is False
+    assert result["parsed"]["enforce_eager"] is True
+    assert result["parsed"]["quantization"] is None
+
+
+def test_removed_flag_is_rejected_by_the_same_parser(answer: dict[str, Any]) -> None:
+    """Proves the check can fail: vLLM 0.22 removed --disable-log-requests."""
+    result = answer["results"][2]
+    assert not result["ok"]
+    assert "--disable-log-requests" in " ".join(result["error"])
+
+
+def test_settings_choices_match_vllm(answer: dict[str, Any]) -> None:
+    choices = answer["choices"]
+    assert tuple(choices["--max-lora-rank"]) == LORA_RANKS
+    assert set(QUANTIZATIONS) - {"none"} <= set(choices["quantization_methods"])
+    assert {"debug", "info", "warning", "error", "critical"} <= set(choices["--uvicorn-log-level"])
+    if choices.get("--block-size"):
+        assert set(BLOCK_SIZES) <= set(choices["--block-size"])
