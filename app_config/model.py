@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
+from app_config.bedrock import BedrockConfig, check_import_region
 from app_config.container import ContainerConfig
 from app_config.engine import EngineConfig
 from app_config.image import ImageConfig
@@ -58,6 +59,9 @@ class AppConfig(ConfigModel):
     serving: ServingConfig = Field(default=ServingConfig(), description="Endpoint and production variants.")
     image: ImageConfig = Field(default=ImageConfig(), description="ECR repository and image references.")
     observability: ObservabilityConfig = Field(default=ObservabilityConfig(), description="Logs and metrics.")
+    bedrock: BedrockConfig = Field(
+        default=BedrockConfig(), description="Optional Bedrock Custom Model Import stack (off by default)."
+    )
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":
@@ -79,6 +83,7 @@ class AppConfig(ConfigModel):
                 f"serving.primary.min_capacity = {self.serving.primary.min_capacity}: must be >= 2 in prod "
                 "(the warm floor that keeps cold starts off the request path)"
             )
+        check_import_region(self.bedrock.enabled, self.env.region)
         return self
 
     @property

@@ -6,6 +6,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from app_config import AppConfig
+from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_repository_stack import ImageRepositoryStack
 from stacks.serving_stack import ServingStack
 
@@ -16,6 +17,7 @@ class AppStacks:
 
     image_repository: ImageRepositoryStack
     serving: ServingStack
+    bedrock_import: BedrockImportStack | None = None
 
 
 def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
@@ -46,4 +48,16 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         env=env,
         description=f"{config.project_name} ({config.stage}): SageMaker endpoint {config.endpoint_name}",
     )
-    return AppStacks(image_repository=image_repository, serving=serving)
+    bedrock_import = None
+    if config.bedrock.enabled:
+        # Opt-in (seed 003 §11): the region was checked against Custom Model Import's when loading the config.
+        bedrock_import = BedrockImportStack(
+            app,
+            config.stack_name("BedrockImport"),
+            bedrock=config.bedrock,
+            log_retention_days=config.observability.log_retention_days,
+            tags=config.tags,
+            env=env,
+            description=f"{config.project_name} ({config.stage}): Bedrock Custom Model Import of merged models",
+        )
+    return AppStacks(image_repository=image_repository, serving=serving, bedrock_import=bedrock_import)
