@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -78,6 +79,38 @@ def prefix_read_statements(bucket: s3.IBucket, prefixes: Sequence[str]) -> list[
             conditions={"StringLike": {"s3:prefix": [pattern for p in prefixes for pattern in (p, f"{p}*")]}},
         ),
     ]
+
+
+def drop_role_depends_on(scope: Construct) -> None:
+    """Remove each Lambda function's and state machine's DependsOn on its own role.
+
+    CDK adds DependsOn for both the role and its policy, but the role is already referenced
+    by GetAtt, so cfn-lint reports the role entry (W3005). The policy entry stays: it is
+    what makes the function wait for its permissions.
+    """
+    for node in scope.node.find_all():
+        if isinstance(node, (lambda_.CfnFunction, sfn.CfnStateMachine)):
+            node.add_override("DependsOn", _DependsOnWithoutRole(node))
+
+
+@jsii.implements(cdk.IResolvable)
+class _DependsOnWithoutRole:
+    """Resolves to a resource's DependsOn less roles, after CDK has turned construct dependencies into them."""
+
+    def __init__(self, resource: cdk.CfnResource) -> None:
+        self._resource = resource
+
+    @property
+    def creation_stack(self) -> list[str]:
+        return []
+
+    def resolve(self, _context: cdk.IResolveContext) -> list[str]:
+        stack = cdk.Stack.of(self._resource)
+        dependencies = self._resource.obtain_dependencies()
+        return sorted(stack.get_logical_id(dep) for dep in dependencies if not isinstance(dep, iam.CfnRole))
+
+    def to_string(self) -> str:
+        return "DependsOnWithoutRole"
 
 
 class ModelImportStore(Construct):
@@ -287,6 +320,7 @@ class ModelImportProvider(Construct):
             ),
         )
         self._acknowledge_framework(framework_roles)
+        drop_role_depends_on(self)
 
     def _acknowledge_framework(self, framework_roles: Sequence[iam.IRole]) -> None:
         """The provider framework's own findings: CDK writes these policies, not this app."""
