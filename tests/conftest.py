@@ -43,3 +43,17 @@ VPC_OVERRIDES = {
 def vpc_single_variant_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """VPC placement, no canary, image pinned by digest: the optional paths."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-vpc"), VPC_OVERRIDES)
+
+
+BEDROCK_OVERRIDES = {
+    "bedrock.enabled": "true",
+    "env.region": "us-east-1",
+    "bedrock.models": '[{"name": "mangaassist-llama3-domain-v1", "s3_prefix": "llama3-domain-v1/"},'
+    ' {"name": "mangaassist-jp-style-v1", "s3_prefix": "merged/jp-style-v1/", "revision": "2"}]',
+}
+
+
+@pytest.fixture(scope="session")
+def bedrock_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """Bedrock Custom Model Import enabled in us-east-1 with two models (the opt-in stack)."""
+    return synthesize(tmp_path_factory.mktemp("cdk-out-bedrock"), BEDROCK_OVERRIDES)

@@ -334,5 +334,7 @@ def test_delete_of_a_failed_create_calls_nothing(handler: ModuleType, stubs: tup
 
 
 def test_missing_environment_is_named(handler: ModuleType) -> None:
-    with pytest.raises(RuntimeError, match="environment variable\\(s\\) MODEL_KMS_KEY_ARN, MAX_MODEL_SIZE_BYTES not set"):
+    with pytest.raises(
+        RuntimeError, match="environment variable\\(s\\) MODEL_KMS_KEY_ARN, MAX_MODEL_SIZE_BYTES not set"
+    ):
         handler.Settings.from_env({"IMPORT_ROLE_ARN": ROLE_ARN})
