@@ -157,6 +157,5 @@ def check_import_region(enabled: bool, region: str | None) -> None:
         )
     if region not in CUSTOM_MODEL_IMPORT_REGIONS:
         raise ValueError(
-            f"bedrock.enabled = true but env.region = {region!r} has no Bedrock Custom Model Import; "
-            f"allowed: {allowed}"
+            f"bedrock.enabled = true but env.region = {region!r} has no Bedrock Custom Model Import; allowed: {allowed}"
         )
