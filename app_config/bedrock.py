@@ -114,7 +114,7 @@ class BedrockConfig(ConfigModel):
         default=PROVIDER_MAX_TIMEOUT_MIN,
         ge=30,
         le=PROVIDER_MAX_TIMEOUT_MIN,
-        description="How long a deploy waits for one import job, in minutes (imports take tens of minutes; CDK max 120).",
+        description="Minutes a deploy waits for one import job (imports take tens of minutes; CDK Provider max 120).",
     )
     poll_interval_s: int = Field(
         default=60,

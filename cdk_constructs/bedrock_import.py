@@ -17,7 +17,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from cdk_constructs.nag import acknowledge
 
@@ -35,7 +35,7 @@ def bedrock_arn(resource: str) -> str:
     return f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:{resource}"
 
 
-def _nag_arn_of(construct: Construct) -> str:
+def _nag_arn_of(construct: IConstruct) -> str:
     """How cdk-nag renders ``Fn::GetAtt [<resource>, Arn]`` in a granular finding id."""
     resource = construct.node.default_child
     assert isinstance(resource, cdk.CfnResource)
@@ -53,7 +53,7 @@ def _nag_bedrock_arn(resource: str) -> str:
     return f"arn:<AWS::Partition>:bedrock:<AWS::Region>:<AWS::AccountId>:{resource}"
 
 
-def acknowledge_prefix_reads(scope: Construct, bucket: s3.IBucket, prefixes: Sequence[str]) -> None:
+def acknowledge_prefix_reads(scope: IConstruct, bucket: s3.IBucket, prefixes: Sequence[str]) -> None:
     """Acknowledge the ``<prefix>*`` object wildcard of :func:`prefix_read_statements` on ``scope``."""
     for prefix in prefixes:
         acknowledge(
@@ -107,7 +107,11 @@ class _DependsOnWithoutRole:
     def resolve(self, _context: cdk.IResolveContext) -> list[str]:
         stack = cdk.Stack.of(self._resource)
         dependencies = self._resource.obtain_dependencies()
-        return sorted(stack.get_logical_id(dep) for dep in dependencies if not isinstance(dep, iam.CfnRole))
+        return sorted(
+            stack.get_logical_id(dep)
+            for dep in dependencies
+            if isinstance(dep, cdk.CfnResource) and not isinstance(dep, iam.CfnRole)
+        )
 
     def to_string(self) -> str:
         return "DependsOnWithoutRole"

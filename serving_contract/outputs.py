@@ -17,7 +17,7 @@ BEDROCK_ARTIFACT_BUCKET: Final = "BedrockArtifactBucketName"
 BEDROCK_IMPORT_ROLE_ARN: Final = "BedrockImportRoleArn"
 BEDROCK_MODEL_KEY_ARN: Final = "BedrockModelKeyArn"
 IMPORTED_MODEL_ARN_PREFIX: Final = "ImportedModelArn"
-"""One output per imported model: ``ImportedModelArn<PascalCaseName>``, e.g. ``ImportedModelArnMangaassistLlama3DomainV1``."""
+"""One output per imported model, ``ImportedModelArn<PascalCaseName>`` (see :func:`imported_model_output`)."""
 
 
 def imported_model_output(model_name: str) -> str:

@@ -2,6 +2,7 @@
 
 import io
 import json
+from typing import Any
 
 import boto3
 import pytest
@@ -14,11 +15,11 @@ MODEL_ARN = "arn:aws:bedrock:us-east-1:123456789012:imported-model/abcdefghijkl"
 REPLY = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Try Chainsaw Man vol. 1."}}]}
 
 
-def _client(service: str):  # type: ignore[no-untyped-def]
+def _client(service: str) -> Any:
     return boto3.client(service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
 
 
-def _body(data: dict) -> StreamingBody:
+def _body(data: dict[str, Any]) -> StreamingBody:
     raw = json.dumps(data).encode()
     return StreamingBody(io.BytesIO(raw), len(raw))
 
