@@ -258,6 +258,13 @@ def _start_import(request: ImportRequest) -> dict[str, Any]:
     architecture = preflight(request, SETTINGS.max_model_size_bytes)
     name = request.imported_model_name
     existing = _existing_job(request.job_name)
+    if existing is not None and existing.get("status") == "Failed":
+        # Job names are per source; a failed one cannot be reused for the same source.
+        raise ImportFailedError(
+            f"Bedrock import job {request.job_name} for {request.s3_uri} already failed: "
+            f"{existing.get('failureMessage', 'no failureMessage')}; fix the files and change the model's "
+            "revision (bedrock.models[].revision) to import again"
+        )
     if existing is not None:
         # A retry of a create that already started its job: adopt it, start nothing.
         LOG.info("import job %s already exists (%s); not starting another", request.job_name, existing["status"])

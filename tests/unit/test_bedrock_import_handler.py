@@ -163,6 +163,22 @@ def test_retried_create_adopts_the_existing_job_and_starts_no_second_one(
     assert result == {"PhysicalResourceId": request.imported_model_name, "Data": {"JobArn": JOB_ARN}}
 
 
+def test_create_over_a_failed_job_asks_for_a_new_revision(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    bedrock, s3 = stubs
+    request = _request(handler, _event("Create"))
+    _stub_prefix(s3, LLAMA3_FILES)
+    bedrock.add_response(
+        "get_model_import_job", _job("Failed", failureMessage="bad shard"), {"jobIdentifier": request.job_name}
+    )
+
+    with pytest.raises(handler.ImportFailedError) as info:
+        handler.on_event(_event("Create"))
+    assert str(info.value) == (
+        f"Bedrock import job {request.job_name} for s3://{BUCKET}/{PREFIX} already failed: bad shard; fix the files "
+        "and change the model's revision (bedrock.models[].revision) to import again"
+    )
+
+
 def test_is_complete_polls_until_completed_and_returns_the_model_arn(
     handler: ModuleType, stubs: tuple[Stubber, Stubber]
 ) -> None:
