@@ -12,4 +12,7 @@ def test_reference_doc_is_up_to_date() -> None:
 def test_reference_lists_every_key() -> None:
     text = render()
     for key in known_keys(AppConfig):
-        assert f"`{key}`" in text or f"`{key.replace('adapters.', 'adapters[].')}`" in text, key
+        parts = key.split(".")
+        # Keys inside a list of sections are written `section.list[].key`.
+        spellings = {key} | {".".join(parts[:i]) + "[]." + ".".join(parts[i:]) for i in range(1, len(parts))}
+        assert any(f"`{spelling}`" in text for spelling in spellings), key
