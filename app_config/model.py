@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
+from app_config.bedrock import BedrockConfig, check_import_region
 from app_config.container import ContainerConfig
 from app_config.engine import EngineConfig
 from app_config.image import ImageConfig
@@ -66,6 +67,9 @@ class AppConfig(ConfigModel):
     scaling: ScalingConfig = Field(
         default=ScalingConfig(), description="Autoscaling, scheduled capacity, rollout guardrails, prices."
     )
+    bedrock: BedrockConfig = Field(
+        default=BedrockConfig(), description="Optional Bedrock Custom Model Import stack (off by default)."
+    )
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":
@@ -89,6 +93,7 @@ class AppConfig(ConfigModel):
             )
         self._monitoring_checks()
         self._scaling_checks()
+        check_import_region(self.bedrock.enabled, self.env.region)
         return self
 
     def _monitoring_checks(self) -> None:

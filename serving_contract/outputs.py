@@ -13,3 +13,20 @@ LOG_GROUP_NAME: Final = "LogGroupName"
 IMAGE_REPOSITORY_URI: Final = "ImageRepositoryUri"
 ALARM_TOPIC_ARN: Final = "AlarmTopicArn"
 DASHBOARD_NAME: Final = "DashboardName"
+
+# Bedrock Custom Model Import stack (optional, bedrock.enabled).
+BEDROCK_ARTIFACT_BUCKET: Final = "BedrockArtifactBucketName"
+BEDROCK_IMPORT_ROLE_ARN: Final = "BedrockImportRoleArn"
+BEDROCK_MODEL_KEY_ARN: Final = "BedrockModelKeyArn"
+IMPORTED_MODEL_ARN_PREFIX: Final = "ImportedModelArn"
+"""One output per imported model, ``ImportedModelArn<PascalCaseName>`` (see :func:`imported_model_output`)."""
+
+
+def imported_model_output(model_name: str) -> str:
+    """Output key of the imported model configured as ``model_name`` (``a-b_c1`` -> ``ImportedModelArnABC1``)."""
+    return IMPORTED_MODEL_ARN_PREFIX + pascal_case(model_name)
+
+
+def pascal_case(name: str) -> str:
+    """``mangaassist-llama3_domain-v1`` -> ``MangaassistLlama3DomainV1`` (stable construct ids, output keys)."""
+    return "".join(part[:1].upper() + part[1:] for part in name.replace("_", "-").split("-") if part)

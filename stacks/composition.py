@@ -6,6 +6,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from app_config import AppConfig
+from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_repository_stack import ImageRepositoryStack
 from stacks.observability_stack import ObservabilityStack
 from stacks.serving_stack import ServingStack
@@ -18,6 +19,7 @@ class AppStacks:
     image_repository: ImageRepositoryStack
     serving: ServingStack
     observability: ObservabilityStack
+    bedrock_import: BedrockImportStack | None = None
 
 
 def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
@@ -60,4 +62,21 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
     )
     # Ordering only (names, not exports): its composite alarm names the guardrail alarms.
     observability.add_stack_dependency(serving)
-    return AppStacks(image_repository=image_repository, serving=serving, observability=observability)
+    bedrock_import = None
+    if config.bedrock.enabled:
+        # Opt-in (seed 003 §11): the region was checked against Custom Model Import's when loading the config.
+        bedrock_import = BedrockImportStack(
+            app,
+            config.stack_name("BedrockImport"),
+            bedrock=config.bedrock,
+            log_retention_days=config.observability.log_retention_days,
+            tags=config.tags,
+            env=env,
+            description=f"{config.project_name} ({config.stage}): Bedrock Custom Model Import of merged models",
+        )
+    return AppStacks(
+        image_repository=image_repository,
+        serving=serving,
+        observability=observability,
+        bedrock_import=bedrock_import,
+    )

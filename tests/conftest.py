@@ -70,6 +70,20 @@ def weight_change_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 
 @pytest.fixture(scope="session")
-def extra_synths(scaling_override_synth: Synth, weight_change_synth: Synth) -> list[Synth]:
-    """Synths added for scaling tests; cfn-lint and cdk-nag cover them too."""
-    return [scaling_override_synth, weight_change_synth]
+def extra_synths(scaling_override_synth: Synth, weight_change_synth: Synth, bedrock_synth: Synth) -> list[Synth]:
+    """Synths added for scaling and Bedrock tests; cfn-lint and cdk-nag cover them too."""
+    return [scaling_override_synth, weight_change_synth, bedrock_synth]
+
+
+BEDROCK_OVERRIDES = {
+    "bedrock.enabled": "true",
+    "env.region": "us-east-1",
+    "bedrock.models": '[{"name": "mangaassist-llama3-domain-v1", "s3_prefix": "llama3-domain-v1/"},'
+    ' {"name": "mangaassist-jp-style-v1", "s3_prefix": "merged/jp-style-v1/", "revision": "2"}]',
+}
+
+
+@pytest.fixture(scope="session")
+def bedrock_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """Bedrock Custom Model Import enabled in us-east-1 with two models (the opt-in stack)."""
+    return synthesize(tmp_path_factory.mktemp("cdk-out-bedrock"), BEDROCK_OVERRIDES)

@@ -1,0 +1,75 @@
+"""Deployment unit (optional): Bedrock Custom Model Import, the managed alternative to the endpoint.
+
+Added only when ``bedrock.enabled`` (seed 003 §11-12); see docs/bedrock.md.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from app_config.bedrock import BedrockConfig
+from app_config.observability import LogRetentionDays
+from cdk_constructs.bedrock_import import BedrockImportedModel, ModelImportProvider, ModelImportStore
+from serving_contract import outputs
+from stacks.serving_stack import _RETENTION_BY_DAYS
+
+
+class BedrockImportStack(cdk.Stack):
+    """Artifact bucket, model KMS key, import role, provider and one import per configured model.
+
+    Attributes:
+        store: bucket, key and import role.
+        imported_models: configured model name -> its :class:`BedrockImportedModel`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bedrock: BedrockConfig,
+        log_retention_days: LogRetentionDays,
+        tags: Mapping[str, str],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        prefixes = sorted({model.s3_prefix for model in bedrock.models})
+        self.store = ModelImportStore(self, "ModelImportStore", bucket_name=bedrock.bucket_name, prefixes=prefixes)
+        provider = ModelImportProvider(
+            self,
+            "ModelImportProvider",
+            store=self.store,
+            prefixes=prefixes,
+            max_model_size_bytes=bedrock.max_model_size_gb * 10**9,
+            total_timeout=cdk.Duration.minutes(bedrock.import_timeout_min),
+            poll_interval=cdk.Duration.seconds(bedrock.poll_interval_s),
+            handler_timeout=cdk.Duration.seconds(bedrock.handler_timeout_s),
+            handler_memory_mib=bedrock.handler_memory_mib,
+            log_retention=_RETENTION_BY_DAYS[log_retention_days],
+        )
+        self.imported_models: dict[str, BedrockImportedModel] = {}
+        for model in bedrock.models:
+            imported = BedrockImportedModel(
+                self,
+                f"Import{outputs.pascal_case(model.name)}",
+                service_token=provider.provider.service_token,
+                bucket=self.store.bucket,
+                model_name=model.name,
+                prefix=model.s3_prefix,
+                revision=model.revision,
+                retain_on_delete=bedrock.retain_imported_models,
+            )
+            self.imported_models[model.name] = imported
+            cdk.CfnOutput(
+                self,
+                outputs.imported_model_output(model.name),
+                value=imported.imported_model_arn,
+                description=f"Bedrock imported model ARN of {model.name} (s3 prefix {model.s3_prefix})",
+            )
+        cdk.CfnOutput(self, outputs.BEDROCK_ARTIFACT_BUCKET, value=self.store.bucket.bucket_name)
+        cdk.CfnOutput(self, outputs.BEDROCK_IMPORT_ROLE_ARN, value=self.store.import_role.role_arn)
+        cdk.CfnOutput(self, outputs.BEDROCK_MODEL_KEY_ARN, value=self.store.model_key.key_arn)
+        for key, value in tags.items():
+            cdk.Tags.of(self).add(key, value)
