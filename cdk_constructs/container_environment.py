@@ -27,7 +27,8 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.ENGINE_MAX_NUM_BATCHED_TOKENS: str(engine.max_num_batched_tokens),
         env.ENGINE_BLOCK_SIZE: str(engine.block_size),
         env.ENGINE_ENABLE_PREFIX_CACHING: _flag(engine.enable_prefix_caching),
-        env.ENGINE_QUANTIZATION: config.model.quantization or "",
+        # "none" is the container's word for an unquantized checkpoint (no --quantization flag).
+        env.ENGINE_QUANTIZATION: config.model.quantization or "none",
         env.ENGINE_TENSOR_PARALLEL_SIZE: str(engine.tensor_parallel_size),
         env.ENGINE_ENFORCE_EAGER: _flag(engine.enforce_eager),
         env.ENGINE_LOG_LEVEL: engine.log_level,
