@@ -5,6 +5,7 @@ Usage: ``python -m devtools.synth_summary [cdk.out]``
 
 import json
 import sys
+import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,12 +33,25 @@ def summarize(outdir: str | Path) -> str:
     outdir = Path(outdir)
     templates = _templates(outdir)
     lines = [f"Templates written to {outdir.resolve()}", ""]
-    lines.append(f"{'Stack':<40} {'Resources':>9}  Types")
+    lines.append(f"{'Stack':<40} {'Resources':>9}")
     for stack, template in templates.items():
         resources = template.get("Resources", {})
-        kinds = Counter(r["Type"].removeprefix("AWS::") for r in resources.values())
-        top = ", ".join(f"{kind} x{count}" if count > 1 else kind for kind, count in sorted(kinds.items()))
-        lines.append(f"{stack:<40} {len(resources):>9}  {top}")
+        kinds = Counter(
+            r["Type"].removeprefix("AWS::") for r in resources.values() if r["Type"] != "AWS::CDK::Metadata"
+        )
+        types = ", ".join(f"{kind} x{count}" if count > 1 else kind for kind, count in sorted(kinds.items()))
+        lines.append(f"{stack:<40} {len(resources):>9}")
+        lines += textwrap.wrap(types, width=96, initial_indent="    ", subsequent_indent="    ")
+    bounds = {}
+    for template in templates.values():
+        for resource in template.get("Resources", {}).values():
+            props = resource.get("Properties", {})
+            if resource["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget" and isinstance(
+                props.get("ResourceId"), str
+            ):
+                bounds[props["ResourceId"].rsplit("/", 1)[-1]] = (
+                    f"scales {props['MinCapacity']}..{props['MaxCapacity']}"
+                )
     for template in templates.values():
         for resource in template.get("Resources", {}).values():
             if resource["Type"] == "AWS::SageMaker::Endpoint":
@@ -53,7 +67,7 @@ def summarize(outdir: str | Path) -> str:
                     share = 100 * float(v.get("InitialVariantWeight", 1)) / total
                     lines.append(
                         f"  variant {v['VariantName']:<10} {v['InstanceType']:<14} "
-                        f"x{v['InitialInstanceCount']:<3} weight {share:5.1f}%"
+                        f"x{v['InitialInstanceCount']:<3} weight {share:5.1f}%  {bounds.get(v['VariantName'], '')}"
                     )
     return "\n".join(lines)
 

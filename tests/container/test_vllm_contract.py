@@ -7,6 +7,7 @@ module only collects its answer (the rest of the suite runs meanwhile).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ from tests.container.conftest import VLLM_PYTHON, contract_answer
 
 pytestmark = [
     pytest.mark.vllm_contract,
+    # CI sets REQUIRE_VLLM_CONTRACT=1 (.ci/run): there a missing venv fails instead of skipping.
     pytest.mark.skipif(
-        not VLLM_PYTHON.exists(),
+        not VLLM_PYTHON.exists() and not os.environ.get("REQUIRE_VLLM_CONTRACT"),
         reason=f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~4 min)",
     ),
 ]
