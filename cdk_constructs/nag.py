@@ -14,3 +14,30 @@ def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
         reason: why the finding does not apply here, specific enough for a reviewer to check.
     """
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
+
+
+def arn_placeholder(construct: IConstruct, attribute: str = "Arn") -> str:
+    """How cdk-nag writes ``Fn::GetAtt`` of ``construct``'s resource in a granular rule id.
+
+    E.g. ``<ImageBuildOnEventAE3FE167.Arn>``; use it to build ids such as
+    ``AwsSolutions-IAM5[Resource::<...Arn>:*]`` for resources whose logical id is generated.
+    """
+    return f"<{logical_id(construct)}.{attribute}>"
+
+
+def ref_placeholder(construct: IConstruct) -> str:
+    """How cdk-nag writes ``Ref`` of ``construct``'s resource in a granular rule id."""
+    return f"<{logical_id(construct)}>"
+
+
+def logical_id(construct: IConstruct) -> str:
+    """The CloudFormation logical id of ``construct`` (or of its default child)."""
+    element = construct.node.default_child or construct
+    assert isinstance(element, cdk.CfnElement), f"{construct.node.path} has no CloudFormation resource"
+    return cdk.Stack.of(construct).get_logical_id(element)
+
+
+def acknowledge_all(scope: IConstruct, rules: list[str], reason: str) -> None:
+    """:func:`acknowledge` each of ``rules`` on ``scope`` with one shared reason."""
+    for rule in rules:
+        acknowledge(scope, rule, reason)
