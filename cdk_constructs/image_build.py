@@ -16,10 +16,9 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from cdk_constructs.nag import acknowledge, acknowledge_all, arn_placeholder, ref_placeholder
-
 
 # CodeBuild API names (config) to the CDK enum.
 _COMPUTE_TYPES = {
@@ -294,7 +293,7 @@ class ImageBuild(Construct):
             "Step Functions log delivery (logs:CreateLogDelivery, PutResourcePolicy, ...) supports no resource-level "
             "permissions (Step Functions developer guide, 'IAM policies for logging to CloudWatch Logs').",
         )
-        invoked = [on_event, is_complete]
+        invoked: list[IConstruct] = [on_event, is_complete]
         invoked += [provider.node.find_child(name) for name in ("framework-isComplete", "framework-onTimeout")]
         acknowledge_all(
             self,

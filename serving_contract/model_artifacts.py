@@ -55,7 +55,9 @@ def parse_pointer(text: str) -> tuple[str, str]:
 
 def manifest(folder: Path) -> str:
     """The manifest text :func:`artifact_sha256` hashes (sha256sum's output format)."""
-    files = sorted((p for p in folder.rglob("*") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix().encode())
+    files = sorted(
+        (p for p in folder.rglob("*") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix().encode()
+    )
     lines = []
     for path in files:
         digest = hashlib.sha256()

@@ -26,11 +26,14 @@ class AppStacks:
     image_build: ImageBuildStack | None = None
 
 
-def prebuilt_image(scope: Construct, repository: ecr.IRepository, ref: ImageRefConfig) -> tuple[str, ecr.IRepository]:
+def prebuilt_image(
+    scope: Construct, repository: ecr.IRepository, ref: ImageRefConfig, imported: dict[str, ecr.IRepository]
+) -> tuple[str, ecr.IRepository]:
     """URI of a prebuilt image and the repository to grant pulls on.
 
     A full ``uri`` (another repository, e.g. a CI account's) is used as given; otherwise the
-    image is in the app's repository, by digest when one is set, else by tag.
+    image is in the app's repository, by digest when one is set, else by tag. ``imported``
+    caches repositories imported by ARN so two variants in one repository share a construct.
     """
     parts = ref.uri_parts
     if ref.uri and parts:
@@ -38,11 +41,12 @@ def prebuilt_image(scope: Construct, repository: ecr.IRepository, ref: ImageRefC
         arn = cdk.Stack.of(scope).format_arn(
             service="ecr", account=account, region=region, resource="repository", resource_name=name
         )
-        imported = ecr.Repository.from_repository_attributes(
-            scope, f"Prebuilt{name.replace('/', '-').replace('.', '-').title().replace('-', '').replace('_', '')}",
-            repository_arn=arn, repository_name=name,
-        )
-        return ref.uri, imported
+        if arn not in imported:
+            construct_id = "Prebuilt" + "".join(c for c in f"{account}-{region}-{name}".title() if c.isalnum())
+            imported[arn] = ecr.Repository.from_repository_attributes(
+                scope, construct_id, repository_arn=arn, repository_name=name
+            )
+        return ref.uri, imported[arn]
     if ref.digest:
         return repository.repository_uri_for_digest(ref.digest), repository
     assert ref.tag is not None  # guaranteed by ImageRefConfig's validator
@@ -89,9 +93,10 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             repositories=[repository],
         )
     else:
-        primary_uri, primary_repo = prebuilt_image(image_repository, repository, config.image.primary)
+        imported: dict[str, ecr.IRepository] = {}
+        primary_uri, primary_repo = prebuilt_image(image_repository, repository, config.image.primary, imported)
         canary_uri, canary_repo = (
-            prebuilt_image(image_repository, repository, config.image.canary)
+            prebuilt_image(image_repository, repository, config.image.canary, imported)
             if config.image.canary is not None
             else (primary_uri, primary_repo)
         )

@@ -76,7 +76,7 @@ class ImageBuildStack(cdk.Stack):
             for name, artifacts in artifact_sets.items()
         }
         # Same inputs, same tag: a canary pinned like the primary shares its image and build.
-        unique = {}
+        unique: dict[str, tuple[str, ImageBuildRequest]] = {}
         for name, request in requests.items():
             unique.setdefault(request.tag, (name, request))
         self.image_build = ImageBuild(

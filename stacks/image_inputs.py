@@ -52,7 +52,9 @@ def source_files(root: Path, dirs: Sequence[str] = SOURCE_DIRS) -> list[Path]:
 
 def sources_sha256(root: Path, dirs: Sequence[str] = SOURCE_DIRS) -> str:
     """sha256 over the path and bytes of every source file (sha256sum manifest, like the artifacts)."""
-    lines = [f"{hashlib.sha256((root / p).read_bytes()).hexdigest()}  {p.as_posix()}\n" for p in source_files(root, dirs)]
+    lines = [
+        f"{hashlib.sha256((root / p).read_bytes()).hexdigest()}  {p.as_posix()}\n" for p in source_files(root, dirs)
+    ]
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 

@@ -16,7 +16,6 @@ from serving_contract import outputs
 from stacks.log_retention import retention_days
 
 
-
 @dataclass(frozen=True)
 class VariantImages:
     """The image each variant runs, however it was produced (composition decides).

@@ -18,16 +18,20 @@ def _template_files(synth: Synth) -> list[Path]:
     return files
 
 
-def test_cfn_lint_finds_no_errors_or_warnings(all_synths: list[Synth], vpc_single_variant_synth: Synth) -> None:
+def test_cfn_lint_finds_no_errors_or_warnings(
+    all_synths: list[Synth], vpc_single_variant_synth: Synth, canary_build_synth: Synth, prebuilt_uri_synth: Synth
+) -> None:
     problems = []
-    for synth in [*all_synths, vpc_single_variant_synth]:
+    for synth in [*all_synths, vpc_single_variant_synth, canary_build_synth, prebuilt_uri_synth]:
         for template in _template_files(synth):
             problems += [f"{template.name}: {m}" for m in lint_file(template)]
     assert problems == []
 
 
-def test_cdk_nag_report_is_clean(all_synths: list[Synth], vpc_single_variant_synth: Synth) -> None:
-    for synth in [*all_synths, vpc_single_variant_synth]:
+def test_cdk_nag_report_is_clean(
+    all_synths: list[Synth], vpc_single_variant_synth: Synth, canary_build_synth: Synth, prebuilt_uri_synth: Synth
+) -> None:
+    for synth in [*all_synths, vpc_single_variant_synth, canary_build_synth, prebuilt_uri_synth]:
         assert findings(synth.outdir) == []
 
 
