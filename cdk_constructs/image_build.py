@@ -18,7 +18,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
-from cdk_constructs.nag import acknowledge, acknowledge_all, arn_placeholder, ref_placeholder
+from cdk_constructs.nag import acknowledge, acknowledge_all, arn_placeholder, logical_id, ref_placeholder
 
 # CodeBuild API names (config) to the CDK enum.
 _COMPUTE_TYPES = {
@@ -307,6 +307,14 @@ class ImageBuild(Construct):
             "KMS data-key actions on this construct's key only (environment and log encryption).",
         )
 
+        functions = [on_event, is_complete]
+        functions += [provider.node.find_child(f"framework-{name}") for name in ("onEvent", "isComplete", "onTimeout")]
+        for function in functions:
+            assert isinstance(function, lambda_.Function) and function.role is not None
+            _depend_on_policy_not_role(function, function.role)
+        waiter = provider.node.find_child("waiter-state-machine")
+        _depend_on_policy_not_role(waiter, waiter.node.find_child("Role"))
+
         self.images: dict[str, cdk.CustomResource] = {}
         self.image_uris: dict[str, str] = {}
         for name, request in requests.items():
@@ -321,6 +329,17 @@ class ImageBuild(Construct):
             resource.node.add_dependency(self.project)
             self.images[name] = resource
             self.image_uris[name] = repository.repository_uri_for_tag(request.tag)
+
+
+def _depend_on_policy_not_role(resource: IConstruct, role: IConstruct) -> None:
+    """Keep ``DependsOn`` on the role's policy only: a ``GetAtt`` of the role already orders it.
+
+    CDK lists both when a role is passed in; cfn-lint reports the role entry as W3005. The
+    policy entry stays so permissions exist before the function or state machine runs.
+    """
+    cfn = resource.node.default_child
+    assert isinstance(cfn, cdk.CfnResource)
+    cfn.add_override("DependsOn", [logical_id(role.node.find_child("DefaultPolicy"))])
 
 
 def _buildspec(recipe: BuildRecipe) -> dict[str, object]:
