@@ -178,39 +178,7 @@ class ImageBuild(Construct):
         artifacts_bucket.grant_read(self.project, f"{recipe.base_models_prefix}/*")
         artifacts_bucket.grant_read(self.project, f"{recipe.adapters_prefix}/*")
         repository.grant_pull_push(self.project)
-        assert self.project.role is not None
-        project_ref = ref_placeholder(self.project)
-        bucket_arn = (
-            arn_placeholder(artifacts_bucket)
-            if isinstance(artifacts_bucket, s3.Bucket)
-            else f"arn:<AWS::Partition>:s3:::{artifacts_bucket.bucket_name}"
-        )
-        acknowledge_all(
-            self.project.role,
-            [
-                "AwsSolutions-IAM5[Action::s3:GetBucket*]",
-                "AwsSolutions-IAM5[Action::s3:GetObject*]",
-                "AwsSolutions-IAM5[Action::s3:List*]",
-                "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
-                "AwsSolutions-IAM5[Action::kms:ReEncrypt*]",
-                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{recipe.base_models_prefix}/*]",
-                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{recipe.adapters_prefix}/*]",
-            ],
-            "Read-only grants (s3:GetObject*/GetBucket*/List*) limited to the model artifact key prefixes, and KMS "
-            "data-key actions on this construct's key only (grant_read / CodeBuild encryption key).",
-        )
-        acknowledge_all(
-            self.project.role,
-            [
-                "AwsSolutions-IAM5[Resource::*]",
-                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
-                f"/aws/codebuild/{project_ref}:*]",
-                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:codebuild:<AWS::Region>:<AWS::AccountId>:"
-                f"report-group/{project_ref}-*]",
-            ],
-            "ecr:GetAuthorizationToken has no resource-level permissions (ECR IAM reference); the log-stream and "
-            "report-group wildcards are CodeBuild's defaults for this one project.",
-        )
+        self._acknowledge_build_role(artifacts_bucket, recipe)
 
         handler_env = {
             "PROJECT_NAME": self.project.project_name,
@@ -329,6 +297,42 @@ class ImageBuild(Construct):
             resource.node.add_dependency(self.project)
             self.images[name] = resource
             self.image_uris[name] = repository.repository_uri_for_tag(request.tag)
+
+    def _acknowledge_build_role(self, artifacts_bucket: s3.IBucket, recipe: BuildRecipe) -> None:
+        """The CodeBuild role's wildcard findings, each with its reason (granular ids)."""
+        assert self.project.role is not None
+        project_ref = ref_placeholder(self.project)
+        bucket_arn = (
+            arn_placeholder(artifacts_bucket)
+            if isinstance(artifacts_bucket, s3.Bucket)
+            else f"arn:<AWS::Partition>:s3:::{artifacts_bucket.bucket_name}"
+        )
+        acknowledge_all(
+            self.project.role,
+            [
+                "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+                "AwsSolutions-IAM5[Action::s3:GetObject*]",
+                "AwsSolutions-IAM5[Action::s3:List*]",
+                "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
+                "AwsSolutions-IAM5[Action::kms:ReEncrypt*]",
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{recipe.base_models_prefix}/*]",
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{recipe.adapters_prefix}/*]",
+            ],
+            "Read-only grants (s3:GetObject*/GetBucket*/List*) limited to the model artifact key prefixes, and KMS "
+            "data-key actions on this construct's key only (grant_read / CodeBuild encryption key).",
+        )
+        acknowledge_all(
+            self.project.role,
+            [
+                "AwsSolutions-IAM5[Resource::*]",
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
+                f"/aws/codebuild/{project_ref}:*]",
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:codebuild:<AWS::Region>:<AWS::AccountId>:"
+                f"report-group/{project_ref}-*]",
+            ],
+            "ecr:GetAuthorizationToken has no resource-level permissions (ECR IAM reference); the log-stream and "
+            "report-group wildcards are CodeBuild's defaults for this one project.",
+        )
 
 
 def _depend_on_policy_not_role(resource: IConstruct, role: IConstruct) -> None:
