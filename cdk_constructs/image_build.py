@@ -275,7 +275,7 @@ class ImageBuild(Construct):
             "KMS data-key actions on this construct's key only (environment and log encryption).",
         )
 
-        functions = [on_event, is_complete]
+        functions: list[IConstruct] = [on_event, is_complete]
         functions += [provider.node.find_child(f"framework-{name}") for name in ("onEvent", "isComplete", "onTimeout")]
         for function in functions:
             assert isinstance(function, lambda_.Function) and function.role is not None
