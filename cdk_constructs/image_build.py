@@ -277,9 +277,9 @@ class ImageBuild(Construct):
 
         functions: list[IConstruct] = [on_event, is_complete]
         functions += [provider.node.find_child(f"framework-{name}") for name in ("onEvent", "isComplete", "onTimeout")]
-        for function in functions:
-            assert isinstance(function, lambda_.Function) and function.role is not None
-            _depend_on_policy_not_role(function, function.role)
+        for resource in functions:
+            assert isinstance(resource, lambda_.Function) and resource.role is not None
+            _depend_on_policy_not_role(resource, resource.role)
         waiter = provider.node.find_child("waiter-state-machine")
         _depend_on_policy_not_role(waiter, waiter.node.find_child("Role"))
 
