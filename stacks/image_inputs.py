@@ -25,8 +25,12 @@ from serving_contract.model_artifacts import BASE_MODEL_DIR
 
 DOCKERFILE = "container/Dockerfile"
 MODEL_CONTEXT_ARG = "MODEL_CONTEXT"
-MODEL_CONTEXT_DIR = "model-context"  # created inside the build's source folder by the fetch step
-SOURCE_DIRS: tuple[str, ...] = ("container", "serving_contract")
+# Created inside the build's source folder by the fetch step. The Dockerfile's default, and the
+# one model folder the repo's .dockerignore lets into the build context.
+MODEL_CONTEXT_DIR = "model-artifacts"
+# Folders and files of the repo root that form the build context (.dockerignore filters it the
+# same way in CodeBuild as on a laptop).
+SOURCE_DIRS: tuple[str, ...] = ("container", "serving_contract", ".dockerignore")
 # Never part of the image's inputs: caches and local virtualenvs (the vLLM test env is ~9 GB).
 SOURCE_EXCLUDES: tuple[str, ...] = ("__pycache__", "*.pyc", ".venv*", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 TAG_PREFIX = "build-"
@@ -37,10 +41,13 @@ def _excluded(relative: Path) -> bool:
 
 
 def source_files(root: Path, dirs: Sequence[str] = SOURCE_DIRS) -> list[Path]:
-    """Files of ``dirs`` under ``root`` that reach the build, relative to ``root``, sorted."""
+    """Files of ``dirs`` (folders or single files) under ``root`` that reach the build, relative, sorted."""
     found = []
     for name in dirs:
         base = root / name
+        if base.is_file() and not base.is_symlink():
+            found.append(base.relative_to(root))
+            continue
         if not base.is_dir():
             continue
         for path in base.rglob("*"):

@@ -61,9 +61,9 @@ def test_buildspec_fetches_verifies_builds_and_pushes(default_synth: Synth) -> N
     (project,) = _resources(default_synth, "ImageBuild", "AWS::CodeBuild::Project").values()
     spec = json.loads(project["Properties"]["Source"]["BuildSpec"])
     pre, build = spec["phases"]["pre_build"]["commands"], spec["phases"]["build"]["commands"]
-    assert any("python3 -m serving_contract.model_artifacts fetch" in c and "--dest model-context" in c for c in pre)
+    assert any("python3 -m serving_contract.model_artifacts fetch" in c and "--dest model-artifacts" in c for c in pre)
     (docker_build,) = [c for c in build if c.startswith("docker build")]
-    assert docker_build.startswith("docker build -f container/Dockerfile --build-arg MODEL_CONTEXT=model-context ")
+    assert docker_build.startswith("docker build -f container/Dockerfile --build-arg MODEL_CONTEXT=model-artifacts ")
     assert "--build-arg LORA_ADAPTERS=manga_domain_v3,general_support_v2,jp_style_v1" in docker_build
     assert "--build-arg MAX_LORA_RANK=16" in docker_build
     assert docker_build.endswith('-t "$REPOSITORY_URI:$IMAGE_TAG" .')

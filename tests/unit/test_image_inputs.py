@@ -81,6 +81,7 @@ def _tree(root: Path) -> Path:
     (root / "container" / "serving_app" / "app.py").write_text("print('hi')\n")
     (root / "serving_contract").mkdir()
     (root / "serving_contract" / "env.py").write_text("X = 1\n")
+    (root / ".dockerignore").write_text("*\n!container/\n")
     (root / "tests").mkdir()
     (root / "tests" / "test_x.py").write_text("")
     return root
@@ -108,7 +109,7 @@ def test_staged_sources_are_exactly_what_the_hash_covers(tmp_path: Path) -> None
     (root / "container" / "__pycache__" / "x.pyc").write_bytes(b"\0")
     staged = image_inputs.stage_sources(root, tmp_path / "staged")
     files = sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file())
-    assert files == ["container/Dockerfile", "container/serving_app/app.py", "serving_contract/env.py"]
+    assert files == [".dockerignore", "container/Dockerfile", "container/serving_app/app.py", "serving_contract/env.py"]
     assert image_inputs.sources_sha256(staged) == image_inputs.sources_sha256(root)
 
 
@@ -116,7 +117,8 @@ def test_staged_sources_are_exactly_what_the_hash_covers(tmp_path: Path) -> None
 def test_sources_hash_matches_the_documented_shell_pipeline(tmp_path: Path) -> None:
     root = _tree(tmp_path)
     shell = subprocess.run(
-        "find container serving_contract -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum",
+        "find container serving_contract .dockerignore -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum "
+        "| sha256sum",
         shell=True,
         cwd=root,
         capture_output=True,
