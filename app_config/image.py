@@ -1,35 +1,70 @@
-"""The ECR repository and which image each production variant runs."""
+"""Where the serving image comes from: built in the account (default) or prebuilt elsewhere."""
 
 import re
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
+from app_config.image_build import ImageBuildConfig
 
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")  # Docker/ECR tag grammar
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+# <account>.dkr.ecr.<region>.amazonaws.com[.cn]/<repository>@sha256:<64 hex>
+_ECR_URI = re.compile(
+    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
+    r"(?P<repository>[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*)@sha256:[0-9a-f]{64}$"
+)
 
 
 class ImageRefConfig(ConfigModel):
-    """An image in the app's ECR repository, by tag or by digest (a digest wins when both are set)."""
+    """A prebuilt image: by tag or digest in the app's ECR repository, or by full URI with a digest.
+
+    A ``uri`` wins over ``tag``/``digest``; a digest wins over a tag.
+    """
 
     tag: str | None = Field(default=None, description="Image tag (tags are immutable in the repository).")
     digest: str | None = Field(default=None, description="Image digest sha256:<64 hex>; wins over a tag for pinning.")
+    uri: str | None = Field(
+        default=None,
+        description=(
+            "Full ECR image URI pinned by digest, <account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:<64 hex>, "
+            "for CI pipelines that build elsewhere; wins over tag and digest."
+        ),
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "ImageRefConfig":
-        if self.tag is None and self.digest is None:
-            raise ValueError("tag = None, digest = None: set a tag or a digest")
+        if self.tag is None and self.digest is None and self.uri is None:
+            raise ValueError("tag = None, digest = None, uri = None: set a tag, a digest or a uri")
         if self.tag is not None and not _TAG.match(self.tag):
             raise ValueError(f"tag = {self.tag!r}: must match [A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}}")
         if self.digest is not None and not _DIGEST.match(self.digest):
             raise ValueError(f"digest = {self.digest!r}: must be sha256: followed by 64 lowercase hex characters")
+        if self.uri is not None and not _ECR_URI.match(self.uri):
+            raise ValueError(
+                f"uri = {self.uri!r}: must be an ECR image URI pinned by digest, "
+                "<account>.dkr.ecr.<region>.amazonaws.com/<repository>@sha256:<64 hex>"
+            )
         return self
+
+    @property
+    def uri_parts(self) -> tuple[str, str, str] | None:
+        """``(account, region, repository)`` of ``uri``, or None when no uri is set."""
+        match = _ECR_URI.match(self.uri) if self.uri else None
+        return (match["account"], match["region"], match["repository"]) if match else None
 
 
 class ImageConfig(ConfigModel):
-    """ECR repository settings and the image references the serving stack consumes."""
+    """ECR repository settings and where each production variant's image comes from."""
 
+    source: Literal["build", "prebuilt"] = Field(
+        default="build",
+        description=(
+            "build: CodeBuild bakes the pinned model artifacts into an image during cdk deploy (image.build); "
+            "prebuilt: run the images named by image.primary / image.canary."
+        ),
+    )
     keep_last_images: int = Field(
         default=10,
         ge=1,
@@ -38,14 +73,18 @@ class ImageConfig(ConfigModel):
     )
     primary: ImageRefConfig = Field(
         default=ImageRefConfig(tag="vllm0.22.0-llama3-8b-awq-lora3-v1"),
-        description="Image the primary variant runs.",
+        description="source = prebuilt: image the primary variant runs.",
     )
     canary: ImageRefConfig | None = Field(
         default=None,
-        description="Image the canary variant runs; None runs the primary's image.",
+        description="source = prebuilt: image the canary variant runs; None runs the primary's image.",
+    )
+    build: ImageBuildConfig = Field(
+        default=ImageBuildConfig(),
+        description="source = build: CodeBuild settings and the artifact pins of each variant's image.",
     )
 
     @property
     def canary_or_primary(self) -> ImageRefConfig:
-        """The canary's image reference, falling back to the primary's."""
+        """The canary's prebuilt image reference, falling back to the primary's."""
         return self.canary or self.primary

@@ -85,6 +85,8 @@ class AppConfig(ConfigModel):
                 f"engine.max_cpu_loras = {self.engine.max_cpu_loras} is below the {len(self.model.adapters)} "
                 "configured adapters; every adapter must fit the CPU cache"
             )
+        if self.image.source == "build":
+            self._check_artifact_pins()
         if self.stage == "prod" and self.serving.primary.min_capacity < 2:
             # Seed 001 user story 3: never fewer than 2 warm instances in production.
             raise ValueError(
@@ -139,6 +141,20 @@ class AppConfig(ConfigModel):
                     f"scaling.{key}.target_tracking.concurrent_requests_target = "
                     f"{tracking.concurrent_requests_target:g} must be below engine.max_num_seqs = "
                     f"{self.engine.max_num_seqs}, or the engine queues before the fleet scales"
+                )
+
+    def _check_artifact_pins(self) -> None:
+        expected = sorted(a.name for a in self.model.adapters)
+        sets = {"primary": self.image.build.primary, "canary": self.image.build.canary}
+        for variant, artifacts in sets.items():
+            if artifacts is None:
+                continue
+            pinned = sorted(artifacts.adapters)
+            if pinned != expected:
+                # Every adapter the engine loads must be baked in, and nothing else.
+                raise ValueError(
+                    f"image.build.{variant}.adapters pins [{', '.join(pinned)}] but model.adapters is "
+                    f"[{', '.join(expected)}]; pin exactly one version per configured adapter"
                 )
 
     @property

@@ -14,3 +14,41 @@ def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
         reason: why the finding does not apply here, specific enough for a reviewer to check.
     """
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
+
+
+def arn_placeholder(construct: IConstruct, attribute: str = "Arn") -> str:
+    """How cdk-nag writes ``Fn::GetAtt`` of ``construct``'s resource in a granular rule id.
+
+    E.g. ``<ImageBuildOnEventAE3FE167.Arn>``; use it to build ids such as
+    ``AwsSolutions-IAM5[Resource::<...Arn>:*]`` for resources whose logical id is generated.
+    """
+    return f"<{logical_id(construct)}.{attribute}>"
+
+
+def pseudo_placeholder(scope: IConstruct, name: str) -> str:
+    """How cdk-nag writes the stack's ``AWS::Region`` or ``AWS::Partition`` in a granular rule id.
+
+    A stack with a concrete ``env`` resolves them to literals (``us-east-1``, ``aws``); an
+    environment-agnostic stack leaves the pseudo parameter, written ``<AWS::Region>``.
+    """
+    stack = cdk.Stack.of(scope)
+    value = {"Region": stack.region, "Partition": stack.partition}[name]
+    return f"<AWS::{name}>" if cdk.Token.is_unresolved(value) else value
+
+
+def ref_placeholder(construct: IConstruct) -> str:
+    """How cdk-nag writes ``Ref`` of ``construct``'s resource in a granular rule id."""
+    return f"<{logical_id(construct)}>"
+
+
+def logical_id(construct: IConstruct) -> str:
+    """The CloudFormation logical id of ``construct`` (or of its default child)."""
+    element = construct.node.default_child or construct
+    assert isinstance(element, cdk.CfnElement), f"{construct.node.path} has no CloudFormation resource"
+    return cdk.Stack.of(construct).get_logical_id(element)
+
+
+def acknowledge_all(scope: IConstruct, rules: list[str], reason: str) -> None:
+    """:func:`acknowledge` each of ``rules`` on ``scope`` with one shared reason."""
+    for rule in rules:
+        acknowledge(scope, rule, reason)

@@ -13,7 +13,7 @@ from app_config.bedrock import BedrockConfig
 from app_config.observability import LogRetentionDays
 from cdk_constructs.bedrock_import import BedrockImportedModel, ModelImportProvider, ModelImportStore
 from serving_contract import outputs
-from stacks.serving_stack import _RETENTION_BY_DAYS
+from stacks.log_retention import retention_days
 
 
 class BedrockImportStack(cdk.Stack):
@@ -47,7 +47,7 @@ class BedrockImportStack(cdk.Stack):
             poll_interval=cdk.Duration.seconds(bedrock.poll_interval_s),
             handler_timeout=cdk.Duration.seconds(bedrock.handler_timeout_s),
             handler_memory_mib=bedrock.handler_memory_mib,
-            log_retention=_RETENTION_BY_DAYS[log_retention_days],
+            log_retention=retention_days(log_retention_days),
         )
         self.imported_models: dict[str, BedrockImportedModel] = {}
         for model in bedrock.models:

@@ -3,23 +3,58 @@
 from dataclasses import dataclass
 
 import aws_cdk as cdk
+from aws_cdk import aws_ecr as ecr
 from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
 
 from app_config import AppConfig
+from app_config.image import ImageRefConfig
 from stacks.bedrock_import_stack import BedrockImportStack
+from stacks.image_build_stack import ImageBuildStack
 from stacks.image_repository_stack import ImageRepositoryStack
 from stacks.observability_stack import ObservabilityStack
-from stacks.serving_stack import ServingStack
+from stacks.serving_stack import ServingStack, VariantImages
 
 
 @dataclass(frozen=True)
 class AppStacks:
-    """The stacks of one synth, for tests and tools that inspect them."""
+    """The stacks of one synth, for tests and tools that inspect them.
+
+    ``image_build`` is None when ``image.source = prebuilt``.
+    """
 
     image_repository: ImageRepositoryStack
     serving: ServingStack
     observability: ObservabilityStack
     bedrock_import: BedrockImportStack | None = None
+    image_build: ImageBuildStack | None = None
+
+
+def prebuilt_image(
+    scope: Construct, repository: ecr.IRepository, ref: ImageRefConfig, imported: dict[str, ecr.IRepository]
+) -> tuple[str, ecr.IRepository]:
+    """URI of a prebuilt image and the repository to grant pulls on.
+
+    A full ``uri`` (another repository, e.g. a CI account's) is used as given; otherwise the
+    image is in the app's repository, by digest when one is set, else by tag. ``imported``
+    caches repositories imported by ARN so two variants in one repository share a construct.
+    """
+    parts = ref.uri_parts
+    if ref.uri and parts:
+        account, region, name = parts
+        arn = cdk.Stack.of(scope).format_arn(
+            service="ecr", account=account, region=region, resource="repository", resource_name=name
+        )
+        if arn not in imported:
+            construct_id = "Prebuilt" + "".join(c for c in f"{account}-{region}-{name}".title() if c.isalnum())
+            imported[arn] = ecr.Repository.from_repository_attributes(
+                scope, construct_id, repository_arn=arn, repository_name=name
+            )
+        return ref.uri, imported[arn]
+    if ref.digest:
+        return repository.repository_uri_for_digest(ref.digest), repository
+    assert ref.tag is not None  # guaranteed by ImageRefConfig's validator
+    return repository.repository_uri_for_tag(ref.tag), repository
 
 
 def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
@@ -27,6 +62,9 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
 
     cdk-nag v3 runs as a validation plugin: any unacknowledged AwsSolutions finding makes
     ``app.synth()`` raise ``ValidationFailed`` and writes ``validation-report.json``.
+
+    With ``image.source = build`` the serving stack depends on the image build stack: the
+    deploy builds and pushes the images (and waits for them) before any model points at one.
     """
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     env = (
@@ -42,14 +80,45 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         env=env,
         description=f"{config.project_name} ({config.stage}): ECR repository for the vLLM serving image",
     )
+    repository = image_repository.repository
+    image_build: ImageBuildStack | None = None
+    if config.image.source == "build":
+        image_build = ImageBuildStack(
+            app,
+            config.stack_name("ImageBuild"),
+            config=config,
+            repository=repository,
+            env=env,
+            description=f"{config.project_name} ({config.stage}): builds the serving image with baked weights",
+        )
+        images = VariantImages(
+            primary=image_build.image_uris["primary"],
+            canary=image_build.image_uris["canary"],
+            repositories=[repository],
+        )
+    else:
+        imported: dict[str, ecr.IRepository] = {}
+        primary_uri, primary_repo = prebuilt_image(image_repository, repository, config.image.primary, imported)
+        canary_uri, canary_repo = (
+            prebuilt_image(image_repository, repository, config.image.canary, imported)
+            if config.image.canary is not None
+            else (primary_uri, primary_repo)
+        )
+        images = VariantImages(
+            primary=primary_uri,
+            canary=canary_uri,
+            repositories=list({id(r): r for r in (primary_repo, canary_repo)}.values()),
+        )
     serving = ServingStack(
         app,
         config.stack_name("Serving"),
         config=config,
-        repository=image_repository.repository,
+        images=images,
         env=env,
         description=f"{config.project_name} ({config.stage}): SageMaker endpoint {config.endpoint_name}",
     )
+    if image_build is not None:
+        serving.add_stack_dependency(image_build, "the endpoint's models run images this stack builds")
     observability = ObservabilityStack(
         app,
         config.stack_name("Observability"),
@@ -79,4 +148,5 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         serving=serving,
         observability=observability,
         bedrock_import=bedrock_import,
+        image_build=image_build,
     )

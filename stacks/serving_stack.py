@@ -1,14 +1,14 @@
 """Deployment unit: the SageMaker endpoint with its primary and canary variants."""
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from app_config import AppConfig
-from app_config.image import ImageRefConfig
 from cdk_constructs.container_environment import container_environment
 from cdk_constructs.deployment_guardrail_alarms import DeploymentGuardrailAlarms
 from cdk_constructs.deployment_guardrails import deployment_config
@@ -18,35 +18,22 @@ from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
 from cdk_constructs.variant_autoscaling import VariantAutoscaling
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
-
-_RETENTION_BY_DAYS = {
-    1: logs.RetentionDays.ONE_DAY,
-    3: logs.RetentionDays.THREE_DAYS,
-    5: logs.RetentionDays.FIVE_DAYS,
-    7: logs.RetentionDays.ONE_WEEK,
-    14: logs.RetentionDays.TWO_WEEKS,
-    30: logs.RetentionDays.ONE_MONTH,
-    60: logs.RetentionDays.TWO_MONTHS,
-    90: logs.RetentionDays.THREE_MONTHS,
-    120: logs.RetentionDays.FOUR_MONTHS,
-    150: logs.RetentionDays.FIVE_MONTHS,
-    180: logs.RetentionDays.SIX_MONTHS,
-    365: logs.RetentionDays.ONE_YEAR,
-    400: logs.RetentionDays.THIRTEEN_MONTHS,
-    545: logs.RetentionDays.EIGHTEEN_MONTHS,
-    731: logs.RetentionDays.TWO_YEARS,
-    1096: logs.RetentionDays.THREE_YEARS,
-    1827: logs.RetentionDays.FIVE_YEARS,
-    3653: logs.RetentionDays.TEN_YEARS,
-}
+from stacks.log_retention import retention_days
 
 
-def image_uri(repository: ecr.IRepository, ref: ImageRefConfig) -> str:
-    """URI of ``ref`` in ``repository``: by digest when one is set, else by tag."""
-    if ref.digest:
-        return repository.repository_uri_for_digest(ref.digest)
-    assert ref.tag is not None  # guaranteed by ImageRefConfig's validator
-    return repository.repository_uri_for_tag(ref.tag)
+@dataclass(frozen=True)
+class VariantImages:
+    """The image each variant runs, however it was produced (composition decides).
+
+    Attributes:
+        primary: image URI of the primary variant.
+        canary: image URI of the canary variant (the primary's when it runs the same image).
+        repositories: ECR repositories the execution role must pull from.
+    """
+
+    primary: str
+    canary: str
+    repositories: Sequence[ecr.IRepository]
 
 
 class ServingStack(cdk.Stack):
@@ -65,7 +52,7 @@ class ServingStack(cdk.Stack):
         construct_id: str,
         *,
         config: AppConfig,
-        repository: ecr.IRepository,
+        images: VariantImages,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -76,12 +63,12 @@ class ServingStack(cdk.Stack):
             metrics_namespace=config.observability.metrics_namespace,
             vpc_placement=serving.vpc is not None,
         )
-        variants = [VariantDeployment(config=serving.primary, image_uri=image_uri(repository, config.image.primary))]
+        variants = [VariantDeployment(config=serving.primary, image_uri=images.primary)]
         if serving.canary.enabled:
             variants.append(
                 VariantDeployment(
                     config=serving.canary,
-                    image_uri=image_uri(repository, config.image.canary_or_primary),
+                    image_uri=images.canary,
                 )
             )
         self.endpoint = ServingEndpoint(
@@ -97,7 +84,7 @@ class ServingStack(cdk.Stack):
             volume_size_gb=serving.volume_size_gb,
             network_isolation=serving.network_isolation,
             vpc=serving.vpc,
-            log_retention=_RETENTION_BY_DAYS[config.observability.log_retention_days],
+            log_retention=retention_days(config.observability.log_retention_days),
             log_removal_policy=(
                 cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
             ),
@@ -147,7 +134,8 @@ class ServingStack(cdk.Stack):
                 timezone=config.scaling.timezone,
                 metrics_namespace=config.observability.metrics_namespace,
             )
-        repository.grant_pull(execution_role.role)
+        for repository in images.repositories:
+            repository.grant_pull(execution_role.role)
         self.endpoint.log_group.grant_write(execution_role.role)
         self.endpoint.log_group.grant(execution_role.role, "logs:DescribeLogStreams")
 

@@ -37,6 +37,7 @@ def repo_root() -> Path:
 
 
 VPC_OVERRIDES = {
+    "image.source": "prebuilt",
     "serving.vpc": '{"subnet_ids": ["subnet-0a1b2c3d"], "security_group_ids": ["sg-0a1b2c3d"]}',
     "serving.canary.enabled": "false",
     "image.primary.digest": "sha256:" + "ab" * 32,
@@ -48,7 +49,7 @@ VPC_OVERRIDES = {
 
 @pytest.fixture(scope="session")
 def vpc_single_variant_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """VPC placement, no canary, image pinned by digest, alarm subscribers and an adapter ceiling."""
+    """VPC placement, no canary, prebuilt image pinned by digest, alarm subscribers and an adapter ceiling."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-vpc"), VPC_OVERRIDES)
 
 
@@ -70,9 +71,15 @@ def weight_change_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 
 @pytest.fixture(scope="session")
-def extra_synths(scaling_override_synth: Synth, weight_change_synth: Synth, bedrock_synth: Synth) -> list[Synth]:
-    """Synths added for scaling and Bedrock tests; cfn-lint and cdk-nag cover them too."""
-    return [scaling_override_synth, weight_change_synth, bedrock_synth]
+def extra_synths(
+    scaling_override_synth: Synth,
+    weight_change_synth: Synth,
+    bedrock_synth: Synth,
+    canary_build_synth: Synth,
+    prebuilt_uri_synth: Synth,
+) -> list[Synth]:
+    """Synths added for scaling, Bedrock and image-build tests; cfn-lint and cdk-nag cover them too."""
+    return [scaling_override_synth, weight_change_synth, bedrock_synth, canary_build_synth, prebuilt_uri_synth]
 
 
 BEDROCK_OVERRIDES = {
@@ -82,8 +89,37 @@ BEDROCK_OVERRIDES = {
     ' {"name": "mangaassist-jp-style-v1", "s3_prefix": "merged/jp-style-v1/", "revision": "2"}]',
 }
 
+PIN = "{version}/" + "1" * 64
+CANARY_BUILD_OVERRIDES = {
+    "image.build.artifacts_bucket_name": "mangaassist-model-artifacts",
+    "image.build.canary": (
+        '{"base_model": "v1/' + "1" * 64 + '", "adapters": {"manga_domain_v3": "v4/' + "2" * 64 + '", '
+        '"general_support_v2": "v2/' + "3" * 64 + '", "jp_style_v1": "v1/' + "4" * 64 + '"}}'
+    ),
+    "image.canary.uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ci/serving@sha256:" + "cd" * 32,
+}
+
 
 @pytest.fixture(scope="session")
 def bedrock_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """Bedrock Custom Model Import enabled in us-east-1 with two models (the opt-in stack)."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-bedrock"), BEDROCK_OVERRIDES)
+
+
+@pytest.fixture(scope="session")
+def canary_build_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """source = build with a canary pinned to a new adapter version and an existing artifacts bucket.
+
+    ``image.canary.uri`` is set too, to prove that prebuilt references are ignored in build mode.
+    """
+    return synthesize(tmp_path_factory.mktemp("cdk-out-canary-build"), CANARY_BUILD_OVERRIDES)
+
+
+@pytest.fixture(scope="session")
+def prebuilt_uri_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """source = prebuilt with both variants on image URIs from another (CI) account's repository."""
+    uri = "123456789012.dkr.ecr.us-east-1.amazonaws.com/ci/serving@sha256:"
+    return synthesize(
+        tmp_path_factory.mktemp("cdk-out-prebuilt"),
+        {"image.source": "prebuilt", "image.primary.uri": uri + "ab" * 32, "image.canary.uri": uri + "cd" * 32},
+    )

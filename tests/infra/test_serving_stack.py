@@ -74,7 +74,7 @@ def test_engine_setting_override_reaches_the_container_without_touching_the_imag
     for model in models.values():
         assert model["Properties"]["PrimaryContainer"]["Environment"][env.ENGINE_MAX_NUM_SEQS] == "96"
         assert model["Properties"]["PrimaryContainer"]["Image"]["Fn::Join"][1][-1] == (
-            ":vllm0.22.0-llama3-8b-awq-lora3-v1"
+            ":" + synth.stacks.image_build.image_tags["primary"]  # type: ignore[union-attr]
         )
 
 
@@ -175,10 +175,10 @@ def test_vpc_placement_single_variant_and_digest(vpc_single_variant_synth: Synth
     assert outputs.CANARY_VARIANT_NAME not in template.to_json()["Outputs"]
 
 
-def test_canary_can_run_its_own_image(tmp_path) -> None:
+def test_canary_can_run_its_own_prebuilt_image(tmp_path) -> None:
     from tests.synth_helpers import synthesize
 
-    synth = synthesize(tmp_path, {"image.canary.tag": "candidate-v2"})
+    synth = synthesize(tmp_path, {"image.source": "prebuilt", "image.canary.tag": "candidate-v2"})
     images = {
         m["Properties"]["PrimaryContainer"]["Environment"][env.VARIANT_NAME]: m["Properties"]["PrimaryContainer"][
             "Image"

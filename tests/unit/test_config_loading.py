@@ -70,7 +70,15 @@ def test_dotted_override_beats_stage_overlay_and_section_block() -> None:
 
 
 def test_json_values_set_lists() -> None:
-    config = load_config({**cdk_json_context(), "model.adapters": '[{"name": "seasonal_promo_v1"}]'})
+    # A new adapter set needs its pins too (image.source = build bakes exactly these adapters).
+    pins = '{"seasonal_promo_v1": "v1/' + "1" * 64 + '"}'
+    config = load_config(
+        {
+            **cdk_json_context(),
+            "model.adapters": '[{"name": "seasonal_promo_v1"}]',
+            "image.build.primary.adapters": pins,
+        }
+    )
     assert [a.name for a in config.model.adapters] == ["seasonal_promo_v1"]
 
 

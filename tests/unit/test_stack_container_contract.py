@@ -58,5 +58,5 @@ def test_unquantized_model_passes_no_quantization_flag() -> None:
 
 
 def test_drain_budget_reaches_vllm_shutdown_timeout() -> None:
-    settings, argv = _container_view({"container.drain_timeout_s": "20"})
+    _, argv = _container_view({"container.drain_timeout_s": "20"})
     assert int(_flag(argv, "--shutdown-timeout")) <= 20

@@ -1,0 +1,128 @@
+"""The in-account image build: CodeBuild settings and the model artifacts baked into each image.
+
+Artifacts are pinned here, in config, as the exact text of their S3 ``CURRENT`` pointer
+(``{version}/{sha256}``, seed 000 "Adapter Versioning Strategy"). A synth has no AWS access,
+so the pins are what make the image tag computable at synth: the same pins and container
+sources always give the same tag (no rebuild), and any changed pin gives a new one. Copy a
+pointer into config with ``python -m devtools.pin_artifacts`` (docs/image-build.md).
+"""
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from app_config.base import AdapterName, ConfigModel
+
+# A pin is the pointer text: version, '/', the lowercase hex sha256 defined in
+# serving_contract/model_artifacts.py (artifact_sha256).
+_PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}/[0-9a-f]{64}$")
+
+PLACEHOLDER_SHA256 = "0" * 64
+"""The seeds name versions but no digests: defaults carry this placeholder, and the build
+handler refuses to start a build for a pin that still holds it."""
+
+
+def _check_pin(value: str) -> str:
+    if not _PIN.match(value):
+        raise ValueError(
+            "must be a CURRENT pointer '{version}/{sha256}': a version of [A-Za-z0-9._-] (1-64, starting with a "
+            "letter or digit), '/', and 64 lowercase hex characters"
+        )
+    return value
+
+
+ArtifactPin = Annotated[str, AfterValidator(_check_pin)]
+"""``{version}/{sha256}``, the content of an artifact's ``CURRENT`` pointer in S3."""
+
+
+def pin_version(pin: str) -> str:
+    """The version part of a pin, e.g. ``v3`` for ``v3/<sha256>``."""
+    return pin.split("/", 1)[0]
+
+
+def pin_sha256(pin: str) -> str:
+    """The sha256 part of a pin."""
+    return pin.split("/", 1)[1]
+
+
+def _placeholder(version: str) -> str:
+    return f"{version}/{PLACEHOLDER_SHA256}"
+
+
+class ArtifactSetConfig(ConfigModel):
+    """The base model and adapter versions one image bakes in."""
+
+    base_model: ArtifactPin = Field(
+        default=_placeholder("v1"),
+        description=(
+            "Pin of the base model ({version}/{sha256}) under <base_models_prefix>/<model.name>/. "
+            "Source: seed 003 (one AWQ INT4 base model, rebuilt monthly); the digest is a placeholder until pinned."
+        ),
+    )
+    adapters: dict[AdapterName, ArtifactPin] = Field(
+        default={
+            "manga_domain_v3": _placeholder("v3"),
+            "general_support_v2": _placeholder("v2"),
+            "jp_style_v1": _placeholder("v1"),
+        },
+        description=(
+            "Pin per adapter name ({version}/{sha256}) under <adapters_prefix>/<name>/; the names must equal "
+            "model.adapters. Source: seed 000 (CURRENT pointer format); digests are placeholders until pinned."
+        ),
+    )
+
+
+class ImageBuildConfig(ConfigModel):
+    """CodeBuild project and artifact pins for ``image.source = build`` (the default)."""
+
+    compute_type: Literal[
+        "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE", "BUILD_GENERAL1_XLARGE", "BUILD_GENERAL1_2XLARGE"
+    ] = Field(
+        default="BUILD_GENERAL1_LARGE",
+        description=(
+            "CodeBuild compute type. LARGE (8 vCPU, 15 GB, 128 GB disk) holds the ~8.2 GB image (seed 003) "
+            "plus the weights it copies; SMALL (64 GB disk) is too small and is not offered."
+        ),
+    )
+    timeout_min: int = Field(
+        default=50,
+        ge=10,
+        le=55,
+        description=(
+            "CodeBuild build timeout in minutes. At most 55: a CloudFormation custom resource waits at most 3600 s "
+            "(ServiceTimeout, CloudFormation reference), so the build must end first for its failure (build id, "
+            "log link) to reach the deploy."
+        ),
+    )
+    poll_interval_s: int = Field(
+        default=60,
+        ge=10,
+        le=300,
+        description="Seconds between build-status checks while the deploy waits for a build.",
+    )
+    artifacts_bucket_name: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+        description=(
+            "Existing S3 bucket holding the model artifacts (e.g. mangaassist-model-artifacts, seed 000); "
+            "None creates an encrypted, versioned, TLS-only, access-logged bucket in the image build stack."
+        ),
+    )
+    base_models_prefix: str = Field(
+        default="base-models",
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$",
+        description="Key prefix of base models: <prefix>/<model.name>/<version>/... and .../CURRENT.",
+    )
+    adapters_prefix: str = Field(
+        default="adapters",
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$",
+        description="Key prefix of adapters: <prefix>/<adapter>/<version>/... and .../CURRENT. Source: seed 000.",
+    )
+    primary: ArtifactSetConfig = Field(
+        default=ArtifactSetConfig(), description="Artifacts of the image the primary variant runs."
+    )
+    canary: ArtifactSetConfig | None = Field(
+        default=None,
+        description="Artifacts of the canary's image (a second build); None runs the primary's image.",
+    )

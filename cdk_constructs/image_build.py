@@ -1,0 +1,384 @@
+"""Build the serving image in the account during ``cdk deploy`` (CodeBuild + custom resource)."""
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import custom_resources as cr
+from constructs import Construct, IConstruct
+
+from cdk_constructs.nag import (
+    acknowledge,
+    acknowledge_all,
+    arn_placeholder,
+    logical_id,
+    pseudo_placeholder,
+    ref_placeholder,
+)
+
+# CodeBuild API names (config) to the CDK enum.
+_COMPUTE_TYPES = {
+    "BUILD_GENERAL1_MEDIUM": codebuild.ComputeType.MEDIUM,
+    "BUILD_GENERAL1_LARGE": codebuild.ComputeType.LARGE,
+    "BUILD_GENERAL1_XLARGE": codebuild.ComputeType.X_LARGE,
+    "BUILD_GENERAL1_2XLARGE": codebuild.ComputeType.X2_LARGE,
+}
+
+
+@dataclass(frozen=True)
+class ImageBuildRequest:
+    """One image to build.
+
+    Attributes:
+        tag: the image tag, derived from every input (stacks/image_inputs.py).
+        pins: ``{"base": "<version>/<sha256>", "<adapter>": "<version>/<sha256>"}``.
+    """
+
+    tag: str
+    pins: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class BuildRecipe:
+    """What the build runs: the Dockerfile and its arguments, and where artifacts live in S3.
+
+    Attributes:
+        dockerfile: path of the Dockerfile in the build source, e.g. ``container/Dockerfile``.
+        model_context_arg: build argument naming the model folder, e.g. ``MODEL_CONTEXT``.
+        model_context_dir: folder (in the source) the fetch step fills with base/ and adapters/.
+        build_args: further ``--build-arg`` values.
+        base_model_name: the base model's folder name under ``base_models_prefix``.
+        base_models_prefix: S3 key prefix of base models.
+        adapters_prefix: S3 key prefix of adapters.
+    """
+
+    dockerfile: str
+    model_context_arg: str
+    model_context_dir: str
+    build_args: Mapping[str, str]
+    base_model_name: str
+    base_models_prefix: str
+    adapters_prefix: str
+
+
+class ImageBuild(Construct):
+    """A privileged CodeBuild project plus one custom resource per image the deploy needs.
+
+    CloudFormation creates or updates a custom resource only when its tag changes; its
+    handlers (lambdas/image_build) then find the image in ECR, adopt a build already
+    running for the tag, or start one, and poll until it ends. The deploy waits for it and
+    fails with the build id and log link when the build fails. Dependents order themselves
+    after the build with ``node.add_dependency(image_build)`` or a stack dependency.
+
+    Attributes:
+        project: the CodeBuild project.
+        image_uris: per request key, ``<repository uri>:<tag>`` (known at synth).
+        images: per request key, the custom resource (``ImageUri``/``ImageDigest`` attributes).
+        key: the KMS key of the build's logs and artifacts.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        repository: ecr.IRepository,
+        sources: s3_assets.Asset,
+        artifacts_bucket: s3.IBucket,
+        recipe: BuildRecipe,
+        requests: Mapping[str, ImageBuildRequest],
+        handler_code: Path,
+        compute_type: str,
+        build_timeout: cdk.Duration,
+        poll_interval: cdk.Duration,
+        log_retention: logs.RetentionDays,
+        log_removal_policy: cdk.RemovalPolicy,
+    ) -> None:
+        """
+        Args:
+            repository: where images are pushed (tags immutable).
+            sources: directory asset with the Docker build context's sources (container/, serving_contract/).
+            artifacts_bucket: holds the model artifacts (read-only here).
+            recipe: Dockerfile, build arguments and S3 layout.
+            requests: images to build, keyed by a stable name (e.g. the variant role).
+            handler_code: folder of the custom-resource handlers.
+            compute_type: CodeBuild compute type name, e.g. ``BUILD_GENERAL1_LARGE``.
+            build_timeout: CodeBuild timeout (<= 55 min so the failure beats CloudFormation's 1 h).
+            poll_interval: time between status checks.
+            log_retention / log_removal_policy: for every log group made here.
+        """
+        super().__init__(scope, construct_id)
+        stack = cdk.Stack.of(self)
+        self.key = kms.Key(self, "Key", enable_key_rotation=True, description="Image build logs and artifacts")
+        # CloudWatch Logs needs the key policy to name it (Logs user guide, "Encrypt log data with KMS").
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+                principals=[iam.ServicePrincipal(f"logs.{stack.region}.{stack.url_suffix}")],
+                resources=["*"],  # in a key policy "*" means this key
+                conditions={
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
+                            service="logs",
+                            resource="log-group",
+                            resource_name="*",
+                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    }
+                },
+            )
+        )
+
+        def log_group(construct_id: str) -> logs.LogGroup:
+            return logs.LogGroup(
+                self,
+                construct_id,
+                encryption_key=self.key,
+                retention=log_retention,
+                removal_policy=log_removal_policy,
+            )
+
+        build_logs = log_group("BuildLogs")
+        self.project = codebuild.Project(
+            self,
+            "Project",
+            description="Bakes the pinned model artifacts into the vLLM serving image",
+            source=codebuild.Source.s3(bucket=sources.bucket, path=sources.s3_object_key),
+            environment=codebuild.BuildEnvironment(
+                build_image=codebuild.LinuxBuildImage.STANDARD_7_0,
+                compute_type=_COMPUTE_TYPES[compute_type],
+                privileged=True,
+            ),
+            environment_variables={
+                name: codebuild.BuildEnvironmentVariable(value=value)
+                for name, value in {
+                    "REPOSITORY_URI": repository.repository_uri,
+                    "ARTIFACTS_BUCKET": artifacts_bucket.bucket_name,
+                    "BASE_MODELS_PREFIX": recipe.base_models_prefix,
+                    "ADAPTERS_PREFIX": recipe.adapters_prefix,
+                    "BASE_MODEL": recipe.base_model_name,
+                }.items()
+            },
+            build_spec=codebuild.BuildSpec.from_object(_buildspec(recipe)),
+            encryption_key=self.key,
+            timeout=build_timeout,
+            logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=build_logs)),
+        )
+        acknowledge(
+            self.project,
+            "AwsSolutions-CB3",
+            "Privileged mode runs the Docker daemon that builds the serving image; the project builds only the "
+            "sources asset of this app and runs only when a deploy asks for a new image tag.",
+        )
+        # The S3 source already grants the project read on exactly the sources asset object.
+        artifacts_bucket.grant_read(self.project, f"{recipe.base_models_prefix}/*")
+        artifacts_bucket.grant_read(self.project, f"{recipe.adapters_prefix}/*")
+        repository.grant_pull_push(self.project)
+        self._acknowledge_build_role(artifacts_bucket, recipe)
+
+        handler_env = {
+            "PROJECT_NAME": self.project.project_name,
+            "REPOSITORY_NAME": repository.repository_name,
+            "REPOSITORY_URI": repository.repository_uri,
+        }
+        code = lambda_.Code.from_asset(str(handler_code))
+
+        def lambda_role(construct_id: str, logs_of: logs.LogGroup) -> iam.Role:
+            # Own roles instead of AWSLambdaBasicExecutionRole: write access to one log group only.
+            role = iam.Role(self, construct_id, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+            logs_of.grant_write(role)
+            return role
+
+        def handler(construct_id: str, entry: str) -> lambda_.Function:
+            function_logs = log_group(f"{construct_id}Logs")
+            function = lambda_.Function(
+                self,
+                construct_id,
+                runtime=lambda_.Runtime.PYTHON_3_12,
+                handler=f"index.{entry}",
+                code=code,
+                environment=handler_env,
+                environment_encryption=self.key,
+                timeout=cdk.Duration.seconds(30),
+                log_group=function_logs,
+                role=lambda_role(f"{construct_id}Role", function_logs),
+            )
+            acknowledge(
+                function,
+                "AwsSolutions-L1",
+                "Pinned to python3.12, the project's Lambda runtime; cdk-nag 3.0.2 flags every runtime but the newest "
+                "python in aws-cdk-lib's Runtime.ALL (python3.14). The handlers use only boto3 from the runtime.",
+            )
+            return function
+
+        on_event = handler("OnEvent", "on_event")
+        is_complete = handler("IsComplete", "is_complete")
+        for function in (on_event, is_complete):
+            function.add_to_role_policy(
+                iam.PolicyStatement(actions=["codebuild:BatchGetBuilds"], resources=[self.project.project_arn])
+            )
+            function.add_to_role_policy(
+                iam.PolicyStatement(actions=["ecr:DescribeImages"], resources=[repository.repository_arn])
+            )
+        on_event.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["codebuild:StartBuild", "codebuild:ListBuildsForProject"],
+                resources=[self.project.project_arn],
+            )
+        )
+
+        provider_logs = log_group("ProviderLogs")
+        provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=on_event,
+            is_complete_handler=is_complete,
+            query_interval=poll_interval,
+            # The build's own timeout plus time queued and for the push to settle; CloudFormation
+            # stops waiting at 3600 s anyway (ServiceTimeout).
+            total_timeout=cdk.Duration.minutes(min(build_timeout.to_minutes() + 5, 60)),
+            log_group=provider_logs,
+            framework_on_event_role=lambda_role("FrameworkOnEventRole", provider_logs),
+            framework_complete_and_timeout_role=lambda_role("FrameworkWaiterRole", provider_logs),
+            disable_waiter_state_machine_logging=False,
+            waiter_state_machine_log_options=cr.LogOptions(
+                destination=log_group("WaiterLogs"), level=sfn.LogLevel.ALL, include_execution_data=False
+            ),
+            provider_function_env_encryption=self.key,
+        )
+        acknowledge(
+            provider,
+            "AwsSolutions-SF2",
+            "The waiter state machine only loops isComplete; its execution history and logs cover tracing needs.",
+        )
+        acknowledge(
+            provider.node.find_child("waiter-state-machine"),
+            "AwsSolutions-IAM5[Resource::*]",
+            "Step Functions log delivery (logs:CreateLogDelivery, PutResourcePolicy, ...) supports no resource-level "
+            "permissions (Step Functions developer guide, 'IAM policies for logging to CloudWatch Logs').",
+        )
+        invoked: list[IConstruct] = [on_event, is_complete]
+        invoked += [provider.node.find_child(name) for name in ("framework-isComplete", "framework-onTimeout")]
+        acknowledge_all(
+            self,
+            [f"AwsSolutions-IAM5[Resource::{arn_placeholder(fn)}:*]" for fn in invoked],
+            "lambda:InvokeFunction on '<function arn>:*' (that function's versions and aliases), granted by the "
+            "Provider framework for its own functions and the two handlers of this construct.",
+        )
+        acknowledge_all(
+            self,
+            ["AwsSolutions-IAM5[Action::kms:GenerateDataKey*]", "AwsSolutions-IAM5[Action::kms:ReEncrypt*]"],
+            "KMS data-key actions on this construct's key only (environment and log encryption).",
+        )
+
+        functions: list[IConstruct] = [on_event, is_complete]
+        functions += [provider.node.find_child(f"framework-{name}") for name in ("onEvent", "isComplete", "onTimeout")]
+        for resource in functions:
+            assert isinstance(resource, lambda_.Function) and resource.role is not None
+            _depend_on_policy_not_role(resource, resource.role)
+        waiter = provider.node.find_child("waiter-state-machine")
+        _depend_on_policy_not_role(waiter, waiter.node.find_child("Role"))
+
+        self.images: dict[str, cdk.CustomResource] = {}
+        self.image_uris: dict[str, str] = {}
+        for name, request in requests.items():
+            resource = cdk.CustomResource(
+                self,
+                f"{name[:1].upper()}{name[1:]}Image",
+                service_token=provider.service_token,
+                resource_type="Custom::ServingImage",
+                properties={"ImageTag": request.tag, "ArtifactPins": json.dumps(dict(request.pins), sort_keys=True)},
+                service_timeout=cdk.Duration.seconds(3600),
+            )
+            resource.node.add_dependency(self.project)
+            self.images[name] = resource
+            self.image_uris[name] = repository.repository_uri_for_tag(request.tag)
+
+    def _acknowledge_build_role(self, artifacts_bucket: s3.IBucket, recipe: BuildRecipe) -> None:
+        """The CodeBuild role's wildcard findings, each with its reason (granular ids)."""
+        assert self.project.role is not None
+        project_ref = ref_placeholder(self.project)
+        region, partition = pseudo_placeholder(self, "Region"), pseudo_placeholder(self, "Partition")
+        bucket_arn = (
+            arn_placeholder(artifacts_bucket)
+            if isinstance(artifacts_bucket, s3.Bucket)
+            else f"arn:{partition}:s3:::{artifacts_bucket.bucket_name}"
+        )
+        acknowledge_all(
+            self.project.role,
+            [
+                "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+                "AwsSolutions-IAM5[Action::s3:GetObject*]",
+                "AwsSolutions-IAM5[Action::s3:List*]",
+                "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
+                "AwsSolutions-IAM5[Action::kms:ReEncrypt*]",
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{recipe.base_models_prefix}/*]",
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{recipe.adapters_prefix}/*]",
+            ],
+            "Read-only grants (s3:GetObject*/GetBucket*/List*) limited to the model artifact key prefixes, and KMS "
+            "data-key actions on this construct's key only (grant_read / CodeBuild encryption key).",
+        )
+        acknowledge_all(
+            self.project.role,
+            [
+                "AwsSolutions-IAM5[Resource::*]",
+                f"AwsSolutions-IAM5[Resource::arn:{partition}:logs:{region}:<AWS::AccountId>:log-group:"
+                f"/aws/codebuild/{project_ref}:*]",
+                f"AwsSolutions-IAM5[Resource::arn:{partition}:codebuild:{region}:<AWS::AccountId>:"
+                f"report-group/{project_ref}-*]",
+            ],
+            "ecr:GetAuthorizationToken has no resource-level permissions (ECR IAM reference); the log-stream and "
+            "report-group wildcards are CodeBuild's defaults for this one project.",
+        )
+
+
+def _depend_on_policy_not_role(resource: IConstruct, role: IConstruct) -> None:
+    """Keep ``DependsOn`` on the role's policy only: a ``GetAtt`` of the role already orders it.
+
+    CDK lists both when a role is passed in; cfn-lint reports the role entry as W3005. The
+    policy entry stays so permissions exist before the function or state machine runs.
+    """
+    cfn = resource.node.default_child
+    assert isinstance(cfn, cdk.CfnResource)
+    cfn.add_override("DependsOn", [logical_id(role.node.find_child("DefaultPolicy"))])
+
+
+def _buildspec(recipe: BuildRecipe) -> dict[str, object]:
+    build_args = " ".join(
+        f"--build-arg {name}={value}"
+        for name, value in {recipe.model_context_arg: recipe.model_context_dir, **recipe.build_args}.items()
+    )
+    return {
+        "version": "0.2",
+        "env": {"shell": "bash", "variables": {"DOCKER_BUILDKIT": "1"}},
+        "phases": {
+            "pre_build": {
+                "commands": [
+                    'test -n "$IMAGE_TAG" && test -n "$ARTIFACT_PINS"',
+                    'aws ecr get-login-password | docker login --username AWS --password-stdin "${REPOSITORY_URI%%/*}"',
+                    "python3 -m serving_contract.model_artifacts fetch"
+                    ' --bucket "$ARTIFACTS_BUCKET" --base-models-prefix "$BASE_MODELS_PREFIX"'
+                    ' --adapters-prefix "$ADAPTERS_PREFIX" --base-model "$BASE_MODEL"'
+                    f' --pins "$ARTIFACT_PINS" --dest {recipe.model_context_dir}',
+                ]
+            },
+            "build": {
+                "commands": [
+                    f'docker build -f {recipe.dockerfile} {build_args} -t "$REPOSITORY_URI:$IMAGE_TAG" .',
+                    # Pushed here, not in post_build: post_build also runs after a failed build.
+                    'docker push "$REPOSITORY_URI:$IMAGE_TAG"',
+                ]
+            },
+        },
+    }

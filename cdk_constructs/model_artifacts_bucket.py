@@ -1,0 +1,47 @@
+"""S3 bucket for model artifacts (base models and LoRA adapters with CURRENT pointers)."""
+
+import aws_cdk as cdk
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from cdk_constructs.nag import acknowledge
+
+
+class ModelArtifactsBucket(Construct):
+    """A versioned, encrypted, TLS-only, private bucket with server access logging.
+
+    Layout and digest: serving_contract/model_artifacts.py. Both buckets are retained when
+    the stack is deleted: they hold the only copy of trained weights and their audit trail.
+
+    Attributes:
+        bucket: the artifacts bucket.
+        access_logs: the bucket receiving its server access logs.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,  # server access logging supports SSE-S3 only
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            self.access_logs,
+            "AwsSolutions-S1",
+            "This bucket is the access-log destination of the artifacts bucket; logging it to itself would loop.",
+        )
+        self.bucket = s3.Bucket(
+            self,
+            "Bucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            versioned=True,  # an overwritten CURRENT pointer or version folder can be recovered
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix="model-artifacts/",
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )

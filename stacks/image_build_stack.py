@@ -1,0 +1,122 @@
+"""Deployment unit: builds the serving image(s) in the account during ``cdk deploy``."""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from app_config import AppConfig
+from cdk_constructs.image_build import BuildRecipe, ImageBuild, ImageBuildRequest
+from cdk_constructs.model_artifacts_bucket import ModelArtifactsBucket
+from serving_contract import outputs
+from stacks import image_inputs
+from stacks.log_retention import retention_days
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HANDLER_CODE = REPO_ROOT / "lambdas" / "image_build"
+
+
+class ImageBuildStack(cdk.Stack):
+    """CodeBuild project, artifacts bucket (unless one is configured) and one image per variant.
+
+    Attributes:
+        image_uris: ``{"primary": uri, "canary": uri}``; the canary's equals the primary's
+            when no canary artifacts are configured. Known at synth (the tag is).
+        image_build: the :class:`ImageBuild` construct.
+        artifacts_bucket: the model artifacts bucket.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: AppConfig,
+        repository: ecr.IRepository,
+        source_root: Path = REPO_ROOT,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        build = config.image.build
+        if build.artifacts_bucket_name:
+            self.artifacts_bucket: s3.IBucket = s3.Bucket.from_bucket_name(
+                self, "ArtifactsBucket", build.artifacts_bucket_name
+            )
+        else:
+            self.artifacts_bucket = ModelArtifactsBucket(self, "ModelArtifacts").bucket
+
+        if not (source_root / image_inputs.DOCKERFILE).is_file():
+            cdk.Annotations.of(self).add_warning_v2(
+                "ImageBuild:NoDockerfile",
+                f"{image_inputs.DOCKERFILE} is missing from {source_root}: the build will fail until it exists",
+            )
+        staged = image_inputs.stage_sources(source_root, Path(cdk.Stage.of(self).outdir) / "image-build-sources")  # type: ignore[union-attr]
+        sources = s3_assets.Asset(self, "Sources", path=str(staged))
+
+        sources_sha256 = image_inputs.sources_sha256(source_root)
+        build_args = image_inputs.docker_build_args(config)
+        artifact_sets = {"primary": build.primary}
+        if build.canary is not None and config.serving.canary.enabled:
+            artifact_sets["canary"] = build.canary
+        requests = {
+            name: ImageBuildRequest(
+                tag=image_inputs.image_tag(
+                    sources_sha256=sources_sha256,
+                    base_model_name=config.model.name,
+                    artifacts=artifacts,
+                    build_args=build_args,
+                ),
+                pins=image_inputs.artifact_pins(artifacts),
+            )
+            for name, artifacts in artifact_sets.items()
+        }
+        # Same inputs, same tag: a canary pinned like the primary shares its image and build.
+        unique: dict[str, tuple[str, ImageBuildRequest]] = {}
+        for name, request in requests.items():
+            unique.setdefault(request.tag, (name, request))
+        self.image_build = ImageBuild(
+            self,
+            "ImageBuild",
+            repository=repository,
+            sources=sources,
+            artifacts_bucket=self.artifacts_bucket,
+            recipe=BuildRecipe(
+                dockerfile=image_inputs.DOCKERFILE,
+                model_context_arg=image_inputs.MODEL_CONTEXT_ARG,
+                model_context_dir=image_inputs.MODEL_CONTEXT_DIR,
+                build_args=build_args,
+                base_model_name=config.model.name,
+                base_models_prefix=build.base_models_prefix,
+                adapters_prefix=build.adapters_prefix,
+            ),
+            requests=dict(unique.values()),
+            handler_code=HANDLER_CODE,
+            compute_type=build.compute_type,
+            build_timeout=cdk.Duration.minutes(build.timeout_min),
+            poll_interval=cdk.Duration.seconds(build.poll_interval_s),
+            log_retention=retention_days(config.observability.log_retention_days),
+            log_removal_policy=(
+                cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
+            ),
+        )
+        by_tag = {request.tag: self.image_build.image_uris[name] for name, request in unique.values()}
+        self.image_uris: Mapping[str, str] = {
+            "primary": by_tag[requests["primary"].tag],
+            "canary": by_tag[requests.get("canary", requests["primary"]).tag],
+        }
+        self.image_tags: Mapping[str, str] = {
+            "primary": requests["primary"].tag,
+            "canary": requests.get("canary", requests["primary"]).tag,
+        }
+
+        cdk.CfnOutput(self, outputs.IMAGE_BUILD_PROJECT_NAME, value=self.image_build.project.project_name)
+        cdk.CfnOutput(self, outputs.MODEL_ARTIFACTS_BUCKET_NAME, value=self.artifacts_bucket.bucket_name)
+        cdk.CfnOutput(self, outputs.PRIMARY_IMAGE_TAG, value=self.image_tags["primary"])
+        cdk.CfnOutput(self, outputs.CANARY_IMAGE_TAG, value=self.image_tags["canary"])
+        for key, value in config.tags.items():
+            cdk.Tags.of(self).add(key, value)

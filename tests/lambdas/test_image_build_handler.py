@@ -1,0 +1,235 @@
+"""The image-build custom-resource handlers against botocore's Stubber.
+
+The Stubber validates every request against the real CodeBuild and ECR service models and
+fails on any call without a queued response, so "no second build" is asserted by simply
+not queueing a StartBuild.
+"""
+
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from botocore.stub import ANY, Stubber
+
+HANDLER = Path(__file__).resolve().parents[2] / "lambdas" / "image_build" / "index.py"
+PROJECT = "ImageBuildProject-abc123"
+REPOSITORY = "mangaassist-serving"
+REPOSITORY_URI = f"123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/{REPOSITORY}"
+TAG = "build-" + "ab" * 32
+DIGEST = "sha256:" + "cd" * 32
+BUILD_ID = f"{PROJECT}:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+LOG_LINK = "https://console.aws.amazon.com/cloudwatch/home?region=ap-northeast-1#logsV2:log-groups/x"
+PINS = {"base": "v1/" + "1" * 64, "manga_domain_v3": "v3/" + "2" * 64}
+
+
+@pytest.fixture(scope="module")
+def index() -> ModuleType:
+    """The handler module, imported the way Lambda does: environment set, region known."""
+    env = {
+        "PROJECT_NAME": PROJECT,
+        "REPOSITORY_NAME": REPOSITORY,
+        "REPOSITORY_URI": REPOSITORY_URI,
+        "AWS_DEFAULT_REGION": "ap-northeast-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        spec = importlib.util.spec_from_file_location("image_build_index", HANDLER)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["image_build_index"] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def stubs(index: ModuleType) -> Iterator[tuple[Stubber, Stubber]]:
+    with Stubber(index.CODEBUILD) as codebuild, Stubber(index.ECR) as ecr:
+        yield codebuild, ecr
+        codebuild.assert_no_pending_responses()
+        ecr.assert_no_pending_responses()
+
+
+def _create_event(request: str = "Create") -> dict[str, Any]:
+    return {
+        "RequestType": request,
+        "ResourceProperties": {"ServiceToken": "arn", "ImageTag": TAG, "ArtifactPins": json.dumps(PINS)},
+    }
+
+
+def _image_missing(ecr: Stubber) -> None:
+    ecr.add_client_error(
+        "describe_images",
+        service_error_code="ImageNotFoundException",
+        expected_params={"repositoryName": REPOSITORY, "imageIds": [{"imageTag": TAG}]},
+    )
+
+
+def _image_present(ecr: Stubber) -> None:
+    ecr.add_response(
+        "describe_images",
+        {"imageDetails": [{"repositoryName": REPOSITORY, "imageDigest": DIGEST, "imageTags": [TAG]}]},
+        {"repositoryName": REPOSITORY, "imageIds": [{"imageTag": TAG}]},
+    )
+
+
+def _build(status: str, tag: str = TAG, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": BUILD_ID,
+        "buildStatus": status,
+        "currentPhase": "BUILD",
+        "environment": {
+            "type": "LINUX_CONTAINER",
+            "image": "aws/codebuild/standard:7.0",
+            "computeType": "BUILD_GENERAL1_LARGE",
+            "environmentVariables": [{"name": "IMAGE_TAG", "value": tag, "type": "PLAINTEXT"}],
+        },
+        "logs": {"deepLink": LOG_LINK},
+        **extra,
+    }
+
+
+def _no_builds(codebuild: Stubber) -> None:
+    codebuild.add_response("list_builds_for_project", {}, {"projectName": PROJECT, "sortOrder": "DESCENDING"})
+
+
+def test_create_starts_a_build_when_the_tag_is_new(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    codebuild, ecr = stubs
+    _image_missing(ecr)
+    _no_builds(codebuild)
+    codebuild.add_response(
+        "start_build",
+        {"build": {"id": BUILD_ID, "buildStatus": "IN_PROGRESS"}},
+        {
+            "projectName": PROJECT,
+            "environmentVariablesOverride": [
+                {"name": "IMAGE_TAG", "value": TAG, "type": "PLAINTEXT"},
+                {"name": "ARTIFACT_PINS", "value": json.dumps(PINS, sort_keys=True), "type": "PLAINTEXT"},
+            ],
+            "idempotencyToken": ANY,
+        },
+    )
+    result = index.on_event(_create_event())
+    assert result == {"PhysicalResourceId": TAG, "Data": {"BuildId": BUILD_ID}}
+
+
+def test_unchanged_inputs_never_rebuild(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    # The tag is in ECR already (e.g. a stack re-created with the same inputs): no build at all.
+    _, ecr = stubs
+    _image_present(ecr)
+    result = index.on_event(_create_event("Update"))
+    assert result["PhysicalResourceId"] == TAG
+    assert result["Data"] == {"BuildId": "", "ImageUri": f"{REPOSITORY_URI}@{DIGEST}", "ImageDigest": DIGEST}
+    assert index.is_complete({**_create_event("Update"), **result}) == {"IsComplete": True, "Data": result["Data"]}
+
+
+def test_retry_after_a_timeout_adopts_the_running_build(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    # A deploy timed out and rolled back; the next deploy asks for the same tag while the first
+    # build is still running. No StartBuild is queued: the Stubber would fail on one.
+    codebuild, ecr = stubs
+    _image_missing(ecr)
+    other = f"{PROJECT}:11111111-2222-3333-4444-555555555555"
+    codebuild.add_response(
+        "list_builds_for_project", {"ids": [other, BUILD_ID]}, {"projectName": PROJECT, "sortOrder": "DESCENDING"}
+    )
+    codebuild.add_response(
+        "batch_get_builds",
+        {"builds": [{**_build("IN_PROGRESS", tag="build-" + "ee" * 32), "id": other}, _build("IN_PROGRESS")]},
+        {"ids": [other, BUILD_ID]},
+    )
+    result = index.on_event(_create_event())
+    assert result == {"PhysicalResourceId": TAG, "Data": {"BuildId": BUILD_ID}}
+
+
+def test_a_failed_earlier_build_for_the_tag_is_not_adopted(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    codebuild, ecr = stubs
+    _image_missing(ecr)
+    codebuild.add_response(
+        "list_builds_for_project", {"ids": [BUILD_ID]}, {"projectName": PROJECT, "sortOrder": "DESCENDING"}
+    )
+    codebuild.add_response("batch_get_builds", {"builds": [_build("FAILED")]}, {"ids": [BUILD_ID]})
+    new_id = f"{PROJECT}:99999999-2222-3333-4444-555555555555"
+    codebuild.add_response(
+        "start_build",
+        {"build": {"id": new_id}},
+        {"projectName": PROJECT, "environmentVariablesOverride": ANY, "idempotencyToken": ANY},
+    )
+    assert index.on_event(_create_event())["Data"] == {"BuildId": new_id}
+
+
+def test_placeholder_pins_stop_before_any_build(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    codebuild, ecr = stubs
+    _image_missing(ecr)
+    _no_builds(codebuild)
+    event = _create_event()
+    event["ResourceProperties"]["ArtifactPins"] = json.dumps({"base": "v1/" + "0" * 64})
+    with pytest.raises(ValueError, match=r"artifact pin\(s\) base still carry the placeholder sha256"):
+        index.on_event(event)
+
+
+def _poll(index: ModuleType) -> Any:
+    return index.is_complete({**_create_event(), "PhysicalResourceId": TAG, "Data": {"BuildId": BUILD_ID}})
+
+
+def test_poll_while_the_build_runs(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    codebuild, _ = stubs
+    codebuild.add_response("batch_get_builds", {"builds": [_build("IN_PROGRESS")]}, {"ids": [BUILD_ID]})
+    assert _poll(index) == {"IsComplete": False}
+
+
+def test_poll_after_success_returns_the_pushed_digest(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    codebuild, ecr = stubs
+    codebuild.add_response("batch_get_builds", {"builds": [_build("SUCCEEDED")]}, {"ids": [BUILD_ID]})
+    _image_present(ecr)
+    assert _poll(index) == {
+        "IsComplete": True,
+        "Data": {"BuildId": BUILD_ID, "ImageUri": f"{REPOSITORY_URI}@{DIGEST}", "ImageDigest": DIGEST},
+    }
+
+
+def test_failed_build_raises_with_build_id_message_and_log_link(
+    index: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    codebuild, _ = stubs
+    phases = [
+        {"phaseType": "PRE_BUILD", "phaseStatus": "SUCCEEDED"},
+        {
+            "phaseType": "BUILD",
+            "phaseStatus": "FAILED",
+            "contexts": [{"statusCode": "COMMAND_EXECUTION_ERROR", "message": "Error while executing docker build"}],
+        },
+    ]
+    codebuild.add_response("batch_get_builds", {"builds": [_build("FAILED", phases=phases)]}, {"ids": [BUILD_ID]})
+    with pytest.raises(index.BuildFailedError) as info:
+        _poll(index)
+    message = str(info.value)
+    assert message == (
+        f"image build {BUILD_ID} for tag {TAG} ended FAILED in BUILD: Error while executing docker build; "
+        f"logs: {LOG_LINK}"
+    )
+
+
+def test_success_without_the_image_in_ecr_fails(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    codebuild, ecr = stubs
+    codebuild.add_response("batch_get_builds", {"builds": [_build("SUCCEEDED")]}, {"ids": [BUILD_ID]})
+    _image_missing(ecr)
+    with pytest.raises(index.BuildFailedError, match=f"succeeded but {TAG} is not in ECR; logs: "):
+        _poll(index)
+
+
+def test_delete_keeps_the_image(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    event = {"RequestType": "Delete", "PhysicalResourceId": TAG, "ResourceProperties": {}}
+    assert index.on_event(event) == {"PhysicalResourceId": TAG}
+    assert index.is_complete(event) == {"IsComplete": True}
+
+
+def test_environment_is_validated_at_import(index: ModuleType) -> None:
+    with pytest.raises(RuntimeError, match="environment variable\\(s\\) PROJECT_NAME, REPOSITORY_URI not set"):
+        index.Environment.from_environ({"REPOSITORY_NAME": REPOSITORY})

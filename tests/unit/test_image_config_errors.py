@@ -1,0 +1,69 @@
+"""Bad image-source and image-build values: one line naming the key, the value and what is allowed."""
+
+import pytest
+
+from app_config import ConfigError, load_config
+from tests.synth_helpers import cdk_json_context
+
+SHA = "1" * 64
+
+
+def _error(overrides: dict[str, str]) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config({**cdk_json_context(), **overrides})
+    message = str(info.value)
+    assert "\n" not in message, f"expected one line, got: {message}"
+    return message
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            {"image.source": "docker"},
+            "config error: image.source = 'docker': must be one of 'build' or 'prebuilt'",
+        ),
+        (
+            {"image.build.primary.base_model": "v1"},
+            "config error: image.build.primary.base_model = 'v1': must be a CURRENT pointer '{version}/{sha256}': "
+            "a version of [A-Za-z0-9._-] (1-64, starting with a letter or digit), '/', and 64 lowercase hex characters",
+        ),
+        (
+            {"image.build.primary.adapters": f'{{"manga_domain_v3": "v3/{SHA}"}}'},
+            "config error: image.build.primary.adapters pins [manga_domain_v3] but model.adapters is "
+            "[general_support_v2, jp_style_v1, manga_domain_v3]; pin exactly one version per configured adapter",
+        ),
+        (
+            {"image.build.timeout_min": "90"},
+            "config error: image.build.timeout_min = '90': must be <= 55",
+        ),
+        (
+            {"image.build.compute_type": "BUILD_GENERAL1_SMALL"},
+            "config error: image.build.compute_type = 'BUILD_GENERAL1_SMALL': must be one of 'BUILD_GENERAL1_MEDIUM', "
+            "'BUILD_GENERAL1_LARGE', 'BUILD_GENERAL1_XLARGE' or 'BUILD_GENERAL1_2XLARGE'",
+        ),
+        (
+            {"image.build.artifacts_bucket_name": "Bad_Bucket"},
+            "config error: image.build.artifacts_bucket_name = 'Bad_Bucket': "
+            "must match ^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+        ),
+        (
+            {"image.source": "prebuilt", "image.canary.uri": "ghcr.io/x/serving:latest"},
+            "config error: image.canary: uri = 'ghcr.io/x/serving:latest': must be an ECR image URI pinned by digest, "
+            "<account>.dkr.ecr.<region>.amazonaws.com/<repository>@sha256:<64 hex>",
+        ),
+        (
+            {"image.primary": "{}"},
+            "config error: image.primary: tag = None, digest = None, uri = None: set a tag, a digest or a uri",
+        ),
+    ],
+)
+def test_bad_image_values_name_key_value_and_allowed(overrides: dict[str, str], expected: str) -> None:
+    assert _error(overrides) == expected
+
+
+def test_pin_mismatch_is_not_checked_for_prebuilt_images() -> None:
+    config = load_config(
+        {**cdk_json_context(), "image.source": "prebuilt", "image.build.primary.adapters": f'{{"x": "v1/{SHA}"}}'}
+    )
+    assert config.image.source == "prebuilt"
