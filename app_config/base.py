@@ -60,26 +60,19 @@ def _check_adapter_name(value: str) -> str:
 AdapterName = Annotated[str, AfterValidator(_check_adapter_name)]
 """A LoRA adapter name as clients send it in the ``model`` field, e.g. ``manga_domain_v3``."""
 
-_VARIANT = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+# SageMaker's pattern for both ProductionVariant.VariantName and CreateEndpoint.EndpointName
+# (API reference).
+_SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 
-def _check_variant_name(value: str) -> str:
-    # Pattern from the SageMaker API reference for ProductionVariant.VariantName.
-    if not _VARIANT.match(value):
-        raise ValueError("must match [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} (SageMaker VariantName)")
-    return value
+def _sagemaker_name(api_field: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not _SAGEMAKER_NAME.match(value):
+            raise ValueError(f"must match [a-zA-Z0-9](-*[a-zA-Z0-9]){{0,62}} (SageMaker {api_field})")
+        return value
+
+    return AfterValidator(check)
 
 
-VariantName = Annotated[str, AfterValidator(_check_variant_name)]
-
-_ENDPOINT = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-
-
-def _check_endpoint_name(value: str) -> str:
-    # Pattern from the SageMaker API reference for CreateEndpoint.EndpointName.
-    if not _ENDPOINT.match(value):
-        raise ValueError("must match [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} (SageMaker EndpointName)")
-    return value
-
-
-EndpointName = Annotated[str, AfterValidator(_check_endpoint_name)]
+VariantName = Annotated[str, _sagemaker_name("VariantName")]
+EndpointName = Annotated[str, _sagemaker_name("EndpointName")]

@@ -217,17 +217,19 @@ class ModelImportProvider(Construct):
         """
         super().__init__(scope, construct_id)
         code = lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"])
+        # Both handlers parse the same environment model (lambdas/bedrock_import/index.py).
+        environment = {
+            "IMPORT_ROLE_ARN": store.import_role.role_arn,
+            "MODEL_KMS_KEY_ARN": store.model_key.key_arn,
+            "MAX_MODEL_SIZE_BYTES": str(max_model_size_bytes),
+        }
 
         self.on_event_function = self._function(
             "OnEvent",
             handler="index.on_event",
             code=code,
             description="Pre-flights the S3 prefix and starts Bedrock model import jobs",
-            environment={
-                "IMPORT_ROLE_ARN": store.import_role.role_arn,
-                "MODEL_KMS_KEY_ARN": store.model_key.key_arn,
-                "MAX_MODEL_SIZE_BYTES": str(max_model_size_bytes),
-            },
+            environment=environment,
             timeout=handler_timeout,
             memory_mib=handler_memory_mib,
             log_retention=log_retention,
@@ -260,11 +262,7 @@ class ModelImportProvider(Construct):
             handler="index.is_complete",
             code=code,
             description="Polls Bedrock model import jobs until they complete or fail",
-            environment={
-                "IMPORT_ROLE_ARN": store.import_role.role_arn,
-                "MODEL_KMS_KEY_ARN": store.model_key.key_arn,
-                "MAX_MODEL_SIZE_BYTES": str(max_model_size_bytes),
-            },
+            environment=environment,
             timeout=handler_timeout,
             memory_mib=handler_memory_mib,
             log_retention=log_retention,
