@@ -159,7 +159,9 @@ class UpstreamPool:
         ``timeout_s`` bounds the whole exchange, body included (control-plane calls); the
         hot path passes none and bounds the request itself. Raises :class:`UpstreamError`.
         """
-        timeout = self._default_timeout if timeout_s is None else aiohttp.ClientTimeout(timeout_s, connect=CONNECT_TIMEOUT_S)
+        timeout = (
+            self._default_timeout if timeout_s is None else aiohttp.ClientTimeout(timeout_s, connect=CONNECT_TIMEOUT_S)
+        )
         try:
             response = await self._get_session().request(
                 method,

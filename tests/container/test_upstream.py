@@ -187,7 +187,7 @@ def test_control_plane_get_returns_status_and_body_and_times_out() -> None:
         server, port, _ = await serve(handler)
         pool = UpstreamPool("127.0.0.1", port, keepalive_expiry_s=0.0)
         assert await pool.get("/health", timeout_s=2) == (503, b"busy")
-        with pytest.raises(UpstreamError, match="no response: .*Timeout"):
+        with pytest.raises(UpstreamError, match=r"no response: .*Timeout"):
             await pool.get("/metrics", timeout_s=0.2)
         await pool.aclose()
         server.close()
