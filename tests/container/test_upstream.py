@@ -193,3 +193,29 @@ def test_control_plane_get_returns_status_and_body_and_times_out() -> None:
         server.close()
 
     run(main())
+
+
+def test_cancelled_read_closes_the_connection() -> None:
+    """The gateway bounds a unary request with asyncio.timeout: the cancelled read must close
+    the upstream connection (vLLM then aborts the request) and never return it to the pool."""
+    closed = asyncio.Event()
+
+    async def handler(reader, writer, index) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nok")
+        await writer.drain()
+        await reader.read()  # returns at EOF: the client closed the connection
+        closed.set()
+        return False
+
+    async def main() -> None:
+        server, port, _ = await serve(handler)
+        pool = UpstreamPool("127.0.0.1", port)
+        response = await pool.request("POST", "/x", b"{}")
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.1):
+                await response.read()
+        await asyncio.wait_for(closed.wait(), 2)
+        await pool.aclose()
+        server.close()
+
+    run(main())
