@@ -1,6 +1,7 @@
 """The HTTP gateway on :8080: ``/ping`` and ``/invocations`` in front of vLLM.
 
-``create_app`` builds a Starlette app whose lifespan owns the pooled ``httpx.AsyncClient``,
+``create_app`` builds a Starlette app whose lifespan owns the pooled upstream client
+(``serving_app.upstream``, aiohttp),
 the vLLM child process and the background tasks (startup + warmup, engine health poller,
 ``/metrics`` scraper, engine watcher). Request bodies are forwarded as the client sent them
 whenever possible (no JSON re-serialisation on the hot path) and streams are relayed event by
@@ -17,8 +18,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
+from urllib.parse import urlsplit
 
-import httpx
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
@@ -51,12 +52,6 @@ slow to answer one probe; a dead one fails all of them, and the watcher sees an 
 
 ENGINE_STOP_GRACE_S: Final = 3.0
 """SIGTERM -> SIGKILL grace for vLLM after the gateway drained (drain <= 25 s + 3 s < 30 s)."""
-
-UPSTREAM_KEEPALIVE_EXPIRY_S: Final = 4.0
-"""Below vLLM's uvicorn keep-alive (5 s) so the pool never reuses a socket vLLM is closing."""
-
-UPSTREAM_MAX_CONNECTIONS: Final = 1024
-"""Pool size: well above ``--max-num-seqs`` (128) so the pool never queues ahead of vLLM."""
 
 JSON_HEADERS: Final = {"content-type": "application/json"}
 _ERROR_TYPES: Final = {
@@ -166,31 +161,15 @@ class Gateway:
         self._available = ", ".join(settings.model_names)
         self._request_dims = self.emf.request_dimension_sets
         self._timeout = settings.request_timeout_s
-        self._client: httpx.AsyncClient | None = None
-        url = httpx.URL(upstream_url)
-        self._pool = UpstreamPool(url.host, url.port or 80)
+        url = urlsplit(upstream_url)
+        self._pool = UpstreamPool(url.hostname or "127.0.0.1", url.port or 80)
         self._tasks: list[asyncio.Task[None]] = []
         self._drain_task: asyncio.Task[None] | None = None
         self._started = time.monotonic()
 
-    @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            raise RuntimeError("gateway not started")
-        return self._client
-
     # ------------------------------------------------------------------ lifecycle
     async def startup(self) -> None:
         """Open the upstream pool, spawn vLLM and the background tasks (lifespan start)."""
-        self._client = httpx.AsyncClient(
-            base_url=self.upstream_url,
-            timeout=httpx.Timeout(self._timeout, connect=5.0),
-            limits=httpx.Limits(
-                max_connections=UPSTREAM_MAX_CONNECTIONS,
-                max_keepalive_connections=UPSTREAM_MAX_CONNECTIONS,
-                keepalive_expiry=UPSTREAM_KEEPALIVE_EXPIRY_S,
-            ),
-        )
         if self.engine is not None:
             await self.engine.start()
             self._spawn(self._watch_engine())
@@ -207,8 +186,6 @@ class Gateway:
                 await task
         if self.engine is not None:
             await self.engine.stop(ENGINE_STOP_GRACE_S)
-        if self._client is not None:
-            await self._client.aclose()
         await self._pool.aclose()
 
     def _spawn(self, coro: Any) -> None:
@@ -246,7 +223,7 @@ class Gateway:
         deadline = self._started + self.settings.startup_timeout_s
         try:
             waited = await wait_for_engine(
-                self.client,
+                self._pool,
                 deadline,
                 lambda: self.engine is None or self.engine.alive or self.readiness.draining,
             )
@@ -258,7 +235,7 @@ class Gateway:
                 self.readiness.warmed_up_adapters.append(name)
 
             await run_warmup(
-                self.client,
+                self._pool,
                 self.settings.model_names,
                 self.settings.warmup_num_requests,
                 deadline,
@@ -297,9 +274,9 @@ class Gateway:
                 self.readiness.record_health(False)
                 continue
             try:
-                response = await self.client.get("/health", timeout=HEALTH_PROBE_TIMEOUT_S)
-                ok = response.status_code == 200
-            except httpx.HTTPError:
+                status, _ = await self._pool.get("/health", timeout_s=HEALTH_PROBE_TIMEOUT_S)
+                ok = status == 200
+            except UpstreamError:
                 ok = False
             if ok:
                 failures = 0
@@ -319,9 +296,10 @@ class Gateway:
             if self.readiness.phase is Phase.STARTING or (self.engine is not None and not self.engine.alive):
                 continue
             try:
-                response = await self.client.get("/metrics", timeout=min(interval, 5.0))
-                response.raise_for_status()
-                totals = parse_samples(response.text)
+                status, content = await self._pool.get("/metrics", timeout_s=min(interval, 5.0))
+                if status != 200:
+                    raise UpstreamError(f"/metrics answered {status}")
+                totals = parse_samples(content.decode("utf-8", "replace"))
             except Exception as exc:  # a bad scrape must never stop the loop
                 if not warned:
                     log.warning("metrics: scrape failed: %s", exc.__class__.__name__)

@@ -80,8 +80,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # httpx logs every upstream request at INFO: one line per request is the EMF line's job.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         settings = Settings.from_env(os.environ)
     except SettingsError as exc:

@@ -1,234 +1,188 @@
-"""A lean, pooled HTTP/1.1 client for the request hot path (gateway -> vLLM on loopback).
+"""The gateway's HTTP client to vLLM on loopback: a thin wrapper over ``aiohttp``.
 
-Why not httpx here: measured on this project's 2-core dev machine, one ``httpx.AsyncClient``
-POST to a local server cost ~1.8 ms of CPU against ~0.05 ms for a bare keep-alive exchange
-on asyncio streams (``benchmarks/serving_overhead.py``, container/README.md). The gateway's
-whole job on the hot path is one such exchange, so it uses this client; httpx stays for the
-control plane (health polls, ``/metrics`` scrapes, warmup), where its cost does not matter.
+One :class:`UpstreamPool` (one ``aiohttp.ClientSession`` + ``TCPConnector``) carries both
+the request hot path (``/v1/chat/completions``, ``/v1/completions``, streamed or not) and
+the control plane (``/health`` polls, ``/metrics`` scrapes, warmup), so the gateway depends
+on one HTTP client library. aiohttp rather than our own protocol code: house rule, a
+well-kept library beats hand-written HTTP; aiohttp rather than httpx: vLLM 0.22.0 itself
+depends on aiohttp (3.14.5 in its resolved environment, so it adds nothing to the image),
+and it cost a fraction of httpx's CPU per request in ``benchmarks/serving_overhead.py``
+(container/README.md, "Overhead").
 
-Scope is deliberately small: one known upstream on 127.0.0.1, HTTP/1.1 keep-alive,
-``Content-Length`` or chunked responses, no redirects, no TLS, no proxies.
+The wrapper keeps the small interface the gateway needs: :meth:`UpstreamPool.request`
+returns an :class:`UpstreamResponse` once status and headers are in (``status_code``,
+``headers``, :meth:`~UpstreamResponse.read`, :meth:`~UpstreamResponse.iter_chunks`,
+:meth:`~UpstreamResponse.text`, :meth:`~UpstreamResponse.aclose`,
+:meth:`~UpstreamResponse.abort`), and every transport failure is :class:`UpstreamError`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-from collections import deque
 from collections.abc import AsyncIterator
 from typing import Final
 
-KEEPALIVE_EXPIRY_S: Final = 4.0
-"""Idle connections older than this are dropped: below vLLM's uvicorn keep-alive (5 s), so
-the pool never reuses a socket the server is about to close."""
+import aiohttp
+from multidict import CIMultiDictProxy
 
-MAX_IDLE: Final = 256
-"""Idle connections kept for reuse (above ``--max-num-seqs`` 128 of the seed design)."""
+KEEPALIVE_EXPIRY_S: Final = 4.0
+"""Idle connections older than this are not reused: below vLLM's uvicorn keep-alive (5 s,
+uvicorn's ``timeout_keep_alive`` default), so the pool never reuses a socket the server is
+about to close. aiohttp does not retry a POST on a reused socket that the server closed."""
+
+MAX_CONNECTIONS: Final = 1024
+"""Connector limit: well above ``--max-num-seqs`` (128, seeds/003 section 5) plus the
+control plane, so the pool never queues requests ahead of vLLM's own scheduler."""
+
+CONNECT_TIMEOUT_S: Final = 5.0
+"""Bound on opening a loopback connection (vLLM accepting); the request itself is bounded
+by the caller (``REQUEST_TIMEOUT_S``) or the ``timeout_s`` argument."""
+
+READ_BUFFER_BYTES: Final = 2**20
+"""aiohttp's per-response read buffer (default 64 KiB): a whole completion body usually
+arrives in one read."""
 
 
 class UpstreamError(Exception):
-    """The upstream could not be reached or broke the protocol mid-response."""
+    """The upstream could not be reached, timed out, or broke the protocol mid-response."""
 
 
-class _Conn:
-    __slots__ = ("idle_since", "reader", "writer")
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.idle_since = 0.0
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.writer.close()
+def _describe(exc: BaseException) -> str:
+    return exc.__class__.__name__
 
 
 class UpstreamResponse:
-    """A response whose status and headers are read; the body is read on demand.
+    """A response whose status and headers are in; the body is read on demand.
 
-    Always finish with :meth:`read`, a full :meth:`iter_chunks`, or :meth:`aclose`; only a
-    fully read body returns the connection to the pool.
+    Finish with :meth:`read`, a full :meth:`iter_chunks`, or :meth:`aclose`: a fully read
+    body returns the connection to the pool, anything else closes it.
     """
 
-    def __init__(self, pool: UpstreamPool, conn: _Conn, status: int, headers: dict[bytes, bytes]) -> None:
-        self._pool = pool
-        self._conn: _Conn | None = conn
-        self.status_code = status
-        self.headers = headers
-        self._chunked = headers.get(b"transfer-encoding", b"").lower() == b"chunked"
-        length = headers.get(b"content-length")
-        self._length = int(length) if length is not None else None
-        self._reusable = headers.get(b"connection", b"").lower() != b"close" and (
-            self._chunked or self._length is not None
-        )
+    __slots__ = ("_response",)
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+
+    @property
+    def status_code(self) -> int:
+        return self._response.status
+
+    @property
+    def headers(self) -> CIMultiDictProxy[str]:
+        """Response headers (case-insensitive names)."""
+        return self._response.headers
 
     async def read(self) -> bytes:
-        """The whole body."""
-        return b"".join([chunk async for chunk in self.iter_chunks()])
+        """The whole body; raises :class:`UpstreamError` if it breaks off."""
+        try:
+            return await self._response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            self._response.close()
+            raise UpstreamError(f"response body broken: {_describe(exc)}") from None
+
+    async def text(self) -> str:
+        """The whole body decoded as UTF-8 (invalid bytes replaced)."""
+        return (await self.read()).decode("utf-8", "replace")
 
     async def iter_chunks(self) -> AsyncIterator[bytes]:
-        """Body bytes as they arrive (one item per HTTP chunk when chunked)."""
-        conn = self._conn
-        if conn is None:
-            return
-        reader = conn.reader
+        """Body bytes as they arrive (whatever the socket delivered, no re-chunking)."""
         try:
-            if self._chunked:
-                while True:
-                    line = await reader.readuntil(b"\r\n")
-                    size = int(line.split(b";", 1)[0].strip(), 16)
-                    if size == 0:
-                        while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                            pass  # trailers
-                        break
-                    data = await reader.readexactly(size + 2)
-                    yield data[:-2]
-            elif self._length is not None:
-                if self._length:
-                    yield await reader.readexactly(self._length)
-            else:
-                while chunk := await reader.read(65536):
-                    yield chunk
-        except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-            self._discard()
-            raise UpstreamError(f"response body broken: {exc.__class__.__name__}") from None
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            self._response.close()
+            raise UpstreamError(f"response body broken: {_describe(exc)}") from None
         except BaseException:
-            self._discard()
+            self._response.close()
             raise
-        if self._reusable:
-            self._conn = None
-            self._pool._release(conn)
-        else:
-            self._discard()
-
-    def _discard(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
 
     def abort(self) -> None:
-        """Close the connection now; a pending body read then raises UpstreamError."""
-        self._discard()
+        """Close the connection now (vLLM sees the disconnect and stops generating); a
+        pending body read then raises :class:`UpstreamError`."""
+        self._response.close()
 
     async def aclose(self) -> None:
         """Drop the connection unless the body was fully read (idempotent)."""
-        self._discard()
+        self._response.close()
 
 
 class UpstreamPool:
-    """Keep-alive connections to one ``host:port``."""
+    """Keep-alive connections to one ``http://host:port`` (vLLM on loopback).
+
+    The ``aiohttp.ClientSession`` is created on first use, inside the running event loop.
+    """
 
     def __init__(
         self,
         host: str,
         port: int,
         *,
-        max_idle: int = MAX_IDLE,
+        max_connections: int = MAX_CONNECTIONS,
         keepalive_expiry_s: float = KEEPALIVE_EXPIRY_S,
     ) -> None:
         self.host = host
         self.port = port
-        self._idle: deque[_Conn] = deque()
-        self._max_idle = max_idle
-        self._expiry = keepalive_expiry_s
-        self._head = f"Host: {host}:{port}\r\n".encode()
+        self._base_url = f"http://{host}:{port}"
+        self._max_connections = max_connections
+        self._keepalive_expiry_s = keepalive_expiry_s
+        self._session: aiohttp.ClientSession | None = None
+        self._default_timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_S)
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections,
+                limit_per_host=0,
+                keepalive_timeout=self._keepalive_expiry_s,
+            )
+            self._session = aiohttp.ClientSession(
+                base_url=self._base_url,
+                connector=connector,
+                timeout=self._default_timeout,
+                auto_decompress=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                read_bufsize=READ_BUFFER_BYTES,
+                raise_for_status=False,
+            )
+        return self._session
 
     async def request(
-        self, method: str, path: str, body: bytes = b"", content_type: bytes = b"application/json"
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        content_type: str = "application/json",
+        *,
+        timeout_s: float | None = None,
     ) -> UpstreamResponse:
         """Send one request; return once the status line and headers are in.
 
-        A reused connection that the server closed before answering is retried once on a
-        fresh one (the request never reached the application). Raises :class:`UpstreamError`.
+        ``timeout_s`` bounds the whole exchange, body included (control-plane calls); the
+        hot path passes none and bounds the request itself. Raises :class:`UpstreamError`.
         """
-        raw = b"".join(
-            (
-                method.encode(),
-                b" ",
-                path.encode(),
-                b" HTTP/1.1\r\n",
-                self._head,
-                b"Content-Type: ",
-                content_type,
-                b"\r\nContent-Length: ",
-                str(len(body)).encode(),
-                b"\r\n\r\n",
-                body,
-            )
+        timeout = (
+            self._default_timeout if timeout_s is None else aiohttp.ClientTimeout(timeout_s, connect=CONNECT_TIMEOUT_S)
         )
-        conn = self._take_idle()
-        if conn is not None:
-            try:
-                return await self._exchange(conn, raw)
-            except _StaleConnectionError:
-                pass
         try:
-            reader, writer = await asyncio.open_connection(self.host, self.port, limit=2**20)
-        except OSError as exc:
-            raise UpstreamError(f"connect failed: {exc.__class__.__name__}") from None
-        try:
-            return await self._exchange(_Conn(reader, writer), raw)
-        except _StaleConnectionError:
-            raise UpstreamError("connection closed before a response") from None
+            response = await self._get_session().request(
+                method,
+                path,
+                data=body if method != "GET" else None,
+                headers={"Content-Type": content_type} if method != "GET" else None,
+                timeout=timeout,
+            )
+        except aiohttp.ClientConnectorError as exc:
+            raise UpstreamError(f"connect failed: {_describe(exc)}") from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise UpstreamError(f"no response: {_describe(exc)}") from None
+        return UpstreamResponse(response)
 
-    async def _exchange(self, conn: _Conn, raw: bytes) -> UpstreamResponse:
-        try:
-            conn.writer.write(raw)
-            status_line = await conn.reader.readuntil(b"\r\n")
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            conn.close()
-            if isinstance(exc, asyncio.IncompleteReadError) and not exc.partial:
-                raise _StaleConnectionError from None
-            if isinstance(exc, ConnectionError):
-                raise _StaleConnectionError from None
-            raise UpstreamError(f"no response: {exc.__class__.__name__}") from None
-        except BaseException:
-            conn.close()
-            raise
-        try:
-            status = int(status_line.split(b" ", 2)[1])
-            block = await conn.reader.readuntil(b"\r\n\r\n") if not status_line.endswith(b"\r\n\r\n") else b"\r\n"
-        except (
-            OSError,
-            ValueError,
-            IndexError,
-            asyncio.IncompleteReadError,
-            asyncio.LimitOverrunError,
-        ) as exc:
-            conn.close()
-            raise UpstreamError(f"bad response head: {exc.__class__.__name__}") from None
-        except BaseException:
-            conn.close()
-            raise
-        headers: dict[bytes, bytes] = {}
-        for line in block.split(b"\r\n"):
-            name, sep, value = line.partition(b":")
-            if sep:
-                headers[name.strip().lower()] = value.strip()
-        return UpstreamResponse(self, conn, status, headers)
-
-    def _take_idle(self) -> _Conn | None:
-        now = time.monotonic()
-        while self._idle:
-            conn = self._idle.pop()  # most recently used first: warmest socket
-            if now - conn.idle_since < self._expiry and not conn.reader.at_eof():
-                return conn
-            conn.close()
-        return None
-
-    def _release(self, conn: _Conn) -> None:
-        if len(self._idle) >= self._max_idle or conn.reader.at_eof():
-            conn.close()
-            return
-        conn.idle_since = time.monotonic()
-        self._idle.append(conn)
+    async def get(self, path: str, *, timeout_s: float) -> tuple[int, bytes]:
+        """Control-plane GET: ``(status, body)``, the connection back in the pool."""
+        response = await self.request("GET", path, timeout_s=timeout_s)
+        return response.status_code, await response.read()
 
     async def aclose(self) -> None:
-        """Close every idle connection."""
-        while self._idle:
-            self._idle.pop().close()
-
-
-class _StaleConnectionError(Exception):
-    """A kept-alive connection was closed by the server before it answered."""
+        """Close the session and every pooled connection."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -8,11 +8,12 @@ request; warming each adapter also proves that every adapter in LORA_ADAPTERS lo
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-import httpx
+from serving_app.upstream import UpstreamError, UpstreamPool
 
 log = logging.getLogger("serving_app.warmup")
 
@@ -27,7 +28,7 @@ class StartupError(Exception):
     """Startup cannot complete; ``str()`` is one line."""
 
 
-async def wait_for_engine(client: httpx.AsyncClient, deadline: float, engine_alive: Callable[[], bool]) -> float:
+async def wait_for_engine(pool: UpstreamPool, deadline: float, engine_alive: Callable[[], bool]) -> float:
     """Poll ``GET /health`` until 200; return seconds waited.
 
     Raises :class:`StartupError` at ``deadline`` (monotonic) or when the engine exits.
@@ -37,10 +38,10 @@ async def wait_for_engine(client: httpx.AsyncClient, deadline: float, engine_ali
         if not engine_alive():
             raise StartupError("vLLM exited before /health answered 200")
         try:
-            response = await client.get("/health", timeout=2.0)
-            if response.status_code == 200:
+            status, _ = await pool.get("/health", timeout_s=2.0)
+            if status == 200:
                 return time.monotonic() - started
-        except httpx.HTTPError:
+        except UpstreamError:
             pass
         if time.monotonic() >= deadline:
             raise StartupError(f"vLLM /health not 200 within STARTUP_TIMEOUT_S ({deadline - started:.0f} s)")
@@ -67,7 +68,7 @@ def warmup_body(model: str, index: int) -> dict[str, object]:
 
 
 async def run_warmup(
-    client: httpx.AsyncClient,
+    pool: UpstreamPool,
     model_names: Sequence[str],
     num_requests: int,
     deadline: float,
@@ -89,13 +90,14 @@ async def run_warmup(
             if remaining <= 0:
                 raise StartupError("warmup did not finish within STARTUP_TIMEOUT_S")
             try:
-                response = await client.post("/v1/chat/completions", json=warmup_body(name, index), timeout=remaining)
-            except httpx.HTTPError as exc:
-                raise StartupError(f"warmup request to {name!r} failed: {exc.__class__.__name__}") from None
+                body = json.dumps(warmup_body(name, index)).encode()
+                response = await pool.request("POST", "/v1/chat/completions", body, timeout_s=remaining)
+                content = await response.read()
+            except UpstreamError as exc:
+                raise StartupError(f"warmup request to {name!r} failed: {exc}") from None
             if response.status_code != 200:
-                raise StartupError(
-                    f"warmup request to {name!r} answered {response.status_code}: {response.text[:200]!r}"
-                )
+                text = content.decode("utf-8", "replace")
+                raise StartupError(f"warmup request to {name!r} answered {response.status_code}: {text[:200]!r}")
         log.info("warmup: %s done (%d requests)", name, count)
         if on_done is not None:
             result = on_done(name)

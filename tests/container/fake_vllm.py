@@ -36,7 +36,8 @@ parser.add_argument("--host", default="127.0.0.1")
 parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--served-model-name", default="base")
 parser.add_argument("--lora-modules", nargs="+", default=[])
-ARGS, REST = parser.parse_known_args()
+# Imported by the unit tests for its exposition (no argv there); run as the engine otherwise.
+ARGS, REST = parser.parse_known_args() if __name__ == "__main__" else parser.parse_known_args(["--port", "0"])
 ADAPTERS = [item.split("=", 1)[0] for item in ARGS.lora_modules]
 MODELS = [ARGS.served_model_name, *ADAPTERS]
 
@@ -46,7 +47,12 @@ STATE: dict[str, Any] = {
     "streams_finished": 0,
     "argv": sys.argv[1:],
     "counters": {"prompt": 0, "generation": 0, "queries": 0, "hits": 0, "preemptions": 0},
+    "queue_times": [],  # seconds each completion waited at the gate (vLLM: WAITING phase)
 }
+QUEUE_TIME_BUCKETS: tuple[float, ...] = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0)
+QUEUE_TIME_BUCKETS += (50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
+"""``request_latency_buckets`` of vLLM 0.22.0 (vllm/v1/metrics/loggers.py), which
+``vllm:request_queue_time_seconds`` uses."""
 GATE = asyncio.Event()
 RELEASE = [asyncio.Event()]  # a fresh event after each release: later holds hold again
 if os.environ.get("FAKE_GATE") != "closed":
@@ -68,15 +74,31 @@ async def models(request: Request) -> Response:
     return JSONResponse({"object": "list", "data": [{"id": m, "object": "model"} for m in MODELS]})
 
 
-def metrics_text() -> str:
-    c = STATE["counters"]
+def histogram_lines(name: str, labels: str, observations: list[float], buckets: tuple[float, ...]) -> list[str]:
+    """A Prometheus histogram as prometheus_client writes it (cumulative buckets, +Inf,
+    _count, _sum, _created)."""
+    lines = [f"# TYPE {name} histogram"]
+    for upper in buckets:
+        count = sum(1 for value in observations if value <= upper)
+        lines.append(f'{name}_bucket{{{labels},le="{upper}"}} {float(count)}')
+    lines += [
+        f'{name}_bucket{{{labels},le="+Inf"}} {float(len(observations))}',
+        f"{name}_count{{{labels}}} {float(len(observations))}",
+        f"{name}_sum{{{labels}}} {sum(observations)}",
+        f"{name}_created{{{labels}}} 1.7636e+09",
+    ]
+    return lines
+
+
+def metrics_text(state: dict[str, Any] = STATE) -> str:
+    c = state["counters"]
     lines = []
     for model in MODELS[:1]:
         labels = f'engine="0",model_name="{model}"'
         lines += [
             "# HELP vllm:num_requests_running Number of requests in model execution batches.",
             "# TYPE vllm:num_requests_running gauge",
-            f"vllm:num_requests_running{{{labels}}} {float(STATE['streams_open'])}",
+            f"vllm:num_requests_running{{{labels}}} {float(state['streams_open'])}",
             "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
             "# TYPE vllm:num_requests_waiting gauge",
             f"vllm:num_requests_waiting{{{labels}}} 2.0",
@@ -104,6 +126,8 @@ def metrics_text() -> str:
             f'vllm:time_to_first_token_seconds_bucket{{{labels},le="+Inf"}} 1.0',
             f"vllm:time_to_first_token_seconds_count{{{labels}}} 1.0",
             f"vllm:time_to_first_token_seconds_sum{{{labels}}} 0.05",
+            "# HELP vllm:request_queue_time_seconds Histogram of time spent in WAITING phase for request.",
+            *histogram_lines("vllm:request_queue_time_seconds", labels, state["queue_times"], QUEUE_TIME_BUCKETS),
             "# HELP vllm:lora_requests_info Running stats on lora requests.",
             "# TYPE vllm:lora_requests_info gauge",
             f'vllm:lora_requests_info{{max_lora="4",running_lora_adapters="{",".join(ADAPTERS)}",'
@@ -153,8 +177,10 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
         "stream_options": options,
         "t": time.monotonic(),
     }
+    arrived = time.monotonic()
     STATE["requests"].append(entry)
     await GATE.wait()
+    STATE["queue_times"].append(time.monotonic() - arrived)
     if text == "boom":
         return error(500, "CUDA out of memory. Tried to allocate 2.00 GiB")
     if text.startswith("slow:"):
@@ -233,7 +259,7 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
 
 
 async def control_state(request: Request) -> Response:
-    return JSONResponse({k: v for k, v in STATE.items() if k != "counters"})
+    return JSONResponse({k: v for k, v in STATE.items() if k not in ("counters", "queue_times")})
 
 
 async def control_open(request: Request) -> Response:

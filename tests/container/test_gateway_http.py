@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from serving_contract.metrics import UNITS, Dimension, EngineMetric, RequestMetric
+from serving_contract.metrics import EMITTED, UNITS, Dimension, EngineMetric, RequestMetric
 from tests.container.conftest import ADAPTERS, Serve
 
 CHAT = {"messages": [{"role": "user", "content": "hello"}]}
@@ -278,3 +278,24 @@ def test_client_disconnect_mid_stream_stops_the_engine_stream(serve: Serve) -> N
         time.sleep(0.05)
     line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 499)
     assert line["Adapter"] == "manga_domain_v3" and line[RequestMetric.CLIENT_ERRORS] == 1
+
+
+def test_a_scripted_run_emits_every_contract_metric(serve: Serve) -> None:
+    """Union of the names in the EMF lines of a run == ``serving_contract.metrics.EMITTED``:
+    alarms and dashboards never reference a name the container does not write."""
+    stream = {**CHAT, "stream": True, "model": "manga_domain_v3"}
+    with httpx.stream("POST", serve.url + "/invocations", json=stream, timeout=10) as response:
+        assert response.status_code == 200
+        response.read()
+    assert post(serve, {**CHAT, "model": "jp_style_v1"}).status_code == 200  # unary, tokens
+    assert post(serve, {"prompt": "boom"}).status_code == 502  # engine error, OOM
+    assert post(serve, {**CHAT, "model": "nope"}).status_code == 400  # client error
+    # Requests went through between two scrapes: the interval's queue wait p95 appears.
+    wait_for_emf(serve, lambda d: EngineMetric.QUEUE_WAIT_P95 in d and EngineMetric.PREFIX_CACHE_HIT_RATE in d)
+    lines = serve.emf_lines()
+    for document in lines:
+        check_emf(document)
+    emitted = {m["Name"] for d in lines for m in d["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    request_names = {m["Name"] for d in lines if "Adapter" in d for m in d["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert request_names == set(RequestMetric)
+    assert emitted == EMITTED
