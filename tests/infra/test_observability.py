@@ -355,7 +355,7 @@ def test_dashboard_shows_the_slos_capacity_and_adapters(default_synth: Synth) ->
     assert slo.error_rate_percent in lines("Error rate (%)")
     assert slo.ttft_p50_ms in lines("Time to first token (ms)")
     assert slo.latency_p99_ms in lines("Request latency p99 (ms)")
-    assert slo.queue_wait_p95_ms in lines("Queue wait p95 (ms)")
+    assert slo.queue_wait_p95_ms in lines("Queue wait, worst interval mean (ms)")
     for variant in config.serving.variants:
         assert {variant.min_capacity, variant.max_capacity} <= lines("Instances per variant (min/max)")
     instance_rows = graphs["Instances per variant (min/max)"]["metrics"]
