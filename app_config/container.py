@@ -3,9 +3,7 @@
 from pydantic import Field
 
 from app_config.base import ConfigModel
-
-SAGEMAKER_SIGKILL_AFTER_S = 30
-"""SageMaker sends SIGKILL this long after SIGTERM on scale-in or update (CONVENTIONS.md)."""
+from serving_contract.env import DRAIN_TIMEOUT_MAX_S
 
 SAGEMAKER_INVOCATION_TIMEOUT_S = 60
 """A real-time endpoint must answer /invocations within this (CONVENTIONS.md)."""
@@ -16,21 +14,27 @@ class ContainerConfig(ConfigModel):
 
     warmup_num_requests: int = Field(
         default=10,
-        ge=0,
+        ge=1,
         le=100,
-        description="Synthetic requests sent through the adapters before /ping turns 200. Source: seed 003 §10.",
+        description=(
+            "Synthetic requests sent through the adapters before /ping turns 200 (at least one per adapter is "
+            "always sent). Source: seed 003 §10."
+        ),
     )
     drain_timeout_s: int = Field(
-        default=25,
-        ge=0,
-        le=SAGEMAKER_SIGKILL_AFTER_S - 1,
-        description="Seconds in-flight requests may finish after SIGTERM; must stay below SageMaker's 30 s SIGKILL.",
+        default=20,
+        ge=1,
+        le=DRAIN_TIMEOUT_MAX_S,
+        description=(
+            "Seconds in-flight requests may finish after SIGTERM. At most 22: with vLLM's 3 s stop grace and "
+            "uvicorn's 2 s, shutdown stays inside SageMaker's 30 s SIGKILL (serving_contract.env)."
+        ),
     )
     request_timeout_s: int = Field(
         default=55,
         ge=1,
-        le=SAGEMAKER_INVOCATION_TIMEOUT_S,
-        description="Upper bound on one /invocations request; SageMaker gives up after 60 s.",
+        lt=SAGEMAKER_INVOCATION_TIMEOUT_S,
+        description="Upper bound on one /invocations request; below SageMaker's 60 s so the client gets our answer.",
     )
     metrics_interval_s: int = Field(
         default=10,

@@ -42,3 +42,12 @@ VARIANT_NAME: Final = "VARIANT_NAME"
 ALL: Final[tuple[str, ...]] = tuple(
     value for name, value in sorted(globals().items()) if name.isupper() and isinstance(value, str)
 )
+
+# Shutdown budget, shared by the config model (stack side) and the container's settings.
+# SageMaker sends SIGKILL 30 s after SIGTERM (CONVENTIONS.md). After the gateway drains it
+# gives vLLM ENGINE_STOP_GRACE_S to exit, then uvicorn gets UVICORN_SHUTDOWN_GRACE_S to close;
+# a few seconds stay spare for process exit: 22 + 3 + 2 = 27 < 30.
+SAGEMAKER_SIGKILL_AFTER_S: Final = 30
+ENGINE_STOP_GRACE_S: Final = 3
+UVICORN_SHUTDOWN_GRACE_S: Final = 2
+DRAIN_TIMEOUT_MAX_S: Final = 22

@@ -36,6 +36,7 @@ from serving_app.scraper import EngineMetricsCalculator, parse_samples
 from serving_app.settings import Settings
 from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
 from serving_app.warmup import StartupError, run_warmup, wait_for_engine
+from serving_contract import env
 from serving_contract.metrics import Dimension, RequestMetric
 
 log = logging.getLogger("serving_app.gateway")
@@ -50,8 +51,8 @@ HEALTH_FAILURE_THRESHOLD: Final = 3
 """Consecutive failed ``/health`` probes before ``/ping`` turns 503 (a busy engine may be
 slow to answer one probe; a dead one fails all of them, and the watcher sees an exit at once)."""
 
-ENGINE_STOP_GRACE_S: Final = 3.0
-"""SIGTERM -> SIGKILL grace for vLLM after the gateway drained (drain <= 25 s + 3 s < 30 s)."""
+ENGINE_STOP_GRACE_S: Final = float(env.ENGINE_STOP_GRACE_S)
+"""SIGTERM -> SIGKILL grace for vLLM after the gateway drained (budget in ``serving_contract.env``)."""
 
 JSON_HEADERS: Final = {"content-type": "application/json"}
 _ERROR_TYPES: Final = {

@@ -33,6 +33,7 @@ from serving_app.vllm_args import (
     default_engine_command,
     engine_environment,
 )
+from serving_contract import env
 
 log = logging.getLogger("serving_app")
 
@@ -118,7 +119,7 @@ def _run(settings: Settings, engine: EngineProcess, host: str, port: int, upstre
         log_level="warning",
         access_log=False,
         lifespan="on",
-        timeout_graceful_shutdown=2,
+        timeout_graceful_shutdown=env.UVICORN_SHUTDOWN_GRACE_S,
         timeout_keep_alive=65,
         proxy_headers=False,  # SageMaker is the only client; no X-Forwarded-* rewriting
     )

@@ -27,14 +27,15 @@ QUANTIZATIONS: Final[tuple[str, ...]] = ("none", "awq", "awq_marlin", "gptq", "g
 
 LOG_LEVELS: Final[tuple[str, ...]] = ("debug", "info", "warning", "error", "critical")
 
-SAGEMAKER_SIGKILL_AFTER_S: Final = 30
+SAGEMAKER_SIGKILL_AFTER_S: Final = env.SAGEMAKER_SIGKILL_AFTER_S
 """SageMaker sends SIGKILL this long after SIGTERM (CONVENTIONS.md, container contract)."""
 
 SAGEMAKER_INVOCATION_LIMIT_S: Final = 60
 """SageMaker's limit for answering one ``/invocations`` call."""
 
-MAX_DRAIN_TIMEOUT_S: Final = 25
-"""Drain budget cap: leaves >= 5 s of the 30 s SIGKILL window to stop vLLM and exit."""
+MAX_DRAIN_TIMEOUT_S: Final = env.DRAIN_TIMEOUT_MAX_S
+"""Drain budget cap (22 s): with vLLM's stop grace (3 s) and uvicorn's (2 s) it leaves 3 s of
+the 30 s SIGKILL window spare (budget in ``serving_contract.env``)."""
 
 _NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _NAMESPACE_RE: Final = re.compile(r"^[A-Za-z0-9.\-_/#: ]{1,255}$")

@@ -8,13 +8,13 @@ output with vLLM's own parser. Flags the seeds used that are gone or wrong today
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from serving_app.settings import Settings
+from serving_contract import env
 
 ENGINE_MODULE: Final = "vllm.entrypoints.openai.api_server"
 """Module run as the engine: it parses ``--model`` (not the positional of ``vllm serve``)."""
@@ -42,7 +42,8 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
 
     The drain flag: ``--shutdown-timeout N`` (vLLM >= 0.18) makes vLLM finish in-flight
     requests for up to N s on SIGTERM instead of aborting them (default 0). The gateway
-    drains first, so this is a backstop; N = DRAIN_TIMEOUT_S, which settings cap at 25 s.
+    drains in-flight requests itself before it sends vLLM SIGTERM, and then SIGKILLs vLLM
+    after ``ENGINE_STOP_GRACE_S``; N is one second less, so vLLM exits on its own first.
     """
     args = [
         "--model",
@@ -70,7 +71,7 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
         settings.log_level,
         "--disable-uvicorn-access-log",
         "--shutdown-timeout",
-        str(math.ceil(settings.drain_timeout_s)),
+        str(env.ENGINE_STOP_GRACE_S - 1),
     ]
     if settings.quantization != "none":
         args += ["--quantization", settings.quantization]

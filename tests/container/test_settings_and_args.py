@@ -28,7 +28,8 @@ def test_defaults_follow_the_seed_design() -> None:
     assert flag(argv, "--max-num-batched-tokens") == "8192"
     assert flag(argv, "--block-size") == "16"
     assert flag(argv, "--quantization") == "awq"
-    assert flag(argv, "--shutdown-timeout") == "20"
+    # The gateway drains; vLLM only needs to exit inside its stop grace (serving_contract.env).
+    assert flag(argv, "--shutdown-timeout") == "2"
     assert "--enable-prefix-caching" in argv
     assert "--enable-lora" not in argv
     assert "--disable-log-requests" not in argv  # removed from vLLM (CONVENTIONS.md)
@@ -69,7 +70,7 @@ def test_booleans_and_optional_flags() -> None:
     assert "--no-enable-prefix-caching" in argv
     assert "--enforce-eager" in argv
     assert "--quantization" not in argv
-    assert flag(argv, "--shutdown-timeout") == "8"
+    assert flag(argv, "--shutdown-timeout") == "2"
     assert flag(argv, "--uvicorn-log-level") == "warning"
     assert engine_environment(settings, {})["VLLM_LOGGING_LEVEL"] == "WARNING"
 
@@ -103,7 +104,7 @@ def test_empty_values_take_defaults() -> None:
             {"ENGINE_ENFORCE_EAGER": "maybe"},
             "ENGINE_ENFORCE_EAGER='maybe' is invalid: must be one of true, false",
         ),
-        ({"DRAIN_TIMEOUT_S": "29"}, "DRAIN_TIMEOUT_S='29' is invalid: must be <= 25"),
+        ({"DRAIN_TIMEOUT_S": "23"}, "DRAIN_TIMEOUT_S='23' is invalid: must be <= 22"),
         ({"REQUEST_TIMEOUT_S": "60"}, "REQUEST_TIMEOUT_S='60' is invalid: must be < 60"),
         ({"STARTUP_TIMEOUT_S": "0"}, "STARTUP_TIMEOUT_S='0' is invalid: must be > 0"),
         ({"WARMUP_NUM_REQUESTS": "0"}, "WARMUP_NUM_REQUESTS='0' is invalid: must be >= 1"),

@@ -15,6 +15,7 @@ import pytest
 
 from serving_app.settings import BLOCK_SIZES, LORA_RANKS, QUANTIZATIONS, Settings
 from serving_app.vllm_args import EnginePaths, build_vllm_args
+from serving_contract import env
 from tests.container.conftest import VLLM_PYTHON, contract_answer
 
 pytestmark = [
@@ -64,7 +65,7 @@ def test_full_argv_parses_to_the_intended_values(answer: dict[str, Any]) -> None
     assert parsed["port"] == 8081 and parsed["host"] == "127.0.0.1"
     assert parsed["max_lora_rank"] == 16 and parsed["max_loras"] == 4
     assert parsed["enable_lora"] is True
-    assert parsed["shutdown_timeout"] == 20
+    assert parsed["shutdown_timeout"] == env.ENGINE_STOP_GRACE_S - 1  # the gateway drains first
     assert parsed["enable_prefix_caching"] is True
     assert parsed["quantization"] == "awq"
     assert parsed["gpu_memory_utilization"] == 0.92

@@ -81,7 +81,7 @@ def _error(**overrides: str) -> str:
         (
             "container.drain_timeout_s",
             "30",
-            "config error: container.drain_timeout_s = '30': must be <= 29",
+            "config error: container.drain_timeout_s = '30': must be <= 22",
         ),
         (
             "image.primary.digest",

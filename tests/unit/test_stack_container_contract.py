@@ -6,10 +6,15 @@ tests/container/test_vllm_contract.py).
 """
 
 from pathlib import Path
+from typing import Any
 
+import annotated_types
 import pytest
+from pydantic import BaseModel
 
 from app_config import load_config
+from app_config.container import ContainerConfig
+from app_config.engine import EngineConfig
 from cdk_constructs.container_environment import container_environment
 from serving_app.settings import Settings
 from serving_app.vllm_args import EnginePaths, build_vllm_args
@@ -57,6 +62,45 @@ def test_unquantized_model_passes_no_quantization_flag() -> None:
     assert "--quantization" not in argv
 
 
-def test_drain_budget_reaches_vllm_shutdown_timeout() -> None:
-    _, argv = _container_view({"container.drain_timeout_s": "20"})
-    assert int(_flag(argv, "--shutdown-timeout")) <= 20
+def test_shutdown_budget_fits_sagemakers_sigkill() -> None:
+    settings, argv = _container_view({"container.drain_timeout_s": str(env.DRAIN_TIMEOUT_MAX_S)})
+    assert settings.drain_timeout_s == env.DRAIN_TIMEOUT_MAX_S
+    # vLLM exits on its own inside the gateway's stop grace, and the whole budget fits.
+    assert int(_flag(argv, "--shutdown-timeout")) < env.ENGINE_STOP_GRACE_S
+    budget = env.DRAIN_TIMEOUT_MAX_S + env.ENGINE_STOP_GRACE_S + env.UVICORN_SHUTDOWN_GRACE_S
+    assert budget < env.SAGEMAKER_SIGKILL_AFTER_S
+
+
+def _bounds(model: type[BaseModel]) -> list[tuple[str, Any]]:
+    """(field, value) for the lowest and highest value config accepts of each bounded field."""
+    cases: list[tuple[str, Any]] = []
+    for name, field in model.model_fields.items():
+        for meta in field.metadata:
+            if isinstance(meta, annotated_types.Ge):
+                cases.append((name, meta.ge))
+            if isinstance(meta, annotated_types.Le):
+                cases.append((name, meta.le))
+            if isinstance(meta, annotated_types.Lt):
+                cases.append((name, meta.lt - 1))  # type: ignore[operator]
+    return cases
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [("container", k, v) for k, v in _bounds(ContainerConfig)] + [("engine", k, v) for k, v in _bounds(EngineConfig)],
+)
+def test_every_value_config_accepts_the_container_accepts_too(section: str, key: str, value: float) -> None:
+    # A value that passes synth but makes every container exit at start would take the
+    # endpoint down on deploy: the two validators must agree on each bound.
+    overrides = {f"{section}.{key}": str(value)}
+    if key == "max_num_seqs":
+        overrides["engine.max_num_batched_tokens"] = str(max(value, 8192))
+    if key == "max_loras":
+        overrides["engine.max_cpu_loras"] = "64"
+    if key == "max_cpu_loras":
+        overrides["engine.max_loras"] = "1"
+        overrides["model.adapters"] = '[{"name": "manga_domain_v3"}]'
+        overrides["image.source"] = "prebuilt"  # no build pins for the two dropped adapters
+    if key == "gpu_memory_utilization":
+        overrides["monitoring.gpu_memory_utilization.threshold"] = "99"
+    _container_view(overrides)
