@@ -8,11 +8,18 @@ config value stops the synth here with one line per problem, before any resource
 import os
 import sys
 
-import aws_cdk as cdk
+# Before aws_cdk starts the jsii runtime: prefer the Node 22 pinned in package.json (the
+# machine's Node 20 is end-of-life and prints a banner), and keep jsii's notice quiet.
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+_PINNED_NODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_modules", ".bin", "node")
+if os.path.exists(_PINNED_NODE):
+    os.environ.setdefault("JSII_NODE", _PINNED_NODE)
 
-from app_config import ConfigError, load_config
-from devtools.validation_report import format_validation_failure
-from stacks.composition import build_app
+import aws_cdk as cdk  # noqa: E402
+
+from app_config import ConfigError, load_config  # noqa: E402
+from devtools.validation_report import format_validation_failure  # noqa: E402
+from stacks.composition import build_app  # noqa: E402
 
 
 def main() -> int:
@@ -34,5 +41,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
     sys.exit(main())

@@ -82,7 +82,14 @@ def load_config(context: Mapping[str, Any]) -> AppConfig:
         ConfigError: one line per problem, naming the key, the value and what is allowed.
     """
     stage = str(context.get(STAGE_KEY, DEFAULT_STAGE))
-    stages = context.get(STAGES_KEY, {})
+    if STAGES_KEY not in context:
+        raise ConfigError(
+            [
+                f"{STAGES_KEY}: missing from CDK context; run the app through the CDK CLI "
+                "(npx cdk synth, make synth), which passes cdk.json's context"
+            ]
+        )
+    stages = context[STAGES_KEY]
     if not isinstance(stages, Mapping):
         raise ConfigError([f"{STAGES_KEY}: must be a mapping of stage name to overlay"])
     if stage not in stages:

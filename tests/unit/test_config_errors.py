@@ -220,3 +220,12 @@ def test_several_problems_give_one_line_each() -> None:
         "config error: engine.max_num_seqs = 'x': must be a whole number",
         "config error: engine.block_size = '7': must be one of 8, 16, 32, 64 or 128",
     ]
+
+
+def test_missing_stages_block_says_how_to_run_the_app() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config({})
+    assert str(info.value) == (
+        "config error: stages: missing from CDK context; run the app through the CDK CLI "
+        "(npx cdk synth, make synth), which passes cdk.json's context"
+    )
