@@ -121,7 +121,7 @@ def test_invalid_utf8_stream_is_one_bad_answer_not_a_traceback():
     from ops.invoke import HttpTarget
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
             body = b'data: {"choices": [{"text": "\xff"}]}\n\ndata: [DONE]\n\n'
             self.send_response(200)
