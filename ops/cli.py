@@ -11,6 +11,7 @@ large dependency tree to an SRE's laptop and to CI for nothing this tool needs.
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -89,21 +90,25 @@ def _positive_int(limit: int) -> Callable[[str], int]:
     return parse
 
 
-def _positive_float(text: str) -> float:
+def _finite_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):  # nan compares False with everything, so check first
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _finite_float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{value:g} must be > 0")
     return value
 
 
 def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _finite_float(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value:g} must be >= 0")
     return value

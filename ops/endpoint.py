@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -150,6 +150,13 @@ def require_in_service(state: EndpointState, variants: tuple[str, ...] = ()) -> 
             raise OpsError(f"variant {name} of {state.name} is {variant.status}, not Active", ExitCode.NOT_READY)
 
 
+WAIT_ENDS: Final = frozenset({"Failed", "UpdateRollbackFailed", "OutOfService", "RollingBack", "Deleting"})
+"""DescribeEndpoint ``EndpointStatus`` values from which waiting for InService is pointless
+(enum in botocore's sagemaker/2017-07-24 service model: OutOfService, Creating, Updating,
+SystemUpdating, RollingBack, InService, Deleting, Failed, UpdateRollbackFailed).
+``UpdateRollbackFailed`` needs an operator (another UpdateEndpoint, or delete)."""
+
+
 def wait_in_service(
     sagemaker: Any,
     endpoint_name: str,
@@ -171,7 +178,7 @@ def wait_in_service(
         state = describe(sagemaker, endpoint_name)
         if state.status == IN_SERVICE and (settled is None or settled(state)):
             return state
-        if state.status in ("Failed", "OutOfService", "RollingBack", "Deleting"):
+        if state.status in WAIT_ENDS:
             reason = f" ({state.failure_reason})" if state.failure_reason else ""
             raise OpsError(f"endpoint {endpoint_name} is {state.status}{reason}", ExitCode.NOT_READY)
         if clock() >= deadline:

@@ -116,14 +116,21 @@ class SseDecoder:
         self._buffer = b""
 
     def feed(self, chunk: bytes) -> list[str]:
-        """Add bytes; return the data of every event completed by them."""
+        """Add bytes; return the data of every event completed by them.
+
+        Raises AnswerError when a completed event's data is not valid UTF-8."""
         self._buffer += chunk.replace(b"\r\n", b"\n")
         events: list[str] = []
         while b"\n\n" in self._buffer:
             raw, self._buffer = self._buffer.split(b"\n\n", 1)
-            data = [
-                line[5:].removeprefix(b" ").decode("utf-8") for line in raw.split(b"\n") if line.startswith(b"data:")
-            ]
+            try:
+                data = [
+                    line[5:].removeprefix(b" ").decode("utf-8")
+                    for line in raw.split(b"\n")
+                    if line.startswith(b"data:")
+                ]
+            except UnicodeDecodeError:  # an answer error (one bad answer), not a traceback
+                raise AnswerError(f"stream is not valid UTF-8: {raw[:80]!r}") from None
             if data:
                 events.append("\n".join(data))
         return events

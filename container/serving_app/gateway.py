@@ -15,7 +15,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -92,12 +92,23 @@ class RelayResponse(Response):
     the client going away (then the upstream connection is aborted so vLLM stops
     generating). Starlette's ``StreamingResponse`` does the same with an anyio task group
     per response, which cost several times more per stream in the benchmark.
+
+    ``on_close`` runs whenever ``__call__`` ends (normally, by error or cancelled, e.g. by
+    uvicorn's graceful-shutdown timeout at ``send(http.response.start)`` before ``body``
+    ever started, when the generator's own ``finally`` would never run): it must release
+    the upstream stream and be idempotent.
     """
 
-    def __init__(self, body: AsyncIterator[bytes], on_disconnect: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        body: AsyncGenerator[bytes, None],
+        on_disconnect: Callable[[], None],
+        on_close: Callable[[], None],
+    ) -> None:
         self.status_code = 200
         self.body_iterator = body
         self.on_disconnect = on_disconnect
+        self.on_close = on_close
         self.raw_headers = [
             (b"content-type", b"text/event-stream"),
             (b"cache-control", b"no-cache"),
@@ -112,6 +123,10 @@ class RelayResponse(Response):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             watcher.cancel()
+            try:
+                await self.body_iterator.aclose()  # runs the generator's finally if it started
+            finally:
+                self.on_close()  # covers a generator that never started
 
     async def _watch(self, receive: Receive) -> None:
         while True:
@@ -134,6 +149,7 @@ class RequestRecord:
     engine_error: bool = False
     oom: bool = False
     disconnected: bool = False
+    emitted: bool = False
 
 
 class Gateway:
@@ -443,7 +459,14 @@ class Gateway:
             record.disconnected = True
             upstream.abort()
 
-        return RelayResponse(self._relay(upstream, record, started, strip_usage), on_disconnect)
+        def on_close() -> None:
+            upstream.abort()  # no-op after a full read or the relay's own aclose
+            if not record.emitted:  # the relay never started: nothing reached the client
+                record.status = 499 if record.disconnected else 503
+                self._emit(record, started)
+
+        relay = self._relay(upstream, record, started, strip_usage)
+        return RelayResponse(relay, on_disconnect, on_close)
 
     async def _relay(
         self,
@@ -451,7 +474,7 @@ class Gateway:
         record: RequestRecord,
         started: float,
         strip_usage: bool,
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """Yield SSE events as vLLM sends them; stop at REQUEST_TIMEOUT_S with an error event.
 
         A timer aborts the upstream connection at the deadline, which ends the pending read;
@@ -515,6 +538,7 @@ class Gateway:
         return True
 
     def _emit(self, record: RequestRecord, started: float) -> None:
+        record.emitted = True
         status = record.status
         metrics: dict[str, float | int] = {
             RequestMetric.REQUESTS: 1,

@@ -142,11 +142,9 @@ def test_engine_failure_is_a_clear_502_and_counted(serve: Serve) -> None:
 
 
 def test_slow_engine_hits_the_request_timeout(serve: Serve) -> None:
-    started = time.monotonic()
     response = post(serve, {"prompt": "slow:2"})
     assert response.status_code == 504
     assert "REQUEST_TIMEOUT_S=1" in message(response)
-    assert time.monotonic() - started < 3
 
 
 def sse_events(raw: str) -> list[str]:
@@ -188,22 +186,26 @@ def test_stream_keeps_usage_the_client_asked_for(serve: Serve) -> None:
     assert usage and usage[-1]["usage"]["completion_tokens"] == 3
 
 
-def test_ping_answers_fast_while_requests_are_busy(serve: Serve) -> None:
-    """SageMaker allows /ping 2 s; it must not wait for the busy engine."""
-    threads = [threading.Thread(target=post, args=(serve, {"prompt": "slow:0.8"})) for _ in range(8)]
+def test_ping_answers_while_requests_are_busy(serve: Serve) -> None:
+    """SageMaker allows /ping 2 s; it must not wait for the busy engine. Eight streams are
+    held open by the fake engine (blocked on its release event) while /ping is asked; the
+    only bound is the client timeout (no timed assertion: speed is for benchmarks)."""
+    body = {"prompt": "hold", "stream": True}
+    threads = [threading.Thread(target=post, args=(serve, body)) for _ in range(8)]
     for thread in threads:
         thread.start()
-    with httpx.Client(timeout=5) as client:
-        client.get(serve.url + "/ping")  # connect outside the timed part
-        time.sleep(0.2)
-        started = time.monotonic()
-        response = client.get(serve.url + "/ping")
-        elapsed = time.monotonic() - started
-    assert response.status_code == 200
-    assert serve.engine_state()["requests"][-1]["text"] == "slow:0.8"  # engine still busy
-    assert elapsed < 0.5
-    for thread in threads:
-        thread.join()
+    try:
+        deadline = time.monotonic() + 10
+        while serve.engine_state()["streams_open"] < 8:
+            assert time.monotonic() < deadline, "the fake engine never held 8 streams"
+            time.sleep(0.05)
+        response = httpx.get(serve.url + "/ping", timeout=2)
+        assert response.status_code == 200
+        assert serve.engine_state()["streams_open"] == 8  # still blocked while /ping answered
+    finally:
+        httpx.post(serve.engine_url + "/_control/release", timeout=5)
+        for thread in threads:
+            thread.join()
 
 
 def wait_for_emf(serve: Serve, predicate: Any, timeout_s: float = 5.0) -> dict[str, Any]:

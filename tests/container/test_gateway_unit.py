@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import socket
@@ -68,3 +69,59 @@ def test_unreachable_engine_is_a_503_counted_as_engine_error() -> None:
     lines = [json.loads(line) for line in emf_out.getvalue().splitlines()]
     assert [line["EngineErrors"] for line in lines] == [1, 1]
     assert [line["ServerErrors"] for line in lines] == [1, 1]
+
+
+def test_cancel_before_the_first_chunk_aborts_the_upstream_stream() -> None:
+    """Cancelled at ``send(http.response.start)`` (uvicorn's graceful-shutdown timeout):
+    the relay generator never starts, yet the vLLM stream is closed and one EMF line out."""
+    emf_out = io.StringIO()
+    upstream_closed = asyncio.Event()
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\ndata: \r\n")
+        await writer.drain()
+        if await reader.read(1) == b"":  # the gateway closed the connection
+            upstream_closed.set()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        gateway = Gateway(
+            Settings.from_env({"LORA_ADAPTERS": "a"}),
+            upstream_url=f"http://127.0.0.1:{port}",
+            engine=None,
+            request_exit=lambda code: None,
+            emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, emf_out),
+        )
+        gateway.readiness.set_phase(Phase.READY, "ready")
+        gateway.readiness.record_health(True)
+        response = await gateway.invocations(
+            request({"prompt": "x", "stream": True}, {"content-type": "application/json"})
+        )
+        assert response.status_code == 200
+        at_start = asyncio.Event()
+
+        async def send(message: Any) -> None:
+            at_start.set()
+            await asyncio.sleep(3600)  # a client that never takes the response head
+
+        async def receive() -> dict[str, Any]:
+            await asyncio.sleep(3600)
+            return {}
+
+        task = asyncio.create_task(response({"type": "http"}, receive, send))
+        await asyncio.wait_for(at_start.wait(), 5)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(upstream_closed.wait(), 5)
+        await gateway._pool.aclose()
+        server.close()
+
+    asyncio.run(main())
+    lines = [json.loads(line) for line in emf_out.getvalue().splitlines()]
+    assert [line["StatusCode"] for line in lines] == [503]  # one line: cut before any byte

@@ -208,3 +208,21 @@ def test_every_command_has_help(capsys):
             main([command, "--help"])
         assert info.value.code == 0
         assert f"usage: mangaassist-ops {command}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--level-duration-s", "nan"], "argument --level-duration-s: 'nan' is not a finite number"),
+        (["--ttft-slo-ms", "inf"], "argument --ttft-slo-ms: 'inf' is not a finite number"),
+        (["--timeout-s=-Infinity"], "argument --timeout-s: '-Infinity' is not a finite number"),
+        (["--max-error-rate", "NaN"], "argument --max-error-rate: 'NaN' is not a finite number"),
+        (["--level-duration-s", "0"], "argument --level-duration-s: 0 must be > 0"),
+    ],
+)
+def test_non_finite_numbers_are_a_usage_error(args, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["load", "--url", "http://127.0.0.1:9", *args])
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].endswith(message)

@@ -6,7 +6,8 @@ import pytest
 
 from app_config import load_config
 from ops.cli import main
-from ops.exit_codes import ExitCode
+from ops.endpoint import wait_in_service
+from ops.exit_codes import ExitCode, OpsError
 from tests.unit.ops_stubs import ADAPTERS, ENDPOINT, FakeClock, stubbed
 
 VARIANTS = ["--endpoint-name", ENDPOINT, "--primary-variant", "primary", "--canary-variant", "canary"]
@@ -238,3 +239,14 @@ def test_weights_never_applied_is_not_ready(capsys):
     assert capsys.readouterr().err.strip() == (
         f"error: endpoint {ENDPOINT} still InService with the old weights after 60 s (--update-timeout-s)"
     )
+
+
+@pytest.mark.parametrize("status", ["UpdateRollbackFailed", "Failed"])
+def test_wait_ends_at_once_on_a_terminal_status(status):
+    """No polling until --update-timeout-s: one DescribeEndpoint, then a clear error."""
+    clock = FakeClock()
+    with stubbed() as stubs:
+        stubs.describe_endpoint(status=status, FailureReason="rollback could not restore the old config")
+        with pytest.raises(OpsError) as info:
+            wait_in_service(stubs.clients.sagemaker, ENDPOINT, timeout_s=600, poll_s=30, clock=clock, sleep=clock.sleep)
+    assert str(info.value) == f"endpoint {ENDPOINT} is {status} (rollback could not restore the old config)"

@@ -73,6 +73,10 @@ def test_botocore_event_stream_error_is_mapped():
             [{"PayloadPart": {"Bytes": b'data: {"error": {"message": "adapter not found"}}\n\n'}}],
             "error in answer: adapter not found",
         ),
+        (
+            [{"PayloadPart": {"Bytes": b'data: {"choices": [{"text": "\xff\xfe"}]}\n\n'}}],
+            'stream is not valid UTF-8: b\'data: {"choices": [{"text": "\\xff\\xfe"}]}\'',
+        ),
     ],
 )
 def test_bad_streams_raise(events, message):
@@ -107,3 +111,36 @@ def test_bad_completions_raise(body, message):
 def test_completions_api_text_is_accepted():
     assert check_completion(json.dumps({"choices": [{"text": "hello"}]}).encode()) == "hello"
     assert content_of({"choices": [{"delta": {"role": "assistant"}}]}, streaming=True) == ""
+
+
+def test_invalid_utf8_stream_is_one_bad_answer_not_a_traceback():
+    """HttpTarget (what smoke/load use with --url) turns it into a failed Answer."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from ops.invoke import HttpTarget
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b'data: {"choices": [{"text": "\xff"}]}\n\ndata: [DONE]\n\n'
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        target = HttpTarget(f"http://127.0.0.1:{server.server_address[1]}", clock=FakeClock(), timeout_s=5)
+        answer = target.invoke(b"{}", stream=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not answer.ok and answer.status == "bad answer"
+    assert answer.detail.startswith("stream is not valid UTF-8: ")

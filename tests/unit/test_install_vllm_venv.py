@@ -1,0 +1,55 @@
+"""container/scripts/install_vllm_venv.sh with stand-in interpreters (no download): the
+version gate, the no-op when vllm 0.22.0 is there, the rebuild when it is not."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "container" / "scripts" / "install_vllm_venv.sh"
+
+
+def fake(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def run(root: Path, python: Path) -> subprocess.CompletedProcess[str]:
+    script = root / "container" / "scripts" / SCRIPT.name
+    script.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SCRIPT, script)
+    return subprocess.run(["bash", str(script), str(python)], capture_output=True, text=True, timeout=30, check=False)
+
+
+def interpreter(tmp_path: Path, version: str) -> Path:
+    """Prints ``version`` for the version probe; any other use (``-m venv``) fails with 3."""
+    return fake(tmp_path / "bin" / "python", f'case "$2" in *version_info*) echo {version};; *) exit 3;; esac')
+
+
+def test_unsupported_python_fails_with_one_line(tmp_path: Path) -> None:
+    for version in ("3.9", "3.15", "2.7"):
+        result = run(tmp_path, interpreter(tmp_path, version))
+        assert result.returncode == 2
+        assert result.stderr.strip().splitlines() == [
+            f"install_vllm_venv: {tmp_path}/bin/python is Python {version}; vllm==0.22.0 needs CPython 3.10-3.14"
+        ]
+
+
+def test_existing_venv_with_the_pinned_vllm_is_left_alone(tmp_path: Path) -> None:
+    fake(tmp_path / ".venv-vllm" / "bin" / "python", "exit 0")  # `import vllm` check passes
+    result = run(tmp_path, interpreter(tmp_path, "3.12"))
+    assert result.returncode == 0, result.stderr
+    assert "vllm==0.22.0 already in" in result.stdout and "nothing to do" in result.stdout
+
+
+def test_venv_with_another_vllm_is_rebuilt(tmp_path: Path) -> None:
+    fake(tmp_path / ".venv-vllm" / "bin" / "python", "exit 1")  # vllm.__version__ != 0.22.0
+    marker = tmp_path / ".venv-vllm" / "old"
+    marker.write_text("x")
+    result = run(tmp_path, interpreter(tmp_path, "3.11"))
+    assert "has no vllm==0.22.0: rebuilding it" in result.stdout
+    assert not marker.exists()  # the old environment was removed
+    assert result.returncode == 3  # then `python -m venv` ran (the stand-in fails it)
