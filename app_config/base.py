@@ -1,9 +1,9 @@
 """Shared pydantic base and small validated types used across the config tree."""
 
 import re
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 
 class ConfigModel(BaseModel):
@@ -13,6 +13,29 @@ class ConfigModel(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+def _int_from_digits(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """``"16"`` -> ``16``: CDK ``-c key=value`` context values arrive as strings.
+
+    A wrong value is validated again as given, so the error quotes the input (``'17'``).
+    """
+    if isinstance(value, str) and value.strip().isdigit():
+        try:
+            return handler(int(value.strip()))
+        except ValidationError:
+            pass
+    return handler(value)
+
+
+_Choice = TypeVar("_Choice")
+
+IntChoice = Annotated[_Choice, WrapValidator(_int_from_digits)]
+"""An integer ``Literal`` that also accepts its CLI string form: ``IntChoice[Literal[8, 16]]``.
+
+Pydantic's ``Literal`` check does not coerce ``"16"`` to ``16`` (as ``int`` fields do), so
+``-c engine.block_size=16`` would fail; a wrong value still gets the Literal's message.
+"""
 
 
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z][a-z0-9-]*\.[a-z0-9]+$")

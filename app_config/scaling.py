@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from app_config.base import ConfigModel
+from app_config.base import ConfigModel, IntChoice
 
 MINUTES_PER_WEEK = 7 * 24 * 60
 DAY_NAMES = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
@@ -220,8 +220,15 @@ class StepScalingConfig(ConfigModel):
             "queue_depth > 50 trigger."
         ),
     )
-    scale_out_period_s: Literal[10, 30, 60, 120, 300] = Field(
-        default=60, description="Alarm period, seconds. Source: seed 001 (1-minute alarm, 1 evaluation)."
+    # No 10/30 s: the queue-depth metric is standard resolution (EMF without StorageResolution,
+    # so 60 s datapoints); a sub-minute alarm period on it sees no data and, with missing data
+    # treated as notBreaching, never fires.
+    scale_out_period_s: IntChoice[Literal[60, 120, 300]] = Field(
+        default=60,
+        description=(
+            "Alarm period, seconds; 60, 120 or 300 (the metric has 1-minute resolution). "
+            "Source: seed 001 (1-minute alarm, 1 evaluation)."
+        ),
     )
     scale_out_evaluation_periods: int = Field(default=1, ge=1, le=10, description="Periods above threshold.")
     scale_out_cooldown_s: int = Field(default=60, ge=0, le=3600, description="Seconds. Source: seed 001 (60 s).")
@@ -229,7 +236,9 @@ class StepScalingConfig(ConfigModel):
         default=5, ge=0, description="Scale in below this queue depth. Source: seed 003 §9 (< 5 for 300 s)."
     )
     scale_in_adjustment: int = Field(default=-1, ge=-100, le=-1, description="Instances removed per scale-in.")
-    scale_in_period_s: Literal[60, 120, 300] = Field(default=60, description="Scale-in alarm period, seconds.")
+    scale_in_period_s: IntChoice[Literal[60, 120, 300]] = Field(
+        default=60, description="Scale-in alarm period, seconds; 60, 120 or 300 (1-minute metric)."
+    )
     scale_in_evaluation_periods: int = Field(
         default=5, ge=1, le=60, description="Periods below threshold (5 x 60 s = seed 003's 300 s)."
     )
