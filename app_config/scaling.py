@@ -549,6 +549,15 @@ class RolloutConfig(ConfigModel):
             "startup health check (300 s) + bake + shift, with margin."
         ),
     )
+    green_provisioning_allowance_s: int = Field(
+        default=480,
+        ge=0,
+        le=3600,
+        description=(
+            "Time allowed for SageMaker to provision the green fleet's GPU instances before their startup health "
+            "check, seconds. Source: seed 001 (5-8 min GPU scale-up; the upper bound)."
+        ),
+    )
     auto_rollback: bool = Field(
         default=True,
         description="Roll back on the canary's 5xx-rate and p95-latency alarms (serving_contract.alarms, by name).",
