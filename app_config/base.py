@@ -41,9 +41,21 @@ Pydantic's ``Literal`` check does not coerce ``"16"`` to ``16`` (as ``int`` fiel
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z][a-z0-9-]*\.[a-z0-9]+$")
 
 
+# The size part of SageMaker hosting instance types (ProductionVariantInstanceType enum in the
+# SageMaker API reference): medium, large, xlarge or <N>xlarge (2xlarge ... 48xlarge). Catches
+# typos such as "xlargee" at synth rather than at CreateEndpointConfig.
+_INSTANCE_SIZE = re.compile(r"^(medium|large|xlarge|[1-9][0-9]?xlarge)$")
+
+
 def _check_instance_type(value: str) -> str:
     if not _INSTANCE_TYPE.match(value):
         raise ValueError("must be a SageMaker instance type of the form ml.<family>.<size>, e.g. ml.g5.xlarge")
+    size = value.rsplit(".", 1)[1]
+    if not _INSTANCE_SIZE.match(size):
+        raise ValueError(
+            f"size '{size}' is not a SageMaker hosting instance size: medium, large, xlarge or <N>xlarge "
+            "(2xlarge, 4xlarge, 8xlarge, 12xlarge, 16xlarge, 24xlarge, 48xlarge, ...)"
+        )
     return value
 
 
