@@ -134,14 +134,6 @@ class AppConfig(ConfigModel):
             )
         self._rollout_fits_in_timeout()
         for key in ("primary", "canary"):
-            low_load = getattr(self.scaling, key).step_scaling.scale_in_running_requests
-            if low_load >= self.engine.max_num_seqs:
-                # RunningRequests never exceeds max_num_seqs: the scale-in alarm would fire at full load.
-                raise ValueError(
-                    f"scaling.{key}.step_scaling.scale_in_running_requests = {low_load:g} must be below "
-                    f"engine.max_num_seqs = {self.engine.max_num_seqs} (scale-in is for low load)"
-                )
-        for key in ("primary", "canary"):
             tracking = getattr(self.scaling, key).target_tracking
             if tracking.metric == "concurrent_requests_high_resolution" and (
                 tracking.concurrent_requests_target >= self.engine.max_num_seqs

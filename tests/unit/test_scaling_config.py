@@ -195,11 +195,6 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
             "= 300 + traffic shifting (5 step(s) x scaling.rollout.wait_interval_s = 600) = 3780 s",
         ),
         (
-            {"scaling.primary.step_scaling.scale_in_running_requests": "128"},
-            "config error: scaling.primary.step_scaling.scale_in_running_requests = 128 must be below "
-            "engine.max_num_seqs = 128 (scale-in is for low load)",
-        ),
-        (
             {"serving.container_startup_health_check_timeout_s": "2700"},
             "config error: scaling.rollout.maximum_execution_timeout_s = 3600 must exceed "
             "scaling.rollout.green_provisioning_allowance_s = 480 + serving.container_startup_health_check_timeout_s "
