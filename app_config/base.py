@@ -1,9 +1,9 @@
 """Shared pydantic base and small validated types used across the config tree."""
 
 import re
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 
 class ConfigModel(BaseModel):
@@ -15,12 +15,47 @@ class ConfigModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
+def _int_from_digits(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """``"16"`` -> ``16``: CDK ``-c key=value`` context values arrive as strings.
+
+    A wrong value is validated again as given, so the error quotes the input (``'17'``).
+    """
+    if isinstance(value, str) and value.strip().isdigit():
+        try:
+            return handler(int(value.strip()))
+        except ValidationError:
+            pass
+    return handler(value)
+
+
+_Choice = TypeVar("_Choice")
+
+IntChoice = Annotated[_Choice, WrapValidator(_int_from_digits)]
+"""An integer ``Literal`` that also accepts its CLI string form: ``IntChoice[Literal[8, 16]]``.
+
+Pydantic's ``Literal`` check does not coerce ``"16"`` to ``16`` (as ``int`` fields do), so
+``-c engine.block_size=16`` would fail; a wrong value still gets the Literal's message.
+"""
+
+
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z][a-z0-9-]*\.[a-z0-9]+$")
+
+
+# The size part of SageMaker hosting instance types (ProductionVariantInstanceType enum in the
+# SageMaker API reference): medium, large, xlarge or <N>xlarge (2xlarge ... 48xlarge). Catches
+# typos such as "xlargee" at synth rather than at CreateEndpointConfig.
+_INSTANCE_SIZE = re.compile(r"^(medium|large|xlarge|[1-9][0-9]?xlarge)$")
 
 
 def _check_instance_type(value: str) -> str:
     if not _INSTANCE_TYPE.match(value):
         raise ValueError("must be a SageMaker instance type of the form ml.<family>.<size>, e.g. ml.g5.xlarge")
+    size = value.rsplit(".", 1)[1]
+    if not _INSTANCE_SIZE.match(size):
+        raise ValueError(
+            f"size '{size}' is not a SageMaker hosting instance size: medium, large, xlarge or <N>xlarge "
+            "(2xlarge, 4xlarge, 8xlarge, 12xlarge, 16xlarge, 24xlarge, 48xlarge, ...)"
+        )
     return value
 
 

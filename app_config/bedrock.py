@@ -14,8 +14,15 @@ CUSTOM_MODEL_IMPORT_REGIONS: Final = ("us-east-1", "us-east-2", "us-west-2", "eu
 # Bedrock's limit on an imported text model (seed 003 §12 "Bedrock Import Constraints": < 200 GB).
 TEXT_MODEL_SIZE_LIMIT_GB: Final = 200
 
-# Provider.total_timeout must be at most 2 hours (aws_cdk.custom_resources.ProviderProps).
-PROVIDER_MAX_TIMEOUT_MIN: Final = 120
+# CloudFormation stops waiting for a custom resource after its ServiceTimeout: an integer
+# from 1 to 3600 s, default 3600 (AWS::CloudFormation::CustomResource ServiceTimeout), so
+# CDK's Provider (which itself allows 2 hours) cannot usefully wait longer than 60 minutes.
+CUSTOM_RESOURCE_MAX_TIMEOUT_MIN: Final = 60
+# Head room inside ServiceTimeout for the onEvent pre-flight (list + read the prefix, up to
+# handler_timeout_s) and the provider framework's own hops, so the provider's timeout (a clear
+# "import timed out" failure) fires before CloudFormation's.
+PROVIDER_HEADROOM_MIN: Final = 5
+PROVIDER_MAX_TIMEOUT_MIN: Final = CUSTOM_RESOURCE_MAX_TIMEOUT_MIN - PROVIDER_HEADROOM_MIN
 
 # The imported model's name is "<name>-<10 hex digits>" (a new one per source revision) and
 # Bedrock caps importedModelName at 63 characters with the pattern ([0-9a-zA-Z][_-]?)+.
@@ -114,7 +121,10 @@ class BedrockConfig(ConfigModel):
         default=PROVIDER_MAX_TIMEOUT_MIN,
         ge=30,
         le=PROVIDER_MAX_TIMEOUT_MIN,
-        description="Minutes a deploy waits for one import job (imports take tens of minutes; CDK Provider max 120).",
+        description=(
+            "Minutes a deploy waits for one import job (imports take tens of minutes). At most 55: "
+            "CloudFormation's custom-resource ServiceTimeout max 3600 s less 5 min head room."
+        ),
     )
     poll_interval_s: int = Field(
         default=60,

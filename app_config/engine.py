@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from app_config.base import ConfigModel
+from app_config.base import ConfigModel, IntChoice
 from app_config.model_artifacts import LORA_RANKS
 
 
@@ -47,7 +47,7 @@ class EngineConfig(ConfigModel):
         le=131072,
         description="Token budget of one scheduler step. Source: seed 003.",
     )
-    block_size: Literal[8, 16, 32, 64, 128] = Field(
+    block_size: IntChoice[Literal[8, 16, 32, 64, 128]] = Field(
         default=16,
         description="Tokens per KV cache block (vLLM CUDA choices). Source: seed 003.",
     )

@@ -132,6 +132,7 @@ class AppConfig(ConfigModel):
             check_schedule(
                 "canary", self.scaling.canary, self.serving.canary.min_capacity, self.serving.canary.max_capacity, None
             )
+        self._rollout_fits_in_timeout()
         for key in ("primary", "canary"):
             tracking = getattr(self.scaling, key).target_tracking
             if tracking.metric == "concurrent_requests_high_resolution" and (
@@ -142,6 +143,24 @@ class AppConfig(ConfigModel):
                     f"{tracking.concurrent_requests_target:g} must be below engine.max_num_seqs = "
                     f"{self.engine.max_num_seqs}, or the engine queues before the fleet scales"
                 )
+
+    def _rollout_fits_in_timeout(self) -> None:
+        """A blue/green deployment provisions the green fleet, waits for its startup health check,
+        then shifts and bakes: all of it inside MaximumExecutionTimeoutInSeconds."""
+        rollout = self.scaling.rollout
+        if not rollout.enabled:
+            return
+        startup = self.serving.container_startup_health_check_timeout_s
+        shifting = rollout.shift_steps * rollout.wait_interval_s
+        needed = rollout.green_provisioning_allowance_s + startup + shifting
+        if needed >= rollout.maximum_execution_timeout_s:
+            raise ValueError(
+                f"scaling.rollout.maximum_execution_timeout_s = {rollout.maximum_execution_timeout_s} must exceed "
+                f"scaling.rollout.green_provisioning_allowance_s = {rollout.green_provisioning_allowance_s} + "
+                f"serving.container_startup_health_check_timeout_s = {startup} + traffic shifting "
+                f"({rollout.shift_steps} step(s) x scaling.rollout.wait_interval_s = {rollout.wait_interval_s}) "
+                f"= {needed} s"
+            )
 
     def _check_artifact_pins(self) -> None:
         expected = sorted(a.name for a in self.model.adapters)

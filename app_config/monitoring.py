@@ -12,9 +12,12 @@ from pydantic import Field, model_validator
 
 from app_config.base import AdapterName, ConfigModel
 
-# CloudWatch alarm periods: 10 s, 30 s or a multiple of 60 s (PutMetricAlarm API reference,
-# "Period"), and Period x EvaluationPeriods must not exceed one day.
-_HIGH_RESOLUTION_PERIODS_S = (10, 30)
+# CloudWatch alarm periods are 10 s, 30 s or a multiple of 60 s (PutMetricAlarm API reference,
+# "Period"), and Period x EvaluationPeriods must not exceed one day. 10/30 s only work on
+# high-resolution metrics; every metric alarmed here is standard resolution (the container's
+# EMF metrics set no StorageResolution; AWS/SageMaker publishes per minute), so a sub-minute
+# period would see no datapoints and, with missing data notBreaching, never fire.
+_METRIC_RESOLUTION_S = 60
 _MAX_ALARM_WINDOW_S = 86_400
 
 
@@ -26,7 +29,11 @@ class AlarmRuleConfig(ConfigModel):
     """
 
     threshold: float = Field(ge=0, description="Threshold in the unit of the alarm's metric (see each alarm).")
-    period_s: int = Field(ge=10, le=86_400, description="Length of one evaluated period, in seconds.")
+    period_s: int = Field(
+        gt=0,
+        le=86_400,
+        description="Length of one evaluated period, in seconds; a multiple of 60 (1-minute metrics).",
+    )
     evaluation_periods: int = Field(ge=1, le=1440, description="Number of most recent periods evaluated.")
     datapoints_to_alarm: int | None = Field(
         default=None,
@@ -36,8 +43,11 @@ class AlarmRuleConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _window_is_valid(self) -> "AlarmRuleConfig":
-        if self.period_s not in _HIGH_RESOLUTION_PERIODS_S and self.period_s % 60 != 0:
-            raise ValueError(f"period_s = {self.period_s}: must be 10, 30 or a multiple of 60 (CloudWatch alarms)")
+        if self.period_s % _METRIC_RESOLUTION_S != 0:
+            raise ValueError(
+                f"period_s = {self.period_s}: must be a multiple of {_METRIC_RESOLUTION_S} (the alarmed metrics are "
+                "standard resolution: 1 datapoint per minute)"
+            )
         window = self.period_s * self.evaluation_periods
         if window > _MAX_ALARM_WINDOW_S:
             raise ValueError(

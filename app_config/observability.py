@@ -4,10 +4,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from app_config.base import ConfigModel
+from app_config.base import ConfigModel, IntChoice
 from serving_contract.metrics import DEFAULT_NAMESPACE
 
-LogRetentionDays = Literal[1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 3653]
+LogRetentionDays = IntChoice[Literal[1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 3653]]
 """Retention values CloudWatch Logs accepts, in days (PutRetentionPolicy API reference)."""
 
 

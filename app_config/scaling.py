@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from app_config.base import ConfigModel
+from app_config.base import ConfigModel, IntChoice
 
 MINUTES_PER_WEEK = 7 * 24 * 60
 DAY_NAMES = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
@@ -220,16 +220,36 @@ class StepScalingConfig(ConfigModel):
             "queue_depth > 50 trigger."
         ),
     )
-    scale_out_period_s: Literal[10, 30, 60, 120, 300] = Field(
-        default=60, description="Alarm period, seconds. Source: seed 001 (1-minute alarm, 1 evaluation)."
+    # No 10/30 s: the queue-depth metric is standard resolution (EMF without StorageResolution,
+    # so 60 s datapoints); a sub-minute alarm period on it sees no data and, with missing data
+    # treated as notBreaching, never fires.
+    scale_out_period_s: IntChoice[Literal[60, 120, 300]] = Field(
+        default=60,
+        description=(
+            "Alarm period, seconds; 60, 120 or 300 (the metric has 1-minute resolution). "
+            "Source: seed 001 (1-minute alarm, 1 evaluation)."
+        ),
     )
     scale_out_evaluation_periods: int = Field(default=1, ge=1, le=10, description="Periods above threshold.")
     scale_out_cooldown_s: int = Field(default=60, ge=0, le=3600, description="Seconds. Source: seed 001 (60 s).")
-    scale_in_threshold: float = Field(
-        default=5, ge=0, description="Scale in below this queue depth. Source: seed 003 §9 (< 5 for 300 s)."
+    # Scale-in keys on low load, not on a short queue: a healthy vLLM keeps QueueDepth near 0
+    # under ordinary load (it queues only when its max_num_seqs slots or KV cache are full), so
+    # seed 003's "queue < 5 for 300 s" would remove an instance every cooldown while target
+    # tracking adds it back. 8 running sequences per instance is 1/16 of max_num_seqs (128) and
+    # well below target tracking's ~60 concurrent (seed 003): removing one of N >= 2 instances
+    # leaves at most 8 x N / (N - 1) <= 16 per instance, still far from any scale-out trigger.
+    scale_in_running_requests: float = Field(
+        default=8,
+        gt=0,
+        description=(
+            "Scale in while RunningRequests (vLLM sequences in the batch, Average per instance) stays below this. "
+            "Source: 1/16 of engine.max_num_seqs 128, far below target tracking (seed 003 ~60 of 128)."
+        ),
     )
     scale_in_adjustment: int = Field(default=-1, ge=-100, le=-1, description="Instances removed per scale-in.")
-    scale_in_period_s: Literal[60, 120, 300] = Field(default=60, description="Scale-in alarm period, seconds.")
+    scale_in_period_s: IntChoice[Literal[60, 120, 300]] = Field(
+        default=60, description="Scale-in alarm period, seconds; 60, 120 or 300 (1-minute metric)."
+    )
     scale_in_evaluation_periods: int = Field(
         default=5, ge=1, le=60, description="Periods below threshold (5 x 60 s = seed 003's 300 s)."
     )
@@ -260,11 +280,6 @@ class StepScalingConfig(ConfigModel):
         if steps[-1].upper is not None:
             raise ValueError(
                 f"scale_out_steps[{len(steps) - 1}].upper = {steps[-1].upper:g}: the last step must be unbounded (null)"
-            )
-        if self.scale_in_threshold >= steps[0].lower:
-            raise ValueError(
-                f"scale_in_threshold = {self.scale_in_threshold:g} must be below scale_out_steps[0].lower = "
-                f"{steps[0].lower:g}, or the two alarms fight"
             )
         return self
 
@@ -532,6 +547,15 @@ class RolloutConfig(ConfigModel):
         description=(
             "Whole deployment limit, seconds (AWS 600-28800): green fleet provisioning (5-8 min, seed 001) + "
             "startup health check (300 s) + bake + shift, with margin."
+        ),
+    )
+    green_provisioning_allowance_s: int = Field(
+        default=480,
+        ge=0,
+        le=3600,
+        description=(
+            "Time allowed for SageMaker to provision the green fleet's GPU instances before their startup health "
+            "check, seconds. Source: seed 001 (5-8 min GPU scale-up; the upper bound)."
         ),
     )
     auto_rollback: bool = Field(

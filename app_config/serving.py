@@ -17,7 +17,11 @@ class VariantConfig(ConfigModel):
     variant_name: VariantName = Field(description="Production variant name (the scaling ResourceId uses it).")
     instance_type: InstanceType = Field(
         default="ml.g5.xlarge",
-        description="Hosting instance type. Source: seed 003 (A10G 24 GB fits AWQ 8B + 128 sequences).",
+        description=(
+            "Hosting instance type. Source: seed 003 (A10G 24 GB fits AWQ 8B + 128 sequences). Changing it on a "
+            "deployed, autoscaled variant fails the endpoint update until its scalable target is deregistered "
+            "(SageMaker developer guide, 'Update endpoints that use auto scaling')."
+        ),
     )
     initial_instance_count: int = Field(
         ge=1, le=100, description="Instances at creation (autoscaling owns it afterwards)."

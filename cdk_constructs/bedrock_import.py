@@ -410,6 +410,7 @@ class BedrockImportedModel(Construct):
         prefix: str,
         revision: str,
         retain_on_delete: bool,
+        service_timeout: cdk.Duration,
     ) -> None:
         super().__init__(scope, construct_id)
         resource = cdk.CustomResource(
@@ -417,6 +418,7 @@ class BedrockImportedModel(Construct):
             "Resource",
             service_token=service_token,
             resource_type=RESOURCE_TYPE,
+            service_timeout=service_timeout,
             properties={
                 "ModelName": model_name,
                 "Bucket": bucket.bucket_name,

@@ -9,6 +9,7 @@ from app_config.monitoring import AlarmRuleConfig
 from cdk_constructs.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import RequestMetric, SageMakerMetric
+from serving_contract.outputs import pascal_case
 
 
 class DeploymentGuardrailAlarms(Construct):
@@ -52,7 +53,7 @@ class DeploymentGuardrailAlarms(Construct):
         endpoint = self._endpoint_name = metrics.endpoint_name
         for variant in variant_names:
             error_name, latency_name = alarm_names.rollback_alarm_names(endpoint, variant)
-            node_id = variant.title().replace("-", "")
+            node_id = pascal_case(variant)
             error_alarm = cloudwatch.Alarm(
                 self,
                 f"{node_id}ErrorRate",

@@ -18,6 +18,7 @@ from serving_contract.metrics import (
     SageMakerInstanceMetric,
     SageMakerMetric,
 )
+from serving_contract.outputs import pascal_case
 
 Missing = cloudwatch.TreatMissingData
 Comparison = cloudwatch.ComparisonOperator
@@ -326,7 +327,7 @@ class EndpointAlarms(Construct):
             ceiling = config.adapter_ceiling_ms(adapter)
             rules.append(
                 _Rule(
-                    f"AdapterLatency{adapter.title().replace('_', '')}",
+                    f"AdapterLatency{pascal_case(adapter)}",
                     f"adapter-{adapter}-latency-p95",
                     f"Adapter {adapter} p95 request latency > {ceiling:g} ms for "
                     f"{config.adapter_latency.window_s} s. Check the adapter version; roll back if needed.",

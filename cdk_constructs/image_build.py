@@ -4,6 +4,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_codebuild as codebuild
@@ -26,6 +27,17 @@ from cdk_constructs.nag import (
     pseudo_placeholder,
     ref_placeholder,
 )
+
+# The handlers make a few CodeBuild/ECR control-plane calls (start or describe a build, look
+# up an image digest): seconds each, so 30 s is ample and keeps a hung call from holding the
+# provider's polling loop.
+HANDLER_TIMEOUT_S: Final = 30
+# Head room over the build's own timeout for time queued in CodeBuild and for the pushed image
+# to be visible in ECR before the provider gives up.
+PROVIDER_HEADROOM_MIN: Final = 5
+# CloudFormation waits at most 3600 s for a custom resource (AWS::CloudFormation::CustomResource
+# ServiceTimeout: an integer 1-3600, default 3600); the provider cannot usefully wait longer.
+CUSTOM_RESOURCE_MAX_TIMEOUT_S: Final = 3600
 
 # CodeBuild API names (config) to the CDK enum.
 _COMPUTE_TYPES = {
@@ -210,7 +222,7 @@ class ImageBuild(Construct):
                 code=code,
                 environment=handler_env,
                 environment_encryption=self.key,
-                timeout=cdk.Duration.seconds(30),
+                timeout=cdk.Duration.seconds(HANDLER_TIMEOUT_S),
                 log_group=function_logs,
                 role=lambda_role(f"{construct_id}Role", function_logs),
             )
@@ -247,7 +259,9 @@ class ImageBuild(Construct):
             query_interval=poll_interval,
             # The build's own timeout plus time queued and for the push to settle; CloudFormation
             # stops waiting at 3600 s anyway (ServiceTimeout).
-            total_timeout=cdk.Duration.minutes(min(build_timeout.to_minutes() + 5, 60)),
+            total_timeout=cdk.Duration.minutes(
+                min(build_timeout.to_minutes() + PROVIDER_HEADROOM_MIN, CUSTOM_RESOURCE_MAX_TIMEOUT_S // 60)
+            ),
             log_group=provider_logs,
             framework_on_event_role=lambda_role("FrameworkOnEventRole", provider_logs),
             framework_complete_and_timeout_role=lambda_role("FrameworkWaiterRole", provider_logs),
@@ -299,7 +313,7 @@ class ImageBuild(Construct):
                 service_token=provider.service_token,
                 resource_type="Custom::ServingImage",
                 properties={"ImageTag": request.tag, "ArtifactPins": json.dumps(dict(request.pins), sort_keys=True)},
-                service_timeout=cdk.Duration.seconds(3600),
+                service_timeout=cdk.Duration.seconds(CUSTOM_RESOURCE_MAX_TIMEOUT_S),
             )
             resource.node.add_dependency(self.project)
             self.images[name] = resource

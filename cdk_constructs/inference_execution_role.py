@@ -5,7 +5,6 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from cdk_constructs.nag import acknowledge
-from serving_contract.metrics import SAGEMAKER_INSTANCE_NAMESPACE
 
 # Permissions SageMaker needs to attach the container to customer subnets (SageMaker
 # developer guide, "Give SageMaker Hosted Endpoints Access to Resources in Your Amazon VPC").
@@ -52,9 +51,10 @@ class InferenceExecutionRole(Construct):
             iam.PolicyStatement(
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
-                conditions={
-                    "StringEquals": {"cloudwatch:namespace": [metrics_namespace, SAGEMAKER_INSTANCE_NAMESPACE]}
-                },
+                # Only the app's own namespace: SageMaker publishes the instance metrics in
+                # /aws/sagemaker/Endpoints (GPU/CPU/memory) itself, and the container must not be
+                # able to write fake datapoints into what the alarms and autoscaling read.
+                conditions={"StringEquals": {"cloudwatch:namespace": metrics_namespace}},
             )
         )
         if vpc_placement:

@@ -11,6 +11,7 @@ from constructs import Construct
 
 from app_config.serving import VariantConfig, VpcPlacementConfig
 from serving_contract import env
+from serving_contract.outputs import pascal_case
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class ServingEndpoint(Construct):
             name = variant.config.variant_name
             model = sagemaker.CfnModel(
                 self,
-                f"{name.title().replace('-', '')}Model",
+                f"{pascal_case(name)}Model",
                 execution_role_arn=role.role_arn,
                 primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                     image=variant.image_uri,

@@ -39,12 +39,18 @@ class VariantAutoscaling(Construct):
       per instance) or ``SageMakerVariantConcurrentRequestsPerModelHighResolution``;
     * step scaling on the container's ``QueueDepth`` EMF metric (``EndpointName``,
       ``VariantName``): one scale-out alarm at the first step's lower bound with the steps
-      as offsets from it, one slow scale-in alarm below ``scale_in_threshold``;
+      as offsets from it;
+    * a slow low-load scale-in step on the container's ``RunningRequests`` EMF metric
+      (Average per instance below ``scale_in_running_requests`` for
+      ``scale_in_evaluation_periods`` periods). Not on a short queue: vLLM keeps QueueDepth
+      near 0 under ordinary load, so a queue-based scale-in would fire under moderate load and
+      flap against target tracking;
     * recurring scheduled actions with a ``Timezone``.
 
-    When several policies disagree, Application Auto Scaling applies the one that gives the
-    largest capacity (PutScalingPolicy API reference), so the scale-in step never undercuts
-    target tracking.
+    When several policies fire together, Application Auto Scaling applies the one that gives
+    the largest capacity (PutScalingPolicy API reference). Policies that fire at different
+    times each act alone, so the scale-in signal must itself mean low load: that is what keeps
+    the scale-in step from undoing target tracking's last scale-out.
 
     Attributes:
         scalable_target: the ``AWS::ApplicationAutoScaling::ScalableTarget`` (depends on the endpoint).
@@ -136,14 +142,14 @@ class VariantAutoscaling(Construct):
             )
 
     @staticmethod
-    def _queue_depth(
-        config: StepScalingConfig, namespace: str, endpoint: str, variant: str, period_s: int
+    def _engine_metric(
+        metric: EngineMetric, *, statistic: str, namespace: str, endpoint: str, variant: str, period_s: int
     ) -> cloudwatch.Metric:
         return cloudwatch.Metric(
             namespace=namespace,
-            metric_name=EngineMetric.QUEUE_DEPTH,
+            metric_name=metric,
             dimensions_map={Dimension.ENDPOINT: endpoint, Dimension.VARIANT: variant},
-            statistic=config.statistic,
+            statistic=statistic,
             period=cdk.Duration.seconds(period_s),
         )
 
@@ -167,7 +173,14 @@ class VariantAutoscaling(Construct):
         self.scale_out_alarm = cloudwatch.Alarm(
             self,
             "QueueDepthHighAlarm",
-            metric=self._queue_depth(config, namespace, endpoint, variant, config.scale_out_period_s),
+            metric=self._engine_metric(
+                EngineMetric.QUEUE_DEPTH,
+                statistic=config.statistic,
+                namespace=namespace,
+                endpoint=endpoint,
+                variant=variant,
+                period_s=config.scale_out_period_s,
+            ),
             threshold=threshold,
             evaluation_periods=config.scale_out_evaluation_periods,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -179,7 +192,7 @@ class VariantAutoscaling(Construct):
 
         self.scale_in_action = appscaling.StepScalingAction(
             self,
-            "QueueDepthScaleIn",
+            "LowLoadScaleIn",
             scaling_target=self.scalable_target,
             adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
             cooldown=cdk.Duration.seconds(config.scale_in_cooldown_s),
@@ -188,16 +201,24 @@ class VariantAutoscaling(Construct):
         self.scale_in_action.add_adjustment(adjustment=config.scale_in_adjustment, upper_bound=0)
         self.scale_in_alarm = cloudwatch.Alarm(
             self,
-            "QueueDepthLowAlarm",
-            metric=self._queue_depth(config, namespace, endpoint, variant, config.scale_in_period_s),
-            threshold=config.scale_in_threshold,
+            "LowLoadAlarm",
+            # Average per instance: sequences each GPU is actually decoding.
+            metric=self._engine_metric(
+                EngineMetric.RUNNING_REQUESTS,
+                statistic="Average",
+                namespace=namespace,
+                endpoint=endpoint,
+                variant=variant,
+                period_s=config.scale_in_period_s,
+            ),
+            threshold=config.scale_in_running_requests,
             evaluation_periods=config.scale_in_evaluation_periods,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             # A broken metrics pipeline must not shrink the fleet.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             alarm_description=(
-                f"{variant}: queued requests per instance < {config.scale_in_threshold:g} for "
-                f"{config.scale_in_evaluation_periods} x {config.scale_in_period_s} s; slow step scale-in"
+                f"{variant}: running requests per instance < {config.scale_in_running_requests:g} for "
+                f"{config.scale_in_evaluation_periods} x {config.scale_in_period_s} s (low load); slow step scale-in"
             ),
         )
         self.scale_in_alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(self.scale_in_action))

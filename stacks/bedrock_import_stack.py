@@ -9,7 +9,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from app_config.bedrock import BedrockConfig
+from app_config.bedrock import PROVIDER_HEADROOM_MIN, BedrockConfig
 from app_config.observability import LogRetentionDays
 from cdk_constructs.bedrock_import import BedrockImportedModel, ModelImportProvider, ModelImportStore
 from serving_contract import outputs
@@ -60,6 +60,8 @@ class BedrockImportStack(cdk.Stack):
                 prefix=model.s3_prefix,
                 revision=model.revision,
                 retain_on_delete=bedrock.retain_imported_models,
+                # The provider's total_timeout plus head room, so the provider times out first.
+                service_timeout=cdk.Duration.minutes(bedrock.import_timeout_min + PROVIDER_HEADROOM_MIN),
             )
             self.imported_models[model.name] = imported
             cdk.CfnOutput(

@@ -146,7 +146,11 @@ class ImportRequest:
 
     @property
     def job_name(self) -> str:
-        return self.imported_model_name
+        """The model name with ``_`` -> ``-``: CreateModelImportJob's jobName pattern is
+        ``[a-zA-Z0-9](-*[a-zA-Z0-9\\+\\-\\.])*`` (no underscore; botocore bedrock 2023-04-20
+        service model), while importedModelName allows ``_``. Same length (<= 63), still
+        unique per source (the 10-hex suffix), unchanged for names without ``_``."""
+        return self.imported_model_name.replace("_", "-")
 
     @property
     def client_request_token(self) -> str:
@@ -312,12 +316,36 @@ def on_event(event: Mapping[str, Any], _context: object = None) -> dict[str, Any
         existing = _existing_job(request.job_name)
         if existing is not None:
             return {"PhysicalResourceId": request.imported_model_name, "Data": {"JobArn": existing["jobArn"]}}
+        # No job record (e.g. Bedrock no longer lists it): the model is still the current
+        # resource; never start a second import under the same name. is_complete sees no
+        # JobArn and completes at once; the Provider framework merges this Data.
+        return _keep_imported_model(request.imported_model_name)
     return _start_import(request)
+
+
+def _keep_imported_model(name: str) -> dict[str, Any]:
+    """Physical id unchanged, with the model's ARN and name as the resource's attributes."""
+    try:
+        model = BEDROCK.get_imported_model(modelIdentifier=name)
+    except ClientError as error:
+        if _error_code(error) != "ResourceNotFoundException":
+            raise
+        raise ImportFailedError(
+            f"imported model {name} no longer exists and its import job is gone; change the model's "
+            "revision (bedrock.models[].revision) to import it again"
+        ) from error
+    return {
+        "PhysicalResourceId": name,
+        "Data": {"ImportedModelArn": model["modelArn"], "ImportedModelName": model["modelName"]},
+    }
 
 
 def is_complete(event: Mapping[str, Any], _context: object = None) -> dict[str, Any]:
     """Poll the import job. Completed -> the model's ARN; Failed -> raise with Bedrock's message."""
     if event["RequestType"] == "Delete":
+        return {"IsComplete": True}
+    if "JobArn" not in event.get("Data", {}):
+        # on_event kept an existing model and already returned its attributes.
         return {"IsComplete": True}
     job_arn = event["Data"]["JobArn"]
     job = BEDROCK.get_model_import_job(jobIdentifier=job_arn)

@@ -102,7 +102,8 @@ def _check_pins(pins: dict[str, str]) -> None:
         )
 
 
-def _image_uri(tag: str, digest: str) -> str:
+def _image_uri(digest: str) -> str:
+    """``<repository>@sha256:...``: pinned by digest (the tag only found the image)."""
     return f"{ENV.repository_uri}@{digest}"
 
 
@@ -118,7 +119,7 @@ def on_event(event: dict[str, Any], _context: object = None) -> dict[str, Any]:
     digest = _image_digest(tag)
     if digest is not None:
         print(f"image {ENV.repository_uri}:{tag} exists ({digest}); no build")
-        result["Data"] = {"BuildId": "", "ImageUri": _image_uri(tag, digest), "ImageDigest": digest}
+        result["Data"] = {"BuildId": "", "ImageUri": _image_uri(digest), "ImageDigest": digest}
         return result
     build_id = _in_flight_build(tag)
     if build_id is not None:
@@ -176,5 +177,5 @@ def is_complete(event: dict[str, Any], _context: object = None) -> dict[str, Any
         raise BuildFailedError(f"image build {build_id} succeeded but {tag} is not in ECR; logs: {link}")
     return {
         "IsComplete": True,
-        "Data": {"BuildId": build_id, "ImageUri": _image_uri(tag, digest), "ImageDigest": digest},
+        "Data": {"BuildId": build_id, "ImageUri": _image_uri(digest), "ImageDigest": digest},
     }

@@ -15,7 +15,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from app_config import load_config
-from app_config.bedrock import PROVIDER_MAX_TIMEOUT_MIN
+from app_config.bedrock import CUSTOM_RESOURCE_MAX_TIMEOUT_MIN, PROVIDER_HEADROOM_MIN, PROVIDER_MAX_TIMEOUT_MIN
 from serving_contract import outputs
 from stacks.bedrock_import_stack import BedrockImportStack
 from tests.infra.test_snapshots import mask_asset_hashes
@@ -190,8 +190,16 @@ def test_provider_waits_long_enough_for_an_import(template: assertions.Template,
     total_s = retry["IntervalSeconds"] * retry["MaxAttempts"]
     assert retry["BackoffRate"] == 1
     assert retry["IntervalSeconds"] == bedrock_synth.config.bedrock.poll_interval_s
-    # Imports take tens of minutes; CDK's Provider allows at most 2 hours, and the default uses all of it.
+    # Imports take tens of minutes; CloudFormation waits at most 3600 s for a custom resource
+    # (ServiceTimeout), and the default uses all of it less the provider's head room.
     assert total_s == bedrock_synth.config.bedrock.import_timeout_min * 60 == PROVIDER_MAX_TIMEOUT_MIN * 60
+    imports = _resources(template, "Custom::BedrockModelImport")
+    assert imports
+    for _, resource in imports.items():
+        service_timeout = int(resource["Properties"]["ServiceTimeout"])  # CDK renders it as a string
+        # The provider gives up (with its own message) before CloudFormation does.
+        assert service_timeout == total_s + PROVIDER_HEADROOM_MIN * 60
+        assert service_timeout <= CUSTOM_RESOURCE_MAX_TIMEOUT_MIN * 60
     machine_logging = machine["Properties"]["LoggingConfiguration"]
     assert machine_logging["Level"] == "ALL"
 

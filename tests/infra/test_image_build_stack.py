@@ -5,6 +5,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from cdk_constructs.image_build import CUSTOM_RESOURCE_MAX_TIMEOUT_S, HANDLER_TIMEOUT_S
 from serving_contract import env, outputs
 from tests.synth_helpers import Synth
 
@@ -78,7 +79,8 @@ def test_default_builds_one_image_and_both_variants_run_it(default_synth: Synth)
     tag = resource["Properties"]["ImageTag"]
     assert tag == default_synth.stacks.image_build.image_tags["primary"]  # type: ignore[union-attr]
     assert tag.startswith("build-") and len(tag) == 70
-    assert resource["Properties"]["ServiceTimeout"] == "3600"
+    # CloudFormation's custom-resource maximum (ServiceTimeout 1-3600 s).
+    assert resource["Properties"]["ServiceTimeout"] == str(CUSTOM_RESOURCE_MAX_TIMEOUT_S) == "3600"
     assert any(d.startswith("ImageBuildProject") for d in resource["DependsOn"])
     pins = json.loads(resource["Properties"]["ArtifactPins"])
     assert sorted(pins) == ["base", "general_support_v2", "jp_style_v1", "manga_domain_v3"]
@@ -182,6 +184,8 @@ def test_handlers_run_python_3_12(default_synth: Synth) -> None:
     handlers = {f["Properties"]["Handler"]: f["Properties"]["Runtime"] for f in functions.values()}
     assert handlers["index.on_event"] == "python3.12"
     assert handlers["index.is_complete"] == "python3.12"
+    timeouts = {f["Properties"]["Handler"]: f["Properties"].get("Timeout") for f in functions.values()}
+    assert timeouts["index.on_event"] == timeouts["index.is_complete"] == HANDLER_TIMEOUT_S
 
 
 def test_prebuilt_synthesizes_without_the_build(vpc_single_variant_synth: Synth, prebuilt_uri_synth: Synth) -> None:

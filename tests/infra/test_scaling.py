@@ -105,17 +105,29 @@ def test_queue_depth_alarms_drive_the_step_policies(default_synth: Synth) -> Non
         "AWS::CloudWatch::Alarm",
         {
             **common,
-            "Threshold": 5,
+            # Low load, not a short queue: a healthy vLLM keeps the queue near 0 under moderate load.
+            "MetricName": EngineMetric.RUNNING_REQUESTS.value,
+            "Statistic": "Average",
+            "Threshold": 8,
             "EvaluationPeriods": 5,
+            "Period": 60,
             "ComparisonOperator": "LessThanThreshold",
-            "AlarmActions": [{"Ref": Match.string_like_regexp("PrimaryScalingQueueDepthScaleIn")}],
+            "TreatMissingData": "notBreaching",
+            "AlarmActions": [{"Ref": Match.string_like_regexp("PrimaryScalingLowLoadScaleIn")}],
         },
     )
-    # Two per variant; the canary rollback alarms belong to the observability stack.
+    # One scale-out and one scale-in alarm per variant; the canary rollback alarms belong to the observability stack.
     queue_depth_alarms = template.find_resources(
         "AWS::CloudWatch::Alarm", {"Properties": {"MetricName": EngineMetric.QUEUE_DEPTH.value}}
     )
-    assert len(queue_depth_alarms) == 4
+    assert len(queue_depth_alarms) == 2
+    low_load_alarms = template.find_resources(
+        "AWS::CloudWatch::Alarm", {"Properties": {"MetricName": EngineMetric.RUNNING_REQUESTS.value}}
+    )
+    assert len(low_load_alarms) == 2
+    # No queue-depth alarm scales in.
+    for alarm in queue_depth_alarms.values():
+        assert alarm["Properties"]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
 
 
 def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_synth: Synth) -> None:

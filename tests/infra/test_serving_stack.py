@@ -114,8 +114,9 @@ def test_execution_role_is_least_privilege(default_synth: Synth) -> None:
         "logs:DescribeLogStreams",
         "logs:PutLogEvents",
     }
+    # The app's namespace only: SageMaker's own instance metrics (/aws/sagemaker/Endpoints) cannot be faked.
     assert by_action["cloudwatch:PutMetricData"]["Condition"] == {
-        "StringEquals": {"cloudwatch:namespace": ["MangaAssist/Inference", "/aws/sagemaker/Endpoints"]}
+        "StringEquals": {"cloudwatch:namespace": "MangaAssist/Inference"}
     }
     # Pull is scoped to the one repository (imported from the image repository stack).
     assert "Fn::ImportValue" in by_action["ecr:BatchGetImage"]["Resource"]

@@ -233,3 +233,8 @@ def test_delete_keeps_the_image(index: ModuleType, stubs: tuple[Stubber, Stubber
 def test_environment_is_validated_at_import(index: ModuleType) -> None:
     with pytest.raises(RuntimeError, match="environment variable\\(s\\) PROJECT_NAME, REPOSITORY_URI not set"):
         index.Environment.from_environ({"REPOSITORY_NAME": REPOSITORY})
+
+
+def test_image_uri_is_the_digest_reference_alone(index: ModuleType) -> None:
+    # One argument: the URI never depends on the tag (a moved tag must not change a pinned image).
+    assert index._image_uri(DIGEST) == f"{REPOSITORY_URI}@{DIGEST}"

@@ -73,7 +73,9 @@ def test_enabled_without_a_region_is_rejected() -> None:
             "config error: bedrock.models.0.revison: unknown key; did you mean 'bedrock.models.revision'?",
         ),
         ("bedrock.max_model_size_gb", "250", "config error: bedrock.max_model_size_gb = '250': must be <= 200"),
-        ("bedrock.import_timeout_min", "180", "config error: bedrock.import_timeout_min = '180': must be <= 120"),
+        ("bedrock.import_timeout_min", "180", "config error: bedrock.import_timeout_min = '180': must be <= 55"),
+        # CloudFormation's custom-resource ServiceTimeout (max 3600 s) less the provider's head room.
+        ("bedrock.import_timeout_min", "60", "config error: bedrock.import_timeout_min = '60': must be <= 55"),
         (
             "bedrock.bucket_name",
             "My_Bucket",

@@ -8,6 +8,7 @@ import importlib
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -146,6 +147,32 @@ def test_create_preflights_then_starts_one_job_with_deterministic_names(
         request.imported_model_name,
         request.client_request_token,
     )
+
+
+def test_underscore_model_name_gives_a_job_name_bedrock_accepts(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    bedrock, s3 = stubs
+    event = _event("Create", ModelName="mangaassist_llama3_domain")
+    request = _request(handler, event)
+    # botocore's param validation checks lengths, not patterns: check the service model's pattern here.
+    shape = handler.BEDROCK.meta.service_model.operation_model("CreateModelImportJob").input_shape
+    job_pattern = shape.members["jobName"].metadata["pattern"]
+    model_pattern = shape.members["importedModelName"].metadata["pattern"]
+    assert re.fullmatch(job_pattern, request.job_name), request.job_name
+    assert re.fullmatch(model_pattern, request.imported_model_name)
+    assert request.imported_model_name.startswith("mangaassist_llama3_domain-")  # the model keeps its name
+    _stub_prefix(s3, LLAMA3_FILES)
+    bedrock.add_client_error(
+        "get_model_import_job", "ResourceNotFoundException", expected_params={"jobIdentifier": request.job_name}
+    )
+    bedrock.add_response(
+        "create_model_import_job",
+        {"jobArn": JOB_ARN},
+        {**_any_create(), "jobName": request.job_name, "importedModelName": request.imported_model_name},
+    )
+
+    assert handler.on_event(event)["PhysicalResourceId"] == request.imported_model_name
 
 
 def test_retried_create_adopts_the_existing_job_and_starts_no_second_one(
@@ -316,6 +343,47 @@ def test_update_with_the_same_source_keeps_the_model(handler: ModuleType, stubs:
     bedrock.add_response("get_model_import_job", _job("Completed"), {"jobIdentifier": current.job_name})
 
     assert handler.on_event(event) == {"PhysicalResourceId": current.imported_model_name, "Data": {"JobArn": JOB_ARN}}
+
+
+def test_update_with_the_same_source_and_no_job_keeps_the_model_and_starts_no_import(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    bedrock, _ = stubs  # S3 stubber empty: no pre-flight; no create_model_import_job queued either.
+    current = _request(handler, _event("Create"))
+    event = _event("Update", physical_id=current.imported_model_name, RetainOnDelete="true")
+    bedrock.add_client_error(
+        "get_model_import_job", "ResourceNotFoundException", expected_params={"jobIdentifier": current.job_name}
+    )
+    bedrock.add_response(
+        "get_imported_model",
+        {"modelArn": MODEL_ARN, "modelName": current.imported_model_name},
+        {"modelIdentifier": current.imported_model_name},
+    )
+
+    result = handler.on_event(event)
+
+    assert result == {
+        "PhysicalResourceId": current.imported_model_name,
+        "Data": {"ImportedModelArn": MODEL_ARN, "ImportedModelName": current.imported_model_name},
+    }
+    assert handler.is_complete({**event, **result}) == {"IsComplete": True}
+
+
+def test_update_with_the_same_source_whose_model_is_gone_asks_for_a_new_revision(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    bedrock, _ = stubs
+    current = _request(handler, _event("Create"))
+    event = _event("Update", physical_id=current.imported_model_name)
+    bedrock.add_client_error("get_model_import_job", "ResourceNotFoundException")
+    bedrock.add_client_error("get_imported_model", "ResourceNotFoundException")
+
+    with pytest.raises(handler.ImportFailedError) as info:
+        handler.on_event(event)
+    assert str(info.value) == (
+        f"imported model {current.imported_model_name} no longer exists and its import job is gone; change the "
+        "model's revision (bedrock.models[].revision) to import it again"
+    )
 
 
 def test_delete_removes_the_imported_model(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:

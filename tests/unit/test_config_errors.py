@@ -68,6 +68,19 @@ def _error(**overrides: str) -> str:
             "ml.<family>.<size>, e.g. ml.g5.xlarge",
         ),
         (
+            "serving.primary.instance_type",
+            "ml.g5.xlargee",
+            "config error: serving.primary.instance_type = 'ml.g5.xlargee': size 'xlargee' is not a SageMaker "
+            "hosting instance size: medium, large, xlarge or <N>xlarge (2xlarge, 4xlarge, 8xlarge, 12xlarge, "
+            "16xlarge, 24xlarge, 48xlarge, ...)",
+        ),
+        (
+            "serving.canary.instance_type",
+            "ml.g5.2xl",
+            "config error: serving.canary.instance_type = 'ml.g5.2xl': size '2xl' is not a SageMaker hosting "
+            "instance size",
+        ),
+        (
             "engine.max_lora_rank",
             "24",
             "config error: engine.max_lora_rank = '24': must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512 "

@@ -42,7 +42,18 @@ def test_adapter_ceiling_overrides_the_default() -> None:
     [
         (
             {"monitoring.high_ttft.period_s": "45"},
-            "config error: monitoring.high_ttft: period_s = 45: must be 10, 30 or a multiple of 60 (CloudWatch alarms)",
+            "config error: monitoring.high_ttft: period_s = 45: must be a multiple of 60 (the alarmed metrics are "
+            "standard resolution: 1 datapoint per minute)",
+        ),
+        (
+            {"monitoring.high_ttft.period_s": "30"},
+            "config error: monitoring.high_ttft: period_s = 30: must be a multiple of 60 (the alarmed metrics are "
+            "standard resolution: 1 datapoint per minute)",
+        ),
+        (
+            {"monitoring.queue_build_up.period_s": "10"},
+            "config error: monitoring.queue_build_up: period_s = 10: must be a multiple of 60 (the alarmed metrics "
+            "are standard resolution: 1 datapoint per minute)",
         ),
         (
             {"monitoring.adapter_latency.period_s": "3600", "monitoring.adapter_latency.evaluation_periods": "25"},

@@ -98,10 +98,6 @@ def test_bad_cron_in_config_names_the_key() -> None:
             [{"lower": 50, "upper": 100, "adjustment": 4}, {"lower": 100, "adjustment": 2}],
             "scale_out_steps[1].adjustment = 2 is below scale_out_steps[0].adjustment = 4",
         ),
-        (
-            [{"lower": 4, "adjustment": 1}],
-            "scale_in_threshold = 5 must be below scale_out_steps[0].lower = 4, or the two alarms fight",
-        ),
     ],
 )
 def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object]], expected: str) -> None:
@@ -190,6 +186,19 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
             },
             "config error: scaling.rollout: maximum_execution_timeout_s = 3600 must exceed the traffic shifting "
             "time (10 step(s) x wait_interval_s = 600 = 6000 s)",
+        ),
+        (
+            # Shifting alone fits (5 x 600 = 3000 < 3600), but not with provisioning and the startup check.
+            {"scaling.rollout.traffic_routing": "LINEAR", "scaling.rollout.linear_step_percent": "20"},
+            "config error: scaling.rollout.maximum_execution_timeout_s = 3600 must exceed "
+            "scaling.rollout.green_provisioning_allowance_s = 480 + serving.container_startup_health_check_timeout_s "
+            "= 300 + traffic shifting (5 step(s) x scaling.rollout.wait_interval_s = 600) = 3780 s",
+        ),
+        (
+            {"serving.container_startup_health_check_timeout_s": "2700"},
+            "config error: scaling.rollout.maximum_execution_timeout_s = 3600 must exceed "
+            "scaling.rollout.green_provisioning_allowance_s = 480 + serving.container_startup_health_check_timeout_s "
+            "= 2700 + traffic shifting (1 step(s) x scaling.rollout.wait_interval_s = 600) = 3780 s",
         ),
     ],
 )
