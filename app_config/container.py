@@ -3,10 +3,7 @@
 from pydantic import Field
 
 from app_config.base import ConfigModel
-from serving_contract.env import DRAIN_TIMEOUT_MAX_S
-
-SAGEMAKER_INVOCATION_TIMEOUT_S = 60
-"""A real-time endpoint must answer /invocations within this (CONVENTIONS.md)."""
+from serving_contract.env import DRAIN_TIMEOUT_MAX_S, SAGEMAKER_INVOCATION_TIMEOUT_S
 
 
 class ContainerConfig(ConfigModel):

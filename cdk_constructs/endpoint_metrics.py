@@ -57,6 +57,25 @@ class EndpointMetrics:
             dims[Dimension.ADAPTER.value] = adapter
         return dims
 
+    def _metric(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        dimensions: dict[str, str],
+        statistic: str,
+        period_s: int,
+        label: str | None,
+    ) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=name,
+            dimensions_map=dimensions,
+            statistic=statistic,
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )
+
     def custom(
         self,
         metric: EngineMetric | RequestMetric,
@@ -68,25 +87,22 @@ class EndpointMetrics:
         label: str | None = None,
     ) -> cloudwatch.Metric:
         """A metric the container emits (``serving_contract.metrics``), for one variant."""
-        return cloudwatch.Metric(
-            namespace=self.namespace,
-            metric_name=metric.value,
-            dimensions_map=self._dimensions(variant, adapter),
-            statistic=statistic,
-            period=cdk.Duration.seconds(period_s),
-            label=label,
+        dimensions = self._dimensions(variant, adapter)
+        return self._metric(
+            self.namespace, metric.value, dimensions=dimensions, statistic=statistic, period_s=period_s, label=label
         )
 
     def sagemaker(
         self, metric: SageMakerMetric, *, variant: str, statistic: str, period_s: int, label: str | None = None
     ) -> cloudwatch.Metric:
         """An ``AWS/SageMaker`` invocation metric of one variant (latencies in microseconds)."""
-        return cloudwatch.Metric(
-            namespace=SAGEMAKER_NAMESPACE,
-            metric_name=metric.value,
-            dimensions_map=self._dimensions(variant),
+        dimensions = self._dimensions(variant)
+        return self._metric(
+            SAGEMAKER_NAMESPACE,
+            metric.value,
+            dimensions=dimensions,
             statistic=statistic,
-            period=cdk.Duration.seconds(period_s),
+            period_s=period_s,
             label=label,
         )
 
@@ -100,12 +116,13 @@ class EndpointMetrics:
         label: str | None = None,
     ) -> cloudwatch.Metric:
         """A ``/aws/sagemaker/Endpoints`` instance metric of one variant (percent x device count)."""
-        return cloudwatch.Metric(
-            namespace=SAGEMAKER_INSTANCE_NAMESPACE,
-            metric_name=metric.value,
-            dimensions_map=self._dimensions(variant),
+        dimensions = self._dimensions(variant)
+        return self._metric(
+            SAGEMAKER_INSTANCE_NAMESPACE,
+            metric.value,
+            dimensions=dimensions,
             statistic=statistic,
-            period=cdk.Duration.seconds(period_s),
+            period_s=period_s,
             label=label,
         )
 

@@ -48,6 +48,8 @@ ALL: Final[tuple[str, ...]] = tuple(
 # gives vLLM ENGINE_STOP_GRACE_S to exit, then uvicorn gets UVICORN_SHUTDOWN_GRACE_S to close;
 # a few seconds stay spare for process exit: 22 + 3 + 2 = 27 < 30.
 SAGEMAKER_SIGKILL_AFTER_S: Final = 30
+SAGEMAKER_INVOCATION_TIMEOUT_S: Final = 60
+"""A real-time endpoint must answer /invocations within this; REQUEST_TIMEOUT_S stays below it."""
 ENGINE_STOP_GRACE_S: Final = 3
 UVICORN_SHUTDOWN_GRACE_S: Final = 2
 DRAIN_TIMEOUT_MAX_S: Final = 22

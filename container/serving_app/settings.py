@@ -30,7 +30,7 @@ LOG_LEVELS: Final[tuple[str, ...]] = ("debug", "info", "warning", "error", "crit
 SAGEMAKER_SIGKILL_AFTER_S: Final = env.SAGEMAKER_SIGKILL_AFTER_S
 """SageMaker sends SIGKILL this long after SIGTERM (CONVENTIONS.md, container contract)."""
 
-SAGEMAKER_INVOCATION_LIMIT_S: Final = 60
+SAGEMAKER_INVOCATION_LIMIT_S: Final = env.SAGEMAKER_INVOCATION_TIMEOUT_S
 """SageMaker's limit for answering one ``/invocations`` call."""
 
 MAX_DRAIN_TIMEOUT_S: Final = env.DRAIN_TIMEOUT_MAX_S
