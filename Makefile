@@ -47,7 +47,7 @@ typecheck: setup
 diff: setup
 	$(PY) -m devtools.diff --base $(BASE) $(ARGS)
 
-## Regenerate docs/config-reference.md from the config models.
+## Regenerate docs/config-reference.md and container/README.md's engine table from the config models.
 reference: setup
 	$(PY) -m devtools.config_reference
 

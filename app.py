@@ -18,6 +18,7 @@ if os.path.exists(_PINNED_NODE):
 import aws_cdk as cdk  # noqa: E402
 
 from app_config import ConfigError, load_config  # noqa: E402
+from devtools import memory_report  # noqa: E402
 from devtools.validation_report import format_validation_failure  # noqa: E402
 from stacks.composition import build_app  # noqa: E402
 
@@ -37,6 +38,8 @@ def main() -> int:
             raise
         print(format_validation_failure(app.outdir), file=sys.stderr)
         return 1
+    # Beside the templates, for `make synth`'s summary (devtools.synth_summary).
+    memory_report.write(memory_report.build(config), app.outdir)
     return 0
 
 

@@ -1,9 +1,22 @@
 """Shared pydantic base and small validated types used across the config tree."""
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import core_schema
+
+from app_config.gpu_instances import instance_gpus
 
 
 class ConfigModel(BaseModel):
@@ -38,6 +51,27 @@ Pydantic's ``Literal`` check does not coerce ``"16"`` to ``16`` (as ``int`` fiel
 """
 
 
+@dataclass(frozen=True)
+class OneOf:
+    """``Annotated[int, OneOf((16, 32))]``: the value must be one of ``values``.
+
+    For choices declared as data (``serving_contract.engine_settings``) rather than as a
+    ``Literal`` type; the message matches the Literal one ("must be one of 16 or 32") and the
+    config reference lists the values.
+    """
+
+    values: Sequence[object]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def _check(self, value: Any) -> Any:
+        if value not in self.values:
+            *rest, last = (str(v) for v in self.values)
+            raise ValueError(f"must be one of {', '.join(rest)} or {last}" if rest else f"must be {last}")
+        return value
+
+
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z][a-z0-9-]*\.[a-z0-9]+$")
 
 
@@ -56,29 +90,18 @@ def _check_instance_type(value: str) -> str:
             f"size '{size}' is not a SageMaker hosting instance size: medium, large, xlarge or <N>xlarge "
             "(2xlarge, 4xlarge, 8xlarge, 12xlarge, 16xlarge, 24xlarge, 48xlarge, ...)"
         )
+    # The memory plan needs the GPUs; a CPU or unknown type could never start the engine.
+    instance_gpus(value)
     return value
 
 
 InstanceType = Annotated[str, AfterValidator(_check_instance_type)]
-"""A SageMaker hosting instance type such as ``ml.g5.xlarge``."""
+"""A SageMaker GPU hosting instance type such as ``ml.g5.xlarge`` (one of ``gpu_instances``)."""
 
 
 def instance_family(instance_type: str) -> str:
     """Return the family of an ``ml.<family>.<size>`` type, e.g. ``g5`` for ``ml.g5.xlarge``."""
     return instance_type.split(".")[1]
-
-
-# Families whose instances carry local NVMe instance storage. SageMaker rejects
-# VolumeSizeInGB and KmsKeyId for them (CONVENTIONS.md, "SageMaker real-time endpoints";
-# the API reference for ProductionVariant.VolumeSizeInGB). "*d" families (g4dn, p4d, c5d,
-# m5d, ...) are matched by suffix below.
-_NVME_FAMILIES = frozenset({"g5", "g6", "g6e", "gr6", "p4de", "p5", "p5e", "p5en", "p6"})
-
-
-def has_local_nvme(instance_type: str) -> bool:
-    """True when the instance family has local NVMe storage (no EBS volume size or KMS key)."""
-    family = instance_family(instance_type)
-    return family in _NVME_FAMILIES or family.endswith(("d", "dn"))
 
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,62}$")

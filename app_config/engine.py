@@ -1,85 +1,57 @@
 """vLLM engine settings. They reach the container as environment variables, so changing
-one needs a context value and a deploy, not an image rebuild."""
+one needs a context value and a deploy, not an image rebuild.
 
-from typing import Annotated, Literal
+Names, defaults, bounds, allowed values and sources are declared once in
+``serving_contract.engine_settings``; the container's settings read the same declarations.
+"""
 
-from pydantic import AfterValidator, Field, model_validator
+from typing import Annotated, Any
 
-from app_config.base import ConfigModel, IntChoice
-from app_config.model_artifacts import LORA_RANKS
+from pydantic import Field, model_validator
+
+from app_config.base import ConfigModel, OneOf
+from serving_contract import engine_settings as spec
 
 
-def _check_lora_rank(value: int) -> int:
-    if value not in LORA_RANKS:
-        allowed = ", ".join(str(r) for r in LORA_RANKS)
-        raise ValueError(f"must be one of {allowed} (vLLM 0.22 --max-lora-rank)")
-    return value
+def _field(setting: spec.EngineSetting) -> Any:
+    return Field(
+        default=setting.default,
+        description=setting.description,
+        ge=setting.ge,
+        gt=setting.gt,
+        le=setting.le,
+        lt=setting.lt,
+    )
+
+
+def _one_of(setting: spec.EngineSetting) -> OneOf:
+    assert setting.choices is not None
+    return OneOf(setting.choices)
 
 
 class EngineConfig(ConfigModel):
-    """vLLM OpenAI-server settings for one ml.g5.xlarge (A10G, 24 GB).
+    """vLLM OpenAI-server settings of one engine (one per instance).
 
-    Defaults are the seeds' MangaAssist values (seed 003 §10 "Environment Variable
-    Reference" and §5 entrypoint); ranges are what vLLM 0.22 accepts or what fits the GPU.
+    Defaults are the seeds' MangaAssist values (seed 003 §5 and §10) except where a
+    measurement on a real GPU contradicted them (``quantization``: docs/performance.md).
+    What they fit on each instance type is the memory plan (``app_config.memory_plan``),
+    checked at synth.
     """
 
-    gpu_memory_utilization: float = Field(
-        default=0.92,
-        gt=0.0,
-        le=0.98,
-        description="Fraction of GPU memory vLLM may use. Source: seed 003 (0.95 caused OOM under bursts).",
-    )
-    max_num_seqs: int = Field(
-        default=128,
-        ge=1,
-        le=1024,
-        description="Maximum concurrent sequences per engine. Source: seed 003 (soak-tested at 128).",
-    )
-    max_model_len: int = Field(
-        default=4096,
-        ge=256,
-        le=131072,
-        description="Context window in tokens (prompt + output). Source: seed 003.",
-    )
-    max_num_batched_tokens: int = Field(
-        default=8192,
-        ge=256,
-        le=131072,
-        description="Token budget of one scheduler step. Source: seed 003.",
-    )
-    block_size: IntChoice[Literal[8, 16, 32, 64, 128]] = Field(
-        default=16,
-        description="Tokens per KV cache block (vLLM CUDA choices). Source: seed 003.",
-    )
-    enable_prefix_caching: bool = Field(
-        default=True,
-        description="Reuse KV cache blocks of shared prompt prefixes (on by default in vLLM V1).",
-    )
-    tensor_parallel_size: int = Field(default=1, ge=1, le=8, description="GPUs per engine (1 on ml.g5.xlarge).")
-    enforce_eager: bool = Field(
-        default=False,
-        description="Disable CUDA graphs (slower; only for debugging). Source: seed 001.",
-    )
-    max_loras: int = Field(
-        default=4,
-        ge=1,
-        le=64,
-        description="LoRA adapters resident on the GPU at once. Source: seed 003.",
-    )
-    max_lora_rank: Annotated[int, AfterValidator(_check_lora_rank)] = Field(
-        default=16,
-        description="Largest LoRA rank the engine allocates slots for; one of vLLM's allowed ranks. Source: seed 003.",
-    )
-    max_cpu_loras: int | None = Field(
-        default=None,
-        ge=1,
-        le=256,
-        description="Adapters cached in CPU memory (None: vLLM default, equal to max_loras).",
-    )
-    log_level: Literal["debug", "info", "warning", "error"] = Field(
-        default="info",
-        description="Engine log level. Source: seed 003 (debug floods logs in prod).",
-    )
+    gpu_memory_utilization: float = _field(spec.GPU_MEMORY_UTILIZATION)
+    max_num_seqs: int = _field(spec.MAX_NUM_SEQS)
+    max_model_len: int = _field(spec.MAX_MODEL_LEN)
+    max_num_batched_tokens: int = _field(spec.MAX_NUM_BATCHED_TOKENS)
+    block_size: Annotated[int, _one_of(spec.BLOCK_SIZE)] = _field(spec.BLOCK_SIZE)
+    enable_prefix_caching: bool = _field(spec.ENABLE_PREFIX_CACHING)
+    quantization: Annotated[str, _one_of(spec.QUANTIZATION)] = _field(spec.QUANTIZATION)
+    kv_cache_dtype: Annotated[str, _one_of(spec.KV_CACHE_DTYPE)] = _field(spec.KV_CACHE_DTYPE)
+    tensor_parallel_size: Annotated[int, _one_of(spec.TENSOR_PARALLEL_SIZE)] = _field(spec.TENSOR_PARALLEL_SIZE)
+    enforce_eager: bool = _field(spec.ENFORCE_EAGER)
+    max_loras: int = _field(spec.MAX_LORAS)
+    max_lora_rank: Annotated[int, _one_of(spec.MAX_LORA_RANK)] = _field(spec.MAX_LORA_RANK)
+    max_cpu_loras: int | None = _field(spec.MAX_CPU_LORAS)
+    log_level: Annotated[str, _one_of(spec.LOG_LEVEL)] = _field(spec.LOG_LEVEL)
 
     @model_validator(mode="after")
     def _check_vllm_invariants(self) -> "EngineConfig":
@@ -89,5 +61,15 @@ class EngineConfig(ConfigModel):
                 f"max_num_batched_tokens = {self.max_num_batched_tokens} must be >= max_num_seqs = {self.max_num_seqs}"
             )
         if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
+            # vLLM's LoRAConfig rejects it at start (vllm/config/lora.py).
             raise ValueError(f"max_cpu_loras = {self.max_cpu_loras} must be >= max_loras = {self.max_loras}")
         return self
+
+    def environment(self) -> dict[str, str]:
+        """Each setting as the container's environment variable (unset ones omitted)."""
+        variables = {}
+        for setting in spec.ENGINE_SETTINGS:
+            text = setting.to_env(getattr(self, setting.key))
+            if text is not None:
+                variables[setting.env_var] = text
+        return variables

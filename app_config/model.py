@@ -9,7 +9,10 @@ from app_config.base import ConfigModel
 from app_config.bedrock import BedrockConfig, check_import_region
 from app_config.container import ContainerConfig
 from app_config.engine import EngineConfig
+from app_config.gpu_instances import instance_gpus
 from app_config.image import ImageConfig
+from app_config.memory_plan import MemoryPlan, gib, minimum_utilization
+from app_config.memory_plan_config import MemoryPlanConfig, engine_memory_inputs, plan_for_instance
 from app_config.model_artifacts import ModelConfig
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
@@ -57,6 +60,9 @@ class AppConfig(ConfigModel):
     )
     model: ModelConfig = Field(default=ModelConfig(), description="Base model and LoRA adapters baked into the image.")
     engine: EngineConfig = Field(default=EngineConfig(), description="vLLM engine settings (container env vars).")
+    memory_plan: MemoryPlanConfig = Field(
+        default=MemoryPlanConfig(), description="Assumptions of the synth-time KV-cache and GPU-memory plan."
+    )
     container: ContainerConfig = Field(default=ContainerConfig(), description="Serving-process lifecycle settings.")
     serving: ServingConfig = Field(default=ServingConfig(), description="Endpoint and production variants.")
     image: ImageConfig = Field(default=ImageConfig(), description="ECR repository and image references.")
@@ -85,6 +91,8 @@ class AppConfig(ConfigModel):
                 f"engine.max_cpu_loras = {self.engine.max_cpu_loras} is below the {len(self.model.adapters)} "
                 "configured adapters; every adapter must fit the CPU cache"
             )
+        self._kernel_checks()
+        self._memory_plan_checks()
         if self.image.source == "build":
             self._check_artifact_pins()
         if self.stage == "prod" and self.serving.primary.min_capacity < 2:
@@ -97,6 +105,77 @@ class AppConfig(ConfigModel):
         self._scaling_checks()
         check_import_region(self.bedrock.enabled, self.env.region)
         return self
+
+    def _kernel_checks(self) -> None:
+        kernel, checkpoint = self.engine.quantization, self.model.quantization
+        suits = {"awq": ("awq",), "awq_marlin": ("awq",), "gptq": ("gptq",), "gptq_marlin": ("gptq",)}
+        if kernel in suits and checkpoint not in suits[kernel]:
+            raise ValueError(
+                f"engine.quantization = {kernel!r} cannot run a model.quantization = {checkpoint!r} checkpoint; "
+                "use 'auto' (vLLM reads the checkpoint's quantization_config)"
+            )
+        if kernel.endswith("_marlin"):
+            for variant in self.serving.variants:
+                gpu = instance_gpus(variant.instance_type).gpu
+                if gpu.compute_capability < (8, 0):
+                    major, minor = gpu.compute_capability
+                    raise ValueError(
+                        f"engine.quantization = {kernel!r}: serving.{self._variant_key(variant.variant_name)}."
+                        f"instance_type = {variant.instance_type} has {gpu.name} (compute capability "
+                        f"{major}.{minor}); Marlin kernels need >= 8.0, use 'auto'"
+                    )
+
+    def _variant_key(self, variant_name: str) -> str:
+        return "primary" if variant_name == self.serving.primary.variant_name else "canary"
+
+    def _memory_plan_checks(self) -> None:
+        """Stop synth where vLLM could not start (CONVENTIONS.md: it fails at start when one
+        max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
+        engine, shape = self.engine, self.model.shape
+        if engine.max_model_len > shape.max_position_embeddings:
+            raise ValueError(
+                f"engine.max_model_len = {engine.max_model_len}: above model.shape.max_position_embeddings = "
+                f"{shape.max_position_embeddings}, the longest context the model supports (vLLM refuses to start)"
+            )
+        if self.memory_plan.typical_sequence_tokens > engine.max_model_len:
+            raise ValueError(
+                f"memory_plan.typical_sequence_tokens = {self.memory_plan.typical_sequence_tokens}: above "
+                f"engine.max_model_len = {engine.max_model_len}, so no request could be that long"
+            )
+        for variant in self.serving.variants:
+            where = f"serving.{self._variant_key(variant.variant_name)}.instance_type = {variant.instance_type}"
+            gpus = instance_gpus(variant.instance_type)
+            if engine.tensor_parallel_size > gpus.count:
+                raise ValueError(
+                    f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: {where} has "
+                    f"{gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than the instance has"
+                )
+            plan = self.memory_plan_of(variant.instance_type)
+            if plan.fits_one_sequence:
+                continue
+            needed = minimum_utilization(
+                shape=shape.to_shape(),
+                gpus=gpus,
+                engine=engine_memory_inputs(engine, len(self.model.adapters)),
+                runtime_overhead_bytes=plan.overhead_bytes // engine.tensor_parallel_size,
+            )
+            if plan.kv_tokens == 0 or needed <= 0.98:
+                raise ValueError(
+                    f"engine.gpu_memory_utilization = {engine.gpu_memory_utilization:g}: on {where} "
+                    f"({gpus.gpu.name}) it leaves {max(plan.kv_tokens, 0):,} KV-cache tokens, fewer than one "
+                    f"engine.max_model_len = {engine.max_model_len} sequence (budget {gib(plan.budget_bytes)} GiB - "
+                    f"weights {gib(plan.weights_bytes)} - LoRA slots {gib(plan.lora_bytes)} - runtime "
+                    f"{gib(plan.overhead_bytes)}); it needs >= {needed:.2f} (vLLM refuses to start)"
+                )
+            raise ValueError(
+                f"engine.max_model_len = {engine.max_model_len}: only {plan.kv_tokens:,} KV-cache tokens fit on "
+                f"{where} ({gpus.gpu.name}) even at engine.gpu_memory_utilization = "
+                f"{engine.gpu_memory_utilization:g}; lower it to <= {plan.kv_tokens} (vLLM refuses to start)"
+            )
+
+    def memory_plan_of(self, instance_type: str) -> MemoryPlan:
+        """The memory plan of one engine of this config on ``instance_type``."""
+        return plan_for_instance(instance_type, model=self.model, engine=self.engine, memory=self.memory_plan)
 
     def _monitoring_checks(self) -> None:
         adapters = {a.name for a in self.model.adapters}

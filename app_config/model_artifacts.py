@@ -5,9 +5,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from app_config.base import AdapterName, ConfigModel
-
-# Ranks vLLM 0.22's --max-lora-rank accepts (CONVENTIONS.md, checked against its parser).
-LORA_RANKS: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+from app_config.gpu_instances import GIB
+from app_config.memory_plan import ModelShape
 
 
 class LoraAdapterConfig(ConfigModel):
@@ -32,6 +31,68 @@ DEFAULT_ADAPTERS = (
 )
 
 
+_LLAMA3_8B = "Llama-3-8B-Instruct's config.json"
+
+
+class ModelShapeConfig(ConfigModel):
+    """The base model's decoder shape and checkpoint size: what the memory plan needs.
+
+    Defaults: meta-llama/Meta-Llama-3-8B-Instruct ``config.json`` (head_dim = hidden_size /
+    num_attention_heads).
+    """
+
+    num_hidden_layers: int = Field(default=32, ge=1, le=512, description=f"Decoder layers. Source: {_LLAMA3_8B}.")
+    hidden_size: int = Field(default=4096, ge=64, le=65536, description=f"Model width. Source: {_LLAMA3_8B}.")
+    intermediate_size: int = Field(default=14336, ge=64, le=262144, description=f"MLP width. Source: {_LLAMA3_8B}.")
+    num_attention_heads: int = Field(default=32, ge=1, le=512, description=f"Query heads. Source: {_LLAMA3_8B}.")
+    num_key_value_heads: int = Field(
+        default=8, ge=1, le=512, description=f"KV heads (grouped-query attention). Source: {_LLAMA3_8B}."
+    )
+    head_dim: int = Field(default=128, ge=8, le=1024, description="Width of one attention head: 4096 / 32.")
+    vocab_size: int = Field(default=128256, ge=256, le=1048576, description=f"Vocabulary. Source: {_LLAMA3_8B}.")
+    max_position_embeddings: int = Field(
+        default=8192,
+        ge=256,
+        le=1048576,
+        description=(
+            f"Longest context the model supports; engine.max_model_len may not exceed it. Source: {_LLAMA3_8B}."
+        ),
+    )
+    weights_gib: float = Field(
+        default=5.33,
+        gt=0,
+        le=2048,
+        description=(
+            "GPU memory of the checkpoint, GiB. Source: Llama-3-8B-Instruct in AWQ-INT4 GEMM format, group 128: "
+            "5,727,854,592 bytes (app_config.memory_plan.awq_checkpoint_bytes; the published AWQ checkpoint is "
+            "5.73 GB)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> "ModelShapeConfig":
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"num_attention_heads = {self.num_attention_heads} must be a multiple of "
+                f"num_key_value_heads = {self.num_key_value_heads}"
+            )
+        return self
+
+    def to_shape(self) -> ModelShape:
+        """The plain-data shape ``app_config.memory_plan`` works on."""
+        return ModelShape(
+            num_hidden_layers=self.num_hidden_layers,
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            num_attention_heads=self.num_attention_heads,
+            num_key_value_heads=self.num_key_value_heads,
+            head_dim=self.head_dim,
+            vocab_size=self.vocab_size,
+            max_position_embeddings=self.max_position_embeddings,
+            weights_bytes=round(self.weights_gib * GIB),
+        )
+
+
 class ModelConfig(ConfigModel):
     """The base model and adapters inside the image. Source: seeds 000 and 003."""
 
@@ -41,11 +102,16 @@ class ModelConfig(ConfigModel):
         max_length=64,
         description="Served model name of the base model (requests with this `model` use no adapter).",
     )
-    quantization: Literal["awq", "awq_marlin", "gptq", "fp8"] | None = Field(
+    quantization: Literal["awq", "gptq", "fp8"] | None = Field(
         default="awq",
         description=(
-            "vLLM --quantization. Source: seed 003 (AWQ INT4); vLLM upgrades awq to awq_marlin kernels where it can."
+            "Quantization format of the checkpoint (its config.json quantization_config; null = unquantized). "
+            "Not a vLLM flag: engine.quantization picks the kernel, and must suit this format. Source: seed 003 "
+            "(AWQ INT4)."
         ),
+    )
+    shape: ModelShapeConfig = Field(
+        default=ModelShapeConfig(), description="Decoder shape and checkpoint size (sizes the memory plan)."
     )
     adapters: tuple[LoraAdapterConfig, ...] = Field(
         default=DEFAULT_ADAPTERS,

@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from app_config.base import ConfigModel, EndpointName, InstanceType, VariantName, has_local_nvme
+from app_config.base import ConfigModel, EndpointName, InstanceType, VariantName
 
 
 class VariantConfig(ConfigModel):
@@ -18,9 +18,11 @@ class VariantConfig(ConfigModel):
     instance_type: InstanceType = Field(
         default="ml.g5.xlarge",
         description=(
-            "Hosting instance type. Source: seed 003 (A10G 24 GB fits AWQ 8B + 128 sequences). Changing it on a "
-            "deployed, autoscaled variant fails the endpoint update until its scalable target is deregistered "
-            "(SageMaker developer guide, 'Update endpoints that use auto scaling')."
+            "GPU hosting instance type (app_config/gpu_instances.py lists the accepted ones). Source: seed 003 "
+            "(ml.g5.xlarge, one A10G). What fits on it is the memory plan `make synth` prints: about 26 sequences "
+            "of 4,096 tokens at the defaults, not the seed's 128. Changing it on a deployed, autoscaled variant "
+            "fails the endpoint update until its scalable target is deregistered (SageMaker developer guide, "
+            "'Update endpoints that use auto scaling')."
         ),
     )
     initial_instance_count: int = Field(
@@ -123,12 +125,6 @@ class ServingConfig(ConfigModel):
         default="al2-ami-sagemaker-inference-gpu-3-1",
         description="Host AMI (NVIDIA driver 550, CUDA 12.4); the container's CUDA base must match it.",
     )
-    volume_size_gb: int | None = Field(
-        default=None,
-        ge=1,
-        le=512,
-        description="EBS volume per instance; must stay None on families with local NVMe (g5, g6, *d).",
-    )
     network_isolation: bool = Field(
         default=True,
         description="Block all network access from the container (weights are baked, it needs none).",
@@ -144,13 +140,6 @@ class ServingConfig(ConfigModel):
         if all(variant.initial_weight == 0 for variant in self.variants):
             weights = ", ".join(f"{v.variant_name}.initial_weight = 0" for v in self.variants)
             raise ValueError(f"{weights}: at least one variant needs initial_weight > 0 to receive traffic")
-        if self.volume_size_gb is not None:
-            for variant in self.variants:
-                if has_local_nvme(variant.instance_type):
-                    raise ValueError(
-                        f"volume_size_gb = {self.volume_size_gb} is not allowed with {variant.variant_name}."
-                        f"instance_type = {variant.instance_type} (local NVMe storage); leave it unset"
-                    )
         return self
 
     @property

@@ -54,7 +54,6 @@ class ServingEndpoint(Construct):
         startup_health_check_timeout_s: int,
         routing_strategy: str,
         inference_ami_version: str,
-        volume_size_gb: int | None,
         network_isolation: bool,
         vpc: VpcPlacementConfig | None,
         log_retention: logs.RetentionDays,
@@ -74,7 +73,6 @@ class ServingEndpoint(Construct):
                 ``ContainerStartupHealthCheckTimeoutInSeconds``.
             routing_strategy: ``LEAST_OUTSTANDING_REQUESTS`` or ``RANDOM``.
             inference_ami_version: host AMI, e.g. ``al2-ami-sagemaker-inference-gpu-3-1``.
-            volume_size_gb: EBS size, only for families without local NVMe (validated in config).
             network_isolation: run the container without network access.
             vpc: optional subnets and security groups for the container.
             log_retention: retention of the endpoint's log group.
@@ -134,7 +132,6 @@ class ServingEndpoint(Construct):
                     container_startup_health_check_timeout_in_seconds=startup_health_check_timeout_s,
                     routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=routing_strategy),
                     inference_ami_version=inference_ami_version,
-                    volume_size_in_gb=volume_size_gb,
                 )
             )
         self.endpoint_config = sagemaker.CfnEndpointConfig(

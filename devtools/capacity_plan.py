@@ -37,6 +37,7 @@ from app_config.scaling import (
     effective_bounds,
     format_minute_of_week,
 )
+from devtools import memory_report
 
 REPO = Path(__file__).resolve().parent.parent
 HOURS_PER_WEEK = MINUTES_PER_WEEK / 60
@@ -178,6 +179,7 @@ def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
         low = sum(p.monthly_cost_band_usd[0] for p in plans)
         high = sum(p.monthly_cost_band_usd[1] for p in plans)
         lines += ["", f"Endpoint total per month: ${low:,.2f} .. ${high:,.2f}"]
+    lines += ["", *memory_report.render(memory_report.build(config))]
     return "\n".join(lines)
 
 

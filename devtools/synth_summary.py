@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from devtools import memory_report
+
 
 def _templates(outdir: Path) -> dict[str, dict[str, Any]]:
     manifest = json.loads((outdir / "manifest.json").read_text())
@@ -69,6 +71,9 @@ def summarize(outdir: str | Path) -> str:
                         f"  variant {v['VariantName']:<10} {v['InstanceType']:<14} "
                         f"x{v['InitialInstanceCount']:<3} weight {share:5.1f}%  {bounds.get(v['VariantName'], '')}"
                     )
+    reports = memory_report.read(outdir)
+    if reports:
+        lines += ["", *memory_report.render(reports)]
     return "\n".join(lines)
 
 

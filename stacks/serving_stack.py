@@ -81,7 +81,6 @@ class ServingStack(cdk.Stack):
             startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
             routing_strategy=serving.routing_strategy,
             inference_ami_version=serving.inference_ami_version,
-            volume_size_gb=serving.volume_size_gb,
             network_isolation=serving.network_isolation,
             vpc=serving.vpc,
             log_retention=retention_days(config.observability.log_retention_days),

@@ -10,6 +10,7 @@ import aws_cdk as cdk
 from aws_cdk import assertions
 
 from app_config import AppConfig, load_config
+from devtools import memory_report
 from stacks.composition import AppStacks, build_app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,5 +45,6 @@ def synthesize(outdir: Path, overrides: Mapping[str, Any] | None = None) -> Synt
     config = load_config(app.node.get_all_context())
     stacks = build_app(app, config)
     assembly = app.synth()
+    memory_report.write(memory_report.build(config), outdir)  # as app.py does
     templates = {stack.stack_name: assertions.Template.from_json(stack.template) for stack in assembly.stacks}
     return Synth(config=config, stacks=stacks, outdir=outdir, templates=templates)

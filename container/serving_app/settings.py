@@ -9,23 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from serving_contract import engine_settings as spec
 from serving_contract import env
 from serving_contract.metrics import DEFAULT_NAMESPACE
-
-LORA_RANKS: Final[tuple[int, ...]] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
-"""Values vLLM 0.22.0's ``--max-lora-rank`` accepts (checked with its parser, CONVENTIONS.md)."""
-
-BLOCK_SIZES: Final[tuple[int, ...]] = (1, 8, 16, 32, 64, 128, 256)
-"""KV-cache block sizes (tokens) the CUDA attention backends support in vLLM 0.22."""
-
-QUANTIZATIONS: Final[tuple[str, ...]] = ("none", "awq", "awq_marlin", "gptq", "gptq_marlin", "fp8")
-"""Quantization methods this image is meant to serve; ``none`` omits ``--quantization``."""
-
-LOG_LEVELS: Final[tuple[str, ...]] = ("debug", "info", "warning", "error", "critical")
 
 SAGEMAKER_SIGKILL_AFTER_S: Final = env.SAGEMAKER_SIGKILL_AFTER_S
 """SageMaker sends SIGKILL this long after SIGTERM (CONVENTIONS.md, container contract)."""
@@ -39,6 +29,18 @@ the 30 s SIGKILL window spare (budget in ``serving_contract.env``)."""
 
 _NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _NAMESPACE_RE: Final = re.compile(r"^[A-Za-z0-9.\-_/#: ]{1,255}$")
+
+
+def _field(setting: spec.EngineSetting) -> Any:
+    return Field(
+        setting.default,
+        alias=setting.env_var,
+        description=setting.description,
+        ge=setting.ge,
+        gt=setting.gt,
+        le=setting.le,
+        lt=setting.lt,
+    )
 
 
 class SettingsError(ValueError):
@@ -61,56 +63,26 @@ Bool = Annotated[bool, Field(strict=False)]
 class Settings(BaseModel):
     """Everything the entrypoint reads from the environment, with defaults.
 
-    Defaults come from the seed design (seeds/003 section 5: ml.g5.xlarge, Llama-3-8B AWQ,
-    ``--gpu-memory-utilization 0.92 --max-model-len 4096 --max-num-seqs 128
-    --max-num-batched-tokens 8192 --block-size 16``; seeds/000 section 4: rank-16 adapters,
-    ``--max-loras 4``) and from SageMaker limits (60 s invocation, SIGKILL 30 s after SIGTERM).
+    Engine defaults, bounds and sources: ``serving_contract.engine_settings`` (the seed design,
+    corrected where a GPU measurement contradicted it). Lifecycle bounds follow SageMaker's
+    limits (60 s invocation, SIGKILL 30 s after SIGTERM).
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=False)
 
-    gpu_memory_utilization: float = Field(
-        0.92,
-        alias=env.ENGINE_GPU_MEMORY_UTILIZATION,
-        gt=0.0,
-        le=1.0,
-        description="Fraction (0, 1] of GPU memory vLLM may take for weights + KV cache.",
-    )
-    max_model_len: int = Field(
-        4096,
-        alias=env.ENGINE_MAX_MODEL_LEN,
-        ge=16,
-        le=131072,
-        description="Context length in tokens.",
-    )
-    max_num_seqs: int = Field(
-        128,
-        alias=env.ENGINE_MAX_NUM_SEQS,
-        ge=1,
-        le=4096,
-        description="Sequences batched per engine step.",
-    )
-    max_num_batched_tokens: int = Field(
-        8192,
-        alias=env.ENGINE_MAX_NUM_BATCHED_TOKENS,
-        ge=16,
-        le=1048576,
-        description="Tokens per engine step.",
-    )
-    block_size: Literal[1, 8, 16, 32, 64, 128, 256] = Field(
-        16, alias=env.ENGINE_BLOCK_SIZE, description="KV-cache block size in tokens."
-    )
-    enable_prefix_caching: Bool = Field(True, alias=env.ENGINE_ENABLE_PREFIX_CACHING)
-    quantization: Literal["none", "awq", "awq_marlin", "gptq", "gptq_marlin", "fp8"] = Field(
-        "awq", alias=env.ENGINE_QUANTIZATION
-    )
-    tensor_parallel_size: Literal[1, 2, 4, 8] = Field(1, alias=env.ENGINE_TENSOR_PARALLEL_SIZE)
-    enforce_eager: Bool = Field(
-        False,
-        alias=env.ENGINE_ENFORCE_EAGER,
-        description="Skip CUDA-graph capture (slower, starts faster).",
-    )
-    log_level: Literal["debug", "info", "warning", "error", "critical"] = Field("info", alias=env.ENGINE_LOG_LEVEL)
+    # The engine flags: names, defaults, bounds and allowed values from serving_contract
+    # (shared with the config model, so a value that passes synth is one accepted here).
+    gpu_memory_utilization: float = _field(spec.GPU_MEMORY_UTILIZATION)
+    max_model_len: int = _field(spec.MAX_MODEL_LEN)
+    max_num_seqs: int = _field(spec.MAX_NUM_SEQS)
+    max_num_batched_tokens: int = _field(spec.MAX_NUM_BATCHED_TOKENS)
+    block_size: int = _field(spec.BLOCK_SIZE)
+    enable_prefix_caching: Bool = _field(spec.ENABLE_PREFIX_CACHING)
+    quantization: str = _field(spec.QUANTIZATION)
+    kv_cache_dtype: str = _field(spec.KV_CACHE_DTYPE)
+    tensor_parallel_size: int = _field(spec.TENSOR_PARALLEL_SIZE)
+    enforce_eager: Bool = _field(spec.ENFORCE_EAGER)
+    log_level: str = _field(spec.LOG_LEVEL)
     served_model_name: str = Field(
         "base",
         alias=env.ENGINE_SERVED_MODEL_NAME,
@@ -118,21 +90,9 @@ class Settings(BaseModel):
     )
 
     lora_adapters: tuple[str, ...] = Field((), alias=env.LORA_ADAPTERS, description="Comma-separated adapter names.")
-    max_loras: int = Field(
-        4,
-        alias=env.LORA_MAX_LORAS,
-        ge=1,
-        le=64,
-        description="Adapters resident on the GPU at once.",
-    )
-    max_lora_rank: int = Field(16, alias=env.LORA_MAX_RANK)
-    max_cpu_loras: int | None = Field(
-        None,
-        alias=env.LORA_MAX_CPU_LORAS,
-        ge=1,
-        le=1024,
-        description="Adapters cached in CPU memory.",
-    )
+    max_loras: int = _field(spec.MAX_LORAS)
+    max_lora_rank: int = _field(spec.MAX_LORA_RANK)
+    max_cpu_loras: int | None = _field(spec.MAX_CPU_LORAS)
 
     startup_timeout_s: float = Field(
         600.0,
@@ -179,11 +139,12 @@ class Settings(BaseModel):
     def _parse_bool(cls, value: Any) -> Any:
         return _bool(value)
 
-    @field_validator("block_size", "tensor_parallel_size", mode="before")
+    @field_validator(*(s.key for s in spec.ENGINE_SETTINGS if s.choices), mode="after")
     @classmethod
-    def _parse_int_literal(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value)
+    def _one_of(cls, value: Any, info: ValidationInfo) -> Any:
+        setting = spec.BY_KEY[str(info.field_name)]
+        if value not in (setting.choices or ()):
+            raise ValueError(f"allowed values are {setting.allowed_text()}")
         return value
 
     @field_validator("lora_adapters", mode="before")
@@ -211,13 +172,6 @@ class Settings(BaseModel):
             raise ValueError(f"must match {_NAME_RE.pattern}")
         return value
 
-    @field_validator("max_lora_rank")
-    @classmethod
-    def _check_rank(cls, value: int) -> int:
-        if value not in LORA_RANKS:
-            raise ValueError(f"must be one of {', '.join(map(str, LORA_RANKS))}")
-        return value
-
     @field_validator("metrics_namespace")
     @classmethod
     def _check_namespace(cls, value: str) -> str:
@@ -243,9 +197,7 @@ class Settings(BaseModel):
     @property
     def effective_max_cpu_loras(self) -> int:
         """CPU adapter cache size: the configured value, else room for every adapter."""
-        if self.max_cpu_loras is not None:
-            return self.max_cpu_loras
-        return max(self.max_loras, len(self.lora_adapters))
+        return spec.effective_max_cpu_loras(self.max_cpu_loras, self.max_loras, len(self.lora_adapters))
 
     @property
     def model_names(self) -> tuple[str, ...]:

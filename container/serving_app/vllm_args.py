@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from serving_app.settings import Settings
+from serving_contract import engine_settings as spec
 from serving_contract import env
 
 ENGINE_MODULE: Final = "vllm.entrypoints.openai.api_server"
@@ -54,37 +55,41 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
         ENGINE_HOST,
         "--port",
         str(paths.port),
-        "--tensor-parallel-size",
+        spec.TENSOR_PARALLEL_SIZE.flag,
         str(settings.tensor_parallel_size),
-        "--gpu-memory-utilization",
+        spec.GPU_MEMORY_UTILIZATION.flag,
         f"{settings.gpu_memory_utilization:g}",
-        "--max-model-len",
+        spec.MAX_MODEL_LEN.flag,
         str(settings.max_model_len),
-        "--max-num-seqs",
+        spec.MAX_NUM_SEQS.flag,
         str(settings.max_num_seqs),
-        "--max-num-batched-tokens",
+        spec.MAX_NUM_BATCHED_TOKENS.flag,
         str(settings.max_num_batched_tokens),
-        "--block-size",
+        spec.BLOCK_SIZE.flag,
         str(settings.block_size),
-        "--enable-prefix-caching" if settings.enable_prefix_caching else "--no-enable-prefix-caching",
-        "--uvicorn-log-level",
+        spec.ENABLE_PREFIX_CACHING.flag if settings.enable_prefix_caching else "--no-enable-prefix-caching",
+        spec.KV_CACHE_DTYPE.flag,
+        settings.kv_cache_dtype,
+        spec.LOG_LEVEL.flag,
         settings.log_level,
         "--disable-uvicorn-access-log",
         "--shutdown-timeout",
         str(env.ENGINE_STOP_GRACE_S - 1),
     ]
-    if settings.quantization != "none":
-        args += ["--quantization", settings.quantization]
+    # auto: no flag, so vLLM reads the checkpoint's quantization_config and picks Marlin
+    # where the GPU allows it; an explicit "awq" would force the slow kernel.
+    if settings.quantization != spec.AUTO:
+        args += [spec.QUANTIZATION.flag, settings.quantization]
     if settings.enforce_eager:
-        args.append("--enforce-eager")
+        args.append(spec.ENFORCE_EAGER.flag)
     if settings.lora_adapters:
         args += [
             "--enable-lora",
-            "--max-loras",
+            spec.MAX_LORAS.flag,
             str(settings.max_loras),
-            "--max-lora-rank",
+            spec.MAX_LORA_RANK.flag,
             str(settings.max_lora_rank),
-            "--max-cpu-loras",
+            spec.MAX_CPU_LORAS.flag,
             str(settings.effective_max_cpu_loras),
             "--lora-modules",
             *(f"{name}={paths.adapter_dir / name}" for name in settings.lora_adapters),

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from serving_app.settings import LORA_RANKS, Settings, SettingsError
+from serving_app.settings import Settings, SettingsError
 from serving_app.vllm_args import EnginePaths, build_vllm_args, engine_environment
+from serving_contract import engine_settings as spec
+from serving_contract.engine_settings import LORA_RANKS
 
 PATHS = EnginePaths(model_dir=Path("/opt/model/base"), adapter_dir=Path("/opt/model/adapters"), port=8081)
 
@@ -16,23 +18,27 @@ def flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
-def test_defaults_follow_the_seed_design() -> None:
+def test_an_empty_environment_gives_each_declared_default_its_flag() -> None:
     settings = Settings.from_env({})
     argv = build_vllm_args(settings, PATHS)
     assert flag(argv, "--model") == "/opt/model/base"
     assert flag(argv, "--host") == "127.0.0.1"
     assert flag(argv, "--port") == "8081"
-    assert flag(argv, "--gpu-memory-utilization") == "0.92"
-    assert flag(argv, "--max-model-len") == "4096"
-    assert flag(argv, "--max-num-seqs") == "128"
-    assert flag(argv, "--max-num-batched-tokens") == "8192"
-    assert flag(argv, "--block-size") == "16"
-    assert flag(argv, "--quantization") == "awq"
+    for setting in (spec.GPU_MEMORY_UTILIZATION, spec.MAX_MODEL_LEN, spec.MAX_NUM_SEQS, spec.BLOCK_SIZE):
+        assert flag(argv, setting.flag) == str(setting.default)
+    assert flag(argv, "--kv-cache-dtype") == "auto"
+    # auto: no --quantization, so vLLM picks the Marlin kernel for an AWQ checkpoint itself.
+    assert "--quantization" not in argv
     # The gateway drains; vLLM only needs to exit inside its stop grace (serving_contract.env).
     assert flag(argv, "--shutdown-timeout") == "2"
     assert "--enable-prefix-caching" in argv
     assert "--enable-lora" not in argv
     assert "--disable-log-requests" not in argv  # removed from vLLM (CONVENTIONS.md)
+
+
+def test_an_explicit_kernel_is_passed_through() -> None:
+    argv = build_vllm_args(Settings.from_env({"ENGINE_QUANTIZATION": "awq"}), PATHS)
+    assert flag(argv, "--quantization") == "awq"
 
 
 def test_adapters_become_lora_flags() -> None:
@@ -61,7 +67,7 @@ def test_booleans_and_optional_flags() -> None:
         {
             "ENGINE_ENABLE_PREFIX_CACHING": "false",
             "ENGINE_ENFORCE_EAGER": "1",
-            "ENGINE_QUANTIZATION": "none",
+            "ENGINE_QUANTIZATION": "auto",
             "DRAIN_TIMEOUT_S": "7.5",
             "ENGINE_LOG_LEVEL": "warning",
         }
@@ -84,11 +90,11 @@ def test_empty_values_take_defaults() -> None:
     [
         (
             {"LORA_MAX_RANK": "24"},
-            "LORA_MAX_RANK='24' is invalid: must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512",
+            "LORA_MAX_RANK='24' is invalid: allowed values are 1, 8, 16, 32, 64, 128, 256, 320, 512",
         ),
         (
-            {"ENGINE_GPU_MEMORY_UTILIZATION": "1.5"},
-            "ENGINE_GPU_MEMORY_UTILIZATION='1.5' is invalid: must be <= 1.0",
+            {"ENGINE_GPU_MEMORY_UTILIZATION": "0.99"},
+            "ENGINE_GPU_MEMORY_UTILIZATION='0.99' is invalid: must be <= 0.98",
         ),
         (
             {"ENGINE_GPU_MEMORY_UTILIZATION": "lots"},
@@ -98,8 +104,12 @@ def test_empty_values_take_defaults() -> None:
             {"ENGINE_MAX_NUM_SEQS": "12.5"},
             "ENGINE_MAX_NUM_SEQS='12.5' is invalid: must be an integer",
         ),
-        ({"ENGINE_BLOCK_SIZE": "12"}, "ENGINE_BLOCK_SIZE='12' is invalid: allowed values are 1, 8"),
-        ({"ENGINE_QUANTIZATION": "int3"}, "ENGINE_QUANTIZATION='int3' is invalid: allowed values"),
+        ({"ENGINE_BLOCK_SIZE": "12"}, "ENGINE_BLOCK_SIZE='12' is invalid: allowed values are 16, 32, 64, 128"),
+        (
+            {"ENGINE_QUANTIZATION": "none"},
+            "ENGINE_QUANTIZATION='none' is invalid: allowed values are auto, awq_marlin, awq, gptq_marlin, gptq, fp8",
+        ),
+        ({"ENGINE_KV_CACHE_DTYPE": "fp4"}, "ENGINE_KV_CACHE_DTYPE='fp4' is invalid: allowed values are auto, fp8"),
         (
             {"ENGINE_ENFORCE_EAGER": "maybe"},
             "ENGINE_ENFORCE_EAGER='maybe' is invalid: must be one of true, false",
@@ -130,7 +140,7 @@ def test_empty_values_take_defaults() -> None:
         ),
         (
             {"ENGINE_TENSOR_PARALLEL_SIZE": "3"},
-            "ENGINE_TENSOR_PARALLEL_SIZE='3' is invalid: allowed values are 1, 2, 4 or 8",
+            "ENGINE_TENSOR_PARALLEL_SIZE='3' is invalid: allowed values are 1, 2, 4, 8",
         ),
     ],
 )

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from serving_app.settings import BLOCK_SIZES, LORA_RANKS, QUANTIZATIONS, Settings
+from serving_app.settings import Settings
 from serving_app.vllm_args import EnginePaths, build_vllm_args
+from serving_contract import engine_settings as spec
 from serving_contract import env
 from tests.container.conftest import VLLM_PYTHON, contract_answer
 
@@ -35,7 +36,8 @@ FULL_ENV = {
     "DRAIN_TIMEOUT_S": "20",
 }
 MINIMAL_ENV = {
-    "ENGINE_QUANTIZATION": "none",
+    "ENGINE_QUANTIZATION": "awq",
+    "ENGINE_KV_CACHE_DTYPE": "fp8",
     "ENGINE_ENABLE_PREFIX_CACHING": "false",
     "ENGINE_ENFORCE_EAGER": "true",
     "ENGINE_LOG_LEVEL": "debug",
@@ -56,19 +58,26 @@ def answer() -> dict[str, Any]:
     return contract_answer(contract_argvs())
 
 
-def test_full_argv_parses_to_the_intended_values(answer: dict[str, Any]) -> None:
+def _dest(setting: spec.EngineSetting) -> str:
+    return setting.flag.removeprefix("--").replace("-", "_")
+
+
+def test_default_argv_parses_to_every_declared_default(answer: dict[str, Any]) -> None:
     result = answer["results"][0]
     assert result["ok"], result
     parsed = result["parsed"]
+    for setting in spec.ENGINE_SETTINGS:
+        expected = setting.default
+        if setting is spec.QUANTIZATION:
+            expected = None  # auto: no flag, vLLM reads the checkpoint (and picks Marlin for AWQ)
+        if setting is spec.MAX_CPU_LORAS:
+            expected = 4  # unset: room for every adapter, max(max_loras 4, 3 adapters)
+        assert parsed[_dest(setting)] == expected, setting.key
     assert parsed["model"] == "/opt/model/base"
     assert parsed["served_model_name"] == ["base"]
     assert parsed["port"] == 8081 and parsed["host"] == "127.0.0.1"
-    assert parsed["max_lora_rank"] == 16 and parsed["max_loras"] == 4
     assert parsed["enable_lora"] is True
     assert parsed["shutdown_timeout"] == env.ENGINE_STOP_GRACE_S - 1  # the gateway drains first
-    assert parsed["enable_prefix_caching"] is True
-    assert parsed["quantization"] == "awq"
-    assert parsed["gpu_memory_utilization"] == 0.92
     assert [m.split("'")[1] for m in parsed["lora_modules"]] == [
         "manga_domain_v3",
         "general_support_v2",
@@ -81,7 +90,8 @@ def test_minimal_argv_parses(answer: dict[str, Any]) -> None:
     assert result["ok"], result
     assert result["parsed"]["enable_prefix_caching"] is False
     assert result["parsed"]["enforce_eager"] is True
-    assert result["parsed"]["quantization"] is None
+    assert result["parsed"]["quantization"] == "awq"  # the slow kernel stays selectable
+    assert result["parsed"]["kv_cache_dtype"] == "fp8"
 
 
 def test_removed_flag_is_rejected_by_the_same_parser(answer: dict[str, Any]) -> None:
@@ -91,10 +101,9 @@ def test_removed_flag_is_rejected_by_the_same_parser(answer: dict[str, Any]) -> 
     assert "--disable-log-requests" in " ".join(result["error"])
 
 
-def test_settings_choices_match_vllm(answer: dict[str, Any]) -> None:
+def test_declared_choices_are_values_vllm_accepts(answer: dict[str, Any]) -> None:
     choices = answer["choices"]
-    assert tuple(choices["--max-lora-rank"]) == LORA_RANKS
-    assert set(QUANTIZATIONS) - {"none"} <= set(choices["quantization_methods"])
-    assert {"debug", "info", "warning", "error", "critical"} <= set(choices["--uvicorn-log-level"])
-    if choices.get("--block-size"):
-        assert set(BLOCK_SIZES) <= set(choices["--block-size"])
+    assert tuple(choices["--max-lora-rank"]) == spec.LORA_RANKS
+    assert set(spec.QUANTIZATIONS) - {spec.AUTO} <= set(choices["quantization_methods"])
+    assert set(spec.KV_CACHE_DTYPES) <= set(choices["--kv-cache-dtype"])
+    assert set(spec.LOG_LEVELS) <= set(choices["--uvicorn-log-level"])

@@ -29,7 +29,9 @@ def test_high_resolution_concurrency_tracking_without_steps_or_schedule() -> Non
         variant_name="primary",
         min_capacity=2,
         max_capacity=8,
-        target_tracking=TargetTrackingConfig(metric="concurrent_requests_high_resolution", scale_in_cooldown_s=300),
+        target_tracking=TargetTrackingConfig(
+            metric="concurrent_requests_high_resolution", concurrent_requests_target=24, scale_in_cooldown_s=300
+        ),
         step_scaling=StepScalingConfig(enabled=False),
         schedule=(),
         timezone="Asia/Tokyo",
@@ -44,7 +46,7 @@ def test_high_resolution_concurrency_tracking_without_steps_or_schedule() -> Non
                 "PredefinedMetricSpecification": {
                     "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
                 },
-                "TargetValue": 60,
+                "TargetValue": 24,
                 "ScaleOutCooldown": 60,
                 "ScaleInCooldown": 300,
             },

@@ -21,6 +21,14 @@ def test_summary_names_stacks_endpoint_variants_and_instance_types(default_synth
     assert "variant canary     ml.g5.xlarge   x1   weight   5.0%  scales 1..2" in text
 
 
+def test_summary_prints_the_memory_plan_of_each_variant(default_synth: Synth) -> None:
+    text = summarize(default_synth.outdir)
+    plan = default_synth.config.memory_plan_of("ml.g5.xlarge")
+    assert "Memory plan per engine" in text
+    assert text.count(f"KV cache {plan.kv_tokens:,} tokens (128 KiB each)") == 2  # primary and canary
+    assert f"{plan.sequences_at_max_len} sequences of 4,096 (max_model_len)" in text
+
+
 def test_summary_of_an_empty_directory_raises(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         summarize(tmp_path)

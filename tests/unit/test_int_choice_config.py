@@ -35,8 +35,8 @@ def test_cli_string_form_loads_as_an_int(key: str, value: str, expected: int) ->
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        ("engine.block_size", "12", "config error: engine.block_size = '12': must be one of 8, 16, 32, 64 or 128"),
-        ("engine.block_size", "abc", "config error: engine.block_size = 'abc': must be one of 8, 16, 32, 64 or 128"),
+        ("engine.block_size", "12", "config error: engine.block_size = '12': must be one of 16, 32, 64 or 128"),
+        ("engine.block_size", "abc", "config error: engine.block_size = 'abc': must be a whole number"),
         (
             "observability.log_retention_days",
             "10",

@@ -2,7 +2,9 @@
 
 Both sides are real code: the stack's ``container_environment`` and the container's
 ``Settings.from_env`` / ``build_vllm_args`` (the argv is checked against vLLM's own parser in
-tests/container/test_vllm_contract.py).
+tests/container/test_vllm_contract.py). Engine settings are declared once
+(``serving_contract.engine_settings``); these tests prove each one travels from a context value
+to vLLM's argv.
 """
 
 from pathlib import Path
@@ -14,10 +16,10 @@ from pydantic import BaseModel
 
 from app_config import load_config
 from app_config.container import ContainerConfig
-from app_config.engine import EngineConfig
 from cdk_constructs.container_environment import container_environment
 from serving_app.settings import Settings
 from serving_app.vllm_args import EnginePaths, build_vllm_args
+from serving_contract import engine_settings as spec
 from serving_contract import env
 from tests.synth_helpers import cdk_json_context
 
@@ -36,28 +38,56 @@ def _flag(argv: list[str], name: str) -> str:
 
 
 @pytest.mark.parametrize("stage", ["prod", "dev"])
-def test_default_environment_parses_into_the_seed_engine_settings(stage: str) -> None:
-    _, argv = _container_view({"stage": stage})
-    assert _flag(argv, "--gpu-memory-utilization") == "0.92"
-    assert _flag(argv, "--max-num-seqs") == "128"
-    assert _flag(argv, "--max-model-len") == "4096"
-    assert _flag(argv, "--max-num-batched-tokens") == "8192"
-    assert _flag(argv, "--block-size") == "16"
-    assert _flag(argv, "--quantization") == "awq"
-    assert _flag(argv, "--max-lora-rank") == "16"
-    assert "--enable-lora" in argv
-    assert "--enable-prefix-caching" in argv
+def test_default_environment_reaches_vllm_as_the_declared_defaults(stage: str) -> None:
+    settings, argv = _container_view({"stage": stage})
+    for setting in spec.ENGINE_SETTINGS:
+        expected = setting.default
+        if setting is spec.MAX_CPU_LORAS:
+            expected = None  # unset: the container makes room for every adapter
+        assert getattr(settings, setting.key) == expected, setting.key
+    assert _flag(argv, "--max-cpu-loras") == "4"  # max(max_loras 4, 3 adapters)
+    # The fast kernel: no --quantization, vLLM upgrades the AWQ checkpoint to Marlin itself.
+    assert "--quantization" not in argv
     modules = argv[argv.index("--lora-modules") + 1 : argv.index("--lora-modules") + 4]
     assert [m.split("=")[0] for m in modules] == ["manga_domain_v3", "general_support_v2", "jp_style_v1"]
 
 
-def test_context_override_reaches_vllm_argv() -> None:
-    _, argv = _container_view({"engine.max_num_seqs": "96", "engine.gpu_memory_utilization": "0.9"})
-    assert _flag(argv, "--max-num-seqs") == "96"
-    assert _flag(argv, "--gpu-memory-utilization") == "0.9"
+# A non-default value for every engine setting that the rest of the default config allows.
+NON_DEFAULTS: dict[str, tuple[str, dict[str, str]]] = {
+    "gpu_memory_utilization": ("0.9", {}),
+    "max_model_len": ("8192", {}),
+    "max_num_seqs": ("96", {}),
+    "max_num_batched_tokens": ("16384", {}),
+    "block_size": ("32", {}),
+    "enable_prefix_caching": ("false", {}),
+    "quantization": ("awq", {}),
+    "kv_cache_dtype": ("fp8", {}),
+    "tensor_parallel_size": (
+        "4",
+        {"serving.primary.instance_type": "ml.g5.12xlarge", "serving.canary.instance_type": "ml.g5.12xlarge"},
+    ),
+    "enforce_eager": ("true", {}),
+    "log_level": ("warning", {}),
+    "max_loras": ("8", {}),
+    "max_lora_rank": ("32", {}),
+    "max_cpu_loras": ("12", {}),
+}
 
 
-def test_unquantized_model_passes_no_quantization_flag() -> None:
+@pytest.mark.parametrize("setting", spec.ENGINE_SETTINGS, ids=lambda s: s.key)
+def test_every_engine_setting_travels_from_context_to_the_vllm_flag(setting: spec.EngineSetting) -> None:
+    value, extra = NON_DEFAULTS[setting.key]
+    settings, argv = _container_view({f"engine.{setting.key}": value, **extra})
+    parsed = getattr(settings, setting.key)
+    assert parsed != setting.default
+    if isinstance(parsed, bool):
+        flag = setting.flag if parsed else setting.flag.replace("--", "--no-", 1)
+        assert flag in argv
+    else:
+        assert _flag(argv, setting.flag) == value
+
+
+def test_unquantized_model_with_auto_passes_no_quantization_flag() -> None:
     _, argv = _container_view({"model.quantization": "null"})
     assert "--quantization" not in argv
 
@@ -85,22 +115,9 @@ def _bounds(model: type[BaseModel]) -> list[tuple[str, Any]]:
     return cases
 
 
-@pytest.mark.parametrize(
-    ("section", "key", "value"),
-    [("container", k, v) for k, v in _bounds(ContainerConfig)] + [("engine", k, v) for k, v in _bounds(EngineConfig)],
-)
-def test_every_value_config_accepts_the_container_accepts_too(section: str, key: str, value: float) -> None:
-    # A value that passes synth but makes every container exit at start would take the
-    # endpoint down on deploy: the two validators must agree on each bound.
-    overrides = {f"{section}.{key}": str(value)}
-    if key == "max_num_seqs":
-        overrides["engine.max_num_batched_tokens"] = str(max(value, 8192))
-    if key == "max_loras":
-        overrides["engine.max_cpu_loras"] = "64"
-    if key == "max_cpu_loras":
-        overrides["engine.max_loras"] = "1"
-        overrides["model.adapters"] = '[{"name": "manga_domain_v3"}]'
-        overrides["image.source"] = "prebuilt"  # no build pins for the two dropped adapters
-    if key == "gpu_memory_utilization":
-        overrides["monitoring.gpu_memory_utilization.threshold"] = "99"
-    _container_view(overrides)
+@pytest.mark.parametrize(("key", "value"), _bounds(ContainerConfig))
+def test_every_lifecycle_value_config_accepts_the_container_accepts_too(key: str, value: float) -> None:
+    # The lifecycle settings are declared on each side (types differ: whole seconds in
+    # config, float in the container); a value that passes synth but makes every container
+    # exit at start would take the endpoint down on deploy.
+    _container_view({f"container.{key}": str(value)})

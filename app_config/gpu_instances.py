@@ -1,0 +1,103 @@
+"""GPUs of the SageMaker hosting instance types the config accepts.
+
+Counts and GPU models: the Amazon EC2 accelerated computing specifications page
+(https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html), which SageMaker's ``ml.``
+types share. Memory is what the CUDA driver reports as the device's total (``nvidia-smi``'s
+``memory.total``, ``torch.cuda.mem_get_info()[1]``), because that is what vLLM multiplies by
+``gpu_memory_utilization`` (``request_memory`` in vllm/v1/worker/utils.py); it is a little
+below the marketing figure (an A10G "24 GB" reports 23,028 MiB).
+"""
+
+from dataclasses import dataclass
+from typing import Final
+
+MIB: Final = 1024**2
+GIB: Final = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    """One GPU model.
+
+    Attributes:
+        name: NVIDIA's name, e.g. ``A10G``.
+        memory_mib: total device memory the driver reports, MiB.
+        compute_capability: e.g. ``(8, 6)``; vLLM's Marlin kernels need >= (8, 0).
+        source: where ``memory_mib`` comes from.
+    """
+
+    name: str
+    memory_mib: int
+    compute_capability: tuple[int, int]
+    source: str
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.memory_mib * MIB
+
+
+# nvidia-smi totals as published with the GPU's name: modal-labs/modal-client PR #2797 (A10G, L4,
+# L40S, A100 40/80 GB, H100), NVIDIA/DCGM issue #232 (A10G on EC2), NVIDIA/nccl issue #1264 (H100).
+T4: Final = Gpu("T4", 15_360, (7, 5), "nvidia-smi (Tesla T4, 15360 MiB)")
+A10G: Final = Gpu("A10G", 23_028, (8, 6), "nvidia-smi on g5 (NVIDIA/DCGM #232: 23028MiB)")
+L4: Final = Gpu("L4", 23_034, (8, 9), "nvidia-smi (modal-client #2797: 23034MiB)")
+L40S: Final = Gpu("L40S", 46_068, (8, 9), "nvidia-smi (modal-client #2797: 46068MiB)")
+A100_40GB: Final = Gpu("A100-SXM4-40GB", 40_960, (8, 0), "nvidia-smi (modal-client #2797: 40960MiB)")
+A100_80GB: Final = Gpu("A100-SXM4-80GB", 81_920, (8, 0), "nvidia-smi (NVIDIA/mig-parted #31: 81920MiB)")
+H100_80GB: Final = Gpu(
+    "H100 80GB HBM3", 81_559, (9, 0), "nvidia-smi (NVIDIA/nccl #1264: 81559MiB), as on the bench H100"
+)
+H200: Final = Gpu(
+    "H200", 143_771, (9, 0), "NVIDIA's 141 GB less ~2 %, as nvidia-smi shows on other H200 hosts; unconfirmed"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceGpus:
+    """The GPUs of one hosting instance type."""
+
+    gpu: Gpu
+    count: int
+
+    @property
+    def memory_bytes(self) -> int:
+        """All GPUs' memory together, bytes."""
+        return self.gpu.memory_bytes * self.count
+
+
+def _family(gpu: Gpu, sizes: dict[str, int], family: str) -> dict[str, InstanceGpus]:
+    return {f"ml.{family}.{size}": InstanceGpus(gpu, count) for size, count in sizes.items()}
+
+
+# Size -> GPU count; the same pattern for g4dn/g5/g6/g6e (EC2 accelerated computing page).
+_SINGLE_TO_OCTO: Final = {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1}
+_G_SIZES: Final = {**_SINGLE_TO_OCTO, "12xlarge": 4, "24xlarge": 4, "48xlarge": 8}
+
+INSTANCE_GPUS: Final[dict[str, InstanceGpus]] = {
+    **_family(T4, {**_SINGLE_TO_OCTO, "12xlarge": 4}, "g4dn"),
+    **_family(A10G, _G_SIZES, "g5"),
+    **_family(L4, _G_SIZES, "g6"),
+    **_family(L40S, _G_SIZES, "g6e"),
+    "ml.p4d.24xlarge": InstanceGpus(A100_40GB, 8),
+    "ml.p4de.24xlarge": InstanceGpus(A100_80GB, 8),
+    "ml.p5.48xlarge": InstanceGpus(H100_80GB, 8),
+    "ml.p5e.48xlarge": InstanceGpus(H200, 8),
+    "ml.p5en.48xlarge": InstanceGpus(H200, 8),
+}
+"""Every GPU instance type a production variant may use, with its GPUs."""
+
+
+def instance_gpus(instance_type: str) -> InstanceGpus:
+    """The GPUs of ``instance_type``.
+
+    Raises:
+        ValueError: one line naming the known GPU families, for any other type.
+    """
+    found = INSTANCE_GPUS.get(instance_type)
+    if found is None:
+        families = sorted({name.split(".")[1] for name in INSTANCE_GPUS})
+        raise ValueError(
+            f"no GPU table entry for {instance_type}; supported GPU families: {', '.join(families)} "
+            "(app_config/gpu_instances.py)"
+        )
+    return found

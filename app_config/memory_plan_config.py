@@ -1,0 +1,63 @@
+"""The memory-plan inputs that are not vLLM flags, and the per-variant plan of a config."""
+
+from pydantic import Field
+
+from app_config.base import ConfigModel
+from app_config.engine import EngineConfig
+from app_config.gpu_instances import GIB, instance_gpus
+from app_config.memory_plan import EngineMemoryInputs, MemoryPlan, plan_engine_memory
+from app_config.model_artifacts import ModelConfig
+
+
+class MemoryPlanConfig(ConfigModel):
+    """What the memory plan assumes beyond the model shape and the engine flags."""
+
+    runtime_overhead_gib: float = Field(
+        default=1.9,
+        gt=0,
+        le=64,
+        description=(
+            "GPU memory per GPU that vLLM's start-up profile takes besides weights and LoRA slots: the activation "
+            "peak of a max_num_batched_tokens forward pass, non-torch allocations and the CUDA-graph estimate, GiB. "
+            "Source: vLLM 0.22.0 on an H100 with Llama-3-8B shapes, max_num_batched_tokens 8192 "
+            "(docs/performance.md); grows with max_num_batched_tokens."
+        ),
+    )
+    typical_sequence_tokens: int = Field(
+        default=2560,
+        ge=16,
+        le=1048576,
+        description=(
+            "Prompt + answer of a typical MangaAssist request, tokens: system 400 + safety 200 + retrieval 1,400 "
+            "(seed 002 §3 and §5 context budget) + two recent turns of ~190 (seed 002 §3) + a 180-token answer "
+            "(seed 003 median). Sizes the concurrency an instance holds without preemption."
+        ),
+    )
+
+
+def engine_memory_inputs(engine: EngineConfig, adapter_count: int) -> EngineMemoryInputs:
+    """The engine settings the plan reads, from ``engine.*`` and the configured adapters."""
+    return EngineMemoryInputs(
+        gpu_memory_utilization=engine.gpu_memory_utilization,
+        tensor_parallel_size=engine.tensor_parallel_size,
+        max_model_len=engine.max_model_len,
+        max_num_seqs=engine.max_num_seqs,
+        block_size=engine.block_size,
+        kv_cache_dtype=engine.kv_cache_dtype,
+        lora_enabled=adapter_count > 0,
+        max_loras=engine.max_loras,
+        max_lora_rank=engine.max_lora_rank,
+    )
+
+
+def plan_for_instance(
+    instance_type: str, *, model: ModelConfig, engine: EngineConfig, memory: MemoryPlanConfig
+) -> MemoryPlan:
+    """The memory plan of one engine on ``instance_type`` (raises ValueError as ``plan_engine_memory``)."""
+    return plan_engine_memory(
+        shape=model.shape.to_shape(),
+        gpus=instance_gpus(instance_type),
+        engine=engine_memory_inputs(engine, len(model.adapters)),
+        runtime_overhead_bytes=round(memory.runtime_overhead_gib * GIB),
+        typical_sequence_tokens=memory.typical_sequence_tokens,
+    )

@@ -1,0 +1,131 @@
+"""The memory plan of each production variant, as ``make synth`` and the capacity plan print it.
+
+``app.py`` writes the plan of the synthesized config to ``cdk.out/memory-plan.json`` (the
+summary reads templates and this file, never the config); ``devtools.capacity_plan`` builds the
+same report from the config it loads. Both print it with :func:`render`.
+"""
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from app_config import AppConfig
+from app_config.gpu_instances import GIB, instance_gpus
+
+REPORT_FILE = "memory-plan.json"
+
+
+@dataclass(frozen=True)
+class VariantMemory:
+    """One variant's engine: where its GPU memory goes and what its KV cache holds.
+
+    GiB figures are for the whole engine (all ``tensor_parallel_size`` GPUs).
+    """
+
+    variant_name: str
+    instance_type: str
+    gpu_name: str
+    gpu_memory_gib: float
+    tensor_parallel_size: int
+    gpu_memory_utilization: float
+    budget_gib: float
+    weights_gib: float
+    lora_gib: float
+    runtime_gib: float
+    kv_gib: float
+    kv_tokens: int
+    kv_kib_per_token: float
+    max_model_len: int
+    sequences_at_max_len: int
+    typical_sequence_tokens: int
+    sequences_at_typical_len: int
+    max_num_seqs: int
+    concurrency_ceiling: int
+    concurrency_target: float
+    concurrency_target_key: str
+    concurrency_target_active: bool
+
+    @property
+    def warning(self) -> str | None:
+        """Set when the scaling target is above the requests whose KV cache fits at the typical length."""
+        if self.concurrency_target <= self.sequences_at_typical_len:
+            return None
+        state = "the active target-tracking metric" if self.concurrency_target_active else "not the active metric"
+        return (
+            f"{self.concurrency_target_key} = {self.concurrency_target:g} ({state}) is above the "
+            f"{self.sequences_at_typical_len} requests of {self.typical_sequence_tokens:,} tokens whose KV cache "
+            f"fits on {self.instance_type}: vLLM preempts and queues before the fleet scales out"
+        )
+
+
+def build(config: AppConfig) -> list[VariantMemory]:
+    """The report of every production variant of ``config``, primary first."""
+    reports = []
+    for key, variant in (("primary", config.serving.primary), ("canary", config.serving.canary)):
+        if variant not in config.serving.variants:
+            continue
+        plan = config.memory_plan_of(variant.instance_type)
+        gpus = instance_gpus(variant.instance_type)
+        tracking = getattr(config.scaling, key).target_tracking
+        reports.append(
+            VariantMemory(
+                variant_name=variant.variant_name,
+                instance_type=variant.instance_type,
+                gpu_name=gpus.gpu.name,
+                gpu_memory_gib=round(gpus.gpu.memory_bytes / GIB, 2),
+                tensor_parallel_size=config.engine.tensor_parallel_size,
+                gpu_memory_utilization=config.engine.gpu_memory_utilization,
+                budget_gib=round(plan.budget_bytes / GIB, 2),
+                weights_gib=round(plan.weights_bytes / GIB, 2),
+                lora_gib=round(plan.lora_bytes / GIB, 2),
+                runtime_gib=round(plan.overhead_bytes / GIB, 2),
+                kv_gib=round(plan.kv_bytes / GIB, 2),
+                kv_tokens=plan.kv_tokens,
+                kv_kib_per_token=plan.kv_bytes_per_token / 1024,
+                max_model_len=plan.max_model_len,
+                sequences_at_max_len=plan.sequences_at_max_len,
+                typical_sequence_tokens=plan.typical_sequence_tokens,
+                sequences_at_typical_len=plan.sequences_at_typical_len,
+                max_num_seqs=config.engine.max_num_seqs,
+                concurrency_ceiling=plan.concurrency_ceiling,
+                concurrency_target=tracking.concurrent_requests_target,
+                concurrency_target_key=f"scaling.{key}.target_tracking.concurrent_requests_target",
+                concurrency_target_active=tracking.enabled and tracking.metric == "concurrent_requests_high_resolution",
+            )
+        )
+    return reports
+
+
+def write(reports: list[VariantMemory], outdir: str | Path) -> Path:
+    """Write ``reports`` as JSON into the cloud assembly ``outdir``; return the file."""
+    path = Path(outdir) / REPORT_FILE
+    path.write_text(json.dumps([asdict(report) for report in reports], indent=2) + "\n")
+    return path
+
+
+def read(outdir: str | Path) -> list[VariantMemory] | None:
+    """The reports ``app.py`` wrote into ``outdir``, or None when there are none."""
+    path = Path(outdir) / REPORT_FILE
+    if not path.exists():
+        return None
+    return [VariantMemory(**item) for item in json.loads(path.read_text())]
+
+
+def render(reports: list[VariantMemory]) -> list[str]:
+    """Human-readable lines: the memory split, the KV-cache fit and any scaling warning."""
+    lines = ["Memory plan per engine (app_config/memory_plan.py, as vLLM 0.22 sizes its KV cache):"]
+    for r in reports:
+        gpus = f"{r.tensor_parallel_size} x {r.gpu_name} {r.gpu_memory_gib:.2f} GiB"
+        lines += [
+            f"  variant {r.variant_name:<10} {r.instance_type:<14} {gpus} at {r.gpu_memory_utilization:g} "
+            f"= {r.budget_gib:.2f} GiB: weights {r.weights_gib:.2f} + LoRA slots {r.lora_gib:.2f} + runtime "
+            f"{r.runtime_gib:.2f} + KV cache {r.kv_gib:.2f}",
+            f"    KV cache {r.kv_tokens:,} tokens ({r.kv_kib_per_token:g} KiB each): {r.sequences_at_max_len} "
+            f"sequences of {r.max_model_len:,} (max_model_len), {r.sequences_at_typical_len} of "
+            f"{r.typical_sequence_tokens:,} (typical); max_num_seqs {r.max_num_seqs}",
+            f"    concurrency without preemption: {r.concurrency_ceiling}; concurrency target "
+            f"{r.concurrency_target:g} ({'active' if r.concurrency_target_active else 'inactive'})",
+        ]
+        if r.warning:
+            lines.append(f"    WARNING: {r.warning}")
+    return lines

@@ -1,0 +1,254 @@
+"""The vLLM engine settings, declared once for the config model and the container.
+
+``app_config.engine.EngineConfig`` (validated at synth) and the container's
+``serving_app.settings.Settings`` (validated at start from the environment) both build their
+fields from these declarations: the key, the environment variable, the vLLM flag, the
+default, the bounds or allowed values and the source of each. So a value that passes synth
+is one the container accepts, and neither side can drift from the other.
+
+Standard library only: the image copies this package as it is (``container/Dockerfile``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from serving_contract import env
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSetting:
+    """One setting of vLLM 0.22.0's OpenAI server as both sides see it.
+
+    Attributes:
+        key: the config key under ``engine.`` (also the container's field name).
+        env_var: the environment variable the stack sets on each SageMaker model.
+        flag: vLLM's command-line flag.
+        default: the value used when neither config nor environment sets one.
+        description: meaning and unit, ending with the source of the default.
+        ge, gt, le, lt: numeric bounds (None where unbounded).
+        choices: the allowed values (None where any value within the bounds is allowed).
+    """
+
+    key: str
+    env_var: str
+    flag: str
+    default: object
+    description: str
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    choices: tuple[object, ...] | None = None
+
+    def allowed_text(self) -> str:
+        """The allowed values as one phrase, e.g. ``16, 32, 64, 128``."""
+        return ", ".join(str(choice) for choice in self.choices or ())
+
+    def to_env(self, value: object) -> str | None:
+        """The environment-variable text of ``value`` (None: leave the variable unset)."""
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+
+LORA_RANKS: Final[tuple[int, ...]] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""Ranks vLLM 0.22.0's ``--max-lora-rank`` accepts (``MaxLoRARanks`` in vllm/config/lora.py)."""
+
+BLOCK_SIZES: Final[tuple[int, ...]] = (16, 32, 64, 128)
+"""KV-cache block sizes (tokens) for the GPU: vLLM 0.22's FlashAttention backend takes
+multiples of 16 (``get_supported_kernel_block_sizes`` in vllm/v1/attention/backends/flash_attn.py)."""
+
+AUTO: Final = "auto"
+"""The quantization/KV-dtype value that passes no flag: vLLM decides from the checkpoint."""
+
+QUANTIZATIONS: Final[tuple[str, ...]] = (AUTO, "awq_marlin", "awq", "gptq_marlin", "gptq", "fp8")
+"""Kernel choices. ``auto`` passes no ``--quantization``: vLLM reads the checkpoint's
+``quantization_config`` and upgrades AWQ to the Marlin kernel on compute capability >= 8.0.
+An explicit ``awq`` forces the slow AWQ GEMM kernel (``override_quantization_method`` in
+vllm/model_executor/layers/quantization/awq_marlin.py): 4.1x lower throughput at 32
+concurrent on an H100 (docs/performance.md)."""
+
+KV_CACHE_DTYPES: Final[tuple[str, ...]] = (AUTO, "fp8")
+"""``auto`` stores the KV cache in the model dtype (2 bytes); ``fp8`` in one byte."""
+
+LOG_LEVELS: Final[tuple[str, ...]] = ("debug", "info", "warning", "error", "critical")
+TENSOR_PARALLEL_SIZES: Final[tuple[int, ...]] = (1, 2, 4, 8)
+"""Divisors of Llama-3-8B's 8 KV heads: vLLM needs the KV heads to split evenly across GPUs."""
+
+GPU_MEMORY_UTILIZATION: Final = EngineSetting(
+    key="gpu_memory_utilization",
+    env_var=env.ENGINE_GPU_MEMORY_UTILIZATION,
+    flag="--gpu-memory-utilization",
+    default=0.92,
+    gt=0.0,
+    le=0.98,
+    description=(
+        "Fraction of each GPU's memory vLLM may take for weights, activations, CUDA graphs and the KV cache. "
+        "Source: seed 003 (0.92; 0.95 caused OOM under bursts)."
+    ),
+)
+MAX_MODEL_LEN: Final = EngineSetting(
+    key="max_model_len",
+    env_var=env.ENGINE_MAX_MODEL_LEN,
+    flag="--max-model-len",
+    default=4096,
+    ge=256,
+    le=131072,
+    description=(
+        "Context window in tokens (prompt + output); at most the model's max_position_embeddings and the "
+        "KV-cache tokens that fit (checked at synth). Source: seed 003."
+    ),
+)
+MAX_NUM_SEQS: Final = EngineSetting(
+    key="max_num_seqs",
+    env_var=env.ENGINE_MAX_NUM_SEQS,
+    flag="--max-num-seqs",
+    default=128,
+    ge=1,
+    le=1024,
+    description=(
+        "Most sequences in one batch. Above the sequences whose KV cache fits, vLLM preempts and queues "
+        "instead of failing (see the memory plan). Source: seed 003."
+    ),
+)
+MAX_NUM_BATCHED_TOKENS: Final = EngineSetting(
+    key="max_num_batched_tokens",
+    env_var=env.ENGINE_MAX_NUM_BATCHED_TOKENS,
+    flag="--max-num-batched-tokens",
+    default=8192,
+    ge=256,
+    le=131072,
+    description="Token budget of one scheduler step (prefill chunk + decodes). Source: seed 003.",
+)
+BLOCK_SIZE: Final = EngineSetting(
+    key="block_size",
+    env_var=env.ENGINE_BLOCK_SIZE,
+    flag="--block-size",
+    default=16,
+    choices=BLOCK_SIZES,
+    description="Tokens per KV-cache block. Source: seed 003 (16, also vLLM's default).",
+)
+ENABLE_PREFIX_CACHING: Final = EngineSetting(
+    key="enable_prefix_caching",
+    env_var=env.ENGINE_ENABLE_PREFIX_CACHING,
+    flag="--enable-prefix-caching",
+    default=True,
+    description="Reuse KV-cache blocks of shared prompt prefixes. Source: seed 002; on by default in vLLM V1.",
+)
+QUANTIZATION: Final = EngineSetting(
+    key="quantization",
+    env_var=env.ENGINE_QUANTIZATION,
+    flag="--quantization",
+    default=AUTO,
+    choices=QUANTIZATIONS,
+    description=(
+        "Quantized-linear kernel. auto (no --quantization flag) lets vLLM pick from the checkpoint's "
+        "quantization_config: awq_marlin for AWQ on compute capability >= 8.0 (A10G is 8.6). awq forces the "
+        "slow AWQ GEMM kernel: measured on an H100 with three rank-16 adapters, 6.26 vs 25.86 req/s at 32 "
+        "concurrent (4.1x) and 19.5 vs 36.3 req/s at 128 (1.9x). Source: vLLM 0.22 awq_marlin.py "
+        "override_quantization_method; docs/performance.md."
+    ),
+)
+KV_CACHE_DTYPE: Final = EngineSetting(
+    key="kv_cache_dtype",
+    env_var=env.ENGINE_KV_CACHE_DTYPE,
+    flag="--kv-cache-dtype",
+    default=AUTO,
+    choices=KV_CACHE_DTYPES,
+    description=(
+        "KV-cache element type: auto = the model dtype (2 bytes), fp8 = 1 byte, twice the tokens per GiB at "
+        "some accuracy cost. FlashAttention takes fp8 only on Hopper (FA3); on an A10G vLLM then runs its "
+        "FlashInfer or Triton attention backend (vllm/v1/attention/backends/flash_attn.py). Not measured here. "
+        "Source: vLLM's --kv-cache-dtype (default auto)."
+    ),
+)
+TENSOR_PARALLEL_SIZE: Final = EngineSetting(
+    key="tensor_parallel_size",
+    env_var=env.ENGINE_TENSOR_PARALLEL_SIZE,
+    flag="--tensor-parallel-size",
+    default=1,
+    choices=TENSOR_PARALLEL_SIZES,
+    description="GPUs one engine spans; at most the instance's GPU count (checked at synth). 1 on ml.g5.xlarge.",
+)
+ENFORCE_EAGER: Final = EngineSetting(
+    key="enforce_eager",
+    env_var=env.ENGINE_ENFORCE_EAGER,
+    flag="--enforce-eager",
+    default=False,
+    description="Skip CUDA-graph capture: starts faster, decodes slower; for debugging. Source: seed 001.",
+)
+LOG_LEVEL: Final = EngineSetting(
+    key="log_level",
+    env_var=env.ENGINE_LOG_LEVEL,
+    flag="--uvicorn-log-level",
+    default="info",
+    choices=LOG_LEVELS,
+    description="Engine log level. Source: seed 003 (debug floods logs in prod).",
+)
+MAX_LORAS: Final = EngineSetting(
+    key="max_loras",
+    env_var=env.LORA_MAX_LORAS,
+    flag="--max-loras",
+    default=4,
+    ge=1,
+    le=64,
+    description=(
+        "LoRA adapters in one batch, i.e. GPU slots; each slot reserves GPU memory at start (see the memory "
+        "plan). Source: seed 003."
+    ),
+)
+MAX_LORA_RANK: Final = EngineSetting(
+    key="max_lora_rank",
+    env_var=env.LORA_MAX_RANK,
+    flag="--max-lora-rank",
+    default=16,
+    choices=LORA_RANKS,
+    description="Largest LoRA rank the GPU slots hold; an adapter of a higher rank fails to load. Source: seed 003.",
+)
+MAX_CPU_LORAS: Final = EngineSetting(
+    key="max_cpu_loras",
+    env_var=env.LORA_MAX_CPU_LORAS,
+    flag="--max-cpu-loras",
+    default=None,
+    ge=1,
+    le=256,
+    description=(
+        "Adapters kept loaded in CPU memory (vLLM evicts the least recently used beyond it); at least "
+        "max_loras. None: room for every configured adapter, max(max_loras, number of adapters)."
+    ),
+)
+
+ENGINE_SETTINGS: Final[tuple[EngineSetting, ...]] = (
+    GPU_MEMORY_UTILIZATION,
+    MAX_MODEL_LEN,
+    MAX_NUM_SEQS,
+    MAX_NUM_BATCHED_TOKENS,
+    BLOCK_SIZE,
+    ENABLE_PREFIX_CACHING,
+    QUANTIZATION,
+    KV_CACHE_DTYPE,
+    TENSOR_PARALLEL_SIZE,
+    ENFORCE_EAGER,
+    LOG_LEVEL,
+    MAX_LORAS,
+    MAX_LORA_RANK,
+    MAX_CPU_LORAS,
+)
+"""Every engine setting, in the order the config reference lists them."""
+
+BY_KEY: Final[dict[str, EngineSetting]] = {setting.key: setting for setting in ENGINE_SETTINGS}
+
+
+def effective_max_cpu_loras(max_cpu_loras: int | None, max_loras: int, adapter_count: int) -> int:
+    """The ``--max-cpu-loras`` value passed to vLLM: the configured one, else room for every adapter.
+
+    vLLM's own default (``max_loras``, vllm/config/lora.py) would evict an adapter as soon as
+    more adapters than GPU slots are configured; every configured adapter stays loaded instead.
+    """
+    if max_cpu_loras is not None:
+        return max_cpu_loras
+    return max(max_loras, adapter_count)
