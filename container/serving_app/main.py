@@ -22,9 +22,10 @@ from pathlib import Path
 
 import uvicorn
 
+from serving_app.app import create_app
 from serving_app.artifacts import ArtifactError, check_adapters, check_base_model
-from serving_app.engine import EngineProcess
-from serving_app.gateway import Gateway, create_app
+from serving_app.engine.process import EngineProcess
+from serving_app.gateway import Gateway
 from serving_app.settings import Settings, SettingsError
 from serving_app.vllm_args import (
     ENGINE_HOST,

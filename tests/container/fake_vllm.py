@@ -13,6 +13,15 @@ Scripting (all under ``/_control``, used by the tests only):
 - user content ``hold``: stream one chunk, then wait for ``POST /_control/release``;
 - user content ``slow:<seconds>``: sleep before answering;
 - user content ``boom``: answer 500 with a CUDA out-of-memory message.
+
+Kept for the faults the real engine cannot be made to show on demand: an engine that never
+becomes healthy (startup timeout), warmup held at a gate (to see ``/ping`` in ``warming_up``),
+an upstream that stalls past ``REQUEST_TIMEOUT_S``, a CUDA OOM answer, a stream held open mid
+relay. Everything else runs against the real vLLM 0.22.0 engine in ``tests/engine/``:
+``test_real_gateway.py`` (readiness gating, routing by ``model`` / custom attribute /
+``X-Amzn-SageMaker-Adapter-Identifier`` for the base and every adapter, sync and streaming,
+bad input, the real ``/metrics`` names, EMF with engine values) and
+``test_real_engine_faults.py`` (SIGTERM drain, engine-core death).
 """
 
 from __future__ import annotations

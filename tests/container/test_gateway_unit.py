@@ -11,9 +11,9 @@ from typing import Any
 
 from starlette.requests import Request
 
-from serving_app.emf import EmfWriter
+from serving_app.engine.readiness import Phase
 from serving_app.gateway import Gateway
-from serving_app.health import Phase
+from serving_app.metrics.emf import EmfWriter
 from serving_app.settings import Settings
 
 
@@ -46,7 +46,7 @@ def request(body: dict[str, Any], headers: dict[str, str] | None = None) -> Requ
 def test_unreachable_engine_is_a_503_counted_as_engine_error() -> None:
     emf_out = io.StringIO()
 
-    async def main() -> None:
+    async def main() -> list[str]:
         settings = Settings.from_env({"LORA_ADAPTERS": "a"})
         gateway = Gateway(
             settings,
@@ -57,18 +57,48 @@ def test_unreachable_engine_is_a_503_counted_as_engine_error() -> None:
         )
         gateway.readiness.set_phase(Phase.READY, "ready")
         gateway.readiness.record_health(True)
-        for stream in (False, True):
-            response = await gateway.invocations(
+        messages = []
+        for stream in (False, True, True):
+            if stream:  # the first failure marked the engine unhealthy; a probe finds it still down
+                gateway.readiness.record_health(True)
+            response = await gateway.invocations.handle(
                 request({"prompt": "x", "stream": stream}, {"content-type": "application/json"})
             )
             assert response.status_code == 503
-            assert json.loads(bytes(response.body))["error"]["message"].startswith("engine unavailable: connect failed")
-        await gateway._pool.aclose()
+            messages.append(json.loads(bytes(response.body))["error"]["message"])
+            assert gateway.readiness.engine_healthy is False  # /ping turns 503 at once
+        await gateway.pool.aclose()
+        return messages
 
-    asyncio.run(main())
+    messages = asyncio.run(main())
+    assert all(m.startswith("engine unavailable: connect failed") for m in messages)
     lines = [json.loads(line) for line in emf_out.getvalue().splitlines()]
-    assert [line["EngineErrors"] for line in lines] == [1, 1]
-    assert [line["ServerErrors"] for line in lines] == [1, 1]
+    assert [line["EngineErrors"] for line in lines] == [1, 1, 1]
+    assert [line["ServerErrors"] for line in lines] == [1, 1, 1]
+
+
+def test_requests_while_the_engine_is_unhealthy_are_refused_without_reaching_it() -> None:
+    emf_out = io.StringIO()
+
+    async def main() -> dict[str, Any]:
+        gateway = Gateway(
+            Settings.from_env({}),
+            upstream_url=f"http://127.0.0.1:{closed_port()}",
+            engine=None,
+            request_exit=lambda code: None,
+            emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, emf_out),
+        )
+        gateway.readiness.set_phase(Phase.READY, "ready")
+        gateway.monitor.report_engine_down("probe")
+        response = await gateway.invocations.handle(request({"prompt": "x"}, {"content-type": "application/json"}))
+        await gateway.pool.aclose()
+        assert response.status_code == 503
+        return dict(json.loads(bytes(response.body)))
+
+    body = asyncio.run(main())
+    assert body["error"]["message"] == "not ready: engine unhealthy"
+    (line,) = [json.loads(line) for line in emf_out.getvalue().splitlines()]
+    assert (line["EngineErrors"], line["ServerErrors"]) == (0, 1)
 
 
 def test_cancel_before_the_first_chunk_aborts_the_upstream_stream() -> None:
@@ -99,7 +129,7 @@ def test_cancel_before_the_first_chunk_aborts_the_upstream_stream() -> None:
         )
         gateway.readiness.set_phase(Phase.READY, "ready")
         gateway.readiness.record_health(True)
-        response = await gateway.invocations(
+        response = await gateway.invocations.handle(
             request({"prompt": "x", "stream": True}, {"content-type": "application/json"})
         )
         assert response.status_code == 200
@@ -119,7 +149,7 @@ def test_cancel_before_the_first_chunk_aborts_the_upstream_stream() -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await asyncio.wait_for(upstream_closed.wait(), 5)
-        await gateway._pool.aclose()
+        await gateway.pool.aclose()
         server.close()
 
     asyncio.run(main())

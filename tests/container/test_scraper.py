@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from serving_app.scraper import EngineMetricsCalculator, parse_samples
+from serving_app.metrics.scraper import EngineMetricsCalculator, parse_samples
 from serving_contract.metrics import EngineMetric
 from tests.container.fake_vllm import STATE, metrics_text
 

@@ -172,7 +172,7 @@ def test_cuda_compat_libraries_lead_the_engine_loader_path(tmp_path: Path) -> No
 
 
 def test_scraper_sums_labels_and_derives_rates() -> None:
-    from serving_app.scraper import EngineMetricsCalculator, parse_samples
+    from serving_app.metrics.scraper import EngineMetricsCalculator, parse_samples
 
     def exposition(hits: float, queries: float, generated: float) -> str:
         return (

@@ -5,7 +5,7 @@ values), so these tests check wiring and semantics, not copies of constants.
 """
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import pytest
@@ -14,6 +14,7 @@ from aws_cdk import assertions
 from app_config.monitoring import AlarmRuleConfig
 from serving_contract import alarms as alarm_names
 from serving_contract import metrics
+from tests.metric_refs import dashboard_bodies, dashboard_metrics, metric_refs, metrics_read, resources
 from tests.synth_helpers import Synth
 
 # ---------------------------------------------------------------------------------------
@@ -21,7 +22,7 @@ from tests.synth_helpers import Synth
 
 
 def _resources(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in template.get("Resources", {}).items() if v["Type"] == resource_type}
+    return resources(template, resource_type)
 
 
 def _alarms_by_name(synth: Synth, unit: str) -> dict[str, dict[str, Any]]:
@@ -56,33 +57,9 @@ def _expression(alarm: dict[str, Any]) -> str:
     return str(returned[0]["Expression"])
 
 
-def _dashboard_bodies(template: Mapping[str, Any]) -> list[dict[str, Any]]:
-    bodies = []
-    for dashboard in _resources(template, "AWS::CloudWatch::Dashboard").values():
-        body = dashboard["Properties"]["DashboardBody"]
-        if isinstance(body, dict):  # Fn::Join around tokens (region, alarm ARNs)
-            body = "".join(part if isinstance(part, str) else "TOKEN" for part in body["Fn::Join"][1])
-        bodies.append(json.loads(body))
-    return bodies
-
-
-def _dashboard_metrics(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    for widget in body["widgets"]:
-        for row in widget.get("properties", {}).get("metrics", []):
-            if isinstance(row[0], str):
-                yield row[0], row[1]
-
-
-def _metric_refs(node: Any) -> Iterator[tuple[str, str]]:
-    """Every {Namespace, MetricName} pair anywhere below ``node`` (alarms, scaling policies)."""
-    if isinstance(node, dict):
-        if isinstance(node.get("Namespace"), str) and isinstance(node.get("MetricName"), str):
-            yield node["Namespace"], node["MetricName"]
-        for value in node.values():
-            yield from _metric_refs(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _metric_refs(value)
+_dashboard_bodies = dashboard_bodies
+_dashboard_metrics = dashboard_metrics
+_metric_refs = metric_refs
 
 
 def _check_rule(alarm: dict[str, Any], rule: AlarmRuleConfig, threshold: float | None = None) -> None:
@@ -321,12 +298,7 @@ def test_every_metric_used_is_emitted_or_published_by_sagemaker(
     for synth in [*all_synths, vpc_single_variant_synth]:
         allowed = _allowed(synth.config.observability.metrics_namespace)
         for template in (t.to_json() for t in synth.templates.values()):
-            used: set[tuple[str, str]] = set()
-            for kind in ("AWS::CloudWatch::Alarm", "AWS::ApplicationAutoScaling::ScalingPolicy"):
-                for resource in _resources(template, kind).values():
-                    used |= set(_metric_refs(resource["Properties"]))
-            for body in _dashboard_bodies(template):
-                used |= set(_dashboard_metrics(body))
+            used = metrics_read([template])
             assert used <= allowed, f"unknown metrics: {sorted(used - allowed)}"
             checked += len(used)
     assert checked > 0

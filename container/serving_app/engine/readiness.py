@@ -1,7 +1,7 @@
 """Readiness state behind ``GET /ping``.
 
 SageMaker gives ``/ping`` 2 s per call (CONVENTIONS.md), so ``/ping`` only reads this
-object; a background poller keeps ``engine_healthy`` fresh from vLLM's ``/health``.
+object; :class:`serving_app.engine.monitor.EngineMonitor` keeps ``engine_healthy`` fresh.
 """
 
 from __future__ import annotations

@@ -1,0 +1,46 @@
+"""The model names requests may use: the base model and every adapter the engine serves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class ModelRegistry:
+    """Base model name plus adapter names, in the order clients see them.
+
+    Baked adapters (``LORA_ADAPTERS``) are registered at start; adapters loaded at runtime
+    (SageMaker inference components, ``POST /adapters``) are added and removed here.
+    """
+
+    def __init__(self, base: str, adapters: Iterable[str] = ()) -> None:
+        self.base = base
+        self._adapters: dict[str, None] = dict.fromkeys(adapters)
+        self._available = self._describe()
+
+    def __contains__(self, name: object) -> bool:
+        return name == self.base or name in self._adapters
+
+    @property
+    def adapters(self) -> tuple[str, ...]:
+        return tuple(self._adapters)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name a request may use in ``model``: the base model, then the adapters."""
+        return (self.base, *self._adapters)
+
+    @property
+    def available(self) -> str:
+        """``base, a, b``: for error messages (cached; this is on the request path)."""
+        return self._available
+
+    def add(self, name: str) -> None:
+        self._adapters[name] = None
+        self._available = self._describe()
+
+    def remove(self, name: str) -> None:
+        self._adapters.pop(name, None)
+        self._available = self._describe()
+
+    def _describe(self) -> str:
+        return ", ".join(self.names)

