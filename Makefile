@@ -13,7 +13,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # the machine's Node 20 is end-of-life and makes every synth print a banner.
 export JSII_NODE := $(CURDIR)/node_modules/.bin/node
 
-.PHONY: setup synth test lint typecheck unit diff reference bench plan clean
+.PHONY: setup synth test lint typecheck unit diff reference bench gpu-bench plan clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,14 @@ plan: setup
 ## Synth wall time against the jsii floor.
 bench: setup
 	$(PY) benchmarks/synth_benchmark.py
+
+## GPU benchmark of the container against bare vLLM (one NVIDIA GPU, the image's vLLM 0.22.0;
+## docs/performance.md). The first setup starts with an empty compile cache.
+GPU_PYTHON ?= python3
+GPU_SETUPS ?= bare,gateway,bare-awq_marlin,bare-awq,gateway-ab,bare-4cpu,gateway-4cpu,gateway-ab-4cpu
+gpu-bench:
+	$(GPU_PYTHON) benchmarks/gpu_serving.py --setups $(GPU_SETUPS) --gpu-memory-utilization 0.26 \
+		--server-cpus 0-3 --client-cpus 4-15 --clear-compile-cache --out-dir gpu-bench-results $(ARGS)
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

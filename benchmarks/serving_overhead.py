@@ -8,8 +8,10 @@ chunk for streams, and the gateway's CPU time per request.
 
 Targets (issue 3): p50 added <= 1 ms, p99 added <= 5 ms, throughput >= 0.9x direct.
 Note: client, gateway and upstream share this machine's cores, so at high concurrency the
-gateway's own CPU use shows up as queueing for everyone; on an endpoint the engine runs
-on the GPU and the gateway has the instance's vCPUs to itself.
+gateway's own CPU use shows up as queueing for everyone. On an endpoint it does too: an
+ml.g5.xlarge's 4 vCPUs are shared by the gateway, vLLM's API server (HTTP, detokenisation)
+and its engine core (scheduling). benchmarks/gpu_serving.py measures the gateway in front of
+the real engine with every server process confined to 4 CPUs (docs/performance.md).
 
     /work/main/.venv/bin/python benchmarks/serving_overhead.py [--seconds 3] [--rounds 2]
 """

@@ -207,13 +207,24 @@ def _linear_shapes(shape: LlamaShape) -> dict[str, tuple[int, int]]:
 
 
 def write_llama(
-    dest: Path, shape: LlamaShape, *, dtype: str = "bfloat16", awq: bool = False, device: str = "cpu", seed: int = 0
+    dest: Path,
+    shape: LlamaShape,
+    *,
+    dtype: str = "bfloat16",
+    awq: bool = False,
+    device: str = "cpu",
+    seed: int = 0,
+    tokenizer_size: int | None = None,
 ) -> int:
     """Write a random-weight checkpoint to ``dest``; return the bytes of its tensors.
 
     ``awq``: linear layers in AWQ-INT4 GEMM format (``qweight`` int32 [in, out/8], ``qzeros``
     int32 [in/128, out/8], ``scales`` fp16 [in/128, out]), dtype float16. Scales keep each
     layer's output near unit variance so 32 random layers stay finite in fp16.
+
+    ``tokenizer_size`` below the vocabulary: the LM head's rows past it are zero, so greedy
+    decoding (temperature 0) never picks a token the small tokenizer cannot decode (the largest
+    of the other logits is above 0), while the LM-head matmul still spans the whole vocabulary.
     """
     import torch  # noqa: PLC0415
     from safetensors.torch import save_file  # noqa: PLC0415
@@ -230,6 +241,8 @@ def write_llama(
     h = shape.hidden_size
     tensors["model.embed_tokens.weight"] = normal(shape.vocab_size, h, std=1.0)
     tensors["lm_head.weight"] = normal(shape.vocab_size, h, std=h**-0.5)
+    if tokenizer_size is not None and tokenizer_size < shape.vocab_size:
+        tensors["lm_head.weight"][tokenizer_size:] = 0
     tensors["model.norm.weight"] = torch.ones(h, dtype=torch_dtype, device=device)
     for layer in range(shape.num_hidden_layers):
         prefix = f"model.layers.{layer}."
@@ -310,7 +323,9 @@ def make_model(
     base = root / "base"
     base.mkdir(parents=True, exist_ok=True)
     write_tokenizer(base, min(tokenizer_size, shape.vocab_size))
-    weights = write_llama(base, shape, dtype=dtype, awq=awq, device=device)
+    weights = write_llama(
+        base, shape, dtype=dtype, awq=awq, device=device, tokenizer_size=min(tokenizer_size, shape.vocab_size)
+    )
     dtype_written = "float16" if awq else dtype
     config = _config_json(shape, dtype_written, tokenizer_size, awq)
     (base / "config.json").write_text(json.dumps(config, indent=2))

@@ -67,10 +67,10 @@ AUTO: Final = "auto"
 
 QUANTIZATIONS: Final[tuple[str, ...]] = (AUTO, "awq_marlin", "awq", "gptq_marlin", "gptq", "fp8")
 """Kernel choices. ``auto`` passes no ``--quantization``: vLLM reads the checkpoint's
-``quantization_config`` and upgrades AWQ to the Marlin kernel on compute capability >= 8.0.
-An explicit ``awq`` forces the slow AWQ GEMM kernel (``override_quantization_method`` in
-vllm/model_executor/layers/quantization/awq_marlin.py): 4.1x lower throughput at 32
-concurrent on an H100 (docs/performance.md)."""
+``quantization_config`` and upgrades AWQ to ``awq_marlin`` on compute capability >= 8.0 (Marlin
+kernels on an A10G, Machete on Hopper). An explicit ``awq`` forces the slow AWQ GEMM kernel
+(``override_quantization_method`` in vllm/model_executor/layers/quantization/awq_marlin.py):
+4.6x lower throughput at 32 concurrent on an H100 (docs/performance.md)."""
 
 KV_CACHE_DTYPES: Final[tuple[str, ...]] = (AUTO, "fp8")
 """``auto`` stores the KV cache in the model dtype (2 bytes); ``fp8`` in one byte."""
@@ -148,9 +148,9 @@ QUANTIZATION: Final = EngineSetting(
     description=(
         "Quantized-linear kernel. auto (no --quantization flag) lets vLLM pick from the checkpoint's "
         "quantization_config: awq_marlin for AWQ on compute capability >= 8.0 (A10G is 8.6). awq forces the "
-        "slow AWQ GEMM kernel: measured on an H100 with three rank-16 adapters, 6.26 vs 25.86 req/s at 32 "
-        "concurrent (4.1x) and 19.5 vs 36.3 req/s at 128 (1.9x). Source: vLLM 0.22 awq_marlin.py "
-        "override_quantization_method; docs/performance.md."
+        "slow AWQ GEMM kernel: measured on an H100 with three rank-16 adapters and 128 output tokens, 6.58 vs "
+        "30.44 req/s at 32 concurrent (4.6x), 0.22 vs 1.30 at 1 (5.9x), 23.6 vs 74.0 at 128 (3.1x). Source: "
+        "vLLM 0.22 awq_marlin.py override_quantization_method; docs/performance.md."
     ),
 )
 KV_CACHE_DTYPE: Final = EngineSetting(

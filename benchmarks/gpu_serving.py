@@ -1,0 +1,490 @@
+"""GPU benchmark of the serving container against bare vLLM: throughput, TTFT, start-up, KV cache.
+
+Runs on any Linux machine with one NVIDIA GPU and the image's pinned vLLM 0.22.0, with no
+network and no model download (issue 14):
+
+1. makes a random-weight model with Llama-3-8B-Instruct's decoder shapes in AWQ-INT4 GEMM
+   format (group 128) and three rank-16 adapters with our adapter names, on the GPU
+   (``devtools.synthetic_model``; ``--vocab-size`` cuts the 128,256-token vocabulary);
+2. starts, one after another on the same GPU and model, the setups asked for: bare vLLM with
+   exactly the argv the container builds (``bare``), the container's entrypoint in front of it
+   (``gateway``), bare vLLM with each quantization kernel the config allows for an AWQ
+   checkpoint (``bare-awq_marlin``, ``bare-awq``), and any of them confined to a CPU set
+   (``bare-4cpu``, ``gateway-4cpu``: an ml.g5.xlarge has 4 vCPUs);
+3. drives the OpenAI chat API (adapters round-robin, fixed prompt, exactly ``--output-tokens``)
+   at each concurrency, sync and streaming, bounded in requests and seconds, 127.0.0.1 only;
+4. prints one table per run: requests/s, output tokens/s, p50/p99 latency and TTFT, mean
+   inter-token latency, errors; time from spawn to ``/health`` (bare) or ``/ping`` (gateway);
+   and the KV-cache tokens vLLM reported next to the memory plan's for the same GPU and settings.
+
+Every setup's result is written to ``--out-dir/<setup>.json`` as soon as it is done, so a long
+run can be split over several invocations; ``--report DIR`` prints the tables of saved results.
+``--smoke`` runs the same code on vLLM's CPU build with a tiny model in seconds of load (the
+test suite runs it, tests/engine/test_gpu_bench_smoke.py).
+
+Usage::
+
+    python benchmarks/gpu_serving.py --setups bare,gateway --out-dir /tmp/bench
+    python benchmarks/gpu_serving.py --report /tmp/bench
+    python benchmarks/gpu_serving.py --smoke --out-dir /tmp/smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from servers_under_test import ServerRun, start
+from serving_load import PROMPT, run_ab_level, run_level
+
+from app_config.gpu_instances import GIB, Gpu, InstanceGpus
+from app_config.memory_plan import EngineMemoryInputs, ModelShape, plan_engine_memory
+from app_config.model import AppConfig
+from devtools.synthetic_model import PRESETS, make_model
+from serving_app.settings import Settings
+from serving_contract import env
+
+COMPILE_CACHE = Path.home() / ".cache" / "vllm" / "torch_compile_cache"
+"""vLLM 0.22's torch.compile cache (VLLM_CACHE_ROOT default, vllm/envs.py)."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One server configuration to measure.
+
+    ``ab``: a gateway whose load alternates, round by round, between the gateway and its own
+    vLLM (same engine, same GPU state): the gateway's cost, side by side in one run.
+    """
+
+    kind: str
+    env: dict[str, str] = field(default_factory=dict)
+    four_cpus: bool = False
+    ab: bool = False
+
+
+SETUPS = {
+    "bare": Setup("bare"),
+    "gateway": Setup("gateway"),
+    "bare-awq_marlin": Setup("bare", {env.ENGINE_QUANTIZATION: "awq_marlin"}),
+    "bare-awq": Setup("bare", {env.ENGINE_QUANTIZATION: "awq"}),
+    "bare-4cpu": Setup("bare", four_cpus=True),
+    "gateway-4cpu": Setup("gateway", four_cpus=True),
+    "gateway-ab": Setup("gateway", ab=True),
+    "gateway-ab-4cpu": Setup("gateway", four_cpus=True, ab=True),
+}
+
+AB_ROUNDS = 4
+"""Rounds per level of an A/B setup (direct, gateway, gateway, direct, ...)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a run drives: GPU defaults, or the CPU smoke test's seconds of load."""
+
+    preset: str
+    vocab_size: int | None
+    concurrency: tuple[int, ...]
+    output_tokens: int
+    requests_per_level: int
+    min_requests: int
+    seconds_per_level: float
+    ready_timeout_s: float
+    engine_env: dict[str, str]
+
+
+GPU = Profile(
+    preset="llama3-8b-awq",
+    vocab_size=None,
+    concurrency=(1, 8, 32, 128),
+    output_tokens=128,
+    requests_per_level=4,  # x concurrency
+    min_requests=16,
+    seconds_per_level=20.0,
+    ready_timeout_s=600.0,
+    engine_env={},
+)
+SMOKE = Profile(
+    preset="tiny",
+    vocab_size=None,
+    concurrency=(1, 4),
+    output_tokens=16,
+    requests_per_level=2,
+    min_requests=4,
+    seconds_per_level=5.0,
+    ready_timeout_s=300.0,
+    # vLLM's CPU build, sized like tests/engine/real_engine.py (eager: no torch.compile).
+    engine_env={
+        "ENGINE_ENFORCE_EAGER": "true",
+        "ENGINE_MAX_NUM_BATCHED_TOKENS": "512",
+        "ENGINE_MAX_NUM_SEQS": "16",
+        "ENGINE_MAX_MODEL_LEN": "2048",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+    },
+)
+
+
+def container_environment(config: AppConfig, overrides: dict[str, str]) -> dict[str, str]:
+    """The environment the stack sets on a SageMaker model for ``config`` (the parts that do not
+    need CDK; ``cdk_constructs.container_environment`` adds only names and timeouts)."""
+    variables = {
+        **config.engine.environment(),
+        env.ENGINE_SERVED_MODEL_NAME: config.model.name,
+        env.LORA_ADAPTERS: ",".join(a.name for a in config.model.adapters),
+        env.WARMUP_NUM_REQUESTS: str(config.container.warmup_num_requests),
+        env.REQUEST_TIMEOUT_S: str(config.container.request_timeout_s),
+        env.DRAIN_TIMEOUT_S: str(config.container.drain_timeout_s),
+        env.STARTUP_TIMEOUT_S: "900",
+        env.ENDPOINT_NAME: "gpu-bench",
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+    return {**variables, **overrides}
+
+
+def gpu_total_mib() -> int | None:
+    """The GPU's total memory as the driver reports it (what vLLM multiplies), or None."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return int(out.splitlines()[0].strip())
+
+
+def plan_of(result: dict[str, Any]) -> int | None:
+    """The current memory plan for a recorded run's GPU, model and settings (None on a CPU)."""
+    if "gpu_memory_mib" not in result or "model" not in result:
+        return None
+    config = AppConfig()
+    settings = Settings.from_env(container_environment(config, result["env"]))
+    return planned_kv_tokens(result["model"], settings, result["gpu_memory_mib"], config)
+
+
+def planned_kv_tokens(model: dict[str, Any], settings: Settings, memory_mib: int, config: AppConfig) -> int:
+    """The memory plan's KV tokens for this GPU, model and engine settings."""
+    shape = model["shape"]
+    plan = plan_engine_memory(
+        shape=ModelShape(
+            **shape, head_dim=shape["hidden_size"] // shape["num_attention_heads"], weights_bytes=model["weights_bytes"]
+        ),
+        gpus=InstanceGpus(Gpu("bench", memory_mib, (9, 0), "nvidia-smi"), 1),
+        engine=EngineMemoryInputs(
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            tensor_parallel_size=settings.tensor_parallel_size,
+            max_model_len=settings.max_model_len,
+            max_num_seqs=settings.max_num_seqs,
+            block_size=settings.block_size,
+            kv_cache_dtype=settings.kv_cache_dtype,
+            lora_enabled=bool(settings.lora_adapters),
+            max_loras=settings.max_loras,
+            max_lora_rank=settings.max_lora_rank,
+        ),
+        runtime_overhead_bytes=round(config.memory_plan.runtime_overhead_gib * GIB),
+        typical_sequence_tokens=config.memory_plan.typical_sequence_tokens,
+    )
+    return plan.kv_tokens
+
+
+def measure(
+    name: str, setup: Setup, args: argparse.Namespace, profile: Profile, model: dict[str, Any]
+) -> dict[str, Any]:
+    """Start one setup, time its readiness, drive every level, stop it; return the result."""
+    config = AppConfig()
+    overrides = {**profile.engine_env, **setup.env}
+    if args.gpu_memory_utilization:
+        overrides[env.ENGINE_GPU_MEMORY_UTILIZATION] = f"{args.gpu_memory_utilization:g}"
+    settings_env = container_environment(config, overrides)
+    Settings.from_env(settings_env)  # a bad override stops here, with the container's own message
+    cache_warm = COMPILE_CACHE.is_dir() and any(COMPILE_CACHE.iterdir())
+    server: ServerRun = start(
+        name=name,
+        kind=setup.kind,
+        settings_env=settings_env,
+        model_root=Path(args.model_dir),
+        port=args.port,
+        engine_port=args.port + 1,
+        log_dir=Path(args.out_dir),
+        cpus=args.server_cpus if setup.four_cpus else None,
+    )
+    result: dict[str, Any] = {
+        "setup": name,
+        "kind": setup.kind,
+        "env": overrides,
+        "cpus": args.server_cpus if setup.four_cpus else "all",
+        "compile_cache": "warm" if cache_warm else "empty",
+        "output_tokens": profile.output_tokens,
+        "model": model,
+        "levels": [],
+    }
+    try:
+        result["ready_s"] = server.wait_ready(profile.ready_timeout_s)
+        result["vllm"] = server.figures
+        if setup.kind == "gateway":
+            result["gateway"] = gateway_startup(server.log_path)
+        memory_mib = gpu_total_mib()
+        if memory_mib is not None and not args.smoke:
+            result["gpu_memory_mib"] = memory_mib
+        print(f"{name}: ready after {result['ready_s']} s ({result['compile_cache']} compile cache)", flush=True)
+        models = [a.name for a in config.model.adapters]
+        if setup.ab:
+            result["levels"] = ab_levels(server, args, profile, models)
+            return result
+        for concurrency in args.concurrency:
+            for stream in (False, True):
+                level = asyncio.run(
+                    run_level(
+                        server.chat_url,
+                        models,
+                        concurrency=concurrency,
+                        requests=max(profile.min_requests, profile.requests_per_level * concurrency),
+                        time_limit_s=profile.seconds_per_level,
+                        stream=stream,
+                        output_tokens=profile.output_tokens,
+                        warmup_requests=min(concurrency, 8),
+                    )
+                )
+                result["levels"].append(level.to_json())
+                print(f"  {format_level(level.to_json())}", flush=True)
+    finally:
+        server.stop()
+        Path(args.out_dir, f"{name}.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def ab_levels(server: ServerRun, args: argparse.Namespace, profile: Profile, models: list[str]) -> list[dict[str, Any]]:
+    """Each level twice, interleaved: straight to the gateway's vLLM, and through the gateway."""
+    urls = {"direct": f"http://127.0.0.1:{args.port + 1}/v1/chat/completions", "gateway": server.chat_url}
+    levels = []
+    for concurrency in args.concurrency:
+        for stream in (False, True):
+            results = asyncio.run(
+                run_ab_level(
+                    urls,
+                    models,
+                    rounds=AB_ROUNDS,
+                    concurrency=concurrency,
+                    requests=max(2 * profile.min_requests, profile.requests_per_level * concurrency),
+                    time_limit_s=2 * profile.seconds_per_level,
+                    stream=stream,
+                    output_tokens=profile.output_tokens,
+                )
+            )
+            for target, level in results.items():
+                levels.append({**level.to_json(), "target": target})
+                print(f"  {target:<8} {format_level(level.to_json())}", flush=True)
+    return levels
+
+
+def gateway_startup(log_path: Path) -> dict[str, float]:
+    """The gateway's own start-up log: when vLLM turned healthy, when warmup finished."""
+    import re  # noqa: PLC0415
+
+    text = log_path.read_text(errors="replace")
+    found = {}
+    for key, pattern in (
+        ("engine_healthy_s", r"startup: engine healthy after ([\d.]+) s"),
+        ("ready_s", r"startup: ready after ([\d.]+) s"),
+    ):
+        match = re.search(pattern, text)
+        if match:
+            found[key] = float(match.group(1))
+    return found
+
+
+# ----------------------------------------------------------------------------- tables
+def format_level(level: dict[str, Any]) -> str:
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.1f}"
+
+    mode = "stream" if level["stream"] else "sync"
+    return (
+        f"c={level['concurrency']:<4} {mode:<6} {level['requests_per_s']:8.2f} req/s "
+        f"{level['output_tokens_per_s']:9,.0f} tok/s  p50 {ms(level['latency_p50_ms'])} "
+        f"p99 {ms(level['latency_p99_ms'])} ms  TTFT p50 {ms(level['ttft_p50_ms'])} "
+        f"p99 {ms(level['ttft_p99_ms'])} ms  ITL {ms(level['itl_mean_ms'])} ms  "
+        f"errors {level['errors']}/{level['requests']}"
+    )
+
+
+def _split_ab(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """A/B results as two virtual setups each (``<setup>:direct``, ``<setup>:gateway``)."""
+    out: list[dict[str, Any]] = []
+    pairs: list[tuple[str, str]] = [("gateway", "bare"), ("gateway-4cpu", "bare-4cpu")]
+    for result in results:
+        if not any("target" in lv for lv in result["levels"]):
+            out.append(result)
+            continue
+        for target in ("direct", "gateway"):
+            levels = [lv for lv in result["levels"] if lv["target"] == target]
+            out.append({**result, "setup": f"{result['setup']}:{target}", "levels": levels})
+        pairs.append((f"{result['setup']}:gateway", f"{result['setup']}:direct"))
+    return out, pairs
+
+
+def report(results: list[dict[str, Any]]) -> str:
+    """Markdown tables: per-level results, start-up and KV cache, and gateway/bare ratios."""
+    results, pairs = _split_ab(results)
+    lines = [
+        "| setup | conc. | mode | req/s | out tok/s | latency p50 / p99 ms | TTFT p50 / p99 ms | ITL ms | errors |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for result in results:
+        for lv in result["levels"]:
+            ttft = "-" if lv["ttft_p50_ms"] is None else f"{lv['ttft_p50_ms']:,.1f} / {lv['ttft_p99_ms']:,.1f}"
+            itl = "-" if lv["itl_mean_ms"] is None else f"{lv['itl_mean_ms']:.2f}"
+            lines.append(
+                f"| {result['setup']} | {lv['concurrency']} | {'stream' if lv['stream'] else 'sync'} | "
+                f"{lv['requests_per_s']:.2f} | {lv['output_tokens_per_s']:,.0f} | "
+                f"{lv['latency_p50_ms']:,.0f} / {lv['latency_p99_ms']:,.0f} | {ttft} | {itl} | "
+                f"{lv['errors']}/{lv['requests']} |"
+            )
+    lines += [
+        "",
+        "| setup | compile cache (vLLM) | ready s | vLLM init s | torch.compile s | kernel | KV tokens (vLLM) "
+        "| KV tokens (plan) | plan / vLLM |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for result in results:
+        vllm = result.get("vllm", {})
+        reported, planned = vllm.get("kv_cache_tokens"), plan_of(result)
+        ratio = f"{planned / reported:.3f}" if reported and planned else "-"
+        cache = "hit" if vllm.get("compile_cache_hit") else "miss" if "torch_compile_s" in vllm else "-"
+        lines.append(
+            f"| {result['setup']} | {cache} | {result.get('ready_s', '-')} | "
+            f"{vllm.get('init_engine_s', '-')} | {vllm.get('torch_compile_s', '-')} | {vllm.get('kernel', '-')} | "
+            f"{_count(reported)} | {_count(planned)} | {ratio} |"
+        )
+    by_name = {r["setup"]: r for r in results}
+    for gateway_name, bare_name in pairs:
+        gateway, bare = by_name.get(gateway_name), by_name.get(bare_name)
+        if not gateway or not bare:
+            continue
+        lines += [
+            "",
+            f"{gateway_name} vs {bare_name}: throughput ratio and TTFT p50 difference",
+            "",
+            "| conc. | mode | req/s ratio | TTFT p50 +ms |",
+            "|---:|---|---:|---:|",
+        ]
+        bare_levels = {(lv["concurrency"], lv["stream"]): lv for lv in bare["levels"]}
+        for lv in gateway["levels"]:
+            base = bare_levels.get((lv["concurrency"], lv["stream"]))
+            if not base:
+                continue
+            throughput = lv["requests_per_s"] / base["requests_per_s"] if base["requests_per_s"] else float("nan")
+            ttft = (
+                f"{lv['ttft_p50_ms'] - base['ttft_p50_ms']:+.2f}"
+                if lv["ttft_p50_ms"] is not None and base["ttft_p50_ms"] is not None
+                else "-"
+            )
+            lines.append(
+                f"| {lv['concurrency']} | {'stream' if lv['stream'] else 'sync'} | {throughput:.3f} | {ttft} |"
+            )
+    return "\n".join(lines)
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{int(value):,}"
+
+
+# ----------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gpu_serving.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--setups", default="bare,gateway", help=f"comma-separated, of {', '.join(SETUPS)}")
+    parser.add_argument("--smoke", action="store_true", help="vLLM's CPU build, tiny model, seconds of load")
+    parser.add_argument("--out-dir", default="gpu-bench-results", help="per-setup JSON and server logs")
+    parser.add_argument("--model-dir", help="reuse a model made earlier (default: <out-dir>/model, made if absent)")
+    parser.add_argument("--vocab-size", type=int, help="vocabulary of the model (default: the preset's)")
+    parser.add_argument("--gpu-memory-utilization", type=float, help="override the config's 0.92")
+    parser.add_argument("--concurrency", help="comma-separated levels (default 1,8,32,128; smoke 1,4)")
+    parser.add_argument("--server-cpus", default="0-3", help="CPU set of the *-4cpu setups (taskset -c)")
+    parser.add_argument("--client-cpus", help="CPU set of this load generator (taskset semantics, e.g. 4-15)")
+    parser.add_argument("--clear-compile-cache", action="store_true", help=f"empty {COMPILE_CACHE} first")
+    parser.add_argument("--port", type=int, default=18080)
+    parser.add_argument("--report", nargs="*", help="print the tables of saved results (dirs or files) and exit")
+    args = parser.parse_args(argv)
+
+    if args.report is not None:
+        files = [p for d in args.report for p in (sorted(Path(d).glob("*.json")) if Path(d).is_dir() else [Path(d)])]
+        results = [json.loads(f.read_text()) for f in files if f.name != "model.json"]
+        print(report(results))
+        return 0
+
+    profile = SMOKE if args.smoke else GPU
+    if args.vocab_size:
+        profile = replace(profile, vocab_size=args.vocab_size)
+    args.concurrency = [int(c) for c in args.concurrency.split(",")] if args.concurrency else list(profile.concurrency)
+    unknown = [s for s in args.setups.split(",") if s not in SETUPS]
+    if unknown:
+        parser.error(f"--setups: unknown {', '.join(unknown)}; allowed: {', '.join(SETUPS)}")
+    if args.client_cpus:
+        import os  # noqa: PLC0415
+
+        os.sched_setaffinity(0, _cpu_set(args.client_cpus))
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    args.model_dir = args.model_dir or str(out / "model")
+    model = ensure_model(Path(args.model_dir), profile, device="cpu" if args.smoke else "cuda")
+    print(
+        f"model: {profile.preset}, vocabulary {model['shape']['vocab_size']:,}, "
+        f"{model['weights_bytes'] / GIB:.2f} GiB of weights; prompt {PROMPT[:40]!r}..., "
+        f"{profile.output_tokens} output tokens per request",
+        flush=True,
+    )
+    if args.clear_compile_cache:
+        shutil.rmtree(COMPILE_CACHE, ignore_errors=True)
+    results = []
+    for name in args.setups.split(","):
+        started = time.monotonic()
+        results.append(measure(name, SETUPS[name], args, profile, model))
+        print(f"{name}: done in {time.monotonic() - started:.0f} s", flush=True)
+    print(report(results))
+    return 0
+
+
+def ensure_model(root: Path, profile: Profile, device: str) -> dict[str, Any]:
+    """The model at ``root`` (its summary in ``root/model.json``), made first if absent."""
+    summary_path = root / "model.json"
+    if summary_path.exists():
+        return dict(json.loads(summary_path.read_text()))
+    shape = PRESETS[profile.preset]
+    if profile.vocab_size:
+        shape = replace(shape, vocab_size=profile.vocab_size)
+    summary = make_model(
+        root,
+        shape,
+        adapters=[a.name for a in AppConfig().model.adapters],
+        awq=profile.preset.endswith("-awq"),
+        device=device,
+    )
+    summary_path.write_text(json.dumps(summary))
+    print(f"made the model in {summary['seconds']} s", flush=True)
+    return summary
+
+
+def _cpu_set(text: str) -> set[int]:
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""The two servers gpu_serving.py compares: bare vLLM with exactly the argv the container builds,
+and the container's entrypoint (``serving_app``) in front of it. Start, time, read vLLM's log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+for path in (REPO, REPO / "container"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from serving_app.settings import Settings  # noqa: E402
+from serving_app.vllm_args import ENGINE_MODULE, EnginePaths, build_vllm_args  # noqa: E402
+
+# Lines of vLLM 0.22's start-up log the report keeps (vllm/v1/worker/gpu_worker.py,
+# gpu_model_runner.py, v1/core/kv_cache_utils.py, v1/engine/core.py).
+LOG_FIGURES = {
+    "kv_cache_tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
+    "max_concurrency": re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
+    "model_loading_gib": re.compile(r"Model loading took ([\d.]+) GiB"),
+    "available_kv_gib": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
+    "cudagraph_estimate_gib": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"),
+    "init_engine_s": re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s"),
+    "torch_compile_s": re.compile(r"torch\.compile took ([\d.]+) s in total"),
+    # awq_marlin.py: "Using MarlinLinearKernel for AWQMarlinLinearMethod" (or Machete on Hopper),
+    # or "... so forcing awq" when --quantization awq is explicit.
+    "kernel": re.compile(r"(Using \w+ for AWQMarlinLinearMethod|so forcing awq)"),
+    # vllm/compilation/backends.py, when the compile cache holds this config's graphs.
+    "compile_cache_hit": re.compile(r"(Directly load the compiled graph)"),
+}
+
+
+@dataclass
+class ServerRun:
+    """One server process: how long it took to answer its readiness route, what vLLM logged."""
+
+    name: str
+    kind: str  # "bare" (vLLM's /health) or "gateway" (SageMaker's /ping)
+    port: int
+    log_path: Path
+    process: subprocess.Popen[bytes]
+    spawned: float
+    ready_s: float | None = None
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def chat_url(self) -> str:
+        """Where the load goes: vLLM's OpenAI chat route, or the gateway's /invocations."""
+        return self.base_url + ("/v1/chat/completions" if self.kind == "bare" else "/invocations")
+
+    def wait_ready(self, timeout_s: float) -> float:
+        """Seconds from spawn to readiness (200 from /health or /ping); raises if it exits."""
+        route = "/health" if self.kind == "bare" else "/ping"
+        deadline = self.spawned + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.process.returncode}; see {self.log_path}")
+            with (
+                contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError),
+                urllib.request.urlopen(self.base_url + route, timeout=2) as response,
+            ):
+                if response.status == 200:
+                    self.ready_s = round(time.monotonic() - self.spawned, 1)
+                    self.figures = read_figures(self.log_path)
+                    return self.ready_s
+            time.sleep(0.25)
+        raise TimeoutError(f"{self.name} not ready in {timeout_s} s; see {self.log_path}")
+
+    def stop(self) -> None:
+        """SIGTERM the process group, SIGKILL it after 30 s (SageMaker's grace)."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=30)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+def read_figures(log_path: Path) -> dict[str, Any]:
+    """The start-up figures of :data:`LOG_FIGURES` found in a vLLM log (first match each)."""
+    text = log_path.read_text(errors="replace")
+    found: dict[str, Any] = {}
+    for key, pattern in LOG_FIGURES.items():
+        match = pattern.search(text)
+        if match:
+            value = match.group(1).replace(",", "")
+            found[key] = value if key in ("kernel", "compile_cache_hit") else float(value)
+    return found
+
+
+def start(
+    *,
+    name: str,
+    kind: str,
+    settings_env: Mapping[str, str],
+    model_root: Path,
+    port: int,
+    engine_port: int,
+    log_dir: Path,
+    cpus: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> ServerRun:
+    """Spawn a server; ``settings_env`` is the container environment (as the stack sets it)."""
+    environ = {**os.environ, **settings_env, **(extra_env or {})}
+    environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO / "container"), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    environ["PYTHONUNBUFFERED"] = "1"
+    if kind == "bare":
+        settings = Settings.from_env(settings_env)
+        paths = EnginePaths(model_dir=model_root / "base", adapter_dir=model_root / "adapters", port=port)
+        command: Sequence[str] = [sys.executable, "-m", ENGINE_MODULE, *build_vllm_args(settings, paths)]
+    elif kind == "gateway":
+        command = [
+            sys.executable,
+            "-m",
+            "serving_app",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--engine-port",
+            str(engine_port),
+            "--model-dir",
+            str(model_root / "base"),
+            "--adapter-dir",
+            str(model_root / "adapters"),
+        ]
+    else:
+        raise ValueError(f"kind {kind!r}: bare or gateway")
+    if cpus:
+        # Every process of the server (API server, engine core, gateway) inherits the set.
+        command = ["taskset", "-c", cpus, *command]
+    log_path = log_dir / f"{name}.log"
+    handle = log_path.open("wb")
+    process = subprocess.Popen(
+        list(command), env=environ, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    return ServerRun(name=name, kind=kind, port=port, log_path=log_path, process=process, spawned=time.monotonic())

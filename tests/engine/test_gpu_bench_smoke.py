@@ -1,0 +1,41 @@
+"""benchmarks/gpu_serving.py --smoke: the GPU benchmark's own code on vLLM's CPU build, so it
+cannot rot between GPU runs (issue 14). Seconds of load, two engine starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.engine.real_engine import REPO, SHIM, VLLM_PYTHON
+
+pytestmark = pytest.mark.real_engine
+
+
+def test_smoke_run_measures_bare_vllm_and_the_gateway(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [str(VLLM_PYTHON), str(REPO / "benchmarks" / "gpu_serving.py"), "--smoke", "--out-dir", str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": str(SHIM)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in ("bare", "gateway")}
+    for name, run in runs.items():
+        assert run["ready_s"] > 0, name
+        assert run["vllm"]["kv_cache_tokens"] > 0, name  # parsed from vLLM's own start-up log
+        levels = {(lv["concurrency"], lv["stream"]): lv for lv in run["levels"]}
+        assert set(levels) == {(1, False), (1, True), (4, False), (4, True)}
+        for level in levels.values():
+            assert level["errors"] == 0, (name, level)
+            assert level["requests"] >= 4 and level["requests_per_s"] > 0
+            assert level["output_tokens"] == 16  # exactly --output-tokens: ignore_eos reached the engine
+        assert all(levels[(c, True)]["ttft_p50_ms"] > 0 for c in (1, 4))
+    # The gateway also reports its own start-up: vLLM healthy, then warmed through every model name.
+    assert runs["gateway"]["gateway"]["ready_s"] >= runs["gateway"]["gateway"]["engine_healthy_s"]
+    assert "gateway vs bare: throughput ratio and TTFT p50 difference" in result.stdout

@@ -1,0 +1,30 @@
+"""The committed GPU results (docs/performance.md) against the current code: the memory plan
+must stay within 10 % of every KV-cache size vLLM reported there (issue 14's target)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = sorted((REPO / "benchmarks" / "results").glob("*/*.json"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from gpu_serving import plan_of, report  # noqa: E402
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_memory_plan_is_within_10_percent_of_vllm(path: Path) -> None:
+    result = json.loads(path.read_text())
+    reported = result["vllm"]["kv_cache_tokens"]
+    planned = plan_of(result)
+    assert planned is not None
+    assert abs(planned / reported - 1) <= 0.10, (planned, reported)
+
+
+def test_report_of_the_committed_results_prints_every_table() -> None:
+    text = report([json.loads(p.read_text()) for p in RESULTS])
+    assert "gateway-ab:gateway vs gateway-ab:direct" in text
+    assert "gateway-ab-4cpu:gateway vs gateway-ab-4cpu:direct" in text
+    assert "| bare | miss |" in text and "| bare-readonly-cache | hit |" in text
