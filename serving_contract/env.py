@@ -27,6 +27,10 @@ LORA_ADAPTERS: Final = "LORA_ADAPTERS"
 LORA_MAX_LORAS: Final = "LORA_MAX_LORAS"
 LORA_MAX_RANK: Final = "LORA_MAX_RANK"
 LORA_MAX_CPU_LORAS: Final = "LORA_MAX_CPU_LORAS"
+# "true" in inference_components mode: the engine starts with LoRA on and no adapter, and
+# SageMaker loads each adapter component's adapter at runtime (POST /adapters, DELETE
+# /adapters/{name}); LORA_ADAPTERS is then empty.
+LORA_RUNTIME_ADAPTERS: Final = "LORA_RUNTIME_ADAPTERS"
 
 # Lifecycle of the serving process.
 STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"

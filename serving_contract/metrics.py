@@ -17,6 +17,8 @@ DEFAULT_NAMESPACE: Final = "MangaAssist/Inference"
 
 SAGEMAKER_NAMESPACE: Final = "AWS/SageMaker"
 SAGEMAKER_INSTANCE_NAMESPACE: Final = "/aws/sagemaker/Endpoints"
+SAGEMAKER_COMPONENT_NAMESPACE: Final = "/aws/sagemaker/InferenceComponents"
+"""Per-component utilization (``...Normalized`` metrics, dimension InferenceComponentName)."""
 
 
 class Dimension(StrEnum):
@@ -25,6 +27,7 @@ class Dimension(StrEnum):
     ENDPOINT = "EndpointName"
     VARIANT = "VariantName"
     ADAPTER = "Adapter"
+    COMPONENT = "InferenceComponentName"  # AWS/SageMaker and /aws/sagemaker/InferenceComponents
 
 
 class EngineMetric(StrEnum):
@@ -96,6 +99,19 @@ class SageMakerMetric(StrEnum):
     INVOCATION_5XX_ERRORS = "Invocation5XXErrors"
     MODEL_LATENCY = "ModelLatency"  # microseconds
     OVERHEAD_LATENCY = "OverheadLatency"  # microseconds
+    # Inference components: requests SageMaker could not place because no copy exists (scale
+    # from zero; dimension InferenceComponentName).
+    NO_CAPACITY_INVOCATION_FAILURES = "NoCapacityInvocationFailures"
+
+
+class SageMakerComponentMetric(StrEnum):
+    """Per-component utilization in ``/aws/sagemaker/InferenceComponents`` (percent of what the
+    component's copies were given)."""
+
+    GPU_UTILIZATION = "GPUUtilizationNormalized"
+    GPU_MEMORY_UTILIZATION = "GPUMemoryUtilizationNormalized"
+    CPU_UTILIZATION = "CPUUtilizationNormalized"
+    MEMORY_UTILIZATION = "MemoryUtilizationNormalized"
 
 
 class SageMakerInstanceMetric(StrEnum):

@@ -16,6 +16,13 @@ MODEL_ARTIFACTS_BUCKET_NAME: Final = "ModelArtifactsBucketName"
 PRIMARY_IMAGE_TAG: Final = "PrimaryImageTag"
 CANARY_IMAGE_TAG: Final = "CanaryImageTag"
 ALARM_TOPIC_ARN: Final = "AlarmTopicArn"
+SERVING_MODE: Final = "ServingMode"
+"""``variants`` or ``inference_components`` (``serving.mode``)."""
+BASE_COMPONENT_NAME: Final = "BaseInferenceComponentName"
+"""inference_components mode: the base model's component."""
+ADAPTER_COMPONENT_PREFIX: Final = "AdapterInferenceComponent"
+"""inference_components mode: one output per adapter, ``AdapterInferenceComponent<PascalCaseAdapter>``
+whose value is the component name (see :func:`adapter_component_output`)."""
 DASHBOARD_NAME: Final = "DashboardName"
 
 # Bedrock Custom Model Import stack (optional, bedrock.enabled).
@@ -24,6 +31,11 @@ BEDROCK_IMPORT_ROLE_ARN: Final = "BedrockImportRoleArn"
 BEDROCK_MODEL_KEY_ARN: Final = "BedrockModelKeyArn"
 IMPORTED_MODEL_ARN_PREFIX: Final = "ImportedModelArn"
 """One output per imported model, ``ImportedModelArn<PascalCaseName>`` (see :func:`imported_model_output`)."""
+
+
+def adapter_component_output(adapter: str) -> str:
+    """Output key of an adapter's component (``manga_domain_v3`` -> ``AdapterInferenceComponentMangaDomainV3``)."""
+    return ADAPTER_COMPONENT_PREFIX + pascal_case(adapter)
 
 
 def imported_model_output(model_name: str) -> str:

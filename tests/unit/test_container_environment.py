@@ -14,7 +14,8 @@ def test_every_variable_is_a_contract_name_with_a_string_value() -> None:
 
 def test_all_contract_names_but_the_per_variant_and_optional_ones_are_set() -> None:
     variables = container_environment(load_config(cdk_json_context()))
-    assert set(env.ALL) - set(variables) == {env.VARIANT_NAME, env.LORA_MAX_CPU_LORAS}
+    # LORA_RUNTIME_ADAPTERS is set in inference_components mode only.
+    assert set(env.ALL) - set(variables) == {env.VARIANT_NAME, env.LORA_MAX_CPU_LORAS, env.LORA_RUNTIME_ADAPTERS}
 
 
 def test_optional_cpu_lora_cache_is_passed_when_set() -> None:
