@@ -54,10 +54,12 @@ H200: Final = Gpu(
 
 @dataclass(frozen=True, slots=True)
 class InstanceGpus:
-    """The GPUs of one hosting instance type."""
+    """The GPUs of one hosting instance type, and its vCPUs and host memory (GiB)."""
 
     gpu: Gpu
     count: int
+    vcpus: int = 0
+    memory_gib: int = 0
 
     @property
     def memory_bytes(self) -> int:
@@ -65,24 +67,43 @@ class InstanceGpus:
         return self.gpu.memory_bytes * self.count
 
 
-def _family(gpu: Gpu, sizes: dict[str, int], family: str) -> dict[str, InstanceGpus]:
-    return {f"ml.{family}.{size}": InstanceGpus(gpu, count) for size, count in sizes.items()}
+def _family(gpu: Gpu, sizes: dict[str, tuple[int, int, int]], family: str) -> dict[str, InstanceGpus]:
+    return {f"ml.{family}.{size}": InstanceGpus(gpu, *spec) for size, spec in sizes.items()}
 
 
-# Size -> GPU count; the same pattern for g4dn/g5/g6/g6e (EC2 accelerated computing page).
-_SINGLE_TO_OCTO: Final = {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1}
-_G_SIZES: Final = {**_SINGLE_TO_OCTO, "12xlarge": 4, "24xlarge": 4, "48xlarge": 8}
+# Size -> (GPUs, vCPUs, memory GiB), from the EC2 accelerated computing page. g4dn, g5 and g6
+# share vCPUs and GPU counts per size; memory is 4 GiB per vCPU on g4dn/g5/g6, 8 on g6e.
+_G_GPUS: Final = {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4}
+_VCPUS: Final = {
+    "xlarge": 4,
+    "2xlarge": 8,
+    "4xlarge": 16,
+    "8xlarge": 32,
+    "12xlarge": 48,
+    "16xlarge": 64,
+    "24xlarge": 96,
+}
+
+
+def _sizes(gib_per_vcpu: int, with_48xlarge: bool = True) -> dict[str, tuple[int, int, int]]:
+    sizes = {size: (_G_GPUS[size], vcpus, vcpus * gib_per_vcpu) for size, vcpus in _VCPUS.items()}
+    if with_48xlarge:
+        sizes["48xlarge"] = (8, 192, 192 * gib_per_vcpu)
+    return sizes
+
+
+_G4DN: Final = {size: spec for size, spec in _sizes(4, with_48xlarge=False).items() if size != "24xlarge"}
 
 INSTANCE_GPUS: Final[dict[str, InstanceGpus]] = {
-    **_family(T4, {**_SINGLE_TO_OCTO, "12xlarge": 4}, "g4dn"),
-    **_family(A10G, _G_SIZES, "g5"),
-    **_family(L4, _G_SIZES, "g6"),
-    **_family(L40S, _G_SIZES, "g6e"),
-    "ml.p4d.24xlarge": InstanceGpus(A100_40GB, 8),
-    "ml.p4de.24xlarge": InstanceGpus(A100_80GB, 8),
-    "ml.p5.48xlarge": InstanceGpus(H100_80GB, 8),
-    "ml.p5e.48xlarge": InstanceGpus(H200, 8),
-    "ml.p5en.48xlarge": InstanceGpus(H200, 8),
+    **_family(T4, _G4DN, "g4dn"),
+    **_family(A10G, _sizes(4), "g5"),
+    **_family(L4, _sizes(4), "g6"),
+    **_family(L40S, _sizes(8), "g6e"),
+    "ml.p4d.24xlarge": InstanceGpus(A100_40GB, 8, 96, 1152),
+    "ml.p4de.24xlarge": InstanceGpus(A100_80GB, 8, 96, 1152),
+    "ml.p5.48xlarge": InstanceGpus(H100_80GB, 8, 192, 2048),
+    "ml.p5e.48xlarge": InstanceGpus(H200, 8, 192, 2048),
+    "ml.p5en.48xlarge": InstanceGpus(H200, 8, 192, 2048),
 }
 """Every GPU instance type a production variant may use, with its GPUs."""
 

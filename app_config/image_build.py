@@ -46,7 +46,8 @@ def pin_sha256(pin: str) -> str:
     return pin.split("/", 1)[1]
 
 
-def _placeholder(version: str) -> str:
+def placeholder_pin(version: str) -> str:
+    """``{version}/<placeholder sha256>``: a default pin that still has to be set."""
     return f"{version}/{PLACEHOLDER_SHA256}"
 
 
@@ -54,7 +55,7 @@ class ArtifactSetConfig(ConfigModel):
     """The base model and adapter versions one image bakes in."""
 
     base_model: ArtifactPin = Field(
-        default=_placeholder("v1"),
+        default=placeholder_pin("v1"),
         description=(
             "Pin of the base model ({version}/{sha256}) under <base_models_prefix>/<model.name>/. "
             "Source: seed 003 (one AWQ INT4 base model, rebuilt monthly); the digest is a placeholder until pinned."
@@ -62,9 +63,9 @@ class ArtifactSetConfig(ConfigModel):
     )
     adapters: dict[AdapterName, ArtifactPin] = Field(
         default={
-            "manga_domain_v3": _placeholder("v3"),
-            "general_support_v2": _placeholder("v2"),
-            "jp_style_v1": _placeholder("v1"),
+            "manga_domain_v3": placeholder_pin("v3"),
+            "general_support_v2": placeholder_pin("v2"),
+            "jp_style_v1": placeholder_pin("v1"),
         },
         description=(
             "Pin per adapter name ({version}/{sha256}) under <adapters_prefix>/<name>/; the names must equal "

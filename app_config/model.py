@@ -93,9 +93,11 @@ class AppConfig(ConfigModel):
             )
         self._kernel_checks()
         self._memory_plan_checks()
-        if self.image.source == "build":
+        if self.image.source == "build" and self.serving.mode == "variants":
             self._check_artifact_pins()
-        if self.stage == "prod" and self.serving.primary.min_capacity < 2:
+        if self.serving.mode == "inference_components":
+            self._component_checks()
+        elif self.stage == "prod" and self.serving.primary.min_capacity < 2:
             # Seed 001 user story 3: never fewer than 2 warm instances in production.
             raise ValueError(
                 f"serving.primary.min_capacity = {self.serving.primary.min_capacity}: must be >= 2 in prod "
@@ -105,6 +107,65 @@ class AppConfig(ConfigModel):
         self._scaling_checks()
         check_import_region(self.bedrock.enabled, self.env.region)
         return self
+
+    def _component_checks(self) -> None:
+        """What SageMaker or the engine would refuse in inference_components mode."""
+        components = self.serving.inference_components
+        key = "serving.inference_components"
+        if self.image.source == "prebuilt" and self.image.build.artifacts_bucket_name is None:
+            raise ValueError(
+                "serving.mode = inference_components with image.source = prebuilt needs "
+                "image.build.artifacts_bucket_name: the bucket that holds the adapter components' artifacts"
+            )
+        expected = sorted(a.name for a in self.model.adapters)
+        if sorted(components.adapter_artifacts) != expected:
+            raise ValueError(
+                f"{key}.adapter_artifacts pins [{', '.join(sorted(components.adapter_artifacts))}] but model.adapters "
+                f"is [{', '.join(expected)}]; pin exactly one artifact per configured adapter"
+            )
+        capacity = self.engine.max_cpu_loras or self.engine.max_loras
+        capacity_key = "engine.max_cpu_loras" if self.engine.max_cpu_loras else "engine.max_loras"
+        if len(self.model.adapters) > capacity:
+            # The container registers at most this many runtime adapters (vLLM keeps that many in
+            # CPU memory and would evict beyond it), so one adapter component would fail to load.
+            raise ValueError(
+                f"model.adapters has {len(self.model.adapters)} adapters but {capacity_key} = {capacity}: the engine "
+                "holds that many runtime adapters; raise engine.max_cpu_loras"
+            )
+        if self.stage == "prod" and (components.scale_to_zero or components.min_copy_count < 2):
+            # Seed 001 user story 3: never fewer than 2 warm copies in production.
+            raise ValueError(
+                f"{key}.min_copy_count = {components.min_copy_count}, scale_to_zero = "
+                f"{str(components.scale_to_zero).lower()}: prod keeps at least 2 warm copies (seed 001)"
+            )
+        instance_type = self.serving.primary.instance_type
+        gpus = instance_gpus(instance_type)
+        per_instance = gpus.count // self.engine.tensor_parallel_size
+        if components.max_copy_count > components.max_instance_count * per_instance:
+            raise ValueError(
+                f"{key}.max_copy_count = {components.max_copy_count} needs more than {key}.max_instance_count = "
+                f"{components.max_instance_count} instances of {per_instance} copy each ({instance_type}, "
+                f"{gpus.count} GPU(s), engine.tensor_parallel_size = {self.engine.tensor_parallel_size})"
+            )
+        for field, needed, have, unit in (
+            ("cpu_cores_per_copy", components.cpu_cores_per_copy, gpus.vcpus, "vCPUs"),
+            ("memory_per_copy_mib", components.memory_per_copy_mib, gpus.memory_gib * 1024, "MiB"),
+        ):
+            if needed * per_instance > have:
+                raise ValueError(
+                    f"{key}.{field} = {needed:g} x {per_instance} copy(ies) per instance is above the {have:g} {unit} "
+                    f"of {instance_type}"
+                )
+        rollout = components.rollout
+        batches = -(-components.initial_copy_count // rollout.maximum_batch_size_copies)
+        needed_s = batches * (self.serving.container_startup_health_check_timeout_s + rollout.wait_interval_s)
+        if needed_s >= rollout.maximum_execution_timeout_s:
+            raise ValueError(
+                f"{key}.rollout.maximum_execution_timeout_s = {rollout.maximum_execution_timeout_s} must exceed "
+                f"{batches} batch(es) x (serving.container_startup_health_check_timeout_s = "
+                f"{self.serving.container_startup_health_check_timeout_s} + {key}.rollout.wait_interval_s = "
+                f"{rollout.wait_interval_s}) = {needed_s} s"
+            )
 
     def _kernel_checks(self) -> None:
         kernel, checkpoint = self.engine.quantization, self.model.quantization
@@ -198,6 +259,8 @@ class AppConfig(ConfigModel):
             raise ValueError(f"monitoring.gpu_memory_utilization.threshold = {threshold:g}: must be <= 100 (per GPU)")
 
     def _scaling_checks(self) -> None:
+        if self.serving.mode == "inference_components":
+            return  # copies scale by target tracking; schedules and blue/green are variants-mode features
         # The warm floor also binds every scheduled floor of the primary (seed 001 user story 3).
         warm_floor = 2 if self.stage == "prod" else None
         check_schedule(

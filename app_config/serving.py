@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel, EndpointName, InstanceType, VariantName
+from app_config.inference_components import InferenceComponentsConfig
 
 
 class VariantConfig(ConfigModel):
@@ -81,9 +82,26 @@ InferenceAmiVersion = Literal[
 ]
 
 
-class ServingConfig(ConfigModel):
-    """The endpoint, its endpoint config and both production variants."""
+ServingMode = Literal["variants", "inference_components"]
 
+
+class ServingConfig(ConfigModel):
+    """The endpoint, its endpoint config and its production variants or inference components."""
+
+    mode: ServingMode = Field(
+        default="variants",
+        description=(
+            "variants: one SageMaker model per production variant (primary + canary), adapters baked into the "
+            "image, blue/green canary rollouts, scheduled capacity. inference_components: one variant hosting a "
+            "base component and one component per adapter (adapters ship without an image build), a warm "
+            "instance pool, copy-count scaling, optional scale to zero, rolling updates. docs/inference-components.md "
+            "says when to pick which."
+        ),
+    )
+    inference_components: InferenceComponentsConfig = Field(
+        default=InferenceComponentsConfig(),
+        description="Copies, instances, scale to zero, adapter artifacts and rollout of inference_components mode.",
+    )
     endpoint_name: EndpointName | None = Field(
         default=None,
         description=(

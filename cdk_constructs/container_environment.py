@@ -14,10 +14,12 @@ def container_environment(config: AppConfig) -> dict[str, str]:
     Returns:
         Variable name to string value; every value is a string, as SageMaker requires.
     """
+    runtime_adapters = config.serving.mode == "inference_components"
     variables = {
         **config.engine.environment(),
         env.ENGINE_SERVED_MODEL_NAME: config.model.name,
-        env.LORA_ADAPTERS: ",".join(adapter.name for adapter in config.model.adapters),
+        # inference_components: no adapter is baked in; SageMaker loads each at runtime.
+        env.LORA_ADAPTERS: "" if runtime_adapters else ",".join(adapter.name for adapter in config.model.adapters),
         env.STARTUP_TIMEOUT_S: str(config.serving.container_startup_health_check_timeout_s),
         env.WARMUP_NUM_REQUESTS: str(config.container.warmup_num_requests),
         env.DRAIN_TIMEOUT_S: str(config.container.drain_timeout_s),
@@ -26,4 +28,6 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.METRICS_INTERVAL_S: str(config.container.metrics_interval_s),
         env.ENDPOINT_NAME: config.endpoint_name,
     }
+    if runtime_adapters:
+        variables[env.LORA_RUNTIME_ADAPTERS] = "true"
     return variables

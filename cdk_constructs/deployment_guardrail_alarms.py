@@ -1,6 +1,7 @@
-"""The alarms that roll a blue/green endpoint deployment back (seed 000 canary gates)."""
+"""The alarms that roll a deployment back (seed 000 canary gates): a blue/green endpoint update
+in variants mode, the base component's rolling update in inference_components mode."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
@@ -39,34 +40,40 @@ class DeploymentGuardrailAlarms(Construct):
         variant_names: Sequence[str],
         error_rate: AlarmRuleConfig,
         ttft_p95: AlarmRuleConfig,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         """
         Args:
-            metrics: metric factory of the endpoint.
+            metrics: metric factory of the endpoint (in inference_components mode it reads the
+                variant's base component for ``AWS/SageMaker`` metrics).
             variant_names: variants to guard (the canary; the primary too when it can be
                 the one a deployment shifts traffic to).
+            labels: variant -> the name its alarms carry (default: the variant name; in
+                inference_components mode ``base``, for the base component they guard).
             error_rate: 5xx rate threshold in percent and its window (seed 000: 0.5 %).
             ttft_p95: p95 TimeToFirstToken threshold in ms and its window (seed 000: 500 ms).
         """
         super().__init__(scope, construct_id)
         self.alarms: dict[str, tuple[cloudwatch.Alarm, cloudwatch.Alarm]] = {}
         endpoint = self._endpoint_name = metrics.endpoint_name
+        self._labels = {v: (labels or {}).get(v, v) for v in variant_names}
         for variant in variant_names:
-            error_name, latency_name = alarm_names.rollback_alarm_names(endpoint, variant)
-            node_id = pascal_case(variant)
+            label = self._labels[variant]
+            error_name, latency_name = alarm_names.rollback_alarm_names(endpoint, label)
+            node_id = pascal_case(label)
             error_alarm = cloudwatch.Alarm(
                 self,
                 f"{node_id}ErrorRate",
                 alarm_name=error_name,
                 alarm_description=(
-                    f"Rolls back deployments: {variant} 5xx rate > {error_rate.threshold:g} % "
+                    f"Rolls back deployments: {label} 5xx rate > {error_rate.threshold:g} % "
                     f"for {error_rate.window_s} s (seed 000 canary gate)."
                 ),
                 metric=metrics.error_rate(
                     SageMakerMetric.INVOCATION_5XX_ERRORS,
                     variants=[variant],
                     period_s=error_rate.period_s,
-                    label=f"{variant} 5xx rate (%)",
+                    label=f"{label} 5xx rate (%)",
                 ),
                 threshold=error_rate.threshold,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -79,7 +86,7 @@ class DeploymentGuardrailAlarms(Construct):
                 f"{node_id}TtftP95",
                 alarm_name=latency_name,
                 alarm_description=(
-                    f"Rolls back deployments: {variant} p95 time to first token > {ttft_p95.threshold:g} ms "
+                    f"Rolls back deployments: {label} p95 time to first token > {ttft_p95.threshold:g} ms "
                     f"for {ttft_p95.window_s} s (seed 000 canary gate)."
                 ),
                 metric=metrics.custom(
@@ -100,5 +107,7 @@ class DeploymentGuardrailAlarms(Construct):
     def alarm_names(self) -> list[str]:
         """Every guardrail alarm name (plain strings, known at synth), variant by variant."""
         return [
-            name for variant in self.alarms for name in alarm_names.rollback_alarm_names(self._endpoint_name, variant)
+            name
+            for variant in self.alarms
+            for name in alarm_names.rollback_alarm_names(self._endpoint_name, self._labels[variant])
         ]

@@ -24,11 +24,18 @@ _GRAPH_HEIGHT = 6
 
 @dataclass(frozen=True)
 class VariantCapacity:
-    """A variant's autoscaling bounds, drawn on the instance-count graph."""
+    """Autoscaling bounds drawn on the capacity graph: a variant's instances, or (inference_components
+    mode) the copies of the component behind ``variant_name``, shown as ``label``."""
 
     variant_name: str
     min_capacity: int
     max_capacity: int
+    label: str | None = None
+    unit: str = "instances"
+
+    @property
+    def shown_as(self) -> str:
+        return self.label or self.variant_name
 
 
 def _line(value: float, label: str) -> cloudwatch.HorizontalAnnotation:
@@ -72,6 +79,7 @@ class EndpointDashboard(Construct):
         period = config.dashboard_period_s
         slo = config.slo
         variants = metrics.variant_names
+        units = capacities[0].unit if capacities else "instances"
 
         def per_variant(metric: EngineMetric | RequestMetric, statistic: str) -> list[cloudwatch.IMetric]:
             return [
@@ -172,14 +180,14 @@ class EndpointDashboard(Construct):
         ]
         capacity_row = [
             graph(
-                "Instances per variant (min/max)",
+                f"{units.capitalize()} per {'variant' if units == 'instances' else 'component'} (min/max)",
                 [
                     metrics.instance(
                         SageMakerInstanceMetric.CPU_UTILIZATION,
                         variant=c.variant_name,
                         statistic="SampleCount",
                         period_s=period,
-                        label=f"{c.variant_name} instances",
+                        label=f"{c.shown_as} {c.unit}",
                     )
                     for c in capacities
                 ],
@@ -187,11 +195,11 @@ class EndpointDashboard(Construct):
                     line
                     for c in capacities
                     for line in (
-                        _line(c.min_capacity, f"{c.variant_name} min"),
-                        _line(c.max_capacity, f"{c.variant_name} max"),
+                        _line(c.min_capacity, f"{c.shown_as} min"),
+                        _line(c.max_capacity, f"{c.shown_as} max"),
                     )
                 ],
-                left_label="instances",
+                left_label=units,
             ),
             graph(
                 "Queue depth and running requests",

@@ -8,23 +8,38 @@ The container publishes every metric with the dimensions (EndpointName, VariantN
 dimension either, so an endpoint-wide figure is a metric-math combination of the
 per-variant series: ``MAX`` for gauges and percentiles (the worst variant), ``SUM`` for
 counts.
+
+In inference_components mode the callers still name variants; the factory reads SageMaker's
+metrics of the variant's base component instead (``InferenceComponentName``; invocation metrics
+in ``AWS/SageMaker``, utilization as ``...Normalized`` in ``/aws/sagemaker/InferenceComponents``)
+and writes each adapter's ``Adapter`` dimension as the gateway emits it (its component's name).
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 
 from serving_contract.metrics import (
+    SAGEMAKER_COMPONENT_NAMESPACE,
     SAGEMAKER_INSTANCE_NAMESPACE,
     SAGEMAKER_NAMESPACE,
     Dimension,
     EngineMetric,
     RequestMetric,
+    SageMakerComponentMetric,
     SageMakerInstanceMetric,
     SageMakerMetric,
 )
+
+# An instance metric's counterpart per inference component (same meaning, plain percent).
+_COMPONENT_METRIC = {
+    SageMakerInstanceMetric.GPU_UTILIZATION: SageMakerComponentMetric.GPU_UTILIZATION,
+    SageMakerInstanceMetric.GPU_MEMORY_UTILIZATION: SageMakerComponentMetric.GPU_MEMORY_UTILIZATION,
+    SageMakerInstanceMetric.CPU_UTILIZATION: SageMakerComponentMetric.CPU_UTILIZATION,
+    SageMakerInstanceMetric.MEMORY_UTILIZATION: SageMakerComponentMetric.MEMORY_UTILIZATION,
+}
 
 Combine = Literal["MAX", "SUM"]
 PerVariant = Callable[[str], cloudwatch.IMetric]
@@ -37,12 +52,25 @@ class EndpointMetrics:
         endpoint_name: the SageMaker endpoint name (the ``EndpointName`` dimension).
         variant_names: production variants, primary first.
         namespace: namespace of the container's EMF metrics.
+        components: variant -> its base inference component (inference_components mode).
+        adapter_dimensions: adapter name -> the ``Adapter`` dimension value the gateway emits
+            (default: the name itself).
     """
 
-    def __init__(self, *, endpoint_name: str, variant_names: Sequence[str], namespace: str) -> None:
+    def __init__(
+        self,
+        *,
+        endpoint_name: str,
+        variant_names: Sequence[str],
+        namespace: str,
+        components: Mapping[str, str] | None = None,
+        adapter_dimensions: Mapping[str, str] | None = None,
+    ) -> None:
         self.endpoint_name = endpoint_name
         self.variant_names = tuple(variant_names)
         self.namespace = namespace
+        self.components = dict(components or {})
+        self.adapter_dimensions = dict(adapter_dimensions or {})
         self._expressions = 0
 
     def _ids(self) -> str:
@@ -54,8 +82,14 @@ class EndpointMetrics:
     def _dimensions(self, variant: str, adapter: str | None = None) -> dict[str, str]:
         dims = {Dimension.ENDPOINT.value: self.endpoint_name, Dimension.VARIANT.value: variant}
         if adapter is not None:
-            dims[Dimension.ADAPTER.value] = adapter
+            dims[Dimension.ADAPTER.value] = self.adapter_dimensions.get(adapter, adapter)
         return dims
+
+    def _sagemaker_dimensions(self, variant: str) -> dict[str, str]:
+        component = self.components.get(variant)
+        if component is not None:
+            return {Dimension.COMPONENT.value: component}
+        return self._dimensions(variant)
 
     def _metric(
         self,
@@ -95,8 +129,9 @@ class EndpointMetrics:
     def sagemaker(
         self, metric: SageMakerMetric, *, variant: str, statistic: str, period_s: int, label: str | None = None
     ) -> cloudwatch.Metric:
-        """An ``AWS/SageMaker`` invocation metric of one variant (latencies in microseconds)."""
-        dimensions = self._dimensions(variant)
+        """An ``AWS/SageMaker`` invocation metric of one variant, or of its base component
+        (latencies in microseconds)."""
+        dimensions = self._sagemaker_dimensions(variant)
         return self._metric(
             SAGEMAKER_NAMESPACE,
             metric.value,
@@ -115,7 +150,18 @@ class EndpointMetrics:
         period_s: int,
         label: str | None = None,
     ) -> cloudwatch.Metric:
-        """A ``/aws/sagemaker/Endpoints`` instance metric of one variant (percent x device count)."""
+        """A ``/aws/sagemaker/Endpoints`` instance metric of one variant (percent x device count),
+        or the ``/aws/sagemaker/InferenceComponents`` ``...Normalized`` one of its base component
+        (percent)."""
+        if variant in self.components:
+            return self._metric(
+                SAGEMAKER_COMPONENT_NAMESPACE,
+                _COMPONENT_METRIC[metric].value,
+                dimensions=self._sagemaker_dimensions(variant),
+                statistic=statistic,
+                period_s=period_s,
+                label=label,
+            )
         dimensions = self._dimensions(variant)
         return self._metric(
             SAGEMAKER_INSTANCE_NAMESPACE,

@@ -6,10 +6,10 @@ import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
-from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from app_config.scaling import ResolvedAction, StepScalingConfig, TargetTrackingConfig
+from cdk_constructs.sagemaker_scaling_role import sagemaker_scaling_role
 from serving_contract.metrics import Dimension, EngineMetric
 
 _PREDEFINED = {
@@ -18,11 +18,6 @@ _PREDEFINED = {
         appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION
     ),
 }
-
-_SERVICE_LINKED_ROLE = (
-    "aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
-    "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
-)
 
 
 def scaling_resource_id(endpoint_name: str, variant_name: str) -> str:
@@ -88,20 +83,7 @@ class VariantAutoscaling(Construct):
             metrics_namespace: namespace of the container's EMF metrics.
         """
         super().__init__(scope, construct_id)
-        # Application Auto Scaling uses (and creates on first RegisterScalableTarget) one
-        # service-linked role per service; templates name it by ARN (user guide, "Service-linked
-        # roles", "Service-linked role ARN reference"). Without this the L2 adds a role of its own.
-        service_linked_role = iam.Role.from_role_arn(
-            self,
-            "ServiceLinkedRole",
-            cdk.Stack.of(self).format_arn(
-                service="iam",
-                region="",
-                resource="role",
-                resource_name=_SERVICE_LINKED_ROLE,
-            ),
-            mutable=False,
-        )
+        service_linked_role = sagemaker_scaling_role(self)
         self.scalable_target = appscaling.ScalableTarget(
             self,
             "Target",

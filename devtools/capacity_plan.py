@@ -92,11 +92,12 @@ def plan(config: AppConfig) -> list[VariantPlan]:
         ConfigError: a variant's instance type has no price in ``scaling.hourly_price_usd``.
     """
     plans = []
+    components = config.serving.mode == "inference_components"
     for variant, scaling in (
         (config.serving.primary, config.scaling.primary),
         (config.serving.canary, config.scaling.canary),
     ):
-        if variant not in config.serving.variants:
+        if variant not in config.serving.variants or (components and variant is config.serving.canary):
             continue
         price = config.scaling.hourly_price_usd.get(variant.instance_type)
         if price is None:
@@ -107,7 +108,15 @@ def plan(config: AppConfig) -> list[VariantPlan]:
                     f"({variant.variant_name}); known: {known}"
                 ]
             )
-        if scaling.enabled:
+        if components:
+            pool = config.serving.inference_components
+            # SageMaker sizes the pool between these bounds as copies come and go; no schedules.
+            timeline = [
+                Bounds(
+                    0, pool.min_instance_count, pool.max_instance_count, "inference components: managed instance pool"
+                )
+            ]
+        elif scaling.enabled:
             timeline = effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity)
         else:
             count = variant.initial_instance_count

@@ -116,7 +116,7 @@ def _rows(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, str, 
         path = f"{prefix}{name}"
         nested = _model_of(field.annotation)
         is_list = typing.get_origin(field.annotation) in (tuple, list)
-        default = "(required)" if field.is_required() else _default(field.default)
+        default = "(required)" if field.is_required() else _default(field.get_default(call_default_factory=True))
         yield path, _type_name(field.annotation), default, _allowed(field), field.description or ""
         if nested is not None:
             child_prefix = f"{path}[]." if is_list else f"{path}."

@@ -58,15 +58,33 @@ class VariantMemory:
         )
 
 
+def _concurrency_target(config: AppConfig, key: str) -> tuple[float, str, bool]:
+    """(target, its config key, whether it is the active target-tracking metric) of a variant."""
+    if config.serving.mode == "inference_components":
+        scaling = config.serving.inference_components.scaling
+        return (
+            scaling.concurrent_requests_per_copy_target,
+            ("serving.inference_components.scaling.concurrent_requests_per_copy_target"),
+            True,
+        )
+    tracking = getattr(config.scaling, key).target_tracking
+    return (
+        tracking.concurrent_requests_target,
+        f"scaling.{key}.target_tracking.concurrent_requests_target",
+        tracking.enabled and tracking.metric == "concurrent_requests_high_resolution",
+    )
+
+
 def build(config: AppConfig) -> list[VariantMemory]:
-    """The report of every production variant of ``config``, primary first."""
+    """The report of every production variant of ``config``, primary first (inference_components
+    mode: the one variant, where each copy of the base component is one engine)."""
     reports = []
     for key, variant in (("primary", config.serving.primary), ("canary", config.serving.canary)):
-        if variant not in config.serving.variants:
+        if variant not in config.serving.variants or (key == "canary" and config.serving.mode != "variants"):
             continue
         plan = config.memory_plan_of(variant.instance_type)
         gpus = instance_gpus(variant.instance_type)
-        tracking = getattr(config.scaling, key).target_tracking
+        target, target_key, active = _concurrency_target(config, key)
         reports.append(
             VariantMemory(
                 variant_name=variant.variant_name,
@@ -88,9 +106,9 @@ def build(config: AppConfig) -> list[VariantMemory]:
                 sequences_at_typical_len=plan.sequences_at_typical_len,
                 max_num_seqs=config.engine.max_num_seqs,
                 concurrency_ceiling=plan.concurrency_ceiling,
-                concurrency_target=tracking.concurrent_requests_target,
-                concurrency_target_key=f"scaling.{key}.target_tracking.concurrent_requests_target",
-                concurrency_target_active=tracking.enabled and tracking.metric == "concurrent_requests_high_resolution",
+                concurrency_target=target,
+                concurrency_target_key=target_key,
+                concurrency_target_active=active,
             )
         )
     return reports

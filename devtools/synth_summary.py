@@ -67,14 +67,38 @@ def summarize(outdir: str | Path) -> str:
                 total = sum(float(v.get("InitialVariantWeight", 1)) for v in variants)
                 for v in variants:
                     share = 100 * float(v.get("InitialVariantWeight", 1)) / total
+                    managed = v.get("ManagedInstanceScaling")
+                    if managed:  # inference components: SageMaker sizes the instance pool
+                        bounds[v["VariantName"]] = (
+                            f"instances {managed['MinInstanceCount']}..{managed['MaxInstanceCount']} (managed)"
+                        )
                     lines.append(
                         f"  variant {v['VariantName']:<10} {v['InstanceType']:<14} "
                         f"x{v['InitialInstanceCount']:<3} weight {share:5.1f}%  {bounds.get(v['VariantName'], '')}"
                     )
+    lines += _components(templates, bounds)
     reports = memory_report.read(outdir)
     if reports:
         lines += ["", *memory_report.render(reports)]
     return "\n".join(lines)
+
+
+def _components(templates: dict[str, dict[str, Any]], bounds: dict[str, str]) -> list[str]:
+    """One line per inference component: base or adapter, copies and scaling bounds."""
+    lines = []
+    for template in templates.values():
+        for resource in template.get("Resources", {}).values():
+            if resource["Type"] != "AWS::SageMaker::InferenceComponent":
+                continue
+            props = resource["Properties"]
+            name = props.get("InferenceComponentName", "(generated)")
+            spec = props.get("Specification", {})
+            if "BaseInferenceComponentName" in spec:
+                lines.append(f"  component {name:<44} adapter of {spec['BaseInferenceComponentName']}")
+            else:
+                copies = props.get("RuntimeConfig", {}).get("CopyCount", "?")
+                lines.append(f"  component {name:<44} x{copies:<3} copies  {bounds.get(name, '')}")
+    return lines
 
 
 def main(argv: list[str]) -> int:

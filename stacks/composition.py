@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -13,7 +14,7 @@ from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_build_stack import ImageBuildStack
 from stacks.image_repository_stack import ImageRepositoryStack
 from stacks.observability_stack import ObservabilityStack
-from stacks.serving_stack import ServingStack, VariantImages
+from stacks.serving_stack import AdapterArtifacts, ServingStack, VariantImages
 
 
 @dataclass(frozen=True)
@@ -109,11 +110,21 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             canary=canary_uri,
             repositories=list({id(r): r for r in (primary_repo, canary_repo)}.values()),
         )
+    adapter_artifacts = None
+    if config.serving.mode == "inference_components":
+        build = config.image.build
+        bucket = (
+            image_build.artifacts_bucket
+            if image_build is not None
+            else s3.Bucket.from_bucket_name(image_repository, "AdapterArtifacts", str(build.artifacts_bucket_name))
+        )
+        adapter_artifacts = AdapterArtifacts(bucket=bucket, prefix=build.adapters_prefix)
     serving = ServingStack(
         app,
         config.stack_name("Serving"),
         config=config,
         images=images,
+        adapter_artifacts=adapter_artifacts,
         env=env,
         description=f"{config.project_name} ({config.stage}): SageMaker endpoint {config.endpoint_name}",
     )

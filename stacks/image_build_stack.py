@@ -60,9 +60,9 @@ class ImageBuildStack(cdk.Stack):
 
         sources_sha256 = image_inputs.sources_sha256(source_root)
         build_args = image_inputs.docker_build_args(config)
-        artifact_sets = {"primary": build.primary}
-        if build.canary is not None and config.serving.canary.enabled:
-            artifact_sets["canary"] = build.canary
+        artifact_sets = {"primary": image_inputs.baked_artifacts(config, build.primary)}
+        if build.canary is not None and config.serving.canary.enabled and config.serving.mode == "variants":
+            artifact_sets["canary"] = image_inputs.baked_artifacts(config, build.canary)
         requests = {
             name: ImageBuildRequest(
                 tag=image_inputs.image_tag(

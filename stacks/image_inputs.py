@@ -77,10 +77,23 @@ def stage_sources(root: Path, destination: Path, dirs: Sequence[str] = SOURCE_DI
     return destination
 
 
+def baked_adapters(config: AppConfig) -> bool:
+    """Whether the image bakes the adapters in: yes in variants mode; in inference_components mode
+    each adapter ships as its own component, so the image holds the base model only."""
+    return config.serving.mode == "variants"
+
+
+def baked_artifacts(config: AppConfig, artifacts: ArtifactSetConfig) -> ArtifactSetConfig:
+    """``artifacts`` as the image bakes them (without adapters in inference_components mode, so an
+    adapter pin change never rebuilds the image there)."""
+    return artifacts if baked_adapters(config) else artifacts.model_copy(update={"adapters": {}})
+
+
 def docker_build_args(config: AppConfig) -> dict[str, str]:
     """Build arguments besides ``MODEL_CONTEXT``: what container/Dockerfile's artifact check needs."""
+    adapters = [a.name for a in config.model.adapters] if baked_adapters(config) else []
     return {
-        "LORA_ADAPTERS": ",".join(a.name for a in config.model.adapters),
+        "LORA_ADAPTERS": ",".join(adapters),
         "MAX_LORA_RANK": str(config.model.adapter_rank or config.engine.max_lora_rank),
     }
 

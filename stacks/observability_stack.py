@@ -6,6 +6,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from app_config import AppConfig
+from app_config.topology import serving_topology
 from cdk_constructs.alarm_topic import AlarmTopic
 from cdk_constructs.endpoint_alarms import EndpointAlarms
 from cdk_constructs.endpoint_dashboard import EndpointDashboard, VariantCapacity
@@ -43,14 +44,14 @@ class ObservabilityStack(cdk.Stack):
         super().__init__(scope, construct_id, **kwargs)
         monitoring = config.monitoring
         endpoint = config.endpoint_name
-        variants = config.serving.variants
+        topology = serving_topology(config)
         adapters = [adapter.name for adapter in config.model.adapters]
-        # GPUs per instance = GPUs per engine: one engine per instance (seed 003).
-        gpus_per_instance = config.engine.tensor_parallel_size
         metrics = EndpointMetrics(
             endpoint_name=endpoint,
-            variant_names=[v.variant_name for v in variants],
+            variant_names=topology.variant_names,
             namespace=config.observability.metrics_namespace,
+            components=topology.components,
+            adapter_dimensions=topology.adapter_dimensions,
         )
         self.topic = AlarmTopic(
             self,
@@ -65,7 +66,7 @@ class ObservabilityStack(cdk.Stack):
             metrics=metrics,
             config=monitoring,
             adapters=adapters,
-            gpus_per_instance=gpus_per_instance,
+            gpus_per_instance=topology.gpu_memory_scale,
             topic=self.topic,
             guardrail_alarm_names=guardrail_alarm_names,
         )
@@ -76,10 +77,16 @@ class ObservabilityStack(cdk.Stack):
             config=monitoring,
             adapters=adapters,
             capacities=[
-                VariantCapacity(variant_name=v.variant_name, min_capacity=v.min_capacity, max_capacity=v.max_capacity)
-                for v in variants
+                VariantCapacity(
+                    variant_name=c.variant,
+                    min_capacity=c.min_capacity,
+                    max_capacity=c.max_capacity,
+                    label=c.label,
+                    unit=c.unit,
+                )
+                for c in topology.capacities
             ],
-            gpus_per_instance=gpus_per_instance,
+            gpus_per_instance=topology.gpu_memory_scale,
             alarms=[
                 *self.alarms.alarms.values(),
                 self.alarms.critical_composite,

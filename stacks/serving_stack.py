@@ -1,4 +1,4 @@
-"""Deployment unit: the SageMaker endpoint with its primary and canary variants."""
+"""Deployment unit: the SageMaker endpoint, as production variants or as inference components."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -6,19 +6,30 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
+from app_config.image_build import pin_version
+from app_config.topology import ServingTopology, serving_topology
+from cdk_constructs.component_autoscaling import ComponentAutoscaling
 from cdk_constructs.container_environment import container_environment
 from cdk_constructs.deployment_guardrail_alarms import DeploymentGuardrailAlarms
 from cdk_constructs.deployment_guardrails import deployment_config
 from cdk_constructs.endpoint_metrics import EndpointMetrics
+from cdk_constructs.inference_component_endpoint import InferenceComponentEndpoint
 from cdk_constructs.inference_execution_role import InferenceExecutionRole
+from cdk_constructs.nag import acknowledge_all
 from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
 from cdk_constructs.variant_autoscaling import VariantAutoscaling
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
+from serving_contract.components import BASE_SUFFIX, adapter_component_name, base_component_name
 from stacks.log_retention import retention_days
+
+ADAPTER_ARCHIVE = "adapter.tar.gz"
+"""The file an adapter component loads: ``<adapters prefix>/<adapter>/<version>/adapter.tar.gz``."""
 
 
 @dataclass(frozen=True)
@@ -26,7 +37,7 @@ class VariantImages:
     """The image each variant runs, however it was produced (composition decides).
 
     Attributes:
-        primary: image URI of the primary variant.
+        primary: image URI of the primary variant (and of the base component).
         canary: image URI of the canary variant (the primary's when it runs the same image).
         repositories: ECR repositories the execution role must pull from.
     """
@@ -36,14 +47,42 @@ class VariantImages:
     repositories: Sequence[ecr.IRepository]
 
 
-class ServingStack(cdk.Stack):
-    """The serving system: execution role, endpoint log group, models, endpoint config, endpoint.
+@dataclass(frozen=True)
+class AdapterArtifacts:
+    """Where the adapter components' artifacts live (inference_components mode).
 
     Attributes:
-        endpoint: the :class:`ServingEndpoint` construct (endpoint name, variants, log group).
-        guardrail_alarms: the alarms deployment guardrails roll back on (named by
-            ``serving_contract.alarms.rollback_alarm_names``).
-        autoscaling: variant name to its :class:`VariantAutoscaling` (variants with scaling enabled).
+        bucket: the model-artifacts bucket.
+        prefix: key prefix of adapters (``image.build.adapters_prefix``).
+    """
+
+    bucket: s3.IBucket
+    prefix: str
+
+    def key(self, adapter: str, pin: str) -> str:
+        """``<prefix>/<adapter>/<version>/adapter.tar.gz`` of a pinned version."""
+        return f"{self.prefix}/{adapter}/{pin_version(pin)}/{ADAPTER_ARCHIVE}"
+
+    def url(self, adapter: str, pin: str) -> str:
+        """``s3://<bucket>/<key>``: the adapter component's ArtifactUrl."""
+        return f"s3://{self.bucket.bucket_name}/{self.key(adapter, pin)}"
+
+
+class ServingStack(cdk.Stack):
+    """The serving system: execution role, log group, the endpoint and its scaling, the guardrails.
+
+    ``serving.mode`` picks the topology: :class:`ServingEndpoint` (a SageMaker model per
+    production variant, blue/green deployments) or :class:`InferenceComponentEndpoint` (one variant
+    hosting a base component and one component per adapter, rolling updates). Both expose the
+    same face (endpoint, log group, variant names); the role, guardrail alarms and outputs are
+    shared.
+
+    Attributes:
+        endpoint: the endpoint construct (either kind).
+        topology: what monitoring and scaling name in this mode.
+        guardrail_alarms: the alarms deployments roll back on (``serving_contract.alarms``).
+        autoscaling: variant name to its :class:`VariantAutoscaling` (variants mode).
+        component_autoscaling: the base component's :class:`ComponentAutoscaling`, or None.
     """
 
     def __init__(
@@ -53,30 +92,74 @@ class ServingStack(cdk.Stack):
         *,
         config: AppConfig,
         images: VariantImages,
+        adapter_artifacts: AdapterArtifacts | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         serving = config.serving
+        self.topology = serving_topology(config)
         execution_role = InferenceExecutionRole(
             self,
             "ExecutionRole",
             metrics_namespace=config.observability.metrics_namespace,
             vpc_placement=serving.vpc is not None,
         )
+        self.autoscaling: dict[str, VariantAutoscaling] = {}
+        self.component_autoscaling: ComponentAutoscaling | None = None
+        self.endpoint: ServingEndpoint | InferenceComponentEndpoint
+        if serving.mode == "inference_components":
+            if adapter_artifacts is None:
+                raise ValueError("inference_components mode needs the adapter artifacts' bucket (composition)")
+            self.endpoint = self._components(config, images, execution_role.role, adapter_artifacts)
+        else:
+            self.endpoint = self._variants(config, images, execution_role.role)
+        # The guardrail alarms sit here, not in the observability stack: the deployment's
+        # AutoRollbackConfiguration names them, and they must exist before any update starts.
+        # Every variant (or the base component) gets a pair, so whichever one a deployment
+        # watches has its alarms.
+        self.guardrail_alarms = DeploymentGuardrailAlarms(
+            self,
+            "GuardrailAlarms",
+            metrics=EndpointMetrics(
+                endpoint_name=config.endpoint_name,
+                variant_names=self.topology.variant_names,
+                namespace=config.observability.metrics_namespace,
+                components=self.topology.components,
+            ),
+            variant_names=self.topology.variant_names,
+            labels=self.topology.guardrail_labels,
+            error_rate=config.monitoring.canary_error_rate,
+            ttft_p95=config.monitoring.canary_ttft_p95,
+        )
+        guarded = (
+            self.endpoint.base_component
+            if isinstance(self.endpoint, InferenceComponentEndpoint)
+            else self.endpoint.endpoint
+        )
+        guarded.node.add_dependency(self.guardrail_alarms)
+        for repository in images.repositories:
+            repository.grant_pull(execution_role.role)
+        log_groups = [self.endpoint.log_group]
+        if isinstance(self.endpoint, InferenceComponentEndpoint):
+            log_groups.append(self.endpoint.component_log_group)
+        for log_group in log_groups:
+            log_group.grant_write(execution_role.role)
+            log_group.grant(execution_role.role, "logs:DescribeLogStreams")
+        self._outputs(config, self.topology, execution_role.role)
+        for key, value in config.tags.items():
+            cdk.Tags.of(self).add(key, value)
+
+    def _variants(self, config: AppConfig, images: VariantImages, role: iam.Role) -> ServingEndpoint:
+        serving = config.serving
         variants = [VariantDeployment(config=serving.primary, image_uri=images.primary)]
         if serving.canary.enabled:
-            variants.append(
-                VariantDeployment(
-                    config=serving.canary,
-                    image_uri=images.canary,
-                )
-            )
-        self.endpoint = ServingEndpoint(
+            variants.append(VariantDeployment(config=serving.canary, image_uri=images.canary))
+        endpoint = ServingEndpoint(
             self,
             "Endpoint",
             endpoint_name=config.endpoint_name,
             variants=variants,
-            role=execution_role.role,
+            role=role,
             environment=container_environment(config),
             startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
             routing_strategy=serving.routing_strategy,
@@ -84,11 +167,9 @@ class ServingStack(cdk.Stack):
             network_isolation=serving.network_isolation,
             vpc=serving.vpc,
             log_retention=retention_days(config.observability.log_retention_days),
-            log_removal_policy=(
-                cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
-            ),
-            # Wired by name (serving_contract.alarms) to the guardrail alarms created below:
-            # the canary's, or the primary's on a single-variant endpoint.
+            log_removal_policy=_log_removal(config),
+            # Wired by name (serving_contract.alarms) to the guardrail alarms: the canary's, or
+            # the primary's on a single-variant endpoint.
             deployment_config=deployment_config(
                 config.scaling.rollout,
                 rollback_alarm_names(
@@ -98,31 +179,13 @@ class ServingStack(cdk.Stack):
             ),
             retain_deployment_config=config.scaling.rollout.retain_deployment_config,
         )
-        # The guardrail alarms sit here, not in the observability stack: the endpoint's
-        # AutoRollbackConfiguration names them, and they must exist before any endpoint
-        # update starts. Every variant gets a pair, so whichever variant a deployment
-        # watches (the canary, or the primary when the canary is off) has its alarms.
-        self.guardrail_alarms = DeploymentGuardrailAlarms(
-            self,
-            "GuardrailAlarms",
-            metrics=EndpointMetrics(
-                endpoint_name=config.endpoint_name,
-                variant_names=self.endpoint.variant_names,
-                namespace=config.observability.metrics_namespace,
-            ),
-            variant_names=self.endpoint.variant_names,
-            error_rate=config.monitoring.canary_error_rate,
-            ttft_p95=config.monitoring.canary_ttft_p95,
-        )
-        self.endpoint.endpoint.node.add_dependency(self.guardrail_alarms)
-        self.autoscaling: dict[str, VariantAutoscaling] = {}
         for variant, scaling in ((serving.primary, config.scaling.primary), (serving.canary, config.scaling.canary)):
             if variant not in serving.variants or not scaling.enabled:
                 continue
             self.autoscaling[variant.variant_name] = VariantAutoscaling(
                 self,
                 "PrimaryScaling" if variant is serving.primary else "CanaryScaling",
-                endpoint=self.endpoint.endpoint,
+                endpoint=endpoint.endpoint,
                 endpoint_name=config.endpoint_name,
                 variant_name=variant.variant_name,
                 min_capacity=variant.min_capacity,
@@ -133,16 +196,80 @@ class ServingStack(cdk.Stack):
                 timezone=config.scaling.timezone,
                 metrics_namespace=config.observability.metrics_namespace,
             )
-        for repository in images.repositories:
-            repository.grant_pull(execution_role.role)
-        self.endpoint.log_group.grant_write(execution_role.role)
-        self.endpoint.log_group.grant(execution_role.role, "logs:DescribeLogStreams")
+        return endpoint
 
+    def _components(
+        self, config: AppConfig, images: VariantImages, role: iam.Role, artifacts: AdapterArtifacts
+    ) -> InferenceComponentEndpoint:
+        serving, components = config.serving, config.serving.inference_components
+        endpoint = InferenceComponentEndpoint(
+            self,
+            "ComponentEndpoint",
+            endpoint_name=config.endpoint_name,
+            variant_name=serving.primary.variant_name,
+            instance_type=serving.primary.instance_type,
+            image_uri=images.primary,
+            role=role,
+            environment=container_environment(config),
+            components=components,
+            accelerators_per_copy=config.engine.tensor_parallel_size,
+            adapter_artifact_urls={
+                adapter.name: artifacts.url(adapter.name, components.adapter_artifacts[adapter.name])
+                for adapter in config.model.adapters
+            },
+            rollback_alarm_names=rollback_alarm_names(config.endpoint_name, BASE_SUFFIX),
+            startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
+            routing_strategy=serving.routing_strategy,
+            inference_ami_version=serving.inference_ami_version,
+            network_isolation=serving.network_isolation,
+            vpc=serving.vpc,
+            log_retention=retention_days(config.observability.log_retention_days),
+            log_removal_policy=_log_removal(config),
+        )
+        # SageMaker downloads each adapter component's ArtifactUrl with the execution role: read
+        # access to exactly those archives, no key wildcard.
+        for adapter in config.model.adapters:
+            artifacts.bucket.grant_read(role, artifacts.key(adapter.name, components.adapter_artifacts[adapter.name]))
+        acknowledge_all(
+            role,
+            [
+                "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+                "AwsSolutions-IAM5[Action::s3:GetObject*]",
+                "AwsSolutions-IAM5[Action::s3:List*]",
+            ],
+            "grant_read's read-only action groups, on the adapter archives' exact keys (and their bucket): SageMaker "
+            "downloads each adapter component's ArtifactUrl with the execution role.",
+        )
+        self.component_autoscaling = ComponentAutoscaling(
+            self,
+            "BaseComponentScaling",
+            component=endpoint.base_component,
+            component_name=base_component_name(config.endpoint_name),
+            min_copies=components.min_copy_count,
+            max_copies=components.max_copy_count,
+            scaling=components.scaling,
+            scale_to_zero=components.scale_to_zero,
+        )
+        return endpoint
+
+    def _outputs(self, config: AppConfig, topology: ServingTopology, role: iam.Role) -> None:
+        serving = config.serving
         cdk.CfnOutput(self, outputs.ENDPOINT_NAME, value=config.endpoint_name)
+        cdk.CfnOutput(self, outputs.SERVING_MODE, value=serving.mode)
         cdk.CfnOutput(self, outputs.PRIMARY_VARIANT_NAME, value=serving.primary.variant_name)
-        if serving.canary.enabled:
+        if topology.mode == "variants" and serving.canary.enabled:
             cdk.CfnOutput(self, outputs.CANARY_VARIANT_NAME, value=serving.canary.variant_name)
-        cdk.CfnOutput(self, outputs.EXECUTION_ROLE_ARN, value=execution_role.role.role_arn)
+        if topology.mode == "inference_components":
+            cdk.CfnOutput(self, outputs.BASE_COMPONENT_NAME, value=base_component_name(config.endpoint_name))
+            for adapter in config.model.adapters:
+                cdk.CfnOutput(
+                    self,
+                    outputs.adapter_component_output(adapter.name),
+                    value=adapter_component_name(config.endpoint_name, adapter.name),
+                )
+        cdk.CfnOutput(self, outputs.EXECUTION_ROLE_ARN, value=role.role_arn)
         cdk.CfnOutput(self, outputs.LOG_GROUP_NAME, value=self.endpoint.log_group.log_group_name)
-        for key, value in config.tags.items():
-            cdk.Tags.of(self).add(key, value)
+
+
+def _log_removal(config: AppConfig) -> cdk.RemovalPolicy:
+    return cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY

@@ -70,16 +70,42 @@ def weight_change_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return synthesize(tmp_path_factory.mktemp("cdk-out-weights"), WEIGHT_CHANGE)
 
 
+COMPONENTS = {"serving.mode": "inference_components"}
+"""inference_components mode on the prod defaults: warm pool of 2, copies 2..20, rolling updates."""
+
+
 @pytest.fixture(scope="session")
-def extra_synths(
+def components_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(tmp_path_factory.mktemp("cdk-out-components"), COMPONENTS)
+
+
+@pytest.fixture(scope="session")
+def dev_components_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """inference_components mode on the dev overlay: scales to zero."""
+    return synthesize(tmp_path_factory.mktemp("cdk-out-components-dev"), {**COMPONENTS, "stage": "dev"})
+
+
+@pytest.fixture(scope="session")
+def extra_synths(  # noqa: PLR0917 - one fixture per synth is how pytest injects them
     scaling_override_synth: Synth,
     weight_change_synth: Synth,
     bedrock_synth: Synth,
     canary_build_synth: Synth,
     prebuilt_uri_synth: Synth,
+    components_synth: Synth,
+    dev_components_synth: Synth,
 ) -> list[Synth]:
-    """Synths added for scaling, Bedrock and image-build tests; cfn-lint and cdk-nag cover them too."""
-    return [scaling_override_synth, weight_change_synth, bedrock_synth, canary_build_synth, prebuilt_uri_synth]
+    """Synths added for scaling, Bedrock, image-build and inference-component tests; cfn-lint and
+    cdk-nag cover them too."""
+    return [
+        scaling_override_synth,
+        weight_change_synth,
+        bedrock_synth,
+        canary_build_synth,
+        prebuilt_uri_synth,
+        components_synth,
+        dev_components_synth,
+    ]
 
 
 BEDROCK_OVERRIDES = {

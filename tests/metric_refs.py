@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 
@@ -43,7 +43,7 @@ def metric_refs(node: Any) -> Iterator[tuple[str, str]]:
             yield from metric_refs(value)
 
 
-def metrics_read(templates: list[Mapping[str, Any]]) -> set[tuple[str, str]]:
+def metrics_read(templates: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
     """(namespace, metric name) of everything the templates' alarms, policies and widgets read."""
     used: set[tuple[str, str]] = set()
     for template in templates:

@@ -37,6 +37,19 @@ def test_stack_snapshot(default_synth: Synth, json_snapshot: SnapshotAssertion, 
     assert mask_asset_hashes(default_synth.template_json(unit)) == json_snapshot
 
 
+@pytest.mark.parametrize("unit", ["ImageBuild", "Serving", "Observability"])
+def test_inference_components_stack_snapshot(
+    components_synth: Synth, json_snapshot: SnapshotAssertion, unit: str
+) -> None:
+    assert mask_asset_hashes(components_synth.template_json(unit)) == json_snapshot
+
+
+def test_inference_components_dev_serving_snapshot(
+    dev_components_synth: Synth, json_snapshot: SnapshotAssertion
+) -> None:
+    assert mask_asset_hashes(dev_components_synth.template_json("Serving")) == json_snapshot
+
+
 def test_masking_replaces_hashes_only() -> None:
     digest = "a" * 64
     assert mask_asset_hashes({"k": [f"{digest}.zip", "plain"]}) == {"k": ["<asset-hash>.zip", "plain"]}

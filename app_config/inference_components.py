@@ -1,0 +1,183 @@
+"""``serving.mode = inference_components``: adapters deployed on their own, a warm instance pool,
+copy-count scaling and scale to zero.
+
+Facts this follows (SageMaker API reference and developer guide, cited in docs/inference-components.md):
+an endpoint hosting inference components has ``ExecutionRoleArn`` on its endpoint config and
+variants without ``ModelName``; ``ManagedInstanceScaling`` keeps the instance pool between
+``MinInstanceCount`` and ``MaxInstanceCount`` while Application Auto Scaling moves each
+component's copy count (``inference-component/<name>``,
+``sagemaker:inference-component:DesiredCopyCount``); scale to zero needs ``MinInstanceCount`` 0
+and a minimum copy count of 0, and a scale-out policy driven by ``NoCapacityInvocationFailures``
+wakes it (calls fail until a copy is up, ~5 min for an 8B model in AWS's measurement).
+"""
+
+from pydantic import Field, model_validator
+
+from app_config.base import AdapterName, ConfigModel
+from app_config.image_build import ArtifactPin, placeholder_pin
+
+
+class ComponentRolloutConfig(ConfigModel):
+    """The base component's rolling update (``DeploymentConfig.RollingUpdatePolicy``): the canary
+    of this mode. Rolling deployments exclude multi-variant endpoints, so there is no canary
+    variant here: copies are replaced a batch at a time while the guardrail alarms watch."""
+
+    maximum_batch_size_copies: int = Field(
+        default=1, ge=1, le=100, description="Copies replaced per batch (COPY_COUNT). Source: AWS's example (1)."
+    )
+    wait_interval_s: int = Field(
+        default=600,
+        ge=0,
+        le=3600,
+        description=(
+            "Bake time after each batch before the next, seconds; the guardrail alarms (5-minute windows) can "
+            "fire inside it. Source: the variants-mode canary bake (seed 000, 600 s)."
+        ),
+    )
+    rollback_maximum_batch_size_copies: int = Field(
+        default=1, ge=1, le=100, description="Copies rolled back per batch when an alarm fires."
+    )
+    maximum_execution_timeout_s: int = Field(
+        default=3600,
+        ge=600,
+        le=28800,
+        description="Upper bound of the whole rolling update, seconds (AWS range 600-28800).",
+    )
+
+
+class ComponentScalingConfig(ConfigModel):
+    """Target tracking on the base component's copies."""
+
+    concurrent_requests_per_copy_target: float = Field(
+        default=32.0,
+        gt=0,
+        le=1024,
+        description=(
+            "Target of SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution (10 s datapoints). "
+            "Source: the memory plan, as scaling.*.target_tracking.concurrent_requests_target: 41 typical "
+            "requests fit one copy's KV cache on an ml.g5.xlarge; 32 keeps ~20 % headroom."
+        ),
+    )
+    scale_out_cooldown_s: int = Field(
+        default=60, ge=0, le=3600, description="Seconds between scale-outs. Source: seed 001 (60 s)."
+    )
+    scale_in_cooldown_s: int = Field(
+        default=600, ge=0, le=86400, description="Seconds between scale-ins. Source: seed 001 (600 s)."
+    )
+
+
+def _default_adapter_artifacts() -> dict[str, str]:
+    return {
+        "manga_domain_v3": placeholder_pin("v3"),
+        "general_support_v2": placeholder_pin("v2"),
+        "jp_style_v1": placeholder_pin("v1"),
+    }
+
+
+class InferenceComponentsConfig(ConfigModel):
+    """The endpoint of ``serving.mode = inference_components``.
+
+    One production variant (``serving.primary``'s name and instance type) hosts a base component
+    (the image with the base model; one engine per copy) and one adapter component per adapter.
+    ``serving.primary``'s capacities and ``serving.canary`` are not used in this mode.
+    """
+
+    initial_instance_count: int = Field(
+        default=2, ge=1, le=100, description="Instances the variant starts with (InitialInstanceCount)."
+    )
+    min_instance_count: int = Field(
+        default=2,
+        ge=0,
+        le=100,
+        description=(
+            "Warm instance pool floor (ManagedInstanceScaling.MinInstanceCount): instances kept InService even when "
+            "copies scale in, so a new copy loads on a running instance instead of waiting for one (5-8 min, "
+            "seed 001). 0 only with scale_to_zero."
+        ),
+    )
+    max_instance_count: int = Field(
+        default=20, ge=1, le=100, description="Instance ceiling (ManagedInstanceScaling.MaxInstanceCount)."
+    )
+    initial_copy_count: int = Field(
+        default=2, ge=1, le=100, description="Copies of the base component at creation (RuntimeConfig.CopyCount)."
+    )
+    min_copy_count: int = Field(
+        default=2,
+        ge=0,
+        le=100,
+        description="Floor of the base component's scalable target, copies. Source: seed 001 (2 warm in prod).",
+    )
+    max_copy_count: int = Field(
+        default=20, ge=1, le=100, description="Ceiling of the base component's scalable target, copies."
+    )
+    scale_to_zero: bool = Field(
+        default=False,
+        description=(
+            "Let copies and instances reach 0 when idle, and add a copy when a request finds none "
+            "(NoCapacityInvocationFailures >= 1 in a minute). Waking takes minutes and calls fail meanwhile: "
+            "for dev, never prod."
+        ),
+    )
+    cpu_cores_per_copy: float = Field(
+        default=2.0,
+        ge=0.25,
+        le=192,
+        description=(
+            "CPU cores reserved per copy (NumberOfCpuCoresRequired): vLLM's API server and engine core, and the "
+            "gateway. Source: 2 of an ml.g5.xlarge's 4 vCPUs (docs/performance.md measures the 4-CPU case)."
+        ),
+    )
+    memory_per_copy_mib: int = Field(
+        default=8192,
+        ge=128,
+        le=2_097_152,
+        description=(
+            "Host memory reserved per copy, MiB (MinMemoryRequiredInMb): Python, torch, vLLM and the CPU LoRA cache. "
+            "Source: half of an ml.g5.xlarge's 16 GiB."
+        ),
+    )
+    model_data_download_timeout_s: int = Field(
+        default=600,
+        ge=60,
+        le=3600,
+        description="Time SageMaker allows to download an adapter's artifact (StartupParameters, AWS range 60-3600).",
+    )
+    adapter_artifacts: dict[AdapterName, ArtifactPin] = Field(
+        default_factory=_default_adapter_artifacts,
+        description=(
+            "Pin per adapter ({version}/{sha256}) of its component's artifact "
+            "s3://<artifacts bucket>/<image.build.adapters_prefix>/<name>/<version>/adapter.tar.gz (the adapter's "
+            "files at the archive's root). Changing a pin replaces that adapter's component only. Names must equal "
+            "model.adapters. Source: seed 000 versions; digests are placeholders until pinned."
+        ),
+    )
+    scaling: ComponentScalingConfig = Field(
+        default=ComponentScalingConfig(), description="Target tracking on the base component's copies."
+    )
+    rollout: ComponentRolloutConfig = Field(
+        default=ComponentRolloutConfig(), description="The base component's rolling update with auto-rollback."
+    )
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "InferenceComponentsConfig":
+        for kind in ("instance", "copy"):
+            low, high = getattr(self, f"min_{kind}_count"), getattr(self, f"max_{kind}_count")
+            initial = getattr(self, f"initial_{kind}_count")
+            if low > high:
+                raise ValueError(f"min_{kind}_count = {low} must be <= max_{kind}_count = {high}")
+            if not low <= initial <= high:
+                raise ValueError(
+                    f"initial_{kind}_count = {initial} must be within min_{kind}_count = {low} .. "
+                    f"max_{kind}_count = {high}"
+                )
+        if self.scale_to_zero and (self.min_copy_count or self.min_instance_count):
+            raise ValueError(
+                f"scale_to_zero = true needs min_copy_count = 0 and min_instance_count = 0 (got "
+                f"{self.min_copy_count} and {self.min_instance_count}): a floor above 0 never lets it reach zero"
+            )
+        if not self.scale_to_zero and (self.min_copy_count == 0 or self.min_instance_count == 0):
+            raise ValueError(
+                f"min_copy_count = {self.min_copy_count}, min_instance_count = {self.min_instance_count}: 0 needs "
+                "scale_to_zero = true, or nothing would wake the endpoint"
+            )
+        return self

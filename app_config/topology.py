@@ -1,0 +1,86 @@
+"""What each ``serving.mode`` looks like to monitoring and scaling: one face for both topologies.
+
+The stacks read a :class:`ServingTopology` instead of branching on the mode: which production
+variants carry traffic (the container's EMF ``VariantName``), which inference component stands
+behind a variant (``AWS/SageMaker`` metrics are then per ``InferenceComponentName``), the
+capacity bounds drawn on the dashboard, what the guardrail alarms are named after, and the
+value of the ``Adapter`` dimension for each configured adapter.
+"""
+
+from dataclasses import dataclass, field
+
+from app_config.model import AppConfig
+from serving_contract.components import BASE_SUFFIX, adapter_component_name, base_component_name
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Bounds of one scaled unit: a variant's instances or a component's copies.
+
+    ``variant`` is the production variant whose metrics count the unit (a component's copies are
+    read through the variant hosting it); ``label`` is what the dashboard calls it.
+    """
+
+    variant: str
+    label: str
+    unit: str  # "instances" or "copies"
+    min_capacity: int
+    max_capacity: int
+
+
+@dataclass(frozen=True)
+class ServingTopology:
+    """The parts of an endpoint that monitoring and scaling name.
+
+    Attributes:
+        mode: ``variants`` or ``inference_components``.
+        variant_names: production variants carrying traffic, primary first.
+        components: variant -> its base inference component (empty in variants mode).
+        guardrail_labels: variant -> the name its rollback alarms carry
+            (``serving_contract.alarms.rollback_alarm_names(endpoint, label)``).
+        capacities: the dashboard's capacity lines.
+        adapter_dimensions: adapter (config name) -> the ``Adapter`` dimension the gateway emits:
+            the adapter name, or in inference_components mode its component's name, under which
+            SageMaker registers it in the container.
+        gpu_memory_scale: SageMaker's instance GPU metrics are percent x GPUs per instance; a
+            component's ``...Normalized`` ones are plain percent.
+    """
+
+    mode: str
+    variant_names: tuple[str, ...]
+    components: dict[str, str] = field(default_factory=dict)
+    guardrail_labels: dict[str, str] = field(default_factory=dict)
+    capacities: tuple[Capacity, ...] = ()
+    adapter_dimensions: dict[str, str] = field(default_factory=dict)
+    gpu_memory_scale: int = 1
+
+
+def serving_topology(config: AppConfig) -> ServingTopology:
+    """The topology ``config`` deploys."""
+    endpoint = config.endpoint_name
+    adapters = [a.name for a in config.model.adapters]
+    if config.serving.mode == "inference_components":
+        variant = config.serving.primary.variant_name
+        components = config.serving.inference_components
+        base = base_component_name(endpoint)
+        return ServingTopology(
+            mode=config.serving.mode,
+            variant_names=(variant,),
+            components={variant: base},
+            guardrail_labels={variant: BASE_SUFFIX},
+            capacities=(Capacity(variant, base, "copies", components.min_copy_count, components.max_copy_count),),
+            adapter_dimensions={a: adapter_component_name(endpoint, a) for a in adapters},
+            gpu_memory_scale=1,
+        )
+    variants = config.serving.variants
+    return ServingTopology(
+        mode=config.serving.mode,
+        variant_names=tuple(v.variant_name for v in variants),
+        guardrail_labels={v.variant_name: v.variant_name for v in variants},
+        capacities=tuple(
+            Capacity(v.variant_name, v.variant_name, "instances", v.min_capacity, v.max_capacity) for v in variants
+        ),
+        adapter_dimensions={a: a for a in adapters},
+        # One engine per instance (seed 003): GPUs per instance = GPUs per engine.
+        gpu_memory_scale=config.engine.tensor_parallel_size,
+    )

@@ -1,0 +1,118 @@
+"""serving.mode = inference_components: what stops synth, one line each, and what the container is told."""
+
+import json
+
+import pytest
+
+from app_config import ConfigError, load_config
+from app_config.topology import serving_topology
+from cdk_constructs.container_environment import container_environment
+from serving_contract import env
+from tests.synth_helpers import cdk_json_context
+
+COMPONENTS = {"serving.mode": "inference_components"}
+
+
+def _error(overrides: dict[str, str]) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_config({**cdk_json_context(), **COMPONENTS, **overrides})
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            {"stage": "dev", "serving.inference_components.min_copy_count": "1"},
+            "config error: serving.inference_components: scale_to_zero = true needs min_copy_count = 0 and "
+            "min_instance_count = 0 (got 1 and 0): a floor above 0 never lets it reach zero",
+        ),
+        (
+            {"serving.inference_components.scale_to_zero": "true"},
+            "config error: serving.inference_components: scale_to_zero = true needs min_copy_count = 0 and "
+            "min_instance_count = 0 (got 2 and 2): a floor above 0 never lets it reach zero",
+        ),
+        (
+            {
+                "serving.inference_components.min_copy_count": "0",
+                "serving.inference_components.initial_copy_count": "1",
+            },
+            "config error: serving.inference_components: min_copy_count = 0, min_instance_count = 2: 0 needs "
+            "scale_to_zero = true, or nothing would wake the endpoint",
+        ),
+        (
+            {
+                "serving.inference_components.scale_to_zero": "true",
+                "serving.inference_components.min_copy_count": "0",
+                "serving.inference_components.min_instance_count": "0",
+            },
+            "config error: serving.inference_components.min_copy_count = 0, scale_to_zero = true: prod keeps at least "
+            "2 warm copies (seed 001)",
+        ),
+        (
+            {"engine.max_loras": "2"},
+            "config error: model.adapters has 3 adapters but engine.max_loras = 2: the engine holds that many runtime "
+            "adapters; raise engine.max_cpu_loras",
+        ),
+        (
+            {"model.adapters": json.dumps([{"name": "manga_domain_v3", "rank": 64}]), "engine.max_lora_rank": "32"},
+            "config error: model.adapters rank 64 exceeds engine.max_lora_rank = 32; raise engine.max_lora_rank or "
+            "retrain the adapters",
+        ),
+        (
+            {"model.adapters": json.dumps([{"name": "manga_domain_v3"}])},
+            "config error: serving.inference_components.adapter_artifacts pins [general_support_v2, jp_style_v1, "
+            "manga_domain_v3] but model.adapters is [manga_domain_v3]; pin exactly one artifact per configured adapter",
+        ),
+        (
+            {"serving.inference_components.max_copy_count": "30"},
+            "config error: serving.inference_components.max_copy_count = 30 needs more than "
+            "serving.inference_components.max_instance_count = 20 instances of 1 copy each (ml.g5.xlarge, 1 GPU(s), "
+            "engine.tensor_parallel_size = 1)",
+        ),
+        (
+            {"serving.inference_components.memory_per_copy_mib": "20000"},
+            "config error: serving.inference_components.memory_per_copy_mib = 20000 x 1 copy(ies) per instance is "
+            "above the 16384 MiB of ml.g5.xlarge",
+        ),
+        (
+            {"image.source": "prebuilt", "image.primary.tag": "v1"},
+            "config error: serving.mode = inference_components with image.source = prebuilt needs "
+            "image.build.artifacts_bucket_name: the bucket that holds the adapter components' artifacts",
+        ),
+        (
+            {"serving.inference_components.rollout.maximum_execution_timeout_s": "1200"},
+            "config error: serving.inference_components.rollout.maximum_execution_timeout_s = 1200 must exceed 2 "
+            "batch(es) x (serving.container_startup_health_check_timeout_s = 300 + "
+            "serving.inference_components.rollout.wait_interval_s = 600) = 1800 s",
+        ),
+        (
+            {"serving.mode": "components"},
+            "config error: serving.mode = 'components': must be one of 'variants' or 'inference_components'",
+        ),
+    ],
+)
+def test_bad_combinations_stop_synth_with_one_line(overrides: dict[str, str], expected: str) -> None:
+    assert _error(overrides) == expected
+
+
+def test_the_container_loads_adapters_at_runtime_and_monitoring_names_components() -> None:
+    config = load_config({**cdk_json_context(), **COMPONENTS, "stage": "dev"})
+    variables = container_environment(config)
+    assert variables[env.LORA_RUNTIME_ADAPTERS] == "true"
+    assert variables[env.LORA_ADAPTERS] == ""
+    topology = serving_topology(config)
+    assert topology.variant_names == ("primary",)
+    assert topology.components == {"primary": "mangaassist-vllm-dev-base"}
+    assert topology.guardrail_labels == {"primary": "base"}
+    assert topology.adapter_dimensions["jp_style_v1"] == "mangaassist-vllm-dev-jp-style-v1"
+    (capacity,) = topology.capacities
+    assert (capacity.unit, capacity.min_capacity, capacity.max_capacity) == ("copies", 0, 2)
+
+
+def test_variants_mode_keeps_adapters_baked_in() -> None:
+    variables = container_environment(load_config(cdk_json_context()))
+    assert env.LORA_RUNTIME_ADAPTERS not in variables
+    assert variables[env.LORA_ADAPTERS] == "manga_domain_v3,general_support_v2,jp_style_v1"
