@@ -22,7 +22,7 @@ from constructs import Construct
 
 from app_config.inference_components import InferenceComponentsConfig
 from app_config.serving import VpcPlacementConfig
-from serving_contract import env
+from cdk_constructs.serving_model import endpoint_log_group, serving_model
 from serving_contract.components import adapter_component_name, base_component_name
 from serving_contract.outputs import pascal_case
 
@@ -87,13 +87,7 @@ class InferenceComponentEndpoint(Construct):
         self.endpoint_name = endpoint_name
         self.variant_names = [variant_name]
         base_name = base_component_name(endpoint_name)
-        self.log_group = logs.LogGroup(
-            self,
-            "LogGroup",
-            log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
-            retention=log_retention,
-            removal_policy=log_removal_policy,
-        )
+        self.log_group = endpoint_log_group(self, endpoint_name, log_retention, log_removal_policy)
         # Where a component's container output lands is not in the developer guide; the
         # console and AWS's samples show /aws/sagemaker/InferenceComponents/<name>. Both groups
         # exist with retention, and the role may write to both.
@@ -104,27 +98,16 @@ class InferenceComponentEndpoint(Construct):
             retention=log_retention,
             removal_policy=log_removal_policy,
         )
-        model = sagemaker.CfnModel(
+        model = serving_model(
             self,
-            f"{pascal_case(variant_name)}Model",
-            execution_role_arn=role.role_arn,
-            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=image_uri,
-                mode="SingleModel",
-                environment={**environment, env.VARIANT_NAME: variant_name},
-            ),
-            enable_network_isolation=network_isolation,
-            vpc_config=(
-                sagemaker.CfnModel.VpcConfigProperty(
-                    subnets=list(vpc.subnet_ids), security_group_ids=list(vpc.security_group_ids)
-                )
-                if vpc
-                else None
-            ),
+            variant_name=variant_name,
+            image_uri=image_uri,
+            role=role,
+            environment=environment,
+            network_isolation=network_isolation,
+            vpc=vpc,
         )
         policy = role.node.try_find_child("DefaultPolicy")
-        if policy is not None:
-            model.node.add_dependency(policy)
         self.models = {variant_name: model}
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,

@@ -10,8 +10,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.serving import VariantConfig, VpcPlacementConfig
-from serving_contract import env
-from serving_contract.outputs import pascal_case
+from cdk_constructs.serving_model import endpoint_log_group, serving_model
 
 
 @dataclass(frozen=True)
@@ -85,42 +84,20 @@ class ServingEndpoint(Construct):
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
         self.variant_names = [variant.config.variant_name for variant in variants]
-        self.log_group = logs.LogGroup(
-            self,
-            "LogGroup",
-            # SageMaker writes container output to this fixed name (CONVENTIONS.md).
-            log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
-            retention=log_retention,
-            removal_policy=log_removal_policy,
-        )
-        vpc_config = (
-            sagemaker.CfnModel.VpcConfigProperty(
-                subnets=list(vpc.subnet_ids), security_group_ids=list(vpc.security_group_ids)
-            )
-            if vpc
-            else None
-        )
+        self.log_group = endpoint_log_group(self, endpoint_name, log_retention, log_removal_policy)
         self.models: dict[str, sagemaker.CfnModel] = {}
         production_variants = []
         for variant in variants:
             name = variant.config.variant_name
-            model = sagemaker.CfnModel(
+            model = serving_model(
                 self,
-                f"{pascal_case(name)}Model",
-                execution_role_arn=role.role_arn,
-                primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                    image=variant.image_uri,
-                    mode="SingleModel",
-                    environment={**environment, env.VARIANT_NAME: name},
-                ),
-                enable_network_isolation=network_isolation,
-                vpc_config=vpc_config,
+                variant_name=name,
+                image_uri=variant.image_uri,
+                role=role,
+                environment=environment,
+                network_isolation=network_isolation,
+                vpc=vpc,
             )
-            # CreateModel checks the role can pull the image: wait for its inline policy
-            # (the role itself is already a dependency through ExecutionRoleArn).
-            policy = role.node.try_find_child("DefaultPolicy")
-            if policy is not None:
-                model.node.add_dependency(policy)
             self.models[name] = model
             production_variants.append(
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(

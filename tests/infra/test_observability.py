@@ -288,14 +288,15 @@ def _allowed(namespace: str) -> set[tuple[str, str]]:
         {(namespace, name) for name in metrics.EMITTED}
         | {(metrics.SAGEMAKER_NAMESPACE, m.value) for m in metrics.SageMakerMetric}
         | {(metrics.SAGEMAKER_INSTANCE_NAMESPACE, m.value) for m in metrics.SageMakerInstanceMetric}
+        | {(metrics.SAGEMAKER_COMPONENT_NAMESPACE, m.value) for m in metrics.SageMakerComponentMetric}
     )
 
 
 def test_every_metric_used_is_emitted_or_published_by_sagemaker(
-    all_synths: list[Synth], vpc_single_variant_synth: Synth
+    all_synths: list[Synth], vpc_single_variant_synth: Synth, components_synth: Synth, dev_components_synth: Synth
 ) -> None:
     checked = 0
-    for synth in [*all_synths, vpc_single_variant_synth]:
+    for synth in [*all_synths, vpc_single_variant_synth, components_synth, dev_components_synth]:
         allowed = _allowed(synth.config.observability.metrics_namespace)
         for template in (t.to_json() for t in synth.templates.values()):
             used = metrics_read([template])

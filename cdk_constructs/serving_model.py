@@ -1,0 +1,65 @@
+"""What both endpoint topologies create alike: the endpoint's log group and a SageMaker model of
+the serving image (shared by :class:`ServingEndpoint` and :class:`InferenceComponentEndpoint`)."""
+
+from collections.abc import Mapping
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from app_config.serving import VpcPlacementConfig
+from serving_contract import env
+from serving_contract.outputs import pascal_case
+
+
+def endpoint_log_group(
+    scope: Construct, endpoint_name: str, retention: logs.RetentionDays, removal_policy: cdk.RemovalPolicy
+) -> logs.LogGroup:
+    """``/aws/sagemaker/Endpoints/<endpoint>``, where SageMaker writes container output (CONVENTIONS.md)."""
+    return logs.LogGroup(
+        scope,
+        "LogGroup",
+        log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
+        retention=retention,
+        removal_policy=removal_policy,
+    )
+
+
+def serving_model(
+    scope: Construct,
+    *,
+    variant_name: str,
+    image_uri: str,
+    role: iam.IRole,
+    environment: Mapping[str, str],
+    network_isolation: bool,
+    vpc: VpcPlacementConfig | None,
+) -> sagemaker.CfnModel:
+    """The ``AWS::SageMaker::Model`` of one variant: the image, its environment plus
+    ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement."""
+    model = sagemaker.CfnModel(
+        scope,
+        f"{pascal_case(variant_name)}Model",
+        execution_role_arn=role.role_arn,
+        primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+            image=image_uri,
+            mode="SingleModel",
+            environment={**environment, env.VARIANT_NAME: variant_name},
+        ),
+        enable_network_isolation=network_isolation,
+        vpc_config=(
+            sagemaker.CfnModel.VpcConfigProperty(
+                subnets=list(vpc.subnet_ids), security_group_ids=list(vpc.security_group_ids)
+            )
+            if vpc
+            else None
+        ),
+    )
+    # CreateModel checks the role can pull the image: wait for its inline policy (the role
+    # itself is already a dependency through ExecutionRoleArn).
+    policy = role.node.try_find_child("DefaultPolicy")
+    if policy is not None:
+        model.node.add_dependency(policy)
+    return model
