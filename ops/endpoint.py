@@ -1,49 +1,121 @@
 """Find the deployed endpoint and watch its state.
 
-The endpoint and variant names come from the serving stack's outputs (keys in
-``serving_contract.outputs``): a ``cdk deploy --outputs-file`` JSON file, or
-``DescribeStacks`` on ``<project>-<stage>-Serving``, or explicit flags. Never hard-coded.
+The endpoint's name, its serving mode and the names of what it hosts (variants, or inference
+components) come from the serving stack's outputs (keys in ``serving_contract.outputs``): a
+``cdk deploy --outputs-file`` JSON file, or ``DescribeStacks`` on ``<project>-<stage>-Serving``,
+or, with ``--endpoint-name``, from the app config. Never hard-coded.
 """
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ops.exit_codes import ExitCode, OpsError
-from serving_contract import outputs
+from serving_contract import components, outputs
 
 IN_SERVICE = "InService"
+
+VARIANTS: Final = "variants"
+INFERENCE_COMPONENTS: Final = "inference_components"
+SERVING_MODES: Final = (VARIANTS, INFERENCE_COMPONENTS)
+"""Values of ``serving.mode`` and of the stack output ``ServingMode`` (serving_contract.outputs)."""
 
 
 @dataclass(frozen=True)
 class EndpointRef:
-    """Names of the endpoint and its variants, as the serving stack published them."""
+    """Names of the endpoint and of what it hosts, as the serving stack published them.
+
+    ``variants`` mode: the primary and canary variants (None when unknown).
+    ``inference_components`` mode: one variant (``primary_variant``) hosting ``base_component``
+    and one component per adapter (``adapter_components``: adapter name -> component name).
+    """
 
     endpoint_name: str
     primary_variant: str | None
     canary_variant: str | None
+    mode: str = VARIANTS
+    base_component: str | None = None
+    adapter_components: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def hosts_components(self) -> bool:
+        """Whether the endpoint is in ``inference_components`` mode."""
+        return self.mode == INFERENCE_COMPONENTS
+
+    def adapter_component(self, adapter: str) -> str:
+        """The component that serves ``adapter``; raises OpsError (USAGE) when there is none."""
+        component = self.adapter_components.get(adapter)
+        if component is None:
+            known = ", ".join(sorted(self.adapter_components)) or "none"
+            raise OpsError(
+                f"adapter {adapter!r} has no inference component on {self.endpoint_name} (adapters with one: {known})",
+                ExitCode.USAGE,
+            )
+        return component
 
 
-def _ref_from_outputs(values: Mapping[str, Any], source: str) -> EndpointRef:
+def _ref_from_outputs(values: Mapping[str, Any], source: str, adapters: Sequence[str]) -> EndpointRef:
     endpoint = values.get(outputs.ENDPOINT_NAME)
     if not endpoint:
         raise OpsError(f"{source}: no output {outputs.ENDPOINT_NAME!r}", ExitCode.USAGE)
-    return EndpointRef(
-        endpoint_name=str(endpoint),
-        primary_variant=values.get(outputs.PRIMARY_VARIANT_NAME),
-        canary_variant=values.get(outputs.CANARY_VARIANT_NAME),
-    )
+    # Stacks deployed before serving.mode existed publish no ServingMode: they are variants.
+    mode = str(values.get(outputs.SERVING_MODE) or VARIANTS)
+    if mode not in SERVING_MODES:
+        raise OpsError(
+            f"{source}: output {outputs.SERVING_MODE!r} is {mode!r}; expected one of {', '.join(SERVING_MODES)}",
+            ExitCode.USAGE,
+        )
+    primary = values.get(outputs.PRIMARY_VARIANT_NAME)
+    if mode == VARIANTS:
+        return EndpointRef(str(endpoint), primary, values.get(outputs.CANARY_VARIANT_NAME))
+    base = values.get(outputs.BASE_COMPONENT_NAME)
+    if not base:
+        raise OpsError(
+            f"{source}: no output {outputs.BASE_COMPONENT_NAME!r} ({outputs.SERVING_MODE} is {mode})", ExitCode.USAGE
+        )
+    # Output keys carry the adapter in PascalCase, which cannot be turned back into the adapter's
+    # name: look up the configured adapters. One without an output fails when a command needs it.
+    keys = {adapter: outputs.adapter_component_output(adapter) for adapter in adapters}
+    by_adapter = {adapter: str(values[key]) for adapter, key in keys.items() if key in values}
+    return EndpointRef(str(endpoint), primary, None, mode, str(base), by_adapter)
 
 
-def ref_from_outputs_file(path: Path, stack_name: str) -> EndpointRef:
+def configured_mode(config: Any) -> str:
+    """``serving.mode`` of the app config; ``variants`` for a config that predates the setting.
+
+    Read defensively: the ops tool may run against a checkout whose app config has no
+    ``serving.mode`` yet, and that config can only describe a variants endpoint.
+    """
+    return str(getattr(config.serving, "mode", VARIANTS))
+
+
+def ref_from_config(endpoint_name: str, mode: str, adapters: Sequence[str]) -> EndpointRef:
+    """The names an endpoint called ``endpoint_name`` has in ``mode`` (for ``--endpoint-name``).
+
+    Component names follow ``serving_contract.components``, as the stack derives them. Raises
+    OpsError (USAGE) when a derived name breaks SageMaker's naming rule.
+    """
+    if mode != INFERENCE_COMPONENTS:
+        return EndpointRef(endpoint_name, None, None)
+    try:
+        base = components.base_component_name(endpoint_name)
+        by_adapter = {adapter: components.adapter_component_name(endpoint_name, adapter) for adapter in adapters}
+    except ValueError as error:
+        raise OpsError(f"--endpoint-name {endpoint_name}: {error}", ExitCode.USAGE) from error
+    return EndpointRef(endpoint_name, None, None, mode, base, by_adapter)
+
+
+def ref_from_outputs_file(path: Path, stack_name: str, adapters: Sequence[str] = ()) -> EndpointRef:
     """Read ``cdk deploy --outputs-file`` JSON: ``{"<stack>": {"<OutputKey>": "<value>"}}``.
 
     Uses ``stack_name``'s block; when that stack is absent but exactly one stack carries an
-    ``EndpointName`` output, uses that one. Raises OpsError (USAGE) otherwise.
+    ``EndpointName`` output, uses that one. ``adapters`` (the configured adapter names) are
+    looked up as ``AdapterInferenceComponent<Adapter>`` outputs in inference_components mode.
+    Raises OpsError (USAGE) otherwise.
     """
     try:
         data = json.loads(path.read_text())
@@ -54,10 +126,10 @@ def ref_from_outputs_file(path: Path, stack_name: str) -> EndpointRef:
     if not isinstance(data, dict):
         raise OpsError(f"--stack-outputs {path}: expected an object of stacks", ExitCode.USAGE)
     if isinstance(data.get(stack_name), dict):
-        return _ref_from_outputs(data[stack_name], f"--stack-outputs {path}: stack {stack_name}")
+        return _ref_from_outputs(data[stack_name], f"--stack-outputs {path}: stack {stack_name}", adapters)
     candidates = [name for name, block in data.items() if isinstance(block, dict) and outputs.ENDPOINT_NAME in block]
     if len(candidates) == 1:
-        return _ref_from_outputs(data[candidates[0]], f"--stack-outputs {path}: stack {candidates[0]}")
+        return _ref_from_outputs(data[candidates[0]], f"--stack-outputs {path}: stack {candidates[0]}", adapters)
     found = ", ".join(sorted(data)) or "none"
     raise OpsError(
         f"--stack-outputs {path}: no stack {stack_name!r} with output {outputs.ENDPOINT_NAME!r} (stacks: {found})",
@@ -65,8 +137,8 @@ def ref_from_outputs_file(path: Path, stack_name: str) -> EndpointRef:
     )
 
 
-def ref_from_stack(cloudformation: Any, stack_name: str) -> EndpointRef:
-    """Read the outputs of a deployed stack with ``DescribeStacks``."""
+def ref_from_stack(cloudformation: Any, stack_name: str, adapters: Sequence[str] = ()) -> EndpointRef:
+    """Read the outputs of a deployed stack with ``DescribeStacks`` (``adapters`` as in ref_from_outputs_file)."""
     try:
         stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
     except ClientError as error:
@@ -75,7 +147,7 @@ def ref_from_stack(cloudformation: Any, stack_name: str) -> EndpointRef:
     except BotoCoreError as error:
         raise OpsError(f"stack {stack_name}: {error}", ExitCode.AWS_ERROR) from error
     values = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])} if stacks else {}
-    return _ref_from_outputs(values, f"stack {stack_name}")
+    return _ref_from_outputs(values, f"stack {stack_name}", adapters)
 
 
 @dataclass(frozen=True)

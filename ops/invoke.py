@@ -2,7 +2,8 @@
 
 Two targets speak the container's ``POST /invocations`` contract: a SageMaker endpoint through
 boto3 (``InvokeEndpoint`` / ``InvokeEndpointWithResponseStream``, optionally pinned to one
-variant with ``TargetVariant``) and a plain HTTP URL (local tests, a container on a laptop).
+variant with ``TargetVariant``, or sent to one inference component with
+``InferenceComponentName``) and a plain HTTP URL (local tests, a container on a laptop).
 Both return an :class:`Answer`; neither raises for a bad answer, so callers can count failures.
 
 Stream parsing is split into pure functions (:class:`SseDecoder`, :func:`read_event_stream`)
@@ -227,8 +228,8 @@ def read_event_stream(events: Iterable[Mapping[str, Any]], *, clock: Clock) -> S
 class Target(Protocol):
     """Something that answers ``/invocations`` requests."""
 
-    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None) -> Answer:
-        """Send one request; never raises for a bad answer (see Answer.status)."""
+    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None, component: str | None = None) -> Answer:
+        """Send one request (to ``variant`` or inference ``component`` when given); never raises for a bad answer."""
         ...
 
 
@@ -250,7 +251,7 @@ class SageMakerTarget:
         self._endpoint = endpoint_name
         self._clock = clock
 
-    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None) -> Answer:
+    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None, component: str | None = None) -> Answer:
         params: dict[str, Any] = {
             "EndpointName": self._endpoint,
             "Body": body,
@@ -258,6 +259,8 @@ class SageMakerTarget:
         }
         if variant:
             params["TargetVariant"] = variant
+        if component:  # header X-Amzn-SageMaker-Inference-Component
+            params["InferenceComponentName"] = component
         started = self._clock()
         try:
             if stream:
@@ -290,7 +293,9 @@ class HttpTarget:
         # No proxies: the target is a local container or a host the caller names explicitly.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
-    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None) -> Answer:
+    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None, component: str | None = None) -> Answer:
+        # ``component`` is ignored: SageMaker consumes the component header to route the request,
+        # it never reaches the container.
         headers = {"Content-Type": "application/json"}
         if variant:
             headers["X-Amzn-SageMaker-Target-Variant"] = variant

@@ -2,13 +2,23 @@
 
 Each concurrency level (default 1, 4, 16, 32) runs until it has sent its request budget or its
 time budget is spent, whichever comes first; hard limits cap both so a typo cannot turn a
-measurement into an incident. Per level it reports throughput, TTFT and latency percentiles
-and the error rate, then picks the highest level that met the SLO and turns its throughput
-into a target for the ``SageMakerVariantInvocationsPerInstance`` target-tracking policy:
+measurement into an incident. Requests go round-robin over the plan's routes (adapters, and in
+inference_components mode their components). Per level it reports throughput, TTFT and latency
+percentiles and the error rate, then picks the highest-throughput level that met the SLO and
+turns it into a target-tracking value.
+
+``variants`` mode, for ``SageMakerVariantInvocationsPerInstance`` (counted per minute):
 
     sustainable = throughput_rps x 60 / instances      (invocations per instance per minute)
     target      = floor(sustainable / 1.3)              (seed 001: 30 % headroom,
                                                          ``calculate_required_instances`` x 1.3)
+
+``inference_components`` mode, for ``SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution``
+(requests in flight per copy of the base component):
+
+    in_flight   = throughput_rps x mean_latency_s       (Little's law: the concurrency the
+                                                         endpoint actually saw, not the client's)
+    target      = floor(in_flight / copies / 1.3)       (same 30 % headroom)
 """
 
 import math
@@ -26,19 +36,38 @@ MAX_CONCURRENCY = 64  # hard limit per level; ENGINE max_num_seqs is 128 per ins
 MAX_TOTAL_REQUESTS = 2000  # hard limit over all levels
 MAX_TOTAL_DURATION_S = 900.0  # hard limit over all levels (15 minutes)
 HEADROOM = 1.3  # seed 001 calculate_required_instances: "Add 30% headroom buffer"
+# Application Auto Scaling predefined metric types (botocore application-autoscaling MetricType).
+INSTANCE_SCALING_METRIC = "SageMakerVariantInvocationsPerInstance"
+COPY_SCALING_METRIC = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
 DEFAULT_TTFT_SLO_MS = 500.0  # seed 000 canary gate: TTFT P95 < 500 ms
 DEFAULT_MAX_ERROR_RATE = 0.005  # seed 000 canary gate: error rate < 0.5 %
 
 
 @dataclass(frozen=True)
+class Route:
+    """Where a request goes: its ``model`` (adapter) and, in inference_components mode, its component."""
+
+    adapter: str
+    component: str | None = None
+
+    def describe(self) -> str:
+        """``adapter`` or ``adapter -> component``."""
+        return self.adapter if self.component is None else f"{self.adapter} -> {self.component}"
+
+
+@dataclass(frozen=True)
 class LoadPlan:
-    """Levels (concurrent requests), budgets per level and the SLO a level must meet."""
+    """Levels (concurrent requests), budgets per level, where requests go and the SLO a level must meet.
+
+    ``copies`` is set in inference_components mode (copies of the base component): the
+    suggestion is then concurrent requests per copy instead of invocations per instance.
+    """
 
     levels: tuple[int, ...] = DEFAULT_LEVELS
     requests_per_level: int = 64
     level_duration_s: float = 60.0
     stream: bool = True
-    adapter: str = ""
+    routes: tuple[Route, ...] = ()
     prompt: str = ""
     max_tokens: int = 128
     variant: str | None = None
@@ -46,6 +75,7 @@ class LoadPlan:
     latency_slo_ms: float | None = None
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     instances: int = 1
+    copies: int | None = None
 
     def validate(self) -> None:
         """Raise OpsError (USAGE) naming the flag, the value and what is allowed."""
@@ -70,6 +100,10 @@ class LoadPlan:
             )
         if self.instances < 1:
             raise OpsError(f"--instances: {self.instances} must be >= 1", ExitCode.USAGE)
+        if self.copies is not None and self.copies < 1:
+            raise OpsError(f"--copies: {self.copies} must be >= 1", ExitCode.USAGE)
+        if not self.routes:
+            raise OpsError("--adapter: no adapter to send requests to; name one", ExitCode.USAGE)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -115,6 +149,12 @@ class LevelResult:
         """Latency percentile of successful answers, seconds."""
         return percentile([a.latency_s for a in self.ok], q)
 
+    @property
+    def mean_latency_s(self) -> float:
+        """Mean latency of successful answers, seconds (0 when none)."""
+        ok = self.ok
+        return sum(a.latency_s for a in ok) / len(ok) if ok else 0.0
+
     def meets(self, plan: LoadPlan) -> tuple[bool, str]:
         """Whether this level met the SLO, and why not."""
         if not self.ok:
@@ -131,8 +171,14 @@ class LevelResult:
 
 
 def run_level(target: Target, plan: LoadPlan, concurrency: int, *, clock: Callable[[], float]) -> LevelResult:
-    """Keep ``concurrency`` requests in flight until the level's request or time budget is spent."""
-    body = chat_body(model=plan.adapter, prompt=plan.prompt, max_tokens=plan.max_tokens, stream=plan.stream)
+    """Keep ``concurrency`` requests in flight until the level's request or time budget is spent.
+
+    The n-th request of the level goes to ``plan.routes[n % len(plan.routes)]``.
+    """
+    bodies = [
+        chat_body(model=route.adapter, prompt=plan.prompt, max_tokens=plan.max_tokens, stream=plan.stream)
+        for route in plan.routes
+    ]
     lock = threading.Lock()
     answers: list[Answer] = []
     issued = 0
@@ -145,8 +191,11 @@ def run_level(target: Target, plan: LoadPlan, concurrency: int, *, clock: Callab
             with lock:
                 if issued >= plan.requests_per_level or clock() >= deadline:
                     return
+                index = issued % len(plan.routes)
                 issued += 1
-            answer = target.invoke(body, stream=plan.stream, variant=plan.variant)
+            answer = target.invoke(
+                bodies[index], stream=plan.stream, variant=plan.variant, component=plan.routes[index].component
+            )
             with lock:
                 answers.append(answer)
 
@@ -170,14 +219,65 @@ class Suggestion:
     target: int
 
 
+@dataclass(frozen=True)
+class CopySuggestion:
+    """Target of concurrent requests per copy, derived from the best level that met the SLO."""
+
+    concurrency: int
+    throughput_rps: float
+    mean_latency_s: float
+    in_flight_per_copy: float
+    target: int
+
+
+def _best(results: Sequence[LevelResult], plan: LoadPlan) -> LevelResult | None:
+    good = [r for r in results if r.meets(plan)[0]]
+    return max(good, key=lambda r: r.throughput_rps) if good else None
+
+
 def suggest(results: Sequence[LevelResult], plan: LoadPlan) -> Suggestion | None:
     """Highest-throughput level that met the SLO -> ``floor(rps x 60 / instances / 1.3)``."""
-    good = [r for r in results if r.meets(plan)[0]]
-    if not good:
+    best = _best(results, plan)
+    if best is None:
         return None
-    best = max(good, key=lambda r: r.throughput_rps)
     per_minute = best.throughput_rps * 60.0 / plan.instances
     return Suggestion(best.concurrency, best.throughput_rps, per_minute, max(1, math.floor(per_minute / HEADROOM)))
+
+
+def suggest_per_copy(results: Sequence[LevelResult], plan: LoadPlan) -> CopySuggestion | None:
+    """Highest-throughput level that met the SLO -> ``floor(rps x mean latency / copies / 1.3)``.
+
+    ``rps x mean latency`` is the mean number of requests in flight (Little's law), which is what
+    the per-copy concurrency metric counts; the client's nominal concurrency overstates it by
+    the time each client thread spends between requests.
+    """
+    best = _best(results, plan)
+    if best is None:
+        return None
+    copies = plan.copies or 1
+    per_copy = best.throughput_rps * best.mean_latency_s / copies
+    target = max(1, math.floor(per_copy / HEADROOM))
+    return CopySuggestion(best.concurrency, best.throughput_rps, best.mean_latency_s, per_copy, target)
+
+
+def _suggestion_line(results: Sequence[LevelResult], plan: LoadPlan) -> str | None:
+    if plan.copies is not None:
+        per_copy = suggest_per_copy(results, plan)
+        if per_copy is None:
+            return None
+        return (
+            f"suggested target ({COPY_SCALING_METRIC}): {per_copy.target} concurrent requests per copy "
+            f"= floor({per_copy.throughput_rps:.2f} req/s x {per_copy.mean_latency_s:.3f} s mean latency "
+            f"/ {plan.copies} copy(ies) / {HEADROOM}) at concurrency {per_copy.concurrency}"
+        )
+    best = suggest(results, plan)
+    if best is None:
+        return None
+    return (
+        f"suggested target ({INSTANCE_SCALING_METRIC}): {best.target} per instance per minute "
+        f"= floor({best.throughput_rps:.2f} req/s x 60 / {plan.instances} instance(s) / {HEADROOM}) "
+        f"at concurrency {best.concurrency}"
+    )
 
 
 def report(results: Sequence[LevelResult], plan: LoadPlan) -> list[str]:
@@ -206,15 +306,8 @@ def report(results: Sequence[LevelResult], plan: LoadPlan) -> list[str]:
     for r in results:
         for status, count in sorted(r.errors_by_status.items()):
             lines.append(f"concurrency {r.concurrency}: {count} x {status}")
-    best = suggest(results, plan)
-    if best is None:
-        lines.append("no level met the SLO: no target-tracking suggestion")
-    else:
-        lines.append(
-            f"suggested target (SageMakerVariantInvocationsPerInstance): {best.target} per instance per minute "
-            f"= floor({best.throughput_rps:.2f} req/s x 60 / {plan.instances} instance(s) / {HEADROOM}) "
-            f"at concurrency {best.concurrency}"
-        )
+    line = _suggestion_line(results, plan)
+    lines.append(line if line is not None else "no level met the SLO: no target-tracking suggestion")
     return lines
 
 
@@ -222,9 +315,12 @@ def run_load(target: Target, plan: LoadPlan, *, clock: Callable[[], float], out:
     """Run every level in order, print the report; CHECK_FAILED when no level met the SLO."""
     plan.validate()
     mode = "stream" if plan.stream else "sync"
+    where = ", ".join(route.describe() for route in plan.routes)
+    where = f"adapter {where}" if len(plan.routes) == 1 else f"round-robin over {where}"
+    capacity = f"{plan.copies} copy(ies)" if plan.copies is not None else f"{plan.instances} instance(s)"
     out(
         f"load: levels {', '.join(map(str, plan.levels))}; up to {plan.requests_per_level} requests or "
-        f"{plan.level_duration_s:g} s per level; adapter {plan.adapter}; {mode}; {plan.instances} instance(s)"
+        f"{plan.level_duration_s:g} s per level; {where}; {mode}; {capacity}"
     )
     results = []
     for level in plan.levels:
@@ -233,4 +329,4 @@ def run_load(target: Target, plan: LoadPlan, *, clock: Callable[[], float], out:
         results.append(result)
     for line in report(results, plan):
         out(line)
-    return ExitCode.OK if suggest(results, plan) else ExitCode.CHECK_FAILED
+    return ExitCode.OK if _best(results, plan) else ExitCode.CHECK_FAILED

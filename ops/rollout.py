@@ -58,18 +58,35 @@ def _alarm_pages(cloudwatch: Any, **params: Any) -> list[dict[str, Any]]:
             return alarms
 
 
-def missing_rollback_alarms(cloudwatch: Any, endpoint: str, canary: str) -> list[str]:
-    """Names from ``rollback_alarm_names`` that do not exist (the promotion would be unguarded)."""
-    names = list(rollback_alarm_names(endpoint, canary))
+def missing_rollback_alarms(cloudwatch: Any, endpoint: str, guarded: str) -> list[str]:
+    """Names from ``rollback_alarm_names`` that do not exist (the promotion would be unguarded).
+
+    ``guarded`` is what the alarms guard: the canary variant, or ``components.BASE_SUFFIX``.
+    """
+    names = list(rollback_alarm_names(endpoint, guarded))
     found = {a["AlarmName"] for a in _alarm_pages(cloudwatch, AlarmNames=names)}
     return [name for name in names if name not in found]
 
 
-def firing_alarms(cloudwatch: Any, endpoint: str, canary: str) -> list[str]:
-    """Alarms in ALARM: every alarm named ``<endpoint>-*`` and the canary's rollback alarms."""
+def require_rollback_alarms(rt: Runtime, endpoint: str, guarded: str, *, allow_missing: bool) -> None:
+    """Raise OpsError (NOT_READY) when a rollback alarm of ``guarded`` is missing, unless
+    ``allow_missing`` (``--allow-missing-alarms``), which prints a warning instead."""
+    missing = missing_rollback_alarms(rt.cloudwatch, endpoint, guarded)
+    if missing and not allow_missing:
+        raise OpsError(
+            f"rollback alarm(s) not found: {', '.join(missing)}; deploy the alarms or pass --allow-missing-alarms",
+            ExitCode.NOT_READY,
+        )
+    if missing:
+        rt.out(f"WARNING: rollback alarm(s) not found, promoting unguarded by them: {', '.join(missing)}")
+
+
+def firing_alarms(cloudwatch: Any, endpoint: str, guarded: str) -> list[str]:
+    """Alarms in ALARM: every alarm named ``<endpoint>-*`` and the rollback alarms of ``guarded``
+    (the canary variant, or ``components.BASE_SUFFIX``)."""
     try:
         by_prefix = _alarm_pages(cloudwatch, AlarmNamePrefix=alarm_name_prefix(endpoint), StateValue=ALARM)
-        named = _alarm_pages(cloudwatch, AlarmNames=list(rollback_alarm_names(endpoint, canary)))
+        named = _alarm_pages(cloudwatch, AlarmNames=list(rollback_alarm_names(endpoint, guarded)))
     except (ClientError, BotoCoreError) as error:
         raise OpsError(f"DescribeAlarms failed: {error}", ExitCode.AWS_ERROR) from error
     names = {a["AlarmName"] for a in by_prefix if a.get("StateValue", ALARM) == ALARM}
@@ -203,14 +220,7 @@ def promote(
     primary, canary = _variant_names(ref)
     state = describe(rt.sagemaker, ref.endpoint_name)
     require_in_service(state, (primary, canary))
-    missing = missing_rollback_alarms(rt.cloudwatch, ref.endpoint_name, canary)
-    if missing and not allow_missing_alarms:
-        raise OpsError(
-            f"rollback alarm(s) not found: {', '.join(missing)}; deploy the alarms or pass --allow-missing-alarms",
-            ExitCode.NOT_READY,
-        )
-    if missing:
-        rt.out(f"WARNING: rollback alarm(s) not found, promoting unguarded by them: {', '.join(missing)}")
+    require_rollback_alarms(rt, ref.endpoint_name, canary, allow_missing=allow_missing_alarms)
     current = canary_share(state, canary)
     planned = ", ".join(f"{s:g}" for s in steps)
     rt.out(f"promote {ref.endpoint_name}: {canary} at {current:g} % of traffic, steps {planned} %")

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -24,6 +25,38 @@ from ops.cli import Clients, Deps
 ENDPOINT = "mangaassist-vllm-test"
 ADAPTERS = ("manga_domain_v3", "general_support_v2", "jp_style_v1")
 NOW = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
+ARN = "arn:aws:sagemaker:us-east-1:123456789012"
+
+# inference_components mode: names as serving_contract.components derives them, written out so a
+# test fails if the derivation changes.
+BASE = f"{ENDPOINT}-base"
+ADAPTER_COMPONENTS = {
+    "manga_domain_v3": f"{ENDPOINT}-manga-domain-v3",
+    "general_support_v2": f"{ENDPOINT}-general-support-v2",
+    "jp_style_v1": f"{ENDPOINT}-jp-style-v1",
+}
+BASE_MODEL = "llama-3-8b-instruct-awq"  # model.name's default: the base component's `model`
+IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/mangaassist-vllm:v2"
+OLD_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/mangaassist-vllm:v1"
+NO_CAPACITY = (
+    "Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress "
+    "(if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API."
+)  # SageMaker's answer at zero copies (AWS scale-to-zero notebook)
+
+
+def component_outputs(**extra: str) -> dict[str, str]:
+    """The serving stack's outputs in inference_components mode (``cdk deploy --outputs-file`` block)."""
+    values = {
+        "EndpointName": ENDPOINT,
+        "ServingMode": "inference_components",
+        "PrimaryVariantName": "primary",
+        "BaseInferenceComponentName": BASE,
+        "AdapterInferenceComponentMangaDomainV3": ADAPTER_COMPONENTS["manga_domain_v3"],
+        "AdapterInferenceComponentGeneralSupportV2": ADAPTER_COMPONENTS["general_support_v2"],
+        "AdapterInferenceComponentJpStyleV1": ADAPTER_COMPONENTS["jp_style_v1"],
+    }
+    values.update(extra)
+    return {key: value for key, value in values.items() if value}
 
 
 class FakeClock:
@@ -91,6 +124,50 @@ class Stubs:
         }
         self.sagemaker.add_response("describe_endpoint", response, {"EndpointName": ENDPOINT})
 
+    def describe_component(
+        self,
+        name: str = BASE,
+        status: str = "InService",
+        copies: int | None = 2,
+        desired: int | None = None,
+        image: str = IMAGE,
+        **extra: Any,
+    ) -> None:
+        """DescribeInferenceComponent: a base component (image, copies) or, for any other name, an
+        adapter component (artifact, no RuntimeConfig of its own)."""
+        response: dict[str, Any] = {
+            "InferenceComponentName": name,
+            "InferenceComponentArn": f"{ARN}:inference-component/{name}",
+            "EndpointName": ENDPOINT,
+            "EndpointArn": f"{ARN}:endpoint/{ENDPOINT}",
+            "VariantName": "primary",
+            "CreationTime": NOW,
+            "LastModifiedTime": NOW,
+            "InferenceComponentStatus": status,
+        }
+        if name == BASE:
+            response["Specification"] = {
+                "Container": {"DeployedImage": {"SpecifiedImage": image, "ResolvedImage": f"{image}@sha256:abc"}}
+            }
+            response["RuntimeConfig"] = {
+                "CurrentCopyCount": copies,
+                "DesiredCopyCount": copies if desired is None else desired,
+            }
+        else:
+            adapter = name.removeprefix(f"{ENDPOINT}-")
+            response["Specification"] = {
+                "BaseInferenceComponentName": BASE,
+                "Container": {"ArtifactUrl": f"s3://artifacts/adapters/{adapter}/adapter.tar.gz"},
+            }
+        response.update(extra)
+        self.sagemaker.add_response("describe_inference_component", response, {"InferenceComponentName": name})
+
+    def describe_all_components(self, base_copies: int = 2) -> None:
+        """The base component, then every adapter component, all InService."""
+        self.describe_component(BASE, copies=base_copies)
+        for component in ADAPTER_COMPONENTS.values():
+            self.describe_component(component)
+
     def update_weights(self, weights: dict[str, float]) -> None:
         desired = [{"VariantName": n, "DesiredWeight": w} for n, w in weights.items()]
         self.sagemaker.add_response(
@@ -100,54 +177,83 @@ class Stubs:
         )
 
     # --- cloudwatch ------------------------------------------------------------------
-    def alarms_exist(self, state: str = "OK") -> None:
-        names = [f"{ENDPOINT}-canary-5xx-rate", f"{ENDPOINT}-canary-latency-p95"]
+    def alarms_exist(self, state: str = "OK", guarded: str = "canary") -> None:
+        """The rollback alarms of ``guarded`` (the canary variant, or ``base``), looked up by name."""
+        names = [f"{ENDPOINT}-{guarded}-5xx-rate", f"{ENDPOINT}-{guarded}-latency-p95"]
         self.cloudwatch.add_response(
             "describe_alarms",
             {"MetricAlarms": [{"AlarmName": n, "StateValue": state} for n in names]},
             {"AlarmNames": names, "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]},
         )
 
-    def alarm_check(self, firing: tuple[str, ...] = ()) -> None:
+    def alarm_check(self, firing: tuple[str, ...] = (), guarded: str = "canary") -> None:
         """One firing_alarms() call: by prefix (StateValue=ALARM), then the rollback alarms by name."""
         self.cloudwatch.add_response(
             "describe_alarms",
             {"MetricAlarms": [{"AlarmName": n, "StateValue": "ALARM"} for n in firing]},
             {"AlarmNamePrefix": f"{ENDPOINT}-", "StateValue": "ALARM", "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]},
         )
-        self.alarms_exist()
+        self.alarms_exist(guarded=guarded)
 
     # --- sagemaker-runtime ---------------------------------------------------------------
-    def invoke(self, variant: str, adapter: str, content: str = "Try Dungeon Meshi.") -> None:
+    # ``variant`` is the TargetVariant; None with ``component=`` (InferenceComponentName) instead.
+    def invoke(
+        self, variant: str | None, adapter: str, content: str = "Try Dungeon Meshi.", *, component: str | None = None
+    ) -> None:
         body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
         self.runtime.add_response(
             "invoke_endpoint",
             {"Body": StreamingBody(io.BytesIO(body), len(body)), "ContentType": "application/json"},
-            _invoke_params(variant, adapter, stream=False),
+            _invoke_params(variant, adapter, stream=False, component=component),
         )
 
-    def invoke_model_error(self, variant: str, adapter: str, status: int = 500) -> None:
+    def invoke_model_error(
+        self, variant: str | None, adapter: str, status: int = 500, *, component: str | None = None
+    ) -> None:
         self.runtime.add_client_error(
             "invoke_endpoint",
             service_error_code="ModelError",
             service_message=f"Received server error ({status}) from primary with message 'engine died'",
             http_status_code=424,
             modeled_fields={"OriginalStatusCode": status, "OriginalMessage": "engine died"},
-            expected_params=_invoke_params(variant, adapter, stream=False),
+            expected_params=_invoke_params(variant, adapter, stream=False, component=component),
         )
 
-    def invoke_stream(self, variant: str, adapter: str, events: list[dict[str, Any]] | None = None) -> None:
+    def invoke_error(
+        self, component: str, adapter: str, code: str, message: str, *, max_tokens: int | None = None
+    ) -> None:
+        """A component's InvokeEndpoint fails with ``code`` (e.g. SageMaker's no-capacity ValidationError)."""
+        self.runtime.add_client_error(
+            "invoke_endpoint",
+            service_error_code=code,
+            service_message=message,
+            http_status_code=400,
+            expected_params=_invoke_params(None, adapter, stream=False, component=component, max_tokens=max_tokens),
+        )
+
+    def invoke_stream(
+        self,
+        variant: str | None,
+        adapter: str,
+        events: list[dict[str, Any]] | None = None,
+        *,
+        component: str | None = None,
+    ) -> None:
         self.runtime.add_response(
             "invoke_endpoint_with_response_stream",
             {"Body": {"PayloadPart": {"Bytes": b""}}, "ContentType": "text/event-stream"},
-            _invoke_params(variant, adapter, stream=True),
+            _invoke_params(variant, adapter, stream=True, component=component),
         )
         self.streams.append(events if events is not None else sse_events("Try ", "Dungeon Meshi."))
 
 
-def _invoke_params(variant: str, adapter: str, *, stream: bool) -> dict[str, Any]:
+def _invoke_params(
+    variant: str | None, adapter: str, *, stream: bool, component: str | None = None, max_tokens: int | None = None
+) -> dict[str, Any]:
     def body_matches(body: bytes) -> bool:
         payload = json.loads(body)
+        if max_tokens is not None and payload["max_tokens"] != max_tokens:
+            return False
         return payload["model"] == adapter and payload["stream"] is stream and payload["messages"][0]["content"]
 
     class _Body:
@@ -156,13 +262,17 @@ def _invoke_params(variant: str, adapter: str, *, stream: bool) -> dict[str, Any
         def __eq__(self, other: object) -> bool:
             return isinstance(other, bytes) and bool(body_matches(other))
 
-    return {
+    params: dict[str, Any] = {
         "EndpointName": ENDPOINT,
         "Body": _Body(),
         "ContentType": "application/json",
         "Accept": "text/event-stream" if stream else "application/json",
-        "TargetVariant": variant,
     }
+    if variant is not None:
+        params["TargetVariant"] = variant
+    if component is not None:
+        params["InferenceComponentName"] = component
+    return params
 
 
 def sse_events(*contents: str, done: bool = True, split: int = 0) -> list[dict[str, Any]]:
@@ -207,4 +317,27 @@ def stubbed() -> Iterator[Stubs]:
     assert not stubs.streams, "queued stream bodies were not consumed"
 
 
-__all__ = ["ADAPTERS", "ANY", "ENDPOINT", "FakeClock", "Stubs", "sse_events", "stubbed"]
+def write_component_outputs(directory: Path, **extra: str) -> Path:
+    """A ``cdk deploy --outputs-file`` file with the prod serving stack in inference_components mode."""
+    path = directory / "cdk-outputs.json"
+    path.write_text(json.dumps({"MangaAssist-prod-Serving": component_outputs(**extra)}))
+    return path
+
+
+__all__ = [
+    "ADAPTERS",
+    "ADAPTER_COMPONENTS",
+    "ANY",
+    "BASE",
+    "BASE_MODEL",
+    "ENDPOINT",
+    "IMAGE",
+    "NO_CAPACITY",
+    "OLD_IMAGE",
+    "FakeClock",
+    "Stubs",
+    "component_outputs",
+    "sse_events",
+    "stubbed",
+    "write_component_outputs",
+]

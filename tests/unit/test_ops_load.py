@@ -226,3 +226,23 @@ def test_non_finite_numbers_are_a_usage_error(args, message, capsys):
     assert info.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[-1].endswith(message)
+
+
+def test_repeated_adapter_spreads_requests_round_robin(server):
+    adapters = ["--adapter", "jp_style_v1", "--adapter", "manga_domain_v3"]
+    code, lines = _run(["--url", _url(server), "--levels", "1", "--requests-per-level", "4", "--mode=sync", *adapters])
+    assert code == ExitCode.OK
+    assert server.models == ["jp_style_v1", "manga_domain_v3", "jp_style_v1", "manga_domain_v3"]
+    assert "; round-robin over jp_style_v1, manga_domain_v3; sync; 1 instance(s)" in lines[0]
+
+
+def test_copies_with_url_suggests_concurrent_requests_per_copy(server):
+    """A local container is one copy: --copies 1 gives the inference_components mode's target."""
+    code, lines = _run(["--url", _url(server), "--levels", "2", "--requests-per-level", "8", "--copies", "1"])
+    assert code == ExitCode.OK
+    assert lines[0].endswith("; adapter manga_domain_v3; stream; 1 copy(ies)")
+    assert re.fullmatch(
+        r"suggested target \(SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution\): \d+ concurrent "
+        r"requests per copy = floor\([\d.]+ req/s x [\d.]+ s mean latency / 1 copy\(ies\) / 1.3\) at concurrency 2",
+        lines[-1],
+    )
