@@ -28,7 +28,6 @@ from ops.endpoint import (
     INFERENCE_COMPONENTS,
     VARIANTS,
     EndpointRef,
-    configured_mode,
     describe,
     ref_from_config,
     ref_from_outputs_file,
@@ -127,7 +126,7 @@ def _endpoint_ref(
 ) -> EndpointRef:
     stack = args.stack_name or config.stack_name("Serving")
     if args.endpoint_name:
-        ref = ref_from_config(args.endpoint_name, configured_mode(config), adapters)
+        ref = ref_from_config(args.endpoint_name, config.serving.mode, adapters)
     elif args.stack_outputs:
         ref = ref_from_outputs_file(args.stack_outputs, stack, adapters)
     else:

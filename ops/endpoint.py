@@ -84,15 +84,6 @@ def _ref_from_outputs(values: Mapping[str, Any], source: str, adapters: Sequence
     return EndpointRef(str(endpoint), primary, None, mode, str(base), by_adapter)
 
 
-def configured_mode(config: Any) -> str:
-    """``serving.mode`` of the app config; ``variants`` for a config that predates the setting.
-
-    Read defensively: the ops tool may run against a checkout whose app config has no
-    ``serving.mode`` yet, and that config can only describe a variants endpoint.
-    """
-    return str(getattr(config.serving, "mode", VARIANTS))
-
-
 def ref_from_config(endpoint_name: str, mode: str, adapters: Sequence[str]) -> EndpointRef:
     """The names an endpoint called ``endpoint_name`` has in ``mode`` (for ``--endpoint-name``).
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ops.cli import main
-from ops.endpoint import EndpointRef, configured_mode, ref_from_config, ref_from_outputs_file, ref_from_stack
+from ops.endpoint import EndpointRef, ref_from_config, ref_from_outputs_file, ref_from_stack
 from ops.exit_codes import ExitCode, OpsError
 from tests.unit.ops_stubs import (
     ADAPTER_COMPONENTS,
@@ -52,16 +52,6 @@ def test_config_names_follow_the_serving_contract():
         ENDPOINT, None, None, "inference_components", BASE, ADAPTER_COMPONENTS
     )
     assert ref_from_config(ENDPOINT, "variants", ADAPTERS) == EndpointRef(ENDPOINT, None, None)
-
-
-def test_config_without_serving_mode_is_variants():
-    class Serving:  # an app config from before serving.mode
-        pass
-
-    class Config:
-        serving = Serving()
-
-    assert configured_mode(Config()) == "variants"
 
 
 def test_endpoint_name_too_long_for_component_names_is_a_usage_error():

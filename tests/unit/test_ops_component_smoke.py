@@ -1,5 +1,7 @@
 """``smoke`` in inference_components mode: component checks, scale to zero, ``--wake``, requests per component."""
 
+import json
+
 import pytest
 
 from ops.cli import main
@@ -62,15 +64,19 @@ def test_smoke_sends_to_the_base_and_every_adapter_component(args):
     assert stubs.lines[-1] == "smoke passed: 8 request(s), 4 component(s)"
 
 
-def test_smoke_with_endpoint_name_derives_component_names_from_config(monkeypatch):
-    """--endpoint-name: the mode comes from serving.mode (read defensively), names from serving_contract."""
-    monkeypatch.setattr("ops.cli.configured_mode", lambda config: "inference_components")
+def test_smoke_with_endpoint_name_derives_component_names_from_config(tmp_path):
+    """--endpoint-name: the mode comes from serving.mode in cdk.json, names from serving_contract."""
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(json.dumps({"context": {"stage": "prod", "serving.mode": "inference_components"}}))
     with stubbed() as stubs:
         stubs.describe_endpoint(weights={"primary": 1.0})
         stubs.describe_component(BASE)
         stubs.describe_component(ADAPTER_COMPONENTS["jp_style_v1"])
         _queue_requests(stubs, adapters=("jp_style_v1",))
-        code = main(["smoke", "--endpoint-name", ENDPOINT, "--adapter", "jp_style_v1"], stubs.deps(FakeClock()))
+        code = main(
+            ["smoke", "--cdk-json", str(cdk_json), "--endpoint-name", ENDPOINT, "--adapter", "jp_style_v1"],
+            stubs.deps(FakeClock()),
+        )
     assert code == ExitCode.OK
     assert stubs.lines[-1] == "smoke passed: 4 request(s), 2 component(s)"
 
