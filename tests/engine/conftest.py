@@ -8,6 +8,10 @@ collection is done, and they boot while the rest of the suite (synth, unit tests
 * ``disposable_gateway``: tests that change or break the engine: it runs in SageMaker's
   inference-components mode (``RUNTIME_ADAPTER_ENV``: no baked adapter, ``POST /adapters``
   on), for the runtime-adapter tests, then the engine-death test (``ends_disposable_gateway``).
+  Its tests run after the shared gateway's drain test, which needs all eight of its streams
+  still in flight at SIGTERM: when the runtime-adapter tests ran just before it, it failed in
+  two of three full-suite runs on the 2-core machine (one stream finished before the last one
+  started); with them after it, two of two full-suite runs passed.
 
 Real-engine tests run after every other test. Without the engine environment they skip with
 the reason, unless ``REQUIRE_REAL_ENGINE=1`` (CI), where they fail instead.
@@ -26,11 +30,16 @@ import pytest
 from tests.engine.real_engine import RUNTIME_ADAPTER_ENV, RealGateway, engine_missing_reason, make_tiny_model
 
 _STATE: dict[str, object] = {}
-_ORDER = {"ends_shared_gateway": 1, "ends_disposable_gateway": 2}
+_ORDER = {"ends_shared_gateway": 1, "ends_disposable_gateway": 3}
+_USES_DISPOSABLE = 2
+"""Rank of the other disposable-gateway tests: after the shared gateway's drain (module docstring)."""
 
 
 def _order(item: pytest.Item) -> int:
-    return max((rank for name, rank in _ORDER.items() if item.get_closest_marker(name)), default=0)
+    rank = max((rank for name, rank in _ORDER.items() if item.get_closest_marker(name)), default=0)
+    if rank == 0 and "disposable_gateway" in getattr(item, "fixturenames", ()):
+        return _USES_DISPOSABLE
+    return rank
 
 
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection: start only what selected tests use
