@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from serving_app.adapters import api_router as adapter_router
 from serving_app.gateway import Gateway
 from serving_app.sagemaker import api_router as sagemaker_router
 
@@ -22,7 +23,8 @@ class _FrontDoor:
 
     Starlette's middleware stack and router cost ~100 us per request on the dev machine;
     exact paths (``/ping``, ``POST /invocations``) skip them (the endpoints catch their own
-    errors). Everything else (404s, 405s, path parameters, lifespan) goes through Starlette.
+    errors). Everything else (404s, 405s, path parameters, the adapter control plane,
+    lifespan) goes through Starlette.
     Requests to ``/invocations`` count as in flight until their last byte, streams included.
     """
 
@@ -65,6 +67,7 @@ def create_app(gateway: Gateway) -> ASGIApp:
         finally:
             await gateway.shutdown()
 
-    routes = sagemaker_router.routes(gateway.readiness, gateway.invocations)
-    app = Starlette(routes=list(routes), lifespan=lifespan)
-    return _FrontDoor(app, gateway, routes)
+    hot_routes = sagemaker_router.routes(gateway.readiness, gateway.invocations)
+    control_routes = adapter_router.routes(gateway.adapters)
+    app = Starlette(routes=[*hot_routes, *control_routes], lifespan=lifespan)
+    return _FrontDoor(app, gateway, hot_routes)

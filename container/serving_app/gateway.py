@@ -6,7 +6,8 @@
 * ``lifecycle/``: start-up (wait for ``/health``, warm every adapter) and the SIGTERM drain;
 * ``metrics/``: EMF lines, the ``/metrics`` scraper, one line per request;
 * ``sagemaker/``: ``/ping`` and ``/invocations``;
-* ``adapters/``: the model names requests may use.
+* ``adapters/``: the model names requests may use; ``POST /adapters`` and
+  ``DELETE /adapters/{name}`` when SageMaker loads adapters at runtime.
 
 The HTTP app around it is ``serving_app.app.create_app``.
 """
@@ -22,6 +23,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from serving_app.adapters.registry import ModelRegistry
+from serving_app.adapters.serving import AdapterService
 from serving_app.engine.monitor import EngineMonitor
 from serving_app.engine.process import EngineProcess
 from serving_app.engine.readiness import Phase, Readiness
@@ -51,6 +53,7 @@ class Gateway:
         models: names requests may use (base model + adapters).
         monitor: engine health (poll, process watch, request-path reports).
         invocations: the ``/invocations`` service.
+        adapters: the ``/adapters`` service (runtime LoRA adapters).
         pool: the HTTP client to vLLM on loopback.
     """
 
@@ -83,6 +86,13 @@ class Gateway:
             monitor=self.monitor,
             metrics=RequestMetrics(self.emf),
             request_timeout_s=settings.request_timeout_s,
+        )
+        self.adapters = AdapterService(
+            settings=settings,
+            models=self.models,
+            readiness=self.readiness,
+            pool=self.pool,
+            monitor=self.monitor,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._drain_task: asyncio.Task[None] | None = None

@@ -27,7 +27,8 @@ MAX_DRAIN_TIMEOUT_S: Final = env.DRAIN_TIMEOUT_MAX_S
 """Drain budget cap (22 s): with vLLM's stop grace (3 s) and uvicorn's (2 s) it leaves 3 s of
 the 30 s SIGKILL window spare (budget in ``serving_contract.env``)."""
 
-_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+"""Rule for every name clients and dimensions see: the served model, each adapter, the endpoint."""
 _NAMESPACE_RE: Final = re.compile(r"^[A-Za-z0-9.\-_/#: ]{1,255}$")
 
 
@@ -93,6 +94,11 @@ class Settings(BaseModel):
     max_loras: int = _field(spec.MAX_LORAS)
     max_lora_rank: int = _field(spec.MAX_LORA_RANK)
     max_cpu_loras: int | None = _field(spec.MAX_CPU_LORAS)
+    lora_runtime_adapters: Bool = Field(
+        False,
+        alias=env.LORA_RUNTIME_ADAPTERS,
+        description="SageMaker loads adapters at runtime (POST /adapters); inference_components mode.",
+    )
 
     startup_timeout_s: float = Field(
         600.0,
@@ -134,7 +140,7 @@ class Settings(BaseModel):
     endpoint_name: str = Field("local", alias=env.ENDPOINT_NAME, min_length=1, max_length=63)
     variant_name: str = Field("AllTraffic", alias=env.VARIANT_NAME, min_length=1, max_length=63)
 
-    @field_validator("enable_prefix_caching", "enforce_eager", mode="before")
+    @field_validator("enable_prefix_caching", "enforce_eager", "lora_runtime_adapters", mode="before")
     @classmethod
     def _parse_bool(cls, value: Any) -> Any:
         return _bool(value)
@@ -158,8 +164,8 @@ class Settings(BaseModel):
     @classmethod
     def _check_adapters(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:
-            if not _NAME_RE.match(name):
-                raise ValueError(f"adapter name {name!r} must match {_NAME_RE.pattern} (letters, digits, . _ -)")
+            if not NAME_RE.match(name):
+                raise ValueError(f"adapter name {name!r} must match {NAME_RE.pattern} (letters, digits, . _ -)")
         duplicates = sorted({name for name in value if value.count(name) > 1})
         if duplicates:
             raise ValueError(f"adapter names must be unique, repeated: {', '.join(duplicates)}")
@@ -168,8 +174,8 @@ class Settings(BaseModel):
     @field_validator("served_model_name", "endpoint_name", "variant_name")
     @classmethod
     def _check_name(cls, value: str) -> str:
-        if not _NAME_RE.match(value):
-            raise ValueError(f"must match {_NAME_RE.pattern}")
+        if not NAME_RE.match(value):
+            raise ValueError(f"must match {NAME_RE.pattern}")
         return value
 
     @field_validator("metrics_namespace")
@@ -187,6 +193,11 @@ class Settings(BaseModel):
                 f"adapter names must differ from {env.ENGINE_SERVED_MODEL_NAME}="
                 f"{self.served_model_name!r}"
             )
+        if self.lora_runtime_adapters and self.lora_adapters:
+            raise SettingsError(
+                f"{env.LORA_ADAPTERS}={','.join(self.lora_adapters)!r} is invalid: must be empty when "
+                f"{env.LORA_RUNTIME_ADAPTERS}=true (SageMaker then loads every adapter through POST /adapters)"
+            )
         if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
             raise SettingsError(
                 f"{env.LORA_MAX_CPU_LORAS}={self.max_cpu_loras!r} is invalid: must be >= "
@@ -198,6 +209,26 @@ class Settings(BaseModel):
     def effective_max_cpu_loras(self) -> int:
         """CPU adapter cache size: the configured value, else room for every adapter."""
         return spec.effective_max_cpu_loras(self.max_cpu_loras, self.max_loras, len(self.lora_adapters))
+
+    @property
+    def runtime_adapter_capacity(self) -> int:
+        """Most adapters ``POST /adapters`` registers at once: ``LORA_MAX_CPU_LORAS``, else ``LORA_MAX_LORAS``.
+
+        vLLM keeps ``--max-cpu-loras`` adapters loaded in CPU memory and evicts the least
+        recently used one beyond that (``LRUCacheWorkerLoRAManager.add_adapter`` in
+        vllm/lora/worker_manager.py), and ``--max-cpu-loras`` defaults to ``--max-loras``
+        (vllm/config/lora.py). The gateway refuses to register more than this, so loading a new
+        adapter does not silently evict a registered one. (After a delete it can: vLLM's unload
+        leaves the weights in the cache until its LRU drops them; see
+        ``serving_app.adapters.serving``.) The same number is passed as ``--max-cpu-loras``
+        (``serving_app.vllm_args``).
+        """
+        return self.max_cpu_loras if self.max_cpu_loras is not None else self.max_loras
+
+    @property
+    def runtime_adapter_capacity_variable(self) -> str:
+        """The variable :attr:`runtime_adapter_capacity` comes from (for refusal messages)."""
+        return env.LORA_MAX_CPU_LORAS if self.max_cpu_loras is not None else env.LORA_MAX_LORAS
 
     @property
     def model_names(self) -> tuple[str, ...]:

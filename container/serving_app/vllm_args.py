@@ -23,6 +23,9 @@ ENGINE_MODULE: Final = "vllm.entrypoints.openai.api_server"
 ENGINE_HOST: Final = "127.0.0.1"
 """vLLM listens on loopback only: every client goes through the gateway on :8080."""
 
+RUNTIME_LORA_UPDATING: Final = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
+"""vLLM 0.22's gate for loading and unloading adapters over HTTP (vllm/envs.py: "1" or "true")."""
+
 
 @dataclass(frozen=True, slots=True)
 class EnginePaths:
@@ -82,7 +85,12 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
         args += [spec.QUANTIZATION.flag, settings.quantization]
     if settings.enforce_eager:
         args.append(spec.ENFORCE_EAGER.flag)
-    if settings.lora_adapters:
+    if settings.lora_adapters or settings.lora_runtime_adapters:
+        # Runtime adapters: the CPU cache holds as many adapters as the gateway lets SageMaker
+        # register (Settings.runtime_adapter_capacity, which says why).
+        cpu_loras = (
+            settings.runtime_adapter_capacity if settings.lora_runtime_adapters else settings.effective_max_cpu_loras
+        )
         args += [
             "--enable-lora",
             spec.MAX_LORAS.flag,
@@ -90,16 +98,17 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
             spec.MAX_LORA_RANK.flag,
             str(settings.max_lora_rank),
             spec.MAX_CPU_LORAS.flag,
-            str(settings.effective_max_cpu_loras),
-            "--lora-modules",
-            *(f"{name}={paths.adapter_dir / name}" for name in settings.lora_adapters),
+            str(cpu_loras),
         ]
+    if settings.lora_adapters:
+        args += ["--lora-modules", *(f"{name}={paths.adapter_dir / name}" for name in settings.lora_adapters)]
     return args
 
 
 def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, str]:
-    """Environment for the vLLM process: the parent's, vLLM's logging level, and the CUDA
-    forward-compatibility libraries first on ``LD_LIBRARY_PATH`` when enabled.
+    """Environment for the vLLM process: the parent's, vLLM's logging level, the runtime-LoRA
+    gate when SageMaker loads adapters at runtime, and the CUDA forward-compatibility
+    libraries first on ``LD_LIBRARY_PATH`` when enabled.
 
     vLLM 0.22 itself only edits ``os.environ`` before importing torch
     (``vllm/env_override.py``), which reaches its child processes but not the dynamic
@@ -108,6 +117,13 @@ def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, st
     """
     environ = dict(base)
     environ["VLLM_LOGGING_LEVEL"] = settings.log_level.upper()
+    if settings.lora_runtime_adapters:
+        # vLLM 0.22 registers /v1/load_lora_adapter and /v1/unload_lora_adapter only with this
+        # set (vllm/entrypoints/serve/lora/api_router.py, attach_router), and warns that it is
+        # for local development: anyone who reaches the API server can load files as adapters.
+        # Here vLLM listens on 127.0.0.1 only (ENGINE_HOST); the gateway owns the public routes
+        # (POST /adapters, DELETE /adapters/{name}) and checks every request before it calls these.
+        environ[RUNTIME_LORA_UPDATING] = "true"
     environ.setdefault("PYTHONUNBUFFERED", "1")
     enabled = environ.get("VLLM_ENABLE_CUDA_COMPATIBILITY", "0").strip().lower() in ("1", "true")
     compat = environ.get("VLLM_CUDA_COMPATIBILITY_PATH", "")

@@ -3,8 +3,10 @@
 It takes the same argv the gateway builds for vLLM (``--port``, ``--served-model-name``,
 ``--lora-modules name=path ...``; everything else is recorded and ignored) and speaks the
 same protocol: ``/health``, ``/v1/models``, ``/v1/chat/completions`` and ``/v1/completions``
-(JSON or SSE with ``data: ...`` and ``data: [DONE]``), and ``/metrics`` in Prometheus text
-with vLLM 0.22's metric names and ``model_name``/``engine`` labels.
+(JSON or SSE with ``data: ...`` and ``data: [DONE]``), ``/metrics`` in Prometheus text
+with vLLM 0.22's metric names and ``model_name``/``engine`` labels, and the runtime-LoRA
+routes ``/v1/load_lora_adapter`` / ``/v1/unload_lora_adapter`` (vLLM's answers for a name it
+already has or does not know; every call is recorded in ``lora_calls``).
 
 Scripting (all under ``/_control``, used by the tests only):
 - env ``FAKE_STARTUP_DELAY_S``: sleep before listening (vLLM listens only after loading);
@@ -12,16 +14,22 @@ Scripting (all under ``/_control``, used by the tests only):
 - env ``FAKE_PID_FILE``: write the pid there;
 - user content ``hold``: stream one chunk, then wait for ``POST /_control/release``;
 - user content ``slow:<seconds>``: sleep before answering;
-- user content ``boom``: answer 500 with a CUDA out-of-memory message.
+- user content ``boom``: answer 500 with a CUDA out-of-memory message;
+- a ``fake_vllm.json`` file in an adapter folder scripts its load: ``load_delay_s`` (sleep
+  first), ``load_status`` + ``load_message`` (answer that error), ``chat_status`` (the loaded
+  adapter answers every completion with that error status).
 
 Kept for the faults the real engine cannot be made to show on demand: an engine that never
 becomes healthy (startup timeout), warmup held at a gate (to see ``/ping`` in ``warming_up``),
 an upstream that stalls past ``REQUEST_TIMEOUT_S``, a CUDA OOM answer, a stream held open mid
-relay. Everything else runs against the real vLLM 0.22.0 engine in ``tests/engine/``:
-``test_real_gateway.py`` (readiness gating, routing by ``model`` / custom attribute /
-``X-Amzn-SageMaker-Adapter-Identifier`` for the base and every adapter, sync and streaming,
-bad input, the real ``/metrics`` names, EMF with engine values) and
-``test_real_engine_faults.py`` (SIGTERM drain, engine-core death).
+relay, and for runtime adapters: a 4xx from vLLM's load, a load slower than
+``REQUEST_TIMEOUT_S``, an adapter that loads but fails its warmup. Everything else runs against
+the real vLLM 0.22.0 engine in ``tests/engine/``: ``test_real_gateway.py`` (readiness gating,
+routing by ``model`` / custom attribute / ``X-Amzn-SageMaker-Adapter-Identifier`` for the base
+and every adapter, sync and streaming, bad input, the real ``/metrics`` names, EMF with engine
+values), ``test_runtime_adapters.py`` (``POST /adapters`` by body and by query, invoking each
+adapter, duplicates, rank and capacity refusals, vLLM's 500 for an adapter it cannot load,
+delete, re-register) and ``test_real_engine_faults.py`` (SIGTERM drain, engine-core death).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -57,7 +66,9 @@ STATE: dict[str, Any] = {
     "argv": sys.argv[1:],
     "counters": {"prompt": 0, "generation": 0, "queries": 0, "hits": 0, "preemptions": 0},
     "queue_times": [],  # seconds each completion waited at the gate (vLLM: WAITING phase)
+    "lora_calls": [],  # one dict per /v1/load_lora_adapter or /v1/unload_lora_adapter call
 }
+FAILING_ADAPTERS: dict[str, int] = {}  # adapter name -> status of its every completion (chat_status)
 QUEUE_TIME_BUCKETS: tuple[float, ...] = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0)
 QUEUE_TIME_BUCKETS += (50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
 """``request_latency_buckets`` of vLLM 0.22.0 (vllm/v1/metrics/loggers.py), which
@@ -170,6 +181,8 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
     model = body.get("model")
     if model not in MODELS:
         return error(404, f"The model `{model}` does not exist.")
+    if model in FAILING_ADAPTERS:
+        return error(FAILING_ADAPTERS[model], f"scripted failure of adapter {model}")
     max_tokens = body.get("max_tokens") or 3
     if not isinstance(max_tokens, int) or max_tokens > 1000:
         return error(400, "max_tokens must be an integer <= 1000")
@@ -267,6 +280,41 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
+def lora_script(path: str) -> dict[str, Any]:
+    """The adapter folder's ``fake_vllm.json`` (empty when absent)."""
+    script = Path(path) / "fake_vllm.json"
+    return json.loads(script.read_text()) if script.is_file() else {}
+
+
+async def load_lora_adapter(request: Request) -> Response:
+    body = json.loads(await request.body())
+    STATE["lora_calls"].append({"op": "load", **body})
+    name, path = body["lora_name"], body["lora_path"]
+    script = lora_script(path)
+    await asyncio.sleep(script.get("load_delay_s", 0))
+    if "load_status" in script:
+        return error(script["load_status"], script["load_message"])
+    if name in MODELS:  # vLLM 0.22's message (vllm/entrypoints/openai/models/serving.py)
+        return error(400, f"The lora adapter '{name}' has already been loaded.")
+    ADAPTERS.append(name)
+    MODELS.append(name)
+    if "chat_status" in script:
+        FAILING_ADAPTERS[name] = script["chat_status"]
+    return Response(f"Success: LoRA adapter '{name}' added successfully.")
+
+
+async def unload_lora_adapter(request: Request) -> Response:
+    body = json.loads(await request.body())
+    STATE["lora_calls"].append({"op": "unload", **body})
+    name = body["lora_name"]
+    if name not in ADAPTERS:
+        return error(404, f"The lora adapter '{name}' cannot be found.")
+    ADAPTERS.remove(name)
+    MODELS.remove(name)
+    FAILING_ADAPTERS.pop(name, None)
+    return Response(f"Success: LoRA adapter '{name}' removed successfully.")
+
+
 async def control_state(request: Request) -> Response:
     return JSONResponse({k: v for k, v in STATE.items() if k not in ("counters", "queue_times")})
 
@@ -289,6 +337,8 @@ app = Starlette(
         Route("/metrics", metrics),
         Route("/v1/chat/completions", completions, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/load_lora_adapter", load_lora_adapter, methods=["POST"]),
+        Route("/v1/unload_lora_adapter", unload_lora_adapter, methods=["POST"]),
         Route("/_control/state", control_state),
         Route("/_control/open", control_open, methods=["POST"]),
         Route("/_control/release", control_release, methods=["POST"]),

@@ -301,3 +301,17 @@ def test_a_scripted_run_emits_every_contract_metric(serve: Serve) -> None:
     request_names = {m["Name"] for d in lines if "Adapter" in d for m in d["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert request_names == set(RequestMetric)
     assert emitted == EMITTED
+
+
+def test_without_runtime_adapters_the_adapter_routes_are_404(serve: Serve) -> None:
+    expected = (
+        "runtime adapters are off (LORA_RUNTIME_ADAPTERS=false): this container serves the adapters baked "
+        "into the image (LORA_ADAPTERS): manga_domain_v3, general_support_v2, jp_style_v1"
+    )
+    folder = serve.tmp / "model" / "adapters" / "manga_domain_v3"
+    registration = httpx.post(serve.url + "/adapters", json={"name": "extra", "src": str(folder)}, timeout=10)
+    assert (registration.status_code, message(registration)) == (404, expected)
+    deletion = httpx.delete(serve.url + "/adapters/manga_domain_v3", timeout=10)
+    assert (deletion.status_code, message(deletion)) == (404, expected)
+    assert serve.engine_state()["lora_calls"] == []
+    assert serve.ping().json()["adapters"] == list(ADAPTERS)  # type: ignore[union-attr]

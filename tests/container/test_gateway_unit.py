@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import socket
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -15,6 +16,7 @@ from serving_app.engine.readiness import Phase
 from serving_app.gateway import Gateway
 from serving_app.metrics.emf import EmfWriter
 from serving_app.settings import Settings
+from tests.container.conftest import make_artifacts
 
 
 def closed_port() -> int:
@@ -38,6 +40,7 @@ def request(body: dict[str, Any], headers: dict[str, str] | None = None) -> Requ
         "type": "http",
         "method": "POST",
         "path": "/invocations",
+        "query_string": b"",
         "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
     }
     return Request(scope, receive)
@@ -155,3 +158,44 @@ def test_cancel_before_the_first_chunk_aborts_the_upstream_stream() -> None:
     asyncio.run(main())
     lines = [json.loads(line) for line in emf_out.getvalue().splitlines()]
     assert [line["StatusCode"] for line in lines] == [503]  # one line: cut before any byte
+
+
+def test_adapter_registration_needs_a_ready_gateway_and_a_reachable_engine(tmp_path: Path) -> None:
+    folder = make_artifacts(tmp_path) / "adapters" / "manga_domain_v3"
+
+    async def register(phase: Phase, healthy: bool) -> tuple[int, str, bool]:
+        gateway = Gateway(
+            Settings.from_env({"LORA_RUNTIME_ADAPTERS": "true"}),
+            upstream_url=f"http://127.0.0.1:{closed_port()}",
+            engine=None,
+            request_exit=lambda code: None,
+            emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, io.StringIO()),
+        )
+        gateway.readiness.set_phase(phase, phase.value)
+        gateway.readiness.record_health(healthy)
+        response = await gateway.adapters.register(request({"name": "manga", "src": str(folder)}))
+        await gateway.pool.aclose()
+        message = json.loads(bytes(response.body))["error"]["message"]
+        return response.status_code, message, gateway.readiness.engine_healthy
+
+    assert asyncio.run(register(Phase.WARMING_UP, True)) == (
+        503,
+        "not ready: warming_up; register adapters once /ping answers 200",
+        True,
+    )
+    assert asyncio.run(register(Phase.READY, False)) == (
+        503,
+        "not ready: engine unhealthy; register adapters once /ping answers 200",
+        False,
+    )
+    assert asyncio.run(register(Phase.DRAINING, True)) == (
+        503,
+        "instance is draining (SIGTERM); adapters cannot be registered",
+        True,
+    )
+    # Nothing listens on the engine port: 503, and /ping turns 503 at once (as for /invocations).
+    assert asyncio.run(register(Phase.READY, True)) == (
+        503,
+        "engine unavailable: connect failed: ClientConnectorError",
+        False,
+    )

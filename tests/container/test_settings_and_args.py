@@ -62,6 +62,34 @@ def test_adapters_become_lora_flags() -> None:
     assert settings.model_names == ("base", "manga_domain_v3", "jp_style_v1")
 
 
+def test_runtime_adapters_enable_lora_without_baked_modules() -> None:
+    settings = Settings.from_env(
+        {"LORA_RUNTIME_ADAPTERS": "true", "LORA_ADAPTERS": "", "LORA_MAX_LORAS": "2", "LORA_MAX_RANK": "32"}
+    )
+    argv = build_vllm_args(settings, PATHS)
+    assert "--enable-lora" in argv
+    assert flag(argv, "--max-loras") == "2"
+    assert flag(argv, "--max-lora-rank") == "32"
+    # The CPU cache holds exactly what the gateway registers: LORA_MAX_LORAS when LORA_MAX_CPU_LORAS is unset.
+    assert flag(argv, "--max-cpu-loras") == "2"
+    assert "--lora-modules" not in argv
+    assert (settings.runtime_adapter_capacity, settings.runtime_adapter_capacity_variable) == (2, "LORA_MAX_LORAS")
+    assert engine_environment(settings, {})["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "true"
+
+
+def test_runtime_adapter_capacity_is_the_cpu_cache_when_set() -> None:
+    settings = Settings.from_env({"LORA_RUNTIME_ADAPTERS": "yes", "LORA_MAX_LORAS": "2", "LORA_MAX_CPU_LORAS": "6"})
+    assert flag(build_vllm_args(settings, PATHS), "--max-cpu-loras") == "6"
+    assert (settings.runtime_adapter_capacity, settings.runtime_adapter_capacity_variable) == (6, "LORA_MAX_CPU_LORAS")
+
+
+def test_runtime_lora_updating_stays_off_without_runtime_adapters() -> None:
+    baked = Settings.from_env({"LORA_ADAPTERS": "manga_domain_v3", "LORA_RUNTIME_ADAPTERS": "false"})
+    assert baked.lora_runtime_adapters is False
+    assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in engine_environment(baked, {})
+    assert Settings.from_env({}).lora_runtime_adapters is False
+
+
 def test_booleans_and_optional_flags() -> None:
     settings = Settings.from_env(
         {
@@ -133,6 +161,15 @@ def test_empty_values_take_defaults() -> None:
         (
             {"LORA_MAX_LORAS": "4", "LORA_MAX_CPU_LORAS": "2"},
             "LORA_MAX_CPU_LORAS=2 is invalid: must be >= LORA_MAX_LORAS=4",
+        ),
+        (
+            {"LORA_RUNTIME_ADAPTERS": "true", "LORA_ADAPTERS": "manga_domain_v3,jp_style_v1"},
+            "LORA_ADAPTERS='manga_domain_v3,jp_style_v1' is invalid: must be empty when LORA_RUNTIME_ADAPTERS=true "
+            "(SageMaker then loads every adapter through POST /adapters)",
+        ),
+        (
+            {"LORA_RUNTIME_ADAPTERS": "sometimes"},
+            "LORA_RUNTIME_ADAPTERS='sometimes' is invalid: must be one of true, false, 1, 0, yes, no, on, off",
         ),
         (
             {"METRICS_NAMESPACE": "AWS/SageMaker"},

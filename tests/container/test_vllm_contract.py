@@ -35,6 +35,13 @@ FULL_ENV = {
     "LORA_MAX_LORAS": "4",
     "DRAIN_TIMEOUT_S": "20",
 }
+RUNTIME_ADAPTERS_ENV = {
+    # inference_components mode: LoRA on, no adapter at start (SageMaker loads them via POST /adapters).
+    "LORA_RUNTIME_ADAPTERS": "true",
+    "LORA_MAX_LORAS": "2",
+    "LORA_MAX_CPU_LORAS": "3",
+    "LORA_MAX_RANK": "32",
+}
 MINIMAL_ENV = {
     "ENGINE_QUANTIZATION": "awq",
     "ENGINE_KV_CACHE_DTYPE": "fp8",
@@ -50,6 +57,7 @@ def contract_argvs() -> list[list[str]]:
         build_vllm_args(Settings.from_env(FULL_ENV), PATHS),
         build_vllm_args(Settings.from_env(MINIMAL_ENV), PATHS),
         [*build_vllm_args(Settings.from_env(FULL_ENV), PATHS), "--disable-log-requests"],
+        build_vllm_args(Settings.from_env(RUNTIME_ADAPTERS_ENV), PATHS),
     ]
 
 
@@ -99,6 +107,15 @@ def test_removed_flag_is_rejected_by_the_same_parser(answer: dict[str, Any]) -> 
     result = answer["results"][2]
     assert not result["ok"]
     assert "--disable-log-requests" in " ".join(result["error"])
+
+
+def test_runtime_adapter_argv_enables_lora_with_no_adapter(answer: dict[str, Any]) -> None:
+    result = answer["results"][3]
+    assert result["ok"], result
+    parsed = result["parsed"]
+    assert parsed["enable_lora"] is True
+    assert parsed["lora_modules"] is None
+    assert (parsed["max_loras"], parsed["max_cpu_loras"], parsed["max_lora_rank"]) == (2, 3, 32)
 
 
 def test_declared_choices_are_values_vllm_accepts(answer: dict[str, Any]) -> None:

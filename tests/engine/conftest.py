@@ -5,8 +5,13 @@ collection is done, and they boot while the rest of the suite (synth, unit tests
 
 * ``shared_gateway``: every test that leaves the engine as it found it, then the SIGTERM drain
   test, which ends it (tests marked ``ends_shared_gateway`` run last);
-* ``disposable_gateway``: tests that change or break the engine (runtime adapters, then the
-  engine-death test, marked ``ends_disposable_gateway``).
+* ``disposable_gateway``: tests that change or break the engine: it runs in SageMaker's
+  inference-components mode (``RUNTIME_ADAPTER_ENV``: no baked adapter, ``POST /adapters``
+  on), for the runtime-adapter tests, then the engine-death test (``ends_disposable_gateway``).
+  Its tests run after the shared gateway's drain test, which needs all eight of its streams
+  still in flight at SIGTERM: when the runtime-adapter tests ran just before it, it failed in
+  two of three full-suite runs on the 2-core machine (one stream finished before the last one
+  started); with them after it, two of two full-suite runs passed.
 
 Real-engine tests run after every other test. Without the engine environment they skip with
 the reason, unless ``REQUIRE_REAL_ENGINE=1`` (CI), where they fail instead.
@@ -22,14 +27,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.real_engine import RealGateway, engine_missing_reason, make_tiny_model
+from tests.engine.real_engine import RUNTIME_ADAPTER_ENV, RealGateway, engine_missing_reason, make_tiny_model
 
 _STATE: dict[str, object] = {}
-_ORDER = {"ends_shared_gateway": 1, "ends_disposable_gateway": 2}
+_ORDER = {"ends_shared_gateway": 1, "ends_disposable_gateway": 3}
+_USES_DISPOSABLE = 2
+"""Rank of the other disposable-gateway tests: after the shared gateway's drain (module docstring)."""
 
 
 def _order(item: pytest.Item) -> int:
-    return max((rank for name, rank in _ORDER.items() if item.get_closest_marker(name)), default=0)
+    rank = max((rank for name, rank in _ORDER.items() if item.get_closest_marker(name)), default=0)
+    if rank == 0 and "disposable_gateway" in getattr(item, "fixturenames", ()):
+        return _USES_DISPOSABLE
+    return rank
 
 
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection: start only what selected tests use
@@ -55,7 +65,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     _STATE["root"] = root
     model = make_tiny_model(root / "model")
     for key in wanted:
-        _STATE[key] = RealGateway(model)
+        _STATE[key] = RealGateway(model, RUNTIME_ADAPTER_ENV if key == "disposable" else None)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -85,5 +95,6 @@ def shared_gateway() -> Iterator[RealGateway]:
 
 @pytest.fixture(scope="session")
 def disposable_gateway() -> Iterator[RealGateway]:
-    """A second one, for tests that change or kill the engine."""
+    """A second one, in inference-components mode (runtime adapters), for tests that change or
+    kill the engine; the tiny model's adapters are in ``model_root / "adapters"``."""
     yield _gateway("disposable")

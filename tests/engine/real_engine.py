@@ -53,6 +53,17 @@ ENGINE_ENV: Mapping[str, str] = {
 }
 
 
+RUNTIME_ADAPTER_ENV: Mapping[str, str] = {
+    # inference_components mode: no baked adapter; SageMaker registers them via POST /adapters.
+    "LORA_RUNTIME_ADAPTERS": "true",
+    "LORA_ADAPTERS": "",
+    # Two GPU slots, three adapters in the CPU cache: the three tiny adapters fill the
+    # gateway's capacity, so a fourth registration is refused.
+    "LORA_MAX_LORAS": "2",
+    "LORA_MAX_CPU_LORAS": "3",
+}
+
+
 def engine_missing_reason() -> str | None:
     """Why the real engine cannot run here, or None when it can."""
     if not VLLM_PYTHON.exists():
@@ -85,6 +96,22 @@ def make_tiny_model(root: Path) -> Path:
     return root
 
 
+def write_adapter(dest: Path, rank: int) -> Path:
+    """One PEFT adapter of ``rank`` for the tiny model at ``dest`` (torch: a few seconds)."""
+    script = (
+        "import sys; from pathlib import Path; from devtools.synthetic_model import PRESETS, write_lora_adapter; "
+        "write_lora_adapter(Path(sys.argv[1]), PRESETS['tiny'], rank=int(sys.argv[2]))"
+    )
+    subprocess.run(
+        [str(VLLM_PYTHON), "-c", script, str(dest), str(rank)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return dest
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -108,6 +135,7 @@ class RealGateway:
     """
 
     def __init__(self, model_root: Path, env: Mapping[str, str] | None = None) -> None:
+        self.model_root = model_root
         self.port, self.engine_port = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.engine_url = f"http://127.0.0.1:{self.engine_port}"

@@ -9,12 +9,13 @@ class ModelRegistry:
     """Base model name plus adapter names, in the order clients see them.
 
     Baked adapters (``LORA_ADAPTERS``) are registered at start; adapters loaded at runtime
-    (SageMaker inference components, ``POST /adapters``) are added and removed here.
+    (SageMaker inference components, ``POST /adapters``) are added and removed here, with the
+    folder they were loaded from.
     """
 
     def __init__(self, base: str, adapters: Iterable[str] = ()) -> None:
         self.base = base
-        self._adapters: dict[str, None] = dict.fromkeys(adapters)
+        self._adapters: dict[str, str | None] = dict.fromkeys(adapters)
         self._available = self._describe()
 
     def __contains__(self, name: object) -> bool:
@@ -34,8 +35,13 @@ class ModelRegistry:
         """``base, a, b``: for error messages (cached; this is on the request path)."""
         return self._available
 
-    def add(self, name: str) -> None:
-        self._adapters[name] = None
+    def source(self, name: str) -> str | None:
+        """The folder a runtime adapter was loaded from; None for a baked or unknown one."""
+        return self._adapters.get(name)
+
+    def add(self, name: str, source: str | None = None) -> None:
+        """Make ``name`` usable in requests; ``source`` is the folder of a runtime adapter."""
+        self._adapters[name] = source
         self._available = self._describe()
 
     def remove(self, name: str) -> None:

@@ -12,10 +12,13 @@ from serving_app.sagemaker.serving import InvocationService
 
 def routes(readiness: Readiness, invocations: InvocationService) -> list[Route]:
     """``/ping`` (200 only when warmed up, engine healthy and not draining; never awaits the
-    engine: SageMaker allows it 2 s) and ``/invocations``."""
+    engine: SageMaker allows it 2 s; the body also lists the adapters requests may use) and
+    ``/invocations``."""
+    models = invocations.models
 
     async def ping(request: Request) -> Response:
-        return JSONResponse(readiness.body(), status_code=200 if readiness.ready else 503)
+        body = {**readiness.body(), "adapters": list(models.adapters)}
+        return JSONResponse(body, status_code=200 if readiness.ready else 503)
 
     async def invoke(request: Request) -> Response:
         return await invocations.handle(request)
