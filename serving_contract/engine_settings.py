@@ -218,7 +218,8 @@ MAX_CPU_LORAS: Final = EngineSetting(
     le=256,
     description=(
         "Adapters kept loaded in CPU memory (vLLM evicts the least recently used beyond it); at least "
-        "max_loras. None: room for every configured adapter, max(max_loras, number of adapters)."
+        "max_loras. None: room for every configured adapter, max(max_loras, number of adapters). In "
+        "inference_components mode also the most adapters the container registers at runtime (None: max_loras)."
     ),
 )
 

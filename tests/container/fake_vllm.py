@@ -197,6 +197,7 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
         "stream": stream,
         "text": text,
         "stream_options": options,
+        "cache_salt": body.get("cache_salt"),
         "t": time.monotonic(),
     }
     arrived = time.monotonic()

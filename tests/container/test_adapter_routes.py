@@ -158,3 +158,73 @@ def test_capacity_is_lora_max_loras_when_the_cpu_cache_is_not_set(runtime_serve:
         deleted = httpx.delete(runtime_serve.url + f"/adapters/{name}", timeout=10)
         assert (deleted.status_code, deleted.text) == (200, f"Adapter {name} unregistered")
     assert registered(runtime_serve) == []
+
+
+def test_a_new_version_under_a_registered_name_replaces_it_even_at_full_capacity(
+    runtime_serve: Serve, tmp_path: Path
+) -> None:
+    """SageMaker updating an adapter component's ArtifactUrl: the same name from another folder."""
+    first = adapter_folder(tmp_path / "v1", config={"r": 16})
+    other = adapter_folder(tmp_path / "other", config={"r": 16})
+    for name, folder in (("manga", first), ("other", other)):  # LORA_MAX_LORAS=2: capacity full
+        assert register(runtime_serve, {"name": name, "src": str(folder)}).status_code == 200
+    second = adapter_folder(tmp_path / "v2", config={"r": 16})
+    calls_before = len(lora_calls(runtime_serve))
+    replaced = register(runtime_serve, {"name": "manga", "src": str(second)})
+    assert (replaced.status_code, replaced.text) == (200, "Adapter manga registered")
+    assert [(c["op"], c.get("lora_path")) for c in lora_calls(runtime_serve)[calls_before:]] == [
+        ("unload", None),  # vLLM forgets v1 ...
+        ("load", str(second)),  # ... and loads v2 under the same name
+    ]
+    assert registered(runtime_serve) == ["manga", "other"]
+    loaded = [line for line in runtime_serve.stderr_lines if f"adapters: loaded manga from {second} in " in line]
+    assert loaded and loaded[-1].endswith(f" s (replaces the version from {first})"), loaded
+
+    broken = adapter_folder(
+        tmp_path / "v3", config={"r": 16}, script={"load_status": 500, "load_message": "Worker failed"}
+    )
+    failed = register(runtime_serve, {"name": "manga", "src": str(broken)})
+    assert (failed.status_code, message(failed)) == (
+        502,
+        f"engine failed to load adapter 'manga' (500): Worker failed; the version from src='{second}' is "
+        "unloaded too: register it again to restore it",
+    )
+    assert registered(runtime_serve) == ["other"]
+    assert httpx.delete(runtime_serve.url + "/adapters/other", timeout=10).status_code == 200
+
+
+def test_each_load_of_an_adapter_salts_its_prefix_cache_apart_from_earlier_loads(
+    runtime_serve: Serve, tmp_path: Path
+) -> None:
+    """vLLM 0.22 keys prefix-cache blocks by adapter name: a name loaded again must not reuse them."""
+
+    def salts_sent(since: int) -> list[tuple[str, str | None]]:
+        return [(r["model"], r["cache_salt"]) for r in runtime_serve.engine_state()["requests"][since:]]
+
+    def invoke(model: str, **extra: str) -> None:
+        body = {"prompt": "hello", "max_tokens": 2, **extra}
+        headers = {"X-Amzn-SageMaker-Adapter-Identifier": model} if model != "base" else {}
+        assert httpx.post(runtime_serve.url + "/invocations", json=body, headers=headers, timeout=10).status_code == 200
+
+    before = len(runtime_serve.engine_state()["requests"])
+    first_load = register(
+        runtime_serve, {"name": "salted", "src": str(adapter_folder(tmp_path / "a", config={"r": 8}))}
+    )
+    assert first_load.status_code == 200, first_load.text
+    invoke("salted")
+    invoke("salted", cache_salt="tenant-7")  # the client's own salt is kept, the load's appended
+    invoke("base")
+    (_, first), *rest = salts_sent(before)  # the warmup request first
+    assert first is not None and first.startswith("adapter-load-")
+    assert rest == [("salted", first), ("salted", f"tenant-7:{first}"), ("base", None)]
+
+    before = len(runtime_serve.engine_state()["requests"])
+    new_version = register(
+        runtime_serve, {"name": "salted", "src": str(adapter_folder(tmp_path / "b", config={"r": 8}))}
+    )
+    assert new_version.status_code == 200, new_version.text
+    invoke("salted")
+    (_, second), after = salts_sent(before)
+    assert second not in (None, first)
+    assert after == ("salted", second)
+    assert httpx.delete(runtime_serve.url + "/adapters/salted", timeout=10).status_code == 200

@@ -124,19 +124,28 @@ def test_each_registered_adapter_answers_as_the_engine_itself_does(
     assert len({*answers.values(), engine_answer(disposable_gateway, BASE_MODEL)}) == len(ADAPTERS) + 1, answers
 
 
-def test_registering_a_name_again_is_idempotent_for_the_same_src_and_a_conflict_for_another(
+def test_registering_a_name_again_is_idempotent_for_the_same_src_and_a_new_version_for_another(
     disposable_gateway: RealGateway, registered: dict[str, httpx.Response]
 ) -> None:
     name, src = COMPONENTS["manga_domain_v3"], source(disposable_gateway, "manga_domain_v3")
+    before = invoke(disposable_gateway, name).json()["choices"][0]["message"]["content"]
     again = register(disposable_gateway, name, src)  # SageMaker retried
     assert again.status_code == 200 and again.text == f"Adapter {name} registered"
-    other = source(disposable_gateway, "jp_style_v1")
-    conflict = register(disposable_gateway, name, other)
-    assert conflict.status_code == 409
-    assert error_message(conflict) == (
-        f"adapter '{name}' is already registered from src='{src}'; "
-        f"DELETE /adapters/{name} before registering it from src='{other}'"
-    )
+
+    # A new version of the adapter under the same component name (an ArtifactUrl update), at full
+    # capacity: the name now answers with the other weights, as vLLM itself does. Without the
+    # gateway's per-load cache_salt, vLLM reused the prompt's KV blocks of the old version (its
+    # prefix cache is keyed by adapter name) and answered with neither adapter's text.
+    new_version = source(disposable_gateway, "jp_style_v1")
+    replaced = register(disposable_gateway, name, new_version)
+    assert replaced.status_code == 200 and replaced.text == f"Adapter {name} registered"
+    after = invoke(disposable_gateway, name).json()["choices"][0]["message"]["content"]
+    assert after == engine_answer(disposable_gateway, COMPONENTS["jp_style_v1"]) != before
+    assert registered_adapters(disposable_gateway) == list(COMPONENTS.values())
+
+    restored = register(disposable_gateway, name, src)  # later tests expect the original weights
+    assert restored.status_code == 200
+    assert invoke(disposable_gateway, name).json()["choices"][0]["message"]["content"] == before
 
 
 def test_a_rank_above_lora_max_rank_and_a_full_capacity_are_refused(

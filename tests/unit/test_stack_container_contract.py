@@ -52,6 +52,31 @@ def test_default_environment_reaches_vllm_as_the_declared_defaults(stage: str) -
     assert [m.split("=")[0] for m in modules] == ["manga_domain_v3", "general_support_v2", "jp_style_v1"]
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"stage": "prod"},
+        {"stage": "dev"},
+        {"stage": "prod", "engine.max_loras": "2", "engine.max_cpu_loras": "3"},
+    ],
+    ids=["prod", "dev", "two-slots-three-in-cpu"],
+)
+def test_inference_components_mode_starts_lora_with_room_for_every_adapter_component(
+    overrides: dict[str, str],
+) -> None:
+    """The container starts with LoRA on and no adapter; SageMaker then registers each adapter
+    component through POST /adapters, and the container's capacity admits all of them."""
+    config = load_config({**cdk_json_context(), "serving.mode": "inference_components", **overrides})
+    settings, argv = _container_view({"serving.mode": "inference_components", **overrides})
+    assert settings.lora_runtime_adapters
+    assert settings.lora_adapters == ()
+    assert "--enable-lora" in argv
+    assert "--lora-modules" not in argv
+    assert settings.runtime_adapter_capacity >= len(config.model.adapters)
+    # vLLM's CPU cache holds exactly what the gateway admits, so no registration evicts another.
+    assert _flag(argv, "--max-cpu-loras") == str(settings.runtime_adapter_capacity)
+
+
 # A non-default value for every engine setting that the rest of the default config allows.
 NON_DEFAULTS: dict[str, tuple[str, dict[str, str]]] = {
     "gpu_memory_utilization": ("0.9", {}),

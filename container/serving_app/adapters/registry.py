@@ -10,12 +10,14 @@ class ModelRegistry:
 
     Baked adapters (``LORA_ADAPTERS``) are registered at start; adapters loaded at runtime
     (SageMaker inference components, ``POST /adapters``) are added and removed here, with the
-    folder they were loaded from.
+    folder they were loaded from and the prefix-cache salt of that load
+    (:mod:`serving_app.adapters.serving` says why).
     """
 
     def __init__(self, base: str, adapters: Iterable[str] = ()) -> None:
         self.base = base
         self._adapters: dict[str, str | None] = dict.fromkeys(adapters)
+        self._cache_salts: dict[str, str] = {}
         self._available = self._describe()
 
     def __contains__(self, name: object) -> bool:
@@ -39,13 +41,22 @@ class ModelRegistry:
         """The folder a runtime adapter was loaded from; None for a baked or unknown one."""
         return self._adapters.get(name)
 
-    def add(self, name: str, source: str | None = None) -> None:
-        """Make ``name`` usable in requests; ``source`` is the folder of a runtime adapter."""
+    def cache_salt(self, name: str) -> str | None:
+        """The ``cache_salt`` requests to a runtime adapter carry; None for the base and baked adapters."""
+        return self._cache_salts.get(name)
+
+    def add(self, name: str, source: str | None = None, cache_salt: str | None = None) -> None:
+        """Make ``name`` usable in requests; ``source`` and ``cache_salt`` belong to a runtime adapter's load."""
         self._adapters[name] = source
+        if cache_salt is None:
+            self._cache_salts.pop(name, None)
+        else:
+            self._cache_salts[name] = cache_salt
         self._available = self._describe()
 
     def remove(self, name: str) -> None:
         self._adapters.pop(name, None)
+        self._cache_salts.pop(name, None)
         self._available = self._describe()
 
     def _describe(self) -> str:

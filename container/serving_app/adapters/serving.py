@@ -12,6 +12,21 @@ capacity), asks vLLM to load the adapter (``POST /v1/load_lora_adapter``, enable
 one warmup request through it so the first real request does not pay for the first load, and
 only then adds the name to the registry: no request reaches an adapter before it answered once.
 
+Register a name that is already registered from another folder: a new version of the adapter
+(SageMaker updating an adapter component's ``ArtifactUrl``; whether it sends ``DELETE`` first is
+not documented). The new folder is checked like any other, vLLM forgets the old version and
+loads the new one, and the name keeps its place in the registry: requests that reach vLLM
+between the two (one load and one warmup request) fail, and if the new version fails to load the
+name is unregistered (the old version is already gone from vLLM) and the answer says so.
+
+Prefix cache: vLLM 0.22 keys the prefix cache's blocks by the adapter's *name*
+(``_gen_lora_extra_hash_keys`` in vllm/v1/core/kv_cache_utils.py returns ``lora_name``), so a
+name loaded again with other weights (a new version, or a delete and a registration) would reuse
+KV blocks computed with the old weights and answer wrongly until they are evicted: seen on the
+real engine (tests/engine/test_runtime_adapters.py). Each load therefore gets its own
+``cache_salt`` (vLLM's request field, hashed into the first block and so into every block after
+it); the registry keeps it and the invocation path adds it to every request to the adapter.
+
 Unregister: the name leaves the registry first (new requests get the 400 unknown-adapter
 answer at once; requests already in vLLM finish with the adapter), then vLLM is asked to forget
 it (``POST /v1/unload_lora_adapter``). vLLM 0.22's unload only forgets the name in its API
@@ -29,6 +44,7 @@ of one request happen as one step, and SageMaker may send registrations concurre
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import time
@@ -102,13 +118,17 @@ class AdapterService:
         self.pool = pool
         self.monitor = monitor
         self._lock = asyncio.Lock()
+        self._loads = itertools.count(1)
 
     # ------------------------------------------------------------------ routes
     async def register(self, request: Request) -> Response:
         """``POST /adapters``: 200 ``Adapter {alias or name} registered``, or a JSON error.
 
+        A name already registered from the same ``src`` answers 200 at once (a retry); from
+        another ``src`` it is replaced by the new version (module docstring).
+
         404 runtime adapters off; 400 bad name or folder, rank above ``LORA_MAX_RANK``, or vLLM
-        refused it (4xx); 409 name taken by another folder, or capacity full; 502 vLLM failed
+        refused it (4xx); 409 capacity full; 502 vLLM failed
         (5xx) or the warmup request failed; 503 not ready, draining or engine unreachable;
         504 load + warmup took longer than ``REQUEST_TIMEOUT_S``. Never raises.
         """
@@ -146,20 +166,17 @@ class AdapterService:
         alias = request.headers.get(ADAPTER_ALIAS_HEADER) or name
         async with self._lock:
             self._require_ready()
-            if name in self.models.adapters:
-                registered_from = self.models.source(name)
-                if registered_from == src:  # SageMaker retried: the adapter is already there
-                    return PlainTextResponse(f"Adapter {alias} registered")
-                raise AdapterRefusedError(
-                    409,
-                    f"adapter {name!r} is already registered from src={registered_from!r}; "
-                    f"DELETE /adapters/{name} before registering it from src={src!r}",
-                )
+            replacing = name in self.models.adapters
+            previous_src = self.models.source(name)
+            if replacing and previous_src == src:  # SageMaker retried: the adapter is already there
+                return PlainTextResponse(f"Adapter {alias} registered")
             await self._check_folder(name, src)
-            self._check_capacity(name)
+            if not replacing:  # a new version takes the old one's place, not another slot
+                self._check_capacity(name)
             started = time.monotonic()
+            salt = f"adapter-load-{next(self._loads)}"  # one per load: see "Prefix cache" above
             try:
-                await self._load_and_warm(name, str(Path(src).absolute()))
+                await self._load_and_warm(name, str(Path(src).absolute()), salt)
             except AdapterRefusedError as refusal:
                 log.warning(
                     "adapters: load of %s from %s failed after %.2f s: %s",
@@ -168,9 +185,18 @@ class AdapterService:
                     time.monotonic() - started,
                     refusal.message,
                 )
-                raise
-            self.models.add(name, src)
-        log.info("adapters: loaded %s from %s in %.2f s", name, src, time.monotonic() - started)
+                if not replacing:
+                    raise
+                # vLLM forgot the previous version before this load: the name serves nothing now.
+                self.models.remove(name)
+                raise AdapterRefusedError(
+                    refusal.status,
+                    f"{refusal.message}; the version from src={previous_src!r} is unloaded too: "
+                    "register it again to restore it",
+                ) from None
+            self.models.add(name, src, salt)
+        replaced = f" (replaces the version from {previous_src})" if replacing else ""
+        log.info("adapters: loaded %s from %s in %.2f s%s", name, src, time.monotonic() - started, replaced)
         return PlainTextResponse(f"Adapter {alias} registered")
 
     def _require_runtime_adapters(self) -> None:
@@ -215,7 +241,7 @@ class AdapterService:
                 f"{capacity} adapters are registered ({', '.join(registered)}); unregister one first",
             )
 
-    async def _load_and_warm(self, name: str, src: str) -> None:
+    async def _load_and_warm(self, name: str, src: str, cache_salt: str) -> None:
         """Load ``name`` in vLLM and send it one warmup request, within ``REQUEST_TIMEOUT_S``
         (the bound of a request; SageMaker documents no limit for its adapter calls).
 
@@ -244,9 +270,10 @@ class AdapterService:
             raise AdapterRefusedError(
                 502, f"engine failed to load adapter {name!r} ({status}): {engine_message(content)}"
             )
+        warmup = {**warmup_body(name, 0), "cache_salt": cache_salt}
         try:
             async with asyncio.timeout_at(deadline):
-                status, content = await self._post("/v1/chat/completions", warmup_body(name, 0))
+                status, content = await self._post("/v1/chat/completions", warmup)
         except TimeoutError:
             await self._forget(name)
             raise AdapterRefusedError(

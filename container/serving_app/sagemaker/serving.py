@@ -123,6 +123,12 @@ class InvocationService:
         record.adapter = name
         record.stream = parsed.stream
         rewrite = name != parsed.model
+        salt = self.models.cache_salt(name)
+        if salt is not None:
+            # A runtime adapter: keep its prefix-cache blocks apart from those of earlier loads of
+            # the same name (serving_app.adapters.serving, "Prefix cache").
+            data["cache_salt"] = salted(data.get("cache_salt"), salt)
+            rewrite = True
         strip_usage = False
         if parsed.stream:
             options = parsed.stream_options or {}
@@ -214,3 +220,16 @@ class InvocationService:
             stream, record, started, timeout_s=self.timeout_s, strip_usage=strip_usage, finish=self.metrics.emit
         )
         return RelayResponse(relay, on_disconnect, on_close)
+
+
+def salted(client_salt: object, load_salt: str) -> object:
+    """``cache_salt`` for vLLM: the adapter load's salt, after the client's own when it sent one.
+
+    A client value that is not a non-empty string is passed on unchanged, for vLLM to refuse with
+    its own 400 (the request then never runs, so it cannot read another load's blocks).
+    """
+    if client_salt is None:
+        return load_salt
+    if isinstance(client_salt, str) and client_salt:
+        return f"{client_salt}:{load_salt}"
+    return client_salt
