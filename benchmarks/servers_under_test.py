@@ -23,6 +23,7 @@ for path in (REPO, REPO / "container"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from devtools.local_gateway import serve_command  # noqa: E402
 from serving_app.settings import Settings  # noqa: E402
 from serving_app.vllm_args import ENGINE_MODULE, EnginePaths, build_vllm_args  # noqa: E402
 
@@ -131,22 +132,7 @@ def start(
         paths = EnginePaths(model_dir=model_root / "base", adapter_dir=model_root / "adapters", port=port)
         command: Sequence[str] = [sys.executable, "-m", ENGINE_MODULE, *build_vllm_args(settings, paths)]
     elif kind == "gateway":
-        command = [
-            sys.executable,
-            "-m",
-            "serving_app",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--engine-port",
-            str(engine_port),
-            "--model-dir",
-            str(model_root / "base"),
-            "--adapter-dir",
-            str(model_root / "adapters"),
-        ]
+        command = serve_command(sys.executable, port=port, engine_port=engine_port, model_root=model_root)
     else:
         raise ValueError(f"kind {kind!r}: bare or gateway")
     if cpus:

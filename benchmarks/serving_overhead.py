@@ -36,6 +36,11 @@ from typing import Any
 import uvloop
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: devtools is importable from the repository root
+    sys.path.insert(0, str(REPO))
+
+from devtools.local_gateway import free_port, serve_command  # noqa: E402
+
 UPSTREAM = Path(__file__).with_name("fast_upstream.py")
 TARGETS = {"p50_added_ms": 1.0, "p99_added_ms": 5.0, "throughput_ratio": 0.9}
 BODY = {
@@ -46,12 +51,6 @@ BODY = {
     ],
     "max_tokens": 64,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def tiny_model(root: Path) -> Path:
@@ -203,13 +202,14 @@ def main() -> int:
         "BENCH_UPSTREAM_DELAY_MS": str(args.upstream_delay_ms),
     }
     # stdout (one EMF line per request) goes to /dev/null, as cheap as the log pipe allows.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "serving_app", "serve", "--host", "127.0.0.1",
-         "--port", str(gateway_port), "--engine-port", str(upstream_port),
-         "--model-dir", str(model / "base"), "--adapter-dir", str(model / "adapters"),
-         "--engine-command", f"{sys.executable} {UPSTREAM}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=(tmp / "serve.log").open("w"),
-    )  # fmt: skip
+    command = serve_command(
+        sys.executable,
+        port=gateway_port,
+        engine_port=upstream_port,
+        model_root=model,
+        engine_command=f"{sys.executable} {UPSTREAM}",
+    )
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=(tmp / "serve.log").open("w"))
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -6,12 +6,10 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from devtools.local_gateway import collect_lines, free_port, serve_command
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_VLLM = Path(__file__).with_name("fake_vllm.py")
@@ -92,12 +92,6 @@ def make_artifacts(root: Path, ranks: dict[str, int] | None = None) -> Path:
     return root
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Serve:
     """The real entrypoint (``python -m serving_app serve``) as a child process."""
 
@@ -121,44 +115,17 @@ class Serve:
             **(fake_env or {}),
             **(env or {}),
         }
-        self.stdout_lines: list[str] = []
-        self.stderr_lines: list[str] = []
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "serving_app",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--engine-port",
-                str(self.engine_port),
-                "--model-dir",
-                str(artifacts / "base"),
-                "--adapter-dir",
-                str(artifacts / "adapters"),
-                "--engine-command",
-                f"{sys.executable} {FAKE_VLLM}",
-            ],
-            env=environ,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        command = serve_command(
+            sys.executable,
+            port=self.port,
+            engine_port=self.engine_port,
+            model_root=artifacts,
+            engine_command=f"{sys.executable} {FAKE_VLLM}",
         )
-        for stream, sink in (
-            (self.proc.stdout, self.stdout_lines),
-            (self.proc.stderr, self.stderr_lines),
-        ):
-            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+        self.proc = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stdout_lines, self.stderr_lines = collect_lines(self.proc)
         self.url = f"http://127.0.0.1:{self.port}"
         self.engine_url = f"http://127.0.0.1:{self.engine_port}"
-
-    @staticmethod
-    def _pump(stream: Any, sink: list[str]) -> None:
-        for line in stream:
-            sink.append(line.rstrip("\n"))
 
     def ping(self) -> httpx.Response | None:
         try:

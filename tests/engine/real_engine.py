@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from devtools.local_gateway import collect_lines, free_port, serve_command
 
 REPO = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
@@ -112,12 +113,6 @@ def write_adapter(dest: Path, rank: int) -> Path:
     return dest
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass(frozen=True)
 class PingObservation:
     """One ``GET /ping`` while the gateway started: seconds since spawn, status and body."""
@@ -146,41 +141,13 @@ class RealGateway:
             "PYTHONPATH": os.pathsep.join([str(REPO / "container"), str(REPO), str(SHIM)]),
             "PYTHONUNBUFFERED": "1",
         }
-        self.stdout_lines: list[str] = []
-        self.stderr_lines: list[str] = []
         self.ping_log: list[PingObservation] = []
         self.spawned = time.monotonic()
-        self.proc = subprocess.Popen(
-            [
-                str(VLLM_PYTHON),
-                "-m",
-                "serving_app",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--engine-port",
-                str(self.engine_port),
-                "--model-dir",
-                str(model_root / "base"),
-                "--adapter-dir",
-                str(model_root / "adapters"),
-            ],
-            env=environ,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for stream, sink in ((self.proc.stdout, self.stdout_lines), (self.proc.stderr, self.stderr_lines)):
-            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+        command = serve_command(VLLM_PYTHON, port=self.port, engine_port=self.engine_port, model_root=model_root)
+        self.proc = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stdout_lines, self.stderr_lines = collect_lines(self.proc)
         self._ready = threading.Event()
         threading.Thread(target=self._watch_ping, daemon=True).start()
-
-    @staticmethod
-    def _pump(stream: Any, sink: list[str]) -> None:
-        for line in stream:
-            sink.append(line.rstrip("\n"))
 
     def _watch_ping(self) -> None:
         with httpx.Client(timeout=2.0) as client:

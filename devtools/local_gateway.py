@@ -1,0 +1,74 @@
+"""Running the serving container's entrypoint on this machine: a free port, its command line, its output.
+
+The container tests (scripted engine), the real-engine tests and the benchmarks all start
+``python -m serving_app serve`` as the image's ENTRYPOINT does, with their own model folders and
+ports; this module is the one place that spells that command.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it; racy but fine for tests)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve_command(
+    python: str | Path,
+    *,
+    port: int,
+    engine_port: int,
+    model_root: Path,
+    engine_command: str | None = None,
+) -> list[str]:
+    """argv of the gateway: ``python -m serving_app serve`` on 127.0.0.1:``port``, vLLM on ``engine_port``.
+
+    ``model_root`` holds ``base/`` and ``adapters/`` (the image's /opt/model layout).
+    ``engine_command`` replaces vLLM (the container tests' scripted engine); None runs vLLM.
+    """
+    command = [
+        str(python),
+        "-m",
+        "serving_app",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--engine-port",
+        str(engine_port),
+        "--model-dir",
+        str(model_root / "base"),
+        "--adapter-dir",
+        str(model_root / "adapters"),
+    ]
+    if engine_command is not None:
+        command += ["--engine-command", engine_command]
+    return command
+
+
+def collect_lines(process: subprocess.Popen[str]) -> tuple[list[str], list[str]]:
+    """Lists that fill with ``process``'s stdout and stderr lines (newline stripped) as it writes.
+
+    Daemon threads read both pipes so the process never blocks on a full one; the process must
+    have been started with ``stdout=PIPE, stderr=PIPE, text=True``.
+    """
+    stdout: list[str] = []
+    stderr: list[str] = []
+    for stream, sink in ((process.stdout, stdout), (process.stderr, stderr)):
+        assert stream is not None, "start the process with stdout=PIPE and stderr=PIPE"
+        threading.Thread(target=_pump, args=(stream, sink), daemon=True).start()
+    return stdout, stderr
+
+
+def _pump(stream: Iterable[str], sink: list[str]) -> None:
+    for line in stream:
+        sink.append(line.rstrip("\n"))
