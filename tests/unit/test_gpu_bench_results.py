@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS = sorted((REPO / "benchmarks" / "results").glob("*/*.json"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from gpu_serving import plan_of, report  # noqa: E402
+from gpu_report import plan_of, report  # noqa: E402
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
