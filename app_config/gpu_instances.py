@@ -33,6 +33,7 @@ class Gpu:
 
     @property
     def memory_bytes(self) -> int:
+        """The driver's total memory of one GPU, bytes (what vLLM multiplies by its utilization)."""
         return self.memory_mib * MIB
 
 

@@ -17,9 +17,11 @@ class MemoryPlanConfig(ConfigModel):
         gt=0,
         le=64,
         description=(
-            "GPU memory per GPU that vLLM's start-up profile takes besides weights and LoRA slots: the activation "
-            "peak of a max_num_batched_tokens forward pass and non-torch allocations (1.59 GiB) plus its CUDA-graph "
-            "estimate (0.41 GiB), GiB. Source: measured with vLLM 0.22.0 on an H100, Llama-3-8B shapes in AWQ, "
+            "GPU memory per GPU that vLLM's start-up profile takes besides the plan's weights and LoRA slots, GiB: "
+            "the activation peak of a max_num_batched_tokens forward pass, non-torch allocations, its CUDA-graph "
+            "estimate (0.41 GiB) and the ~0.1 GiB of model memory vLLM holds beyond the plan's weights and slots. "
+            "Source: budget 20.71 - weights and LoRA 5.67 - KV cache 13.03 = 2.01 GiB, measured with vLLM 0.22.0 on "
+            "an H100, Llama-3-8B shapes in AWQ, "
             "max_num_batched_tokens 8192, cold compile cache, as every SageMaker instance starts "
             "(docs/performance.md); grows with max_num_batched_tokens. A warm compile cache makes vLLM 0.22 "
             "estimate 1.76 GiB of CUDA graphs (0.62 GiB used): 8.3 % fewer KV tokens."

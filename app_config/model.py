@@ -7,6 +7,7 @@ from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
 from app_config.bedrock import BedrockConfig, check_import_region
+from app_config.capacity_timeline import check_schedule
 from app_config.container import ContainerConfig
 from app_config.engine import EngineConfig
 from app_config.gpu_instances import instance_gpus
@@ -16,8 +17,9 @@ from app_config.memory_plan_config import MemoryPlanConfig, engine_memory_inputs
 from app_config.model_artifacts import ModelConfig
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
-from app_config.scaling import ScalingConfig, check_schedule
+from app_config.scaling import ScalingConfig
 from app_config.serving import ServingConfig
+from serving_contract.components import adapter_component_name, base_component_name
 
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
@@ -110,6 +112,7 @@ class AppConfig(ConfigModel):
 
     def _component_checks(self) -> None:
         """What SageMaker or the engine would refuse in inference_components mode."""
+        self._component_name_checks()
         components = self.serving.inference_components
         key = "serving.inference_components"
         if self.image.source == "prebuilt" and self.image.build.artifacts_bucket_name is None:
@@ -156,16 +159,39 @@ class AppConfig(ConfigModel):
                     f"{key}.{field} = {needed:g} x {per_instance} copy(ies) per instance is above the {have:g} {unit} "
                     f"of {instance_type}"
                 )
+        # A rolling update replaces every copy the component has when it starts, up to max_copy_count
+        # after a scale-out; one that outlasts its timeout rolls back.
         rollout = components.rollout
-        batches = -(-components.initial_copy_count // rollout.maximum_batch_size_copies)
+        batches = -(-components.max_copy_count // rollout.maximum_batch_size_copies)
         needed_s = batches * (self.serving.container_startup_health_check_timeout_s + rollout.wait_interval_s)
         if needed_s >= rollout.maximum_execution_timeout_s:
             raise ValueError(
                 f"{key}.rollout.maximum_execution_timeout_s = {rollout.maximum_execution_timeout_s} must exceed "
-                f"{batches} batch(es) x (serving.container_startup_health_check_timeout_s = "
+                f"{batches} batch(es) of {rollout.maximum_batch_size_copies} at {key}.max_copy_count = "
+                f"{components.max_copy_count} x (serving.container_startup_health_check_timeout_s = "
                 f"{self.serving.container_startup_health_check_timeout_s} + {key}.rollout.wait_interval_s = "
-                f"{rollout.wait_interval_s}) = {needed_s} s"
+                f"{rollout.wait_interval_s}) = {needed_s} s; raise it (at most 28800) or "
+                f"{key}.rollout.maximum_batch_size_copies"
             )
+
+    def _component_name_checks(self) -> None:
+        """Every component name SageMaker accepts (pattern, 63 characters) and no two alike."""
+        endpoint = self.endpoint_name
+        try:
+            names = {"the base component": base_component_name(endpoint)}
+            for adapter in self.model.adapters:
+                names[f"adapter {adapter.name!r}"] = adapter_component_name(endpoint, adapter.name)
+        except ValueError as error:
+            raise ValueError(f"serving.endpoint_name = {endpoint!r}: {error}") from None
+        owners: dict[str, str] = {}
+        for owner, name in names.items():
+            # SageMaker resource names are unique regardless of case.
+            if name.lower() in owners:
+                raise ValueError(
+                    f"model.adapters: {owner} gets inference component name {name!r}, as {owners[name.lower()]} "
+                    "does; rename the adapter"
+                )
+            owners[name.lower()] = owner
 
     def _kernel_checks(self) -> None:
         kernel, checkpoint = self.engine.quantization, self.model.quantization

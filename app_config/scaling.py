@@ -16,127 +16,12 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel, IntChoice
+from app_config.rollout import RolloutConfig
+from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, parse_weekly_cron, weekly_cron
 
-MINUTES_PER_WEEK = 7 * 24 * 60
-DAY_NAMES = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
-# Application Auto Scaling (EventBridge) cron numbers days 1-7 starting with Sunday.
-_CRON_DAY_NUMBER = {"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 DayOfWeek = Literal["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]
-
-
-# --- cron ------------------------------------------------------------------------------
-
-
-def _expand(field: str, low: int, high: int, names: tuple[str, ...] = (), name_base: int = 0) -> set[int]:
-    """Expand one cron field (``*``, ``5``, ``1-5``, ``0/15``, ``MON,WED``) to its values."""
-
-    def number(token: str) -> int:
-        upper = token.upper()
-        if names and upper in names:
-            return names.index(upper) + name_base
-        if not token.isdigit():
-            raise ValueError(f"{token!r} is not a number{' or name' if names else ''}")
-        value = int(token)
-        if not low <= value <= high:
-            raise ValueError(f"{value} is outside {low}-{high}")
-        return value
-
-    values: set[int] = set()
-    for part in field.split(","):
-        base, _, step_text = part.partition("/")
-        step = 1
-        if step_text:
-            if not step_text.isdigit() or int(step_text) == 0:
-                raise ValueError(f"step {step_text!r} must be a positive number")
-            step = int(step_text)
-        if base == "*":
-            start, end = low, high
-        elif "-" in base:
-            first, _, last = base.partition("-")
-            start, end = number(first), number(last)
-            if start > end:
-                raise ValueError(f"range {base!r} runs backwards")
-        else:
-            start = number(base)
-            end = high if step_text else start
-        values.update(range(start, end + 1, step))
-    return values
-
-
-@dataclass(frozen=True)
-class WeeklyCron:
-    """A parsed weekly cron expression: the minutes of the week (Monday 00:00 = 0) it fires at."""
-
-    expression: str
-    minutes_of_week: tuple[int, ...]
-
-
-def parse_weekly_cron(expression: str) -> WeeklyCron:
-    """Parse and validate an Application Auto Scaling ``cron(...)`` expression.
-
-    The format has six fields ``cron(min hour day-of-month month day-of-week year)``;
-    exactly one of day-of-month and day-of-week is ``?`` (Application Auto Scaling user
-    guide, "Schedule recurring scaling actions using cron expressions"; EventBridge cron
-    reference). Day-of-week is 1-7 (1 = SUN) or SUN-SAT.
-
-    This project's schedules must repeat weekly so the warm-floor checks and the capacity
-    plan can evaluate them: day-of-month ``*``/``?``, month ``*`` and year ``*``.
-
-    Raises:
-        ValueError: a one-line message naming the expression and what is wrong.
-    """
-    match = re.fullmatch(r"cron\((.*)\)", expression.strip())
-    if not match:
-        raise ValueError(f"{expression!r} must look like cron(min hour day-of-month month day-of-week year)")
-    fields = match.group(1).split()
-    if len(fields) != 6:
-        raise ValueError(
-            f"{expression!r} has {len(fields)} fields; Application Auto Scaling cron has 6: "
-            "min hour day-of-month month day-of-week year"
-        )
-    minute, hour, dom, month, dow, year = fields
-    if (dom == "?") == (dow == "?"):
-        raise ValueError(f"{expression!r}: exactly one of day-of-month ({dom!r}) and day-of-week ({dow!r}) must be '?'")
-    try:
-        minutes = _expand(minute, 0, 59)
-        hours = _expand(hour, 0, 23)
-        if dom not in ("*", "?"):
-            raise ValueError(f"day-of-month {dom!r} is not weekly; use '*' or '?' with a day-of-week")
-        if month != "*":
-            raise ValueError(f"month {month!r} is not weekly; use '*'")
-        if year != "*":
-            raise ValueError(f"year {year!r} is not weekly; use '*'")
-        if dow in {"?", "*"}:
-            days = set(range(1, 8))
-        else:
-            if "#" in dow or "L" in dow.upper():
-                raise ValueError(f"day-of-week {dow!r}: 'L' and '#' are not weekly")
-            days = _expand(dow, 1, 7, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"), 1)
-    except ValueError as exc:
-        raise ValueError(f"{expression!r}: {exc}") from None
-    fire: list[int] = []
-    for cron_day in days:
-        monday_index = (cron_day - 2) % 7  # cron 2 = MON -> 0
-        for h in hours:
-            for m in minutes:
-                fire.append(monday_index * 1440 + h * 60 + m)
-    return WeeklyCron(expression=expression, minutes_of_week=tuple(sorted(fire)))
-
-
-def weekly_cron(minute_of_week: int) -> str:
-    """The ``cron(...)`` that fires once a week at ``minute_of_week`` (Monday 00:00 = 0)."""
-    minute_of_week %= MINUTES_PER_WEEK
-    day, rest = divmod(minute_of_week, 1440)
-    hour, minute = divmod(rest, 60)
-    return f"cron({minute} {hour} ? * {DAY_NAMES[day]} *)"
-
-
-def format_minute_of_week(minute_of_week: int) -> str:
-    """``MON 16:00`` style label of a minute of the week."""
-    day, rest = divmod(minute_of_week % MINUTES_PER_WEEK, 1440)
-    return f"{DAY_NAMES[day]} {rest // 60:02d}:{rest % 60:02d}"
 
 
 # --- scaling policies --------------------------------------------------------------------
@@ -238,14 +123,14 @@ class StepScalingConfig(ConfigModel):
     # under ordinary load (it queues only when its max_num_seqs slots or KV cache are full), so
     # seed 003's "queue < 5 for 300 s" would remove an instance every cooldown while target
     # tracking adds it back. 8 running sequences per instance is 1/16 of max_num_seqs (128) and
-    # well below target tracking's ~60 concurrent (seed 003): removing one of N >= 2 instances
-    # leaves at most 8 x N / (N - 1) <= 16 per instance, still far from any scale-out trigger.
+    # well below target tracking's 32 concurrent: removing one of N >= 2 instances leaves at most
+    # 8 x N / (N - 1) <= 16 per instance, still half the scale-out target.
     scale_in_running_requests: float = Field(
         default=8,
         gt=0,
         description=(
             "Scale in while RunningRequests (vLLM sequences in the batch, Average per instance) stays below this. "
-            "Source: 1/16 of engine.max_num_seqs 128, far below target tracking (seed 003 ~60 of 128)."
+            "Source: 1/16 of engine.max_num_seqs 128, a quarter of target tracking's default 32."
         ),
     )
     scale_in_adjustment: int = Field(default=-1, ge=-100, le=-1, description="Instances removed per scale-in.")
@@ -417,176 +302,6 @@ class VariantScalingConfig(ConfigModel):
                 )
             )
         return tuple(actions)
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Min/max capacity in force from ``start`` (minute of week) and the action that set them."""
-
-    start: int
-    min_capacity: int
-    max_capacity: int
-    set_by: str
-
-
-def effective_bounds(actions: tuple[ResolvedAction, ...], hard_min: int, hard_max: int) -> list[Bounds]:
-    """The week as a list of bounds changes, sorted by time, first entry at minute 0.
-
-    The week repeats, so the bounds at Monday 00:00 are those of the week's last action.
-    With no actions the variant's hard bounds hold all week. When two actions fire at the
-    same minute, the later one in config order wins (deterministic here; AWS gives no order,
-    so :func:`check_schedule` rejects such collisions).
-    """
-    firings = sorted(
-        ((minute, index, action) for index, action in enumerate(actions) for minute in action.minutes_of_week),
-        key=lambda item: (item[0], item[1]),
-    )
-    if not firings:
-        return [Bounds(0, hard_min, hard_max, "hard bounds")]
-    last = firings[-1][2]
-    timeline = [Bounds(0, last.min_capacity, last.max_capacity, f"{last.name} (previous week)")]
-    for minute, _, action in firings:
-        bounds = Bounds(minute, action.min_capacity, action.max_capacity, action.name)
-        if timeline[-1].start == minute:
-            timeline[-1] = bounds
-        else:
-            timeline.append(bounds)
-    return timeline
-
-
-def bounds_at(timeline: list[Bounds], minute_of_week: int) -> Bounds:
-    """The bounds in force at ``minute_of_week`` (after every action at or before it)."""
-    current = timeline[0]
-    for bounds in timeline:
-        if bounds.start <= minute_of_week:
-            current = bounds
-    return current
-
-
-def check_schedule(
-    variant_key: str, scaling: VariantScalingConfig, hard_min: int, hard_max: int, warm_floor: int | None
-) -> None:
-    """Cross-check a variant's schedule against its hard bounds, warm floor and events.
-
-    Raises:
-        ValueError: one line naming the action, the fields and the values.
-    """
-    actions = scaling.resolved_schedule
-    for action in actions:
-        if action.max_capacity > hard_max:
-            raise ValueError(
-                f"scaling.{variant_key}: scheduled action {action.name} max_capacity = {action.max_capacity} exceeds "
-                f"serving.{variant_key}.max_capacity = {hard_max} (the scalable target's hard max)"
-            )
-        if warm_floor is not None and action.min_capacity < warm_floor:
-            raise ValueError(
-                f"scaling.{variant_key}: scheduled action {action.name} min_capacity = {action.min_capacity}: must be "
-                f">= {warm_floor} in prod (the warm floor, seed 001 user story 3)"
-            )
-        if action.min_capacity < hard_min:
-            raise ValueError(
-                f"scaling.{variant_key}: scheduled action {action.name} min_capacity = {action.min_capacity} is below "
-                f"serving.{variant_key}.min_capacity = {hard_min} (the scalable target's hard min)"
-            )
-    seen: dict[int, str] = {}
-    for action in actions:
-        for minute in action.minutes_of_week:
-            if minute in seen:
-                raise ValueError(
-                    f"scaling.{variant_key}: scheduled actions {seen[minute]} and {action.name} both fire at "
-                    f"{format_minute_of_week(minute)}; AWS gives no order between them, move one"
-                )
-            seen[minute] = action.name
-    timeline = effective_bounds(actions, hard_min, hard_max)
-    for event in scaling.events:
-        at_event = bounds_at(timeline, event.minute_of_week)
-        if at_event.min_capacity < event.min_capacity:
-            raise ValueError(
-                f"scaling.{variant_key}.events {event.name}: at {event.day_of_week} {event.time} the floor is "
-                f"{at_event.min_capacity} (set by {at_event.set_by}), below the event's min_capacity = "
-                f"{event.min_capacity}; a later scheduled action undoes the pre-scale"
-            )
-
-
-# --- guarded rollouts --------------------------------------------------------------------
-
-
-class RolloutConfig(ConfigModel):
-    """The endpoint's DeploymentConfig: blue/green traffic shifting with alarm rollback."""
-
-    enabled: bool = Field(default=True, description="Set DeploymentConfig on the endpoint.")
-    traffic_routing: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"] = Field(
-        default="CANARY", description="Blue/green TrafficRoutingConfiguration.Type."
-    )
-    canary_size_percent: int = Field(
-        default=10,
-        ge=1,
-        le=50,
-        description="CANARY: share of capacity shifted first, percent (AWS <= 50%). Source: seed 000 (10%).",
-    )
-    linear_step_percent: int = Field(
-        default=20, ge=10, le=50, description="LINEAR: share shifted per step, percent (AWS 10-50%)."
-    )
-    wait_interval_s: int = Field(
-        default=600,
-        ge=0,
-        le=3600,
-        description=(
-            "Bake time between shifts, seconds (AWS 0-3600): two of the 5-minute windows of the p95 latency "
-            "alarm (seed 002: TTFT P95 > 500 ms for 5 min), so a rollback alarm can fire before the next shift."
-        ),
-    )
-    termination_wait_s: int = Field(
-        default=120,
-        ge=0,
-        le=3600,
-        description="Seconds the old (blue) fleet stays after the shift, for a fast rollback. Source: seed 003 §8.",
-    )
-    maximum_execution_timeout_s: int = Field(
-        default=3600,
-        ge=600,
-        le=28800,
-        description=(
-            "Whole deployment limit, seconds (AWS 600-28800): green fleet provisioning (5-8 min, seed 001) + "
-            "startup health check (300 s) + bake + shift, with margin."
-        ),
-    )
-    green_provisioning_allowance_s: int = Field(
-        default=480,
-        ge=0,
-        le=3600,
-        description=(
-            "Time allowed for SageMaker to provision the green fleet's GPU instances before their startup health "
-            "check, seconds. Source: seed 001 (5-8 min GPU scale-up; the upper bound)."
-        ),
-    )
-    auto_rollback: bool = Field(
-        default=True,
-        description="Roll back on the canary's 5xx-rate and p95-latency alarms (serving_contract.alarms, by name).",
-    )
-    retain_deployment_config: bool = Field(
-        default=False,
-        description="RetainDeploymentConfig: reuse the last deployment's config; False keeps it from this config.",
-    )
-
-    @property
-    def shift_steps(self) -> int:
-        """Number of wait intervals a deployment goes through."""
-        if self.traffic_routing == "LINEAR":
-            return -(-100 // self.linear_step_percent)
-        if self.traffic_routing == "CANARY":
-            return 1
-        return 0
-
-    @model_validator(mode="after")
-    def _fits_in_timeout(self) -> "RolloutConfig":
-        shifting = self.shift_steps * self.wait_interval_s
-        if shifting >= self.maximum_execution_timeout_s:
-            raise ValueError(
-                f"maximum_execution_timeout_s = {self.maximum_execution_timeout_s} must exceed the traffic shifting "
-                f"time ({self.shift_steps} step(s) x wait_interval_s = {self.wait_interval_s} = {shifting} s)"
-            )
-        return self
 
 
 # --- the section -------------------------------------------------------------------------

@@ -67,6 +67,8 @@ def planned_kv_tokens(model: dict[str, Any], settings: Settings, memory_mib: int
 
 
 def format_level(level: dict[str, Any]) -> str:
+    """One level (``LevelResult.to_json()``) on one line: req/s, tok/s, latency and TTFT in ms, errors."""
+
     def ms(value: float | None) -> str:
         return "-" if value is None else f"{value:,.1f}"
 

@@ -11,7 +11,7 @@ network and no model download (issue 14):
    (``gateway``), bare vLLM with each quantization kernel the config allows for an AWQ
    checkpoint (``bare-awq_marlin``, ``bare-awq``), and any of them confined to a CPU set
    (``bare-4cpu``, ``gateway-4cpu``: an ml.g5.xlarge has 4 vCPUs);
-3. drives the OpenAI chat API (adapters round-robin, fixed prompt, exactly ``--output-tokens``)
+3. drives the OpenAI chat API (adapters round-robin, fixed prompt, exactly the profile's ``output_tokens``)
    at each concurrency, sync and streaming, bounded in requests and seconds, 127.0.0.1 only;
 4. prints one table per run: requests/s, output tokens/s, p50/p99 latency and TTFT, mean
    inter-token latency, errors; time from spawn to ``/health`` (bare) or ``/ping`` (gateway);
@@ -266,9 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-dir", help="reuse a model made earlier (default: <out-dir>/model, made if absent)")
     parser.add_argument("--vocab-size", type=int, help="vocabulary of the model (default: the preset's)")
     parser.add_argument("--gpu-memory-utilization", type=float, help="override the config's 0.92")
-    parser.add_argument("--concurrency", help="comma-separated levels (default 1,8,32,128; smoke 1,4)")
+    parser.add_argument("--concurrency", type=_levels, help="comma-separated levels (default 1,8,32,128; smoke 1,4)")
     parser.add_argument("--server-cpus", default="0-3", help="CPU set of the *-4cpu setups (taskset -c)")
-    parser.add_argument("--client-cpus", help="CPU set of this load generator (taskset semantics, e.g. 4-15)")
+    parser.add_argument(
+        "--client-cpus", type=_cpu_set, help="CPU set of this load generator (taskset semantics, e.g. 4-15)"
+    )
     parser.add_argument("--clear-compile-cache", action="store_true", help=f"empty {COMPILE_CACHE} first")
     parser.add_argument("--port", type=int, default=18080)
     parser.add_argument("--report", nargs="*", help="print the tables of saved results (dirs or files) and exit")
@@ -283,14 +285,14 @@ def main(argv: list[str] | None = None) -> int:
     profile = SMOKE if args.smoke else GPU
     if args.vocab_size:
         profile = replace(profile, vocab_size=args.vocab_size)
-    args.concurrency = [int(c) for c in args.concurrency.split(",")] if args.concurrency else list(profile.concurrency)
+    args.concurrency = args.concurrency or list(profile.concurrency)
     unknown = [s for s in args.setups.split(",") if s not in SETUPS]
     if unknown:
         parser.error(f"--setups: unknown {', '.join(unknown)}; allowed: {', '.join(SETUPS)}")
     if args.client_cpus:
         import os  # noqa: PLC0415
 
-        os.sched_setaffinity(0, _cpu_set(args.client_cpus))
+        os.sched_setaffinity(0, args.client_cpus)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     args.model_dir = args.model_dir or str(out / "model")
@@ -332,11 +334,28 @@ def ensure_model(root: Path, profile: Profile, device: str) -> dict[str, Any]:
     return summary
 
 
+def _levels(text: str) -> list[int]:
+    """``--concurrency``: comma-separated positive integers; argparse shows the error on one line."""
+    try:
+        levels = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers such as 1,8,32") from None
+    if not levels or min(levels) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: every level must be >= 1")
+    return levels
+
+
 def _cpu_set(text: str) -> set[int]:
+    """``--client-cpus``: taskset's list syntax (``4-15`` or ``0,2,4-7``) as a set of CPU numbers."""
     cpus: set[int] = set()
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
+    try:
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CPU numbers and ranges such as 4-15 or 0,2,4-7") from None
+    if not cpus:
+        raise argparse.ArgumentTypeError(f"{text!r}: names no CPU")
     return cpus
 
 

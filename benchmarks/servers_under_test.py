@@ -60,6 +60,7 @@ class ServerRun:
 
     @property
     def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``: where the load generator sends requests."""
         return f"http://127.0.0.1:{self.port}"
 
     @property

@@ -56,9 +56,13 @@ class LevelResult:
     itl_mean_ms: float | None
     prompt_tokens: int
     output_tokens: int
+    """Mean over the successful requests, rounded; the exact spread is in the two fields below."""
     error_samples: list[str] = field(default_factory=list)
+    output_tokens_min: int = 0
+    output_tokens_max: int = 0
 
     def to_json(self) -> dict[str, Any]:
+        """The level as JSON-ready values (what ``--out-dir/<setup>.json`` stores)."""
         return asdict(self)
 
 
@@ -74,6 +78,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def chat_body(model: str, output_tokens: int, stream: bool) -> dict[str, Any]:
+    """A chat request for ``model`` that generates exactly ``output_tokens`` (``ignore_eos``, vLLM's extension)."""
     body: dict[str, Any] = {
         "model": model,
         "messages": [{"role": "user", "content": PROMPT}],
@@ -280,4 +285,6 @@ def summarise(
         prompt_tokens=round(statistics.fmean(s.prompt_tokens for s in ok)) if ok else 0,
         output_tokens=round(statistics.fmean(s.output_tokens for s in ok)) if ok else 0,
         error_samples=errors[:5],
+        output_tokens_min=min((s.output_tokens for s in ok), default=0),
+        output_tokens_max=max((s.output_tokens for s in ok), default=0),
     )

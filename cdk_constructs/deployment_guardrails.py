@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 from aws_cdk import aws_sagemaker as sagemaker
 
-from app_config.scaling import RolloutConfig
+from app_config.rollout import RolloutConfig
 
 
 def deployment_config(

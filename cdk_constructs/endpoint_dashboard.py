@@ -35,6 +35,7 @@ class VariantCapacity:
 
     @property
     def shown_as(self) -> str:
+        """The name the dashboard shows: the label when set, else the variant name."""
         return self.label or self.variant_name
 
 

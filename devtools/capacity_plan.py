@@ -29,14 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from app_config import AppConfig, ConfigError, load_config
-from app_config.scaling import (
-    DAY_NAMES,
-    MINUTES_PER_WEEK,
-    Bounds,
-    bounds_at,
-    effective_bounds,
-    format_minute_of_week,
-)
+from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
+from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from devtools import memory_report
 
 REPO = Path(__file__).resolve().parent.parent

@@ -54,6 +54,7 @@ class LlamaShape:
 
     @property
     def head_dim(self) -> int:
+        """Per-head width, hidden_size / num_attention_heads (128 for Llama-3-8B)."""
         return self.hidden_size // self.num_attention_heads
 
 

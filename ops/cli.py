@@ -169,7 +169,8 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
             return watch_rolling_update(
                 rt,
                 ref,
-                timeout_s=args.rollout_timeout_s,
+                timeout_s=args.rollout_timeout_s
+                or float(config.serving.inference_components.rollout.maximum_execution_timeout_s),
                 poll_s=args.poll_s,
                 allow_missing_alarms=args.allow_missing_alarms,
                 expect_image=args.expect_image,

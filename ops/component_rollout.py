@@ -26,11 +26,6 @@ from ops.rollout import Runtime, firing_alarms, require_rollback_alarms
 from serving_contract.alarms import rollback_alarm_names
 from serving_contract.components import BASE_SUFFIX
 
-DEFAULT_ROLLOUT_TIMEOUT_S = 3600.0
-"""Matches serving.inference_components.rollout.maximum_execution_timeout_s's default (3600 s,
-AWS range 600-28800): SageMaker gives up on the update by then, and rolls back."""
-
-
 ROLLS_BACK = "a rollback alarm: SageMaker rolls the update back"
 
 

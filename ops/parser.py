@@ -10,7 +10,6 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from ops.component_rollout import DEFAULT_ROLLOUT_TIMEOUT_S
 from ops.invoke import DEFAULT_PROMPT
 from ops.load import (
     DEFAULT_LEVELS,
@@ -192,9 +191,9 @@ def _add_promote(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     prom.add_argument(
         "--rollout-timeout-s",
         type=_positive_float,
-        default=DEFAULT_ROLLOUT_TIMEOUT_S,
-        help=f"Max wait for the base component's rolling update to end (default {DEFAULT_ROLLOUT_TIMEOUT_S:g}; "
-        "inference_components mode).",
+        help="Max wait for the base component's rolling update to end (default: the stage's "
+        "serving.inference_components.rollout.maximum_execution_timeout_s, when SageMaker itself gives up and rolls "
+        "back; inference_components mode).",
     )
     prom.add_argument(
         "--expect-image",

@@ -33,7 +33,7 @@ from ops.table import format_table, ms
 MODES = ("sync", "stream")
 BASE_LABEL = "(base)"  # the adapter column of the base component's rows: no adapter
 DEFAULT_WAKE_TIMEOUT_S = 900.0  # AWS measured ~5 min to wake an 8B model from zero; vLLM load adds to it
-DEFAULT_WAKE_POLL_S = 30.0
+DEFAULT_WAKE_POLL_S = 30.0  # seconds between DescribeInferenceComponent calls: ~10 over a ~5 min wake
 
 
 @dataclass(frozen=True)

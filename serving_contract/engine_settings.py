@@ -149,7 +149,7 @@ QUANTIZATION: Final = EngineSetting(
         "Quantized-linear kernel. auto (no --quantization flag) lets vLLM pick from the checkpoint's "
         "quantization_config: awq_marlin for AWQ on compute capability >= 8.0 (A10G is 8.6). awq forces the "
         "slow AWQ GEMM kernel: measured on an H100 with three rank-16 adapters and 128 output tokens, 6.58 vs "
-        "30.44 req/s at 32 concurrent (4.6x), 0.22 vs 1.30 at 1 (5.9x), 23.6 vs 74.0 at 128 (3.1x). Source: "
+        "30.44 req/s at 32 concurrent (4.6x), 0.216 vs 1.300 at 1 (6.0x), 23.6 vs 74.0 at 128 (3.1x). Source: "
         "vLLM 0.22 awq_marlin.py override_quantization_method; docs/performance.md."
     ),
 )

@@ -4,7 +4,7 @@
 the environment (exit 2 with one line on a bad value), check the baked adapters against
 LORA_ADAPTERS / LORA_MAX_RANK, then run the gateway, whose lifespan starts vLLM, waits for
 ``/health`` within STARTUP_TIMEOUT_S, warms every adapter and only then reports ready.
-SIGTERM drains (see :mod:`serving_app.drain`) and exits 0.
+SIGTERM drains (see :mod:`serving_app.lifecycle.drain`) and exits 0.
 """
 
 from __future__ import annotations

@@ -218,8 +218,8 @@ class Settings(BaseModel):
         recently used one beyond that (``LRUCacheWorkerLoRAManager.add_adapter`` in
         vllm/lora/worker_manager.py), and ``--max-cpu-loras`` defaults to ``--max-loras``
         (vllm/config/lora.py). The gateway refuses to register more than this, so loading a new
-        adapter does not silently evict a registered one. (After a delete it can: vLLM's unload
-        leaves the weights in the cache until its LRU drops them; see
+        adapter does not silently evict a registered one. (After a delete or a replacement it
+        can: vLLM's unload leaves the weights in the cache until its LRU drops them; see
         ``serving_app.adapters.serving``.) The same number is passed as ``--max-cpu-loras``
         (``serving_app.vllm_args``).
         """

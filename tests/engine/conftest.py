@@ -4,7 +4,7 @@ The engine takes ~45 s to start on 2 cores, so the suite starts two gateways onc
 collection is done, and they boot while the rest of the suite (synth, unit tests) runs:
 
 * ``shared_gateway``: every test that leaves the engine as it found it, then the SIGTERM drain
-  test, which ends it (tests marked ``ends_shared_gateway`` run last);
+  test, which ends it (marked ``ends_shared_gateway``: after every other shared-gateway test);
 * ``disposable_gateway``: tests that change or break the engine: it runs in SageMaker's
   inference-components mode (``RUNTIME_ADAPTER_ENV``: no baked adapter, ``POST /adapters``
   on), for the runtime-adapter tests, then the engine-death test (``ends_disposable_gateway``).

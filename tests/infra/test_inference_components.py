@@ -69,7 +69,7 @@ def test_base_component_reserves_one_gpu_and_rolls_back_on_its_guardrails(compon
         "RollingUpdatePolicy": {
             "MaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
             "WaitIntervalInSeconds": 600,
-            "MaximumExecutionTimeoutInSeconds": 3600,
+            "MaximumExecutionTimeoutInSeconds": 28800,
             "RollbackMaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
         },
         "AutoRollbackConfiguration": {

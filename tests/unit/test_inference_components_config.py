@@ -83,10 +83,23 @@ def _error(overrides: dict[str, str]) -> str:
             "image.build.artifacts_bucket_name: the bucket that holds the adapter components' artifacts",
         ),
         (
-            {"serving.inference_components.rollout.maximum_execution_timeout_s": "1200"},
-            "config error: serving.inference_components.rollout.maximum_execution_timeout_s = 1200 must exceed 2 "
-            "batch(es) x (serving.container_startup_health_check_timeout_s = 300 + "
-            "serving.inference_components.rollout.wait_interval_s = 600) = 1800 s",
+            {"serving.inference_components.rollout.maximum_execution_timeout_s": "3600"},
+            "config error: serving.inference_components.rollout.maximum_execution_timeout_s = 3600 must exceed 20 "
+            "batch(es) of 1 at serving.inference_components.max_copy_count = 20 x "
+            "(serving.container_startup_health_check_timeout_s = 300 + "
+            "serving.inference_components.rollout.wait_interval_s = 600) = 18000 s; raise it (at most 28800) or "
+            "serving.inference_components.rollout.maximum_batch_size_copies",
+        ),
+        (
+            {"serving.endpoint_name": "e" * 50},
+            f"config error: serving.endpoint_name = '{'e' * 50}': inference component name "
+            f"'{'e' * 50}-general-support-v2' must be 1-63 letters, digits and hyphens (SageMaker "
+            "InferenceComponentName); shorten serving.endpoint_name or the adapter name",
+        ),
+        (
+            {"model.adapters": '[{"name": "base"}]'},
+            "config error: model.adapters: adapter 'base' gets inference component name 'mangaassist-vllm-prod-base', "
+            "as the base component does; rename the adapter",
         ),
         (
             {"serving.mode": "components"},

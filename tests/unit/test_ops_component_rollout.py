@@ -39,7 +39,7 @@ def test_watches_the_update_until_it_ends_in_service(args):
     assert code == ExitCode.OK
     assert clock.sleeps == [30.0, 30.0]
     assert stubs.lines == [
-        f"watching the rolling update of {BASE} (up to 3600 s; rollback alarms: {FIVE_XX}, "
+        f"watching the rolling update of {BASE} (up to 28800 s; rollback alarms: {FIVE_XX}, "
         f"{ENDPOINT}-base-latency-p95): Updating, 2 copies (desired 2), {OLD_IMAGE}",
         f"{BASE}: Updating, 3 copies (desired 2)",
         f"rolling update of {BASE} ended: InService, 2 copies (desired 2), {IMAGE}",

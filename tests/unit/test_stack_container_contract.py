@@ -40,10 +40,13 @@ def _flag(argv: list[str], name: str) -> str:
 @pytest.mark.parametrize("stage", ["prod", "dev"])
 def test_default_environment_reaches_vllm_as_the_declared_defaults(stage: str) -> None:
     settings, argv = _container_view({"stage": stage})
+    variables = container_environment(load_config({**cdk_json_context(), "stage": stage}))
     for setting in spec.ENGINE_SETTINGS:
         expected = setting.default
         if setting is spec.MAX_CPU_LORAS:
             expected = None  # unset: the container makes room for every adapter
+        # The stack states every set value itself: the container's own defaults never decide.
+        assert variables.get(setting.env_var) == setting.to_env(expected), setting.key
         assert getattr(settings, setting.key) == expected, setting.key
     assert _flag(argv, "--max-cpu-loras") == "4"  # max(max_loras 4, 3 adapters)
     # The fast kernel: no --quantization, vLLM upgrades the AWQ checkpoint to Marlin itself.

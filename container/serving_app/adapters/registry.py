@@ -25,6 +25,7 @@ class ModelRegistry:
 
     @property
     def adapters(self) -> tuple[str, ...]:
+        """Adapter names in registration order (baked first, then runtime ones)."""
         return tuple(self._adapters)
 
     @property
@@ -55,6 +56,7 @@ class ModelRegistry:
         self._available = self._describe()
 
     def remove(self, name: str) -> None:
+        """Make ``name`` unknown to requests (no error when it is not registered)."""
         self._adapters.pop(name, None)
         self._cache_salts.pop(name, None)
         self._available = self._describe()

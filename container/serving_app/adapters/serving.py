@@ -10,14 +10,16 @@ Register: the gateway checks what it can before vLLM sees the request (name, fol
 capacity), asks vLLM to load the adapter (``POST /v1/load_lora_adapter``, enabled by
 ``VLLM_ALLOW_RUNTIME_LORA_UPDATING``, see ``serving_app.vllm_args.engine_environment``), sends
 one warmup request through it so the first real request does not pay for the first load, and
-only then adds the name to the registry: no request reaches an adapter before it answered once.
+only then adds the name to the registry: no request reaches a new adapter before it answered once.
 
 Register a name that is already registered from another folder: a new version of the adapter
 (SageMaker updating an adapter component's ``ArtifactUrl``; whether it sends ``DELETE`` first is
 not documented). The new folder is checked like any other, vLLM forgets the old version and
 loads the new one, and the name keeps its place in the registry: requests that reach vLLM
-between the two (one load and one warmup request) fail, and if the new version fails to load the
-name is unregistered (the old version is already gone from vLLM) and the answer says so.
+between the two fail (vLLM's 404), those after it are answered by the new version, and if the
+new version fails to load the name is unregistered (the old version is already gone from vLLM)
+and the answer says so. Like a delete, a replacement leaves the old weights in vLLM's CPU cache
+until its LRU evicts them (below).
 
 Prefix cache: vLLM 0.22 keys the prefix cache's blocks by the adapter's *name*
 (``_gen_lora_extra_hash_keys`` in vllm/v1/core/kv_cache_utils.py returns ``lora_name``), so a
@@ -33,7 +35,7 @@ it (``POST /v1/unload_lora_adapter``). vLLM 0.22's unload only forgets the name 
 server (``OpenAIServingModels.unload_lora_adapter`` in
 vllm/entrypoints/openai/models/serving.py deletes ``lora_requests[name]``; nothing calls the
 engine's ``remove_lora``): the weights stay in the engine's CPU cache, and maybe a GPU slot,
-until its LRU evicts them. So after a delete, a later load may evict a registered adapter that
+until its LRU evicts them. So after a delete or a replacement, a later load may evict a registered adapter that
 was used less recently than the deleted one; vLLM then reloads it from its folder on its next
 request (a one-off load, not an error).
 
@@ -175,6 +177,10 @@ class AdapterService:
                 self._check_capacity(name)
             started = time.monotonic()
             salt = f"adapter-load-{next(self._loads)}"  # one per load: see "Prefix cache" above
+            if replacing:
+                # Requests from here on carry the new load's salt: once vLLM holds the new weights
+                # (during the warmup), none may read the old version's prefix-cache blocks.
+                self.models.add(name, previous_src, salt)
             try:
                 await self._load_and_warm(name, str(Path(src).absolute()), salt)
             except AdapterRefusedError as refusal:

@@ -5,9 +5,10 @@ pinned ``vllm`` wheel, whose torch is the CUDA build. ``vllm/utils/torch_utils.p
 ``PIN_MEMORY`` at import (True on Linux) and ``async_tensor_h2d`` pins host memory by default;
 torch's CUDA build cannot pin without an NVIDIA driver, so the first LoRA batch fails with
 "Found no NVIDIA driver on your system" (issue 13). On the GPU image pinning is right and this
-file does not exist there: only ``tests/container/real_engine.py`` puts this folder on the
-engine's ``PYTHONPATH``, and Python imports ``sitecustomize`` in every engine process (the API
-server and the engine core it spawns).
+file does not exist there: only the test suite (``tests/engine/real_engine.py`` and
+``tests/engine/test_gpu_bench_smoke.py``) puts this folder on the engine's ``PYTHONPATH``, and
+Python imports ``sitecustomize`` in every engine process (the API server and the engine core it
+spawns).
 """
 
 try:
