@@ -301,6 +301,7 @@ class AppConfig(ConfigModel):
                 "canary", self.scaling.canary, self.serving.canary.min_capacity, self.serving.canary.max_capacity, None
             )
         self._rollout_fits_in_timeout()
+        self._scale_in_below_full_load()
         for key in ("primary", "canary"):
             tracking = getattr(self.scaling, key).target_tracking
             if tracking.metric == "concurrent_requests_high_resolution" and (
@@ -310,6 +311,31 @@ class AppConfig(ConfigModel):
                     f"scaling.{key}.target_tracking.concurrent_requests_target = "
                     f"{tracking.concurrent_requests_target:g} must be below engine.max_num_seqs = "
                     f"{self.engine.max_num_seqs}, or the engine queues before the fleet scales"
+                )
+
+    def _scale_in_below_full_load(self) -> None:
+        """The low-load scale-in must never fire while the engine is full.
+
+        A full engine runs ``concurrency_ceiling`` sequences (the memory plan: what the KV cache
+        fits at the typical length, capped by ``engine.max_num_seqs``), so RunningRequests never
+        exceeds it; a threshold at or above it would shed an instance every cooldown at full load.
+        The bound is half of it: the alarm averages over the variant, and removing one of two
+        instances doubles the survivor's sequences, which must still fit.
+        """
+        for variant in self.serving.variants:
+            key = self._variant_key(variant.variant_name)
+            step = getattr(self.scaling, key).step_scaling
+            if not (getattr(self.scaling, key).enabled and step.enabled):
+                continue
+            plan = self.memory_plan_of(variant.instance_type)
+            bound = plan.concurrency_ceiling / 2
+            if step.scale_in_running_requests > bound:
+                raise ValueError(
+                    f"scaling.{key}.step_scaling.scale_in_running_requests = {step.scale_in_running_requests:g}: "
+                    f"must be <= {bound:g}, half the {plan.concurrency_ceiling} sequences the engine runs on "
+                    f"{variant.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
+                    f"engine.max_num_seqs = {self.engine.max_num_seqs}); removing one of two instances doubles "
+                    "the survivor's load, and a threshold at the ceiling scales in at full load"
                 )
 
     def _rollout_fits_in_timeout(self) -> None:

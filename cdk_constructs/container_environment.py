@@ -20,7 +20,7 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.ENGINE_SERVED_MODEL_NAME: config.model.name,
         # inference_components: no adapter is baked in; SageMaker loads each at runtime.
         env.LORA_ADAPTERS: "" if runtime_adapters else ",".join(adapter.name for adapter in config.model.adapters),
-        env.STARTUP_TIMEOUT_S: str(config.serving.container_startup_health_check_timeout_s),
+        env.STARTUP_TIMEOUT_S: str(env.startup_budget_s(config.serving.container_startup_health_check_timeout_s)),
         env.WARMUP_NUM_REQUESTS: str(config.container.warmup_num_requests),
         env.DRAIN_TIMEOUT_S: str(config.container.drain_timeout_s),
         env.REQUEST_TIMEOUT_S: str(config.container.request_timeout_s),

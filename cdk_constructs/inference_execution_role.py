@@ -24,18 +24,19 @@ _VPC_ACTIONS = [
 class InferenceExecutionRole(Construct):
     """Least-privilege execution role for SageMaker models.
 
-    Starts with metric publishing only (scoped by namespace); the stack grants ECR pull
-    on the one repository and write access to the endpoint's log group. No managed policy
-    is attached.
+    Starts empty; the stack grants ECR pull on the one repository and write access to the
+    endpoint's log group. No managed policy is attached and no ``cloudwatch:PutMetricData``:
+    the container publishes its metrics as EMF lines on stdout, which SageMaker ships to the
+    endpoint's log group and CloudWatch Logs turns into metrics, so it never calls CloudWatch
+    (and with ``serving.network_isolation``, the default, it could not reach it).
 
     Attributes:
         role: the IAM role; pass it to the SageMaker models.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, metrics_namespace: str, vpc_placement: bool) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, vpc_placement: bool) -> None:
         """
         Args:
-            metrics_namespace: the custom namespace the container may publish to.
             vpc_placement: add the ENI permissions SageMaker needs for VPC placement.
         """
         super().__init__(scope, construct_id)
@@ -47,21 +48,10 @@ class InferenceExecutionRole(Construct):
             ),
             description="Runs the vLLM serving container on SageMaker",
         )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                # Only the app's own namespace: SageMaker publishes the instance metrics in
-                # /aws/sagemaker/Endpoints (GPU/CPU/memory) itself, and the container must not be
-                # able to write fake datapoints into what the alarms and autoscaling read.
-                conditions={"StringEquals": {"cloudwatch:namespace": metrics_namespace}},
-            )
-        )
         if vpc_placement:
             self.role.add_to_policy(iam.PolicyStatement(actions=_VPC_ACTIONS, resources=["*"]))
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Resource::*]",
-            "cloudwatch:PutMetricData, ecr:GetAuthorizationToken and the EC2 ENI actions have no resource-level "
-            "permissions; PutMetricData is limited by the cloudwatch:namespace condition.",
+            "ecr:GetAuthorizationToken and the EC2 ENI actions have no resource-level permissions.",
         )

@@ -57,9 +57,8 @@ def serving_model(
             else None
         ),
     )
-    # CreateModel checks the role can pull the image: wait for its inline policy (the role
-    # itself is already a dependency through ExecutionRoleArn).
-    policy = role.node.try_find_child("DefaultPolicy")
-    if policy is not None:
-        model.node.add_dependency(policy)
+    # CreateModel checks the role can pull the image: wait for its inline policy too. A
+    # dependency on the role construct resolves at synth to every resource under it, so the
+    # grants the stack adds after this call (ECR pull, log group) are waited for as well.
+    model.node.add_dependency(role)
     return model

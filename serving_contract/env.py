@@ -58,3 +58,31 @@ SAGEMAKER_INVOCATION_TIMEOUT_S: Final = 60
 ENGINE_STOP_GRACE_S: Final = 3
 UVICORN_SHUTDOWN_GRACE_S: Final = 2
 DRAIN_TIMEOUT_MAX_S: Final = 22
+
+# Start-up budget. SageMaker kills a container whose /ping is not 200 within the endpoint's
+# ContainerStartupHealthCheckTimeoutInSeconds (60-3600 s). The gateway gives up a little
+# earlier, so the failure is its own one-line log ("startup failed: ...") and exit code, not a
+# silent kill: STARTUP_TIMEOUT_S = health-check timeout - STARTUP_REPORT_MARGIN_S. The stack
+# derives both from serving.container_startup_health_check_timeout_s; the container's default
+# (no variable set, e.g. a local run) uses the same default.
+STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S: Final = 600
+"""Default ContainerStartupHealthCheckTimeoutInSeconds: the measured cold start of the
+A10G-sized engine was 168 s on an H100 (docs/performance.md, torch.compile 45-48 s of it); the
+ml.g5.xlarge's 4 vCPUs compile slower and its A10G captures CUDA graphs slower, so seed 003's
+300 s leaves too little margin."""
+STARTUP_REPORT_MARGIN_S: Final = 30
+
+
+def startup_budget_s(health_check_timeout_s: int) -> int:
+    """The container's STARTUP_TIMEOUT_S for a SageMaker startup health-check timeout, seconds.
+
+    Raises:
+        ValueError: the timeout leaves no budget (<= STARTUP_REPORT_MARGIN_S).
+    """
+    budget = health_check_timeout_s - STARTUP_REPORT_MARGIN_S
+    if budget <= 0:
+        raise ValueError(
+            f"startup health-check timeout = {health_check_timeout_s} s leaves no start-up budget after the "
+            f"{STARTUP_REPORT_MARGIN_S} s report margin"
+        )
+    return budget

@@ -101,9 +101,17 @@ class ServingStack(cdk.Stack):
         execution_role = InferenceExecutionRole(
             self,
             "ExecutionRole",
-            metrics_namespace=config.observability.metrics_namespace,
             vpc_placement=serving.vpc is not None,
         )
+        if serving.vpc is not None and serving.network_isolation:
+            # SageMaker developer guide, "Run containers with no internet access": an isolated
+            # container makes no outbound call at all, so the subnets reach nothing from it.
+            cdk.Annotations.of(self).add_warning_v2(
+                "Serving:VpcWithNetworkIsolation",
+                "serving.vpc is set while serving.network_isolation = true: the container makes no network calls, "
+                "so VPC placement gives it nothing (SageMaker still creates its network interfaces in the subnets); "
+                "drop serving.vpc, or set serving.network_isolation = false if the container must reach the VPC",
+            )
         self.autoscaling: dict[str, VariantAutoscaling] = {}
         self.component_autoscaling: ComponentAutoscaling | None = None
         self.endpoint: ServingEndpoint | InferenceComponentEndpoint

@@ -101,11 +101,14 @@ class Settings(BaseModel):
     )
 
     startup_timeout_s: float = Field(
-        600.0,
+        float(env.startup_budget_s(env.STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S)),
         alias=env.STARTUP_TIMEOUT_S,
         gt=0,
         le=3600,
-        description="Engine load + warmup budget; <= ContainerStartupHealthCheckTimeoutInSeconds max of 3600 s.",
+        description=(
+            "Engine load + warmup budget, seconds; the stack sets it STARTUP_REPORT_MARGIN_S below the endpoint's "
+            "ContainerStartupHealthCheckTimeoutInSeconds (serving_contract.env.startup_budget_s)."
+        ),
     )
     warmup_num_requests: int = Field(
         10,

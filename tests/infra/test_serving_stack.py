@@ -1,7 +1,9 @@
 """Focused template assertions for the serving stack."""
 
+import re
 from typing import Any
 
+from aws_cdk import assertions
 from aws_cdk.assertions import Match
 
 from serving_contract import env, outputs
@@ -24,7 +26,7 @@ def test_endpoint_config_has_primary_and_canary_from_the_seeds(default_synth: Sy
     assert variants["canary"]["InitialInstanceCount"] == 1
     assert variants["canary"]["InitialVariantWeight"] == 5
     for variant in variants.values():
-        assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 300
+        assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 600
         assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
         assert variant["InferenceAmiVersion"] == "al2-ami-sagemaker-inference-gpu-3-1"
         # g5 has local NVMe: SageMaker rejects VolumeSizeInGB there.
@@ -104,8 +106,8 @@ def test_execution_role_is_least_privilege(default_synth: Synth) -> None:
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         for action in actions:
             by_action[action] = statement
+    # No cloudwatch:PutMetricData: the container's metrics are EMF lines in its log group.
     assert set(by_action) == {
-        "cloudwatch:PutMetricData",
         "ecr:BatchCheckLayerAvailability",
         "ecr:BatchGetImage",
         "ecr:GetDownloadUrlForLayer",
@@ -113,10 +115,6 @@ def test_execution_role_is_least_privilege(default_synth: Synth) -> None:
         "logs:CreateLogStream",
         "logs:DescribeLogStreams",
         "logs:PutLogEvents",
-    }
-    # The app's namespace only: SageMaker's own instance metrics (/aws/sagemaker/Endpoints) cannot be faked.
-    assert by_action["cloudwatch:PutMetricData"]["Condition"] == {
-        "StringEquals": {"cloudwatch:namespace": "MangaAssist/Inference"}
     }
     # Pull is scoped to the one repository (imported from the image repository stack).
     assert "Fn::ImportValue" in by_action["ecr:BatchGetImage"]["Resource"]
@@ -187,3 +185,28 @@ def test_canary_can_run_its_own_prebuilt_image(tmp_path) -> None:
         for m in synth.template("Serving").find_resources("AWS::SageMaker::Model").values()
     }
     assert images == {"primary": ":vllm0.22.0-llama3-8b-awq-lora3-v1", "canary": ":candidate-v2"}
+
+
+def test_vpc_placement_of_an_isolated_container_warns(vpc_single_variant_synth: Synth, default_synth: Synth) -> None:
+    # VPC_OVERRIDES keeps network isolation on (the default): the subnets give the container nothing.
+    warning = (
+        "serving.vpc is set while serving.network_isolation = true: the container makes no network calls, so VPC "
+        "placement gives it nothing (SageMaker still creates its network interfaces in the subnets); drop "
+        "serving.vpc, or set serving.network_isolation = false if the container must reach the VPC"
+    )
+    assertions.Annotations.from_stack(vpc_single_variant_synth.stacks.serving).has_warning(
+        "*", assertions.Match.string_like_regexp(re.escape(warning))
+    )
+    assertions.Annotations.from_stack(default_synth.stacks.serving).has_no_warning(
+        "*", assertions.Match.string_like_regexp("serving.vpc is set")
+    )
+
+
+def test_models_wait_for_the_roles_grants(default_synth: Synth, components_synth: Synth) -> None:
+    # CreateModel checks the role can pull the image: the policy with the ECR grant must exist first.
+    for synth in (default_synth, components_synth):
+        template = synth.template_json("Serving")
+        (policy_id,) = [k for k, v in template["Resources"].items() if v["Type"] == "AWS::IAM::Policy"]
+        models = [v for v in template["Resources"].values() if v["Type"] == "AWS::SageMaker::Model"]
+        assert models
+        assert all(policy_id in model.get("DependsOn", []) for model in models)

@@ -1,7 +1,10 @@
 """The container environment carries every engine setting under a contract name."""
 
+import pytest
+
 from app_config import load_config
 from cdk_constructs.container_environment import container_environment
+from serving_app.settings import Settings
 from serving_contract import env
 from tests.synth_helpers import cdk_json_context
 
@@ -26,3 +29,28 @@ def test_optional_cpu_lora_cache_is_passed_when_set() -> None:
 def test_no_vllm_prefixed_names() -> None:
     # vLLM reads VLLM_* itself (VLLM_PORT is its distributed port): never collide.
     assert not [name for name in env.ALL if name.startswith("VLLM_")]
+
+
+def test_the_container_gives_up_before_sagemaker_kills_it() -> None:
+    # One value sets both: SageMaker's startup health-check timeout and, a report margin
+    # below it, the gateway's own start-up budget (so a failed start logs why and exits).
+    for context in ({}, {"serving.container_startup_health_check_timeout_s": "900"}):
+        config = load_config({**cdk_json_context(), **context})
+        timeout = config.serving.container_startup_health_check_timeout_s
+        budget = int(container_environment(config)[env.STARTUP_TIMEOUT_S])
+        assert budget == timeout - env.STARTUP_REPORT_MARGIN_S
+        assert 0 < budget < timeout
+
+
+def test_the_containers_own_default_budget_fits_the_default_health_check() -> None:
+    config = load_config(cdk_json_context())
+    default_budget = Settings.model_fields["startup_timeout_s"].default
+    assert default_budget < config.serving.container_startup_health_check_timeout_s
+
+
+def test_a_health_check_timeout_without_room_for_a_budget_is_refused() -> None:
+    with pytest.raises(ValueError) as error:
+        env.startup_budget_s(30)
+    assert str(error.value) == (
+        "startup health-check timeout = 30 s leaves no start-up budget after the 30 s report margin"
+    )

@@ -193,7 +193,26 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
             {"scaling.rollout.traffic_routing": "LINEAR", "scaling.rollout.linear_step_percent": "20"},
             "config error: scaling.rollout.maximum_execution_timeout_s = 3600 must exceed "
             "scaling.rollout.green_provisioning_allowance_s = 480 + serving.container_startup_health_check_timeout_s "
-            "= 300 + traffic shifting (5 step(s) x scaling.rollout.wait_interval_s = 600) = 3780 s",
+            "= 600 + traffic shifting (5 step(s) x scaling.rollout.wait_interval_s = 600) = 4080 s",
+        ),
+        (
+            # At or above the sequences a full engine runs, the low-load alarm fires at full load.
+            {"scaling.primary.step_scaling.scale_in_running_requests": "128"},
+            "config error: scaling.primary.step_scaling.scale_in_running_requests = 128: must be <= 20.5, half the "
+            "41 sequences the engine runs on ml.g5.xlarge (memory plan at 2,560 tokens, engine.max_num_seqs = 128); "
+            "removing one of two instances doubles the survivor's load, and a threshold at the ceiling scales in at "
+            "full load",
+        ),
+        (
+            # The canary's own instance type sets its bound (ml.g6e.xlarge: an L40S with 48 GB).
+            {
+                "serving.canary.instance_type": "ml.g6e.xlarge",
+                "scaling.canary.step_scaling.scale_in_running_requests": "100",
+            },
+            "config error: scaling.canary.step_scaling.scale_in_running_requests = 100: must be <= 53.5, half the "
+            "107 sequences the engine runs on ml.g6e.xlarge (memory plan at 2,560 tokens, engine.max_num_seqs = "
+            "128); removing one of two instances doubles the survivor's load, and a threshold at the ceiling scales "
+            "in at full load",
         ),
         (
             {"serving.container_startup_health_check_timeout_s": "2700"},
