@@ -186,6 +186,14 @@ class MonitoringConfig(ConfigModel):
             "Canary variant p95 TimeToFirstToken, ms; rolls a deployment back. Source: seed 000 canary gate (< 500 ms)."
         ),
     )
+    canary_model_latency_p99: AlarmRuleConfig = Field(
+        default=AlarmRuleConfig(threshold=2_000_000, period_s=60, evaluation_periods=5),
+        description=(
+            "Canary variant p99 ModelLatency in MICROSECONDS (AWS/SageMaker unit); rolls a deployment back. Every "
+            "request has one, sync and streaming, and SageMaker measures it even when the container's own metrics "
+            "stop. Source: seed 002 (p99 < 2,000 ms), as model_latency_p99."
+        ),
+    )
     notifications: NotificationsConfig = Field(
         default=NotificationsConfig(), description="Subscriptions of the alarm topic."
     )

@@ -14,7 +14,11 @@ from serving_contract.outputs import pascal_case
 
 
 class DeploymentGuardrailAlarms(Construct):
-    """5xx-rate and p95-TTFT alarms for each guarded variant, named by ``serving_contract.alarms``.
+    """5xx-rate, p95-TTFT and p99-ModelLatency alarms for each guarded variant, named by
+    ``serving_contract.alarms``.
+
+    TTFT exists only for streaming requests; ModelLatency (``AWS/SageMaker``, microseconds)
+    for every request, so a canary that slows only non-streaming calls still rolls back.
 
     The endpoint's ``DeploymentConfig.AutoRollbackConfiguration`` lists alarms by NAME,
     and the ops ``promote`` command looks them up by name too, so these alarms set
@@ -22,12 +26,12 @@ class DeploymentGuardrailAlarms(Construct):
     letting CloudFormation generate one. They carry no actions: the observability stack's
     guardrail composite alarm notifies when one trips.
 
-    Missing data is ``notBreaching`` for both: a variant with no traffic has no errors and
+    Missing data is ``notBreaching`` for all three: a variant with no traffic has no errors and
     no latency. A silent (crashed) canary container does not hide here, because SageMaker
     itself counts the requests it cannot serve in ``Invocation5XXErrors``.
 
     Attributes:
-        alarms: variant name to its (error-rate alarm, latency alarm), the names of
+        alarms: variant name to its (error-rate, TTFT, ModelLatency) alarms, the names of
             ``rollback_alarm_names`` in that order.
     """
 
@@ -40,6 +44,7 @@ class DeploymentGuardrailAlarms(Construct):
         variant_names: Sequence[str],
         error_rate: AlarmRuleConfig,
         ttft_p95: AlarmRuleConfig,
+        model_latency_p99: AlarmRuleConfig,
         labels: Mapping[str, str] | None = None,
     ) -> None:
         """
@@ -52,14 +57,16 @@ class DeploymentGuardrailAlarms(Construct):
                 inference_components mode ``base``, for the base component they guard).
             error_rate: 5xx rate threshold in percent and its window (seed 000: 0.5 %).
             ttft_p95: p95 TimeToFirstToken threshold in ms and its window (seed 000: 500 ms).
+            model_latency_p99: p99 ModelLatency threshold in microseconds and its window
+                (seed 002: 2,000 ms).
         """
         super().__init__(scope, construct_id)
-        self.alarms: dict[str, tuple[cloudwatch.Alarm, cloudwatch.Alarm]] = {}
+        self.alarms: dict[str, tuple[cloudwatch.Alarm, cloudwatch.Alarm, cloudwatch.Alarm]] = {}
         endpoint = self._endpoint_name = metrics.endpoint_name
         self._labels = {v: (labels or {}).get(v, v) for v in variant_names}
         for variant in variant_names:
             label = self._labels[variant]
-            error_name, latency_name = alarm_names.rollback_alarm_names(endpoint, label)
+            error_name, latency_name, model_latency_name = alarm_names.rollback_alarm_names(endpoint, label)
             node_id = pascal_case(label)
             error_alarm = cloudwatch.Alarm(
                 self,
@@ -101,7 +108,27 @@ class DeploymentGuardrailAlarms(Construct):
                 datapoints_to_alarm=ttft_p95.datapoints_to_alarm,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
-            self.alarms[variant] = (error_alarm, latency_alarm)
+            model_latency_alarm = cloudwatch.Alarm(
+                self,
+                f"{node_id}ModelLatencyP99",
+                alarm_name=model_latency_name,
+                alarm_description=(
+                    f"Rolls back deployments: {label} p99 ModelLatency > {model_latency_p99.threshold:g} us "
+                    f"for {model_latency_p99.window_s} s, every request (seed 002 p99 latency SLO)."
+                ),
+                metric=metrics.sagemaker(
+                    SageMakerMetric.MODEL_LATENCY,
+                    variant=variant,
+                    statistic="p99",
+                    period_s=model_latency_p99.period_s,
+                ),
+                threshold=model_latency_p99.threshold,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=model_latency_p99.evaluation_periods,
+                datapoints_to_alarm=model_latency_p99.datapoints_to_alarm,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            self.alarms[variant] = (error_alarm, latency_alarm, model_latency_alarm)
 
     @property
     def alarm_names(self) -> list[str]:

@@ -57,8 +57,11 @@ def serving_model(
             else None
         ),
     )
-    # CreateModel checks the role can pull the image: wait for its inline policy too. A
-    # dependency on the role construct resolves at synth to every resource under it, so the
-    # grants the stack adds after this call (ECR pull, log group) are waited for as well.
-    model.node.add_dependency(role)
+    # CreateModel checks the role can pull the image: wait for its inline policy (the role
+    # itself is already a dependency through ExecutionRoleArn). The stack grants ECR pull
+    # before it makes the models, so the policy exists here; later grants land in it too.
+    policy = role.node.try_find_child("DefaultPolicy")
+    if policy is None:
+        raise ValueError("grant the execution role its ECR pull before making the models (CreateModel checks it)")
+    model.node.add_dependency(policy)
     return model

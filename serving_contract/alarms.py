@@ -12,15 +12,23 @@ def canary_error_rate_alarm_name(endpoint_name: str, variant_name: str) -> str:
 
 
 def canary_latency_alarm_name(endpoint_name: str, variant_name: str) -> str:
-    """Alarm on a variant's p95 latency (TTFT / ModelLatency), used for rollback."""
+    """Alarm on a variant's p95 time to first token (streaming requests only), used for rollback."""
     return f"{endpoint_name}-{variant_name}-latency-p95"
 
 
-def rollback_alarm_names(endpoint_name: str, variant_name: str) -> tuple[str, str]:
-    """Every alarm that must roll a deployment back, for the given (canary) variant."""
+def canary_model_latency_alarm_name(endpoint_name: str, variant_name: str) -> str:
+    """Alarm on a variant's p99 ModelLatency (every request, sync and streaming), used for rollback."""
+    return f"{endpoint_name}-{variant_name}-model-latency-p99"
+
+
+def rollback_alarm_names(endpoint_name: str, variant_name: str) -> tuple[str, str, str]:
+    """Every alarm that must roll a deployment back, for the given (canary) variant: the 5xx
+    rate, the TTFT p95 (streaming requests) and the ModelLatency p99 (every request: a
+    canary that only slows non-streaming calls shows there and nowhere else)."""
     return (
         canary_error_rate_alarm_name(endpoint_name, variant_name),
         canary_latency_alarm_name(endpoint_name, variant_name),
+        canary_model_latency_alarm_name(endpoint_name, variant_name),
     )
 
 

@@ -112,6 +112,10 @@ class ServingStack(cdk.Stack):
                 "so VPC placement gives it nothing (SageMaker still creates its network interfaces in the subnets); "
                 "drop serving.vpc, or set serving.network_isolation = false if the container must reach the VPC",
             )
+        # Before the models: each waits for the role's DefaultPolicy (CreateModel checks the
+        # role can pull the image), and the ECR grant is what creates that policy.
+        for repository in images.repositories:
+            repository.grant_pull(execution_role.role)
         self.autoscaling: dict[str, VariantAutoscaling] = {}
         self.component_autoscaling: ComponentAutoscaling | None = None
         self.endpoint: ServingEndpoint | InferenceComponentEndpoint
@@ -138,6 +142,7 @@ class ServingStack(cdk.Stack):
             labels=self.topology.guardrail_labels,
             error_rate=config.monitoring.canary_error_rate,
             ttft_p95=config.monitoring.canary_ttft_p95,
+            model_latency_p99=config.monitoring.canary_model_latency_p99,
         )
         guarded = (
             self.endpoint.base_component
@@ -145,8 +150,6 @@ class ServingStack(cdk.Stack):
             else self.endpoint.endpoint
         )
         guarded.node.add_dependency(self.guardrail_alarms)
-        for repository in images.repositories:
-            repository.grant_pull(execution_role.role)
         log_groups = [self.endpoint.log_group]
         if isinstance(self.endpoint, InferenceComponentEndpoint):
             log_groups.append(self.endpoint.component_log_group)

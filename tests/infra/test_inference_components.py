@@ -63,7 +63,7 @@ def test_base_component_reserves_one_gpu_and_rolls_back_on_its_guardrails(compon
         "NumberOfCpuCoresRequired": 2,
         "MinMemoryRequiredInMb": 8192,
     }
-    assert base["Specification"]["StartupParameters"] == {"ContainerStartupHealthCheckTimeoutInSeconds": 300}
+    assert base["Specification"]["StartupParameters"] == {"ContainerStartupHealthCheckTimeoutInSeconds": 600}
     assert base["RuntimeConfig"] == {"CopyCount": 2}
     assert base["DeploymentConfig"] == {
         "RollingUpdatePolicy": {
@@ -73,14 +73,18 @@ def test_base_component_reserves_one_gpu_and_rolls_back_on_its_guardrails(compon
             "RollbackMaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
         },
         "AutoRollbackConfiguration": {
-            "Alarms": [{"AlarmName": f"{BASE}-5xx-rate"}, {"AlarmName": f"{BASE}-latency-p95"}]
+            "Alarms": [
+                {"AlarmName": f"{BASE}-5xx-rate"},
+                {"AlarmName": f"{BASE}-latency-p95"},
+                {"AlarmName": f"{BASE}-model-latency-p99"},
+            ]
         },
     }
     alarm_names = {
         a["Properties"]["AlarmName"]
         for a in resources(components_synth.template_json("Serving"), "AWS::CloudWatch::Alarm").values()
     }
-    assert {f"{BASE}-5xx-rate", f"{BASE}-latency-p95"} <= alarm_names
+    assert {f"{BASE}-5xx-rate", f"{BASE}-latency-p95", f"{BASE}-model-latency-p99"} <= alarm_names
 
 
 def test_one_adapter_component_per_adapter_on_its_pinned_archive(components_synth: Synth) -> None:

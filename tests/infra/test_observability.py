@@ -231,14 +231,20 @@ def test_guardrail_alarms_are_named_for_rollback_and_precede_the_endpoint(defaul
     config = default_synth.config
     alarms = _alarms_by_name(default_synth, "Serving")
     for variant in config.serving.variants:
-        error_name, latency_name = alarm_names.rollback_alarm_names(config.endpoint_name, variant.variant_name)
-        error_alarm, latency_alarm = alarms[error_name], alarms[latency_name]
+        names = alarm_names.rollback_alarm_names(config.endpoint_name, variant.variant_name)
+        error_alarm, latency_alarm, model_latency_alarm = (alarms[name] for name in names)
         assert "Invocation5XXErrors" in {n for _, n, _, _, _ in _metric_stats(error_alarm)}
         assert {d["VariantName"] for *_, d in _metric_stats(error_alarm)} == {variant.variant_name}
         _check_rule(error_alarm, config.monitoring.canary_error_rate)
         assert [(n, s) for _, n, s, _, _ in _metric_stats(latency_alarm)] == [("TimeToFirstToken", "p95")]
         _check_rule(latency_alarm, config.monitoring.canary_ttft_p95)
-        for alarm in (error_alarm, latency_alarm):
+        # TTFT exists for streaming requests only; ModelLatency for every request.
+        assert [(ns, n, s) for ns, n, s, _, _ in _metric_stats(model_latency_alarm)] == [
+            ("AWS/SageMaker", "ModelLatency", "p99")
+        ]
+        assert {d["VariantName"] for *_, d in _metric_stats(model_latency_alarm)} == {variant.variant_name}
+        _check_rule(model_latency_alarm, config.monitoring.canary_model_latency_p99)
+        for alarm in (error_alarm, latency_alarm, model_latency_alarm):
             assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
             assert alarm["TreatMissingData"] == "notBreaching"
     assert config.monitoring.canary_error_rate.threshold == 0.5  # seed 000 canary gate

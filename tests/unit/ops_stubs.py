@@ -179,7 +179,11 @@ class Stubs:
     # --- cloudwatch ------------------------------------------------------------------
     def alarms_exist(self, state: str = "OK", guarded: str = "canary") -> None:
         """The rollback alarms of ``guarded`` (the canary variant, or ``base``), looked up by name."""
-        names = [f"{ENDPOINT}-{guarded}-5xx-rate", f"{ENDPOINT}-{guarded}-latency-p95"]
+        names = [
+            f"{ENDPOINT}-{guarded}-5xx-rate",
+            f"{ENDPOINT}-{guarded}-latency-p95",
+            f"{ENDPOINT}-{guarded}-model-latency-p99",
+        ]
         self.cloudwatch.add_response(
             "describe_alarms",
             {"MetricAlarms": [{"AlarmName": n, "StateValue": state} for n in names]},

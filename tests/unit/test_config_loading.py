@@ -15,7 +15,7 @@ def test_defaults_are_the_seeds_values() -> None:
     assert config.engine.max_model_len == 4096
     assert config.engine.max_num_batched_tokens == 8192
     assert config.engine.block_size == 16
-    assert config.serving.container_startup_health_check_timeout_s == 300
+    assert config.serving.container_startup_health_check_timeout_s == 600
     assert [a.name for a in config.model.adapters] == [
         "manga_domain_v3",
         "general_support_v2",

@@ -86,8 +86,8 @@ def _error(overrides: dict[str, str]) -> str:
             {"serving.inference_components.rollout.maximum_execution_timeout_s": "3600"},
             "config error: serving.inference_components.rollout.maximum_execution_timeout_s = 3600 must exceed 20 "
             "batch(es) of 1 at serving.inference_components.max_copy_count = 20 x "
-            "(serving.container_startup_health_check_timeout_s = 300 + "
-            "serving.inference_components.rollout.wait_interval_s = 600) = 18000 s; raise it (at most 28800) or "
+            "(serving.container_startup_health_check_timeout_s = 600 + "
+            "serving.inference_components.rollout.wait_interval_s = 600) = 24000 s; raise it (at most 28800) or "
             "serving.inference_components.rollout.maximum_batch_size_copies",
         ),
         (
