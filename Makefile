@@ -13,7 +13,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # the machine's Node 20 is end-of-life and makes every synth print a banner.
 export JSII_NODE := $(CURDIR)/node_modules/.bin/node
 
-.PHONY: setup synth test lint typecheck unit diff reference bench gpu-bench plan clean
+.PHONY: setup synth test lint typecheck unit diff reference bench gpu-bench plan simulate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ reference: setup
 ## The week's capacity and cost plan, e.g. make plan ARGS="--compare -c scaling.primary.release_lead_time_min=180"
 plan: setup
 	$(PY) -m devtools.capacity_plan $(ARGS)
+
+## Minute-by-minute week of one variant under its scaling policies, e.g. make simulate ARGS="--plot week.png"
+simulate: setup
+	$(PY) -m devtools.scaling_sim $(ARGS)
 
 ## Synth wall time against the jsii floor.
 bench: setup

@@ -1,0 +1,229 @@
+"""Command line of the scaling simulation.
+
+Usage::
+
+    python -m devtools.scaling_sim
+    python -m devtools.scaling_sim --variant canary
+    python -m devtools.scaling_sim --demand-csv week.csv --plot week.png
+    python -m devtools.scaling_sim --compare -c scaling.primary.target_tracking.invocations_per_instance_target=900
+
+Config comes from ``cdk.json`` plus ``-c key=value`` through the same loader as
+``devtools.capacity_plan`` (and ``app.py``). Config and CSV errors print one line and exit 2.
+"""
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app_config import AppConfig, ConfigError
+from app_config.capacity_timeline import Bounds, effective_bounds
+from app_config.scaling import StepScalingConfig, TargetTrackingConfig
+from app_config.weekly_cron import MINUTES_PER_WEEK
+from devtools import capacity_plan
+from devtools.scaling_sim import demand as demand_module
+from devtools.scaling_sim import engine, report
+from devtools.scaling_sim.fleet import ServiceModel
+
+SEED_INSTANCE_RPM = 1_200.0
+"""Requests per minute one ml.g5.xlarge serves. Source: seed 001 user story 4 ("One instance
+capacity: ~1,200 requests/minute")."""
+
+DEFAULT_PROVISION_MIN = 8
+"""Minutes to provision a new instance. Source: seed 001 user story 7 ("SageMaker scale-up:
+5-8 minutes"), the slow end. AWS publishes no figure (research notes for issue 16, section 7:
+roughly 4-9 minutes for a new GPU instance, a planning estimate)."""
+
+DEFAULT_STARTUP_MIN = 3
+"""Minutes from a provisioned instance to a passing /ping: docs/performance.md measured ~168 s
+to healthy with an empty compile cache (every SageMaker instance starts that way), rounded up.
+serving.container_startup_health_check_timeout_s (300 s) is only the limit, not the expected time."""
+
+DEFAULT_BASE_TTFT_MS = 250.0
+"""TTFT with an empty queue. ASSUMPTION: above seed 002's ~180 ms on cached paths and its p50
+target of 200 ms, below the p95 SLO of 500 ms."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What one run of the CLI simulates: the config plus the model and demand options."""
+
+    config: AppConfig
+    variant_key: str
+    demand: list[float]
+    demand_source: str
+    instance_rpm: float
+    base_ttft_ms: float
+    provision_min: int
+    startup_min: int
+
+
+def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[tuple[str, int]]]:
+    """Simulation inputs, the input lines of the report and the configured events of the variant.
+
+    Raises:
+        ConfigError: inference-components mode, a disabled canary or no price for the instance type.
+    """
+    config = scenario.config
+    if config.serving.mode != "variants":
+        raise ConfigError(
+            ["serving.mode = inference_components: the simulation models production-variant scaling (mode variants)"]
+        )
+    variant = config.serving.primary if scenario.variant_key == "primary" else config.serving.canary
+    if variant not in config.serving.variants:
+        raise ConfigError([f"--variant {scenario.variant_key}: serving.canary.enabled is false"])
+    scaling = config.scaling.primary if scenario.variant_key == "primary" else config.scaling.canary
+    plan = config.memory_plan_of(variant.instance_type)
+    service = ServiceModel(plan.concurrency_ceiling, scenario.instance_rpm, scenario.base_ttft_ms)
+    if scaling.enabled:
+        timeline = tuple(effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity))
+        policies: tuple[TargetTrackingConfig | None, StepScalingConfig | None] = (
+            scaling.target_tracking,
+            scaling.step_scaling,
+        )
+    else:
+        count = variant.initial_instance_count
+        timeline = (Bounds(0, count, count, "no autoscaling (initial_instance_count)"),)
+        policies = (None, None)
+    inputs = engine.SimInputs(
+        service=service,
+        provision_min=scenario.provision_min,
+        startup_min=scenario.startup_min,
+        timeline=timeline,
+        target_tracking=policies[0],
+        step_scaling=policies[1],
+        ttft_slo_ms=config.monitoring.high_ttft.threshold,
+    )
+    tt, step = scaling.target_tracking, scaling.step_scaling
+    lines = [
+        f"variant {variant.variant_name}: {variant.instance_type}, hard bounds {variant.min_capacity}-"
+        f"{variant.max_capacity}, {len(scaling.resolved_schedule)} scheduled action(s)",
+        f"per instance: C = {service.concurrency} sequences (memory plan concurrency_ceiling), "
+        f"R = {service.requests_per_minute:,.0f} req/min, D = 60 x C / R = {service.request_duration_s:.2f} s",
+        f"launch: provisioning {scenario.provision_min} min + start-up {scenario.startup_min} min; "
+        "scale-in immediate (no draining)",
+        f"demand: {scenario.demand_source}",
+        f"TTFT: base {service.base_ttft_ms:g} ms + queue wait; SLO {inputs.ttft_slo_ms:g} ms "
+        "(monitoring.high_ttft.threshold)",
+        f"target tracking: {'on' if scaling.enabled and tt.enabled else 'off'}, {tt.metric} target "
+        f"{tt.target_value:g}, cooldowns out {tt.scale_out_cooldown_s} s / in {tt.scale_in_cooldown_s} s",
+        f"step scaling: {'on' if scaling.enabled and step.enabled else 'off'}, QueueDepth {step.statistic} >= "
+        f"{step.scale_out_threshold:g} steps "
+        + "/".join(f"+{s.adjustment}" for s in step.scale_out_steps)
+        + f" cooldown {step.scale_out_cooldown_s} s; RunningRequests < {step.scale_in_running_requests:g} "
+        f"for {step.scale_in_evaluation_periods} x {step.scale_in_period_s} s: {step.scale_in_adjustment} "
+        f"cooldown {step.scale_in_cooldown_s} s",
+    ]
+    events = [(event.name, event.minute_of_week) for event in scaling.events]
+    return inputs, lines, events
+
+
+def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engine.MinuteRecord], list[tuple[str, int]]]:
+    """Run ``scenario``; a weekly demand starts from the state its previous week left."""
+    config = scenario.config
+    inputs, lines, events = build_inputs(scenario)
+    variant = config.serving.primary if scenario.variant_key == "primary" else config.serving.canary
+    price = config.scaling.hourly_price_usd.get(variant.instance_type)
+    if price is None:
+        known = ", ".join(sorted(config.scaling.hourly_price_usd)) or "(none)"
+        raise ConfigError([f"scaling.hourly_price_usd: no price for {variant.instance_type}; known: {known}"])
+    weekly = len(scenario.demand) == MINUTES_PER_WEEK
+    records = engine.run(inputs, scenario.demand, warmup=weekly)
+    summary = report.summarize(
+        title,
+        lines,
+        records,
+        price_usd_per_hour=price,
+        hours_per_month=config.scaling.hours_per_month,
+        events=events,
+    )
+    return summary, records, events
+
+
+def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], str]:
+    variant = config.serving.primary if args.variant == "primary" else config.serving.canary
+    weights = sum(v.initial_weight for v in config.serving.variants)
+    share = variant.initial_weight / weights if variant in config.serving.variants and weights else 1.0
+    scale = args.demand_scale * share
+    if args.demand_csv:
+        values = demand_module.load_csv(args.demand_csv, scale)
+        source = f"{args.demand_csv} ({len(values):,} minutes)"
+    else:
+        values = demand_module.default_week(scale)
+        source = "default week (seeds 001/003 shape, releases MON x2.0, WED x1.8, FRI x2.0 assumed)"
+    return values, f"{source} x {args.demand_scale:g} x weight share {share:.0%} for {variant.variant_name}"
+
+
+def _scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
+    values, source = _demand(args, config)
+    return Scenario(
+        config=config,
+        variant_key=args.variant,
+        demand=values,
+        demand_source=source,
+        instance_rpm=args.instance_rpm,
+        base_ttft_ms=args.base_ttft_ms,
+        provision_min=args.provision_min,
+        startup_min=args.startup_min,
+    )
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be > 0")
+    return value
+
+
+def _minutes(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 0 minutes")
+    return value
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="scaling-sim", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="context override")
+    parser.add_argument("--compare", action="store_true", help="print baseline (no -c) vs the overrides")
+    parser.add_argument("--cdk-json", type=Path, default=capacity_plan.REPO / "cdk.json", help="cdk.json to read")
+    parser.add_argument("--variant", choices=("primary", "canary"), default="primary", help="variant to simulate")
+    parser.add_argument("--demand-csv", type=Path, help="CSV with requests_per_minute (and optionally minute)")
+    parser.add_argument("--demand-scale", type=_positive, default=1.0, help="multiply the demand (default 1)")
+    parser.add_argument(
+        "--instance-rpm", type=_positive, default=SEED_INSTANCE_RPM, help="requests/min per instance (seed 001: 1200)"
+    )
+    parser.add_argument("--base-ttft-ms", type=_positive, default=DEFAULT_BASE_TTFT_MS, help="TTFT with no queue")
+    parser.add_argument("--provision-min", type=_minutes, default=DEFAULT_PROVISION_MIN, help="provisioning, min")
+    parser.add_argument("--startup-min", type=_minutes, default=DEFAULT_STARTUP_MIN, help="container start-up, min")
+    parser.add_argument("--plot", type=Path, help="write a PNG of the run (the override's with --compare)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        config = capacity_plan.load(args.context, args.cdk_json)
+        title = f"Scaling simulation of {config.endpoint_name} (stage {config.stage}), {config.scaling.timezone}"
+        summary, records, events = simulate(_scenario(args, config), title)
+        print(report.format_summary(summary))
+        if args.compare:
+            # The baseline keeps the stage: compare one override, not two stages (as capacity_plan).
+            baseline_config = capacity_plan.load([o for o in args.context if o.startswith("stage=")], args.cdk_json)
+            baseline, _, _ = simulate(_scenario(args, baseline_config), "baseline")
+            print()
+            print(report.format_comparison(baseline, summary))
+    except (ConfigError, demand_module.DemandError) as error:
+        print(error, file=sys.stderr)
+        return 2
+    if args.plot:
+        from devtools.scaling_sim import plot  # noqa: PLC0415 - matplotlib loads only for --plot
+
+        plot.write_png(records, events, args.plot, title)
+        print(f"\nWrote {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

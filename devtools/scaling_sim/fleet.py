@@ -1,0 +1,125 @@
+"""The variant's instances and the fluid, per-minute queue model of their engines.
+
+Each InService instance runs one vLLM engine that holds at most ``concurrency`` sequences (the
+memory plan's ``concurrency_ceiling``) and completes ``requests_per_minute`` of them at full
+concurrency. By Little's law a request then lasts ``60 x concurrency / requests_per_minute``
+seconds. Demand the fleet cannot serve in a minute waits in a backlog (vLLM's waiting queue)
+and is served first the next minute; nothing is dropped.
+
+New instances are InService ``provision_min + startup_min`` after the desired capacity rises.
+Scale-in removes instances at once: launches still pending go first (newest first), then
+InService ones; connection draining is ignored.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ServiceModel:
+    """Per-instance serving capacity and latency.
+
+    Attributes:
+        concurrency: sequences one engine runs at once (memory plan ``concurrency_ceiling``).
+        requests_per_minute: requests one instance completes per minute at full concurrency.
+        base_ttft_ms: time to first token with an empty queue, ms.
+    """
+
+    concurrency: int
+    requests_per_minute: float
+    base_ttft_ms: float
+
+    @property
+    def request_duration_s(self) -> float:
+        """Little's law at full concurrency: D = 60 x C / R seconds."""
+        return 60 * self.concurrency / self.requests_per_minute
+
+
+@dataclass(frozen=True)
+class MinuteLoad:
+    """What the InService instances did in one minute; per-instance figures are Averages.
+
+    ``queued`` is the backlog left at the end of the minute (requests); ``ttft_ms`` is the base
+    TTFT plus the mean wait of that backlog at the fleet's service rate (``inf`` with no
+    instance in service).
+    """
+
+    in_service: int
+    offered: float
+    served: float
+    queued: float
+    running: float
+    ttft_ms: float
+
+    def per_instance(self, total: float) -> float:
+        return total / self.in_service if self.in_service else 0.0
+
+    @property
+    def invocations_per_instance(self) -> float:
+        """SageMaker ``InvocationsPerInstance`` (per minute)."""
+        return self.per_instance(self.served)
+
+    @property
+    def running_per_instance(self) -> float:
+        """The container's ``RunningRequests`` (vLLM sequences in the batch), Average."""
+        return self.per_instance(self.running)
+
+    @property
+    def queue_per_instance(self) -> float:
+        """The container's ``QueueDepth`` (vLLM waiting requests), Average."""
+        return self.per_instance(self.queued)
+
+    @property
+    def concurrent_per_instance(self) -> float:
+        """``SageMakerVariantConcurrentRequestsPerModelHighResolution``: in flight + queued, per instance."""
+        return self.per_instance(self.running + self.queued)
+
+
+@dataclass
+class Fleet:
+    """Desired capacity, InService instances and pending launches (their InService minute)."""
+
+    service: ServiceModel
+    launch_delay_min: int
+    in_service: int
+    pending: list[int] = field(default_factory=list)
+    backlog: float = 0.0
+
+    @property
+    def desired(self) -> int:
+        return self.in_service + len(self.pending)
+
+    def set_desired(self, desired: int, minute: int) -> None:
+        """Launch or remove instances so that ``desired`` are InService or pending after ``minute``."""
+        if desired > self.desired:
+            self.pending += [minute + self.launch_delay_min] * (desired - self.desired)
+            return
+        excess = self.desired - desired
+        cancelled = min(excess, len(self.pending))
+        # Newest launches go first: their instances are the furthest from serving.
+        self.pending = sorted(self.pending)[: len(self.pending) - cancelled]
+        self.in_service -= excess - cancelled
+
+    def admit(self, minute: int) -> None:
+        """Launches whose provisioning and start-up finished by ``minute`` join the service."""
+        ready = [at for at in self.pending if at <= minute]
+        if ready:
+            self.in_service += len(ready)
+            self.pending = [at for at in self.pending if at > minute]
+
+    def serve(self, demand: float) -> MinuteLoad:
+        """Serve one minute of ``demand`` (plus the backlog) with the InService instances."""
+        service = self.service
+        offered = demand + self.backlog
+        capacity = self.in_service * service.requests_per_minute
+        served = min(offered, capacity)
+        self.backlog = offered - served
+        # Little's law: in flight = arrival rate (per s) x duration, at most C per instance.
+        running = min(self.in_service * service.concurrency, served / 60 * service.request_duration_s)
+        if self.backlog <= 0:
+            ttft = service.base_ttft_ms
+        elif capacity > 0:
+            ttft = service.base_ttft_ms + self.backlog / capacity * 60_000
+        else:
+            ttft = math.inf
+        return MinuteLoad(self.in_service, offered, served, self.backlog, running, ttft)

@@ -1,0 +1,97 @@
+"""``python -m devtools.scaling_sim``: output, --compare, CSV demand, --plot and errors."""
+
+from pathlib import Path
+
+import pytest
+
+from devtools.scaling_sim import __main__ as cli
+from devtools.scaling_sim import demand
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _csv(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "demand.csv"
+    path.write_text(text)
+    return path
+
+
+def test_default_week_prints_the_headline_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 0
+    out = capsys.readouterr().out
+    for text in (
+        "C = 41 sequences",
+        "R = 1,200 req/min",
+        "provisioning 8 min + start-up 3 min",
+        "minutes above the TTFT SLO",
+        "peak queue at",
+        "peak instances InService",
+        "monthly cost (USD)",
+        "scale-ins at full load",
+        "scaling activities",
+        "friday-release     FRI 18:00",
+    ):
+        assert text in out
+
+
+def test_compare_prints_baseline_and_override_with_deltas(capsys: pytest.CaptureFixture[str]) -> None:
+    override = "scaling.primary.target_tracking.invocations_per_instance_target=900"
+    assert cli.main(["--compare", "-c", override]) == 0
+    out = capsys.readouterr().out
+    assert "baseline" in out and "override" in out
+    rows = [line for line in out.splitlines() if line.strip().startswith("instance-hours")]
+    # One row in the run's figures, one in the comparison: baseline, override, delta.
+    baseline, changed, delta = rows[-1].split()[-3:]
+    assert float(changed.replace(",", "")) < float(baseline.replace(",", ""))
+    assert delta.startswith("-")
+
+
+def test_csv_demand_sets_the_duration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _csv(tmp_path, "minute,requests_per_minute\n" + "".join(f"{m},600\n" for m in range(90)))
+    assert demand.load_csv(path) == [600.0] * 90
+    assert cli.main(["--demand-csv", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Simulated 90 minutes" in out
+    assert "minutes with a queue         0" in out
+    assert "peak queue at                none" in out
+
+
+def test_bad_csv_value_names_file_row_column_and_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _csv(tmp_path, "requests_per_minute\n600\nlots\n")
+    with pytest.raises(demand.DemandError) as error:
+        demand.load_csv(path)
+    assert str(error.value) == (
+        f"{path}: row 3, column requests_per_minute: 'lots' is not allowed; "
+        "expected a finite number >= 0 (requests per minute)"
+    )
+    assert cli.main(["--demand-csv", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("rpm\n1\n", "row 1: no 'requests_per_minute' column (found: rpm)"),
+        ("requests_per_minute\n-5\n", "row 2, column requests_per_minute: '-5' is not allowed"),
+        ("minute,requests_per_minute\n0,1\n2,1\n", "row 3, column minute: '2'; expected 1"),
+        ("requests_per_minute\n", "no data rows"),
+    ],
+)
+def test_bad_csv_shapes_are_one_line_errors(tmp_path: Path, text: str, fragment: str) -> None:
+    with pytest.raises(demand.DemandError, match=None) as error:
+        demand.load_csv(_csv(tmp_path, text))
+    assert fragment in str(error.value) and "\n" not in str(error.value)
+
+
+def test_plot_writes_a_png(tmp_path: Path) -> None:
+    path = _csv(tmp_path, "requests_per_minute\n" + "600\n" * 60 + "3000\n" * 60)
+    png = tmp_path / "run.png"
+    assert cli.main(["--demand-csv", str(path), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_config_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["-c", "scaling.primary.target_tracking.invocations_per_instance_target=-1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "invocations_per_instance_target" in err and "\n" not in err
