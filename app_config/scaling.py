@@ -23,6 +23,12 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 DayOfWeek = Literal["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]
 
+LAUNCH_TIME_S = 660
+"""Seconds from a scale-out to a new instance serving: provisioning 8 min (seed 001 user story 7,
+"SageMaker scale-up: 5-8 minutes", the slow end; AWS publishes no figure) plus the measured
+~168 s cold start of the A10G-sized engine (docs/performance.md), rounded to 11 min. The default
+scale-out cooldowns: shorter ones compound while instances boot (make simulate)."""
+
 
 # --- scaling policies --------------------------------------------------------------------
 
@@ -32,11 +38,13 @@ class TargetTrackingConfig(ConfigModel):
 
     enabled: bool = Field(default=True, description="Create the target-tracking policy.")
     metric: Literal["invocations_per_instance", "concurrent_requests_high_resolution"] = Field(
-        default="invocations_per_instance",
+        default="concurrent_requests_high_resolution",
         description=(
-            "invocations_per_instance = SageMakerVariantInvocationsPerInstance (per minute); "
             "concurrent_requests_high_resolution = SageMakerVariantConcurrentRequestsPerModelHighResolution "
-            "(10 s datapoints, CONVENTIONS.md)."
+            "(10 s datapoints, CONVENTIONS.md): what an LLM engine runs out of, bounded by the memory plan; "
+            "invocations_per_instance = SageMakerVariantInvocationsPerInstance (per minute). The simulation "
+            "(make simulate) showed seed 001's 200 invocations/min holding the fleet at its max of 20 all day: "
+            "one g5 serves ~1,200/min (seed 001 user story 4), so the target sat at 1/6 of capacity."
         ),
     )
     invocations_per_instance_target: float = Field(
@@ -61,7 +69,15 @@ class TargetTrackingConfig(ConfigModel):
         ),
     )
     scale_out_cooldown_s: int = Field(
-        default=60, ge=0, le=3600, description="Seconds between scale-outs. Source: seed 001 (60 s)."
+        default=LAUNCH_TIME_S,
+        ge=0,
+        le=3600,
+        description=(
+            "Seconds between scale-outs: the time a new instance takes to serve (LAUNCH_TIME_S, 660 s). Within it, "
+            "capacity already added counts toward the next scale-out (AAS user guide, target tracking "
+            "cooldowns), so a rising metric still adds the difference; seed 001's 60 s let the metric of a fleet "
+            "whose new instances were still booting compound the desired count to max."
+        ),
     )
     scale_in_cooldown_s: int = Field(
         default=600, ge=0, le=86400, description="Seconds between scale-ins. Source: seed 001 (600 s)."
@@ -118,7 +134,17 @@ class StepScalingConfig(ConfigModel):
         ),
     )
     scale_out_evaluation_periods: int = Field(default=1, ge=1, le=10, description="Periods above threshold.")
-    scale_out_cooldown_s: int = Field(default=60, ge=0, le=3600, description="Seconds. Source: seed 001 (60 s).")
+    scale_out_cooldown_s: int = Field(
+        default=LAUNCH_TIME_S,
+        ge=0,
+        le=3600,
+        description=(
+            "Seconds (LAUNCH_TIME_S, 660 s). A larger step during the cooldown adds only the difference to the "
+            "step that started it (AAS user guide, 'Step scaling policies', cooldown period), so +2 then +8 adds "
+            "6 more and nothing stalls; seed 001's 60 s re-fired every minute while instances booted (an alarm in "
+            "ALARM re-invokes its scaling action once a minute, CloudWatch user guide) and reached max."
+        ),
+    )
     # Scale-in keys on low load, not on a short queue: a healthy vLLM keeps QueueDepth near 0
     # under ordinary load (it queues only when its max_num_seqs slots or KV cache are full), so
     # seed 003's "queue < 5 for 300 s" would remove an instance every cooldown while target

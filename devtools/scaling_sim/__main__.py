@@ -5,7 +5,7 @@ Usage::
     python -m devtools.scaling_sim
     python -m devtools.scaling_sim --variant canary
     python -m devtools.scaling_sim --demand-csv week.csv --plot week.png
-    python -m devtools.scaling_sim --compare -c scaling.primary.target_tracking.invocations_per_instance_target=900
+    python -m devtools.scaling_sim --compare -c scaling.primary.target_tracking.metric=invocations_per_instance
 
 Config comes from ``cdk.json`` plus ``-c key=value`` through the same loader as
 ``devtools.capacity_plan`` (and ``app.py``). Config and CSV errors print one line and exit 2.
@@ -38,7 +38,7 @@ roughly 4-9 minutes for a new GPU instance, a planning estimate)."""
 DEFAULT_STARTUP_MIN = 3
 """Minutes from a provisioned instance to a passing /ping: docs/performance.md measured ~168 s
 to healthy with an empty compile cache (every SageMaker instance starts that way), rounded up.
-serving.container_startup_health_check_timeout_s (300 s) is only the limit, not the expected time."""
+serving.container_startup_health_check_timeout_s (600 s) is only the limit, not the expected time."""
 
 DEFAULT_BASE_TTFT_MS = 250.0
 """TTFT with an empty queue. ASSUMPTION: above seed 002's ~180 ms on cached paths and its p50

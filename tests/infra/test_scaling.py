@@ -53,13 +53,19 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
     assert len(default_synth.template("Serving").find_resources("AWS::IAM::Role")) == 1
 
 
-def test_target_tracking_uses_the_seed_target_and_asymmetric_cooldowns(default_synth: Synth) -> None:
+def test_target_tracking_holds_concurrency_below_the_memory_plan_and_waits_out_a_launch(
+    default_synth: Synth,
+) -> None:
     for variant in ("primary", "canary"):
         (policy,) = _policies(default_synth, f"endpoint/{ENDPOINT}/variant/{variant}", "TargetTrackingScaling")
         assert policy["TargetTrackingScalingPolicyConfiguration"] == {
-            "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
-            "TargetValue": 200,
-            "ScaleOutCooldown": 60,
+            "PredefinedMetricSpecification": {
+                "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+            },
+            # 32 of the 41 sequences the memory plan fits on an ml.g5.xlarge at 2,560 tokens.
+            "TargetValue": 32,
+            # A new g5 serves ~11 min after a scale-out (LAUNCH_TIME_S): no compounding meanwhile.
+            "ScaleOutCooldown": 660,
             "ScaleInCooldown": 600,
         }
 
@@ -69,7 +75,7 @@ def test_step_scaling_on_queue_depth_with_the_seed_steps(default_synth: Synth) -
     by_cooldown = {
         p["StepScalingPolicyConfiguration"]["Cooldown"]: p["StepScalingPolicyConfiguration"] for p in policies
     }
-    scale_out, scale_in = by_cooldown[60], by_cooldown[600]
+    scale_out, scale_in = by_cooldown[660], by_cooldown[600]
     # Alarm at 50 queued requests; steps 50-100 +2, 100-200 +4, 200+ +8 as offsets from 50.
     assert scale_out["StepAdjustments"] == [
         {"MetricIntervalLowerBound": 0, "MetricIntervalUpperBound": 50, "ScalingAdjustment": 2},

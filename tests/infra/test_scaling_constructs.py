@@ -31,7 +31,10 @@ def test_high_resolution_concurrency_tracking_without_steps_or_schedule() -> Non
         min_capacity=2,
         max_capacity=8,
         target_tracking=TargetTrackingConfig(
-            metric="concurrent_requests_high_resolution", concurrent_requests_target=24, scale_in_cooldown_s=300
+            metric="concurrent_requests_high_resolution",
+            concurrent_requests_target=24,
+            scale_out_cooldown_s=60,
+            scale_in_cooldown_s=300,
         ),
         step_scaling=StepScalingConfig(enabled=False),
         schedule=(),

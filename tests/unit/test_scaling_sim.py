@@ -42,7 +42,7 @@ def _desired(records: list[MinuteRecord]) -> list[int]:
 
 
 def test_flat_demand_below_one_instance_never_queues_or_scales_out() -> None:
-    tt = TargetTrackingConfig(invocations_per_instance_target=1000)
+    tt = TargetTrackingConfig(metric="invocations_per_instance", invocations_per_instance_target=1000)
     records = run(_inputs(tt=tt), [900.0] * 300)
     assert all(r.queued == 0 and r.in_service == 1 and r.desired == 1 for r in records)
     assert not any(r.above_slo for r in records)
@@ -90,7 +90,9 @@ def test_larger_step_during_cooldown_adds_only_the_difference() -> None:
 
 
 def test_target_tracking_scales_out_after_three_breaching_minutes_proportionally() -> None:
-    tt = TargetTrackingConfig(invocations_per_instance_target=600, scale_out_cooldown_s=600)
+    tt = TargetTrackingConfig(
+        metric="invocations_per_instance", invocations_per_instance_target=600, scale_out_cooldown_s=600
+    )
     step = StepScalingConfig(scale_out_steps=STEPS, enabled=False)
     records = run(_inputs(tt=tt, step=step, initial=2), [2400.0] * 20)
     # 1,200 invocations per instance = 2x the target: 2 -> ceil(2 x 1200 / 600) = 4 on the third datapoint.

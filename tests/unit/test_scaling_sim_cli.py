@@ -35,15 +35,16 @@ def test_default_week_prints_the_headline_figures(capsys: pytest.CaptureFixture[
 
 
 def test_compare_prints_baseline_and_override_with_deltas(capsys: pytest.CaptureFixture[str]) -> None:
-    override = "scaling.primary.target_tracking.invocations_per_instance_target=900"
+    # Seed 001's 200 invocations/min per instance against the default concurrency target.
+    override = "scaling.primary.target_tracking.metric=invocations_per_instance"
     assert cli.main(["--compare", "-c", override]) == 0
     out = capsys.readouterr().out
     assert "baseline" in out and "override" in out
     rows = [line for line in out.splitlines() if line.strip().startswith("instance-hours")]
     # One row in the run's figures, one in the comparison: baseline, override, delta.
     baseline, changed, delta = rows[-1].split()[-3:]
-    assert float(changed.replace(",", "")) < float(baseline.replace(",", ""))
-    assert delta.startswith("-")
+    assert float(changed.replace(",", "")) > float(baseline.replace(",", ""))
+    assert delta.startswith("+")
 
 
 def test_csv_demand_sets_the_duration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,57 @@
+"""The default scaling config, simulated over the seeds' week (issue 16's release-day check).
+
+These drive ``devtools.scaling_sim`` with the config a synth deploys: no minute of queue in the
+seeds' Friday release window, no scale-in while the engine is full, and no scale-out past the
+instances the demand needs (the overshoot that seed 001's 60 s cooldowns produced while new
+instances were still booting).
+"""
+
+import math
+
+import pytest
+
+from devtools import capacity_plan
+from devtools.scaling_sim import __main__ as cli
+from devtools.scaling_sim import report
+from devtools.scaling_sim.engine import MinuteRecord
+
+
+@pytest.fixture(scope="module")
+def default_week() -> tuple[cli.Scenario, report.Summary, list[MinuteRecord]]:
+    config = capacity_plan.load([])
+    scenario = cli._scenario(cli.parse_args([]), config)
+    summary, records, _ = cli.simulate(scenario, "default")
+    return scenario, summary, records
+
+
+def test_the_friday_release_never_queues(default_week: tuple[cli.Scenario, report.Summary, list[MinuteRecord]]) -> None:
+    _, summary, _ = default_week
+    (friday,) = [window for window in summary.releases if window.name == "friday-release"]
+    assert (friday.queue_minutes, friday.slo_minutes, friday.peak_queue) == (0, 0, 0)
+    assert summary.queue_minutes == 0
+
+
+def test_no_scale_in_while_the_engine_is_full(
+    default_week: tuple[cli.Scenario, report.Summary, list[MinuteRecord]],
+) -> None:
+    _, summary, records = default_week
+    assert summary.scale_ins_at_full_load == 0
+    assert summary.scale_ins > 0  # the check is not vacuous: the fleet does scale in, off-peak
+
+
+def test_scale_out_stops_at_what_the_demand_needs(
+    default_week: tuple[cli.Scenario, report.Summary, list[MinuteRecord]],
+) -> None:
+    scenario, summary, records = default_week
+    tracking = scenario.config.scaling.primary.target_tracking
+    assert tracking.metric == "concurrent_requests_high_resolution"
+    inputs, _, _ = cli.build_inputs(scenario)
+    duration_s = inputs.service.request_duration_s
+    # Little's law at the busiest minute, at the target concurrency, plus one for rounding.
+    needed = math.ceil(max(r.demand for r in records) * duration_s / 60 / tracking.target_value)
+    assert summary.peak_desired <= needed + 1
+    # And the week does not flap: a scale-out within 30 min of a policy scale-in undoes it.
+    policy_ins = [r.minute for r in records if r.policy_change < 0]
+    outs = [r.minute for r in records if r.policy_change > 0]
+    flaps = [m for m in policy_ins if any(m < o <= m + 30 for o in outs)]
+    assert flaps == []
