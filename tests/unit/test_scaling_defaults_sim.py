@@ -34,7 +34,7 @@ def test_the_friday_release_never_queues(default_week: tuple[cli.Scenario, repor
 def test_no_scale_in_while_the_engine_is_full(
     default_week: tuple[cli.Scenario, report.Summary, list[MinuteRecord]],
 ) -> None:
-    _, summary, records = default_week
+    _, summary, _ = default_week
     assert summary.scale_ins_at_full_load == 0
     assert summary.scale_ins > 0  # the check is not vacuous: the fleet does scale in, off-peak
 
