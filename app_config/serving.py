@@ -34,8 +34,10 @@ class VariantConfig(ConfigModel):
         ge=0,
         le=1000,
         description=(
-            "Relative traffic weight; traffic share = weight / sum of weights. 0 = no traffic (SageMaker "
-            "VariantWeight minimum is 0): a rolled-back canary or a fully promoted one leaves a variant at 0."
+            "Relative traffic weight at endpoint creation; traffic share = weight / sum of weights, 0 = no traffic. "
+            "Afterwards weights are runtime state owned by ops promote/rollback (UpdateEndpointWeightsAndCapacities) "
+            "and every deploy keeps them (the endpoint retains DesiredWeight). Changing this later makes a new "
+            "endpoint config, which UpdateEndpoint deploys to a new fleet: every instance replaced, no traffic moved."
         ),
     )
     min_capacity: int = Field(ge=1, le=100, description="Hard floor of the scalable target, in instances.")

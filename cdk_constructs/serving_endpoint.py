@@ -27,10 +27,13 @@ class VariantDeployment:
 class ServingEndpoint(Construct):
     """A real-time endpoint with one SageMaker model per production variant.
 
-    Redeploys keep autoscaled instance counts: the endpoint sets
-    ``RetainAllVariantProperties`` and excludes only ``DesiredWeight``, so weights follow
-    config while ``DesiredInstanceCount`` stays with Application Auto Scaling
-    (CONVENTIONS.md).
+    Redeploys keep the runtime state of every variant: the endpoint sets
+    ``RetainAllVariantProperties`` with no exclusion, so ``DesiredInstanceCount`` stays with
+    Application Auto Scaling and ``DesiredWeight`` with ``ops promote``/``rollback``
+    (UpdateEndpointWeightsAndCapacities). A weight in config is the creation-time weight only:
+    changing it makes a new endpoint config, and UpdateEndpoint "deploys the EndpointConfig
+    specified in the request to a new fleet of instances" (SageMaker API reference), every
+    instance replaced for a weight the endpoint then does not apply.
 
     Attributes:
         endpoint: the ``AWS::SageMaker::Endpoint``.
@@ -119,12 +122,10 @@ class ServingEndpoint(Construct):
             "Endpoint",
             endpoint_name=endpoint_name,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
-            # Application Auto Scaling owns DesiredInstanceCount; without this, every
-            # stack update resets each variant to its initial count (CONVENTIONS.md).
+            # Application Auto Scaling owns DesiredInstanceCount and ops promote/rollback own
+            # DesiredWeight; without this, every stack update resets both to the endpoint
+            # config's initial values (CONVENTIONS.md).
             retain_all_variant_properties=True,
-            exclude_retained_variant_properties=[
-                sagemaker.CfnEndpoint.VariantPropertyProperty(variant_property_type="DesiredWeight")
-            ],
             deployment_config=deployment_config,
             retain_deployment_config=retain_deployment_config if deployment_config is not None else None,
         )

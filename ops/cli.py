@@ -141,7 +141,7 @@ def _endpoint_ref(
 
 
 def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
-    stage, config = _app_config(args)
+    _, config = _app_config(args)
     adapters = tuple(a.name for a in config.model.adapters)
     if args.command == "load" and args.url:
         plan = _load_plan(args, _adapter_routes(args, adapters), instances=args.instances or 1)
@@ -179,7 +179,6 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
         return promote(
             rt,
             ref,
-            stage=stage,
             steps=args.steps or DEFAULT_PROMOTE_STEPS,
             timing=timing,
             allow_missing_alarms=args.allow_missing_alarms,
@@ -187,7 +186,7 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
     if args.command == "rollback":
         if ref.hosts_components:
             raise rollback_refusal(ref)
-        code = rollback(rt, ref, stage=stage, timing=Timing(args.update_timeout_s, 0.0, args.poll_s))
+        code = rollback(rt, ref, timing=Timing(args.update_timeout_s, 0.0, args.poll_s))
         if args.skip_smoke:
             return code
         assert ref.primary_variant is not None

@@ -6,11 +6,12 @@ the instance counts. Weights are written as percentages: canary ``p``, primary `
 SageMaker accepts weights >= 0; a variant at weight 0 gets no traffic (still reachable with
 ``TargetVariant``, which is how ``smoke`` checks it).
 
-Weights follow config on deploy (the endpoint retains instance counts but not DesiredWeight),
-so both commands print the context change that makes the next ``cdk deploy`` agree.
+Weights are runtime state, like instance counts: the endpoint retains ``DesiredWeight`` on
+every update, so the next ``cdk deploy`` keeps what these commands set and nothing is committed
+(a changed ``serving.*.initial_weight`` would make a new endpoint config, which UpdateEndpoint
+deploys to a new fleet, and still not move the weights).
 """
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,27 +95,10 @@ def firing_alarms(cloudwatch: Any, endpoint: str, guarded: str) -> list[str]:
     return sorted(names)
 
 
-def context_change(stage: str, primary: str, canary: str, weights: dict[str, float]) -> str:
-    """The context to commit so ``cdk deploy`` keeps ``weights`` (CLI flags and the stage overlay).
-
-    ``primary`` / ``canary`` are the variant names; config keys are ``serving.primary`` and
-    ``serving.canary`` whatever the variants are called.
-    """
-    keys = {"primary": weights[primary], "canary": weights[canary]}
-    flags = " ".join(f"-c serving.{role}.initial_weight={value:g}" for role, value in keys.items())
-    overlay = {"serving": {role: {"initial_weight": _number(value)} for role, value in keys.items()}}
-    return "\n".join(
-        [
-            "Weights follow config on deploy; commit this so the next `cdk deploy` keeps them:",
-            f"  npx cdk deploy {flags}",
-            f'or merge into cdk.json "context.stages.{stage}":',
-            f"  {json.dumps(overlay)}",
-        ]
-    )
-
-
-def _number(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else value
+WEIGHTS_KEPT = (
+    "weights are runtime state: the next cdk deploy keeps them (the endpoint retains DesiredWeight); "
+    "commit nothing, and leave serving.*.initial_weight alone (a change replaces every instance and moves no traffic)"
+)
 
 
 def set_weights(rt: Runtime, endpoint: str, weights: dict[str, float], timing: Timing) -> None:
@@ -165,8 +149,8 @@ def _weights(primary: str, canary: str, canary_percent: float) -> dict[str, floa
     return {primary: 100.0 - canary_percent, canary: float(canary_percent)}
 
 
-def rollback(rt: Runtime, ref: EndpointRef, *, stage: str, timing: Timing) -> ExitCode:
-    """Return all traffic to the primary (primary 100, canary 0) and print the context change.
+def rollback(rt: Runtime, ref: EndpointRef, *, timing: Timing) -> ExitCode:
+    """Return all traffic to the primary (primary 100, canary 0); a deploy keeps that.
 
     Waits for an in-progress update to finish first (SageMaker refuses a weight change while
     the endpoint is Updating). Raises OpsError (NOT_READY / AWS_ERROR) when it cannot.
@@ -185,7 +169,7 @@ def rollback(rt: Runtime, ref: EndpointRef, *, stage: str, timing: Timing) -> Ex
     rt.out(f"rollback {ref.endpoint_name}: {primary}=100 {canary}=0")
     set_weights(rt, ref.endpoint_name, weights, timing)
     rt.out(f"rolled back: all traffic on {primary}")
-    rt.out(context_change(stage, primary, canary, weights))
+    rt.out(WEIGHTS_KEPT)
     return ExitCode.OK
 
 
@@ -206,7 +190,6 @@ def promote(
     rt: Runtime,
     ref: EndpointRef,
     *,
-    stage: str,
     steps: Sequence[float],
     timing: Timing,
     allow_missing_alarms: bool,
@@ -234,16 +217,16 @@ def promote(
             set_weights(rt, ref.endpoint_name, _weights(primary, canary, step), timing)
         except OpsError as error:
             rt.out(f"step {step:g} % failed: {error}; rolling back")
-            rollback(rt, ref, stage=stage, timing=timing)
+            rollback(rt, ref, timing=timing)
             raise
         rt.out(f"step {step:g} %: InService; watching alarms for {timing.watch_s:g} s")
         firing = _watch(rt, ref, canary, timing.watch_s, timing.poll_s)
     if firing:
         rt.out(f"ALARM: {', '.join(firing)}; rolling back")
-        rollback(rt, ref, stage=stage, timing=timing)
+        rollback(rt, ref, timing=timing)
         rt.out("promotion stopped by alarm and rolled back")
         return ExitCode.ROLLED_BACK
     final = _weights(primary, canary, max([current, *steps]))
     rt.out(f"promoted: {canary} at {final[canary]:g} % of traffic")
-    rt.out(context_change(stage, primary, canary, final))
+    rt.out(WEIGHTS_KEPT)
     return ExitCode.OK

@@ -5,6 +5,7 @@ from typing import Any
 from aws_cdk.assertions import Match
 
 from devtools import capacity_plan
+from devtools.diff import fleet_replacement_notes
 from serving_contract import alarms
 from serving_contract.metrics import EngineMetric
 from tests.conftest import SCALING_OVERRIDE
@@ -228,7 +229,17 @@ def _diff(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [path]
 
 
-def test_a_weight_change_touches_only_the_weights(default_synth: Synth, weight_change_synth: Synth) -> None:
+def test_a_deploy_keeps_the_live_weights_and_instance_counts(default_synth: Synth) -> None:
+    # promote/rollback own DesiredWeight as Application Auto Scaling owns DesiredInstanceCount:
+    # no retained property is excluded, so a deploy never moves either back to the config's.
+    endpoint = next(iter(default_synth.template("Serving").find_resources("AWS::SageMaker::Endpoint").values()))
+    assert endpoint["Properties"]["RetainAllVariantProperties"] is True
+    assert "ExcludeRetainedVariantProperties" not in endpoint["Properties"]
+
+
+def test_a_weight_change_in_config_only_touches_the_creation_weights(
+    default_synth: Synth, weight_change_synth: Synth
+) -> None:
     before = default_synth.template_json("Serving")
     after = weight_change_synth.template_json("Serving")
     changed = _diff(before["Resources"], after["Resources"])
@@ -237,7 +248,9 @@ def test_a_weight_change_touches_only_the_weights(default_synth: Synth, weight_c
         f"/{config_id}/Properties/ProductionVariants/0/InitialVariantWeight",
         f"/{config_id}/Properties/ProductionVariants/1/InitialVariantWeight",
     ]
-    # The redeploy keeps autoscaled instance counts: only DesiredWeight is taken from the new config.
-    endpoint = next(iter(weight_change_synth.template("Serving").find_resources("AWS::SageMaker::Endpoint").values()))
-    assert endpoint["Properties"]["RetainAllVariantProperties"] is True
-    assert endpoint["Properties"]["ExcludeRetainedVariantProperties"] == [{"VariantPropertyType": "DesiredWeight"}]
+    # ...of a new endpoint config (a new fleet on UpdateEndpoint), which `make diff` points out.
+    assert fleet_replacement_notes(before, after) == [
+        f"{config_id}: only InitialVariantWeight changed. The endpoint keeps its live weights (DesiredWeight is "
+        "retained), so this deploy replaces every instance and moves no traffic; shift traffic with "
+        "`ops promote`/`ops rollback` and revert the weight change."
+    ]

@@ -80,13 +80,13 @@ def test_engine_setting_override_reaches_the_container_without_touching_the_imag
         )
 
 
-def test_endpoint_retains_autoscaled_counts_but_not_weights(default_synth: Synth) -> None:
+def test_endpoint_retains_counts_and_weights(default_synth: Synth) -> None:
     default_synth.template("Serving").has_resource_properties(
         "AWS::SageMaker::Endpoint",
         {
             "EndpointName": "mangaassist-vllm-prod",
             "RetainAllVariantProperties": True,
-            "ExcludeRetainedVariantProperties": [{"VariantPropertyType": "DesiredWeight"}],
+            "ExcludeRetainedVariantProperties": Match.absent(),
         },
     )
 

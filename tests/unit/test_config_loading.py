@@ -102,8 +102,8 @@ def test_model_defaults_validate_on_their_own() -> None:
     assert AppConfig().endpoint_name == "mangaassist-vllm-prod"
 
 
-def test_rolled_back_and_promoted_weights_are_valid_config() -> None:
-    """The context `mangaassist-ops rollback` / `promote` print must load (weights follow config on deploy)."""
+def test_a_variant_may_be_created_at_weight_zero() -> None:
+    """A new endpoint may start with all traffic on one variant (SageMaker's VariantWeight minimum is 0)."""
     for primary, canary in (("100", "0"), ("0", "100")):
         config = load_config(
             {**cdk_json_context(), "serving.primary.initial_weight": primary, "serving.canary.initial_weight": canary}

@@ -3,10 +3,11 @@
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from devtools.diff import diff_templates
+from devtools.diff import diff_templates, fleet_replacement_notes
 from devtools.synth_summary import summarize
 from tests.synth_helpers import Synth
 
@@ -58,3 +59,19 @@ def test_template_diff_treats_a_missing_side_as_a_new_stack(tmp_path: Path, defa
     differs, text = diff_templates(None, tmp_path / "new.json")
     assert differs
     assert "[+] AWS::ECR::Repository" in text
+
+
+def test_a_changed_endpoint_config_is_noted_as_a_new_fleet() -> None:
+    def template(image: str, weight: float) -> dict[str, Any]:
+        variant = {"VariantName": "primary", "ModelName": image, "InitialVariantWeight": weight}
+        return {
+            "Resources": {
+                "Config": {"Type": "AWS::SageMaker::EndpointConfig", "Properties": {"ProductionVariants": [variant]}}
+            }
+        }
+
+    assert fleet_replacement_notes(template("a", 95), template("a", 95)) == []
+    (note,) = fleet_replacement_notes(template("a", 95), template("b", 95))
+    assert note.startswith("Config: a new endpoint config. UpdateEndpoint deploys it to a new fleet")
+    (note,) = fleet_replacement_notes(template("a", 95), template("a", 90))
+    assert note.startswith("Config: only InitialVariantWeight changed.")

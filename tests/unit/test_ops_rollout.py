@@ -1,13 +1,11 @@
 """``promote`` and ``rollback`` against stubbed SageMaker and CloudWatch clients."""
 
-import json
-
 import pytest
 
-from app_config import load_config
 from ops.cli import main
 from ops.endpoint import wait_in_service
 from ops.exit_codes import ExitCode, OpsError
+from ops.rollout import WEIGHTS_KEPT
 from tests.unit.ops_stubs import ADAPTERS, ENDPOINT, FakeClock, stubbed
 
 VARIANTS = ["--endpoint-name", ENDPOINT, "--primary-variant", "primary", "--canary-variant", "canary"]
@@ -37,10 +35,8 @@ def test_promote_steps_through_weights_and_prints_context():
         "step 100 %: primary=0 canary=100",
         "step 100 %: InService; watching alarms for 0 s",
         "promoted: canary at 100 % of traffic",
-        "Weights follow config on deploy; commit this so the next `cdk deploy` keeps them:",
-        "  npx cdk deploy -c serving.primary.initial_weight=0 -c serving.canary.initial_weight=100",
-        'or merge into cdk.json "context.stages.prod":',
-        '  {"serving": {"primary": {"initial_weight": 0}, "canary": {"initial_weight": 100}}}',
+        # Weights are runtime state now: nothing to commit (a weight change in config replaced the fleet).
+        WEIGHTS_KEPT,
     ]
 
 
@@ -55,7 +51,7 @@ def test_promote_skips_steps_already_reached():
         code = main(["promote", *VARIANTS, *FAST, "--steps", "10,25,50", "--watch-s", "0"], stubs.deps(FakeClock()))
     assert code == ExitCode.OK
     assert "step 10 %" not in stubs.output and "step 25 %" not in stubs.output
-    assert "-c serving.primary.initial_weight=50 -c serving.canary.initial_weight=50" in stubs.output
+    assert stubs.lines[-1] == WEIGHTS_KEPT
 
 
 def test_alarm_mid_promotion_rolls_back():
@@ -80,7 +76,7 @@ def test_alarm_mid_promotion_rolls_back():
     assert "step 100 %" not in out
     assert f"ALARM: {firing}; rolling back" in out
     assert f"rollback {ENDPOINT}: primary=100 canary=0" in out
-    assert "-c serving.primary.initial_weight=100 -c serving.canary.initial_weight=0" in out
+    assert WEIGHTS_KEPT in stubs.lines and "initial_weight=" not in out
     assert stubs.lines[-1] == "promotion stopped by alarm and rolled back"
 
 
@@ -150,13 +146,10 @@ def test_rollback_sets_primary_to_100_and_smokes_the_primary():
             stubs.invoke_stream("primary", adapter)
         code = main(["rollback", *VARIANTS, *FAST, "--stage", "dev"], stubs.deps(FakeClock()))
     assert code == ExitCode.OK
-    assert stubs.output.splitlines()[:6] == [
+    assert stubs.output.splitlines()[:3] == [
         f"rollback {ENDPOINT}: primary=100 canary=0",
         "rolled back: all traffic on primary",
-        "Weights follow config on deploy; commit this so the next `cdk deploy` keeps them:",
-        "  npx cdk deploy -c serving.primary.initial_weight=100 -c serving.canary.initial_weight=0",
-        'or merge into cdk.json "context.stages.dev":',
-        '  {"serving": {"primary": {"initial_weight": 100}, "canary": {"initial_weight": 0}}}',
+        WEIGHTS_KEPT,
     ]
     assert stubs.lines[-1] == "smoke passed: 6 request(s), 3 adapter(s) x 1 variant(s)"
 
@@ -194,23 +187,6 @@ def test_bad_steps_are_rejected(steps, message, capsys):
         main(["promote", "--endpoint-name", ENDPOINT, "--steps", steps])
     assert exit_info.value.code == 2
     assert f"argument --steps: {message}" in capsys.readouterr().err
-
-
-def test_printed_context_loads_as_config():
-    """What rollback prints (flags and overlay) is accepted by the config the next deploy builds."""
-    with stubbed() as stubs:
-        stubs.describe_endpoint()
-        stubs.update_weights({"primary": 100.0, "canary": 0.0})
-        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
-        main(["rollback", *VARIANTS, *FAST, "--skip-smoke"], stubs.deps(FakeClock()))
-    lines = stubs.output.splitlines()
-    flags = lines[lines.index("Weights follow config on deploy; commit this so the next `cdk deploy` keeps them:") + 1]
-    overrides = dict(part.split("=") for part in flags.split(" -c ")[1:])
-    by_flags = load_config({"stage": "prod", "stages": {"prod": {}}, **overrides})
-    overlay = json.loads(lines[-1])
-    by_overlay = load_config({"stage": "prod", "stages": {"prod": overlay}})
-    for config in (by_flags, by_overlay):
-        assert (config.serving.primary.initial_weight, config.serving.canary.initial_weight) == (100, 0)
 
 
 def test_weight_change_waits_until_current_weights_show_the_update():
