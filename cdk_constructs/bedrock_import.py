@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import aws_cdk as cdk
-import jsii
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -19,13 +18,10 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
+from cdk_constructs.lambda_handlers import HANDLER_RUNTIME, drop_role_depends_on, nag_arn_of
 from cdk_constructs.nag import acknowledge
 
 HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambdas" / "bedrock_import"
-
-# Newest Python runtime in aws-cdk-lib 2.275; cdk-nag 3.0.2's AwsSolutions-L1 accepts only the
-# newest runtime of a family that the CDK in use knows (rules/lambda/LambdaLatestVersion).
-HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_14
 
 RESOURCE_TYPE = "Custom::BedrockModelImport"
 
@@ -35,17 +31,10 @@ def bedrock_arn(resource: str) -> str:
     return f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:{resource}"
 
 
-def _nag_arn_of(construct: IConstruct) -> str:
-    """How cdk-nag renders ``Fn::GetAtt [<resource>, Arn]`` in a granular finding id."""
-    resource = construct.node.default_child
-    assert isinstance(resource, cdk.CfnResource)
-    return f"<{cdk.Stack.of(construct).get_logical_id(resource)}.Arn>"
-
-
 def _nag_bucket_arn(bucket: s3.IBucket) -> str:
     """How cdk-nag renders the bucket's ARN: a GetAtt for a bucket of this stack, else a joined string."""
     if isinstance(bucket, s3.Bucket):
-        return _nag_arn_of(bucket)
+        return nag_arn_of(bucket)
     return f"arn:<AWS::Partition>:s3:::{bucket.bucket_name}"
 
 
@@ -79,42 +68,6 @@ def prefix_read_statements(bucket: s3.IBucket, prefixes: Sequence[str]) -> list[
             conditions={"StringLike": {"s3:prefix": [pattern for p in prefixes for pattern in (p, f"{p}*")]}},
         ),
     ]
-
-
-def drop_role_depends_on(scope: Construct) -> None:
-    """Remove each Lambda function's and state machine's DependsOn on its own role.
-
-    CDK adds DependsOn for both the role and its policy, but the role is already referenced
-    by GetAtt, so cfn-lint reports the role entry (W3005). The policy entry stays: it is
-    what makes the function wait for its permissions.
-    """
-    for node in scope.node.find_all():
-        if isinstance(node, (lambda_.CfnFunction, sfn.CfnStateMachine)):
-            node.add_override("DependsOn", _DependsOnWithoutRole(node))
-
-
-@jsii.implements(cdk.IResolvable)
-class _DependsOnWithoutRole:
-    """Resolves to a resource's DependsOn less roles, after CDK has turned construct dependencies into them."""
-
-    def __init__(self, resource: cdk.CfnResource) -> None:
-        self._resource = resource
-
-    @property
-    def creation_stack(self) -> list[str]:
-        return []
-
-    def resolve(self, _context: cdk.IResolveContext) -> list[str]:
-        stack = cdk.Stack.of(self._resource)
-        dependencies = self._resource.obtain_dependencies()
-        return sorted(
-            stack.get_logical_id(dep)
-            for dep in dependencies
-            if isinstance(dep, cdk.CfnResource) and not isinstance(dep, iam.CfnRole)
-        )
-
-    def to_string(self) -> str:
-        return "DependsOnWithoutRole"
 
 
 class ModelImportStore(Construct):
@@ -330,7 +283,7 @@ class ModelImportProvider(Construct):
             for role in framework_roles:
                 acknowledge(
                     role,
-                    f"AwsSolutions-IAM5[Resource::{_nag_arn_of(function)}:*]",
+                    f"AwsSolutions-IAM5[Resource::{nag_arn_of(function)}:*]",
                     "CDK's provider framework invokes the handler by any version/alias (<function ARN>:*) of this "
                     "one function.",
                 )
@@ -338,7 +291,7 @@ class ModelImportProvider(Construct):
         for child in ("framework-isComplete", "framework-onTimeout"):
             acknowledge(
                 waiter,
-                f"AwsSolutions-IAM5[Resource::{_nag_arn_of(self.provider.node.find_child(child))}:*]",
+                f"AwsSolutions-IAM5[Resource::{nag_arn_of(self.provider.node.find_child(child))}:*]",
                 "CDK's waiter state machine invokes its own framework function by any version (<function ARN>:*).",
             )
         acknowledge(

@@ -11,6 +11,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
+from app_config.capacity_timeline import effective_bounds
 from app_config.image_build import pin_version
 from app_config.topology import ServingTopology, serving_topology
 from cdk_constructs.component_autoscaling import ComponentAutoscaling
@@ -21,8 +22,9 @@ from cdk_constructs.endpoint_metrics import EndpointMetrics
 from cdk_constructs.inference_component_endpoint import InferenceComponentEndpoint
 from cdk_constructs.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.nag import acknowledge_all
+from cdk_constructs.scheduled_capacity import ScheduledCapacityKeeper
 from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
-from cdk_constructs.variant_autoscaling import VariantAutoscaling
+from cdk_constructs.variant_autoscaling import VariantAutoscaling, scaling_resource_id
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
 from serving_contract.components import BASE_SUFFIX, adapter_component_name, base_component_name
@@ -207,7 +209,29 @@ class ServingStack(cdk.Stack):
                 timezone=config.scaling.timezone,
                 metrics_namespace=config.observability.metrics_namespace,
             )
+            if scaling.resolved_schedule:
+                self._keep_scheduled_capacity(config).keep(
+                    self,
+                    "PrimaryScheduledCapacity" if variant is serving.primary else "CanaryScheduledCapacity",
+                    target=self.autoscaling[variant.variant_name].scalable_target,
+                    resource_id=scaling_resource_id(config.endpoint_name, variant.variant_name),
+                    timeline=effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity),
+                    timezone=config.scaling.timezone,
+                    hard_bounds=(variant.min_capacity, variant.max_capacity),
+                )
         return endpoint
+
+    def _keep_scheduled_capacity(self, config: AppConfig) -> ScheduledCapacityKeeper:
+        """The stack's one keeper of scheduled bounds (made on first use)."""
+        existing = self.node.try_find_child("ScheduledCapacity")
+        if isinstance(existing, ScheduledCapacityKeeper):
+            return existing
+        return ScheduledCapacityKeeper(
+            self,
+            "ScheduledCapacity",
+            endpoint_name=config.endpoint_name,
+            log_retention=retention_days(config.observability.log_retention_days),
+        )
 
     def _components(
         self, config: AppConfig, images: VariantImages, role: iam.Role, artifacts: AdapterArtifacts

@@ -4,6 +4,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from app_config.capacity_timeline import effective_bounds
 from devtools import capacity_plan
 from devtools.diff import fleet_replacement_notes
 from serving_contract import alarms
@@ -51,7 +52,13 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
         assert endpoint_id in target["DependsOn"]
         # Application Auto Scaling's service-linked role for SageMaker, not a role of our own.
         assert "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint" in str(props["RoleARN"])
-    assert len(default_synth.template("Serving").find_resources("AWS::IAM::Role")) == 1
+    # No scaling role of our own: the stack's roles are the execution role and the two Lambda
+    # roles of the scheduled-capacity keeper.
+    principals = sorted(
+        role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"]
+        for role in default_synth.template("Serving").find_resources("AWS::IAM::Role").values()
+    )
+    assert principals == ["lambda.amazonaws.com", "lambda.amazonaws.com", "sagemaker.amazonaws.com"]
 
 
 def test_target_tracking_holds_concurrency_below_the_memory_plan_and_waits_out_a_launch(
@@ -254,3 +261,33 @@ def test_a_weight_change_in_config_only_touches_the_creation_weights(
         "retained), so this deploy replaces every instance and moves no traffic; shift traffic with "
         "`ops promote`/`ops rollback` and revert the weight change."
     ]
+
+
+def _scheduled_capacity(synth: Synth) -> dict[str, dict[str, Any]]:
+    template = synth.template_json("Serving")
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == "Custom::ScheduledCapacity"}
+
+
+def test_a_deploy_re_registers_the_scheduled_bounds_after_the_target(
+    default_synth: Synth, scaling_override_synth: Synth
+) -> None:
+    # A scalable target's create/update registers its hard bounds (2..20) and would drop a
+    # release floor set by a scheduled action: Custom::ScheduledCapacity puts the bounds in force back.
+    resources = _scheduled_capacity(default_synth)
+    (primary,) = resources.values()  # the canary has no schedule
+    props = primary["Properties"]
+    assert props["ResourceId"] == f"endpoint/{ENDPOINT}/variant/primary"
+    assert props["Timezone"] == "Asia/Tokyo"
+    assert props["HardBounds"] == [2, 20]
+    config = default_synth.config
+    timeline = effective_bounds(config.scaling.primary.resolved_schedule, 2, 20)
+    assert props["Timeline"] == [
+        {"Start": b.start, "MinCapacity": b.min_capacity, "MaxCapacity": b.max_capacity, "SetBy": b.set_by}
+        for b in timeline
+    ]
+    target_id = _logical_id(default_synth, f"endpoint/{ENDPOINT}/variant/primary")
+    assert target_id in primary["DependsOn"]
+    # A schedule change updates the target, and changes the resource too, so the handler runs again.
+    changed = _scheduled_capacity(scaling_override_synth)
+    (changed_props,) = (r["Properties"] for r in changed.values())
+    assert changed_props["Timeline"] != props["Timeline"]

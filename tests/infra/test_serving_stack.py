@@ -93,14 +93,21 @@ def test_endpoint_retains_counts_and_weights(default_synth: Synth) -> None:
 
 def test_execution_role_is_least_privilege(default_synth: Synth) -> None:
     template = default_synth.template("Serving")
-    roles = template.find_resources("AWS::IAM::Role")
+    roles = {
+        k: v
+        for k, v in template.find_resources("AWS::IAM::Role").items()
+        if v["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+        == {"Service": "sagemaker.amazonaws.com"}
+    }
     assert len(roles) == 1
-    role = next(iter(roles.values()))["Properties"]
-    assert "ManagedPolicyArns" not in role
-    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
-    statements = next(iter(template.find_resources("AWS::IAM::Policy").values()))["Properties"]["PolicyDocument"][
-        "Statement"
+    ((role_id, role),) = roles.items()
+    assert "ManagedPolicyArns" not in role["Properties"]
+    (policy,) = [
+        p
+        for p in template.find_resources("AWS::IAM::Policy").values()
+        if p["Properties"]["Roles"] == [{"Ref": role_id}]
     ]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
     by_action = {}
     for statement in statements:
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -118,7 +125,9 @@ def test_execution_role_is_least_privilege(default_synth: Synth) -> None:
     }
     # Pull is scoped to the one repository (imported from the image repository stack).
     assert "Fn::ImportValue" in by_action["ecr:BatchGetImage"]["Resource"]
-    (log_group_id,) = template.find_resources("AWS::Logs::LogGroup")
+    (log_group_id,) = template.find_resources(
+        "AWS::Logs::LogGroup", {"Properties": {"LogGroupName": "/aws/sagemaker/Endpoints/mangaassist-vllm-prod"}}
+    )
     assert by_action["logs:PutLogEvents"]["Resource"] == {"Fn::GetAtt": [log_group_id, "Arn"]}
     assert not any("FullAccess" in str(statement) for statement in statements)
 
@@ -206,7 +215,11 @@ def test_models_wait_for_the_roles_grants(default_synth: Synth, components_synth
     # CreateModel checks the role can pull the image: the policy with the ECR grant must exist first.
     for synth in (default_synth, components_synth):
         template = synth.template_json("Serving")
-        (policy_id,) = [k for k, v in template["Resources"].items() if v["Type"] == "AWS::IAM::Policy"]
+        (policy_id,) = [
+            k
+            for k, v in template["Resources"].items()
+            if v["Type"] == "AWS::IAM::Policy" and v["Properties"]["PolicyName"].startswith("ExecutionRole")
+        ]
         models = [v for v in template["Resources"].values() if v["Type"] == "AWS::SageMaker::Model"]
         assert models
         assert all(policy_id in model.get("DependsOn", []) for model in models)

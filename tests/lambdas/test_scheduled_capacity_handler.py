@@ -1,0 +1,112 @@
+"""The scheduled-capacity handler against botocore's Stubber (requests validated against the
+real Application Auto Scaling model), fed the default config's timeline the way
+CloudFormation passes it (numbers as strings)."""
+
+import importlib
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from types import ModuleType
+from typing import Any
+from unittest import mock
+
+import pytest
+from botocore.stub import Stubber
+
+from app_config import load_config
+from app_config.capacity_timeline import effective_bounds
+from tests.synth_helpers import cdk_json_context
+
+RESOURCE_ID = "endpoint/mangaassist-vllm-prod/variant/primary"
+
+
+@pytest.fixture(scope="module")
+def handler() -> Iterator[ModuleType]:
+    env = {"AWS_DEFAULT_REGION": "ap-northeast-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
+    with mock.patch.dict(os.environ, env):
+        yield importlib.import_module("lambdas.scheduled_capacity.index")
+
+
+@pytest.fixture
+def autoscaling(handler: ModuleType) -> Iterator[Stubber]:
+    with Stubber(handler.AUTOSCALING) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+def _event(request_type: str = "Update", timezone: str = "Asia/Tokyo") -> dict[str, Any]:
+    config = load_config(cdk_json_context())
+    timeline = effective_bounds(config.scaling.primary.resolved_schedule, 2, 20)
+    return {
+        "RequestType": request_type,
+        "PhysicalResourceId": f"{RESOURCE_ID}/scheduled-capacity",
+        "ResourceProperties": {
+            "ServiceToken": "arn:aws:lambda:...",
+            "ServiceNamespace": "sagemaker",
+            "ResourceId": RESOURCE_ID,
+            "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+            "Timezone": timezone,
+            "Timeline": [
+                {
+                    "Start": str(b.start),
+                    "MinCapacity": str(b.min_capacity),
+                    "MaxCapacity": str(b.max_capacity),
+                    "SetBy": b.set_by,
+                }
+                for b in timeline
+            ],
+            "HardBounds": ["2", "20"],
+        },
+    }
+
+
+def _expect_register(stubber: Stubber, min_capacity: int, max_capacity: int) -> None:
+    stubber.add_response(
+        "register_scalable_target",
+        {},
+        {
+            "ServiceNamespace": "sagemaker",
+            "ResourceId": RESOURCE_ID,
+            "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+            "MinCapacity": min_capacity,
+            "MaxCapacity": max_capacity,
+        },
+    )
+
+
+def test_a_deploy_at_friday_17_jst_keeps_the_release_floor(handler: ModuleType, autoscaling: Stubber) -> None:
+    # FRI 17:00 JST = 08:00 UTC: friday-release-prescale set min 8 at 16:00; the template says 2.
+    _expect_register(autoscaling, 8, 20)
+    result = handler.on_event(_event(), now=datetime(2026, 11, 27, 8, 0, tzinfo=UTC))
+    assert result["Data"] == {"MinCapacity": "8", "MaxCapacity": "20", "SetBy": "friday-release-prescale"}
+    assert result["PhysicalResourceId"] == f"{RESOURCE_ID}/scheduled-capacity"
+
+
+def test_off_peak_on_creation_registers_the_night_bounds(handler: ModuleType, autoscaling: Stubber) -> None:
+    # TUE 03:00 JST = MON 18:00 UTC: off-peak (01:00) holds 2-6, not the template's 2-20.
+    _expect_register(autoscaling, 2, 6)
+    result = handler.on_event(_event("Create"), now=datetime(2026, 11, 23, 18, 0, tzinfo=UTC))
+    assert result["Data"]["SetBy"] == "off-peak"
+
+
+def test_monday_before_the_first_action_has_last_weeks_bounds(handler: ModuleType, autoscaling: Stubber) -> None:
+    # MON 00:30 JST: still the SUN 23:00 jp-evening-end bounds (the week wraps).
+    _expect_register(autoscaling, 4, 20)
+    result = handler.on_event(_event(), now=datetime(2026, 11, 22, 15, 30, tzinfo=UTC))
+    assert result["Data"]["SetBy"] == "jp-evening-end (previous week)"
+
+
+def test_delete_calls_nothing(handler: ModuleType, autoscaling: Stubber) -> None:
+    assert handler.on_event(_event("Delete")) == {"PhysicalResourceId": f"{RESOURCE_ID}/scheduled-capacity"}
+
+
+def test_an_unknown_time_zone_fails_the_deploy_with_its_name(handler: ModuleType, autoscaling: Stubber) -> None:
+    with pytest.raises(ValueError) as error:
+        handler.on_event(_event(timezone="Asia/Atlantis"), now=datetime(2026, 11, 27, 8, 0, tzinfo=UTC))
+    assert str(error.value) == "Timezone 'Asia/Atlantis' is not a known IANA time zone"
+
+
+def test_a_timeline_without_monday_midnight_is_refused(handler: ModuleType) -> None:
+    with pytest.raises(ValueError) as error:
+        handler.parse_timeline([{"Start": "60", "MinCapacity": "2", "MaxCapacity": "6", "SetBy": "x"}])
+    assert str(error.value) == "Timeline must start at minute 0 (Monday 00:00), got [60]"
