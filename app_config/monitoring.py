@@ -169,8 +169,10 @@ class MonitoringConfig(ConfigModel):
     gpu_memory_utilization: AlarmRuleConfig = Field(
         default=AlarmRuleConfig(threshold=98, period_s=60, evaluation_periods=5),
         description=(
-            "Maximum GPUMemoryUtilization per GPU, percent (multiplied by engine.tensor_parallel_size, the GPUs "
-            "per instance); warning. No seed value: vLLM preallocates engine.gpu_memory_utilization (92 %) at "
+            "Maximum GPUMemoryUtilization per engine GPU, percent; warning. SageMaker sums the metric over the "
+            "instance's GPUs, so the alarm multiplies this by engine.tensor_parallel_size, the GPUs one engine "
+            "fills (the others of a larger instance stay near 0 and would put a GPU-count multiple out of reach). "
+            "No seed value: vLLM preallocates engine.gpu_memory_utilization (92 %) at "
             "start, so the alarm must sit above it; 98 % leaves only the CUDA context."
         ),
     )

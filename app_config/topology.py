@@ -42,8 +42,13 @@ class ServingTopology:
         adapter_dimensions: adapter (config name) -> the ``Adapter`` dimension the gateway emits:
             the adapter name, or in inference_components mode its component's name, under which
             SageMaker registers it in the container.
-        gpu_memory_scale: SageMaker's instance GPU metrics are percent x GPUs per instance; a
-            component's ``...Normalized`` ones are plain percent.
+        gpu_memory_scale: what one full engine GPU adds to SageMaker's instance GPU metrics.
+            GPUMemoryUtilization is the sum over the instance's GPUs (0-100 x GPU count,
+            SageMaker developer guide, "SageMaker metrics in CloudWatch"); one engine per
+            instance fills ``tensor_parallel_size`` of them and leaves the rest at ~0, so a
+            per-GPU threshold scales by that, not by the GPU count (which would put the alarm
+            out of reach whenever the engine spans fewer GPUs than the instance has). A
+            component's ``...Normalized`` metrics are plain percent: 1.
     """
 
     mode: str
@@ -81,6 +86,6 @@ def serving_topology(config: AppConfig) -> ServingTopology:
             Capacity(v.variant_name, v.variant_name, "instances", v.min_capacity, v.max_capacity) for v in variants
         ),
         adapter_dimensions={a: a for a in adapters},
-        # One engine per instance (seed 003): GPUs per instance = GPUs per engine.
+        # One engine per instance (seed 003): only its tensor_parallel_size GPUs fill up.
         gpu_memory_scale=config.engine.tensor_parallel_size,
     )

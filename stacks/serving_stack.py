@@ -12,6 +12,7 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.capacity_timeline import effective_bounds
+from app_config.gpu_instances import instance_gpus
 from app_config.image_build import pin_version
 from app_config.topology import ServingTopology, serving_topology
 from cdk_constructs.component_autoscaling import ComponentAutoscaling
@@ -118,6 +119,8 @@ class ServingStack(cdk.Stack):
         # role can pull the image), and the ECR grant is what creates that policy.
         for repository in images.repositories:
             repository.grant_pull(execution_role.role)
+        if serving.mode == "variants":
+            self._warn_idle_gpus(config)
         self.autoscaling: dict[str, VariantAutoscaling] = {}
         self.component_autoscaling: ComponentAutoscaling | None = None
         self.endpoint: ServingEndpoint | InferenceComponentEndpoint
@@ -220,6 +223,21 @@ class ServingStack(cdk.Stack):
                     hard_bounds=(variant.min_capacity, variant.max_capacity),
                 )
         return endpoint
+
+    def _warn_idle_gpus(self, config: AppConfig) -> None:
+        """One engine runs per instance in variants mode: GPUs beyond its tensor_parallel_size are
+        paid for and idle (inference_components mode packs copies onto them instead)."""
+        tp = config.engine.tensor_parallel_size
+        for variant in config.serving.variants:
+            gpus = instance_gpus(variant.instance_type).count
+            if gpus > tp:
+                cdk.Annotations.of(self).add_warning_v2(
+                    f"Serving:IdleGpus:{variant.variant_name}",
+                    f"serving.{'primary' if variant is config.serving.primary else 'canary'}.instance_type = "
+                    f"{variant.instance_type} has {gpus} GPUs and engine.tensor_parallel_size = {tp}: one engine per "
+                    f"instance leaves {gpus - tp} GPU(s) idle; raise tensor_parallel_size, pick a {tp}-GPU "
+                    "instance, or use serving.mode = inference_components to run one copy per GPU",
+                )
 
     def _keep_scheduled_capacity(self, config: AppConfig) -> ScheduledCapacityKeeper:
         """The stack's one keeper of scheduled bounds (made on first use)."""

@@ -1,13 +1,14 @@
 """Focused template assertions for the serving stack."""
 
 import re
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import assertions
 from aws_cdk.assertions import Match
 
 from serving_contract import env, outputs
-from tests.synth_helpers import Synth
+from tests.synth_helpers import Synth, synthesize
 
 
 def _variants(synth: Synth) -> list[dict[str, Any]]:
@@ -223,3 +224,30 @@ def test_models_wait_for_the_roles_grants(default_synth: Synth, components_synth
         models = [v for v in template["Resources"].values() if v["Type"] == "AWS::SageMaker::Model"]
         assert models
         assert all(policy_id in model.get("DependsOn", []) for model in models)
+
+
+def test_gpu_memory_alarm_scales_by_the_engines_gpus_and_idle_gpus_warn(tmp_path: Path) -> None:
+    # ml.g5.12xlarge has 4 A10Gs; a tensor_parallel_size 2 engine fills 2 of them. SageMaker sums
+    # GPUMemoryUtilization over all 4 (0-400 %), the idle two adding ~0: a full engine reads ~200 %.
+    synth = synthesize(
+        tmp_path,
+        {
+            "serving.primary.instance_type": "ml.g5.12xlarge",
+            "serving.canary.instance_type": "ml.g5.12xlarge",
+            "engine.tensor_parallel_size": "2",
+        },
+    )
+    (alarm,) = [
+        a["Properties"]
+        for a in synth.template("Observability").find_resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("AlarmName", "").endswith("gpu-memory-high")
+    ]
+    assert alarm["Threshold"] == 98 * 2
+    warning = (
+        "serving.primary.instance_type = ml.g5.12xlarge has 4 GPUs and engine.tensor_parallel_size = 2: one engine "
+        "per instance leaves 2 GPU(s) idle; raise tensor_parallel_size, pick a 2-GPU instance, or use serving.mode "
+        "= inference_components to run one copy per GPU"
+    )
+    assertions.Annotations.from_stack(synth.stacks.serving).has_warning(
+        "*", assertions.Match.string_like_regexp(re.escape(warning))
+    )
