@@ -2,7 +2,8 @@
 
 from dataclasses import dataclass
 
-from app_config.scaling import ResolvedAction, VariantScalingConfig
+from app_config.scaling import VariantScalingConfig
+from app_config.scheduled_actions import ResolvedAction
 from app_config.weekly_cron import format_minute_of_week
 
 

@@ -3,6 +3,12 @@
 Application Auto Scaling user guide, "Schedule recurring scaling actions using cron expressions":
 six fields ``[Minutes] [Hours] [Day_of_Month] [Month] [Day_of_Week] [Year]``, days of the week
 numbered 1-7 from Sunday. Minute 0 of the week is Monday 00:00.
+
+Why not a library (checked on PyPI, issue 16): ``croniter`` reads a sixth field as seconds,
+numbers days from Monday and rejects a year; ``pyawscron`` (last release 2024) enumerates AWS
+expressions in UTC only, accepts invalid ones and raises on ``0 0 29 2 ? *``;
+``aws-cron-expression-validator`` validates but cannot enumerate fire times. This project needs
+only the weekly subset, in a time zone, as minutes of the week: the ~60 lines below.
 """
 
 import re

@@ -8,7 +8,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from constructs import Construct
 
-from app_config.scaling import ResolvedAction, StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
+from app_config.scheduled_actions import ResolvedAction
 from cdk_constructs.sagemaker_scaling_role import sagemaker_scaling_role
 from serving_contract.metrics import Dimension, EngineMetric
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from app_config import AppConfig, ConfigError
 from app_config.capacity_timeline import Bounds, effective_bounds
-from app_config.scaling import StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.weekly_cron import MINUTES_PER_WEEK
 from devtools import capacity_plan
 from devtools.scaling_sim import demand as demand_module

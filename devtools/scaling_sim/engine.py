@@ -18,7 +18,7 @@ the state the previous week left (Monday 00:00 follows Sunday night), not from t
 from dataclasses import dataclass
 
 from app_config.capacity_timeline import Bounds
-from app_config.scaling import StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.weekly_cron import MINUTES_PER_WEEK
 from devtools.scaling_sim.fleet import Fleet, ServiceModel
 from devtools.scaling_sim.policies import Policy, StepScalingPolicy, TargetTrackingPolicy, decide

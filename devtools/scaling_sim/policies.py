@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from app_config.scaling import StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from devtools.scaling_sim.alarms import Alarm
 from devtools.scaling_sim.fleet import MinuteLoad
 

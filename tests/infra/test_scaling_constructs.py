@@ -6,7 +6,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Template
 
 from app_config.rollout import RolloutConfig
-from app_config.scaling import StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from cdk_constructs.deployment_guardrails import deployment_config
 from cdk_constructs.variant_autoscaling import VariantAutoscaling, scaling_resource_id
 

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from app_config import ConfigError, load_config
-from app_config.scaling import ReleaseEventConfig, VariantScalingConfig
+from app_config.scaling import VariantScalingConfig
+from app_config.scheduled_actions import ReleaseEventConfig
 from app_config.weekly_cron import parse_weekly_cron, weekly_cron
 from tests.synth_helpers import cdk_json_context
 

@@ -3,7 +3,7 @@
 import pytest
 
 from app_config.capacity_timeline import Bounds
-from app_config.scaling import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
 from devtools.scaling_sim import demand, report
 from devtools.scaling_sim.engine import MinuteRecord, SimInputs, run
 from devtools.scaling_sim.fleet import ServiceModel

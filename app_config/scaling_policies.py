@@ -1,0 +1,189 @@
+"""Scaling policies of a production variant: target tracking and queue-depth step scaling.
+
+Sources of the defaults: seed 001 (user stories 3 and 7: targets, +2/+4/+8 steps), seed 003 §9
+(queue-depth trigger), the memory plan (the concurrency target and the scale-in bound), and
+``make simulate`` (the scale-out cooldowns). AWS behaviour: the Application Auto Scaling user
+guide, "Target tracking scaling policies" and "Step scaling policies" (cooldown periods).
+"""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from app_config.base import ConfigModel, IntChoice
+
+LAUNCH_TIME_S = 660
+"""Seconds from a scale-out to a new instance serving: provisioning 8 min (seed 001 user story 7,
+"SageMaker scale-up: 5-8 minutes", the slow end; AWS publishes no figure) plus the measured
+~168 s cold start of the A10G-sized engine (docs/performance.md), rounded to 11 min. The default
+scale-out cooldowns: shorter ones compound while instances boot (make simulate)."""
+
+
+class TargetTrackingConfig(ConfigModel):
+    """Target tracking on a SageMaker predefined metric."""
+
+    enabled: bool = Field(default=True, description="Create the target-tracking policy.")
+    metric: Literal["invocations_per_instance", "concurrent_requests_high_resolution"] = Field(
+        default="concurrent_requests_high_resolution",
+        description=(
+            "concurrent_requests_high_resolution = SageMakerVariantConcurrentRequestsPerModelHighResolution "
+            "(10 s datapoints, CONVENTIONS.md): what an LLM engine runs out of, bounded by the memory plan; "
+            "invocations_per_instance = SageMakerVariantInvocationsPerInstance (per minute). The simulation "
+            "(make simulate) showed seed 001's 200 invocations/min holding the fleet at its max of 20 all day: "
+            "one g5 serves ~1,200/min (seed 001 user story 4), so the target sat at 1/6 of capacity."
+        ),
+    )
+    invocations_per_instance_target: float = Field(
+        default=200.0,
+        gt=0,
+        le=100000,
+        description=(
+            "Target invocations per minute per instance. Source: seed 001 user story 3 (200/min, the same "
+            "level its step alarms and One Piece trigger are set against); seed 003's 50/min belongs to its "
+            "8-instance ceiling and would hold the fleet near max at <1 request/s per GPU."
+        ),
+    )
+    concurrent_requests_target: float = Field(
+        default=32.0,
+        gt=0,
+        le=1024,
+        description=(
+            "Target concurrent requests per instance (high-resolution metric). Source: the memory plan: 41 "
+            "requests of the typical 2,560 tokens fit the KV cache of an ml.g5.xlarge at the default engine "
+            "settings; 32 keeps ~20 % headroom. Seed 003's ~60 (its observed peak) is above what fits: vLLM would "
+            "preempt and queue before the fleet scaled out. `make synth` warns when the target is above the fit."
+        ),
+    )
+    scale_out_cooldown_s: int = Field(
+        default=LAUNCH_TIME_S,
+        ge=0,
+        le=3600,
+        description=(
+            "Seconds between scale-outs: the time a new instance takes to serve (LAUNCH_TIME_S, 660 s). Within it, "
+            "capacity already added counts toward the next scale-out (AAS user guide, target tracking "
+            "cooldowns), so a rising metric still adds the difference; seed 001's 60 s let the metric of a fleet "
+            "whose new instances were still booting compound the desired count to max."
+        ),
+    )
+    scale_in_cooldown_s: int = Field(
+        default=600, ge=0, le=86400, description="Seconds between scale-ins. Source: seed 001 (600 s)."
+    )
+
+    @property
+    def target_value(self) -> float:
+        """The target value of the selected metric."""
+        if self.metric == "invocations_per_instance":
+            return self.invocations_per_instance_target
+        return self.concurrent_requests_target
+
+
+class ScalingStepConfig(ConfigModel):
+    """One scale-out step: when the metric is in [lower, upper), add ``adjustment`` instances."""
+
+    lower: float = Field(ge=0, description="Inclusive lower bound of the metric, in queued requests per instance.")
+    upper: float | None = Field(default=None, description="Exclusive upper bound; None = unbounded (last step).")
+    adjustment: int = Field(ge=1, le=100, description="Instances to add.")
+
+
+class StepScalingConfig(ConfigModel):
+    """Step scaling on the container's queue-depth metric (serving_contract EngineMetric.QUEUE_DEPTH).
+
+    The scale-out alarm fires at the first step's ``lower``; steps must be contiguous.
+    """
+
+    enabled: bool = Field(default=True, description="Create the step-scaling policies and their alarms.")
+    statistic: Literal["Average", "Maximum"] = Field(
+        default="Average",
+        description="How per-instance QueueDepth datapoints combine (Average = queued requests per instance).",
+    )
+    scale_out_steps: tuple[ScalingStepConfig, ...] = Field(
+        default=(
+            ScalingStepConfig(lower=50, upper=100, adjustment=2),
+            ScalingStepConfig(lower=100, upper=200, adjustment=4),
+            ScalingStepConfig(lower=200, upper=None, adjustment=8),
+        ),
+        min_length=1,
+        max_length=20,
+        description=(
+            "Scale-out steps. Source: seed 001 user story 7 (+2/+4/+8 at 1x/2x/4x the trigger) with seed 003 §9's "
+            "queue_depth > 50 trigger."
+        ),
+    )
+    # No 10/30 s: the queue-depth metric is standard resolution (EMF without StorageResolution,
+    # so 60 s datapoints); a sub-minute alarm period on it sees no data and, with missing data
+    # treated as notBreaching, never fires.
+    scale_out_period_s: IntChoice[Literal[60, 120, 300]] = Field(
+        default=60,
+        description=(
+            "Alarm period, seconds; 60, 120 or 300 (the metric has 1-minute resolution). "
+            "Source: seed 001 (1-minute alarm, 1 evaluation)."
+        ),
+    )
+    scale_out_evaluation_periods: int = Field(default=1, ge=1, le=10, description="Periods above threshold.")
+    scale_out_cooldown_s: int = Field(
+        default=LAUNCH_TIME_S,
+        ge=0,
+        le=3600,
+        description=(
+            "Seconds (LAUNCH_TIME_S, 660 s). A larger step during the cooldown adds only the difference to the "
+            "step that started it (AAS user guide, 'Step scaling policies', cooldown period), so +2 then +8 adds "
+            "6 more and nothing stalls; seed 001's 60 s re-fired every minute while instances booted (an alarm in "
+            "ALARM re-invokes its scaling action once a minute, CloudWatch user guide) and reached max."
+        ),
+    )
+    # Scale-in keys on low load, not on a short queue: a healthy vLLM keeps QueueDepth near 0
+    # under ordinary load (it queues only when its max_num_seqs slots or KV cache are full), so
+    # seed 003's "queue < 5 for 300 s" would remove an instance every cooldown while target
+    # tracking adds it back. 8 running sequences per instance is 1/16 of max_num_seqs (128) and
+    # well below target tracking's 32 concurrent: removing one of N >= 2 instances leaves at most
+    # 8 x N / (N - 1) <= 16 per instance, still half the scale-out target.
+    scale_in_running_requests: float = Field(
+        default=8,
+        gt=0,
+        description=(
+            "Scale in while RunningRequests (vLLM sequences in the batch, Average per instance) stays below this. "
+            "Source: a quarter of target tracking's default 32. Must be <= half the sequences the engine runs "
+            "(memory plan concurrency ceiling, 41 on an ml.g5.xlarge): at or above it the alarm fires at full load."
+        ),
+    )
+    scale_in_adjustment: int = Field(default=-1, ge=-100, le=-1, description="Instances removed per scale-in.")
+    scale_in_period_s: IntChoice[Literal[60, 120, 300]] = Field(
+        default=60, description="Scale-in alarm period, seconds; 60, 120 or 300 (1-minute metric)."
+    )
+    scale_in_evaluation_periods: int = Field(
+        default=5, ge=1, le=60, description="Periods below threshold (5 x 60 s = seed 003's 300 s)."
+    )
+    scale_in_cooldown_s: int = Field(default=600, ge=0, le=86400, description="Seconds. Source: seed 001 (600 s).")
+
+    @model_validator(mode="after")
+    def _steps_contiguous(self) -> "StepScalingConfig":
+        steps = self.scale_out_steps
+        for index, step in enumerate(steps):
+            last = index == len(steps) - 1
+            if step.upper is None and not last:
+                raise ValueError(
+                    f"scale_out_steps[{index}].upper is unbounded but step {index + 1} follows; only the last "
+                    "step may have upper = null"
+                )
+            if step.upper is not None and step.upper <= step.lower:
+                raise ValueError(f"scale_out_steps[{index}]: lower = {step.lower:g} must be < upper = {step.upper:g}")
+            if not last and step.upper != steps[index + 1].lower:
+                raise ValueError(
+                    f"scale_out_steps[{index}].upper = {step.upper:g} must equal scale_out_steps[{index + 1}].lower = "
+                    f"{steps[index + 1].lower:g} (steps must be contiguous and non-overlapping)"
+                )
+            if not last and steps[index + 1].adjustment < step.adjustment:
+                raise ValueError(
+                    f"scale_out_steps[{index + 1}].adjustment = {steps[index + 1].adjustment} is below "
+                    f"scale_out_steps[{index}].adjustment = {step.adjustment}; steps must not shrink as load grows"
+                )
+        if steps[-1].upper is not None:
+            raise ValueError(
+                f"scale_out_steps[{len(steps) - 1}].upper = {steps[-1].upper:g}: the last step must be unbounded (null)"
+            )
+        return self
+
+    @property
+    def scale_out_threshold(self) -> float:
+        """Queue depth at which the scale-out alarm fires (the first step's lower bound)."""
+        return self.scale_out_steps[0].lower
