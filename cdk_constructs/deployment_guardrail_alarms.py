@@ -68,67 +68,56 @@ class DeploymentGuardrailAlarms(Construct):
             label = self._labels[variant]
             error_name, latency_name, model_latency_name = alarm_names.rollback_alarm_names(endpoint, label)
             node_id = pascal_case(label)
-            error_alarm = cloudwatch.Alarm(
-                self,
+            error_alarm = self._rollback_alarm(
                 f"{node_id}ErrorRate",
-                alarm_name=error_name,
-                alarm_description=(
-                    f"Rolls back deployments: {label} 5xx rate > {error_rate.threshold:g} % "
-                    f"for {error_rate.window_s} s (seed 000 canary gate)."
-                ),
-                metric=metrics.error_rate(
+                error_name,
+                f"{label} 5xx rate > {error_rate.threshold:g} % for {error_rate.window_s} s (seed 000 canary gate)",
+                metrics.error_rate(
                     SageMakerMetric.INVOCATION_5XX_ERRORS,
                     variants=[variant],
                     period_s=error_rate.period_s,
                     label=f"{label} 5xx rate (%)",
                 ),
-                threshold=error_rate.threshold,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=error_rate.evaluation_periods,
-                datapoints_to_alarm=error_rate.datapoints_to_alarm,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                error_rate,
             )
-            latency_alarm = cloudwatch.Alarm(
-                self,
+            latency_alarm = self._rollback_alarm(
                 f"{node_id}TtftP95",
-                alarm_name=latency_name,
-                alarm_description=(
-                    f"Rolls back deployments: {label} p95 time to first token > {ttft_p95.threshold:g} ms "
-                    f"for {ttft_p95.window_s} s (seed 000 canary gate)."
+                latency_name,
+                f"{label} p95 time to first token > {ttft_p95.threshold:g} ms for {ttft_p95.window_s} s "
+                "(seed 000 canary gate)",
+                metrics.custom(
+                    RequestMetric.TIME_TO_FIRST_TOKEN, variant=variant, statistic="p95", period_s=ttft_p95.period_s
                 ),
-                metric=metrics.custom(
-                    RequestMetric.TIME_TO_FIRST_TOKEN,
-                    variant=variant,
-                    statistic="p95",
-                    period_s=ttft_p95.period_s,
-                ),
-                threshold=ttft_p95.threshold,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=ttft_p95.evaluation_periods,
-                datapoints_to_alarm=ttft_p95.datapoints_to_alarm,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                ttft_p95,
             )
-            model_latency_alarm = cloudwatch.Alarm(
-                self,
+            model_latency_alarm = self._rollback_alarm(
                 f"{node_id}ModelLatencyP99",
-                alarm_name=model_latency_name,
-                alarm_description=(
-                    f"Rolls back deployments: {label} p99 ModelLatency > {model_latency_p99.threshold:g} us "
-                    f"for {model_latency_p99.window_s} s, every request (seed 002 p99 latency SLO)."
+                model_latency_name,
+                f"{label} p99 ModelLatency > {model_latency_p99.threshold:g} us for {model_latency_p99.window_s} s, "
+                "every request (seed 002 p99 latency SLO)",
+                metrics.sagemaker(
+                    SageMakerMetric.MODEL_LATENCY, variant=variant, statistic="p99", period_s=model_latency_p99.period_s
                 ),
-                metric=metrics.sagemaker(
-                    SageMakerMetric.MODEL_LATENCY,
-                    variant=variant,
-                    statistic="p99",
-                    period_s=model_latency_p99.period_s,
-                ),
-                threshold=model_latency_p99.threshold,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=model_latency_p99.evaluation_periods,
-                datapoints_to_alarm=model_latency_p99.datapoints_to_alarm,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                model_latency_p99,
             )
             self.alarms[variant] = (error_alarm, latency_alarm, model_latency_alarm)
+
+    def _rollback_alarm(
+        self, node_id: str, name: str, condition: str, metric: cloudwatch.IMetric, rule: AlarmRuleConfig
+    ) -> cloudwatch.Alarm:
+        """One named rollback alarm: above ``rule.threshold``, missing data not breaching."""
+        return cloudwatch.Alarm(
+            self,
+            node_id,
+            alarm_name=name,
+            alarm_description=f"Rolls back deployments: {condition}.",
+            metric=metric,
+            threshold=rule.threshold,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=rule.evaluation_periods,
+            datapoints_to_alarm=rule.datapoints_to_alarm,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
 
     @property
     def alarm_names(self) -> list[str]:

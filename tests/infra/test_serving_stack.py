@@ -197,6 +197,13 @@ def test_canary_can_run_its_own_prebuilt_image(tmp_path) -> None:
     assert images == {"primary": ":vllm0.22.0-llama3-8b-awq-lora3-v1", "canary": ":candidate-v2"}
 
 
+def _has_warning(synth: Synth, text: str) -> None:
+    """The serving stack carries a synth warning with exactly ``text``."""
+    assertions.Annotations.from_stack(synth.stacks.serving).has_warning(
+        "*", assertions.Match.string_like_regexp(re.escape(text))
+    )
+
+
 def test_vpc_placement_of_an_isolated_container_warns(vpc_single_variant_synth: Synth, default_synth: Synth) -> None:
     # VPC_OVERRIDES keeps network isolation on (the default): the subnets give the container nothing.
     warning = (
@@ -204,9 +211,7 @@ def test_vpc_placement_of_an_isolated_container_warns(vpc_single_variant_synth: 
         "placement gives it nothing (SageMaker still creates its network interfaces in the subnets); drop "
         "serving.vpc, or set serving.network_isolation = false if the container must reach the VPC"
     )
-    assertions.Annotations.from_stack(vpc_single_variant_synth.stacks.serving).has_warning(
-        "*", assertions.Match.string_like_regexp(re.escape(warning))
-    )
+    _has_warning(vpc_single_variant_synth, warning)
     assertions.Annotations.from_stack(default_synth.stacks.serving).has_no_warning(
         "*", assertions.Match.string_like_regexp("serving.vpc is set")
     )
@@ -248,6 +253,4 @@ def test_gpu_memory_alarm_scales_by_the_engines_gpus_and_idle_gpus_warn(tmp_path
         "per instance leaves 2 GPU(s) idle; raise tensor_parallel_size, pick a 2-GPU instance, or use serving.mode "
         "= inference_components to run one copy per GPU"
     )
-    assertions.Annotations.from_stack(synth.stacks.serving).has_warning(
-        "*", assertions.Match.string_like_regexp(re.escape(warning))
-    )
+    _has_warning(synth, warning)
