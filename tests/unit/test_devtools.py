@@ -18,8 +18,8 @@ def test_summary_names_stacks_endpoint_variants_and_instance_types(default_synth
     assert "MangaAssist-prod-Serving" in text
     assert "MangaAssist-prod-ImageRepository" in text
     assert "Endpoint: mangaassist-vllm-prod" in text
-    assert "variant primary    ml.g5.xlarge   x4   weight  95.0%  scales 2..20" in text
-    assert "variant canary     ml.g5.xlarge   x1   weight   5.0%  scales 1..2" in text
+    assert "variant primary    ml.g5.xlarge   x4   at creation, weight  95.0%  scales 2..20" in text
+    assert "variant canary     ml.g5.xlarge   x1   at creation, weight   5.0%  scales 1..2" in text
 
 
 def test_summary_prints_the_memory_plan_of_each_variant(default_synth: Synth) -> None:
