@@ -74,7 +74,8 @@ def summarize(outdir: str | Path) -> str:
                         )
                     lines.append(
                         f"  variant {v['VariantName']:<10} {v['InstanceType']:<14} "
-                        f"x{v['InitialInstanceCount']:<3} at creation, weight {share:5.1f}%  {bounds.get(v['VariantName'], '')}"
+                        f"x{v['InitialInstanceCount']:<3} at creation, weight {share:5.1f}%  "
+                        f"{bounds.get(v['VariantName'], '')}"
                     )
     lines += _components(templates, bounds)
     reports = memory_report.read(outdir)
