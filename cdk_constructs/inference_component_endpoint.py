@@ -14,15 +14,13 @@ base component and an S3 ``ArtifactUrl`` (one ``.tar.gz``) and reserves nothing.
 
 from collections.abc import Mapping, Sequence
 
-import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.inference_components import InferenceComponentsConfig
-from app_config.serving import VpcPlacementConfig
-from cdk_constructs.serving_model import endpoint_log_group, serving_model
+from cdk_constructs.serving_model import EndpointHosting, endpoint_log_group, serving_model
 from serving_contract.components import adapter_component_name, base_component_name
 from serving_contract.outputs import pascal_case
 
@@ -57,13 +55,7 @@ class InferenceComponentEndpoint(Construct):
         accelerators_per_copy: int,
         adapter_artifact_urls: Mapping[str, str],
         rollback_alarm_names: Sequence[str],
-        startup_health_check_timeout_s: int,
-        routing_strategy: str,
-        inference_ami_version: str,
-        network_isolation: bool,
-        vpc: VpcPlacementConfig | None,
-        log_retention: logs.RetentionDays,
-        log_removal_policy: cdk.RemovalPolicy,
+        hosting: EndpointHosting,
     ) -> None:
         """
         Args:
@@ -77,17 +69,14 @@ class InferenceComponentEndpoint(Construct):
             accelerators_per_copy: GPUs one copy takes (``engine.tensor_parallel_size``).
             adapter_artifact_urls: adapter name to its ``s3://.../adapter.tar.gz``.
             rollback_alarm_names: alarms that roll a base-component update back.
-            startup_health_check_timeout_s: 60-3600, the container's ``/ping`` budget per copy.
-            routing_strategy: ``LEAST_OUTSTANDING_REQUESTS`` or ``RANDOM``.
-            inference_ami_version: host AMI.
-            network_isolation / vpc: as in variants mode, on the model.
-            log_retention / log_removal_policy: of both log groups.
+            hosting: as in variants mode; the startup health check applies per copy, the log
+                settings to both log groups.
         """
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
         self.variant_names = [variant_name]
         base_name = base_component_name(endpoint_name)
-        self.log_group = endpoint_log_group(self, endpoint_name, log_retention, log_removal_policy)
+        self.log_group = endpoint_log_group(self, endpoint_name, hosting)
         # Where a component's container output lands is not in the developer guide; the
         # console and AWS's samples show /aws/sagemaker/InferenceComponents/<name>. Both groups
         # exist with retention, and the role may write to both.
@@ -95,8 +84,8 @@ class InferenceComponentEndpoint(Construct):
             self,
             "ComponentLogGroup",
             log_group_name=f"/aws/sagemaker/InferenceComponents/{base_name}",
-            retention=log_retention,
-            removal_policy=log_removal_policy,
+            retention=hosting.log_retention,
+            removal_policy=hosting.log_removal_policy,
         )
         model = serving_model(
             self,
@@ -104,8 +93,7 @@ class InferenceComponentEndpoint(Construct):
             image_uri=image_uri,
             role=role,
             environment=environment,
-            network_isolation=network_isolation,
-            vpc=vpc,
+            hosting=hosting,
         )
         policy = role.node.try_find_child("DefaultPolicy")
         self.models = {variant_name: model}
@@ -123,8 +111,8 @@ class InferenceComponentEndpoint(Construct):
                         min_instance_count=components.min_instance_count,
                         max_instance_count=components.max_instance_count,
                     ),
-                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=routing_strategy),
-                    inference_ami_version=inference_ami_version,
+                    routing_config=hosting.routing_config,
+                    inference_ami_version=hosting.inference_ami_version,
                 )
             ],
         )
@@ -156,7 +144,7 @@ class InferenceComponentEndpoint(Construct):
                     )
                 ),
                 startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
-                    container_startup_health_check_timeout_in_seconds=startup_health_check_timeout_s,
+                    container_startup_health_check_timeout_in_seconds=hosting.startup_health_check_timeout_s,
                 ),
             ),
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(

@@ -3,14 +3,12 @@
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from app_config.serving import VariantConfig, VpcPlacementConfig
-from cdk_constructs.serving_model import endpoint_log_group, serving_model
+from app_config.serving import VariantConfig
+from cdk_constructs.serving_model import EndpointHosting, endpoint_log_group, serving_model
 
 
 @dataclass(frozen=True)
@@ -53,13 +51,7 @@ class ServingEndpoint(Construct):
         variants: Sequence[VariantDeployment],
         role: iam.Role,
         environment: Mapping[str, str],
-        startup_health_check_timeout_s: int,
-        routing_strategy: str,
-        inference_ami_version: str,
-        network_isolation: bool,
-        vpc: VpcPlacementConfig | None,
-        log_retention: logs.RetentionDays,
-        log_removal_policy: cdk.RemovalPolicy,
+        hosting: EndpointHosting,
         deployment_config: sagemaker.CfnEndpoint.DeploymentConfigProperty | None = None,
         retain_deployment_config: bool = False,
     ) -> None:
@@ -71,14 +63,7 @@ class ServingEndpoint(Construct):
             role: execution role the models run with (already granted ECR pull and logs).
             environment: container environment shared by all variants (``VARIANT_NAME``
                 is added per variant).
-            startup_health_check_timeout_s: 60-3600, SageMaker's
-                ``ContainerStartupHealthCheckTimeoutInSeconds``.
-            routing_strategy: ``LEAST_OUTSTANDING_REQUESTS`` or ``RANDOM``.
-            inference_ami_version: host AMI, e.g. ``al2-ami-sagemaker-inference-gpu-3-1``.
-            network_isolation: run the container without network access.
-            vpc: optional subnets and security groups for the container.
-            log_retention: retention of the endpoint's log group.
-            log_removal_policy: what deleting the stack does to the log group.
+            hosting: startup health check, routing, AMI, network isolation, VPC and logs.
             deployment_config: blue/green guardrails for updates (see
                 ``cdk_constructs.deployment_guardrails``); None = SageMaker's default.
             retain_deployment_config: ``RetainDeploymentConfig``: reuse the previous
@@ -87,7 +72,7 @@ class ServingEndpoint(Construct):
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
         self.variant_names = [variant.config.variant_name for variant in variants]
-        self.log_group = endpoint_log_group(self, endpoint_name, log_retention, log_removal_policy)
+        self.log_group = endpoint_log_group(self, endpoint_name, hosting)
         self.models: dict[str, sagemaker.CfnModel] = {}
         production_variants = []
         for variant in variants:
@@ -98,8 +83,7 @@ class ServingEndpoint(Construct):
                 image_uri=variant.image_uri,
                 role=role,
                 environment=environment,
-                network_isolation=network_isolation,
-                vpc=vpc,
+                hosting=hosting,
             )
             self.models[name] = model
             production_variants.append(
@@ -109,9 +93,9 @@ class ServingEndpoint(Construct):
                     instance_type=variant.config.instance_type,
                     initial_instance_count=variant.config.initial_instance_count,
                     initial_variant_weight=variant.config.initial_weight,
-                    container_startup_health_check_timeout_in_seconds=startup_health_check_timeout_s,
-                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=routing_strategy),
-                    inference_ami_version=inference_ami_version,
+                    container_startup_health_check_timeout_in_seconds=hosting.startup_health_check_timeout_s,
+                    routing_config=hosting.routing_config,
+                    inference_ami_version=hosting.inference_ami_version,
                 )
             )
         self.endpoint_config = sagemaker.CfnEndpointConfig(

@@ -2,6 +2,7 @@
 the serving image (shared by :class:`ServingEndpoint` and :class:`InferenceComponentEndpoint`)."""
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -14,16 +15,43 @@ from serving_contract import env
 from serving_contract.outputs import pascal_case
 
 
-def endpoint_log_group(
-    scope: Construct, endpoint_name: str, retention: logs.RetentionDays, removal_policy: cdk.RemovalPolicy
-) -> logs.LogGroup:
+@dataclass(frozen=True)
+class EndpointHosting:
+    """How the serving container is hosted, the same in both topologies (``serving.*`` and the
+    log settings of ``observability.*``).
+
+    Attributes:
+        startup_health_check_timeout_s: 60-3600, SageMaker's
+            ``ContainerStartupHealthCheckTimeoutInSeconds`` (per instance, or per copy).
+        routing_strategy: ``LEAST_OUTSTANDING_REQUESTS`` or ``RANDOM``.
+        inference_ami_version: host AMI, e.g. ``al2-ami-sagemaker-inference-gpu-3-1``.
+        network_isolation: run the container without network access.
+        vpc: optional subnets and security groups for the container.
+        log_retention / log_removal_policy: of the endpoint's log groups.
+    """
+
+    startup_health_check_timeout_s: int
+    routing_strategy: str
+    inference_ami_version: str
+    network_isolation: bool
+    vpc: VpcPlacementConfig | None
+    log_retention: logs.RetentionDays
+    log_removal_policy: cdk.RemovalPolicy
+
+    @property
+    def routing_config(self) -> sagemaker.CfnEndpointConfig.RoutingConfigProperty:
+        """The production variant's ``RoutingConfig``."""
+        return sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=self.routing_strategy)
+
+
+def endpoint_log_group(scope: Construct, endpoint_name: str, hosting: EndpointHosting) -> logs.LogGroup:
     """``/aws/sagemaker/Endpoints/<endpoint>``, where SageMaker writes container output (CONVENTIONS.md)."""
     return logs.LogGroup(
         scope,
         "LogGroup",
         log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
-        retention=retention,
-        removal_policy=removal_policy,
+        retention=hosting.log_retention,
+        removal_policy=hosting.log_removal_policy,
     )
 
 
@@ -34,8 +62,7 @@ def serving_model(
     image_uri: str,
     role: iam.IRole,
     environment: Mapping[str, str],
-    network_isolation: bool,
-    vpc: VpcPlacementConfig | None,
+    hosting: EndpointHosting,
 ) -> sagemaker.CfnModel:
     """The ``AWS::SageMaker::Model`` of one variant: the image, its environment plus
     ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement."""
@@ -48,12 +75,12 @@ def serving_model(
             mode="SingleModel",
             environment={**environment, env.VARIANT_NAME: variant_name},
         ),
-        enable_network_isolation=network_isolation,
+        enable_network_isolation=hosting.network_isolation,
         vpc_config=(
             sagemaker.CfnModel.VpcConfigProperty(
-                subnets=list(vpc.subnet_ids), security_group_ids=list(vpc.security_group_ids)
+                subnets=list(hosting.vpc.subnet_ids), security_group_ids=list(hosting.vpc.security_group_ids)
             )
-            if vpc
+            if hosting.vpc
             else None
         ),
     )

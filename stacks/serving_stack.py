@@ -25,6 +25,7 @@ from cdk_constructs.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.nag import acknowledge_all
 from cdk_constructs.scheduled_capacity import ScheduledCapacityKeeper
 from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
+from cdk_constructs.serving_model import EndpointHosting
 from cdk_constructs.variant_autoscaling import VariantAutoscaling, scaling_resource_id
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
@@ -177,13 +178,7 @@ class ServingStack(cdk.Stack):
             variants=variants,
             role=role,
             environment=container_environment(config),
-            startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
-            routing_strategy=serving.routing_strategy,
-            inference_ami_version=serving.inference_ami_version,
-            network_isolation=serving.network_isolation,
-            vpc=serving.vpc,
-            log_retention=retention_days(config.observability.log_retention_days),
-            log_removal_policy=_log_removal(config),
+            hosting=_hosting(config),
             # Wired by name (serving_contract.alarms) to the guardrail alarms: the canary's, or
             # the primary's on a single-variant endpoint.
             deployment_config=deployment_config(
@@ -195,6 +190,7 @@ class ServingStack(cdk.Stack):
             ),
             retain_deployment_config=config.scaling.rollout.retain_deployment_config,
         )
+        keeper: ScheduledCapacityKeeper | None = None
         for variant, scaling in ((serving.primary, config.scaling.primary), (serving.canary, config.scaling.canary)):
             if variant not in serving.variants or not scaling.enabled:
                 continue
@@ -213,7 +209,14 @@ class ServingStack(cdk.Stack):
                 metrics_namespace=config.observability.metrics_namespace,
             )
             if scaling.resolved_schedule:
-                self._keep_scheduled_capacity(config).keep(
+                # One handler for the stack, made with the first variant that has a schedule.
+                keeper = keeper or ScheduledCapacityKeeper(
+                    self,
+                    "ScheduledCapacity",
+                    endpoint_name=config.endpoint_name,
+                    log_retention=retention_days(config.observability.log_retention_days),
+                )
+                keeper.keep(
                     self,
                     "PrimaryScheduledCapacity" if variant is serving.primary else "CanaryScheduledCapacity",
                     target=self.autoscaling[variant.variant_name].scalable_target,
@@ -239,18 +242,6 @@ class ServingStack(cdk.Stack):
                     "instance, or use serving.mode = inference_components to run one copy per GPU",
                 )
 
-    def _keep_scheduled_capacity(self, config: AppConfig) -> ScheduledCapacityKeeper:
-        """The stack's one keeper of scheduled bounds (made on first use)."""
-        existing = self.node.try_find_child("ScheduledCapacity")
-        if isinstance(existing, ScheduledCapacityKeeper):
-            return existing
-        return ScheduledCapacityKeeper(
-            self,
-            "ScheduledCapacity",
-            endpoint_name=config.endpoint_name,
-            log_retention=retention_days(config.observability.log_retention_days),
-        )
-
     def _components(
         self, config: AppConfig, images: VariantImages, role: iam.Role, artifacts: AdapterArtifacts
     ) -> InferenceComponentEndpoint:
@@ -271,13 +262,7 @@ class ServingStack(cdk.Stack):
                 for adapter in config.model.adapters
             },
             rollback_alarm_names=rollback_alarm_names(config.endpoint_name, BASE_SUFFIX),
-            startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
-            routing_strategy=serving.routing_strategy,
-            inference_ami_version=serving.inference_ami_version,
-            network_isolation=serving.network_isolation,
-            vpc=serving.vpc,
-            log_retention=retention_days(config.observability.log_retention_days),
-            log_removal_policy=_log_removal(config),
+            hosting=_hosting(config),
         )
         # SageMaker downloads each adapter component's ArtifactUrl with the execution role: read
         # access to exactly those archives, no key wildcard.
@@ -324,5 +309,17 @@ class ServingStack(cdk.Stack):
         cdk.CfnOutput(self, outputs.LOG_GROUP_NAME, value=self.endpoint.log_group.log_group_name)
 
 
-def _log_removal(config: AppConfig) -> cdk.RemovalPolicy:
-    return cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
+def _hosting(config: AppConfig) -> EndpointHosting:
+    """What both topologies take alike from ``serving.*`` and ``observability.*``."""
+    serving, observability = config.serving, config.observability
+    return EndpointHosting(
+        startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
+        routing_strategy=serving.routing_strategy,
+        inference_ami_version=serving.inference_ami_version,
+        network_isolation=serving.network_isolation,
+        vpc=serving.vpc,
+        log_retention=retention_days(observability.log_retention_days),
+        log_removal_policy=(
+            cdk.RemovalPolicy.RETAIN if observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
+        ),
+    )
