@@ -30,6 +30,7 @@ from typing import Any
 
 from app_config import AppConfig, ConfigError, load_config
 from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
+from app_config.serving import VariantConfig
 from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from devtools import memory_report
 
@@ -79,6 +80,21 @@ def _instance_hours(timeline: list[Bounds], attribute: str) -> float:
     return total / 60
 
 
+def price_usd_per_hour(config: AppConfig, variant: VariantConfig) -> float:
+    """The on-demand price of ``variant``'s instance type (``scaling.hourly_price_usd``).
+
+    Raises:
+        ConfigError: the instance type has no price.
+    """
+    price = config.scaling.hourly_price_usd.get(variant.instance_type)
+    if price is None:
+        known = ", ".join(sorted(config.scaling.hourly_price_usd)) or "(none)"
+        raise ConfigError(
+            [f"scaling.hourly_price_usd: no price for {variant.instance_type} ({variant.variant_name}); known: {known}"]
+        )
+    return price
+
+
 def plan(config: AppConfig) -> list[VariantPlan]:
     """The week of every production variant of ``config``, primary first.
 
@@ -93,15 +109,7 @@ def plan(config: AppConfig) -> list[VariantPlan]:
     ):
         if variant not in config.serving.variants or (components and variant is config.serving.canary):
             continue
-        price = config.scaling.hourly_price_usd.get(variant.instance_type)
-        if price is None:
-            known = ", ".join(sorted(config.scaling.hourly_price_usd)) or "(none)"
-            raise ConfigError(
-                [
-                    f"scaling.hourly_price_usd: no price for {variant.instance_type} "
-                    f"({variant.variant_name}); known: {known}"
-                ]
-            )
+        price = price_usd_per_hour(config, variant)
         if components:
             pool = config.serving.inference_components
             # SageMaker sizes the pool between these bounds as copies come and go; no schedules.

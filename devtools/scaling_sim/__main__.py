@@ -19,7 +19,9 @@ from pathlib import Path
 
 from app_config import AppConfig, ConfigError
 from app_config.capacity_timeline import Bounds, effective_bounds
+from app_config.scaling import VariantScalingConfig
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
+from app_config.serving import VariantConfig
 from app_config.weekly_cron import MINUTES_PER_WEEK
 from devtools import capacity_plan
 from devtools.scaling_sim import demand as demand_module
@@ -59,6 +61,13 @@ class Scenario:
     startup_min: int
 
 
+def _variant(config: AppConfig, key: str) -> tuple[VariantConfig, VariantScalingConfig]:
+    """``serving.<key>`` and ``scaling.<key>`` (key ``primary`` or ``canary``)."""
+    if key == "primary":
+        return config.serving.primary, config.scaling.primary
+    return config.serving.canary, config.scaling.canary
+
+
 def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[tuple[str, int]]]:
     """Simulation inputs, the input lines of the report and the configured events of the variant.
 
@@ -70,10 +79,9 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         raise ConfigError(
             ["serving.mode = inference_components: the simulation models production-variant scaling (mode variants)"]
         )
-    variant = config.serving.primary if scenario.variant_key == "primary" else config.serving.canary
+    variant, scaling = _variant(config, scenario.variant_key)
     if variant not in config.serving.variants:
         raise ConfigError([f"--variant {scenario.variant_key}: serving.canary.enabled is false"])
-    scaling = config.scaling.primary if scenario.variant_key == "primary" else config.scaling.canary
     plan = config.memory_plan_of(variant.instance_type)
     service = ServiceModel(plan.concurrency_ceiling, scenario.instance_rpm, scenario.base_ttft_ms)
     if scaling.enabled:
@@ -123,11 +131,7 @@ def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engin
     """Run ``scenario``; a weekly demand starts from the state its previous week left."""
     config = scenario.config
     inputs, lines, events = build_inputs(scenario)
-    variant = config.serving.primary if scenario.variant_key == "primary" else config.serving.canary
-    price = config.scaling.hourly_price_usd.get(variant.instance_type)
-    if price is None:
-        known = ", ".join(sorted(config.scaling.hourly_price_usd)) or "(none)"
-        raise ConfigError([f"scaling.hourly_price_usd: no price for {variant.instance_type}; known: {known}"])
+    price = capacity_plan.price_usd_per_hour(config, _variant(config, scenario.variant_key)[0])
     weekly = len(scenario.demand) == MINUTES_PER_WEEK
     records = engine.run(inputs, scenario.demand, warmup=weekly)
     summary = report.summarize(
@@ -142,7 +146,7 @@ def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engin
 
 
 def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], str]:
-    variant = config.serving.primary if args.variant == "primary" else config.serving.canary
+    variant, _ = _variant(config, args.variant)
     weights = sum(v.initial_weight for v in config.serving.variants)
     share = variant.initial_weight / weights if variant in config.serving.variants and weights else 1.0
     scale = args.demand_scale * share
