@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ops.exit_codes import ExitCode, OpsError
+from ops.exit_codes import ExitCode, OpsError, aws_error
 from ops.invoke import Answer
 
 IN_SERVICE: Final = "InService"
@@ -81,11 +81,8 @@ def describe_component(sagemaker: Any, name: str) -> ComponentState:
     """DescribeInferenceComponent; raises OpsError (AWS_ERROR) when the call fails."""
     try:
         response = sagemaker.describe_inference_component(InferenceComponentName=name)
-    except ClientError as error:
-        message = error.response.get("Error", {}).get("Message", str(error))
-        raise OpsError(f"inference component {name}: {message}", ExitCode.AWS_ERROR) from error
-    except BotoCoreError as error:
-        raise OpsError(f"inference component {name}: {error}", ExitCode.AWS_ERROR) from error
+    except (ClientError, BotoCoreError) as error:
+        raise aws_error(f"inference component {name}", error) from error
     container = (response.get("Specification") or {}).get("Container") or {}
     image = container.get("DeployedImage") or {}
     runtime = response.get("RuntimeConfig")

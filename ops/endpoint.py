@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ops.exit_codes import ExitCode, OpsError
+from ops.exit_codes import ExitCode, OpsError, aws_error
 from serving_contract import components, outputs
 
 IN_SERVICE = "InService"
@@ -170,11 +170,8 @@ def describe(sagemaker: Any, endpoint_name: str) -> EndpointState:
     """DescribeEndpoint; raises OpsError (AWS_ERROR) when the call fails."""
     try:
         response = sagemaker.describe_endpoint(EndpointName=endpoint_name)
-    except ClientError as error:
-        message = error.response.get("Error", {}).get("Message", str(error))
-        raise OpsError(f"endpoint {endpoint_name}: {message}", ExitCode.AWS_ERROR) from error
-    except BotoCoreError as error:
-        raise OpsError(f"endpoint {endpoint_name}: {error}", ExitCode.AWS_ERROR) from error
+    except (ClientError, BotoCoreError) as error:
+        raise aws_error(f"endpoint {endpoint_name}", error) from error
     variants = []
     for item in response.get("ProductionVariants", []):
         statuses = item.get("VariantStatus") or []

@@ -5,6 +5,8 @@ Documented in docs/operations.md; tests assert them.
 
 from enum import IntEnum
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 
 class ExitCode(IntEnum):
     """Process exit status of ``mangaassist-ops``."""
@@ -23,3 +25,12 @@ class OpsError(Exception):
     def __init__(self, message: str, code: ExitCode) -> None:
         super().__init__(message)
         self.code = code
+
+
+def aws_error(subject: str, error: ClientError | BotoCoreError) -> OpsError:
+    """``<subject>: <AWS's own message>`` as an AWS_ERROR, for a failed describe call."""
+    if isinstance(error, ClientError):
+        message = error.response.get("Error", {}).get("Message", str(error))
+    else:
+        message = str(error)
+    return OpsError(f"{subject}: {message}", ExitCode.AWS_ERROR)
