@@ -136,6 +136,20 @@ SMOKE = Profile(
 )
 
 
+CPU_ENGINE_SHIM = Path(__file__).resolve().parents[1] / "tests" / "engine" / "engine_shim"
+"""The ``sitecustomize`` that lets vLLM's CPU build run LoRA batches with torch's CUDA wheel
+(CONVENTIONS.md: no pinned memory without an NVIDIA driver); ``--smoke`` puts it on the servers' path."""
+
+
+def use_cpu_engine_shim() -> None:
+    """Put :data:`CPU_ENGINE_SHIM` on ``PYTHONPATH`` for every server this process starts (``--smoke``)."""
+    import os  # noqa: PLC0415
+
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(CPU_ENGINE_SHIM) not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*parts, str(CPU_ENGINE_SHIM)])
+
+
 def gpu_total_mib() -> int | None:
     """The GPU's total memory as the driver reports it (what vLLM multiplies), or None."""
     try:
@@ -283,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     profile = SMOKE if args.smoke else GPU
+    if args.smoke:
+        use_cpu_engine_shim()
     if args.vocab_size:
         profile = replace(profile, vocab_size=args.vocab_size)
     args.concurrency = args.concurrency or list(profile.concurrency)

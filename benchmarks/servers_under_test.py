@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -121,8 +122,14 @@ def start(
     log_dir: Path,
     cpus: str | None = None,
     extra_env: Mapping[str, str] | None = None,
+    extra_args: Sequence[str] = (),
 ) -> ServerRun:
-    """Spawn a server; ``settings_env`` is the container environment (as the stack sets it)."""
+    """Spawn a server; ``settings_env`` is the container environment (as the stack sets it).
+
+    ``extra_args`` are vLLM flags appended to the container's argv (for options the config does
+    not have yet): directly for ``bare``, through ``benchmarks/vllm_with_args.py`` as the
+    gateway's engine command for ``gateway``.
+    """
     environ = {**os.environ, **settings_env, **(extra_env or {})}
     environ["PYTHONPATH"] = os.pathsep.join(
         [str(REPO / "container"), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -131,9 +138,15 @@ def start(
     if kind == "bare":
         settings = Settings.from_env(settings_env)
         paths = EnginePaths(model_dir=model_root / "base", adapter_dir=model_root / "adapters", port=port)
-        command: Sequence[str] = [sys.executable, "-m", ENGINE_MODULE, *build_vllm_args(settings, paths)]
+        command: Sequence[str] = [sys.executable, "-m", ENGINE_MODULE, *build_vllm_args(settings, paths), *extra_args]
     elif kind == "gateway":
-        command = serve_command(sys.executable, port=port, engine_port=engine_port, model_root=model_root)
+        engine_command = None
+        if extra_args:
+            environ["BENCH_EXTRA_VLLM_ARGS"] = shlex.join(extra_args)
+            engine_command = shlex.join([sys.executable, str(REPO / "benchmarks" / "vllm_with_args.py")])
+        command = serve_command(
+            sys.executable, port=port, engine_port=engine_port, model_root=model_root, engine_command=engine_command
+        )
     else:
         raise ValueError(f"kind {kind!r}: bare or gateway")
     if cpus:

@@ -1,0 +1,454 @@
+"""MangaAssist-shaped load for vLLM engines: multi-turn conversations, one or several engines.
+
+The request shape (seed 002 §3 and §5, via docs/sources.md; seed 003 for the answer length):
+
+* every prompt starts with the same ``shared_prefix_tokens`` (system prompt 400 + policy block
+  200): identical across all conversations, so vLLM's prefix cache holds it once per adapter
+  (vLLM 0.22 keys prefix-cache blocks by LoRA adapter);
+* then ``conversation_tokens`` of retrieved catalog context, fixed for the conversation;
+* then the history: every earlier turn's user message and the answer vLLM actually generated
+  (its token ids, ``return_token_ids``), so a follow-up's prompt extends the previous turn's
+  prompt and answer exactly, as a chat client's would;
+* then the turn's ``turn_tokens`` of user message; the answer is exactly ``output_tokens`` long
+  (``ignore_eos``).
+
+Conversations have 4 turns, every fifth has 5: 4.2 turns on average (seed 002). Prompts are
+token ids sent to ``/v1/completions`` (exact lengths, no chat template), drawn from the
+tokenizer's first 1,000 ids. With the defaults the mean prompt is 2,396 tokens.
+
+Two ways to drive one engine at a fixed concurrency (closed loop, ``concurrency`` workers, one
+request in flight each):
+
+* ``fresh``: every request is a turn of a conversation the engine has never seen: only the
+  shared prefix can hit the prefix cache. This is what an engine behind
+  ``LEAST_OUTSTANDING_REQUESTS`` over many instances sees (a follow-up lands on the instance
+  that holds its conversation with probability ~1/N); the turn index cycles through the
+  conversations' turns so prompt lengths have the real mix.
+* ``conversations``: each worker runs whole conversations, turn after turn with no think time,
+  all on one engine: the best case for the prefix cache (session affinity, nothing evicted
+  between turns).
+
+Several engines (``route``): ``least_outstanding`` sends each request to the engine with the
+fewest requests in flight (ties broken at random), as SageMaker's routing strategy does;
+``affinity`` sends a conversation's first turn the same way and every later turn to the same
+engine, as SageMaker stateful sessions do. The router is the benchmark's own, not product code.
+
+aiohttp: it is in vLLM's environment (the benchmark runs there) and is the gateway's client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import statistics
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import aiohttp
+from serving_load import percentile
+
+Mode = Literal["fresh", "conversations"]
+Route = Literal["least_outstanding", "affinity"]
+
+TOKEN_ID_RANGE = (16, 1000)
+"""Prompt token ids are drawn from here: inside the synthetic tokenizer's 1,024 tokens and past
+its special tokens (devtools/synthetic_model.py), so vLLM accepts and can detokenize them."""
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """MangaAssist's prompt layout and answer length, tokens (module docstring for sources)."""
+
+    shared_prefix_tokens: int = 600
+    conversation_tokens: int = 1400
+    turn_tokens: int = 40
+    output_tokens: int = 180
+    long_conversation_every: int = 5
+    """Every n-th conversation has 5 turns, the rest 4: 4.2 on average for n = 5 (seed 002)."""
+
+    def turns(self, conversation: int) -> int:
+        """Turns of conversation number ``conversation``."""
+        return 5 if conversation % self.long_conversation_every == self.long_conversation_every - 1 else 4
+
+    @property
+    def mean_turns(self) -> float:
+        """Mean turns per conversation (4.2 with the defaults)."""
+        n = self.long_conversation_every
+        return (4 * (n - 1) + 5) / n
+
+    def prompt_tokens(self, turn: int) -> int:
+        """Prompt length of turn ``turn`` (0-based) when every earlier answer was ``output_tokens`` long."""
+        return (
+            self.shared_prefix_tokens
+            + self.conversation_tokens
+            + turn * (self.turn_tokens + self.output_tokens)
+            + self.turn_tokens
+        )
+
+    @property
+    def mean_prompt_tokens(self) -> float:
+        """Mean prompt over every turn of every conversation (2,396 with the defaults)."""
+        n = self.long_conversation_every
+        turns = [t for c in range(n) for t in range(self.turns(c))]
+        return statistics.fmean(self.prompt_tokens(t) for t in turns)
+
+    def turn_cycle(self) -> list[int]:
+        """Turn indexes of ``long_conversation_every`` conversations in order: the real mix of turns."""
+        return [t for c in range(self.long_conversation_every) for t in range(self.turns(c))]
+
+
+def _tokens(rng: random.Random, count: int) -> list[int]:
+    return [rng.randrange(*TOKEN_ID_RANGE) for _ in range(count)]
+
+
+@dataclass
+class Conversation:
+    """One conversation: its adapter, its context, and the history so far (token ids)."""
+
+    number: int
+    adapter: str
+    turns: int
+    context: list[int]
+    rng: random.Random
+    history: list[int] = field(default_factory=list)
+    turn: int = 0
+    engine: int | None = None
+
+    def next_prompt(self, shape: RequestShape) -> list[int]:
+        """The next turn's prompt: context + history + a new user message (kept in the history)."""
+        message = _tokens(self.rng, shape.turn_tokens)
+        prompt = self.context + self.history + message
+        self.history += message
+        return prompt
+
+
+@dataclass
+class Sample:
+    """One request as the client saw it."""
+
+    conversation: int
+    turn: int
+    engine: int
+    status: int
+    started_s: float
+    latency_s: float
+    ttft_s: float | None = None
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    error: str | None = None
+
+
+class Workload:
+    """Makes conversations (deterministic per ``seed``) and routes their turns to engines."""
+
+    def __init__(
+        self,
+        shape: RequestShape,
+        adapters: Sequence[str],
+        engines: int,
+        route: Route,
+        seed: int,
+    ) -> None:
+        self.shape = shape
+        self.adapters = list(adapters)
+        self.route = route
+        self.in_flight = [0] * engines
+        self._rng = random.Random(seed)
+        self._shared = _tokens(random.Random(0), shape.shared_prefix_tokens)  # one system prompt for every run
+        self._seed = seed
+        self._next = 0
+        self._turn_cycle = shape.turn_cycle()
+
+    def new_conversation(self) -> Conversation:
+        """The next conversation: adapters round-robin, its own retrieved context."""
+        number = self._next
+        self._next += 1
+        rng = random.Random(f"{self._seed}-{number}")
+        return Conversation(
+            number=number,
+            adapter=self.adapters[number % len(self.adapters)],
+            turns=self.shape.turns(number),
+            context=self._shared + _tokens(rng, self.shape.conversation_tokens),
+            rng=rng,
+        )
+
+    def fresh_request(self) -> tuple[Conversation, list[int]]:
+        """A turn of a conversation no engine has seen: history of the right length, random answers."""
+        conversation = self.new_conversation()
+        turn = self._turn_cycle[conversation.number % len(self._turn_cycle)]
+        conversation.turn = turn
+        conversation.history = _tokens(conversation.rng, turn * (self.shape.turn_tokens + self.shape.output_tokens))
+        return conversation, conversation.next_prompt(self.shape)
+
+    def pick_engine(self, conversation: Conversation) -> int:
+        """Least outstanding requests (random among ties), or the conversation's engine under affinity."""
+        if self.route == "affinity" and conversation.engine is not None:
+            return conversation.engine
+        fewest = min(self.in_flight)
+        engine = self._rng.choice([i for i, n in enumerate(self.in_flight) if n == fewest])
+        conversation.engine = engine
+        return engine
+
+
+def completion_body(adapter: str, prompt: list[int], output_tokens: int) -> dict[str, Any]:
+    """A streaming completion of exactly ``output_tokens`` (``ignore_eos``) that returns token ids."""
+    return {
+        "model": adapter,
+        "prompt": prompt,
+        "max_tokens": output_tokens,
+        "ignore_eos": True,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "return_token_ids": True,
+    }
+
+
+async def _send(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], sample: Sample
+) -> list[int]:
+    """Stream one completion into ``sample``; return the generated token ids."""
+    started = time.perf_counter()
+    output: list[int] = []
+    try:
+        async with session.post(url, json=body) as response:
+            sample.status = response.status
+            if response.status != 200:
+                sample.error = f"{response.status}: {(await response.text())[:200]}"
+                return output
+            buffer = b""
+            async for chunk in response.content.iter_any():
+                now = time.perf_counter() - started
+                buffer += chunk
+                *events, buffer = buffer.split(b"\n\n")
+                for event in events:
+                    if not event.startswith(b"data: {"):
+                        continue
+                    payload = json.loads(event[6:])
+                    for choice in payload.get("choices") or ():
+                        ids = choice.get("token_ids") or []
+                        if ids and sample.ttft_s is None:
+                            sample.ttft_s = now
+                        output += ids
+                    if payload.get("usage"):
+                        sample.prompt_tokens = payload["usage"]["prompt_tokens"]
+                        sample.output_tokens = payload["usage"]["completion_tokens"]
+    except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as exc:
+        sample.status = 0
+        sample.error = f"{exc.__class__.__name__}: {exc}"[:200]
+    sample.latency_s = time.perf_counter() - started
+    return output
+
+
+async def drive(
+    urls: Sequence[str],
+    workload: Workload,
+    *,
+    mode: Mode,
+    concurrency: int,
+    seconds: float,
+    max_requests: int | None = None,
+) -> tuple[list[Sample], float]:
+    """Closed loop: ``concurrency`` workers, one request in flight each, for ``seconds``.
+
+    Returns the samples and the wall time. A conversation started before the deadline is cut
+    at the deadline (its remaining turns are not sent).
+    """
+    for url in urls:
+        if not url.startswith("http://127.0.0.1:"):
+            raise ValueError(f"{url}: the benchmark only targets 127.0.0.1")
+    samples: list[Sample] = []
+    shape = workload.shape
+    started = time.perf_counter()
+    deadline = started + seconds
+    timeout = aiohttp.ClientTimeout(total=seconds + 300)
+    connector = aiohttp.TCPConnector(limit=0)
+
+    def budget_left() -> bool:
+        return time.perf_counter() < deadline and (max_requests is None or len(samples) < max_requests)
+
+    async def one(session: aiohttp.ClientSession, conversation: Conversation, prompt: list[int]) -> list[int]:
+        engine = workload.pick_engine(conversation)
+        sample = Sample(conversation.number, conversation.turn, engine, 0, time.perf_counter() - started, 0.0)
+        samples.append(sample)
+        workload.in_flight[engine] += 1
+        try:
+            return await _send(
+                session, urls[engine], completion_body(conversation.adapter, prompt, shape.output_tokens), sample
+            )
+        finally:
+            workload.in_flight[engine] -= 1
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        while budget_left():
+            if mode == "fresh":
+                conversation, prompt = workload.fresh_request()
+                await one(session, conversation, prompt)
+                continue
+            conversation = workload.new_conversation()
+            while conversation.turn < conversation.turns and budget_left():
+                answer = await one(session, conversation, conversation.next_prompt(shape))
+                conversation.history += answer
+                conversation.turn += 1
+
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+    return samples, time.perf_counter() - started
+
+
+def warm_up(base_url: str, adapters: Sequence[str]) -> None:
+    """One short completion per adapter, so no measured request pays a first LoRA load."""
+
+    async def go() -> None:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
+            for adapter in adapters:
+                body = {**completion_body(adapter, list(range(TOKEN_ID_RANGE[0], TOKEN_ID_RANGE[0] + 16)), 2), "stream": False}
+                body.pop("stream_options")
+                async with session.post(base_url + "/v1/completions", json=body) as response:
+                    if response.status != 200:
+                        raise RuntimeError(f"warm-up of {adapter} on {base_url}: {response.status} {await response.text()}")
+
+    asyncio.run(go())
+
+
+# ----------------------------------------------------------------------------- engine metrics
+_COUNTER = re.compile(r"^(vllm:prefix_cache_(?:queries|hits)_total)\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
+
+
+def prefix_cache_counters(base_url: str) -> dict[str, float]:
+    """vLLM's prefix-cache counters (tokens queried, tokens hit), summed over their labels."""
+    with urllib.request.urlopen(base_url + "/metrics", timeout=10) as response:
+        text = response.read().decode()
+    totals = {"vllm:prefix_cache_queries_total": 0.0, "vllm:prefix_cache_hits_total": 0.0}
+    for name, value in _COUNTER.findall(text):
+        totals[name] += float(value)
+    return totals
+
+
+# ----------------------------------------------------------------------------- summary
+@dataclass
+class LevelSummary:
+    """One level: throughput, TTFT (all turns, first turns, follow-ups), latency, prefix-cache hits."""
+
+    label: str
+    concurrency: int
+    requests: int
+    errors: int
+    wall_s: float
+    requests_per_s: float
+    requests_per_min: float
+    output_tokens_per_s: float
+    prompt_tokens_mean: float
+    ttft_p50_ms: float
+    ttft_p95_ms: float
+    ttft_p99_ms: float
+    first_turn_ttft_p95_ms: float | None
+    follow_up_ttft_p50_ms: float | None
+    follow_up_ttft_p95_ms: float | None
+    e2e_p50_ms: float
+    e2e_p95_ms: float
+    itl_mean_ms: float | None
+    prefix_cache_hit_rate: float | None
+    requests_per_engine: list[int]
+    error_samples: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarise(
+    label: str,
+    samples: Sequence[Sample],
+    wall_s: float,
+    *,
+    concurrency: int,
+    engines: int,
+    hit_rate: float | None,
+) -> LevelSummary:
+    """Percentiles over successful requests; throughput over ``wall_s``."""
+    ok = [s for s in samples if s.status == 200 and s.ttft_s is not None]
+    ttft = [s.ttft_s * 1000 for s in ok if s.ttft_s is not None]
+    first = [s.ttft_s * 1000 for s in ok if s.ttft_s is not None and s.turn == 0]
+    follow = [s.ttft_s * 1000 for s in ok if s.ttft_s is not None and s.turn > 0]
+    e2e = [s.latency_s * 1000 for s in ok]
+    itl = [
+        (s.latency_s - s.ttft_s) * 1000 / (s.output_tokens - 1)
+        for s in ok
+        if s.ttft_s is not None and s.output_tokens > 1
+    ]
+    per_engine = [0] * engines
+    for s in ok:
+        per_engine[s.engine] += 1
+
+    def pct(values: list[float], q: float) -> float:
+        return round(percentile(values, q), 1)
+
+    return LevelSummary(
+        label=label,
+        concurrency=concurrency,
+        requests=len(samples),
+        errors=len(samples) - len(ok),
+        wall_s=round(wall_s, 2),
+        requests_per_s=round(len(ok) / wall_s, 3),
+        requests_per_min=round(60 * len(ok) / wall_s, 1),
+        output_tokens_per_s=round(sum(s.output_tokens for s in ok) / wall_s, 1),
+        prompt_tokens_mean=round(statistics.fmean(s.prompt_tokens for s in ok), 1) if ok else 0.0,
+        ttft_p50_ms=pct(ttft, 50),
+        ttft_p95_ms=pct(ttft, 95),
+        ttft_p99_ms=pct(ttft, 99),
+        first_turn_ttft_p95_ms=pct(first, 95) if first else None,
+        follow_up_ttft_p50_ms=pct(follow, 50) if follow else None,
+        follow_up_ttft_p95_ms=pct(follow, 95) if follow else None,
+        e2e_p50_ms=pct(e2e, 50),
+        e2e_p95_ms=pct(e2e, 95),
+        itl_mean_ms=round(statistics.fmean(itl), 3) if itl else None,
+        prefix_cache_hit_rate=None if hit_rate is None else round(hit_rate, 4),
+        requests_per_engine=per_engine,
+        error_samples=[s.error for s in samples if s.error][:5],
+    )
+
+
+def run_level(
+    base_urls: Sequence[str],
+    shape: RequestShape,
+    adapters: Sequence[str],
+    *,
+    label: str,
+    mode: Mode,
+    route: Route,
+    concurrency: int,
+    seconds: float,
+    seed: int,
+    warmup_s: float = 0.0,
+) -> LevelSummary:
+    """One level on ``base_urls`` (``http://127.0.0.1:<port>`` of bare vLLM engines)."""
+    urls = [u + "/v1/completions" for u in base_urls]
+    if warmup_s:
+        warm = Workload(shape, adapters, len(urls), route, seed=seed + 10_000)
+        asyncio.run(drive(urls, warm, mode=mode, concurrency=concurrency, seconds=warmup_s))
+    before = [prefix_cache_counters(u) for u in base_urls]
+    workload = Workload(shape, adapters, len(urls), route, seed=seed)
+    samples, wall = asyncio.run(drive(urls, workload, mode=mode, concurrency=concurrency, seconds=seconds))
+    after = [prefix_cache_counters(u) for u in base_urls]
+    queries = sum(a["vllm:prefix_cache_queries_total"] - b["vllm:prefix_cache_queries_total"] for a, b in zip(after, before, strict=True))
+    hits = sum(a["vllm:prefix_cache_hits_total"] - b["vllm:prefix_cache_hits_total"] for a, b in zip(after, before, strict=True))
+    return summarise(
+        label, samples, wall, concurrency=concurrency, engines=len(urls), hit_rate=hits / queries if queries else None
+    )
+
+
+def format_summary(level: LevelSummary) -> str:
+    """One line per level, for the log."""
+    follow = "" if level.follow_up_ttft_p95_ms is None else f" follow-up p50/p95 {level.follow_up_ttft_p50_ms:.0f}/{level.follow_up_ttft_p95_ms:.0f}"
+    hits = "" if level.prefix_cache_hit_rate is None else f" prefix hits {level.prefix_cache_hit_rate:.1%}"
+    return (
+        f"{level.label:<28} c={level.concurrency:<4} {level.requests_per_s:7.2f} req/s ({level.requests_per_min:7.1f}/min) "
+        f"TTFT p50/p95 {level.ttft_p50_ms:7.1f}/{level.ttft_p95_ms:7.1f} ms{follow} e2e p50 {level.e2e_p50_ms:7.0f} ms "
+        f"ITL {level.itl_mean_ms} ms prompt {level.prompt_tokens_mean:.0f}{hits} errors {level.errors}"
+        f" per engine {level.requests_per_engine}"
+    )

@@ -1,0 +1,292 @@
+"""Capacity of one engine at MangaAssist's request shape, and of several behind a router (issues 23, 26).
+
+Runs on one NVIDIA GPU with the image's vLLM 0.22.0, no network, no model download:
+
+``capacity``
+    one bare vLLM with exactly the container's argv (at ``--gpu-memory-utilization`` 0.26 an
+    H100's KV budget is an ml.g5.xlarge's), confined to ``--server-cpus`` (an ml.g5.xlarge has
+    4 vCPUs); then
+
+    1. the probes of ``engine_probes.py`` (prefill rate; decode step time at several batch
+       sizes and contexts), which the GPU model (``devtools/gpu_capacity``) is fitted to;
+    2. a closed-loop sweep of concurrency with ``fresh`` requests (only the shared system
+       prefix can hit the prefix cache: an engine behind least-outstanding routing over many
+       instances) and one with whole ``conversations`` on the engine (session affinity's best
+       case), ``conversations.py`` has the request shape;
+    3. the largest concurrency whose TTFT p95 holds ``--ttft-slo-ms`` (seed 002: 500 ms) and
+       the requests per minute there, for each sweep.
+
+``sessions``
+    ``--engines`` bare engines on the same GPU, each on its own CPU set, loaded with whole
+    conversations routed by least outstanding requests, then with session affinity, at the
+    same concurrencies per engine: prefix-cache hit rate, TTFT of follow-up turns, throughput.
+
+Every result goes to ``--out-dir/<name>.json`` as soon as it is done.
+
+Usage::
+
+    python benchmarks/gpu_capacity.py capacity --model-dir /root/model --out-dir /root/out
+    python benchmarks/gpu_capacity.py sessions --engines 3 --model-dir /root/model --out-dir /root/out
+    python benchmarks/gpu_capacity.py capacity --smoke --out-dir /tmp/cap   # vLLM's CPU build, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "container"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import engine_probes
+from conversations import LevelSummary, RequestShape, format_summary, run_level, warm_up
+from gpu_report import container_environment
+from gpu_serving import GPU, SMOKE, Profile, ensure_model, gpu_total_mib, use_cpu_engine_shim
+from servers_under_test import ServerRun, start
+
+from app_config.model import AppConfig
+from serving_app.settings import Settings
+from serving_contract import env
+
+TTFT_SLO_MS = 500.0
+"""The TTFT SLO the alarms hold: p95 <= 500 ms (seed 002; ``monitoring.high_ttft.threshold``)."""
+
+FRESH_LEVELS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 41)
+CONVERSATION_LEVELS = (1, 4, 8, 12, 16, 24, 32)
+SMOKE_LEVELS = (1, 2)
+SMOKE_SHAPE = RequestShape(shared_prefix_tokens=32, conversation_tokens=48, turn_tokens=8, output_tokens=8)
+
+
+def start_engines(
+    args: argparse.Namespace, profile: Profile, count: int, cpu_sets: Sequence[str | None]
+) -> list[ServerRun]:
+    """``count`` bare engines with the container's argv, one port pair each; waits for all."""
+    config = AppConfig()
+    overrides = dict(profile.engine_env)
+    if args.gpu_memory_utilization:
+        overrides[env.ENGINE_GPU_MEMORY_UTILIZATION] = f"{args.gpu_memory_utilization:g}"
+    settings_env = container_environment(config, overrides)
+    Settings.from_env(settings_env)
+    servers = []
+    for index in range(count):
+        servers.append(
+            start(
+                name=f"engine-{index}",
+                kind="bare",
+                settings_env=settings_env,
+                model_root=Path(args.model_dir),
+                port=args.port + 2 * index,
+                engine_port=args.port + 2 * index + 1,
+                log_dir=Path(args.out_dir),
+                cpus=cpu_sets[index],
+            )
+        )
+        if index == 0 and count > 1:
+            # The first start writes the compile cache; the others then load it instead of racing.
+            servers[0].wait_ready(profile.ready_timeout_s)
+    for server in servers:
+        server.wait_ready(profile.ready_timeout_s)
+        warm_up(server.base_url, [a.name for a in config.model.adapters])
+        print(f"{server.name}: ready after {server.ready_s} s, KV tokens {server.figures.get('kv_cache_tokens')}", flush=True)
+    return servers
+
+
+def at_slo(levels: Sequence[LevelSummary], slo_ms: float) -> dict[str, Any]:
+    """The largest measured concurrency whose TTFT p95 is within ``slo_ms``, and its throughput.
+
+    Levels are in increasing concurrency; the first level above the SLO ends the search (a
+    noisy level further up does not count).
+    """
+    best: LevelSummary | None = None
+    for level in levels:
+        if level.errors or level.ttft_p95_ms > slo_ms:
+            break
+        best = level
+    if best is None:
+        return {"concurrency": 0, "requests_per_min": 0.0, "ttft_p95_ms": None}
+    return {"concurrency": best.concurrency, "requests_per_min": best.requests_per_min, "ttft_p95_ms": best.ttft_p95_ms}
+
+
+def capacity(args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]) -> dict[str, Any]:
+    """Probes, then the fresh and conversation sweeps on one engine."""
+    [server] = start_engines(args, profile, 1, [args.server_cpus])
+    url = server.base_url
+    result: dict[str, Any] = {
+        "kind": "capacity",
+        "shape": shape.__dict__,
+        "mean_prompt_tokens": shape.mean_prompt_tokens,
+        "gpu_memory_mib": None if args.smoke else gpu_total_mib(),
+        "gpu_memory_utilization": args.gpu_memory_utilization,
+        "server_cpus": args.server_cpus,
+        "ready_s": server.ready_s,
+        "vllm": server.figures,
+        "ttft_slo_ms": args.ttft_slo_ms,
+        "probes": [],
+        "fresh": [],
+        "conversations": [],
+    }
+    out = Path(args.out_dir, f"{args.name}.json")
+    try:
+        if not args.smoke:
+            probes = [
+                engine_probes.prefill(url + "/v1/completions", adapters, batch=32, prompt_tokens=2048),
+                *(engine_probes.decode(url + "/v1/completions", adapters, batch=b) for b in (1, 16, 64)),
+                engine_probes.decode(url + "/v1/completions", adapters, batch=32, prompt_tokens=2048),
+            ]
+            for probe in probes:
+                result["probes"].append(probe.to_json())
+                print(f"probe {probe}", flush=True)
+        for mode, levels in (("fresh", args.fresh_levels), ("conversations", args.conversation_levels)):
+            for index, concurrency in enumerate(levels):
+                level = run_level(
+                    [url],
+                    shape,
+                    adapters,
+                    label=mode,
+                    mode=mode,
+                    route="least_outstanding",
+                    concurrency=concurrency,
+                    seconds=args.seconds,
+                    seed=1000 * (index + 1) + (0 if mode == "fresh" else 500),
+                    warmup_s=args.warmup_s,
+                )
+                result[mode].append(level.to_json())
+                print(format_summary(level), flush=True)
+                out.write_text(json.dumps(result, indent=2))
+        for mode in ("fresh", "conversations"):
+            levels = [LevelSummary(**lv) for lv in result[mode]]
+            result[f"{mode}_at_slo"] = at_slo(levels, args.ttft_slo_ms)
+            print(f"{mode}: at TTFT p95 <= {args.ttft_slo_ms:g} ms: {result[f'{mode}_at_slo']}", flush=True)
+    finally:
+        server.stop()
+        out.write_text(json.dumps(result, indent=2))
+    return result
+
+
+def sessions(args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]) -> dict[str, Any]:
+    """Conversations over ``--engines`` engines: least outstanding vs session affinity, per level."""
+    cpu_sets = args.engine_cpus.split(";") if args.engine_cpus else [None] * args.engines
+    if len(cpu_sets) != args.engines:
+        raise SystemExit(f"--engine-cpus: {len(cpu_sets)} CPU sets for {args.engines} engines")
+    servers = start_engines(args, profile, args.engines, cpu_sets)
+    urls = [s.base_url for s in servers]
+    result: dict[str, Any] = {
+        "kind": "sessions",
+        "engines": args.engines,
+        "engine_cpus": cpu_sets,
+        "shape": shape.__dict__,
+        "gpu_memory_utilization": args.gpu_memory_utilization,
+        "vllm": [s.figures for s in servers],
+        "ttft_slo_ms": args.ttft_slo_ms,
+        "least_outstanding": [],
+        "affinity": [],
+    }
+    out = Path(args.out_dir, f"{args.name}.json")
+    try:
+        for index, per_engine in enumerate(args.conversation_levels):
+            # Alternate the order per level so drift in the GPU state falls on both routes alike.
+            routes = ("least_outstanding", "affinity") if index % 2 == 0 else ("affinity", "least_outstanding")
+            for route in routes:
+                level = run_level(
+                    urls,
+                    shape,
+                    adapters,
+                    label=route,
+                    mode="conversations",
+                    route=route,
+                    concurrency=per_engine * args.engines,
+                    seconds=args.seconds,
+                    seed=7000 + 100 * index + (0 if route == "affinity" else 50),
+                    warmup_s=args.warmup_s,
+                )
+                result[route].append(level.to_json())
+                print(format_summary(level), flush=True)
+                out.write_text(json.dumps(result, indent=2))
+        for route in ("least_outstanding", "affinity"):
+            levels = [LevelSummary(**lv) for lv in result[route]]
+            slo = at_slo(levels, args.ttft_slo_ms)
+            slo["concurrency_per_engine"] = slo["concurrency"] / args.engines
+            slo["requests_per_min_per_engine"] = slo["requests_per_min"] / args.engines
+            result[f"{route}_at_slo"] = slo
+            print(f"{route}: at TTFT p95 <= {args.ttft_slo_ms:g} ms: {slo}", flush=True)
+    finally:
+        for server in servers:
+            server.stop()
+        out.write_text(json.dumps(result, indent=2))
+    return result
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        levels = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers such as 1,8,32") from None
+    if not levels or min(levels) < 1 or levels != sorted(levels):
+        raise argparse.ArgumentTypeError(f"{text!r}: levels must be >= 1 and increasing")
+    return levels
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    # `timeout` (gpu_session.sh) sends SIGTERM: unwind, so every `finally` stops its servers,
+    # which run in sessions of their own and would otherwise outlive this process.
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    parser = argparse.ArgumentParser(prog="gpu_capacity.py", description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=("capacity", "sessions"))
+    parser.add_argument("--smoke", action="store_true", help="vLLM's CPU build, tiny model, seconds of load")
+    parser.add_argument("--out-dir", default="gpu-bench-results")
+    parser.add_argument("--name", help="result file name (default: the mode)")
+    parser.add_argument("--model-dir", help="reuse a model made earlier (default: <out-dir>/model, made if absent)")
+    parser.add_argument("--gpu-memory-utilization", type=float, help="0.26 on an H100 = an ml.g5.xlarge's KV budget")
+    parser.add_argument("--server-cpus", help="CPU set of the engine (capacity), e.g. 0-3")
+    parser.add_argument("--engines", type=int, default=3, help="engines on the GPU (sessions)")
+    parser.add_argument("--engine-cpus", help="CPU set per engine, ';'-separated (sessions), e.g. '0-3;4-7;8-11'")
+    parser.add_argument("--fresh-levels", type=_levels, help=f"default {','.join(map(str, FRESH_LEVELS))}")
+    parser.add_argument(
+        "--conversation-levels", type=_levels, help=f"per engine; default {','.join(map(str, CONVERSATION_LEVELS))}"
+    )
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per level")
+    parser.add_argument("--warmup-s", type=float, default=3.0, help="unmeasured seconds before each level")
+    parser.add_argument("--ttft-slo-ms", type=float, default=TTFT_SLO_MS)
+    parser.add_argument("--client-cpus", help="CPU set of this load generator (taskset semantics)")
+    parser.add_argument("--port", type=int, default=18180)
+    args = parser.parse_args(argv)
+
+    profile = SMOKE if args.smoke else GPU
+    shape = SMOKE_SHAPE if args.smoke else RequestShape()
+    if args.smoke:
+        use_cpu_engine_shim()
+        args.seconds, args.warmup_s = min(args.seconds, 4.0), 0.0
+    args.name = args.name or args.mode
+    args.fresh_levels = args.fresh_levels or list(SMOKE_LEVELS if args.smoke else FRESH_LEVELS)
+    args.conversation_levels = args.conversation_levels or list(SMOKE_LEVELS if args.smoke else CONVERSATION_LEVELS)
+    if args.client_cpus:
+        import os  # noqa: PLC0415
+
+        from gpu_serving import _cpu_set  # noqa: PLC0415
+
+        os.sched_setaffinity(0, _cpu_set(args.client_cpus))
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    args.model_dir = args.model_dir or str(out / "model")
+    ensure_model(Path(args.model_dir), profile, device="cpu" if args.smoke else "cuda")
+    adapters = [a.name for a in AppConfig().model.adapters]
+    print(f"request shape {shape}: mean prompt {shape.mean_prompt_tokens:.0f} tokens", flush=True)
+    started = time.monotonic()
+    (capacity if args.mode == "capacity" else sessions)(args, profile, shape, adapters)
+    print(f"{args.mode}: done in {time.monotonic() - started:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU runs behind docs/performance.md, one step per device call, on a machine with one
+# NVIDIA GPU, CPython 3.12 + torch 2.11 and no network (vLLM 0.22.0 arrives as parts staged in
+# /root/st by earlier calls: ../shared/gpu/pack_vllm.sh, then `cp .gpu/cN/part-* /root/st/`).
+#
+# usage: benchmarks/gpu_session.sh STEP [OUT_DIR]
+#   install     install vLLM 0.22.0 from /root/st into /tmp/site; make the 8B-shaped AWQ model
+#   capacity    one engine on CPUs 0-3 (an ml.g5.xlarge has 4 vCPUs), cold compile cache:
+#               probes + fresh and conversation sweeps at MangaAssist's request shape
+#   startup     start-up levers, one after another on CPUs 0-3 (compile cache kept from capacity)
+#   sessions    3 engines on CPUs 0-3, 4-7, 8-11: least outstanding vs session affinity
+#   matrix      every engine option the config accepts, 6 engines side by side
+#   relay       gateway vs bare vLLM side by side, streaming at 1/32/128 on 4 CPUs
+# UTIL (default: 0.92 x an A10G's 23,028 MiB over this GPU's memory) sets
+# --gpu-memory-utilization so the KV cache is an ml.g5.xlarge's.
+set -uo pipefail
+step=${1:?usage: gpu_session.sh STEP [OUT_DIR]}
+dest=${2:-${OUT:-/root/out}}
+out=/root/bench/$step
+mkdir -p "$dest" "$out"
+export PYTHONPATH=/tmp/site VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+model=/root/model
+total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+util=${UTIL:-$(python3 -c "print(round(0.92 * 23028 / ${total_mib}, 4))")}
+here=$(cd "$(dirname "$0")" && pwd)
+# End each step inside the device call's 10 minutes, so its results are still copied out.
+limit=${STEP_TIMEOUT:-560}
+log() { echo "== $(date +%T) $*"; }
+# A server an earlier, interrupted step left behind would hold GPU memory.
+pkill -f 'vllm.entrypoints|serving_app serve|vllm_with_args' 2>/dev/null && sleep 5
+
+case "$step" in
+  install)
+    log "install"
+    bash .gpu/install_vllm.sh /root/st /tmp/site || exit 1
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.csv"
+    log "model"
+    python3 -c "
+import sys; sys.path[:0] = ['$here', '$here/..', '$here/../container']
+from pathlib import Path
+from gpu_serving import GPU, ensure_model
+print(ensure_model(Path('$model'), GPU, device='cuda')['seconds'], 's to make the model')"
+    ;;
+  capacity)
+    log "capacity util=$util"
+    timeout "$limit" python3 "$here/gpu_capacity.py" capacity --model-dir "$model" --out-dir "$out" \
+      --gpu-memory-utilization "$util" --server-cpus 0-3 --client-cpus 4-15 --seconds 15 --warmup-s 2 \
+      --conversation-levels 1,4,8,12,16,24 ${ARGS:-}
+    ;;
+  startup)
+    log "startup util=$util"
+    timeout "$limit" python3 "$here/gpu_startup.py" startup --model-dir "$model" --out-dir "$out" \
+      --gpu-memory-utilization "$util" --server-cpus 0-3 \
+      --levers "${LEVERS:-hit,hit-fastsafetensors,gateway-hit,tuned-miss,tuned-hit,gateway-tuned-hit}" ${ARGS:-}
+    ;;
+  sessions)
+    log "sessions util=$util"
+    timeout "$limit" python3 "$here/gpu_capacity.py" sessions --engines 3 --engine-cpus '0-3;4-7;8-11' --client-cpus 12-15 \
+      --model-dir "$model" --out-dir "$out" --gpu-memory-utilization "$util" --seconds 15 --warmup-s 2 \
+      --conversation-levels 4,8,12,16 ${ARGS:-}
+    ;;
+  matrix)
+    log "matrix util=$util"
+    timeout "$limit" python3 "$here/gpu_startup.py" matrix --model-dir "$model" --out-dir "$out" --parallel "${PARALLEL:-6}" \
+      --gpu-memory-utilization "$util" --kv-cache-memory-bytes $((12 * 1024 ** 3)) ${ARGS:-}
+    ;;
+  relay)
+    log "relay util=$util"
+    timeout "$limit" python3 "$here/gpu_serving.py" --setups gateway-ab-4cpu --server-cpus 0-3 --client-cpus 4-15 \
+      --model-dir "$model" --out-dir "$out" --gpu-memory-utilization "$util" --concurrency 1,32,128 ${ARGS:-}
+    ;;
+  *)
+    echo "unknown step $step" >&2; exit 2 ;;
+esac
+rc=$?
+# At most 8 files come back from a device call: the JSON results and one archive of the logs.
+cp "$out"/*.json "$dest"/ 2>/dev/null
+(cd "$out" && ls *.log >/dev/null 2>&1 && tar -czf "$dest/$step-logs.tgz" *.log)
+exit $rc

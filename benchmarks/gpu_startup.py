@@ -1,0 +1,332 @@
+"""Engine start-up levers and the engine-option matrix on one NVIDIA GPU (issues 24, 25).
+
+``startup``
+    starts the engine once per lever, one after another on ``--server-cpus`` (an ml.g5.xlarge
+    has 4 vCPUs), times spawn -> ready (vLLM's ``/health``, or the gateway's ``/ping`` after its
+    warmup), reads vLLM's start-up log (engine init, torch.compile, CUDA-graph capture, weight
+    loading, KV tokens, compile-cache hit), then drives ``--load-seconds`` of MangaAssist-shaped
+    requests (``conversations.py``, ``fresh``, concurrency 8) so a lever's cost in speed shows
+    next to its gain in start-up. The compile cache is the one vLLM keeps in
+    ``VLLM_CACHE_ROOT``; a lever that changes its key (a ``VLLM_*`` variable, the compilation
+    config) misses it on its first start.
+``matrix``
+    starts the engine once per value of every option that changes what vLLM builds, one at a
+    time over the default, and records started / failed (vLLM's error line) / KV tokens /
+    attention backend / a short throughput figure. Engines start ``--parallel`` at a time on one
+    GPU, each with a fixed KV-cache size (``--kv-cache-memory-bytes``): with vLLM's own memory
+    profiling, engines starting side by side would count each other's allocations as their own
+    and under-size (or fail) their KV caches. The load runs on one engine at a time.
+
+Usage::
+
+    python benchmarks/gpu_startup.py startup --levers cold,hit,gateway-hit --model-dir /root/model
+    python benchmarks/gpu_startup.py matrix --entries quantization=awq,kv_cache_dtype=fp8 --parallel 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "container"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from conversations import RequestShape, format_summary, run_level
+from gpu_report import container_environment
+from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, ensure_model, use_cpu_engine_shim
+from servers_under_test import ServerRun, start
+
+from app_config.model import AppConfig
+from serving_app.settings import Settings
+from serving_contract import env
+
+START_FIGURES = {
+    "weights_load_s": re.compile(r"Loading weights took ([\d.]+) seconds"),
+    "model_loading_s": re.compile(r"Model loading took [\d.]+ GiB(?: memory)? and ([\d.]+) seconds"),
+    "graph_capture_s": re.compile(r"Graph capturing finished in ([\d.]+) secs"),
+    "graph_capture_gib": re.compile(r"Graph capturing finished in [\d.]+ secs, took ([\d.]+) GiB"),
+    "attention_backend": re.compile(r"Using (\w+) (?:attention )?backend"),
+}
+ERROR_LINE = re.compile(r"^.*\b(\w+(?:Error|Exception)): (.+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One engine start: container settings over the default, extra vLLM flags and environment."""
+
+    kind: str = "bare"  # or "gateway"
+    settings: dict[str, str] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    engine_env: dict[str, str] = field(default_factory=dict)
+    clear_cache: bool = False
+
+
+TUNED_ARGS = ("--max-cudagraph-capture-size", "64", "--load-format", "fastsafetensors")
+TUNED_ENV = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}
+LEVERS: dict[str, Variant] = {
+    "cold": Variant(clear_cache=True),
+    "hit": Variant(),
+    "hit-fastsafetensors": Variant(args=("--load-format", "fastsafetensors")),
+    "gateway-hit": Variant(kind="gateway"),
+    # Graph capture up to 64 sequences (vLLM: min(2 x max_num_seqs, 512) = 256) and no CUDA-graph
+    # memory estimate (vLLM's own suggestion for the warm-cache KV loss): both change the
+    # compile-cache key, so the first start with them is a miss.
+    "tuned-miss": Variant(args=TUNED_ARGS, engine_env=TUNED_ENV),
+    "tuned-hit": Variant(args=TUNED_ARGS, engine_env=TUNED_ENV),
+    "gateway-tuned-hit": Variant(kind="gateway", args=TUNED_ARGS, engine_env=TUNED_ENV),
+    "O0": Variant(args=("-O0",)),
+    "O1-miss": Variant(args=("-O1",)),
+    "O1-hit": Variant(args=("-O1",)),
+    "eager": Variant(settings={env.ENGINE_ENFORCE_EAGER: "true"}),
+}
+
+
+def matrix_entry(text: str) -> Variant:
+    """``key=value`` of an engine setting (``quantization=awq``), or ``--flag=value`` of vLLM; ``+`` joins several."""
+    settings: dict[str, str] = {}
+    args: list[str] = []
+    from serving_contract.engine_settings import BY_KEY  # noqa: PLC0415
+
+    for part in text.split("+"):
+        key, _, value = part.partition("=")
+        if key.startswith("--"):
+            args += [key, value] if value else [key]
+        elif key in BY_KEY:
+            settings[BY_KEY[key].env_var] = value
+        else:
+            raise argparse.ArgumentTypeError(f"{part!r}: not an engine setting ({', '.join(BY_KEY)}) or a --flag")
+    return Variant(settings=settings, args=tuple(args))
+
+
+MATRIX = (
+    "default",
+    "quantization=awq_marlin",
+    "quantization=awq",
+    "quantization=gptq_marlin",
+    "quantization=gptq",
+    "quantization=fp8",
+    "kv_cache_dtype=fp8",
+    "--attention-backend=FLASH_ATTN",
+    "--attention-backend=TRITON_ATTN",
+    "--attention-backend=FLASHINFER",
+    "kv_cache_dtype=fp8+--attention-backend=TRITON_ATTN",
+    "kv_cache_dtype=fp8+--attention-backend=FLASHINFER",
+    "enforce_eager=true",
+    "block_size=32",
+    "block_size=128",
+    "max_model_len=256",
+    "max_model_len=8192",
+    "max_num_batched_tokens=256",
+    "max_num_seqs=1",
+    "max_num_seqs=1024",
+    "max_loras=1",
+    "max_loras=64",
+    "max_lora_rank=8",
+    "max_lora_rank=64",
+)
+"""Every value the config accepts of the options that change what vLLM builds, one at a time
+over the default (``serving_contract/engine_settings.py`` has the accepted values and bounds),
+plus the attention backends vLLM 0.22 offers for this model (``--attention-backend``)."""
+
+
+def settings_env(profile: Profile, args: argparse.Namespace, variant: Variant) -> dict[str, str]:
+    overrides = {**profile.engine_env, **variant.settings}
+    if args.gpu_memory_utilization:
+        overrides[env.ENGINE_GPU_MEMORY_UTILIZATION] = f"{args.gpu_memory_utilization:g}"
+    return container_environment(AppConfig(), overrides)
+
+
+def read_start(server: ServerRun) -> dict[str, Any]:
+    text = server.log_path.read_text(errors="replace")
+    found: dict[str, Any] = dict(server.figures)
+    for key, pattern in START_FIGURES.items():
+        match = pattern.search(text)
+        if match:
+            found[key] = match.group(1) if key == "attention_backend" else float(match.group(1))
+    return found
+
+
+GENERIC_ERRORS = ("Engine core initialization failed", "See root cause above", "exited with")
+"""vLLM's wrapper errors: the line worth keeping is the cause logged before them."""
+
+
+def error_line(log_path: Path) -> str | None:
+    """The last ``SomethingError: message`` line vLLM (or the gateway) logged, its wrappers
+    skipped; a pydantic ``ValidationError`` keeps the line that says what failed."""
+    lines = [re.sub(r"^\([\w ]+pid=\d+\)\s*", "", line) for line in log_path.read_text(errors="replace").splitlines()]
+    found = None
+    for index, line in enumerate(lines):
+        match = ERROR_LINE.match(line)
+        if not match or any(g in match.group(2) for g in GENERIC_ERRORS):
+            continue
+        found = f"{match.group(1)}: {match.group(2).strip()}"
+        if match.group(1) == "ValidationError" and index + 1 < len(lines):
+            found += " " + lines[index + 1].strip().split(" [type=")[0]
+    return found[:400] if found else None
+
+
+def short_load(server: ServerRun, args: argparse.Namespace, shape: RequestShape, adapters: list[str], seed: int) -> dict[str, Any]:
+    level = run_level(
+        [f"http://127.0.0.1:{server.port + (1 if server.kind == 'gateway' else 0)}"],
+        shape,
+        adapters,
+        label=server.name,
+        mode="fresh",
+        route="least_outstanding",
+        concurrency=args.load_concurrency,
+        seconds=args.load_seconds,
+        seed=seed,
+        warmup_s=0 if args.smoke else 2.0,
+    )
+    print(f"  {format_summary(level)}", flush=True)
+    return level.to_json()
+
+
+def startup(args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]) -> list[dict[str, Any]]:
+    results = []
+    for index, name in enumerate(args.levers):
+        variant = LEVERS[name]
+        if variant.clear_cache:
+            shutil.rmtree(COMPILE_CACHE, ignore_errors=True)
+        environ = settings_env(profile, args, variant)
+        Settings.from_env(environ)
+        server = start(
+            name=name,
+            kind=variant.kind,
+            settings_env=environ,
+            model_root=Path(args.model_dir),
+            port=args.port,
+            engine_port=args.port + 1,
+            log_dir=Path(args.out_dir),
+            cpus=args.server_cpus,
+            extra_env=variant.engine_env,
+            extra_args=variant.args,
+        )
+        result: dict[str, Any] = {"lever": name, "kind": variant.kind, "args": list(variant.args), "env": variant.engine_env}
+        try:
+            result["ready_s"] = server.wait_ready(profile.ready_timeout_s)
+            result["start"] = read_start(server)
+            print(f"{name}: ready after {result['ready_s']} s {result['start']}", flush=True)
+            result["load"] = short_load(server, args, shape, adapters, seed=100 + index)
+        except (RuntimeError, TimeoutError) as exc:
+            result["error"] = f"{exc}; {error_line(server.log_path)}"
+            print(f"{name}: FAILED {result['error']}", flush=True)
+        finally:
+            server.stop()
+        results.append(result)
+        Path(args.out_dir, f"{args.name}.json").write_text(json.dumps(results, indent=2))
+    return results
+
+
+def matrix(args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    entries = list(args.entries)
+    for wave_start in range(0, len(entries), args.parallel):
+        wave = entries[wave_start : wave_start + args.parallel]
+        servers: list[tuple[str, ServerRun]] = []
+        for offset, name in enumerate(wave):
+            variant = matrix_entry(name) if name != "default" else Variant()
+            extra = list(variant.args)
+            if args.kv_cache_memory_bytes:
+                extra += ["--kv-cache-memory-bytes", str(args.kv_cache_memory_bytes)]
+            port = args.port + 2 * offset
+            server = start(
+                name=re.sub(r"[^\w.=+-]", "_", name),
+                kind="bare",
+                settings_env=settings_env(profile, args, variant),
+                model_root=Path(args.model_dir),
+                port=port,
+                engine_port=port + 1,
+                log_dir=Path(args.out_dir),
+                extra_args=extra,
+            )
+            servers.append((name, server))
+            time.sleep(2)
+        started: list[tuple[str, ServerRun, dict[str, Any]]] = []
+        for name, server in servers:
+            result: dict[str, Any] = {"entry": name}
+            try:
+                result["ready_s"] = server.wait_ready(profile.ready_timeout_s)
+                result["status"] = "started"
+                result["start"] = read_start(server)
+                started.append((name, server, result))
+            except (RuntimeError, TimeoutError) as exc:
+                result["status"] = "failed"
+                result["error"] = error_line(server.log_path) or str(exc)
+                result["start"] = read_start(server)
+                server.stop()
+            print(f"{name}: {result['status']} {result.get('error', '')} {result['start']}", flush=True)
+            results.append(result)
+        for index, (name, server, result) in enumerate(started):
+            try:
+                result["load"] = short_load(server, args, shape, adapters, seed=500 + index)
+            finally:
+                server.stop()
+        Path(args.out_dir, f"{args.name}.json").write_text(json.dumps(results, indent=2))
+    return results
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    # `timeout` (gpu_session.sh) sends SIGTERM: unwind, so every `finally` stops its servers,
+    # which run in sessions of their own and would otherwise outlive this process.
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    parser = argparse.ArgumentParser(prog="gpu_startup.py", description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=("startup", "matrix"))
+    parser.add_argument("--levers", default="cold,hit,gateway-hit", help=f"comma-separated, of {', '.join(LEVERS)}")
+    parser.add_argument("--entries", help="'|'-separated matrix entries (default: every entry of MATRIX)")
+    parser.add_argument("--parallel", type=int, default=1, help="matrix engines started side by side")
+    parser.add_argument("--kv-cache-memory-bytes", type=int, help="matrix: fixed KV cache per engine")
+    parser.add_argument("--smoke", action="store_true", help="vLLM's CPU build, tiny model, seconds of load")
+    parser.add_argument("--out-dir", default="gpu-bench-results")
+    parser.add_argument("--name", help="result file name (default: the mode)")
+    parser.add_argument("--model-dir", help="reuse a model made earlier (default: <out-dir>/model, made if absent)")
+    parser.add_argument("--gpu-memory-utilization", type=float)
+    parser.add_argument("--server-cpus", help="CPU set of each server (startup), e.g. 0-3")
+    parser.add_argument("--load-seconds", type=float, default=10.0)
+    parser.add_argument("--load-concurrency", type=int, default=8)
+    parser.add_argument("--port", type=int, default=18280)
+    args = parser.parse_args(argv)
+
+    profile = SMOKE if args.smoke else GPU
+    shape = RequestShape(32, 48, 8, 8) if args.smoke else RequestShape()
+    if args.smoke:
+        use_cpu_engine_shim()
+        args.load_seconds, args.load_concurrency = min(args.load_seconds, 3.0), 2
+    args.name = args.name or args.mode
+    args.levers = args.levers.split(",")
+    unknown = [lever for lever in args.levers if lever not in LEVERS]
+    if unknown:
+        parser.error(f"--levers: unknown {', '.join(unknown)}; allowed: {', '.join(LEVERS)}")
+    args.entries = args.entries.split("|") if args.entries else list(MATRIX)
+    for entry in args.entries:
+        if entry != "default":
+            try:
+                matrix_entry(entry)
+            except argparse.ArgumentTypeError as exc:
+                parser.error(f"--entries: {exc}")
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    args.model_dir = args.model_dir or str(out / "model")
+    ensure_model(Path(args.model_dir), profile, device="cpu" if args.smoke else "cuda")
+    adapters = [a.name for a in AppConfig().model.adapters]
+    began = time.monotonic()
+    (startup if args.mode == "startup" else matrix)(args, profile, shape, adapters)
+    print(f"{args.mode}: done in {time.monotonic() - began:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
