@@ -24,12 +24,17 @@ class Gpu:
         memory_mib: total device memory the driver reports, MiB.
         compute_capability: e.g. ``(8, 6)``; vLLM's Marlin kernels need >= (8, 0).
         source: where ``memory_mib`` comes from.
+        dense_fp16_tflops: FP16 tensor-core throughput without structured sparsity, TFLOPS, from
+            the vendor's datasheet (docs/sources.md, "GPU datasheets"); what bounds prefill.
+        memory_bandwidth_gbs: device memory bandwidth, GB/s, same source; what bounds decode.
     """
 
     name: str
     memory_mib: int
     compute_capability: tuple[int, int]
     source: str
+    dense_fp16_tflops: float
+    memory_bandwidth_gbs: float
 
     @property
     def memory_bytes(self) -> int:
@@ -39,18 +44,18 @@ class Gpu:
 
 # nvidia-smi totals as published with the GPU's name: modal-labs/modal-client PR #2797 (A10G, L4,
 # L40S, A100 40/80 GB, H100), NVIDIA/DCGM issue #232 (A10G on EC2), NVIDIA/nccl issue #1264 (H100).
-T4: Final = Gpu("T4", 15_360, (7, 5), "nvidia-smi (Tesla T4, 15360 MiB)")
-A10G: Final = Gpu("A10G", 23_028, (8, 6), "nvidia-smi on g5 (NVIDIA/DCGM #232: 23028MiB)")
-L4: Final = Gpu("L4", 23_034, (8, 9), "nvidia-smi (modal-client #2797: 23034MiB)")
-L40S: Final = Gpu("L40S", 46_068, (8, 9), "nvidia-smi (modal-client #2797: 46068MiB)")
-A100_40GB: Final = Gpu("A100-SXM4-40GB", 40_960, (8, 0), "nvidia-smi (modal-client #2797: 40960MiB)")
-A100_80GB: Final = Gpu("A100-SXM4-80GB", 81_920, (8, 0), "nvidia-smi (NVIDIA/mig-parted #31: 81920MiB)")
+T4: Final = Gpu("T4", 15_360, (7, 5), "nvidia-smi (Tesla T4, 15360 MiB)", 65.0, 320.0)
+# AWS's A10G has less tensor throughput than the A10 (70 vs 125 dense FP16 TFLOPS) and the same
+# 600 GB/s (docs/sources.md, "GPU datasheets").
+A10G: Final = Gpu("A10G", 23_028, (8, 6), "nvidia-smi on g5 (NVIDIA/DCGM #232: 23028MiB)", 70.0, 600.0)
+L4: Final = Gpu("L4", 23_034, (8, 9), "nvidia-smi (modal-client #2797: 23034MiB)", 121.0, 300.0)
+L40S: Final = Gpu("L40S", 46_068, (8, 9), "nvidia-smi (modal-client #2797: 46068MiB)", 362.0, 864.0)
+A100_40GB: Final = Gpu("A100-SXM4-40GB", 40_960, (8, 0), "nvidia-smi (modal-client #2797: 40960MiB)", 312.0, 1_555.0)
+A100_80GB: Final = Gpu("A100-SXM4-80GB", 81_920, (8, 0), "nvidia-smi (NVIDIA/mig-parted #31: 81920MiB)", 312.0, 2_039.0)
 H100_80GB: Final = Gpu(
-    "H100 80GB HBM3", 81_559, (9, 0), "nvidia-smi (NVIDIA/nccl #1264: 81559MiB), as on the bench H100"
+    "H100 80GB HBM3", 81_559, (9, 0), "nvidia-smi (NVIDIA/nccl #1264: 81559MiB), as on the bench H100", 989.0, 3_350.0
 )
-H200: Final = Gpu(
-    "H200", 143_771, (9, 0), "NVIDIA's 141 GB less ~2 %, as nvidia-smi shows on other H200 hosts; unconfirmed"
-)
+H200: Final = Gpu("H200", 143_771, (9, 0), "nvidia-smi on the bench H200 (143771 MiB, 2026-11-25)", 989.0, 4_800.0)
 
 
 @dataclass(frozen=True, slots=True)

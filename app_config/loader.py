@@ -66,7 +66,9 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def _defaults_as_dict() -> dict[str, Any]:
-    return AppConfig().model_dump(mode="python")
+    # model_construct: the declared defaults, before AppConfig's validators derive values from
+    # other sections (the concurrency targets), so a derived value follows its overrides.
+    return AppConfig.model_construct().model_dump(mode="python")
 
 
 def load_config(context: Mapping[str, Any]) -> AppConfig:

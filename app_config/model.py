@@ -7,6 +7,7 @@ from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
 from app_config.bedrock import BedrockConfig, check_import_region
+from app_config.capacity import CapacityConfig, InstanceCapacity, instance_capacity
 from app_config.capacity_timeline import check_schedule
 from app_config.container import ContainerConfig
 from app_config.engine import EngineConfig
@@ -78,6 +79,36 @@ class AppConfig(ConfigModel):
     bedrock: BedrockConfig = Field(
         default=BedrockConfig(), description="Optional Bedrock Custom Model Import stack (off by default)."
     )
+    capacity: CapacityConfig = Field(
+        default=CapacityConfig(),
+        description="Per-instance capacity at the TTFT SLO: routing assumption and measured overrides.",
+    )
+
+    @model_validator(mode="after")
+    def _derive_concurrency_targets(self) -> "AppConfig":
+        """Fill each unset ``concurrent_requests_target`` with the variant's capacity at the SLO.
+
+        The sections are frozen and pydantic keeps ``self`` from an ``__init__`` validator, so the
+        derived section replaces the field in place, once, before any other check reads it.
+        """
+        updates = {}
+        for key, variant in (("primary", self.serving.primary), ("canary", self.serving.canary)):
+            scaling = getattr(self.scaling, key)
+            if scaling.target_tracking.concurrent_requests_target is None:
+                target = float(self.capacity_of(variant.instance_type).concurrency)
+                tracking = scaling.target_tracking.model_copy(update={"concurrent_requests_target": target})
+                updates[key] = scaling.model_copy(update={"target_tracking": tracking})
+        if updates:
+            object.__setattr__(self, "scaling", self.scaling.model_copy(update=updates))
+        return self
+
+    def capacity_of(self, instance_type: str) -> InstanceCapacity:
+        """One ``instance_type`` instance's capacity at TTFT p95 <= ``monitoring.high_ttft.threshold``.
+
+        Raises:
+            ValueError: no measurement and no projection for the instance type's GPU.
+        """
+        return instance_capacity(instance_type, self.monitoring.high_ttft.threshold, self.capacity)
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":

@@ -43,15 +43,16 @@ class TargetTrackingConfig(ConfigModel):
             "8-instance ceiling and would hold the fleet near max at <1 request/s per GPU."
         ),
     )
-    concurrent_requests_target: float = Field(
-        default=32.0,
+    concurrent_requests_target: float | None = Field(
+        default=None,
         gt=0,
         le=1024,
         description=(
-            "Target concurrent requests per instance (high-resolution metric). Source: the memory plan: 41 "
-            "requests of the typical 2,560 tokens fit the KV cache of an ml.g5.xlarge at the default engine "
-            "settings; 32 keeps ~20 % headroom. Seed 003's ~60 (its observed peak) is above what fits: vLLM would "
-            "preempt and queue before the fleet scaled out. `make synth` warns when the target is above the fit."
+            "Target concurrent requests per instance (high-resolution metric); unset (the default) = the instance "
+            "type's concurrency at the TTFT SLO (app_config/capacity.py: measured with ops load, else projected from "
+            "the GPU measurement at MangaAssist's request shape, docs/performance.md). Above it, TTFT p95 passes "
+            "monitoring.high_ttft.threshold. The earlier 32 came from what the KV cache fits (41 typical requests "
+            "on a g5); measured on an H100 at the request shape, TTFT p95 at 32 concurrent is ~1.7 s."
         ),
     )
     scale_out_cooldown_s: int = Field(
@@ -71,9 +72,16 @@ class TargetTrackingConfig(ConfigModel):
 
     @property
     def target_value(self) -> float:
-        """The target value of the selected metric."""
+        """The target value of the selected metric.
+
+        Raises:
+            ValueError: the concurrency target is unset; ``AppConfig`` derives it, so only a
+                ``TargetTrackingConfig`` built outside a config tree can get here.
+        """
         if self.metric == "invocations_per_instance":
             return self.invocations_per_instance_target
+        if self.concurrent_requests_target is None:
+            raise ValueError("concurrent_requests_target is unset: AppConfig derives it from app_config/capacity.py")
         return self.concurrent_requests_target
 
 

@@ -209,9 +209,7 @@ def completion_body(adapter: str, prompt: list[int], output_tokens: int) -> dict
     }
 
 
-async def _send(
-    session: aiohttp.ClientSession, url: str, body: dict[str, Any], sample: Sample
-) -> list[int]:
+async def _send(session: aiohttp.ClientSession, url: str, body: dict[str, Any], sample: Sample) -> list[int]:
     """Stream one completion into ``sample``; return the generated token ids."""
     started = time.perf_counter()
     output: list[int] = []
@@ -307,11 +305,16 @@ def warm_up(base_url: str, adapters: Sequence[str]) -> None:
     async def go() -> None:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
             for adapter in adapters:
-                body = {**completion_body(adapter, list(range(TOKEN_ID_RANGE[0], TOKEN_ID_RANGE[0] + 16)), 2), "stream": False}
+                body = {
+                    **completion_body(adapter, list(range(TOKEN_ID_RANGE[0], TOKEN_ID_RANGE[0] + 16)), 2),
+                    "stream": False,
+                }
                 body.pop("stream_options")
                 async with session.post(base_url + "/v1/completions", json=body) as response:
                     if response.status != 200:
-                        raise RuntimeError(f"warm-up of {adapter} on {base_url}: {response.status} {await response.text()}")
+                        raise RuntimeError(
+                            f"warm-up of {adapter} on {base_url}: {response.status} {await response.text()}"
+                        )
 
     asyncio.run(go())
 
@@ -435,8 +438,14 @@ def run_level(
     workload = Workload(shape, adapters, len(urls), route, seed=seed)
     samples, wall = asyncio.run(drive(urls, workload, mode=mode, concurrency=concurrency, seconds=seconds))
     after = [prefix_cache_counters(u) for u in base_urls]
-    queries = sum(a["vllm:prefix_cache_queries_total"] - b["vllm:prefix_cache_queries_total"] for a, b in zip(after, before, strict=True))
-    hits = sum(a["vllm:prefix_cache_hits_total"] - b["vllm:prefix_cache_hits_total"] for a, b in zip(after, before, strict=True))
+    queries = sum(
+        a["vllm:prefix_cache_queries_total"] - b["vllm:prefix_cache_queries_total"]
+        for a, b in zip(after, before, strict=True)
+    )
+    hits = sum(
+        a["vllm:prefix_cache_hits_total"] - b["vllm:prefix_cache_hits_total"]
+        for a, b in zip(after, before, strict=True)
+    )
     return summarise(
         label, samples, wall, concurrency=concurrency, engines=len(urls), hit_rate=hits / queries if queries else None
     )
@@ -444,10 +453,15 @@ def run_level(
 
 def format_summary(level: LevelSummary) -> str:
     """One line per level, for the log."""
-    follow = "" if level.follow_up_ttft_p95_ms is None else f" follow-up p50/p95 {level.follow_up_ttft_p50_ms:.0f}/{level.follow_up_ttft_p95_ms:.0f}"
+    follow = (
+        ""
+        if level.follow_up_ttft_p95_ms is None
+        else f" follow-up p50/p95 {level.follow_up_ttft_p50_ms:.0f}/{level.follow_up_ttft_p95_ms:.0f}"
+    )
     hits = "" if level.prefix_cache_hit_rate is None else f" prefix hits {level.prefix_cache_hit_rate:.1%}"
     return (
-        f"{level.label:<28} c={level.concurrency:<4} {level.requests_per_s:7.2f} req/s ({level.requests_per_min:7.1f}/min) "
+        f"{level.label:<28} c={level.concurrency:<4} {level.requests_per_s:7.2f} req/s "
+        f"({level.requests_per_min:7.1f}/min) "
         f"TTFT p50/p95 {level.ttft_p50_ms:7.1f}/{level.ttft_p95_ms:7.1f} ms{follow} e2e p50 {level.e2e_p50_ms:7.0f} ms "
         f"ITL {level.itl_mean_ms} ms prompt {level.prompt_tokens_mean:.0f}{hits} errors {level.errors}"
         f" per engine {level.requests_per_engine}"

@@ -118,5 +118,12 @@ def decode(
     spans = [(times[-1] - times[skip]) / (len(times) - 1 - skip) for times in streams if len(times) > skip + 1]
     step_ms = statistics.median(spans) * 1000 if spans else None
     return ProbeResult(
-        "decode", batch, prompt_tokens, output_tokens, round(wall, 3), None, None if step_ms is None else round(step_ms, 3), errors
+        "decode",
+        batch,
+        prompt_tokens,
+        output_tokens,
+        round(wall, 3),
+        None,
+        None if step_ms is None else round(step_ms, 3),
+        errors,
     )

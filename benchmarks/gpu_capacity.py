@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import engine_probes
-from conversations import LevelSummary, RequestShape, format_summary, run_level, warm_up
+from conversations import LevelSummary, Mode, RequestShape, Route, format_summary, run_level, warm_up
 from gpu_report import container_environment
 from gpu_serving import GPU, SMOKE, Profile, ensure_model, gpu_total_mib, use_cpu_engine_shim
 from servers_under_test import ServerRun, start
@@ -94,7 +94,10 @@ def start_engines(
     for server in servers:
         server.wait_ready(profile.ready_timeout_s)
         warm_up(server.base_url, [a.name for a in config.model.adapters])
-        print(f"{server.name}: ready after {server.ready_s} s, KV tokens {server.figures.get('kv_cache_tokens')}", flush=True)
+        print(
+            f"{server.name}: ready after {server.ready_s} s, KV tokens {server.figures.get('kv_cache_tokens')}",
+            flush=True,
+        )
     return servers
 
 
@@ -143,7 +146,11 @@ def capacity(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
             for probe in probes:
                 result["probes"].append(probe.to_json())
                 print(f"probe {probe}", flush=True)
-        for mode, levels in (("fresh", args.fresh_levels), ("conversations", args.conversation_levels)):
+        sweeps: tuple[tuple[Mode, list[int]], ...] = (
+            ("fresh", args.fresh_levels),
+            ("conversations", args.conversation_levels),
+        )
+        for mode, levels in sweeps:
             for index, concurrency in enumerate(levels):
                 level = run_level(
                     [url],
@@ -161,8 +168,8 @@ def capacity(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
                 print(format_summary(level), flush=True)
                 out.write_text(json.dumps(result, indent=2))
         for mode in ("fresh", "conversations"):
-            levels = [LevelSummary(**lv) for lv in result[mode]]
-            result[f"{mode}_at_slo"] = at_slo(levels, args.ttft_slo_ms)
+            summaries = [LevelSummary(**lv) for lv in result[mode]]
+            result[f"{mode}_at_slo"] = at_slo(summaries, args.ttft_slo_ms)
             print(f"{mode}: at TTFT p95 <= {args.ttft_slo_ms:g} ms: {result[f'{mode}_at_slo']}", flush=True)
     finally:
         server.stop()
@@ -192,7 +199,9 @@ def sessions(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
     try:
         for index, per_engine in enumerate(args.conversation_levels):
             # Alternate the order per level so drift in the GPU state falls on both routes alike.
-            routes = ("least_outstanding", "affinity") if index % 2 == 0 else ("affinity", "least_outstanding")
+            routes: tuple[Route, Route] = (
+                ("least_outstanding", "affinity") if index % 2 == 0 else ("affinity", "least_outstanding")
+            )
             for route in routes:
                 level = run_level(
                     urls,

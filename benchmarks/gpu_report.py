@@ -48,7 +48,7 @@ def planned_kv_tokens(model: dict[str, Any], settings: Settings, memory_mib: int
         shape=ModelShape(
             **shape, head_dim=shape["hidden_size"] // shape["num_attention_heads"], weights_bytes=model["weights_bytes"]
         ),
-        gpus=InstanceGpus(Gpu("bench", memory_mib, (9, 0), "nvidia-smi"), 1),
+        gpus=InstanceGpus(Gpu("bench", memory_mib, (9, 0), "nvidia-smi", 0.0, 0.0), 1),
         engine=EngineMemoryInputs(
             gpu_memory_utilization=settings.gpu_memory_utilization,
             tensor_parallel_size=settings.tensor_parallel_size,

@@ -174,7 +174,9 @@ def error_line(log_path: Path) -> str | None:
     return found[:400] if found else None
 
 
-def short_load(server: ServerRun, args: argparse.Namespace, shape: RequestShape, adapters: list[str], seed: int) -> dict[str, Any]:
+def short_load(
+    server: ServerRun, args: argparse.Namespace, shape: RequestShape, adapters: list[str], seed: int
+) -> dict[str, Any]:
     level = run_level(
         [f"http://127.0.0.1:{server.port + (1 if server.kind == 'gateway' else 0)}"],
         shape,
@@ -191,7 +193,9 @@ def short_load(server: ServerRun, args: argparse.Namespace, shape: RequestShape,
     return level.to_json()
 
 
-def startup(args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]) -> list[dict[str, Any]]:
+def startup(
+    args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]
+) -> list[dict[str, Any]]:
     results = []
     for index, name in enumerate(args.levers):
         variant = LEVERS[name]
@@ -211,7 +215,12 @@ def startup(args: argparse.Namespace, profile: Profile, shape: RequestShape, ada
             extra_env=variant.engine_env,
             extra_args=variant.args,
         )
-        result: dict[str, Any] = {"lever": name, "kind": variant.kind, "args": list(variant.args), "env": variant.engine_env}
+        result: dict[str, Any] = {
+            "lever": name,
+            "kind": variant.kind,
+            "args": list(variant.args),
+            "env": variant.engine_env,
+        }
         try:
             result["ready_s"] = server.wait_ready(profile.ready_timeout_s)
             result["start"] = read_start(server)
@@ -227,7 +236,9 @@ def startup(args: argparse.Namespace, profile: Profile, shape: RequestShape, ada
     return results
 
 
-def matrix(args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]) -> list[dict[str, Any]]:
+def matrix(
+    args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]
+) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     entries = list(args.entries)
     for wave_start in range(0, len(entries), args.parallel):
@@ -266,7 +277,7 @@ def matrix(args: argparse.Namespace, profile: Profile, shape: RequestShape, adap
                 server.stop()
             print(f"{name}: {result['status']} {result.get('error', '')} {result['start']}", flush=True)
             results.append(result)
-        for index, (name, server, result) in enumerate(started):
+        for index, (_name, server, result) in enumerate(started):
             try:
                 result["load"] = short_load(server, args, shape, adapters, seed=500 + index)
             finally:

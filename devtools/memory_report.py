@@ -44,6 +44,12 @@ class VariantMemory:
     concurrency_target: float
     concurrency_target_key: str
     concurrency_target_active: bool
+    ttft_slo_ms: float
+    slo_concurrency: int
+    slo_requests_per_minute: float
+    slo_base_ttft_ms: float
+    slo_holds: bool
+    slo_source: str
 
     @property
     def warning(self) -> str | None:
@@ -85,6 +91,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
         plan = config.memory_plan_of(variant.instance_type)
         gpus = instance_gpus(variant.instance_type)
         target, target_key, active = _concurrency_target(config, key)
+        capacity = config.capacity_of(variant.instance_type)
         reports.append(
             VariantMemory(
                 variant_name=variant.variant_name,
@@ -109,6 +116,12 @@ def build(config: AppConfig) -> list[VariantMemory]:
                 concurrency_target=target,
                 concurrency_target_key=target_key,
                 concurrency_target_active=active,
+                ttft_slo_ms=config.monitoring.high_ttft.threshold,
+                slo_concurrency=capacity.concurrency,
+                slo_requests_per_minute=capacity.requests_per_minute,
+                slo_base_ttft_ms=capacity.base_ttft_ms,
+                slo_holds=capacity.holds_slo,
+                slo_source=capacity.source,
             )
         )
     return reports
@@ -144,6 +157,18 @@ def render(reports: list[VariantMemory]) -> list[str]:
             f"    concurrency without preemption: {r.concurrency_ceiling}; concurrency target "
             f"{r.concurrency_target:g} ({'active' if r.concurrency_target_active else 'inactive'})",
         ]
+        if r.slo_holds:
+            lines.append(
+                f"    capacity at TTFT p95 <= {r.ttft_slo_ms:g} ms: {r.slo_concurrency} concurrent, "
+                f"{r.slo_requests_per_minute:,.0f} req/min per instance ({r.slo_source})"
+            )
+        else:
+            lines.append(
+                f"    WARNING: {r.instance_type} cannot hold TTFT p95 <= {r.ttft_slo_ms:g} ms "
+                f"(monitoring.high_ttft.threshold) at MangaAssist's request shape: TTFT p50 "
+                f"{r.slo_base_ttft_ms:,.0f} ms at 1 concurrent request, {r.slo_requests_per_minute:,.0f} req/min "
+                f"({r.slo_source}); make plan ranks the instance types, python -m ops load measures it"
+            )
         if r.warning:
             lines.append(f"    WARNING: {r.warning}")
     return lines

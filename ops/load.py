@@ -21,6 +21,7 @@ turns it into a target-tracking value.
     target      = floor(in_flight / copies / 1.3)       (same 30 % headroom)
 """
 
+import json
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -37,7 +38,8 @@ MAX_TOTAL_REQUESTS = 2000  # hard limit over all levels
 MAX_TOTAL_DURATION_S = 900.0  # hard limit over all levels (15 minutes)
 HEADROOM = 1.3  # seed 001 calculate_required_instances: "Add 30% headroom buffer"
 # Application Auto Scaling predefined metric types (botocore application-autoscaling MetricType).
-INSTANCE_SCALING_METRIC = "SageMakerVariantInvocationsPerInstance"
+# The metric the stacks' target tracking follows (scaling.*.target_tracking.metric's default).
+INSTANCE_SCALING_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 COPY_SCALING_METRIC = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
 DEFAULT_TTFT_SLO_MS = 500.0  # seed 000 canary gate: TTFT P95 < 500 ms
 DEFAULT_MAX_ERROR_RATE = 0.005  # seed 000 canary gate: error rate < 0.5 %
@@ -76,6 +78,7 @@ class LoadPlan:
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     instances: int = 1
     copies: int | None = None
+    instance_type: str | None = None
 
     def validate(self) -> None:
         """Raise OpsError (USAGE) naming the flag, the value and what is allowed."""
@@ -236,12 +239,19 @@ def _best(results: Sequence[LevelResult], plan: LoadPlan) -> LevelResult | None:
 
 
 def suggest(results: Sequence[LevelResult], plan: LoadPlan) -> Suggestion | None:
-    """Highest-throughput level that met the SLO -> ``floor(rps x 60 / instances / 1.3)``."""
+    """Highest-throughput level that met the SLO -> the instance's capacity at the SLO.
+
+    ``target`` = floor(rps x mean latency / instances): the requests in flight per instance
+    (Little's law), what ``SageMakerVariantConcurrentRequestsPerModelHighResolution`` counts and
+    what ``capacity.measured.<type>.concurrency`` takes (app_config/capacity.py). No headroom:
+    the level already met the TTFT SLO with that many in flight.
+    """
     best = _best(results, plan)
     if best is None:
         return None
     per_minute = best.throughput_rps * 60.0 / plan.instances
-    return Suggestion(best.concurrency, best.throughput_rps, per_minute, max(1, math.floor(per_minute / HEADROOM)))
+    in_flight = best.throughput_rps * best.mean_latency_s / plan.instances
+    return Suggestion(best.concurrency, best.throughput_rps, per_minute, max(1, math.floor(in_flight)))
 
 
 def suggest_per_copy(results: Sequence[LevelResult], plan: LoadPlan) -> CopySuggestion | None:
@@ -273,11 +283,28 @@ def _suggestion_line(results: Sequence[LevelResult], plan: LoadPlan) -> str | No
     best = suggest(results, plan)
     if best is None:
         return None
+    # The base TTFT: the p50 of the lowest level (the simulation's TTFT with an empty queue).
+    lowest = min(results, key=lambda r: r.concurrency)
+    ttft_p50 = lowest.ttft(50)
+    measured: dict[str, float] = {
+        "concurrency": best.target,
+        "requests_per_minute": round(best.per_instance_per_minute),
+    }
+    if ttft_p50 is not None:
+        measured["ttft_p50_ms"] = round(ttft_p50 * 1000)
+    # Instance types hold dots, so the override is one JSON object (the config loader parses it).
+    override = json.dumps({plan.instance_type or "<instance type>": measured}, separators=(",", ":"))
     return (
-        f"suggested target ({INSTANCE_SCALING_METRIC}): {best.target} per instance per minute "
-        f"= floor({best.throughput_rps:.2f} req/s x 60 / {plan.instances} instance(s) / {HEADROOM}) "
-        f"at concurrency {best.concurrency}"
+        f"suggested target ({INSTANCE_SCALING_METRIC}): {best.target} concurrent requests per instance "
+        f"= floor({best.throughput_rps:.2f} req/s x {suggest_mean_latency(results, best.concurrency):.3f} s mean "
+        f"latency / {plan.instances} instance(s)) at concurrency {best.concurrency}\n"
+        f"capacity at the SLO for the fleet's sizing (app_config/capacity.py): -c 'capacity.measured={override}'"
     )
+
+
+def suggest_mean_latency(results: Sequence[LevelResult], concurrency: int) -> float:
+    """The mean latency (s) of the level run at ``concurrency``."""
+    return next(r.mean_latency_s for r in results if r.concurrency == concurrency)
 
 
 def report(results: Sequence[LevelResult], plan: LoadPlan) -> list[str]:

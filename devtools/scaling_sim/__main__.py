@@ -28,10 +28,6 @@ from devtools.scaling_sim import demand as demand_module
 from devtools.scaling_sim import engine, report
 from devtools.scaling_sim.fleet import ServiceModel
 
-SEED_INSTANCE_RPM = 1_200.0
-"""Requests per minute one ml.g5.xlarge serves. Source: seed 001 user story 4 ("One instance
-capacity: ~1,200 requests/minute")."""
-
 DEFAULT_PROVISION_MIN = 8
 """Minutes to provision a new instance. Source: seed 001 user story 7 ("SageMaker scale-up:
 5-8 minutes"), the slow end. AWS publishes no figure (research notes for issue 16, section 7:
@@ -42,10 +38,6 @@ DEFAULT_STARTUP_MIN = 3
 to healthy with an empty compile cache (every SageMaker instance starts that way), rounded up.
 serving.container_startup_health_check_timeout_s (600 s) is only the limit, not the expected time."""
 
-DEFAULT_BASE_TTFT_MS = 250.0
-"""TTFT with an empty queue. ASSUMPTION: above seed 002's ~180 ms on cached paths and its p50
-target of 200 ms, below the p95 SLO of 500 ms."""
-
 
 @dataclass(frozen=True)
 class Scenario:
@@ -55,8 +47,8 @@ class Scenario:
     variant_key: str
     demand: list[float]
     demand_source: str
-    instance_rpm: float
-    base_ttft_ms: float
+    instance_rpm: float | None
+    base_ttft_ms: float | None
     provision_min: int
     startup_min: int
 
@@ -82,8 +74,14 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
     variant, scaling = _variant(config, scenario.variant_key)
     if variant not in config.serving.variants:
         raise ConfigError([f"--variant {scenario.variant_key}: serving.canary.enabled is false"])
-    plan = config.memory_plan_of(variant.instance_type)
-    service = ServiceModel(plan.concurrency_ceiling, scenario.instance_rpm, scenario.base_ttft_ms)
+    # One instance serves its capacity at the TTFT SLO (app_config/capacity.py: measured with
+    # ops load, else projected from the GPU measurement at the workload's request shape).
+    capacity = config.capacity_of(variant.instance_type)
+    service = ServiceModel(
+        capacity.concurrency,
+        scenario.instance_rpm or capacity.requests_per_minute,
+        scenario.base_ttft_ms or capacity.base_ttft_ms,
+    )
     if scaling.enabled:
         timeline = tuple(effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity))
         policies: tuple[TargetTrackingConfig | None, StepScalingConfig | None] = (
@@ -107,8 +105,10 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
     lines = [
         f"variant {variant.variant_name}: {variant.instance_type}, hard bounds {variant.min_capacity}-"
         f"{variant.max_capacity}, {len(scaling.resolved_schedule)} scheduled action(s)",
-        f"per instance: C = {service.concurrency} sequences (memory plan concurrency_ceiling), "
-        f"R = {service.requests_per_minute:,.0f} req/min, D = 60 x C / R = {service.request_duration_s:.2f} s",
+        f"per instance: C = {service.concurrency} concurrent, R = {service.requests_per_minute:,.0f} req/min at the "
+        f"TTFT SLO, D = 60 x C / R = {service.request_duration_s:.2f} s"
+        + ("" if scenario.instance_rpm else f" ({capacity.source})")
+        + ("" if capacity.holds_slo else f"; {variant.instance_type} cannot hold the SLO: figures at 1 concurrent"),
         f"launch: provisioning {scenario.provision_min} min + start-up {scenario.startup_min} min; "
         "scale-in immediate (no draining)",
         f"demand: {scenario.demand_source}",
@@ -196,9 +196,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--demand-csv", type=Path, help="CSV with requests_per_minute (and optionally minute)")
     parser.add_argument("--demand-scale", type=_positive, default=1.0, help="multiply the demand (default 1)")
     parser.add_argument(
-        "--instance-rpm", type=_positive, default=SEED_INSTANCE_RPM, help="requests/min per instance (seed 001: 1200)"
+        "--instance-rpm",
+        type=_positive,
+        help="requests/min per instance at the SLO (default: the config's capacity, app_config/capacity.py)",
     )
-    parser.add_argument("--base-ttft-ms", type=_positive, default=DEFAULT_BASE_TTFT_MS, help="TTFT with no queue")
+    parser.add_argument(
+        "--base-ttft-ms", type=_positive, help="TTFT with no queue (default: the capacity's TTFT p50 at 1 request)"
+    )
     parser.add_argument("--provision-min", type=_minutes, default=DEFAULT_PROVISION_MIN, help="provisioning, min")
     parser.add_argument("--startup-min", type=_minutes, default=DEFAULT_STARTUP_MIN, help="container start-up, min")
     parser.add_argument("--plot", type=Path, help="write a PNG of the run (the override's with --compare)")

@@ -4,6 +4,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from app_config import AppConfig
 from app_config.capacity_timeline import effective_bounds
 from devtools import capacity_plan
 from devtools.diff import fleet_replacement_notes
@@ -61,17 +62,18 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
     assert principals == ["lambda.amazonaws.com", "lambda.amazonaws.com", "sagemaker.amazonaws.com"]
 
 
-def test_target_tracking_holds_concurrency_below_the_memory_plan_and_waits_out_a_launch(
+def test_target_tracking_holds_the_capacity_at_the_slo_and_waits_out_a_launch(
     default_synth: Synth,
 ) -> None:
+    capacity = AppConfig().capacity_of("ml.g5.xlarge")
     for variant in ("primary", "canary"):
         (policy,) = _policies(default_synth, f"endpoint/{ENDPOINT}/variant/{variant}", "TargetTrackingScaling")
         assert policy["TargetTrackingScalingPolicyConfiguration"] == {
             "PredefinedMetricSpecification": {
                 "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
             },
-            # 32 of the 41 sequences the memory plan fits on an ml.g5.xlarge at 2,560 tokens.
-            "TargetValue": 32,
+            # The g5's concurrency at the TTFT SLO (app_config/capacity.py), not what the KV cache fits.
+            "TargetValue": capacity.concurrency,
             # A new g5 serves ~11 min after a scale-out (LAUNCH_TIME_S): no compounding meanwhile.
             "ScaleOutCooldown": 660,
             "ScaleInCooldown": 600,

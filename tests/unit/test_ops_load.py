@@ -9,10 +9,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from devtools import capacity_plan
 from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
 from ops.invoke import Answer
-from ops.load import HEADROOM, LevelResult, LoadPlan, percentile, suggest
+from ops.load import LevelResult, LoadPlan, percentile, suggest
 from tests.unit.ops_stubs import ENDPOINT, FakeClock, stubbed
 
 
@@ -90,12 +91,23 @@ def test_load_reports_each_level_and_a_target(server):
     assert all("ms" in r for r in rows)  # TTFT and latency percentiles measured (stream mode)
     suggestion = next(line for line in lines if line.startswith("suggested target"))
     match = re.search(
-        r": (\d+) per instance per minute = floor\(([\d.]+) req/s x 60 / 1 instance\(s\) / 1.3\)", suggestion
+        r"\(SageMakerVariantConcurrentRequestsPerModelHighResolution\): (\d+) concurrent requests per instance "
+        r"= floor\(([\d.]+) req/s x ([\d.]+) s mean latency / 1 instance\(s\)\) at concurrency (\d+)",
+        suggestion,
     )
     assert match, suggestion
-    rps = float(match.group(2))  # printed to 2 decimals: the exact value is within +-0.005
-    low, high = math.floor((rps - 0.005) * 60 / HEADROOM), math.floor((rps + 0.005) * 60 / HEADROOM)
+    rps, latency = float(match.group(2)), float(match.group(3))  # printed rounded: bound the exact value
+    low = math.floor((rps - 0.005) * (latency - 0.0005))
+    high = math.floor((rps + 0.005) * (latency + 0.0005))
     assert max(1, low) <= int(match.group(1)) <= max(1, high)
+    assert int(match.group(1)) <= int(match.group(4))  # in flight never exceeds the client's concurrency
+    override = next(line for line in lines if line.startswith("capacity at the SLO"))
+    measured = json.loads(override.split("-c 'capacity.measured=", 1)[1].rstrip("'"))
+    assert measured["<instance type>"]["concurrency"] == int(match.group(1))
+    # The printed override is a value the config accepts, as the loader parses it from -c.
+    config = capacity_plan.load([f"capacity.measured={json.dumps({'ml.g5.xlarge': measured['<instance type>']})}"])
+    assert config.capacity_of("ml.g5.xlarge").concurrency == int(match.group(1))
+    assert config.scaling.primary.target_tracking.concurrent_requests_target == int(match.group(1))
 
 
 def test_load_counts_errors_and_refuses_to_suggest(server):
@@ -125,7 +137,7 @@ def _level(concurrency: int, count: int, wall_s: float, ttft_s: float, failed: i
     return LevelResult(concurrency, tuple(answers), wall_s)
 
 
-def test_suggestion_uses_best_level_within_slo_and_the_headroom_formula():
+def test_suggestion_is_the_in_flight_requests_per_instance_of_the_best_level_within_slo():
     plan = LoadPlan(instances=2, ttft_slo_ms=500)
     results = [
         _level(1, 10, 10.0, 0.1),  # 1 req/s
@@ -136,7 +148,8 @@ def test_suggestion_uses_best_level_within_slo_and_the_headroom_formula():
     assert best is not None
     assert best.concurrency == 16
     assert best.per_instance_per_minute == pytest.approx(300.0)  # 10 req/s x 60 / 2 instances
-    assert best.target == 230  # floor(300 / 1.3)
+    # Little's law: 10 req/s x 1.2 s mean latency (4 x TTFT) = 12 in flight over 2 instances.
+    assert best.target == 6
     assert results[2].meets(plan) == (False, "TTFT p95 900 ms > 500 ms")
 
 
@@ -199,7 +212,7 @@ def test_load_against_endpoint_counts_the_variants_instances():
         )
     assert code == ExitCode.OK
     assert stubs.lines[0].endswith("adapter jp_style_v1; sync; 1 instance(s)")
-    assert "/ 1 instance(s) / 1.3) at concurrency 1" in stubs.output
+    assert "/ 1 instance(s)) at concurrency 1" in stubs.output
 
 
 def test_every_command_has_help(capsys):

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from app_config import AppConfig
 from devtools.scaling_sim import __main__ as cli
 from devtools.scaling_sim import demand
 
@@ -19,9 +20,12 @@ def _csv(tmp_path: Path, text: str) -> Path:
 def test_default_week_prints_the_headline_figures(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([]) == 0
     out = capsys.readouterr().out
+    # The per-instance figures are the config's capacity at the SLO, not seed 001's 1,200/min.
+    capacity = AppConfig().capacity_of("ml.g5.xlarge")
     for text in (
-        "C = 41 sequences",
-        "R = 1,200 req/min",
+        f"C = {capacity.concurrency} concurrent",
+        f"R = {capacity.requests_per_minute:,.0f} req/min at the TTFT SLO",
+        f"TTFT: base {capacity.base_ttft_ms:g} ms",
         "provisioning 8 min + start-up 3 min",
         "minutes above the TTFT SLO",
         "peak queue at",
@@ -34,22 +38,23 @@ def test_default_week_prints_the_headline_figures(capsys: pytest.CaptureFixture[
         assert text in out
 
 
-def test_compare_prints_baseline_and_override_with_deltas(capsys: pytest.CaptureFixture[str]) -> None:
-    # Seed 001's 200 invocations/min per instance against the default concurrency target.
-    override = "scaling.primary.target_tracking.metric=invocations_per_instance"
-    assert cli.main(["--compare", "-c", override]) == 0
+def test_a_measured_capacity_overrides_the_projection(capsys: pytest.CaptureFixture[str]) -> None:
+    # What `ops load` prints after measuring 8 concurrent requests within the SLO on a g5.
+    measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 250, "ttft_p50_ms": 90}}'
+    assert cli.main(["--compare", "-c", f"capacity.measured={measured}"]) == 0
     out = capsys.readouterr().out
-    assert "baseline" in out and "override" in out
+    assert "C = 8 concurrent, R = 250 req/min at the TTFT SLO" in out
+    assert "target 8," in out  # the concurrency target follows the measured capacity
     rows = [line for line in out.splitlines() if line.strip().startswith("instance-hours")]
     # One row in the run's figures, one in the comparison: baseline, override, delta.
     baseline, changed, delta = rows[-1].split()[-3:]
-    assert float(changed.replace(",", "")) > float(baseline.replace(",", ""))
-    assert delta.startswith("+")
+    assert float(changed.replace(",", "")) < float(baseline.replace(",", ""))
+    assert delta.startswith("-")
 
 
 def test_csv_demand_sets_the_duration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _csv(tmp_path, "minute,requests_per_minute\n" + "".join(f"{m},600\n" for m in range(90)))
-    assert demand.load_csv(path) == [600.0] * 90
+    path = _csv(tmp_path, "minute,requests_per_minute\n" + "".join(f"{m},30\n" for m in range(90)))
+    assert demand.load_csv(path) == [30.0] * 90
     assert cli.main(["--demand-csv", str(path)]) == 0
     out = capsys.readouterr().out
     assert "Simulated 90 minutes" in out

@@ -1,0 +1,221 @@
+"""Carry a GPU measurement of one engine at MangaAssist's request shape to every instance type.
+
+Only Hopper GPUs are measurable from this project (the device machines have an H100 or an
+H200); the config accepts g4dn, g5, g6, g6e, p4d, p5. This module states the model that carries
+the measured load curve (TTFT p50/p95 and requests/s against concurrency, ``bash
+benchmarks/gpu_session.sh capacity``) to another GPU, checks the half it can check on two
+measured GPUs, and writes the projected curves to ``app_config/instance_capacity.json``, which
+the config reads for the concurrency target, the simulation and the plan. It runs at
+development time only (``make capacity``), never at synth.
+
+The model, per concurrency level ``c`` of the reference curve (one engine, TP = 1):
+
+* **Prefill is compute-bound.** TTFT_X(c) = TTFT_ref(c) x F_ref / F_X, with F the GPU's dense
+  FP16 tensor throughput from the vendor's datasheet. A ~2,400-token prompt with ~1,800
+  uncached tokens is a large GEMM workload (the reference prefills 30-31 k tokens/s); the
+  whole TTFT is scaled, which over-states the fixed parts (HTTP, tokenization) and so errs
+  towards a later first token.
+* **Decode is a fixed step latency plus memory traffic.** ITL_X(c) = o(c) + (ITL_ref(c) - o(c))
+  x B_ref / B_X, with B the datasheet memory bandwidth. ``o(c) = o0 + o1 x c`` is the part of a
+  decode step that does not move with bandwidth (kernel latencies, sampling, the scheduler on 4
+  CPUs); it is fitted from the decode probes of the H100 and the H200, which share their compute
+  and differ only in bandwidth (3.35 vs 4.8 TB/s).
+* **Closed loop.** e2e_X(c) = TTFT_X(c) + (output_tokens - 1) x ITL_X(c) and, by Little's law,
+  requests/s = c / e2e_X(c).
+
+``check()`` projects the H200's curve to the H100 and compares it with the H100's measurement
+(the bandwidth half of the model). The compute half cannot be checked on Hopper alone: one
+A10G run of ``gpu_session.sh capacity`` settles whether an A10G's prefill scales with its 70
+dense TFLOPS (then it cannot hold a 500 ms p95 for a fresh ~2,400-token prompt at any
+concurrency) or does better.
+
+Usage::
+
+    python -m devtools.capacity_model            # print the projections and the check
+    python -m devtools.capacity_model --write    # regenerate app_config/instance_capacity.json
+"""
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app_config.gpu_instances import H100_80GB, H200, INSTANCE_GPUS, Gpu
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results"
+REFERENCE = RESULTS / "h200-2026-11-25" / "capacity.json"
+"""The reference curve: the H200 run, whose raw JSON and logs are in the repository."""
+CHECK = RESULTS / "h100-2026-11-24" / "capacity-summary.json"
+"""The second GPU of the same command: the H100 run (figures transcribed, see its note)."""
+TABLE = REPO / "app_config" / "instance_capacity.json"
+MODES = ("fresh", "conversations")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One ``gpu_session.sh capacity`` result: the GPU, its decode probes and its two curves."""
+
+    gpu: Gpu
+    output_tokens: int
+    decode_steps_ms: dict[tuple[int, int], float]
+    curves: dict[str, list[dict[str, float]]]
+
+    @classmethod
+    def load(cls, path: Path, gpu: Gpu, output_tokens: int = 180) -> "Measurement":
+        """Read a capacity JSON (or the H100's transcribed summary).
+
+        Raises:
+            ValueError: a curve or a decode probe is missing.
+        """
+        data = json.loads(path.read_text())
+        steps = {
+            (int(p["batch"]), int(p["prompt_tokens"])): float(p["decode_step_ms"])
+            for p in data["probes"]
+            if p["kind"] == "decode"
+        }
+        if not steps or any(not data.get(mode) for mode in MODES):
+            raise ValueError(f"{path}: needs decode probes and the {' and '.join(MODES)} curves")
+        tokens = int(data.get("shape", {}).get("output_tokens", output_tokens))
+        return cls(gpu, tokens, steps, {mode: list(data[mode]) for mode in MODES})
+
+
+def fit_step_floor(fast: Measurement, slow: Measurement) -> tuple[float, float]:
+    """``(o0, o1)`` of the bandwidth-independent decode step part ``o(b) = o0 + o1 x b``, ms.
+
+    For each decode probe both GPUs ran, step = o + m / B on each, so
+    o = (s_slow B_slow - s_fast B_fast) / (B_slow - B_fast); a least-squares line through the
+    per-probe o against the batch gives (o0, o1).
+
+    Raises:
+        ValueError: the GPUs share their bandwidth or share no probe.
+    """
+    b_fast, b_slow = fast.gpu.memory_bandwidth_gbs, slow.gpu.memory_bandwidth_gbs
+    if b_fast == b_slow:
+        raise ValueError("the two GPUs have the same bandwidth: the step floor cannot be separated")
+    points = [
+        (float(batch), (slow.decode_steps_ms[key] * b_slow - fast.decode_steps_ms[key] * b_fast) / (b_slow - b_fast))
+        for key in fast.decode_steps_ms.keys() & slow.decode_steps_ms.keys()
+        for batch in (key[0],)
+    ]
+    if not points:
+        raise ValueError("no decode probe shared by both measurements")
+    mean_b = sum(b for b, _ in points) / len(points)
+    mean_o = sum(o for _, o in points) / len(points)
+    spread = sum((b - mean_b) ** 2 for b, _ in points)
+    slope = sum((b - mean_b) * (o - mean_o) for b, o in points) / spread if spread else 0.0
+    return mean_o - slope * mean_b, slope
+
+
+def project(reference: Measurement, gpu: Gpu, floor: tuple[float, float], mode: str) -> list[dict[str, float]]:
+    """The reference's ``mode`` curve carried to ``gpu``: one row per measured concurrency.
+
+    Rows: ``concurrency``, ``ttft_p50_ms``, ``ttft_p95_ms``, ``itl_ms``, ``requests_per_minute``.
+    """
+    compute = reference.gpu.dense_fp16_tflops / gpu.dense_fp16_tflops
+    bandwidth = reference.gpu.memory_bandwidth_gbs / gpu.memory_bandwidth_gbs
+    rows = []
+    for level in reference.curves[mode]:
+        c = float(level["concurrency"])
+        floor_ms = floor[0] + floor[1] * c
+        itl = _reference_itl(reference, level)
+        itl_x = floor_ms + max(itl - floor_ms, 0.0) * bandwidth
+        ttft50, ttft95 = float(level["ttft_p50_ms"]) * compute, float(level["ttft_p95_ms"]) * compute
+        e2e_s = (ttft50 + (reference.output_tokens - 1) * itl_x) / 1000
+        rows.append(
+            {
+                "concurrency": int(c),
+                "ttft_p50_ms": round(ttft50, 1),
+                "ttft_p95_ms": round(ttft95, 1),
+                "itl_ms": round(itl_x, 2),
+                "requests_per_minute": round(60 * c / e2e_s, 1),
+            }
+        )
+    return rows
+
+
+def _reference_itl(reference: Measurement, level: dict[str, Any]) -> float:
+    """The level's mean inter-token latency, or (the H100 summary has none) the e2e it implies."""
+    if "itl_mean_ms" in level:
+        return float(level["itl_mean_ms"])
+    e2e_ms = 1000 * float(level["concurrency"]) / float(level["requests_per_s"])
+    return (e2e_ms - float(level["ttft_p50_ms"])) / (reference.output_tokens - 1)
+
+
+def at_slo(rows: Sequence[dict[str, float]], slo_ms: float) -> dict[str, float] | None:
+    """The highest-concurrency row whose TTFT p95 holds ``slo_ms``; None when none does."""
+    holding = [row for row in rows if row["ttft_p95_ms"] <= slo_ms]
+    return max(holding, key=lambda row: row["concurrency"]) if holding else None
+
+
+def check(reference: Measurement, other: Measurement, floor: tuple[float, float]) -> list[str]:
+    """Lines comparing ``other``'s measured curves with the reference projected to its GPU."""
+    lines = [f"check: {reference.gpu.name} projected to {other.gpu.name} vs measured"]
+    for mode in MODES:
+        projected = {row["concurrency"]: row for row in project(reference, other.gpu, floor, mode)}
+        for level in other.curves[mode]:
+            row = projected.get(int(level["concurrency"]))
+            if row is None:
+                continue
+            measured_rpm = 60 * float(level["requests_per_s"])
+            lines.append(
+                f"  {mode:<13} c={row['concurrency']:<3} req/min {row['requests_per_minute']:7.1f} vs "
+                f"{measured_rpm:7.1f}"
+                f" ({row['requests_per_minute'] / measured_rpm - 1:+.0%})   TTFT p95 {row['ttft_p95_ms']:7.1f} vs "
+                f"{float(level['ttft_p95_ms']):7.1f} ms ({row['ttft_p95_ms'] / float(level['ttft_p95_ms']) - 1:+.0%})"
+            )
+    return lines
+
+
+def table(reference: Measurement, floor: tuple[float, float]) -> dict[str, Any]:
+    """The projected curves of every GPU the config's instance types carry, and how they were made."""
+    gpus = {instance.gpu.name: instance.gpu for instance in INSTANCE_GPUS.values()}
+    return {
+        "generated_by": "python -m devtools.capacity_model --write",
+        "model": "TTFT x dense FP16 TFLOPS ratio; ITL = o(c) + (ITL_ref - o(c)) x bandwidth ratio; "
+        "req/min = 60 c / (TTFT p50 + (output - 1) x ITL)",
+        "reference": f"{REFERENCE.relative_to(REPO)} ({reference.gpu.name})",
+        "step_floor_ms": {"o0": round(floor[0], 3), "o1_per_sequence": round(floor[1], 4)},
+        "output_tokens": reference.output_tokens,
+        "gpus": {
+            name: {mode: project(reference, gpu, floor, mode) for mode in MODES} for name, gpu in sorted(gpus.items())
+        },
+    }
+
+
+def load_measurements() -> tuple[Measurement, Measurement, tuple[float, float]]:
+    """The H200 reference, the H100 check and the step floor fitted from both."""
+    reference = Measurement.load(REFERENCE, H200)
+    other = Measurement.load(CHECK, H100_80GB)
+    return reference, other, fit_step_floor(reference, other)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="capacity_model", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help=f"regenerate {TABLE.relative_to(REPO)}")
+    parser.add_argument("--slo-ms", type=float, default=500.0, help="TTFT p95 SLO for the summary (ms)")
+    args = parser.parse_args(argv)
+    reference, other, floor = load_measurements()
+    print(f"decode step floor o(c) = {floor[0]:.2f} + {floor[1]:.4f} x c ms (fitted from the H100 and H200 probes)")
+    print("\n".join(check(reference, other, floor)))
+    generated = table(reference, floor)
+    print(f"\nper GPU at TTFT p95 <= {args.slo_ms:g} ms (one engine, TP = 1):")
+    for name, curves in generated["gpus"].items():
+        cells = []
+        for mode in MODES:
+            row = at_slo(curves[mode], args.slo_ms)
+            cells.append(
+                f"{mode} " + (f"c={row['concurrency']} {row['requests_per_minute']:.0f}/min" if row else "none")
+            )
+        print(f"  {name:<16} " + "   ".join(cells))
+    if args.write:
+        TABLE.write_text(json.dumps(generated, indent=1) + "\n")
+        print(f"\nwrote {TABLE.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

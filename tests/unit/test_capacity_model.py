@@ -1,0 +1,100 @@
+"""The per-instance capacity at the TTFT SLO: the GPU model, its check and the config that reads it."""
+
+import json
+
+import pytest
+
+from app_config import AppConfig
+from app_config.capacity import CapacityConfig, MeasuredCapacity, instance_capacity
+from app_config.gpu_instances import A10G, H100_80GB, H200, INSTANCE_GPUS, Gpu
+from devtools import capacity_model, capacity_plan
+
+
+def test_the_committed_projection_is_what_the_model_makes() -> None:
+    reference, _, floor = capacity_model.load_measurements()
+    generated = json.loads(json.dumps(capacity_model.table(reference, floor)))
+    assert generated == json.loads(capacity_model.TABLE.read_text()), "run: python -m devtools.capacity_model --write"
+
+
+def test_the_h200_curve_carried_to_the_h100_matches_its_measurement() -> None:
+    # The bandwidth half of the model: same compute, 3.35 vs 4.8 TB/s.
+    reference, other, floor = capacity_model.load_measurements()
+    for mode in capacity_model.MODES:
+        projected = {row["concurrency"]: row for row in capacity_model.project(reference, other.gpu, floor, mode)}
+        for level in other.curves[mode]:
+            row = projected[int(level["concurrency"])]
+            assert row["requests_per_minute"] == pytest.approx(60 * level["requests_per_s"], rel=0.12), (mode, level)
+            assert row["ttft_p95_ms"] == pytest.approx(level["ttft_p95_ms"], rel=0.20), (mode, level)
+
+
+def _measurement(gpu: Gpu, floor_ms: float, memory_ms_at_1tbs: float) -> capacity_model.Measurement:
+    steps = {
+        (batch, 32): floor_ms + 0.02 * batch + memory_ms_at_1tbs * (1 + 0.01 * batch) * 1000 / gpu.memory_bandwidth_gbs
+        for batch in (1, 16, 64)
+    }
+    return capacity_model.Measurement(gpu, 180, steps, {})
+
+
+def test_the_step_floor_is_recovered_from_two_bandwidths() -> None:
+    # Synthetic probes with a known floor 5 + 0.02 b ms and memory traffic that scales with 1/B.
+    o0, o1 = capacity_model.fit_step_floor(_measurement(H200, 5.0, 4.0), _measurement(H100_80GB, 5.0, 4.0))
+    assert o0 == pytest.approx(5.0)
+    assert o1 == pytest.approx(0.02)
+    with pytest.raises(ValueError, match="same bandwidth"):
+        capacity_model.fit_step_floor(_measurement(H200, 5.0, 4.0), _measurement(H200, 5.0, 4.0))
+
+
+def test_a_slower_gpu_gets_a_later_first_token_and_fewer_requests() -> None:
+    reference, _, floor = capacity_model.load_measurements()
+    on_h200 = capacity_model.project(reference, H200, floor, "fresh")
+    on_a10g = capacity_model.project(reference, A10G, floor, "fresh")
+    for fast, slow in zip(on_h200, on_a10g, strict=True):
+        # Prefill scales with dense FP16 tensor throughput: 989 / 70 TFLOPS.
+        assert slow["ttft_p95_ms"] == pytest.approx(fast["ttft_p95_ms"] * 989 / 70, rel=0.01)
+        assert slow["requests_per_minute"] < fast["requests_per_minute"]
+
+
+def test_a_measured_capacity_overrides_the_projection() -> None:
+    measured = MeasuredCapacity(concurrency=6, requests_per_minute=120, ttft_p50_ms=300)
+    capacity = instance_capacity("ml.g5.xlarge", 500, CapacityConfig(measured={"ml.g5.xlarge": measured}))
+    assert (capacity.concurrency, capacity.requests_per_minute, capacity.holds_slo) == (6, 120, True)
+    assert capacity.source == "capacity.measured.ml.g5.xlarge (ops load)"
+
+
+def test_the_projection_answers_at_the_configured_slo() -> None:
+    strict = AppConfig().capacity_of("ml.p5.48xlarge")
+    lenient = capacity_plan.load(["monitoring.high_ttft.threshold=2000"]).capacity_of("ml.p5.48xlarge")
+    assert strict.holds_slo and lenient.holds_slo
+    assert lenient.concurrency > strict.concurrency
+    assert lenient.requests_per_minute > strict.requests_per_minute
+    # An A10G holds no concurrency within 500 ms at the request shape: the figures are those of
+    # one concurrent request, flagged, and the concurrency target follows.
+    g5 = AppConfig().capacity_of("ml.g5.xlarge")
+    assert (g5.holds_slo, g5.concurrency) == (False, 1)
+    assert AppConfig().scaling.primary.target_tracking.target_value == 1
+
+
+def test_session_affinity_reads_the_conversation_curve() -> None:
+    fresh = AppConfig().capacity_of("ml.p5.48xlarge")
+    sessions = capacity_plan.load(["capacity.routing=session_affinity"]).capacity_of("ml.p5.48xlarge")
+    assert sessions.requests_per_minute > fresh.requests_per_minute
+    assert "conversations curve" in sessions.source
+
+
+def test_an_explicit_concurrency_target_is_kept() -> None:
+    config = capacity_plan.load(["scaling.primary.target_tracking.concurrent_requests_target=12"])
+    assert config.scaling.primary.target_tracking.target_value == 12
+    assert config.scaling.canary.target_tracking.target_value == config.capacity_of("ml.g5.xlarge").concurrency
+
+
+def test_the_plan_prices_a_million_requests_at_the_slo_for_every_instance_type() -> None:
+    measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 200, "ttft_p50_ms": 90}}'
+    config = capacity_plan.load([f"capacity.measured={measured}"])
+    choices = {choice.instance_type: choice for choice in capacity_plan.instance_choices(config, 8000)}
+    assert set(choices) == set(INSTANCE_GPUS)
+    g5 = choices["ml.g5.xlarge"]
+    assert g5.usd_per_million_requests == pytest.approx(1.408 / (200 * 60) * 1e6)
+    assert g5.instances_at_peak == 40
+    assert choices["ml.g6.xlarge"].usd_per_million_requests is None  # L4: cannot hold the SLO
+    text = capacity_plan.format_choices(config)
+    assert f"{g5.usd_per_million_requests:,.0f}" in text and "cannot hold" in text
