@@ -137,7 +137,10 @@ class EndpointAlarms(Construct):
             "DeploymentRollback",
             composite_alarm_name=f"{prefix}deployment-rollback",
             alarm_description=(
-                "[warning] A deployment-guardrail alarm is in ALARM: SageMaker rolls the running deployment back."
+                "[warning] A rollback alarm (a variant's 5xx rate, p95 TTFT or p99 ModelLatency) is in ALARM. "
+                "During a blue/green deployment SageMaker rolls that deployment back; outside one nothing rolls "
+                "back: live traffic on that variant breaches its canary gate (check `mangaassist-ops promote`/"
+                "`rollback`)."
             ),
             # The guardrail alarms live in the serving stack; a rule can name them directly.
             alarm_rule=cloudwatch.AlarmRule.any_of(

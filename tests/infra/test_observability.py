@@ -262,6 +262,8 @@ def test_guardrail_alarms_are_named_for_rollback_and_precede_the_endpoint(defaul
     )
     for name in default_synth.stacks.serving.guardrail_alarms.alarm_names:
         assert f'ALARM("{name}")' in composite["AlarmRule"]
+    # Issue 21, finding 2: it fires outside deployments too, and must not claim a rollback is running.
+    assert "outside one nothing rolls back" in composite["AlarmDescription"]
     assert default_synth.stacks.serving in default_synth.stacks.observability.dependencies
 
 

@@ -168,7 +168,9 @@ def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_syn
     assert "ScheduledActions" not in canary
 
 
-def test_endpoint_has_blue_green_canary_guardrails_with_rollback_alarms_by_name(default_synth: Synth) -> None:
+def test_endpoint_rolls_back_on_every_variants_alarms_by_name(default_synth: Synth) -> None:
+    """Issue 21, finding 2: a blue/green update replaces both variants, so a primary-only image or
+    engine change must roll back on the primary's alarms too, not only the canary's."""
     default_synth.template("Serving").has_resource_properties(
         "AWS::SageMaker::Endpoint",
         {
@@ -183,7 +185,11 @@ def test_endpoint_has_blue_green_canary_guardrails_with_rollback_alarms_by_name(
                     "MaximumExecutionTimeoutInSeconds": 3600,
                 },
                 "AutoRollbackConfiguration": {
-                    "Alarms": [{"AlarmName": name} for name in alarms.rollback_alarm_names(ENDPOINT, "canary")]
+                    "Alarms": [
+                        {"AlarmName": name}
+                        for variant in ("primary", "canary")
+                        for name in alarms.rollback_alarm_names(ENDPOINT, variant)
+                    ]
                 },
             },
             "RetainDeploymentConfig": False,
