@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match
 
 from app_config.capacity_timeline import effective_bounds
@@ -10,7 +11,7 @@ from devtools.diff import fleet_replacement_notes
 from serving_contract import alarms
 from serving_contract.metrics import EngineMetric
 from tests.conftest import SCALING_OVERRIDE
-from tests.synth_helpers import Synth
+from tests.synth_helpers import Synth, synthesize
 
 ENDPOINT = "mangaassist-vllm-prod"
 
@@ -148,7 +149,9 @@ def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_syn
     target = _targets(default_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
     expected = {
-        "off-peak": ("cron(0 1 * * ? *)", 2, 6),
+        # Every ceiling is serving.primary.max_capacity (issue 21, finding 3): the night floor is 2,
+        # and an unforeseen surge at night can still scale to 20.
+        "off-peak": ("cron(0 1 * * ? *)", 2, 20),
         "business-hours": ("cron(0 8 * * ? *)", 4, 20),
         "jp-evening-peak": ("cron(45 17 ? * TUE,THU,SAT,SUN *)", 6, 20),
         "jp-evening-end": ("cron(0 23 * * ? *)", 4, 20),
@@ -297,3 +300,14 @@ def test_a_deploy_re_registers_the_scheduled_bounds_after_the_target(
     changed = _scheduled_capacity(scaling_override_synth)
     (changed_props,) = (r["Properties"] for r in changed.values())
     assert changed_props["Timeline"] != props["Timeline"]
+
+
+def test_raised_max_capacity_reaches_every_scheduled_action(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Issue 21, finding 3: the README's -c serving.primary.max_capacity=24 used to stay capped at 20
+    (6 at night) by every scheduled action and by Custom::ScheduledCapacity after each deploy."""
+    synth = synthesize(tmp_path_factory.mktemp("cdk-out-max-24"), {"serving.primary.max_capacity": "24"})
+    target = _targets(synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
+    assert target["MaxCapacity"] == 24
+    assert {a["ScalableTargetAction"]["MaxCapacity"] for a in target["ScheduledActions"]} == {24}
+    (keeper,) = _scheduled_capacity(synth).values()
+    assert {entry["MaxCapacity"] for entry in keeper["Properties"]["Timeline"]} == {24}
