@@ -71,8 +71,8 @@ def check_schedule(
     too_high = [f"{a.name} min_capacity = {a.min_capacity}" for a in actions if a.min_capacity > hard_max]
     if too_high:
         raise ValueError(
-            f"scaling.{variant_key}: scheduled action(s) {', '.join(too_high)} exceed serving.{variant_key}.max_capacity "
-            f"= {hard_max}; lower those floors or raise the hard max"
+            f"scaling.{variant_key}: scheduled action(s) {', '.join(too_high)} exceed "
+            f"serving.{variant_key}.max_capacity = {hard_max}; lower those floors or raise the hard max"
         )
     for action in actions:
         if warm_floor is not None and action.min_capacity < warm_floor:
