@@ -7,7 +7,7 @@ from aws_cdk.assertions import Match
 
 from app_config.capacity_timeline import effective_bounds
 from devtools import capacity_plan
-from devtools.diff import fleet_replacement_notes
+from devtools.fleet_notes import fleet_replacement_notes
 from serving_contract import alarms
 from serving_contract.metrics import EngineMetric
 from tests.conftest import SCALING_OVERRIDE
