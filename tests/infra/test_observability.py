@@ -419,3 +419,18 @@ def test_topic_subscriptions_come_from_config(vpc_single_variant_synth: Synth) -
     template.has_resource_properties(
         "AWS::SNS::Subscription", {"Protocol": "https", "Endpoint": "https://hooks.example.com/alarms"}
     )
+
+
+def test_scaled_to_zero_components_do_not_page_on_silence(dev_components_synth: Synth, components_synth: Synth) -> None:
+    """Issue 21, finding 8: the dev overlay's inference_components mode scales to zero copies, which
+    publish nothing; a breaching queue-build-up alarm paged on-call through the critical composite
+    all night. Without scale to zero, silence still pages."""
+    name = dev_components_synth.config.endpoint_name
+    assert dev_components_synth.config.serving.inference_components.scale_to_zero
+    idle = _alarms_by_name(dev_components_synth, "Observability")[f"{name}-queue-build-up"]
+    assert idle["TreatMissingData"] == "notBreaching"
+    assert "no data = scaled to zero, not breaching" in idle["AlarmDescription"]
+    warm = components_synth.config.endpoint_name
+    assert _alarms_by_name(components_synth, "Observability")[f"{warm}-queue-build-up"]["TreatMissingData"] == (
+        "breaching"
+    )
