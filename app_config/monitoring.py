@@ -7,6 +7,7 @@ default comes from.
 """
 
 import re
+from typing import cast
 
 from pydantic import Field, model_validator
 
@@ -43,8 +44,9 @@ def fresh_prefix_hit_percent(shared_prefix_tokens: int, prompt_tokens: int, bloc
     return 100.0 * (shared_prefix_tokens // block_tokens) * block_tokens / prompt_tokens
 
 
+_DEFAULT_BLOCK_TOKENS = cast(int, BLOCK_SIZE.default)
 PREFIX_CACHE_DEGRADED_PERCENT = round(
-    PREFIX_ALARM_MARGIN * fresh_prefix_hit_percent(SHARED_PREFIX_TOKENS, TYPICAL_PROMPT_TOKENS, int(BLOCK_SIZE.default))
+    PREFIX_ALARM_MARGIN * fresh_prefix_hit_percent(SHARED_PREFIX_TOKENS, TYPICAL_PROMPT_TOKENS, _DEFAULT_BLOCK_TOKENS)
 )
 """Default threshold of ``prefix-cache-degraded``: 0.8 x 24.9 % = 20 %. Seed 002's 50 % assumed
 most of a prompt was shared; at ~600 of ~2,380 tokens fresh traffic alone would sit in ALARM."""
