@@ -21,7 +21,8 @@ def effective_bounds(actions: tuple[ResolvedAction, ...], hard_min: int, hard_ma
     """The week as a list of bounds changes, sorted by time, first entry at minute 0.
 
     The week repeats, so the bounds at Monday 00:00 are those of the week's last action.
-    With no actions the variant's hard bounds hold all week. When two actions fire at the
+    With no actions the variant's hard bounds hold all week. An action without max_capacity
+    sets ``hard_max`` (the variant's serving.<variant>.max_capacity). When two actions fire at the
     same minute, the later one in config order wins (deterministic here; AWS gives no order,
     so :func:`check_schedule` rejects such collisions).
     """
@@ -32,9 +33,9 @@ def effective_bounds(actions: tuple[ResolvedAction, ...], hard_min: int, hard_ma
     if not firings:
         return [Bounds(0, hard_min, hard_max, "hard bounds")]
     last = firings[-1][2]
-    timeline = [Bounds(0, last.min_capacity, last.max_capacity, f"{last.name} (previous week)")]
+    timeline = [Bounds(0, last.min_capacity, last.ceiling(hard_max), f"{last.name} (previous week)")]
     for minute, _, action in firings:
-        bounds = Bounds(minute, action.min_capacity, action.max_capacity, action.name)
+        bounds = Bounds(minute, action.min_capacity, action.ceiling(hard_max), action.name)
         if timeline[-1].start == minute:
             timeline[-1] = bounds
         else:
@@ -60,12 +61,20 @@ def check_schedule(
         ValueError: one line naming the action, the fields and the values.
     """
     actions = scaling.resolved_schedule
+    # Every offender in one line, so lowering serving.<variant>.max_capacity is one edit, not seven.
+    above = [f"{a.name} max_capacity = {a.max_capacity}" for a in actions if a.ceiling(hard_max) > hard_max]
+    if above:
+        raise ValueError(
+            f"scaling.{variant_key}: scheduled action(s) {', '.join(above)} exceed serving.{variant_key}.max_capacity "
+            f"= {hard_max} (the scalable target's hard max); leave their max_capacity unset to follow it"
+        )
+    too_high = [f"{a.name} min_capacity = {a.min_capacity}" for a in actions if a.min_capacity > hard_max]
+    if too_high:
+        raise ValueError(
+            f"scaling.{variant_key}: scheduled action(s) {', '.join(too_high)} exceed "
+            f"serving.{variant_key}.max_capacity = {hard_max}; lower those floors or raise the hard max"
+        )
     for action in actions:
-        if action.max_capacity > hard_max:
-            raise ValueError(
-                f"scaling.{variant_key}: scheduled action {action.name} max_capacity = {action.max_capacity} exceeds "
-                f"serving.{variant_key}.max_capacity = {hard_max} (the scalable target's hard max)"
-            )
         if warm_floor is not None and action.min_capacity < warm_floor:
             raise ValueError(
                 f"scaling.{variant_key}: scheduled action {action.name} min_capacity = {action.min_capacity}: must be "

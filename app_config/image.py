@@ -55,6 +55,9 @@ class ImageRefConfig(ConfigModel):
         return (match["account"], match["region"], match["repository"]) if match else None
 
 
+_DEFAULT_PRIMARY = ImageRefConfig(tag="vllm0.22.0-llama3-8b-awq-lora3-v1")
+
+
 class ImageConfig(ConfigModel):
     """ECR repository settings and where each production variant's image comes from."""
 
@@ -72,7 +75,7 @@ class ImageConfig(ConfigModel):
         description="Lifecycle rule: keep this many most recent images, expire older ones.",
     )
     primary: ImageRefConfig = Field(
-        default=ImageRefConfig(tag="vllm0.22.0-llama3-8b-awq-lora3-v1"),
+        default=_DEFAULT_PRIMARY,
         description="source = prebuilt: image the primary variant runs.",
     )
     canary: ImageRefConfig | None = Field(
@@ -83,6 +86,29 @@ class ImageConfig(ConfigModel):
         default=ImageBuildConfig(),
         description="source = build: CodeBuild settings and the artifact pins of each variant's image.",
     )
+
+    @model_validator(mode="after")
+    def _prebuilt_refs_only_when_prebuilt(self) -> "ImageConfig":
+        # A prebuilt reference in build mode used to be ignored without a word, so the canary
+        # runbook's `-c image.canary.tag=v2` deployed nothing new (issue 21, finding 4).
+        if self.source == "prebuilt":
+            return self
+        # The loader passes every key, so "set" means "differs from the default" (None for the canary).
+        defaults = {"primary": _DEFAULT_PRIMARY, "canary": ImageRefConfig.model_construct(tag=None)}
+        for variant in ("primary", "canary"):
+            ref: ImageRefConfig | None = getattr(self, variant)
+            if ref is None or ref == defaults[variant]:
+                continue
+            default = defaults[variant]
+            key, value = next(
+                (k, getattr(ref, k)) for k in ("uri", "digest", "tag") if getattr(ref, k) != getattr(default, k)
+            )
+            raise ValueError(
+                f"{variant}.{key} = {value!r} is read only with image.source = prebuilt, and source is build (the "
+                f"{variant}'s image is built from image.build.{variant}'s artifact pins): set image.source=prebuilt "
+                f"to run that image, or pin image.build.{variant}"
+            )
+        return self
 
     @property
     def canary_or_primary(self) -> ImageRefConfig:

@@ -45,7 +45,8 @@ class RolloutConfig(ConfigModel):
         le=28800,
         description=(
             "Whole deployment limit, seconds (AWS 600-28800): green fleet provisioning (5-8 min, seed 001) + "
-            "startup health check (300 s) + bake + shift, with margin."
+            "startup health check (serving.container_startup_health_check_timeout_s, 600 s by default) + bake + "
+            "shift, with margin; a config whose sum exceeds it fails synth."
         ),
     )
     green_provisioning_allowance_s: int = Field(
@@ -59,7 +60,10 @@ class RolloutConfig(ConfigModel):
     )
     auto_rollback: bool = Field(
         default=True,
-        description="Roll back on the canary's 5xx-rate and p95-latency alarms (serving_contract.alarms, by name).",
+        description=(
+            "Roll back a blue/green deployment on every variant's 5xx-rate, p95-TTFT and p99-ModelLatency alarms "
+            "(serving_contract.alarms, by name): the update replaces both variants."
+        ),
     )
     retain_deployment_config: bool = Field(
         default=False,

@@ -19,6 +19,13 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 DayOfWeek = Literal["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]
 
 
+_MAX_DESCRIPTION = (
+    "Ceiling from this time on, in instances; unset (default) = the variant's serving.<variant>.max_capacity, so "
+    "raising or lowering that bound moves every scheduled ceiling with it and no time of day caps an unforeseen "
+    "surge (the seeds' One Piece release: 3x in 15 minutes) below the hard max. Set it only to cap cost on purpose."
+)
+
+
 def _check_name(value: str) -> str:
     if not _NAME.match(value):
         raise ValueError(
@@ -33,7 +40,7 @@ class ScheduledActionConfig(ConfigModel):
     name: str = Field(description="Scheduled action name (unique per variant), e.g. off-peak.")
     schedule: str = Field(description="Weekly cron(min hour dom month dow year) in scaling.timezone.")
     min_capacity: int = Field(ge=0, le=100, description="Floor from this time on, in instances.")
-    max_capacity: int = Field(ge=1, le=100, description="Ceiling from this time on, in instances.")
+    max_capacity: int | None = Field(default=None, ge=1, le=100, description=_MAX_DESCRIPTION)
     description: str = Field(default="", max_length=200, description="Why (shown by the capacity plan).")
 
     _name = field_validator("name")(_check_name)
@@ -46,7 +53,7 @@ class ScheduledActionConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _bounds(self) -> "ScheduledActionConfig":
-        if self.min_capacity > self.max_capacity:
+        if self.max_capacity is not None and self.min_capacity > self.max_capacity:
             raise ValueError(
                 f"{self.name}: min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}"
             )
@@ -64,14 +71,14 @@ class ReleaseEventConfig(ConfigModel):
     day_of_week: DayOfWeek = Field(description="Day of the event in scaling.timezone.")
     time: str = Field(default="18:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Event start, HH:MM.")
     min_capacity: int = Field(ge=0, le=100, description="Floor from the lift on, in instances.")
-    max_capacity: int = Field(ge=1, le=100, description="Ceiling from the lift on, in instances.")
+    max_capacity: int | None = Field(default=None, ge=1, le=100, description=_MAX_DESCRIPTION)
     description: str = Field(default="", max_length=200, description="Why (shown by the capacity plan).")
 
     _name = field_validator("name")(_check_name)
 
     @model_validator(mode="after")
     def _bounds(self) -> "ReleaseEventConfig":
-        if self.min_capacity > self.max_capacity:
+        if self.max_capacity is not None and self.min_capacity > self.max_capacity:
             raise ValueError(
                 f"{self.name}: min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}"
             )
@@ -85,11 +92,18 @@ class ReleaseEventConfig(ConfigModel):
 
 @dataclass(frozen=True)
 class ResolvedAction:
-    """A scheduled action as deployed: events already turned into their pre-scale action."""
+    """A scheduled action as configured, events already turned into their pre-scale action.
+
+    ``max_capacity`` None means the variant's hard max: :meth:`ceiling` resolves it.
+    """
 
     name: str
     schedule: str
     min_capacity: int
-    max_capacity: int
+    max_capacity: int | None
     description: str
     minutes_of_week: tuple[int, ...]
+
+    def ceiling(self, hard_max: int) -> int:
+        """The max capacity this action sets on a variant whose hard max is ``hard_max``."""
+        return hard_max if self.max_capacity is None else self.max_capacity

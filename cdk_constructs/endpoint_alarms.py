@@ -56,7 +56,10 @@ class EndpointAlarms(Construct):
     * queue build-up: ``breaching``. Every running container publishes ``QueueDepth`` on
       an interval whether or not there is traffic, so no datapoint for the whole window
       means no container is publishing: the endpoint is down or its metrics pipeline is
-      broken. This is the page for a silent container.
+      broken. The metric is the MAXIMUM over variants, so silence pages only when EVERY
+      container is silent (one silent variant beside a publishing one does not).
+      With ``idle_may_be_silent`` (inference_components scaled to zero, the dev overlay)
+      zero copies publish nothing by design: ``notBreaching``, or idle dev pages all night.
     * KV cache pressure: ``missing``. The same always-on gauge; the queue alarm already
       pages on silence, and INSUFFICIENT_DATA (not OK) keeps the state honest.
     * GPU memory: ``missing``. SageMaker's host agent publishes it independent of the
@@ -86,6 +89,7 @@ class EndpointAlarms(Construct):
         gpus_per_instance: int,
         topic: sns.ITopic,
         guardrail_alarm_names: Sequence[str],
+        idle_may_be_silent: bool = False,
     ) -> None:
         """
         Args:
@@ -96,13 +100,15 @@ class EndpointAlarms(Construct):
                 device count, so the per-GPU threshold is multiplied by it.
             topic: where notifications go.
             guardrail_alarm_names: names of the deployment-guardrail alarms (serving stack).
+            idle_may_be_silent: True when no container may run while idle (inference
+                components with scale to zero); missing queue data is then not breaching.
         """
         super().__init__(scope, construct_id)
         prefix = alarm_names.alarm_name_prefix(metrics.endpoint_name)
         action = cloudwatch_actions.SnsAction(topic)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         self.critical: list[cloudwatch.Alarm] = []
-        for rule in self._rules(metrics, config, adapters, gpus_per_instance):
+        for rule in self._rules(metrics, config, adapters, gpus_per_instance, idle_may_be_silent=idle_may_be_silent):
             threshold = rule.threshold if rule.threshold is not None else rule.rule.threshold
             alarm = cloudwatch.Alarm(
                 self,
@@ -137,7 +143,10 @@ class EndpointAlarms(Construct):
             "DeploymentRollback",
             composite_alarm_name=f"{prefix}deployment-rollback",
             alarm_description=(
-                "[warning] A deployment-guardrail alarm is in ALARM: SageMaker rolls the running deployment back."
+                "[warning] A rollback alarm (a variant's 5xx rate, p95 TTFT or p99 ModelLatency) is in ALARM. "
+                "During a blue/green deployment SageMaker rolls that deployment back; outside one nothing rolls "
+                "back: live traffic on that variant breaches its canary gate (check `mangaassist-ops promote`/"
+                "`rollback`)."
             ),
             # The guardrail alarms live in the serving stack; a rule can name them directly.
             alarm_rule=cloudwatch.AlarmRule.any_of(
@@ -150,7 +159,12 @@ class EndpointAlarms(Construct):
 
     @staticmethod
     def _rules(
-        metrics: EndpointMetrics, config: MonitoringConfig, adapters: Sequence[str], gpus_per_instance: int
+        metrics: EndpointMetrics,
+        config: MonitoringConfig,
+        adapters: Sequence[str],
+        gpus_per_instance: int,
+        *,
+        idle_may_be_silent: bool,
     ) -> list[_Rule]:
         variants = metrics.variant_names
 
@@ -201,12 +215,16 @@ class EndpointAlarms(Construct):
             _Rule(
                 "QueueBuildUp",
                 "queue-build-up",
-                f"Queue depth > {config.queue_build_up.threshold:g} for {config.queue_build_up.window_s} s, "
-                "or no container publishing metrics. Scale out now.",
+                f"Queue depth > {config.queue_build_up.threshold:g} for {config.queue_build_up.window_s} s"
+                + (
+                    " (no data = scaled to zero, not breaching). Scale out now."
+                    if idle_may_be_silent
+                    else ", or no variant's container publishing metrics at all. Scale out now."
+                ),
                 worst(EngineMetric.QUEUE_DEPTH, "Average", config.queue_build_up, "Queue depth"),
                 config.queue_build_up,
                 Comparison.GREATER_THAN_THRESHOLD,
-                Missing.BREACHING,
+                Missing.NOT_BREACHING if idle_may_be_silent else Missing.BREACHING,
                 critical=True,
             ),
             _Rule(

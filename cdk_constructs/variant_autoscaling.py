@@ -121,7 +121,9 @@ class VariantAutoscaling(Construct):
                 schedule=appscaling.Schedule.expression(action.schedule),
                 time_zone=cdk.TimeZone.of(timezone),
                 min_capacity=action.min_capacity,
-                max_capacity=action.max_capacity,
+                # An action without its own ceiling sets the hard max, so a scheduled action never
+                # holds the fleet below serving.<variant>.max_capacity (issue 21, finding 3).
+                max_capacity=action.ceiling(max_capacity),
             )
 
     @staticmethod

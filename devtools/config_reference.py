@@ -111,16 +111,31 @@ def _default(value: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
-def _rows(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, str, str, str, str]]:
+def _rows(
+    model: type[BaseModel], prefix: str = "", defaults: BaseModel | None = None, required: str = "(required)"
+) -> Iterator[tuple[str, str, str, str, str]]:
+    """Rows of ``model``'s fields. ``defaults`` is the section's own default instance, whose
+    values win over the field defaults of its class: ``serving.primary.max_capacity`` has no
+    class default (so it used to print "(required)") but ServingConfig's default primary sets 20,
+    and ``scaling.primary.schedule`` is ``[]`` on the class but the seeds' actions in the section."""
     for name, field in model.model_fields.items():
         path = f"{prefix}{name}"
         nested = _model_of(field.annotation)
         is_list = typing.get_origin(field.annotation) in (tuple, list)
-        default = "(required)" if field.is_required() else _default(field.get_default(call_default_factory=True))
+        if defaults is not None:
+            value = getattr(defaults, name)
+            default = _default(value)
+        elif field.is_required():
+            value, default = None, required
+        else:
+            value = field.get_default(call_default_factory=True)
+            default = _default(value)
         yield path, _type_name(field.annotation), default, _allowed(field), field.description or ""
         if nested is not None:
-            child_prefix = f"{path}[]." if is_list else f"{path}."
-            yield from _rows(nested, child_prefix)
+            # List items have no default of their own: their required keys are required per item.
+            child_defaults = value if isinstance(value, BaseModel) and not is_list else None
+            label = "(required per item)" if is_list else required if child_defaults else "(required when set)"
+            yield from _rows(nested, f"{path}[]." if is_list else f"{path}.", child_defaults, label)
 
 
 def render() -> str:

@@ -4,22 +4,26 @@ No AWS credentials are needed: both sides are synthesized locally and compared w
 CDK CLI's own diff library (``devtools/template_diff.js``), the same output as
 ``cdk diff``.
 
-Below a stack's diff it notes what the diff does not say in words: a changed
-``AWS::SageMaker::EndpointConfig`` puts the whole endpoint on a new fleet.
+Below a stack's diff it notes what the diff does not say in words (``devtools.fleet_notes``):
+whether a deploy puts the whole endpoint on a new fleet, and why.
 
-Usage: ``python -m devtools.diff [--base origin/main] [-c key=value ...] [--fail-on-diff]``
+``-c`` overrides apply to the working tree only and ``--base-context`` to the base only, so
+``--base HEAD -c serving.primary.max_capacity=24`` diffs one override against the current
+config; give both (``-c stage=dev --base-context stage=dev``) to diff a stage on both sides.
+
+Usage: ``python -m devtools.diff [--base origin/main] [-c key=value ...] [--base-context key=value ...]
+[--fail-on-diff]``
 Exit code: 0, or 3 with ``--fail-on-diff`` when any stack differs; 1 when a synth fails.
 """
 
 import argparse
-import copy
 import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from devtools.fleet_notes import fleet_replacement_notes
 
 REPO = Path(__file__).resolve().parent.parent
 CDK_BIN = REPO / "node_modules" / ".bin" / "cdk"
@@ -70,48 +74,15 @@ def diff_templates(old: Path | None, new: Path | None) -> tuple[bool, str]:
     return result.returncode == 3, result.stdout
 
 
-def _without_weights(resource: Mapping[str, Any]) -> dict[str, Any]:
-    stripped = copy.deepcopy(dict(resource))
-    for variant in stripped.get("Properties", {}).get("ProductionVariants", []):
-        variant.pop("InitialVariantWeight", None)
-    return stripped
-
-
-def fleet_replacement_notes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """One line per endpoint config that ``new`` changes, saying what the deploy does with it.
-
-    Any change makes a new endpoint config, and UpdateEndpoint "deploys the EndpointConfig
-    specified in the request to a new fleet of instances" (SageMaker API reference). When only
-    ``InitialVariantWeight`` changed, that fleet buys nothing: the endpoint retains its live
-    ``DesiredWeight`` (``ServingEndpoint``), so the note says to shift traffic with ``ops``.
-
-    Args:
-        old / new: two CloudFormation templates (``{"Resources": {...}}``).
-    """
-    notes = []
-    old_resources = old.get("Resources", {})
-    for logical_id, resource in new.get("Resources", {}).items():
-        before = old_resources.get(logical_id)
-        if resource.get("Type") != "AWS::SageMaker::EndpointConfig" or before is None or before == resource:
-            continue
-        if _without_weights(before) == _without_weights(resource):
-            notes.append(
-                f"{logical_id}: only InitialVariantWeight changed. The endpoint keeps its live weights (DesiredWeight "
-                "is retained), so this deploy replaces every instance and moves no traffic; shift traffic with "
-                "`ops promote`/`ops rollback` and revert the weight change."
-            )
-        else:
-            notes.append(
-                f"{logical_id}: a new endpoint config. UpdateEndpoint deploys it to a new fleet: every instance is "
-                "replaced through the blue/green DeploymentConfig (scaling.rollout)."
-            )
-    return notes
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="origin/main", help="git ref to compare against (default: origin/main)")
-    parser.add_argument("-c", "--context", action="append", default=[], help="context value for both synths")
+    parser.add_argument(
+        "-c", "--context", action="append", default=[], help="context value for the working tree's synth only"
+    )
+    parser.add_argument(
+        "--base-context", action="append", default=[], metavar="KEY=VALUE", help="context value for the base's synth"
+    )
     parser.add_argument("--fail-on-diff", action="store_true", help="exit 3 when any stack differs")
     args = parser.parse_args(argv)
 
@@ -128,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         try:
             try:
-                base = synth(base_tree, Path(tmp) / "out-base", args.context)
+                base = synth(base_tree, Path(tmp) / "out-base", args.base_context)
                 head = synth(REPO, Path(tmp) / "out-head", args.context)
             except subprocess.CalledProcessError:
                 print("diff: synth failed (see above)", file=sys.stderr)

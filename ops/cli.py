@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from app_config import ConfigError, load_config
 from app_config.model import AppConfig
+from ops.capacity import CanaryLimit
 from ops.component_rollout import rollback_refusal, watch_rolling_update
 from ops.components import describe_component
 from ops.endpoint import (
@@ -182,6 +183,7 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
             steps=args.steps or DEFAULT_PROMOTE_STEPS,
             timing=timing,
             allow_missing_alarms=args.allow_missing_alarms,
+            canary_limit=CanaryLimit.of(config),
         )
     if args.command == "rollback":
         if ref.hosts_components:

@@ -18,6 +18,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ops.capacity import CanaryLimit, peak_demand_rpm, require_canary_capacity
 from ops.endpoint import EndpointRef, EndpointState, describe, require_in_service, wait_in_service
 from ops.exit_codes import ExitCode, OpsError
 from serving_contract.alarms import alarm_name_prefix, rollback_alarm_names
@@ -193,23 +194,32 @@ def promote(
     steps: Sequence[float],
     timing: Timing,
     allow_missing_alarms: bool,
+    canary_limit: CanaryLimit,
 ) -> ExitCode:
     """Shift canary traffic through ``steps`` (percent, ascending), watching alarms after each.
 
     Steps at or below the canary's current share are skipped, so a stopped promotion can be
-    resumed. At the first alarm in ALARM, rolls back and returns ROLLED_BACK. A step that does
-    not return to InService within the timeout also rolls back (then re-raises NOT_READY).
+    resumed. Before any weight moves, the last remaining step is checked against
+    ``canary_limit``: when the busiest minute of the last hour's Invocations (all variants) at
+    that share needs more canary instances than its max_capacity, raises OpsError (USAGE) with
+    the numbers in one line and changes nothing. At the first alarm in ALARM, rolls back and
+    returns ROLLED_BACK. A step that does not return to InService within the timeout also rolls
+    back (then re-raises NOT_READY).
     """
     primary, canary = _variant_names(ref)
     state = describe(rt.sagemaker, ref.endpoint_name)
     require_in_service(state, (primary, canary))
     require_rollback_alarms(rt, ref.endpoint_name, canary, allow_missing=allow_missing_alarms)
     current = canary_share(state, canary)
+    remaining = [s for s in steps if s > current + 1e-9]
+    if remaining:
+        demand = peak_demand_rpm(rt.cloudwatch, ref.endpoint_name, [v.name for v in state.variants])
+        require_canary_capacity(remaining, demand, canary_limit, canary=canary)
     planned = ", ".join(f"{s:g}" for s in steps)
     rt.out(f"promote {ref.endpoint_name}: {canary} at {current:g} % of traffic, steps {planned} %")
 
     firing = firing_alarms(rt.cloudwatch, ref.endpoint_name, canary)
-    for step in [s for s in steps if s > current + 1e-9]:
+    for step in remaining:
         if firing:
             break
         rt.out(f"step {step:g} %: {primary}={100 - step:g} {canary}={step:g}")

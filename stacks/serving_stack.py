@@ -179,14 +179,17 @@ class ServingStack(cdk.Stack):
             role=role,
             environment=container_environment(config),
             hosting=_hosting(config),
-            # Wired by name (serving_contract.alarms) to the guardrail alarms: the canary's, or
-            # the primary's on a single-variant endpoint.
+            # Wired by name (serving_contract.alarms) to the guardrail alarms of EVERY variant: a
+            # blue/green update replaces the whole fleet, so a primary-only image or engine change
+            # must roll back on the primary's alarms too (issue 21, finding 2). 2 variants x 3
+            # alarms = 6, within AutoRollbackConfig.Alarms' 1-10 (botocore sagemaker AlarmList).
             deployment_config=deployment_config(
                 config.scaling.rollout,
-                rollback_alarm_names(
-                    config.endpoint_name,
-                    (serving.canary if serving.canary.enabled else serving.primary).variant_name,
-                ),
+                [
+                    name
+                    for variant in serving.variants
+                    for name in rollback_alarm_names(config.endpoint_name, variant.variant_name)
+                ],
             ),
             retain_deployment_config=config.scaling.rollout.retain_deployment_config,
         )

@@ -122,7 +122,6 @@ CANARY_BUILD_OVERRIDES = {
         '{"base_model": "v1/' + "1" * 64 + '", "adapters": {"manga_domain_v3": "v4/' + "2" * 64 + '", '
         '"general_support_v2": "v2/' + "3" * 64 + '", "jp_style_v1": "v1/' + "4" * 64 + '"}}'
     ),
-    "image.canary.uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ci/serving@sha256:" + "cd" * 32,
 }
 
 
@@ -134,10 +133,7 @@ def bedrock_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="session")
 def canary_build_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """source = build with a canary pinned to a new adapter version and an existing artifacts bucket.
-
-    ``image.canary.uri`` is set too, to prove that prebuilt references are ignored in build mode.
-    """
+    """source = build with a canary pinned to a new adapter version and an existing artifacts bucket."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-canary-build"), CANARY_BUILD_OVERRIDES)
 
 

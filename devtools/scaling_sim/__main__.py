@@ -6,6 +6,7 @@ Usage::
     python -m devtools.scaling_sim --variant canary
     python -m devtools.scaling_sim --demand-csv week.csv --plot week.png
     python -m devtools.scaling_sim --compare -c scaling.primary.target_tracking.metric=invocations_per_instance
+    python -m devtools.scaling_sim --scenario surge --surge-at "TUE 02:00"    # unforeseen x3 (surge.py)
 
 Config comes from ``cdk.json`` plus ``-c key=value`` through the same loader as
 ``devtools.capacity_plan`` (and ``app.py``). Config and CSV errors print one line and exit 2.
@@ -14,7 +15,7 @@ Config comes from ``cdk.json`` plus ``-c key=value`` through the same loader as
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app_config import AppConfig, ConfigError
@@ -22,10 +23,10 @@ from app_config.capacity_timeline import Bounds, effective_bounds
 from app_config.scaling import VariantScalingConfig
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.serving import VariantConfig
-from app_config.weekly_cron import MINUTES_PER_WEEK
+from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from devtools import capacity_plan
 from devtools.scaling_sim import demand as demand_module
-from devtools.scaling_sim import engine, report
+from devtools.scaling_sim import engine, report, surge
 from devtools.scaling_sim.fleet import ServiceModel
 
 DEFAULT_PROVISION_MIN = 8
@@ -187,6 +188,13 @@ def _minutes(text: str) -> int:
     return value
 
 
+def _surge_at(text: str) -> int:
+    try:
+        return surge.parse_at(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--surge-at ")) from None
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="scaling-sim", description=__doc__.split("\n\n")[0])
     parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="context override")
@@ -206,7 +214,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--provision-min", type=_minutes, default=DEFAULT_PROVISION_MIN, help="provisioning, min")
     parser.add_argument("--startup-min", type=_minutes, default=DEFAULT_STARTUP_MIN, help="container start-up, min")
     parser.add_argument("--plot", type=Path, help="write a PNG of the run (the override's with --compare)")
+    parser.add_argument(
+        "--scenario",
+        choices=("week", "surge"),
+        default="week",
+        help="week: the demand as given; surge: plus an unforeseen x3 spike at --surge-at (seed 001 user story 7)",
+    )
+    parser.add_argument(
+        "--surge-at", type=_surge_at, default=surge.DEFAULT_SURGE_AT, help="DAY HH:MM (default TUE 02:00)"
+    )
     return parser.parse_args(argv)
+
+
+def _with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
+    """``--scenario surge``: the scenario's demand with the unforeseen spike (devtools.scaling_sim.surge)."""
+    if args.scenario != "surge":
+        return scenario
+    at = format_minute_of_week(args.surge_at)
+    return replace(
+        scenario,
+        demand=surge.overlay(scenario.demand, args.surge_at),
+        demand_source=f"{scenario.demand_source}, unforeseen x{surge.SURGE_MULTIPLIER:g} surge at {at}",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -214,12 +243,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = capacity_plan.load(args.context, args.cdk_json)
         title = f"Scaling simulation of {config.endpoint_name} (stage {config.stage}), {config.scaling.timezone}"
-        summary, records, events = simulate(_scenario(args, config), title)
+        summary, records, events = simulate(_with_surge(_scenario(args, config), args), title)
         print(report.format_summary(summary))
+        if args.scenario == "surge":
+            print()
+            print(surge.format_window(surge.window(records, args.surge_at)))
         if args.compare:
             # The baseline keeps the stage: compare one override, not two stages (as capacity_plan).
             baseline_config = capacity_plan.load([o for o in args.context if o.startswith("stage=")], args.cdk_json)
-            baseline, _, _ = simulate(_scenario(args, baseline_config), "baseline")
+            baseline, _, _ = simulate(_with_surge(_scenario(args, baseline_config), args), "baseline")
             print()
             print(report.format_comparison(baseline, summary))
     except (ConfigError, demand_module.DemandError) as error:

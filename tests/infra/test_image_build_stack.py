@@ -102,7 +102,7 @@ def test_canary_gets_its_own_build(canary_build_synth: Synth) -> None:
     assert len(images) == 2 and len(tags) == 2
     built = synth.stacks.image_build.image_tags  # type: ignore[union-attr]
     models = _model_images(synth)
-    # The prebuilt image.canary.uri in this config is ignored: the canary runs its build.
+    # The canary runs its own build (a prebuilt image.canary in build mode is refused at synth).
     assert models["primary"]["Fn::Join"][1][-1] == f":{built['primary']}"
     assert models["canary"]["Fn::Join"][1][-1] == f":{built['canary']}"
     canary = next(r for r in images.values() if r["Properties"]["ImageTag"] == built["canary"])

@@ -182,7 +182,7 @@ def test_seed_defaults_reach_the_template(default_synth: Synth) -> None:
     assert alarms[f"{name}-queue-build-up"]["Threshold"] == 80
     assert alarms[f"{name}-queue-build-up"]["EvaluationPeriods"] * 60 == 120
     assert alarms[f"{name}-kv-cache-pressure"]["Threshold"] == 95
-    assert alarms[f"{name}-prefix-cache-degraded"]["Threshold"] == 50
+    assert alarms[f"{name}-prefix-cache-degraded"]["Threshold"] == 20  # from the prompt layout (finding 10)
     assert alarms[f"{name}-model-latency-p99"]["Threshold"] == 2_000_000
 
 
@@ -262,6 +262,8 @@ def test_guardrail_alarms_are_named_for_rollback_and_precede_the_endpoint(defaul
     )
     for name in default_synth.stacks.serving.guardrail_alarms.alarm_names:
         assert f'ALARM("{name}")' in composite["AlarmRule"]
+    # Issue 21, finding 2: it fires outside deployments too, and must not claim a rollback is running.
+    assert "outside one nothing rolls back" in composite["AlarmDescription"]
     assert default_synth.stacks.serving in default_synth.stacks.observability.dependencies
 
 
@@ -416,4 +418,19 @@ def test_topic_subscriptions_come_from_config(vpc_single_variant_synth: Synth) -
     template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"})
     template.has_resource_properties(
         "AWS::SNS::Subscription", {"Protocol": "https", "Endpoint": "https://hooks.example.com/alarms"}
+    )
+
+
+def test_scaled_to_zero_components_do_not_page_on_silence(dev_components_synth: Synth, components_synth: Synth) -> None:
+    """Issue 21, finding 8: the dev overlay's inference_components mode scales to zero copies, which
+    publish nothing; a breaching queue-build-up alarm paged on-call through the critical composite
+    all night. Without scale to zero, silence still pages."""
+    name = dev_components_synth.config.endpoint_name
+    assert dev_components_synth.config.serving.inference_components.scale_to_zero
+    idle = _alarms_by_name(dev_components_synth, "Observability")[f"{name}-queue-build-up"]
+    assert idle["TreatMissingData"] == "notBreaching"
+    assert "no data = scaled to zero, not breaching" in idle["AlarmDescription"]
+    warm = components_synth.config.endpoint_name
+    assert _alarms_by_name(components_synth, "Observability")[f"{warm}-queue-build-up"]["TreatMissingData"] == (
+        "breaching"
     )

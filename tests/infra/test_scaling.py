@@ -2,16 +2,17 @@
 
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match
 
 from app_config import AppConfig
 from app_config.capacity_timeline import effective_bounds
 from devtools import capacity_plan
-from devtools.diff import fleet_replacement_notes
+from devtools.fleet_notes import fleet_replacement_notes
 from serving_contract import alarms
 from serving_contract.metrics import EngineMetric
 from tests.conftest import SCALING_OVERRIDE
-from tests.synth_helpers import Synth
+from tests.synth_helpers import Synth, synthesize
 
 ENDPOINT = "mangaassist-vllm-prod"
 
@@ -150,7 +151,9 @@ def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_syn
     target = _targets(default_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
     expected = {
-        "off-peak": ("cron(0 1 * * ? *)", 2, 6),
+        # Every ceiling is serving.primary.max_capacity (issue 21, finding 3): the night floor is 2,
+        # and an unforeseen surge at night can still scale to 20.
+        "off-peak": ("cron(0 1 * * ? *)", 2, 20),
         "business-hours": ("cron(0 8 * * ? *)", 4, 20),
         "jp-evening-peak": ("cron(45 17 ? * TUE,THU,SAT,SUN *)", 6, 20),
         "jp-evening-end": ("cron(0 23 * * ? *)", 4, 20),
@@ -170,7 +173,9 @@ def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_syn
     assert "ScheduledActions" not in canary
 
 
-def test_endpoint_has_blue_green_canary_guardrails_with_rollback_alarms_by_name(default_synth: Synth) -> None:
+def test_endpoint_rolls_back_on_every_variants_alarms_by_name(default_synth: Synth) -> None:
+    """Issue 21, finding 2: a blue/green update replaces both variants, so a primary-only image or
+    engine change must roll back on the primary's alarms too, not only the canary's."""
     default_synth.template("Serving").has_resource_properties(
         "AWS::SageMaker::Endpoint",
         {
@@ -185,7 +190,11 @@ def test_endpoint_has_blue_green_canary_guardrails_with_rollback_alarms_by_name(
                     "MaximumExecutionTimeoutInSeconds": 3600,
                 },
                 "AutoRollbackConfiguration": {
-                    "Alarms": [{"AlarmName": name} for name in alarms.rollback_alarm_names(ENDPOINT, "canary")]
+                    "Alarms": [
+                        {"AlarmName": name}
+                        for variant in ("primary", "canary")
+                        for name in alarms.rollback_alarm_names(ENDPOINT, variant)
+                    ]
                 },
             },
             "RetainDeploymentConfig": False,
@@ -293,3 +302,14 @@ def test_a_deploy_re_registers_the_scheduled_bounds_after_the_target(
     changed = _scheduled_capacity(scaling_override_synth)
     (changed_props,) = (r["Properties"] for r in changed.values())
     assert changed_props["Timeline"] != props["Timeline"]
+
+
+def test_raised_max_capacity_reaches_every_scheduled_action(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Issue 21, finding 3: the README's -c serving.primary.max_capacity=24 used to stay capped at 20
+    (6 at night) by every scheduled action and by Custom::ScheduledCapacity after each deploy."""
+    synth = synthesize(tmp_path_factory.mktemp("cdk-out-max-24"), {"serving.primary.max_capacity": "24"})
+    target = _targets(synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
+    assert target["MaxCapacity"] == 24
+    assert {a["ScalableTargetAction"]["MaxCapacity"] for a in target["ScheduledActions"]} == {24}
+    (keeper,) = _scheduled_capacity(synth).values()
+    assert {entry["MaxCapacity"] for entry in keeper["Properties"]["Timeline"]} == {24}

@@ -83,8 +83,9 @@ def test_a_deploy_at_friday_17_jst_keeps_the_release_floor(handler: ModuleType, 
 
 
 def test_off_peak_on_creation_registers_the_night_bounds(handler: ModuleType, autoscaling: Stubber) -> None:
-    # TUE 03:00 JST = MON 18:00 UTC: off-peak (01:00) holds 2-6, not the template's 2-20.
-    _expect_register(autoscaling, 2, 6)
+    # TUE 03:00 JST = MON 18:00 UTC: off-peak (01:00) holds floor 2; its ceiling is the hard max 20, so a
+    # surge at night can scale to it (issue 21, finding 3: it used to be re-applied as 2-6 after every deploy).
+    _expect_register(autoscaling, 2, 20)
     result = handler.on_event(_event("Create"), now=datetime(2026, 11, 23, 18, 0, tzinfo=UTC))
     assert result["Data"]["SetBy"] == "off-peak"
 

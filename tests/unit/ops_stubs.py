@@ -199,6 +199,44 @@ class Stubs:
         )
         self.alarms_exist(guarded=guarded)
 
+    def invocations(self, per_minute: dict[str, list[float]] | None = None) -> None:
+        """GetMetricData of ``Invocations``: per variant, one Sum per minute (newest first, as
+        CloudWatch returns them). Default: 1,000/min over 10 minutes, split 95/5."""
+        per_minute = {"primary": [950.0] * 10, "canary": [50.0] * 10} if per_minute is None else per_minute
+        queries = [
+            {
+                "Id": f"v{index}",
+                "MetricStat": {
+                    "Metric": {
+                        "Namespace": "AWS/SageMaker",
+                        "MetricName": "Invocations",
+                        "Dimensions": [
+                            {"Name": "EndpointName", "Value": ENDPOINT},
+                            {"Name": "VariantName", "Value": name},
+                        ],
+                    },
+                    "Period": 60,
+                    "Stat": "Sum",
+                },
+            }
+            for index, name in enumerate(per_minute)
+        ]
+        results = [
+            {
+                "Id": f"v{index}",
+                "Label": "Invocations",
+                "Timestamps": [NOW - dt.timedelta(minutes=m) for m in range(len(values))],
+                "Values": values,
+                "StatusCode": "Complete",
+            }
+            for index, values in enumerate(per_minute.values())
+        ]
+        self.cloudwatch.add_response(
+            "get_metric_data",
+            {"MetricDataResults": results},
+            {"MetricDataQueries": queries, "StartTime": ANY, "EndTime": ANY},
+        )
+
     # --- sagemaker-runtime ---------------------------------------------------------------
     # ``variant`` is the TargetVariant; None with ``component=`` (InferenceComponentName) instead.
     def invoke(

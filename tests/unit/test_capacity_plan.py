@@ -16,12 +16,13 @@ def test_primary_week_matches_the_hand_calculation() -> None:
     #   00-01 4 (jp-evening-end of the day before), 01-08 2 (off-peak), 08-16 4 (business hours),
     #   16-23 8 (2 h pre-scale before the 18:00 release), 23-24 4 (jp-evening-end).
     release_day_floor = 1 * 4 + 7 * 2 + 8 * 4 + 7 * 8 + 1 * 4  # = 110
-    release_day_ceiling = 1 * 20 + 7 * 6 + 8 * 20 + 7 * 20 + 1 * 20  # = 382
+    # Ceilings: serving.primary.max_capacity (20) all day; no scheduled action caps it (issue 21, finding 3).
+    release_day_ceiling = 24 * 20  # = 480
     # Other days (TUE, THU, SAT, SUN): 08-17:45 4 (9.75 h), 17:45-23 6 (5.25 h, evening peak 15 min early).
     other_day_floor = 1 * 4 + 7 * 2 + 9.75 * 4 + 5.25 * 6 + 1 * 4  # = 92.5
-    other_day_ceiling = 1 * 20 + 7 * 6 + 9.75 * 20 + 5.25 * 20 + 1 * 20  # = 382
+    other_day_ceiling = 24 * 20  # = 480
     week_floor = 3 * release_day_floor + 4 * other_day_floor  # = 700
-    week_ceiling = 3 * release_day_ceiling + 4 * other_day_ceiling  # = 2674
+    week_ceiling = 3 * release_day_ceiling + 4 * other_day_ceiling  # = 3360
 
     plan = _primary()
     assert plan.variant_name == "primary"
@@ -31,14 +32,14 @@ def test_primary_week_matches_the_hand_calculation() -> None:
     assert plan.floor_hours_per_month == pytest.approx(week_floor * 730 / 168)
     low, high = plan.monthly_cost_band_usd
     assert low == pytest.approx(week_floor * 730 / 168 * PRICE)  # about $4,282.67
-    assert high == pytest.approx(week_ceiling * 730 / 168 * PRICE)  # about $16,359.79
+    assert high == pytest.approx(week_ceiling * 730 / 168 * PRICE)  # about $20,556.80
 
 
 def test_hourly_grid_shows_the_bounds_after_every_action() -> None:
     plan = _primary()
     monday, tuesday = plan.hourly[0], plan.hourly[1]
     assert monday[0] == (4, 20)  # carried over from SUN 23:00
-    assert monday[3] == (2, 6)  # off-peak
+    assert monday[3] == (2, 20)  # off-peak: floor 2, the hard max stays the ceiling
     assert monday[16] == (8, 20)  # Shonen Jump pre-scale at 16:00
     assert tuesday[16] == (4, 20)
     assert tuesday[17] == (6, 20)  # evening peak at 17:45 is in force at 17:59
@@ -70,7 +71,7 @@ def test_command_prints_the_week_and_the_band(capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert "times in Asia/Tokyo" in out
     assert "MON 16:00  min   8  max  20  shonen-jump-prescale" in out
-    assert "On-demand cost band per month: $4,282.67 .. $16,359.79" in out
+    assert "On-demand cost band per month: $4,282.67 .. $20,556.80" in out
 
 
 def test_compare_prints_baseline_against_the_override(capsys: pytest.CaptureFixture[str]) -> None:

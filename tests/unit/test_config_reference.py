@@ -24,3 +24,24 @@ def test_reference_lists_every_key() -> None:
     rendered = {key.replace("[]", "") for key in re.findall(r"^\| `([^`]+)`", render(), re.MULTILINE)}
     for key in known_keys(AppConfig):
         assert key in rendered, key
+
+
+def _default_of(key: str) -> str:
+    match = re.search(rf"^\| `{re.escape(key)}` \| [^|]+ \| ([^|]+) \|", render(), re.MULTILINE)
+    assert match, key
+    return match.group(1).strip()
+
+
+def test_defaults_of_a_section_are_shown_not_required() -> None:
+    """Issue 21, finding 11: capacities, alarm thresholds and the seeds' scheduled actions have
+    defaults set by their section, but the class-level field has none: "(required)" or `[]` printed."""
+    assert _default_of("serving.primary.max_capacity") == "`20`"
+    assert _default_of("serving.canary.max_capacity") == "`2`"
+    assert _default_of("monitoring.high_ttft.threshold") == "`500.0`"
+    schedule = _default_of("scaling.primary.schedule")
+    events = _default_of("scaling.primary.events")
+    assert all(name in schedule for name in ("off-peak", "business-hours", "jp-evening-peak", "jp-evening-end"))
+    assert all(name in events for name in ("shonen-jump", "shonen-magazine", "friday-release"))
+    assert _default_of("model.adapters[].name") == "(required per item)"
+    assert _default_of("serving.vpc.subnet_ids") == "(required when set)"
+    assert "| (required) |" not in render()

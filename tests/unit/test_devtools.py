@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from devtools.diff import diff_templates, fleet_replacement_notes
+from devtools.diff import diff_templates
+from devtools.fleet_notes import fleet_replacement_notes
 from devtools.synth_summary import summarize
 from tests.synth_helpers import Synth
 

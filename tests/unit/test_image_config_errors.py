@@ -53,6 +53,19 @@ def _error(overrides: dict[str, str]) -> str:
             "<account>.dkr.ecr.<region>.amazonaws.com/<repository>@sha256:<64 hex>",
         ),
         (
+            # Issue 21, finding 4: the canary runbook's key used to be ignored in build mode.
+            {"image.canary.tag": "v2"},
+            "config error: image: canary.tag = 'v2' is read only with image.source = prebuilt, and source is build "
+            "(the canary's image is built from image.build.canary's artifact pins): set image.source=prebuilt to run "
+            "that image, or pin image.build.canary",
+        ),
+        (
+            {"image.primary.digest": "sha256:" + "ab" * 32},
+            "config error: image: primary.digest = 'sha256:" + "ab" * 32 + "' is read only with image.source = "
+            "prebuilt, and source is build (the primary's image is built from image.build.primary's artifact pins): "
+            "set image.source=prebuilt to run that image, or pin image.build.primary",
+        ),
+        (
             {"image.primary": "{}"},
             "config error: image.primary: tag = None, digest = None, uri = None: set a tag, a digest or a uri",
         ),

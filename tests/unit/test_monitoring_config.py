@@ -1,9 +1,20 @@
 """Monitoring config: seed defaults and one-line errors for bad input."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from app_config import AppConfig, ConfigError, load_config
+from app_config.monitoring import (
+    PREFIX_CACHE_DEGRADED_PERCENT,
+    SHARED_PREFIX_TOKENS,
+    TYPICAL_PROMPT_TOKENS,
+    fresh_prefix_hit_percent,
+)
 from tests.synth_helpers import cdk_json_context
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _error(overrides: dict[str, str]) -> str:
@@ -21,7 +32,8 @@ def test_defaults_are_the_seeds_alerting_rules() -> None:
     assert (monitoring.queue_build_up.threshold, monitoring.queue_build_up.window_s) == (80, 120)
     assert (monitoring.kv_cache_pressure.threshold, monitoring.kv_cache_pressure.window_s) == (95, 300)
     assert monitoring.engine_errors.window_s == 300
-    assert (monitoring.prefix_cache_degradation.threshold, monitoring.prefix_cache_degradation.window_s) == (50, 900)
+    # Window from seed 002; threshold from the prompt layout (issue 21, finding 10; test below).
+    assert (monitoring.prefix_cache_degradation.threshold, monitoring.prefix_cache_degradation.window_s) == (20, 900)
     assert monitoring.adapter_latency.window_s == 600
     # Seed 000 canary gates.
     assert monitoring.canary_error_rate.threshold == 0.5
@@ -99,3 +111,18 @@ def test_adapter_ceiling_overrides_the_default() -> None:
 )
 def test_bad_monitoring_input_is_one_clear_line(overrides: dict[str, str], expected: str) -> None:
     assert _error(overrides) == expected
+
+
+def test_prefix_cache_threshold_follows_the_prompt_layout_and_the_measurement() -> None:
+    """Issue 21, finding 10: seed 002's 50 % sits above what fresh traffic can reach (the shared
+    prefix is ~600 of ~2,380 prompt tokens), so the alarm would stay in ALARM on a healthy fleet."""
+    floor = fresh_prefix_hit_percent(SHARED_PREFIX_TOKENS, TYPICAL_PROMPT_TOKENS, 16)
+    assert round(floor, 1) == 24.9  # 592 block-aligned tokens of 2,380
+    measured = json.loads((REPO / "benchmarks/results/h200-2026-11-25/capacity.json").read_text())
+    fresh = [level["prefix_cache_hit_rate"] * 100 for level in measured["fresh"]]
+    conversations = [level["prefix_cache_hit_rate"] * 100 for level in measured["conversations"]]
+    assert all(abs(rate - floor) < 1.5 for rate in fresh)  # 23.5-24.9 % measured
+    threshold = AppConfig().monitoring.prefix_cache_degradation.threshold
+    assert threshold == PREFIX_CACHE_DEGRADED_PERCENT == 20
+    assert threshold < min(fresh) and threshold < min(conversations)
+    assert max(fresh) < 50  # the old threshold: fresh traffic alone kept the alarm in ALARM

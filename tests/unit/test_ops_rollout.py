@@ -1,5 +1,8 @@
 """``promote`` and ``rollback`` against stubbed SageMaker and CloudWatch clients."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ops.cli import main
@@ -7,6 +10,8 @@ from ops.endpoint import wait_in_service
 from ops.exit_codes import ExitCode, OpsError
 from ops.rollout import WEIGHTS_KEPT
 from tests.unit.ops_stubs import ADAPTERS, ENDPOINT, FakeClock, stubbed
+
+REPO = Path(__file__).resolve().parents[2]
 
 VARIANTS = ["--endpoint-name", ENDPOINT, "--primary-variant", "primary", "--canary-variant", "canary"]
 FAST = ["--poll-s", "30", "--update-timeout-s", "300"]
@@ -17,6 +22,7 @@ def test_promote_steps_through_weights_and_prints_context():
     with stubbed() as stubs:
         stubs.describe_endpoint()
         stubs.alarms_exist()
+        stubs.invocations()
         stubs.alarm_check()  # before the first step
         stubs.update_weights({"primary": 50.0, "canary": 50.0})
         stubs.describe_endpoint(status="Updating", weights={"primary": 95.0, "canary": 5.0})
@@ -44,6 +50,7 @@ def test_promote_skips_steps_already_reached():
     with stubbed() as stubs:
         stubs.describe_endpoint(weights={"primary": 75.0, "canary": 25.0})
         stubs.alarms_exist()
+        stubs.invocations()
         stubs.alarm_check()
         stubs.update_weights({"primary": 50.0, "canary": 50.0})
         stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
@@ -60,6 +67,7 @@ def test_alarm_mid_promotion_rolls_back():
     with stubbed() as stubs:
         stubs.describe_endpoint()
         stubs.alarms_exist()
+        stubs.invocations()
         stubs.alarm_check()
         stubs.update_weights({"primary": 75.0, "canary": 25.0})
         stubs.describe_endpoint(weights={"primary": 75.0, "canary": 25.0})
@@ -84,6 +92,7 @@ def test_alarm_already_firing_rolls_back_without_a_step():
     with stubbed() as stubs:
         stubs.describe_endpoint()
         stubs.alarms_exist()
+        stubs.invocations()
         stubs.alarm_check(firing=(f"{ENDPOINT}-primary-gpu-memory",))
         stubs.describe_endpoint()
         stubs.update_weights({"primary": 100.0, "canary": 0.0})
@@ -120,6 +129,7 @@ def test_step_stuck_updating_rolls_back_and_reports_not_ready(capsys):
     with stubbed() as stubs:
         stubs.describe_endpoint()
         stubs.alarms_exist()
+        stubs.invocations()
         stubs.alarm_check()
         stubs.update_weights({"primary": 90.0, "canary": 10.0})
         for _ in range(3):  # t = 0, 30, 60 with a 60 s timeout
@@ -227,3 +237,75 @@ def test_wait_ends_at_once_on_a_terminal_status(status):
         with pytest.raises(OpsError) as info:
             wait_in_service(stubs.clients.sagemaker, ENDPOINT, timeout_s=600, poll_s=30, clock=clock, sleep=clock.sleep)
     assert str(info.value) == f"endpoint {ENDPOINT} is {status} (rollback could not restore the old config)"
+
+
+# --- finding 1: the traffic a promotion shifts must fit in what the canary can scale to ---------
+# Stage prod: canary max_capacity 2; each ml.g5.xlarge carries the capacity ops load measured,
+# 937 req/min within the SLO (capacity.measured, read through ops.capacity).
+MEASURED = {"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 937, "ttft_p50_ms": 90}}
+
+
+@pytest.fixture(autouse=True)
+def _measured_capacity(tmp_path_factory, monkeypatch):
+    """Run in a folder whose cdk.json is the repo's plus the measured g5 capacity above: with the
+    projected g5 capacity (19 req/min) no promotion of these tests' traffic would fit."""
+    folder = tmp_path_factory.mktemp("cdk")
+    context = json.loads((REPO / "cdk.json").read_text())
+    context["context"]["stages"]["prod"].setdefault("capacity", {})["measured"] = MEASURED
+    (folder / "cdk.json").write_text(json.dumps(context))
+    monkeypatch.chdir(folder)
+
+
+def _cdk_json(tmp_path, **serving):
+    path = tmp_path / "cdk.json"
+    overlay = {"capacity": {"measured": MEASURED}, "serving": serving}
+    path.write_text(json.dumps({"context": {"stage": "prod", "stages": {"prod": overlay}}}))
+    return str(path)
+
+
+def test_promote_refuses_a_step_the_canary_max_capacity_cannot_carry(capsys, tmp_path):
+    """4,000 req/min at 100 % needs 5 canary instances; max_capacity 2 carries 47 %. Nothing moves."""
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.alarms_exist()
+        stubs.invocations({"primary": [3_800.0, 3_000.0], "canary": [200.0, 150.0]})
+        code = main(
+            ["promote", *VARIANTS, *FAST, "--steps", "25,50,100", "--cdk-json", _cdk_json(tmp_path)],
+            stubs.deps(FakeClock()),
+        )
+    assert code == ExitCode.USAGE
+    assert stubs.lines == []  # no weight changed, nothing announced
+    assert capsys.readouterr().err.strip() == (
+        "error: step 100 % would send 4,000 req/min (busiest minute of the last 60 min: 4,000) to canary, which "
+        "needs 5 instances at 937 req/min each; serving.canary.max_capacity = 2 carries 47 % at most: raise "
+        "serving.canary.max_capacity to >= 5 and deploy, or end --steps at <= 46"
+    )
+
+
+def test_promote_follows_a_raised_canary_max_capacity(tmp_path):
+    """The same traffic promotes once serving.canary.max_capacity is raised to 5."""
+    cdk_json = _cdk_json(tmp_path, canary={"max_capacity": 5})
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        stubs.alarms_exist()
+        stubs.invocations({"primary": [3_800.0], "canary": [200.0]})
+        stubs.alarm_check()
+        stubs.update_weights({"primary": 0.0, "canary": 100.0})
+        stubs.describe_endpoint(weights={"primary": 0.0, "canary": 100.0})
+        stubs.alarm_check()
+        code = main(
+            ["promote", *VARIANTS, *FAST, "--steps", "100", "--watch-s", "0", "--cdk-json", str(cdk_json)],
+            stubs.deps(FakeClock()),
+        )
+    assert code == ExitCode.OK
+    assert stubs.lines[-2] == "promoted: canary at 100 % of traffic"
+
+
+def test_promote_resumed_past_every_step_reads_no_metrics():
+    """Steps at or below the current share are skipped, so there is nothing to check (no GetMetricData)."""
+    with stubbed() as stubs:
+        stubs.describe_endpoint(weights={"primary": 0.0, "canary": 100.0})
+        stubs.alarms_exist()
+        stubs.alarm_check()
+        code = main(["promote", *VARIANTS, *FAST, "--steps", "100"], stubs.deps(FakeClock()))
+    assert code == ExitCode.OK

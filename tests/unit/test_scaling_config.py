@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from app_config import ConfigError, load_config
+from app_config import AppConfig, ConfigError, load_config
+from app_config.capacity_timeline import effective_bounds
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ReleaseEventConfig
 from app_config.weekly_cron import parse_weekly_cron, weekly_cron
@@ -17,6 +18,10 @@ def _error(overrides: dict[str, str]) -> str:
     message = str(info.value)
     assert "\n" not in message, f"expected one line, got: {message}"
     return message
+
+
+def _context(overrides: dict[str, str]) -> dict[str, object]:
+    return {**cdk_json_context(), **overrides}
 
 
 def _schedule(*actions: dict[str, object]) -> str:
@@ -117,8 +122,9 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
                     {"name": "big", "schedule": "cron(0 9 * * ? *)", "min_capacity": 4, "max_capacity": 30}
                 )
             },
-            "config error: scaling.primary: scheduled action big max_capacity = 30 exceeds "
-            "serving.primary.max_capacity = 20 (the scalable target's hard max)",
+            "config error: scaling.primary: scheduled action(s) big max_capacity = 30 exceed "
+            "serving.primary.max_capacity = 20 (the scalable target's hard max); leave their max_capacity unset to "
+            "follow it",
         ),
         (
             {
@@ -311,12 +317,14 @@ def test_bad_scaling_value_names_key_value_and_allowed(key: str, value: str, exp
 def test_defaults_hold_the_seeds_schedule() -> None:
     config = load_config(cdk_json_context())
     actions = {a.name: a for a in config.scaling.primary.resolved_schedule}
+    # Floors only (issue 21, finding 3): every ceiling is serving.primary.max_capacity.
     assert (actions["off-peak"].schedule, actions["off-peak"].min_capacity, actions["off-peak"].max_capacity) == (
         "cron(0 1 * * ? *)",
         2,
-        6,
+        None,
     )
-    assert (actions["business-hours"].min_capacity, actions["business-hours"].max_capacity) == (4, 20)
+    assert {a.ceiling(20) for a in actions.values()} == {20}
+    assert actions["business-hours"].min_capacity == 4
     assert actions["jp-evening-peak"].schedule == "cron(45 17 ? * TUE,THU,SAT,SUN *)"
     # 18:00 release minus the 2 h lead (seed 001 user story 7).
     assert actions["shonen-jump-prescale"].schedule == "cron(0 16 ? * MON *)"
@@ -340,3 +348,36 @@ def test_a_lift_that_the_nightly_floor_undoes_is_rejected() -> None:
         "config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is 4 (set by business-hours), "
         "below the event's min_capacity = 8; a later scheduled action undoes the pre-scale"
     )
+
+
+# --- issue 21, finding 3: serving.<variant>.max_capacity and the schedule agree by construction ----
+
+
+def _ceilings(config: AppConfig) -> set[int]:
+    hard = config.serving.primary
+    timeline = effective_bounds(config.scaling.primary.resolved_schedule, hard.min_capacity, hard.max_capacity)
+    return {bounds.max_capacity for bounds in timeline}
+
+
+def test_raising_max_capacity_raises_every_scheduled_ceiling() -> None:
+    """The README's own example: max_capacity=24 used to stay capped at 20 (6 at night) by the schedule."""
+    assert _ceilings(load_config(_context({"serving.primary.max_capacity": "24"}))) == {24}
+
+
+def test_lowering_max_capacity_is_one_edit() -> None:
+    """=12 used to fail on one schedule entry at a time; now the schedule follows it."""
+    assert _ceilings(load_config(_context({"serving.primary.max_capacity": "12"}))) == {12}
+
+
+def test_lowering_max_capacity_below_a_scheduled_floor_names_every_floor() -> None:
+    assert _error({"serving.primary.max_capacity": "6"}) == (
+        "config error: scaling.primary: scheduled action(s) shonen-jump-prescale min_capacity = 8, "
+        "shonen-magazine-prescale min_capacity = 8, friday-release-prescale min_capacity = 8 exceed "
+        "serving.primary.max_capacity = 6; lower those floors or raise the hard max"
+    )
+
+
+def test_an_explicit_scheduled_ceiling_is_still_honoured() -> None:
+    schedule = _schedule({"name": "night", "schedule": "cron(0 1 * * ? *)", "min_capacity": 2, "max_capacity": 6})
+    config = load_config(_context({"scaling.primary.schedule": schedule, "scaling.primary.events": "[]"}))
+    assert _ceilings(config) == {6}
