@@ -46,6 +46,7 @@ class EngineConfig(ConfigModel):
     enable_prefix_caching: bool = _field(spec.ENABLE_PREFIX_CACHING)
     quantization: Annotated[str, _one_of(spec.QUANTIZATION)] = _field(spec.QUANTIZATION)
     kv_cache_dtype: Annotated[str, _one_of(spec.KV_CACHE_DTYPE)] = _field(spec.KV_CACHE_DTYPE)
+    attention_backend: Annotated[str, _one_of(spec.ATTENTION_BACKEND)] = _field(spec.ATTENTION_BACKEND)
     tensor_parallel_size: Annotated[int, _one_of(spec.TENSOR_PARALLEL_SIZE)] = _field(spec.TENSOR_PARALLEL_SIZE)
     enforce_eager: bool = _field(spec.ENFORCE_EAGER)
     max_loras: int = _field(spec.MAX_LORAS)

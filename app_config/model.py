@@ -226,12 +226,30 @@ class AppConfig(ConfigModel):
 
     def _kernel_checks(self) -> None:
         kernel, checkpoint = self.engine.quantization, self.model.quantization
-        suits = {"awq": ("awq",), "awq_marlin": ("awq",), "gptq": ("gptq",), "gptq_marlin": ("gptq",)}
+        # vLLM 0.22 refuses a method other than the checkpoint's at start ("Quantization method
+        # specified in the model config (awq) does not match ..."; option matrix on an H200).
+        suits = {
+            "awq": ("awq",),
+            "awq_marlin": ("awq",),
+            "gptq": ("gptq",),
+            "gptq_marlin": ("gptq",),
+            "fp8": ("fp8",),
+        }
         if kernel in suits and checkpoint not in suits[kernel]:
             raise ValueError(
                 f"engine.quantization = {kernel!r} cannot run a model.quantization = {checkpoint!r} checkpoint; "
                 "use 'auto' (vLLM reads the checkpoint's quantization_config)"
             )
+        if self.engine.kv_cache_dtype == "fp8" and self.engine.attention_backend == "auto":
+            for variant in self.serving.variants:
+                gpu = instance_gpus(variant.instance_type).gpu
+                if gpu.compute_capability >= (9, 0):
+                    raise ValueError(
+                        f"engine.kv_cache_dtype = 'fp8' with engine.attention_backend = 'auto' on "
+                        f"{variant.instance_type} ({gpu.name}): vLLM 0.22 picks FlashAttention 3, which crashes at "
+                        "start with an fp8 KV cache and a float16 model (measured on an H200); set "
+                        "engine.attention_backend to FLASHINFER or TRITON_ATTN"
+                    )
         if kernel.endswith("_marlin"):
             for variant in self.serving.variants:
                 gpu = instance_gpus(variant.instance_type).gpu

@@ -75,6 +75,11 @@ kernels on an A10G, Machete on Hopper). An explicit ``awq`` forces the slow AWQ 
 KV_CACHE_DTYPES: Final[tuple[str, ...]] = (AUTO, "fp8")
 """``auto`` stores the KV cache in the model dtype (2 bytes); ``fp8`` in one byte."""
 
+ATTENTION_BACKENDS: Final[tuple[str, ...]] = (AUTO, "FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")
+"""vLLM 0.22's ``--attention-backend`` values that started this model on a GPU (H200, option
+matrix, benchmarks/results/h200-2026-11-25/matrix*.json). ``auto`` passes no flag: vLLM picks
+per GPU and KV dtype (vllm/platforms/cuda.py), FLASH_ATTN first."""
+
 LOG_LEVELS: Final[tuple[str, ...]] = ("debug", "info", "warning", "error", "critical")
 TENSOR_PARALLEL_SIZES: Final[tuple[int, ...]] = (1, 2, 4, 8)
 """Divisors of Llama-3-8B's 8 KV heads: vLLM needs the KV heads to split evenly across GPUs."""
@@ -166,6 +171,20 @@ KV_CACHE_DTYPE: Final = EngineSetting(
         "Source: vLLM's --kv-cache-dtype (default auto)."
     ),
 )
+ATTENTION_BACKEND: Final = EngineSetting(
+    key="attention_backend",
+    env_var=env.ENGINE_ATTENTION_BACKEND,
+    flag="--attention-backend",
+    default=AUTO,
+    choices=ATTENTION_BACKENDS,
+    description=(
+        "Attention kernel: auto (no flag) lets vLLM choose, FlashAttention first. With kv_cache_dtype=fp8 on "
+        "Hopper (p5, p5e, p5en) vLLM's choice, FlashAttention 3, crashes the engine at start (fp8 KV with a "
+        "float16 model); FLASHINFER and TRITON_ATTN start, synth refuses auto there. Measured on an H200 at the "
+        "request shape, 8 concurrent: FLASHINFER 297 req/min, FLASH_ATTN 279, fp8 KV + FLASHINFER 280, fp8 KV + "
+        "TRITON_ATTN 271 (docs/performance.md, option matrix)."
+    ),
+)
 TENSOR_PARALLEL_SIZE: Final = EngineSetting(
     key="tensor_parallel_size",
     env_var=env.ENGINE_TENSOR_PARALLEL_SIZE,
@@ -232,6 +251,7 @@ ENGINE_SETTINGS: Final[tuple[EngineSetting, ...]] = (
     ENABLE_PREFIX_CACHING,
     QUANTIZATION,
     KV_CACHE_DTYPE,
+    ATTENTION_BACKEND,
     TENSOR_PARALLEL_SIZE,
     ENFORCE_EAGER,
     LOG_LEVEL,

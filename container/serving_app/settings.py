@@ -81,6 +81,7 @@ class Settings(BaseModel):
     enable_prefix_caching: Bool = _field(spec.ENABLE_PREFIX_CACHING)
     quantization: str = _field(spec.QUANTIZATION)
     kv_cache_dtype: str = _field(spec.KV_CACHE_DTYPE)
+    attention_backend: str = _field(spec.ATTENTION_BACKEND)
     tensor_parallel_size: int = _field(spec.TENSOR_PARALLEL_SIZE)
     enforce_eager: Bool = _field(spec.ENFORCE_EAGER)
     log_level: str = _field(spec.LOG_LEVEL)

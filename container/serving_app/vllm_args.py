@@ -83,6 +83,8 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
     # where the GPU allows it; an explicit "awq" would force the slow kernel.
     if settings.quantization != spec.AUTO:
         args += [spec.QUANTIZATION.flag, settings.quantization]
+    if settings.attention_backend != spec.AUTO:
+        args += [spec.ATTENTION_BACKEND.flag, settings.attention_backend]
     if settings.enforce_eager:
         args.append(spec.ENFORCE_EAGER.flag)
     if settings.lora_adapters or settings.lora_runtime_adapters:

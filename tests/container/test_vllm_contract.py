@@ -45,6 +45,7 @@ RUNTIME_ADAPTERS_ENV = {
 MINIMAL_ENV = {
     "ENGINE_QUANTIZATION": "awq",
     "ENGINE_KV_CACHE_DTYPE": "fp8",
+    "ENGINE_ATTENTION_BACKEND": "FLASHINFER",
     "ENGINE_ENABLE_PREFIX_CACHING": "false",
     "ENGINE_ENFORCE_EAGER": "true",
     "ENGINE_LOG_LEVEL": "debug",
@@ -76,8 +77,8 @@ def test_default_argv_parses_to_every_declared_default(answer: dict[str, Any]) -
     parsed = result["parsed"]
     for setting in spec.ENGINE_SETTINGS:
         expected = setting.default
-        if setting is spec.QUANTIZATION:
-            expected = None  # auto: no flag, vLLM reads the checkpoint (and picks Marlin for AWQ)
+        if setting in (spec.QUANTIZATION, spec.ATTENTION_BACKEND):
+            expected = None  # auto: no flag, vLLM decides (Marlin for AWQ; its own attention backend)
         if setting is spec.MAX_CPU_LORAS:
             expected = 4  # unset: room for every adapter, max(max_loras 4, 3 adapters)
         assert parsed[_dest(setting)] == expected, setting.key
@@ -100,6 +101,7 @@ def test_minimal_argv_parses(answer: dict[str, Any]) -> None:
     assert result["parsed"]["enforce_eager"] is True
     assert result["parsed"]["quantization"] == "awq"  # the slow kernel stays selectable
     assert result["parsed"]["kv_cache_dtype"] == "fp8"
+    assert str(result["parsed"]["attention_backend"]).endswith("FLASHINFER")  # vLLM parses it to its enum
 
 
 def test_removed_flag_is_rejected_by_the_same_parser(answer: dict[str, Any]) -> None:

@@ -187,6 +187,28 @@ def test_marlin_on_a_gpu_without_it_and_a_kernel_that_does_not_suit_the_checkpoi
     )
 
 
+def test_an_fp8_quantization_of_an_awq_checkpoint_stops_synth() -> None:
+    # vLLM 0.22 refused it at start on the H200 (option matrix, quantization=fp8).
+    assert _error(engine__quantization="fp8") == (
+        "config error: engine.quantization = 'fp8' cannot run a model.quantization = 'awq' checkpoint; "
+        "use 'auto' (vLLM reads the checkpoint's quantization_config)"
+    )
+
+
+def test_fp8_kv_cache_on_hopper_needs_an_attention_backend_that_starts() -> None:
+    hopper = {"serving__primary__instance_type": "ml.p5.48xlarge", "engine__kv_cache_dtype": "fp8"}
+    assert _error(**hopper) == (
+        "config error: engine.kv_cache_dtype = 'fp8' with engine.attention_backend = 'auto' on ml.p5.48xlarge "
+        "(H100 80GB HBM3): vLLM 0.22 picks FlashAttention 3, which crashes at start with an fp8 KV cache and a "
+        "float16 model (measured on an H200); set engine.attention_backend to FLASHINFER or TRITON_ATTN"
+    )
+    chosen = {k.replace("__", "."): v for k, v in hopper.items()}
+    config = load_config({**cdk_json_context(), **chosen, "engine.attention_backend": "FLASHINFER"})
+    assert config.engine.environment()["ENGINE_ATTENTION_BACKEND"] == "FLASHINFER"
+    # An A10G: FlashAttention 2 refuses fp8 itself and vLLM falls through to a backend that takes it.
+    assert load_config({**cdk_json_context(), "engine.kv_cache_dtype": "fp8"}).engine.attention_backend == "auto"
+
+
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [

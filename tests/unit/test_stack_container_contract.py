@@ -90,6 +90,7 @@ NON_DEFAULTS: dict[str, tuple[str, dict[str, str]]] = {
     "enable_prefix_caching": ("false", {}),
     "quantization": ("awq", {}),
     "kv_cache_dtype": ("fp8", {}),
+    "attention_backend": ("TRITON_ATTN", {}),
     "tensor_parallel_size": (
         "4",
         {"serving.primary.instance_type": "ml.g5.12xlarge", "serving.canary.instance_type": "ml.g5.12xlarge"},
