@@ -27,6 +27,7 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.METRICS_NAMESPACE: config.observability.metrics_namespace,
         env.METRICS_INTERVAL_S: str(config.container.metrics_interval_s),
         env.ENDPOINT_NAME: config.endpoint_name,
+        **config.container.request_limits_environment(),
     }
     if runtime_adapters:
         variables[env.LORA_RUNTIME_ADAPTERS] = "true"

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from serving_contract import engine_settings as spec
 from serving_contract import env
+from serving_contract import request_limits as limits
 from serving_contract.metrics import DEFAULT_NAMESPACE
 
 SAGEMAKER_SIGKILL_AFTER_S: Final = env.SAGEMAKER_SIGKILL_AFTER_S
@@ -42,6 +43,10 @@ def _field(setting: spec.EngineSetting) -> Any:
         le=setting.le,
         lt=setting.lt,
     )
+
+
+def _limit(limit: limits.RequestLimit) -> Any:
+    return Field(limit.default, alias=limit.env_var, description=limit.description, ge=limit.ge, le=limit.le)
 
 
 class SettingsError(ValueError):
@@ -131,6 +136,13 @@ class Settings(BaseModel):
         lt=SAGEMAKER_INVOCATION_LIMIT_S,
         description="Per-request bound, < SageMaker's 60 s.",
     )
+
+    # Per-request limits: serving_contract.request_limits; enforced by serving_app.sagemaker.limits.
+    request_max_sequences: int = _limit(limits.MAX_SEQUENCES)
+    request_max_logprobs: int = _limit(limits.MAX_LOGPROBS)
+    request_max_stop_sequences: int = _limit(limits.MAX_STOP_SEQUENCES)
+    request_max_stop_sequence_chars: int = _limit(limits.MAX_STOP_SEQUENCE_CHARS)
+    request_max_token_ids: int = _limit(limits.MAX_TOKEN_IDS)
 
     metrics_namespace: str = Field(DEFAULT_NAMESPACE, alias=env.METRICS_NAMESPACE)
     metrics_interval_s: float = Field(

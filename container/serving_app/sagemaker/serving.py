@@ -22,6 +22,7 @@ from serving_app.engine.monitor import EngineMonitor, reports_dead_engine
 from serving_app.engine.readiness import Phase, Readiness
 from serving_app.errors import error_response
 from serving_app.metrics.requests import RequestMetrics, RequestRecord
+from serving_app.sagemaker.limits import RequestLimits
 from serving_app.sagemaker.protocol import ChatCompletionBody, CompletionBody, requested_model
 from serving_app.sagemaker.relay import RelayResponse, is_oom, read_usage, relay_events
 from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
@@ -57,7 +58,9 @@ class InvocationService:
         monitor: EngineMonitor,
         metrics: RequestMetrics,
         request_timeout_s: float,
+        limits: RequestLimits | None = None,
     ) -> None:
+        self.limits = limits or RequestLimits()
         self.models = models
         self.readiness = readiness
         self.pool = pool
@@ -115,6 +118,9 @@ class InvocationService:
             return error_response(422, "invalid request: " + _summarise(exc))
         except RecursionError:
             return error_response(422, "invalid request: body is nested too deeply")
+        over_limit = self.limits.violation(data, is_chat=is_chat)
+        if over_limit:
+            return error_response(400, over_limit)
 
         name = requested_model(request.headers, parsed.model, self.models.base)
         if name not in self.models:
