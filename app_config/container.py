@@ -40,6 +40,16 @@ class ContainerConfig(ConfigModel):
         lt=SAGEMAKER_INVOCATION_TIMEOUT_S,
         description="Upper bound on one /invocations request; below SageMaker's 60 s so the client gets our answer.",
     )
+    request_read_timeout_s: int = Field(
+        default=10,
+        ge=1,
+        le=DRAIN_TIMEOUT_MAX_S,
+        description=(
+            "Seconds a request's line, headers and whole body may take to arrive (408 after). SageMaker buffers "
+            "the payload (<= 6 MB) before calling the container; half the drain budget, so a stalled upload "
+            "cannot hold the SIGTERM drain (serving_app.transport)."
+        ),
+    )
     metrics_interval_s: int = Field(
         default=10,
         ge=1,

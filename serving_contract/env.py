@@ -37,6 +37,7 @@ STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"
 WARMUP_NUM_REQUESTS: Final = "WARMUP_NUM_REQUESTS"
 DRAIN_TIMEOUT_S: Final = "DRAIN_TIMEOUT_S"
 REQUEST_TIMEOUT_S: Final = "REQUEST_TIMEOUT_S"
+REQUEST_READ_TIMEOUT_S: Final = "REQUEST_READ_TIMEOUT_S"
 
 # Per-request limits on fields that multiply engine work (serving_contract.request_limits).
 REQUEST_MAX_SEQUENCES: Final = "REQUEST_MAX_SEQUENCES"

@@ -144,6 +144,14 @@ class Settings(BaseModel):
     request_max_stop_sequence_chars: int = _limit(limits.MAX_STOP_SEQUENCE_CHARS)
     request_max_token_ids: int = _limit(limits.MAX_TOKEN_IDS)
 
+    request_read_timeout_s: float = Field(
+        10.0,
+        alias=env.REQUEST_READ_TIMEOUT_S,
+        gt=0,
+        le=MAX_DRAIN_TIMEOUT_S,
+        description="A request's headers and body must arrive within this, seconds (serving_app.transport).",
+    )
+
     metrics_namespace: str = Field(DEFAULT_NAMESPACE, alias=env.METRICS_NAMESPACE)
     metrics_interval_s: float = Field(
         10.0,

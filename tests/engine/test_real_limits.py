@@ -13,14 +13,15 @@ from tests.engine.real_engine import BASE_MODEL, RealGateway
 
 pytestmark = pytest.mark.real_engine
 
-BODY = {"messages": [{"role": "user", "content": "recommend a manga"}], "max_tokens": 1, "temperature": 0}
+BODY = {"messages": [{"role": "user", "content": "recommend a manga"}], "max_tokens": 1, "temperature": 1.0, "seed": 7}
 
 
 def test_n_over_the_limit_is_refused_by_the_gateway_though_vllm_would_run_it(shared_gateway: RealGateway) -> None:
     direct = httpx.post(
         shared_gateway.engine_url + "/v1/chat/completions", json={**BODY, "model": BASE_MODEL, "n": 5}, timeout=60
     )
-    assert direct.status_code == 200 and len(direct.json()["choices"]) == 5
+    assert direct.status_code == 200, direct.text
+    assert len(direct.json()["choices"]) == 5
 
     refused = httpx.post(shared_gateway.url + "/invocations", json={**BODY, "n": 5}, timeout=60)
     assert refused.status_code == 400
