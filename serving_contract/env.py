@@ -31,6 +31,9 @@ LORA_MAX_CPU_LORAS: Final = "LORA_MAX_CPU_LORAS"
 # SageMaker loads each adapter component's adapter at runtime (POST /adapters, DELETE
 # /adapters/{name}); LORA_ADAPTERS is then empty.
 LORA_RUNTIME_ADAPTERS: Final = "LORA_RUNTIME_ADAPTERS"
+# The only folder tree POST /adapters may load from (the container's default: /opt/ml, where
+# SageMaker places model data); the stack leaves it unset, tests point it at a temp dir.
+ADAPTER_SRC_ROOT: Final = "ADAPTER_SRC_ROOT"
 
 # Lifecycle of the serving process.
 STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"

@@ -7,8 +7,10 @@ one line naming the variable, the value and what is allowed (house style, part 2
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -103,6 +105,15 @@ class Settings(BaseModel):
         False,
         alias=env.LORA_RUNTIME_ADAPTERS,
         description="SageMaker loads adapters at runtime (POST /adapters); inference_components mode.",
+    )
+
+    adapter_src_root: Path = Field(
+        Path("/opt/ml"),
+        alias=env.ADAPTER_SRC_ROOT,
+        description=(
+            "POST /adapters loads only from folders under this (resolved); SageMaker places model data "
+            "under /opt/ml (serving_app.adapters.source)."
+        ),
     )
 
     startup_timeout_s: float = Field(
@@ -200,6 +211,13 @@ class Settings(BaseModel):
         if not NAME_RE.match(value):
             raise ValueError(f"must match {NAME_RE.pattern}")
         return value
+
+    @field_validator("adapter_src_root")
+    @classmethod
+    def _resolve_root(cls, value: Path) -> Path:
+        if not value.is_absolute():
+            raise ValueError("must be an absolute path")
+        return Path(os.path.realpath(value))
 
     @field_validator("metrics_namespace")
     @classmethod

@@ -84,8 +84,7 @@ def test_registrations_the_gateway_can_judge_alone_never_reach_the_engine(runtim
         ),
         (
             {"name": "manga", "src": str(no_weights)},
-            f"adapter 'manga': src {no_weights}: adapter weights are missing "
-            "(expected one of adapter_model.safetensors, adapter_model.bin)",
+            f"adapter 'manga': src {no_weights}: adapter weights are missing (expected adapter_model.safetensors)",
         ),
     ]
     calls_before = lora_calls(runtime_serve)
