@@ -217,7 +217,7 @@ class AdapterService:
             raise AdapterRefusedError(
                 404,
                 f"runtime adapters are off ({env.LORA_RUNTIME_ADAPTERS}=false): this container serves "
-                f"the adapters baked into the image (LORA_ADAPTERS): {', '.join(self.models.adapters) or 'none'}",
+                "the adapters baked into the image (LORA_ADAPTERS)",
             )
 
     def _require_ready(self) -> None:
@@ -253,10 +253,11 @@ class AdapterService:
         capacity = self.settings.runtime_adapter_capacity
         registered = self.models.adapters
         if len(registered) >= capacity:
+            log.warning("adapters: %s refused, registered: %s", name, ", ".join(registered))
             raise AdapterRefusedError(
                 409,
                 f"adapter {name!r} cannot be registered: {self.settings.runtime_adapter_capacity_variable}="
-                f"{capacity} adapters are registered ({', '.join(registered)}); unregister one first",
+                f"{capacity} adapters are registered; unregister one first",
             )
 
     async def _load_and_warm(self, name: str, src: str, cache_salt: str) -> None:
@@ -333,7 +334,8 @@ class AdapterService:
             return response.status_code, await response.read()
         except UpstreamError as exc:
             self.monitor.report_engine_down("engine unreachable from an adapter request")
-            raise AdapterRefusedError(503, f"engine unavailable: {exc}") from None
+            log.warning("adapters: engine unavailable: %s", exc)
+            raise AdapterRefusedError(503, "engine unavailable") from None
 
     async def _forget(self, name: str) -> None:
         """Ask vLLM to forget ``name``; failures are logged, not raised (see :meth:`unregister`)."""

@@ -125,7 +125,9 @@ class InvocationService:
         name = requested_model(request.headers, parsed.model, self.models.base)
         if name not in self.models:
             record.adapter = "unknown"
-            return error_response(400, f"unknown adapter {name[:100]!r}; available: {self.models.available}")
+            # The names served are other tenants' business: the caller learns only its own was wrong.
+            log.info("invocations: unknown adapter %r; available: %s", name[:100], self.models.available)
+            return error_response(400, f"unknown adapter {name[:100]!r}")
         record.adapter = name
         record.stream = parsed.stream
         rewrite = name != parsed.model
@@ -157,7 +159,8 @@ class InvocationService:
     def _unavailable(self, record: RequestRecord, exc: UpstreamError) -> Response:
         record.engine_error = True
         self.monitor.report_engine_down("engine unreachable from a request")
-        return error_response(503, f"engine unavailable: {exc}")
+        log.warning("invocations: engine unavailable: %s", exc)
+        return error_response(503, "engine unavailable")
 
     def _timed_out(self, record: RequestRecord) -> Response:
         record.engine_error = True
@@ -186,9 +189,9 @@ class InvocationService:
             self.monitor.report_engine_down("engine core dead (EngineDeadError)")
         else:
             self.monitor.report_engine_error()
+        # vLLM's 5xx text (stack traces, CUDA errors, paths) is for the log, not the caller.
         log.warning("engine answered %d: %s", status, content[:300])
-        detail = content[:300].decode("utf-8", "replace")
-        return error_response(503 if status == 503 else 502, f"engine error {status}: {detail}")
+        return error_response(503 if status == 503 else 502, f"engine error {status}")
 
     async def _stream(
         self, path: str, body: bytes, record: RequestRecord, started: float, strip_usage: bool
