@@ -1,9 +1,16 @@
 """Serving-process lifecycle settings (startup, warmup, drain, timeouts, metrics cadence)."""
 
+from typing import Any
+
 from pydantic import Field
 
 from app_config.base import ConfigModel
+from serving_contract import request_limits as limits
 from serving_contract.env import DRAIN_TIMEOUT_MAX_S, SAGEMAKER_INVOCATION_TIMEOUT_S
+
+
+def _limit(limit: limits.RequestLimit) -> Any:
+    return Field(default=limit.default, ge=limit.ge, le=limit.le, description=limit.description)
 
 
 class ContainerConfig(ConfigModel):
@@ -33,9 +40,30 @@ class ContainerConfig(ConfigModel):
         lt=SAGEMAKER_INVOCATION_TIMEOUT_S,
         description="Upper bound on one /invocations request; below SageMaker's 60 s so the client gets our answer.",
     )
+    request_read_timeout_s: int = Field(
+        default=10,
+        ge=1,
+        le=DRAIN_TIMEOUT_MAX_S,
+        description=(
+            "Seconds a request's line, headers and whole body may take to arrive (408 after). SageMaker buffers "
+            "the payload (<= 6 MB) before calling the container; half the drain budget, so a stalled upload "
+            "cannot hold the SIGTERM drain (serving_app.transport)."
+        ),
+    )
     metrics_interval_s: int = Field(
         default=10,
         ge=1,
         le=60,
         description="Seconds between scrapes of vLLM /metrics into EMF lines (10 s matches high-resolution alarms).",
     )
+
+    # Per-request limits (declared in serving_contract.request_limits, shared with the container).
+    request_max_sequences: int = _limit(limits.MAX_SEQUENCES)
+    request_max_logprobs: int = _limit(limits.MAX_LOGPROBS)
+    request_max_stop_sequences: int = _limit(limits.MAX_STOP_SEQUENCES)
+    request_max_stop_sequence_chars: int = _limit(limits.MAX_STOP_SEQUENCE_CHARS)
+    request_max_token_ids: int = _limit(limits.MAX_TOKEN_IDS)
+
+    def request_limits_environment(self) -> dict[str, str]:
+        """Each per-request limit as the container's environment variable."""
+        return {limit.env_var: str(getattr(self, limit.key)) for limit in limits.REQUEST_LIMITS}

@@ -205,10 +205,27 @@ class ModelImportProvider(Construct):
                 resources=[bedrock_arn("imported-model/*")],
             )
         )
-        store.import_role.grant_pass_role(on_event_role)
+        # PassRole only to Bedrock (IAM user guide, "iam:PassedToService" condition key).
+        on_event_role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="PassImportRoleToBedrock",
+                actions=["iam:PassRole"],
+                resources=[store.import_role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}},
+            )
+        )
         # The identity that creates the job needs these on the model key (Bedrock user guide,
-        # "Using customer managed key (CMK)" for Custom Model Import).
-        store.model_key.grant(on_event_role, "kms:CreateGrant", "kms:DescribeKey", "kms:Decrypt", "kms:GenerateDataKey")
+        # "Using customer managed key (CMK)" for Custom Model Import). CreateGrant only for a
+        # grant an AWS service creates on its behalf (KMS developer guide, kms:GrantIsForAWSResource).
+        store.model_key.grant(on_event_role, "kms:DescribeKey", "kms:Decrypt", "kms:GenerateDataKey")
+        on_event_role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="ModelKeyGrantsForBedrock",
+                actions=["kms:CreateGrant"],
+                resources=[store.model_key.key_arn],
+                conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            )
+        )
 
         self.is_complete_function = self._function(
             "IsComplete",
@@ -229,6 +246,14 @@ class ModelImportProvider(Construct):
                 resources=[bedrock_arn("model-import-job/*")],
             )
         )
+        # A Delete that found its import still running deletes the model once the job ends.
+        is_complete_role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="DeleteModelsOfEndedImports",
+                actions=["bedrock:DeleteImportedModel"],
+                resources=[bedrock_arn("imported-model/*")],
+            )
+        )
         acknowledge_prefix_reads(on_event_role, store.bucket, prefixes)
         generated_ids = (
             "Bedrock generates import job and imported model ids at run time, so the ARN can only name this "
@@ -236,7 +261,7 @@ class ModelImportProvider(Construct):
         )
         for role, kinds in (
             (on_event_role, ("model-import-job", "imported-model")),
-            (is_complete_role, ("model-import-job",)),
+            (is_complete_role, ("model-import-job", "imported-model")),
         ):
             for kind in kinds:
                 acknowledge(

@@ -24,9 +24,11 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.WARMUP_NUM_REQUESTS: str(config.container.warmup_num_requests),
         env.DRAIN_TIMEOUT_S: str(config.container.drain_timeout_s),
         env.REQUEST_TIMEOUT_S: str(config.container.request_timeout_s),
+        env.REQUEST_READ_TIMEOUT_S: str(config.container.request_read_timeout_s),
         env.METRICS_NAMESPACE: config.observability.metrics_namespace,
         env.METRICS_INTERVAL_S: str(config.container.metrics_interval_s),
         env.ENDPOINT_NAME: config.endpoint_name,
+        **config.container.request_limits_environment(),
     }
     if runtime_adapters:
         variables[env.LORA_RUNTIME_ADAPTERS] = "true"

@@ -1,6 +1,9 @@
 """S3 bucket for model artifacts (base models and LoRA adapters with CURRENT pointers)."""
 
+from collections.abc import Sequence
+
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -45,3 +48,24 @@ class ModelArtifactsBucket(Construct):
             server_access_logs_prefix="model-artifacts/",
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
+
+
+def grant_archive_read(bucket: s3.IBucket, grantee: iam.IGrantable, keys: Sequence[str]) -> None:
+    """Read access to exactly ``keys``: ``s3:GetObject`` on each, ``s3:ListBucket`` only where
+    ``s3:prefix`` is one of them.
+
+    ``bucket.grant_read(grantee, key)`` would also give ``s3:List*`` and ``s3:GetBucket*`` on the
+    whole bucket, so the grantee could list every artifact (issue 22). The list permission stays,
+    limited to the keys, so a missing archive answers 404 rather than 403 (S3 answers 403 for a
+    missing key to a caller without ``s3:ListBucket``: S3 API reference, GetObject).
+    """
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(key) for key in keys])
+    )
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["s3:ListBucket"],
+            resources=[bucket.bucket_arn],
+            conditions={"StringEquals": {"s3:prefix": list(keys)}},
+        )
+    )

@@ -32,12 +32,23 @@ LORA_MAX_CPU_LORAS: Final = "LORA_MAX_CPU_LORAS"
 # SageMaker loads each adapter component's adapter at runtime (POST /adapters, DELETE
 # /adapters/{name}); LORA_ADAPTERS is then empty.
 LORA_RUNTIME_ADAPTERS: Final = "LORA_RUNTIME_ADAPTERS"
+# The only folder tree POST /adapters may load from (the container's default: /opt/ml, where
+# SageMaker places model data); the stack leaves it unset, tests point it at a temp dir.
+ADAPTER_SRC_ROOT: Final = "ADAPTER_SRC_ROOT"
 
 # Lifecycle of the serving process.
 STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"
 WARMUP_NUM_REQUESTS: Final = "WARMUP_NUM_REQUESTS"
 DRAIN_TIMEOUT_S: Final = "DRAIN_TIMEOUT_S"
 REQUEST_TIMEOUT_S: Final = "REQUEST_TIMEOUT_S"
+REQUEST_READ_TIMEOUT_S: Final = "REQUEST_READ_TIMEOUT_S"
+
+# Per-request limits on fields that multiply engine work (serving_contract.request_limits).
+REQUEST_MAX_SEQUENCES: Final = "REQUEST_MAX_SEQUENCES"
+REQUEST_MAX_LOGPROBS: Final = "REQUEST_MAX_LOGPROBS"
+REQUEST_MAX_STOP_SEQUENCES: Final = "REQUEST_MAX_STOP_SEQUENCES"
+REQUEST_MAX_STOP_SEQUENCE_CHARS: Final = "REQUEST_MAX_STOP_SEQUENCE_CHARS"
+REQUEST_MAX_TOKEN_IDS: Final = "REQUEST_MAX_TOKEN_IDS"
 
 # Metrics: where EMF lines go and which dimensions they carry.
 METRICS_NAMESPACE: Final = "METRICS_NAMESPACE"

@@ -22,7 +22,7 @@ from cdk_constructs.deployment_guardrails import deployment_config
 from cdk_constructs.endpoint_metrics import EndpointMetrics
 from cdk_constructs.inference_component_endpoint import InferenceComponentEndpoint
 from cdk_constructs.inference_execution_role import InferenceExecutionRole
-from cdk_constructs.nag import acknowledge_all
+from cdk_constructs.model_artifacts_bucket import grant_archive_read
 from cdk_constructs.scheduled_capacity import ScheduledCapacityKeeper
 from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
 from cdk_constructs.serving_model import EndpointHosting
@@ -268,18 +268,14 @@ class ServingStack(cdk.Stack):
             hosting=_hosting(config),
         )
         # SageMaker downloads each adapter component's ArtifactUrl with the execution role: read
-        # access to exactly those archives, no key wildcard.
-        for adapter in config.model.adapters:
-            artifacts.bucket.grant_read(role, artifacts.key(adapter.name, components.adapter_artifacts[adapter.name]))
-        acknowledge_all(
+        # access to exactly those archives; listing limited to their keys.
+        grant_archive_read(
+            artifacts.bucket,
             role,
             [
-                "AwsSolutions-IAM5[Action::s3:GetBucket*]",
-                "AwsSolutions-IAM5[Action::s3:GetObject*]",
-                "AwsSolutions-IAM5[Action::s3:List*]",
+                artifacts.key(adapter.name, components.adapter_artifacts[adapter.name])
+                for adapter in config.model.adapters
             ],
-            "grant_read's read-only action groups, on the adapter archives' exact keys (and their bucket): SageMaker "
-            "downloads each adapter component's ArtifactUrl with the execution role.",
         )
         self.component_autoscaling = ComponentAutoscaling(
             self,

@@ -30,8 +30,14 @@ from typing import Final
 SAFETENSORS_MAX_HEADER_BYTES: Final = 100 * 1024 * 1024
 """safetensors' own cap on the JSON header size (safetensors format spec)."""
 
-ADAPTER_WEIGHT_FILES: Final = ("adapter_model.safetensors", "adapter_model.bin")
-"""Weight file names PEFT writes and vLLM's LoRA loader reads."""
+ADAPTER_WEIGHTS: Final = "adapter_model.safetensors"
+"""The only adapter weight file accepted: safetensors holds tensors and nothing else."""
+
+PICKLE_WEIGHT_FILES: Final = ("adapter_model.bin", "adapter_model.pt")
+"""PEFT's pickle checkpoints. vLLM's LoRA loader falls back to them with
+``torch.load(..., weights_only=True)`` (vllm/lora/lora_model.py); that restricted unpickler has
+had code-execution bugs (CVE-2025-32434), and safetensors holds tensors and nothing else. A
+folder that has one is refused even beside a safetensors file."""
 
 
 class ArtifactError(Exception):
@@ -97,7 +103,12 @@ def check_base_model(model_dir: Path) -> None:
 
 
 def adapter_rank(adapter_dir: Path) -> int:
-    """Return the LoRA rank ``r`` of one adapter folder, checking its files."""
+    """Return the LoRA rank ``r`` of one adapter folder, checking its files.
+
+    Raises:
+        ArtifactError: the folder or ``adapter_config.json`` is missing or bad, the weights are
+            not ``adapter_model.safetensors``, or a pickle checkpoint sits beside them.
+    """
     if not adapter_dir.is_dir():
         raise ArtifactError(f"{adapter_dir}: adapter folder is missing")
     config_path = adapter_dir / "adapter_config.json"
@@ -107,13 +118,16 @@ def adapter_rank(adapter_dir: Path) -> int:
     rank = config.get("r") if isinstance(config, dict) else None
     if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
         raise ArtifactError(f"{config_path}: 'r' (LoRA rank) must be a positive integer, got {rank!r}")
-    weights = [adapter_dir / name for name in ADAPTER_WEIGHT_FILES if (adapter_dir / name).is_file()]
-    if not weights:
+    pickles = [name for name in PICKLE_WEIGHT_FILES if (adapter_dir / name).exists()]
+    if pickles:
         raise ArtifactError(
-            f"{adapter_dir}: adapter weights are missing (expected one of {', '.join(ADAPTER_WEIGHT_FILES)})"
+            f"{adapter_dir}: {pickles[0]} is a pickle checkpoint (unpickled by torch.load); "
+            f"only {ADAPTER_WEIGHTS} is accepted: convert it and remove {pickles[0]}"
         )
-    if weights[0].suffix == ".safetensors":
-        check_safetensors(weights[0])
+    weights = adapter_dir / ADAPTER_WEIGHTS
+    if not weights.is_file():
+        raise ArtifactError(f"{adapter_dir}: adapter weights are missing (expected {ADAPTER_WEIGHTS})")
+    check_safetensors(weights)
     return rank
 
 

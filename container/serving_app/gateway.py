@@ -32,6 +32,7 @@ from serving_app.lifecycle.warmup import StartupError, run_warmup, wait_for_engi
 from serving_app.metrics.emf import EmfWriter
 from serving_app.metrics.requests import RequestMetrics
 from serving_app.metrics.scraper import scrape_loop
+from serving_app.sagemaker.limits import RequestLimits
 from serving_app.sagemaker.serving import InvocationService
 from serving_app.settings import Settings
 from serving_app.upstream import UpstreamPool
@@ -86,6 +87,7 @@ class Gateway:
             monitor=self.monitor,
             metrics=RequestMetrics(self.emf),
             request_timeout_s=settings.request_timeout_s,
+            limits=RequestLimits.from_settings(settings),
         )
         self.adapters = AdapterService(
             settings=settings,

@@ -27,6 +27,7 @@ from serving_app.artifacts import ArtifactError, check_adapters, check_base_mode
 from serving_app.engine.process import EngineProcess
 from serving_app.gateway import Gateway
 from serving_app.settings import Settings, SettingsError
+from serving_app.transport import KEEP_ALIVE_S, LIMIT_CONCURRENCY, TransportLimits, limited_protocol
 from serving_app.vllm_args import (
     ENGINE_HOST,
     EnginePaths,
@@ -121,7 +122,10 @@ def _run(settings: Settings, engine: EngineProcess, host: str, port: int, upstre
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=env.UVICORN_SHUTDOWN_GRACE_S,
-        timeout_keep_alive=65,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        # Header caps, the request read deadline and the early 413 (serving_app.transport).
+        http=limited_protocol(TransportLimits(request_read_timeout_s=settings.request_read_timeout_s)),
+        limit_concurrency=LIMIT_CONCURRENCY,
         proxy_headers=False,  # SageMaker is the only client; no X-Forwarded-* rewriting
     )
     server.append(_Server(config))

@@ -7,14 +7,17 @@ one line naming the variable, the value and what is allowed (house style, part 2
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from serving_contract import engine_settings as spec
 from serving_contract import env
+from serving_contract import request_limits as limits
 from serving_contract.metrics import DEFAULT_NAMESPACE
 
 SAGEMAKER_SIGKILL_AFTER_S: Final = env.SAGEMAKER_SIGKILL_AFTER_S
@@ -42,6 +45,10 @@ def _field(setting: spec.EngineSetting) -> Any:
         le=setting.le,
         lt=setting.lt,
     )
+
+
+def _limit(limit: limits.RequestLimit) -> Any:
+    return Field(limit.default, alias=limit.env_var, description=limit.description, ge=limit.ge, le=limit.le)
 
 
 class SettingsError(ValueError):
@@ -101,6 +108,15 @@ class Settings(BaseModel):
         description="SageMaker loads adapters at runtime (POST /adapters); inference_components mode.",
     )
 
+    adapter_src_root: Path = Field(
+        Path("/opt/ml"),
+        alias=env.ADAPTER_SRC_ROOT,
+        description=(
+            "POST /adapters loads only from folders under this (resolved); SageMaker places model data "
+            "under /opt/ml (serving_app.adapters.source)."
+        ),
+    )
+
     startup_timeout_s: float = Field(
         float(env.startup_budget_s(env.STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S)),
         alias=env.STARTUP_TIMEOUT_S,
@@ -131,6 +147,21 @@ class Settings(BaseModel):
         gt=0,
         lt=SAGEMAKER_INVOCATION_LIMIT_S,
         description="Per-request bound, < SageMaker's 60 s.",
+    )
+
+    # Per-request limits: serving_contract.request_limits; enforced by serving_app.sagemaker.limits.
+    request_max_sequences: int = _limit(limits.MAX_SEQUENCES)
+    request_max_logprobs: int = _limit(limits.MAX_LOGPROBS)
+    request_max_stop_sequences: int = _limit(limits.MAX_STOP_SEQUENCES)
+    request_max_stop_sequence_chars: int = _limit(limits.MAX_STOP_SEQUENCE_CHARS)
+    request_max_token_ids: int = _limit(limits.MAX_TOKEN_IDS)
+
+    request_read_timeout_s: float = Field(
+        10.0,
+        alias=env.REQUEST_READ_TIMEOUT_S,
+        gt=0,
+        le=MAX_DRAIN_TIMEOUT_S,
+        description="A request's headers and body must arrive within this, seconds (serving_app.transport).",
     )
 
     metrics_namespace: str = Field(DEFAULT_NAMESPACE, alias=env.METRICS_NAMESPACE)
@@ -181,6 +212,13 @@ class Settings(BaseModel):
         if not NAME_RE.match(value):
             raise ValueError(f"must match {NAME_RE.pattern}")
         return value
+
+    @field_validator("adapter_src_root")
+    @classmethod
+    def _resolve_root(cls, value: Path) -> Path:
+        if not value.is_absolute():
+            raise ValueError("must be an absolute path")
+        return Path(os.path.realpath(value))
 
     @field_validator("metrics_namespace")
     @classmethod

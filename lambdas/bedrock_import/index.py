@@ -10,7 +10,9 @@ Lifecycle:
         stack, the logical id and the source (bucket, prefix, revision).
     Update: a changed source gives a new name, so a new import and a new physical id;
         CloudFormation then deletes the old physical id. An unchanged source keeps the model.
-    Delete: DeleteImportedModel, unless the resource says ``RetainOnDelete``.
+    Delete: DeleteImportedModel, unless the resource says ``RetainOnDelete``; a job still
+        running is waited for (``is_complete``) and what it produces deleted (Bedrock cannot
+        stop an import job).
 
 Retries are idempotent: the job's name equals the model's name and ``clientRequestToken`` is
 derived from the request, so a retried create finds its job (GetModelImportJob) and never
@@ -285,23 +287,66 @@ def _start_import(request: ImportRequest) -> dict[str, Any]:
     return {"PhysicalResourceId": name, "Data": {"JobArn": response["jobArn"]}}
 
 
+CREATE_FAILED_ID = "AWSCDK::CustomResourceProviderFramework::CREATE_FAILED"
+"""The physical id CDK's provider framework reports when ``on_event`` of a Create raised."""
+
+
 def _delete(event: Mapping[str, Any]) -> dict[str, Any]:
+    """Delete the imported model, or wait for its still-running job first.
+
+    Bedrock has no call that stops a model import job (CreateModelImportJob, GetModelImportJob,
+    ListModelImportJobs, DeleteImportedModel and no Stop*: botocore bedrock 2023-04-20). A job
+    still InProgress when its resource is deleted (a create that timed out, a sibling that failed
+    and rolled the stack back) would later produce a model nothing tracks, costing storage and
+    import quota. So Delete hands the job to ``is_complete``, which waits for it and deletes
+    what it produced.
+    """
     physical_id = str(event["PhysicalResourceId"])
     request = ImportRequest.from_event(event)
     if request.retain_on_delete:
         LOG.info("RetainOnDelete: keeping imported model %s", physical_id)
         return {"PhysicalResourceId": physical_id}
-    if not _MODEL_NAME.match(physical_id):
+    name = physical_id if _MODEL_NAME.match(physical_id) else None
+    if name is None and physical_id == CREATE_FAILED_ID:
+        # The create may have failed after Bedrock accepted its job (e.g. a lost response); the
+        # names are derived from the request, so look for that job too.
+        name = request.imported_model_name
+    if name is None:
         LOG.info("physical id %s names no imported model; nothing to delete", physical_id)
         return {"PhysicalResourceId": physical_id}
+    job = _existing_job(name.replace("_", "-"))
+    if job is not None and job.get("status") == "InProgress":
+        LOG.info("import job %s still running: waiting for it, then deleting %s", job["jobArn"], name)
+        return {"PhysicalResourceId": physical_id, "Data": {"PendingJobArn": job["jobArn"]}}
+    _delete_model(name)
+    return {"PhysicalResourceId": physical_id}
+
+
+def _delete_model(name: str) -> None:
     try:
-        BEDROCK.delete_imported_model(modelIdentifier=physical_id)
-        LOG.info("deleted imported model %s", physical_id)
+        BEDROCK.delete_imported_model(modelIdentifier=name)
+        LOG.info("deleted imported model %s", name)
     except ClientError as error:
         if _error_code(error) != "ResourceNotFoundException":
             raise
-        LOG.info("imported model %s does not exist (already deleted or never imported)", physical_id)
-    return {"PhysicalResourceId": physical_id}
+        LOG.info("imported model %s does not exist (already deleted or never imported)", name)
+
+
+def _delete_complete(event: Mapping[str, Any]) -> dict[str, Any]:
+    """Poll a job that was still running at Delete; once it ends, delete what it produced."""
+    job_arn = event.get("Data", {}).get("PendingJobArn")
+    if not job_arn:
+        return {"IsComplete": True}
+    job = BEDROCK.get_model_import_job(jobIdentifier=job_arn)
+    status = job["status"]
+    if status == "InProgress":
+        LOG.info("waiting for import job %s to end before deleting its model", job_arn)
+        return {"IsComplete": False}
+    if status == "Completed":
+        _delete_model(job["importedModelName"])
+    else:
+        LOG.info("import job %s ended %s: it produced no model", job_arn, status)
+    return {"IsComplete": True}
 
 
 def on_event(event: Mapping[str, Any], _context: object = None) -> dict[str, Any]:
@@ -343,7 +388,7 @@ def _keep_imported_model(name: str) -> dict[str, Any]:
 def is_complete(event: Mapping[str, Any], _context: object = None) -> dict[str, Any]:
     """Poll the import job. Completed -> the model's ARN; Failed -> raise with Bedrock's message."""
     if event["RequestType"] == "Delete":
-        return {"IsComplete": True}
+        return _delete_complete(event)
     if "JobArn" not in event.get("Data", {}):
         # on_event kept an existing model and already returned its attributes.
         return {"IsComplete": True}

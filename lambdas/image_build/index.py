@@ -8,7 +8,8 @@ the inputs changed, only whether the image for this tag already exists:
 1. the tag is in ECR             -> done, no build (unchanged inputs never rebuild);
 2. a build for the tag is running -> adopt it (a deploy retried after a timeout waits on the
                                     build it started, never a second one);
-3. otherwise                      -> StartBuild with an idempotency token derived from the tag.
+3. otherwise                      -> StartBuild with an idempotency token derived from the tag
+                                    and the CloudFormation request (``_idempotency_token``).
 
 Delete does nothing: images are the rollback path and ECR's lifecycle rule expires old ones.
 A build that ends in any state but SUCCEEDED raises with the build id, the failed phase's
@@ -102,6 +103,19 @@ def _check_pins(pins: dict[str, str]) -> None:
         )
 
 
+def _idempotency_token(tag: str, event: dict[str, Any]) -> str:
+    """StartBuild's token, per tag and CloudFormation request (64 hex characters).
+
+    CodeBuild returns the earlier build for a token reused within 5 minutes (StartBuild API
+    reference, ``idempotencyToken``), whatever that build's state. A token per tag alone made a
+    deploy retried within 5 minutes of a failed build get the failed build back. The request id
+    is the same for the provider's own retries of one request (which must not start a second
+    build) and new for every CloudFormation request (a retried deploy builds again).
+    """
+    request_id = str(event.get("RequestId", ""))
+    return hashlib.sha256(f"{ENV.project_name}:{tag}:{request_id}".encode()).hexdigest()[:64]
+
+
 def _image_uri(digest: str) -> str:
     """``<repository>@sha256:...``: pinned by digest (the tag only found the image)."""
     return f"{ENV.repository_uri}@{digest}"
@@ -132,8 +146,7 @@ def on_event(event: dict[str, Any], _context: object = None) -> dict[str, Any]:
                 {"name": TAG_VARIABLE, "value": tag, "type": "PLAINTEXT"},
                 {"name": PINS_VARIABLE, "value": json.dumps(pins, sort_keys=True), "type": "PLAINTEXT"},
             ],
-            # Two StartBuild calls for one tag within 5 minutes return the same build.
-            idempotencyToken=hashlib.sha256(f"{ENV.project_name}:{tag}".encode()).hexdigest()[:64],
+            idempotencyToken=_idempotency_token(tag, event),
         )["build"]["id"]
         print(f"started build {build_id} for {tag}")
     result["Data"] = {"BuildId": build_id}

@@ -112,6 +112,7 @@ class Serve:
             "DRAIN_TIMEOUT_S": "10",
             "REQUEST_TIMEOUT_S": "1",
             "FAKE_PID_FILE": str(self.pid_file),
+            "ADAPTER_SRC_ROOT": tempfile.gettempdir(),  # tests' adapter folders live in tmp_path
             **(fake_env or {}),
             **(env or {}),
         }

@@ -111,12 +111,12 @@ def test_custom_attributes_header_picks_the_adapter(serve: Serve) -> None:
         (
             {"body": {**CHAT, "model": "nope"}},
             400,
-            "unknown adapter 'nope'; available: base, manga_domain_v3, general_support_v2, jp_style_v1",
+            "unknown adapter 'nope'",
         ),
         (
             {"body": CHAT, "headers": {"X-Amzn-SageMaker-Custom-Attributes": "adapter=ghost"}},
             400,
-            "unknown adapter 'ghost'; available: base",
+            "unknown adapter 'ghost'",
         ),
         (
             {"body": {"prompt": "x", "max_tokens": 5000}},
@@ -129,12 +129,14 @@ def test_client_errors_have_status_and_message(serve: Serve, kwargs: dict[str, A
     response = post(serve, kwargs.get("body"), content=kwargs.get("content"), headers=kwargs.get("headers"))
     assert response.status_code == status, response.text
     assert text in message(response)
+    assert "manga_domain_v3" not in response.text  # no list of the adapters served
 
 
 def test_engine_failure_is_a_clear_502_and_counted(serve: Serve) -> None:
     response = post(serve, {"prompt": "boom"})
     assert response.status_code == 502
-    assert "engine error 500: " in message(response) and "out of memory" in message(response)
+    assert message(response) == "engine error 500"  # vLLM's text stays in the log
+    assert any("engine answered 500" in line and "out of memory" in line for line in serve.stderr_lines)
     line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 502)
     assert line[RequestMetric.OUT_OF_MEMORY_ERRORS] == 1
     assert line[RequestMetric.ENGINE_ERRORS] == 1
@@ -306,7 +308,7 @@ def test_a_scripted_run_emits_every_contract_metric(serve: Serve) -> None:
 def test_without_runtime_adapters_the_adapter_routes_are_404(serve: Serve) -> None:
     expected = (
         "runtime adapters are off (LORA_RUNTIME_ADAPTERS=false): this container serves the adapters baked "
-        "into the image (LORA_ADAPTERS): manga_domain_v3, general_support_v2, jp_style_v1"
+        "into the image (LORA_ADAPTERS)"
     )
     folder = serve.tmp / "model" / "adapters" / "manga_domain_v3"
     registration = httpx.post(serve.url + "/adapters", json={"name": "extra", "src": str(folder)}, timeout=10)

@@ -74,7 +74,7 @@ def test_unreachable_engine_is_a_503_counted_as_engine_error() -> None:
         return messages
 
     messages = asyncio.run(main())
-    assert all(m.startswith("engine unavailable: connect failed") for m in messages)
+    assert messages == ["engine unavailable"] * len(messages)
     lines = [json.loads(line) for line in emf_out.getvalue().splitlines()]
     assert [line["EngineErrors"] for line in lines] == [1, 1, 1]
     assert [line["ServerErrors"] for line in lines] == [1, 1, 1]
@@ -165,7 +165,7 @@ def test_adapter_registration_needs_a_ready_gateway_and_a_reachable_engine(tmp_p
 
     async def register(phase: Phase, healthy: bool) -> tuple[int, str, bool]:
         gateway = Gateway(
-            Settings.from_env({"LORA_RUNTIME_ADAPTERS": "true"}),
+            Settings.from_env({"LORA_RUNTIME_ADAPTERS": "true", "ADAPTER_SRC_ROOT": str(tmp_path)}),
             upstream_url=f"http://127.0.0.1:{closed_port()}",
             engine=None,
             request_exit=lambda code: None,
@@ -196,6 +196,6 @@ def test_adapter_registration_needs_a_ready_gateway_and_a_reachable_engine(tmp_p
     # Nothing listens on the engine port: 503, and /ping turns 503 at once (as for /invocations).
     assert asyncio.run(register(Phase.READY, True)) == (
         503,
-        "engine unavailable: connect failed: ClientConnectorError",
+        "engine unavailable",
         False,
     )

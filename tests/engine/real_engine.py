@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -137,6 +138,7 @@ class RealGateway:
         environ = {
             **os.environ,
             **ENGINE_ENV,
+            "ADAPTER_SRC_ROOT": tempfile.gettempdir(),  # the model and tests' adapters live in tmp
             **(env or {}),
             "PYTHONPATH": os.pathsep.join([str(REPO / "container"), str(REPO), str(SHIM)]),
             "PYTHONUNBUFFERED": "1",

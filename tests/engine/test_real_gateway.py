@@ -116,13 +116,13 @@ def test_invocations_reach_the_requested_model(
             {"model": "nope", "messages": MESSAGES},
             {},
             400,
-            "unknown adapter 'nope'; available: base, manga_domain_v3, general_support_v2, jp_style_v1",
+            "unknown adapter 'nope'",
         ),
         (
             {"messages": MESSAGES},
             {"X-Amzn-SageMaker-Adapter-Identifier": "retired_v0"},
             400,
-            "unknown adapter 'retired_v0'; available: base, manga_domain_v3, general_support_v2, jp_style_v1",
+            "unknown adapter 'retired_v0'",
         ),
         # vLLM itself refuses it: the gateway passes its 400 through (not a 500, not a traceback).
         ({"messages": MESSAGES, "max_tokens": 100_000}, {}, 400, "max_model_len"),

@@ -159,8 +159,8 @@ def test_a_rank_above_lora_max_rank_and_a_full_capacity_are_refused(
     extra = register(disposable_gateway, "extra-adapter", source(disposable_gateway, "jp_style_v1"))
     assert extra.status_code == 409
     assert error_message(extra) == (
-        "adapter 'extra-adapter' cannot be registered: LORA_MAX_CPU_LORAS=3 adapters are registered "
-        f"({', '.join(COMPONENTS.values())}); unregister one first"
+        "adapter 'extra-adapter' cannot be registered: LORA_MAX_CPU_LORAS=3 adapters are registered; "
+        "unregister one first"
     )
     assert registered_adapters(disposable_gateway) == list(COMPONENTS.values())
 
@@ -187,8 +187,7 @@ def test_a_deleted_adapter_is_unknown_until_registered_again(
     assert f"adapters: unloaded {name} (src {src}) in " in "\n".join(disposable_gateway.stderr_lines)
     refused = invoke(disposable_gateway, name)
     assert refused.status_code == 400
-    others = [other for other in COMPONENTS.values() if other != name]
-    assert error_message(refused) == f"unknown adapter '{name}'; available: {', '.join([BASE_MODEL, *others])}"
+    assert error_message(refused) == f"unknown adapter '{name}'"
     # vLLM forgot the name too (its unload only drops the name; the weights wait for its LRU).
     forgotten = httpx.post(disposable_gateway.engine_url + "/v1/chat/completions", json={**GREEDY, "model": name})
     assert forgotten.status_code == 404

@@ -179,6 +179,21 @@ def test_on_event_may_pass_only_the_import_role(template: assertions.Template) -
         if "iam:PassRole" in json.dumps(s["Action"])
     ]
     assert [s["Resource"] for s in pass_role] == [{"Fn::GetAtt": [role_id, "Arn"]}]
+    # ...and only to Bedrock (issue 22 item 8: the grant carried no condition).
+    assert [s.get("Condition") for s in pass_role] == [
+        {"StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}}
+    ]
+
+
+def test_model_key_grants_only_for_aws_resources(template: assertions.Template) -> None:
+    create_grant = [
+        s
+        for policy in _resources(template, "AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "kms:CreateGrant" in json.dumps(s["Action"])
+    ]
+    assert create_grant
+    assert all(s.get("Condition") == {"Bool": {"kms:GrantIsForAWSResource": "true"}} for s in create_grant)
 
 
 def test_provider_waits_long_enough_for_an_import(template: assertions.Template, bedrock_synth: Synth) -> None:

@@ -191,10 +191,23 @@ def test_dev_scales_to_zero_and_one_failed_request_wakes_it(dev_components_synth
 def test_execution_role_reads_exactly_the_adapter_archives(components_synth: Synth) -> None:
     policies = resources(components_synth.template_json("Serving"), "AWS::IAM::Policy")
     statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
-    s3_resources = json.dumps([s["Resource"] for s in statements if any("s3:" in a for a in s["Action"])])
+    s3_resources = json.dumps([s["Resource"] for s in statements if any("s3:" in a for a in _actions(s))])
     for adapter, version in (("manga_domain_v3", "v3"), ("general_support_v2", "v2"), ("jp_style_v1", "v1")):
         assert f"/adapters/{adapter}/{version}/adapter.tar.gz" in s3_resources
     assert "/adapters/*" not in s3_resources
+    # Listing only the archives' keys, not the whole bucket (issue 22 item 8).
+    lists = [s for s in statements if any(a.startswith("s3:List") for a in _actions(s))]
+    assert lists and all(_actions(s) == ["s3:ListBucket"] for s in lists)
+    for statement in lists:
+        prefixes = statement["Condition"]["StringEquals"]["s3:prefix"]
+        assert sorted(p.rsplit("/", 3)[1] for p in prefixes) == sorted(
+            ["manga_domain_v3", "general_support_v2", "jp_style_v1"]
+        )
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)
 
 
 def test_monitoring_reads_the_base_components_metrics(components_synth: Synth) -> None:

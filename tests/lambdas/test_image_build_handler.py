@@ -57,9 +57,10 @@ def stubs(index: ModuleType) -> Iterator[tuple[Stubber, Stubber]]:
         ecr.assert_no_pending_responses()
 
 
-def _create_event(request: str = "Create") -> dict[str, Any]:
+def _create_event(request: str = "Create", request_id: str = "req-1") -> dict[str, Any]:
     return {
         "RequestType": request,
+        "RequestId": request_id,
         "ResourceProperties": {"ServiceToken": "arn", "ImageTag": TAG, "ArtifactPins": json.dumps(PINS)},
     }
 
@@ -238,3 +239,30 @@ def test_environment_is_validated_at_import(index: ModuleType) -> None:
 def test_image_uri_is_the_digest_reference_alone(index: ModuleType) -> None:
     # One argument: the URI never depends on the tag (a moved tag must not change a pinned image).
     assert index._image_uri(DIGEST) == f"{REPOSITORY_URI}@{DIGEST}"
+
+
+def _token(index: ModuleType, request_id: str) -> str:
+    return str(index._idempotency_token(TAG, _create_event(request_id=request_id)))
+
+
+def test_a_deploy_retried_within_5_minutes_of_a_failed_build_starts_a_new_build(
+    index: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    # CodeBuild hands back the build of a token reused within 5 minutes, failed or not: on
+    # e706d98 the token was the tag's alone, so the retry got the failed build back.
+    codebuild, ecr = stubs
+    _image_missing(ecr)
+    codebuild.add_response(
+        "list_builds_for_project", {"ids": [BUILD_ID]}, {"projectName": PROJECT, "sortOrder": "DESCENDING"}
+    )
+    codebuild.add_response("batch_get_builds", {"builds": [_build("FAILED")]}, {"ids": [BUILD_ID]})
+    new_id = f"{PROJECT}:99999999-2222-3333-4444-555555555555"
+    codebuild.add_response(
+        "start_build",
+        {"build": {"id": new_id}},
+        {"projectName": PROJECT, "environmentVariablesOverride": ANY, "idempotencyToken": _token(index, "req-2")},
+    )
+    assert index.on_event(_create_event(request_id="req-2"))["Data"] == {"BuildId": new_id}
+    assert _token(index, "req-2") != _token(index, "req-1")
+    assert _token(index, "req-1") == _token(index, "req-1")  # the provider's retries of one request
+    assert len(_token(index, "req-1")) == 64

@@ -388,7 +388,9 @@ def test_update_with_the_same_source_whose_model_is_gone_asks_for_a_new_revision
 
 def test_delete_removes_the_imported_model(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     bedrock, _ = stubs
-    name = _request(handler, _event("Create")).imported_model_name
+    request = _request(handler, _event("Create"))
+    name = request.imported_model_name
+    bedrock.add_response("get_model_import_job", _job("Completed"), {"jobIdentifier": request.job_name})
     bedrock.add_response("delete_imported_model", {}, {"modelIdentifier": name})
 
     assert handler.on_event(_event("Delete", physical_id=name)) == {"PhysicalResourceId": name}
@@ -397,10 +399,55 @@ def test_delete_removes_the_imported_model(handler: ModuleType, stubs: tuple[Stu
 
 def test_delete_of_a_model_that_is_already_gone_succeeds(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     bedrock, _ = stubs
-    name = _request(handler, _event("Create")).imported_model_name
+    request = _request(handler, _event("Create"))
+    name = request.imported_model_name
+    bedrock.add_client_error("get_model_import_job", "ResourceNotFoundException")
     bedrock.add_client_error("delete_imported_model", "ResourceNotFoundException")
 
     assert handler.on_event(_event("Delete", physical_id=name)) == {"PhysicalResourceId": name}
+
+
+def test_delete_while_the_job_runs_waits_for_it_then_deletes_the_model_it_produced(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    # A create that timed out (or a sibling's failure) rolls back while Bedrock still imports:
+    # on e706d98 Delete completed at once and the job later produced an untracked model.
+    bedrock, _ = stubs
+    request = _request(handler, _event("Create"))
+    name = request.imported_model_name
+    bedrock.add_response("get_model_import_job", _job("InProgress"), {"jobIdentifier": request.job_name})
+    bedrock.add_response("get_model_import_job", _job("InProgress"), {"jobIdentifier": JOB_ARN})
+    bedrock.add_response("get_model_import_job", _job("Completed", importedModelName=name), {"jobIdentifier": JOB_ARN})
+    bedrock.add_response("delete_imported_model", {}, {"modelIdentifier": name})
+
+    started = handler.on_event(_event("Delete", physical_id=name))
+    assert started == {"PhysicalResourceId": name, "Data": {"PendingJobArn": JOB_ARN}}
+    polled = {**_event("Delete", physical_id=name), **started}
+    assert handler.is_complete(polled) == {"IsComplete": False}
+    assert handler.is_complete(polled) == {"IsComplete": True}
+
+
+def test_delete_while_the_job_runs_ends_when_the_job_fails(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    bedrock, _ = stubs
+    request = _request(handler, _event("Create"))
+    name = request.imported_model_name
+    bedrock.add_response("get_model_import_job", _job("InProgress"), {"jobIdentifier": request.job_name})
+    bedrock.add_response("get_model_import_job", _job("Failed", failureMessage="bad"), {"jobIdentifier": JOB_ARN})
+
+    started = handler.on_event(_event("Delete", physical_id=name))
+    assert handler.is_complete({**_event("Delete", physical_id=name), **started}) == {"IsComplete": True}
+
+
+def test_delete_of_a_failed_create_looks_for_the_job_it_may_have_started(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    bedrock, _ = stubs
+    physical_id = handler.CREATE_FAILED_ID
+    request = _request(handler, _event("Create"))
+    bedrock.add_response("get_model_import_job", _job("InProgress"), {"jobIdentifier": request.job_name})
+
+    started = handler.on_event(_event("Delete", physical_id=physical_id))
+    assert started == {"PhysicalResourceId": physical_id, "Data": {"PendingJobArn": JOB_ARN}}
 
 
 def test_delete_with_retain_calls_nothing(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
@@ -411,8 +458,13 @@ def test_delete_with_retain_calls_nothing(handler: ModuleType, stubs: tuple[Stub
     assert result == {"PhysicalResourceId": name}
 
 
-def test_delete_of_a_failed_create_calls_nothing(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
-    physical_id = "AWSCDK::CustomResourceProviderFramework::CREATE_FAILED"
+def test_delete_of_a_failed_create_without_a_job_deletes_nothing(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    bedrock, _ = stubs
+    physical_id = handler.CREATE_FAILED_ID
+    bedrock.add_client_error("get_model_import_job", "ResourceNotFoundException")
+    bedrock.add_client_error("delete_imported_model", "ResourceNotFoundException")
 
     assert handler.on_event(_event("Delete", physical_id=physical_id)) == {"PhysicalResourceId": physical_id}
 

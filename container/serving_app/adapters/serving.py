@@ -64,6 +64,7 @@ from serving_app.adapters.protocol import (
     parse_registration,
 )
 from serving_app.adapters.registry import ModelRegistry
+from serving_app.adapters.source import checked_source
 from serving_app.artifacts import ArtifactError, adapter_rank
 from serving_app.engine.monitor import EngineMonitor, reports_dead_engine
 from serving_app.engine.readiness import Phase, Readiness
@@ -77,6 +78,9 @@ log = logging.getLogger("serving_app.adapters")
 
 UNLOAD_TIMEOUT_S: Final = 5.0
 """Bound on vLLM's unload, seconds: it only deletes a dict entry in vLLM's API server."""
+
+MAX_REGISTRATION_BYTES: Final = 64 * 1024
+"""Largest ``POST /adapters`` body: SageMaker's is four short fields (name <= 63 characters, a path)."""
 
 _MAX_ENGINE_TEXT: Final = 300
 """Characters of vLLM's error message passed on (its messages are one sentence)."""
@@ -159,8 +163,11 @@ class AdapterService:
     # ------------------------------------------------------------------ register
     async def _register(self, request: Request) -> Response:
         self._require_runtime_adapters()
+        body = await request.body()
+        if len(body) > MAX_REGISTRATION_BYTES:
+            raise AdapterRefusedError(413, f"body is {len(body)} bytes; limit {MAX_REGISTRATION_BYTES}")
         try:
-            registration = parse_registration(await request.body(), request.query_params)
+            registration = parse_registration(body, request.query_params)
             check_adapter_name(registration.name, self.models.base)
         except AdapterRequestError as exc:
             raise AdapterRefusedError(400, str(exc)) from None
@@ -172,7 +179,7 @@ class AdapterService:
             previous_src = self.models.source(name)
             if replacing and previous_src == src:  # SageMaker retried: the adapter is already there
                 return PlainTextResponse(f"Adapter {alias} registered")
-            await self._check_folder(name, src)
+            folder = await self._check_folder(name, src)
             if not replacing:  # a new version takes the old one's place, not another slot
                 self._check_capacity(name)
             started = time.monotonic()
@@ -182,7 +189,7 @@ class AdapterService:
                 # (during the warmup), none may read the old version's prefix-cache blocks.
                 self.models.add(name, previous_src, salt)
             try:
-                await self._load_and_warm(name, str(Path(src).absolute()), salt)
+                await self._load_and_warm(name, str(folder), salt)
             except AdapterRefusedError as refusal:
                 log.warning(
                     "adapters: load of %s from %s failed after %.2f s: %s",
@@ -210,7 +217,7 @@ class AdapterService:
             raise AdapterRefusedError(
                 404,
                 f"runtime adapters are off ({env.LORA_RUNTIME_ADAPTERS}=false): this container serves "
-                f"the adapters baked into the image (LORA_ADAPTERS): {', '.join(self.models.adapters) or 'none'}",
+                "the adapters baked into the image (LORA_ADAPTERS)",
             )
 
     def _require_ready(self) -> None:
@@ -220,8 +227,12 @@ class AdapterService:
             phase = "engine unhealthy" if self.readiness.phase is Phase.READY else self.readiness.phase.value
             raise AdapterRefusedError(503, f"not ready: {phase}; register adapters once /ping answers 200")
 
-    async def _check_folder(self, name: str, src: str) -> None:
-        folder = Path(src)
+    async def _check_folder(self, name: str, src: str) -> Path:
+        """The resolved adapter folder ``src`` names, after the root, layout and rank checks."""
+        try:
+            folder = checked_source(src, self.settings.adapter_src_root)
+        except AdapterRequestError as exc:
+            raise AdapterRefusedError(400, f"adapter {name!r}: {exc}") from None
         if not folder.is_dir():
             raise AdapterRefusedError(
                 400,
@@ -236,15 +247,17 @@ class AdapterService:
             raise AdapterRefusedError(
                 400, f"adapter {name!r}: rank {rank} exceeds {env.LORA_MAX_RANK}={self.settings.max_lora_rank}"
             )
+        return folder
 
     def _check_capacity(self, name: str) -> None:
         capacity = self.settings.runtime_adapter_capacity
         registered = self.models.adapters
         if len(registered) >= capacity:
+            log.warning("adapters: %s refused, registered: %s", name, ", ".join(registered))
             raise AdapterRefusedError(
                 409,
                 f"adapter {name!r} cannot be registered: {self.settings.runtime_adapter_capacity_variable}="
-                f"{capacity} adapters are registered ({', '.join(registered)}); unregister one first",
+                f"{capacity} adapters are registered; unregister one first",
             )
 
     async def _load_and_warm(self, name: str, src: str, cache_salt: str) -> None:
@@ -321,7 +334,8 @@ class AdapterService:
             return response.status_code, await response.read()
         except UpstreamError as exc:
             self.monitor.report_engine_down("engine unreachable from an adapter request")
-            raise AdapterRefusedError(503, f"engine unavailable: {exc}") from None
+            log.warning("adapters: engine unavailable: %s", exc)
+            raise AdapterRefusedError(503, "engine unavailable") from None
 
     async def _forget(self, name: str) -> None:
         """Ask vLLM to forget ``name``; failures are logged, not raised (see :meth:`unregister`)."""

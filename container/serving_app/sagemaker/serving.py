@@ -22,6 +22,7 @@ from serving_app.engine.monitor import EngineMonitor, reports_dead_engine
 from serving_app.engine.readiness import Phase, Readiness
 from serving_app.errors import error_response
 from serving_app.metrics.requests import RequestMetrics, RequestRecord
+from serving_app.sagemaker.limits import RequestLimits
 from serving_app.sagemaker.protocol import ChatCompletionBody, CompletionBody, requested_model
 from serving_app.sagemaker.relay import RelayResponse, is_oom, read_usage, relay_events
 from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
@@ -57,7 +58,9 @@ class InvocationService:
         monitor: EngineMonitor,
         metrics: RequestMetrics,
         request_timeout_s: float,
+        limits: RequestLimits | None = None,
     ) -> None:
+        self.limits = limits or RequestLimits()
         self.models = models
         self.readiness = readiness
         self.pool = pool
@@ -115,11 +118,16 @@ class InvocationService:
             return error_response(422, "invalid request: " + _summarise(exc))
         except RecursionError:
             return error_response(422, "invalid request: body is nested too deeply")
+        over_limit = self.limits.violation(data, is_chat=is_chat)
+        if over_limit:
+            return error_response(400, over_limit)
 
         name = requested_model(request.headers, parsed.model, self.models.base)
         if name not in self.models:
             record.adapter = "unknown"
-            return error_response(400, f"unknown adapter {name[:100]!r}; available: {self.models.available}")
+            # The names served are other tenants' business: the caller learns only its own was wrong.
+            log.info("invocations: unknown adapter %r; available: %s", name[:100], self.models.available)
+            return error_response(400, f"unknown adapter {name[:100]!r}")
         record.adapter = name
         record.stream = parsed.stream
         rewrite = name != parsed.model
@@ -151,7 +159,8 @@ class InvocationService:
     def _unavailable(self, record: RequestRecord, exc: UpstreamError) -> Response:
         record.engine_error = True
         self.monitor.report_engine_down("engine unreachable from a request")
-        return error_response(503, f"engine unavailable: {exc}")
+        log.warning("invocations: engine unavailable: %s", exc)
+        return error_response(503, "engine unavailable")
 
     def _timed_out(self, record: RequestRecord) -> Response:
         record.engine_error = True
@@ -180,9 +189,9 @@ class InvocationService:
             self.monitor.report_engine_down("engine core dead (EngineDeadError)")
         else:
             self.monitor.report_engine_error()
+        # vLLM's 5xx text (stack traces, CUDA errors, paths) is for the log, not the caller.
         log.warning("engine answered %d: %s", status, content[:300])
-        detail = content[:300].decode("utf-8", "replace")
-        return error_response(503 if status == 503 else 502, f"engine error {status}: {detail}")
+        return error_response(503 if status == 503 else 502, f"engine error {status}")
 
     async def _stream(
         self, path: str, body: bytes, record: RequestRecord, started: float, strip_usage: bool

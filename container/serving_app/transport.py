@@ -1,0 +1,191 @@
+"""HTTP transport limits on :8080: what a client may send before the app sees a request.
+
+uvicorn 0.54 (httptools parser) caps none of these: no header count or size limit (its h11
+option ``h11_max_incomplete_event_size`` applies to the h11 parser only, and vLLM's
+``h11_max_header_count`` is not a uvicorn setting at all), no deadline for the request line
+and headers (the keep-alive timer is armed only after a response), and no early refusal of a
+declared ``Content-Length``. :func:`limited_protocol` subclasses uvicorn's own httptools
+protocol and adds them at the parser callbacks, so a refused request never reaches the app,
+the in-flight count or the SIGTERM drain.
+
+Refusals are written straight to the socket (``431``, ``413``, ``408``) with
+``Connection: close`` and the connection is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Final
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from serving_app.errors import error_body
+from serving_app.sagemaker.serving import MAX_BODY_BYTES
+
+log = logging.getLogger("serving_app.transport")
+
+
+@dataclass(frozen=True, slots=True)
+class TransportLimits:
+    """Limits per connection and per request.
+
+    Attributes:
+        request_read_timeout_s: a request's line, headers and whole body must arrive within this
+            many seconds of the connection opening or the previous response ending (408 and
+            close). SageMaker buffers the whole payload (<= 6 MB) before it calls the
+            container, so a body arrives at network speed; 10 s is half the drain budget
+            (DRAIN_TIMEOUT_S 20), so a client that stalls its upload cannot hold the drain.
+        max_headers: header fields per request (431). Apache httpd's ``LimitRequestFields``
+            default, 100; SageMaker forwards a handful of its own plus the client's
+            custom attributes.
+        max_header_bytes: request line plus all header names and values, bytes (431). nginx's
+            default ``large_client_header_buffers 4 8k``: 32 KiB.
+        max_body_bytes: declared ``Content-Length`` or received chunked body, bytes (413).
+            SageMaker's 6 MB payload limit.
+    """
+
+    request_read_timeout_s: float = 10.0
+    max_headers: int = 100
+    max_header_bytes: int = 32 * 1024
+    max_body_bytes: int = MAX_BODY_BYTES
+
+
+KEEP_ALIVE_S: Final = 65
+"""Idle keep-alive after a response, seconds: longer than the 60 s idle timeout of AWS's
+proxies (ALB's default), so the proxy in front closes idle connections first and never
+reuses one the container has just closed. Connections that never send a request are closed
+by ``request_read_timeout_s`` instead."""
+
+LIMIT_CONCURRENCY: Final = 512
+"""Open connections + running tasks above which uvicorn answers 503 (``limit_concurrency``):
+a backstop against a connection flood exhausting file descriptors; 16 x the engine's
+``max_num_seqs`` (32, seed 003) leaves room for SageMaker's own connection pool."""
+
+
+class _RefusedError(Exception):
+    """Raised inside a parser callback to stop parsing after a refusal was written (httptools
+    wraps it in ``HttpParserCallbackError``, which uvicorn's ``data_received`` catches)."""
+
+
+def limited_protocol(limits: TransportLimits) -> type[HttpToolsProtocol]:
+    """A uvicorn ``http`` protocol class (pass as ``uvicorn.Config(http=...)``) enforcing ``limits``."""
+
+    class LimitedHttpToolsProtocol(HttpToolsProtocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._read_timer: asyncio.TimerHandle | None = None
+            self._header_count = 0
+            self._header_bytes = 0
+            self._body_bytes = 0
+            self._refused = False
+
+        # -- the read deadline: from connection/previous response to the last body byte
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self._read_timer is None:
+                self._read_timer = self.loop.call_later(limits.request_read_timeout_s, self._read_timed_out)
+
+        def _disarm(self) -> None:
+            if self._read_timer is not None:
+                self._read_timer.cancel()
+                self._read_timer = None
+
+        def _read_timed_out(self) -> None:
+            self._read_timer = None
+            if self.cycle is not None and self.cycle.response_started:
+                if self.cycle.response_complete and not self.transport.is_closing():
+                    self.transport.close()  # answered early; the rest of its body never came
+                return  # the app is answering; let it finish
+            if self._header_count or self.cycle is not None:
+                self._refuse(408, f"request not received within {limits.request_read_timeout_s:g} s")
+            elif not self.transport.is_closing():
+                self.transport.close()  # a connection that never sent a header
+
+        # -- parser callbacks
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._header_count = self._header_bytes = self._body_bytes = 0
+            self._arm()
+
+        def on_url(self, url: bytes) -> None:
+            self._header_bytes += len(url)
+            self._check_headers()
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._header_count += 1
+            self._header_bytes += len(name) + len(value)
+            self._check_headers()
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            declared = self._content_length()
+            if declared is not None and declared > limits.max_body_bytes:
+                self._refuse(413, f"Content-Length {declared} is over the limit of {limits.max_body_bytes} bytes")
+                raise _RefusedError
+            super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            self._body_bytes += len(body)
+            if self._body_bytes > limits.max_body_bytes:
+                self._refuse(413, f"body is over the limit of {limits.max_body_bytes} bytes")
+                raise _RefusedError
+            super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            self._disarm()
+            super().on_message_complete()
+
+        # -- refusals
+        def data_received(self, data: bytes) -> None:
+            if not self._refused:
+                super().data_received(data)
+
+        def send_400_response(self, msg: str) -> None:
+            if not self._refused:  # the parser error is our own _RefusedError
+                super().send_400_response(msg)
+
+        def _check_headers(self) -> None:
+            if self._header_count > limits.max_headers:
+                self._refuse(431, f"more than {limits.max_headers} header fields")
+                raise _RefusedError
+            if self._header_bytes > limits.max_header_bytes:
+                self._refuse(431, f"request line and headers over {limits.max_header_bytes} bytes")
+                raise _RefusedError
+
+        def _content_length(self) -> int | None:
+            for name, value in self.headers:
+                if name == b"content-length":
+                    try:
+                        return int(value)
+                    except ValueError:
+                        return None  # httptools refuses a malformed length itself
+            return None
+
+        def _refuse(self, status: int, message: str) -> None:
+            self._disarm()
+            if not self._refused and not self.transport.is_closing():
+                log.warning("transport: %d %s from %s", status, message, self.client)
+                payload = json.dumps(error_body(status, message)).encode()
+                head = (
+                    f"HTTP/1.1 {status} {_REASONS[status]}\r\ncontent-type: application/json\r\n"
+                    f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n"
+                )
+                self.transport.write(head.encode() + payload)
+                self.transport.close()
+            self._refused = True
+
+    return LimitedHttpToolsProtocol
+
+
+_REASONS: Final = {408: "Request Timeout", 413: "Content Too Large", 431: "Request Header Fields Too Large"}

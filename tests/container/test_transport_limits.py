@@ -1,0 +1,125 @@
+"""Transport limits on :8080 (issue 22 item 2), against the real entrypoint over raw sockets.
+
+On e706d98: 2,000 headers and a 1 MB header were served, a declared 1 GB Content-Length got
+no early answer, an idle connection stayed open and a stalled upload held the drain.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.container.conftest import Serve
+
+READ_TIMEOUT_S = "1"
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    server = Serve(tmp_path_factory.mktemp("transport"), env={"REQUEST_READ_TIMEOUT_S": READ_TIMEOUT_S})
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def connect(serve: Serve) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", serve.port), timeout=10)
+    return sock
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def status_and_message(raw: bytes) -> tuple[int, str]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, str(json.loads(body)["error"]["message"])
+
+
+def request_head(extra: str = "", length: int | None = 2) -> bytes:
+    head = "POST /invocations HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    if length is not None:
+        head += f"content-length: {length}\r\n"
+    return (head + extra + "\r\n").encode()
+
+
+def test_too_many_header_fields_get_431_and_the_connection_closes(gateway: Serve) -> None:
+    with connect(gateway) as sock:
+        sock.sendall(request_head("".join(f"x-h{i}: v\r\n" for i in range(2000))) + b"{}")
+        assert status_and_message(read_all(sock)) == (431, "more than 100 header fields")
+
+
+def test_an_oversized_header_gets_431(gateway: Serve) -> None:
+    with connect(gateway) as sock:
+        sock.sendall(request_head("x-big: " + "a" * 1_000_000 + "\r\n") + b"{}")
+        assert status_and_message(read_all(sock)) == (431, "request line and headers over 32768 bytes")
+
+
+def test_a_declared_length_over_6_mb_gets_413_before_any_body_is_sent(gateway: Serve) -> None:
+    with connect(gateway) as sock:
+        sock.sendall(request_head(length=1_000_000_000))
+        assert status_and_message(read_all(sock)) == (
+            413,
+            "Content-Length 1000000000 is over the limit of 6291456 bytes",
+        )
+
+
+def test_a_chunked_body_over_6_mb_gets_413(gateway: Serve) -> None:
+    with connect(gateway) as sock:
+        sock.sendall(request_head("transfer-encoding: chunked\r\n", length=None))
+        sock.sendall(b"%x\r\n" % (6 * 1_048_576 + 1) + b"a" * (6 * 1_048_576 + 1))
+        assert status_and_message(read_all(sock)) == (413, "body is over the limit of 6291456 bytes")
+
+
+def test_a_connection_that_sends_nothing_is_closed(gateway: Serve) -> None:
+    with connect(gateway) as sock:
+        assert read_all(sock) == b""  # closed by the server after REQUEST_READ_TIMEOUT_S
+
+
+def test_a_stalled_upload_gets_408(gateway: Serve) -> None:
+    with connect(gateway) as sock:
+        sock.sendall(request_head(length=100) + b'{"messages"')
+        assert status_and_message(read_all(sock)) == (408, "request not received within 1 s")
+
+
+def test_requests_within_the_limits_share_one_keep_alive_connection(gateway: Serve) -> None:
+    body = json.dumps({"prompt": "hi", "max_tokens": 2}).encode()
+    with connect(gateway) as sock:
+        for _ in range(2):
+            sock.sendall(request_head(length=len(body)) + body)
+            head = sock.recv(65536)
+            assert head.startswith(b"HTTP/1.1 200")
+
+
+def test_a_stalled_upload_does_not_hold_the_sigterm_drain(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, env={"REQUEST_READ_TIMEOUT_S": READ_TIMEOUT_S, "DRAIN_TIMEOUT_S": "20"})
+    try:
+        serve.wait_ready()
+        sock = connect(serve)
+        sock.sendall(request_head(length=100) + b"{")  # in flight: headers read, body never comes
+        answer: list[bytes] = []
+        reader = threading.Thread(target=lambda: answer.append(read_all(sock)))
+        reader.start()
+        serve.proc.send_signal(signal.SIGTERM)
+        assert serve.proc.wait(timeout=30) == 0
+        reader.join(timeout=5)
+        sock.close()
+    finally:
+        serve.stop()
+    drain = [line for line in serve.stderr_lines if "drain:" in line]
+    assert any("all requests finished" in line for line in drain), drain
+    assert not any("still in flight" in line for line in drain), drain
+    assert answer and answer[0].startswith(b"HTTP/1.1 408")
