@@ -3,6 +3,7 @@
 from pydantic import Field
 
 from app_config.base import ConfigModel
+from serving_contract import env
 from serving_contract.env import DRAIN_TIMEOUT_MAX_S, SAGEMAKER_INVOCATION_TIMEOUT_S
 
 
@@ -38,4 +39,22 @@ class ContainerConfig(ConfigModel):
         ge=1,
         le=60,
         description="Seconds between scrapes of vLLM /metrics into EMF lines (10 s matches high-resolution alarms).",
+    )
+    sessions_max: int = Field(
+        default=env.SESSIONS_MAX_DEFAULT,
+        ge=1,
+        le=env.SESSIONS_MAX_LIMIT,
+        description=(
+            "Most live SageMaker stateful sessions per instance; NEW_SESSION past it answers 429. 4096: ~3x the "
+            "~1,290 live at the measured per-instance rate with 20-minute sessions (serving_contract.env)."
+        ),
+    )
+    session_ttl_s: int = Field(
+        default=env.SESSION_TTL_DEFAULT_S,
+        ge=1,
+        le=env.SESSION_TTL_MAX_S,
+        description=(
+            "Lifetime of a stateful session from NEW_SESSION, seconds (the Expires SageMaker is told). 1200 is "
+            "model-hosting-container-standards' default, which vLLM's own /invocations uses."
+        ),
     )

@@ -24,6 +24,8 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.WARMUP_NUM_REQUESTS: str(config.container.warmup_num_requests),
         env.DRAIN_TIMEOUT_S: str(config.container.drain_timeout_s),
         env.REQUEST_TIMEOUT_S: str(config.container.request_timeout_s),
+        env.SESSIONS_MAX: str(config.container.sessions_max),
+        env.SESSION_TTL_S: str(config.container.session_ttl_s),
         env.METRICS_NAMESPACE: config.observability.metrics_namespace,
         env.METRICS_INTERVAL_S: str(config.container.metrics_interval_s),
         env.ENDPOINT_NAME: config.endpoint_name,

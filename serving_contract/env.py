@@ -38,6 +38,10 @@ WARMUP_NUM_REQUESTS: Final = "WARMUP_NUM_REQUESTS"
 DRAIN_TIMEOUT_S: Final = "DRAIN_TIMEOUT_S"
 REQUEST_TIMEOUT_S: Final = "REQUEST_TIMEOUT_S"
 
+# SageMaker stateful sessions (container/serving_app/sessions).
+SESSIONS_MAX: Final = "SESSIONS_MAX"
+SESSION_TTL_S: Final = "SESSION_TTL_S"
+
 # Metrics: where EMF lines go and which dimensions they carry.
 METRICS_NAMESPACE: Final = "METRICS_NAMESPACE"
 METRICS_INTERVAL_S: Final = "METRICS_INTERVAL_S"
@@ -86,3 +90,16 @@ def startup_budget_s(health_check_timeout_s: int) -> int:
             f"{STARTUP_REPORT_MARGIN_S} s report margin"
         )
     return budget
+
+
+# Stateful sessions: defaults and bounds shared by the config model and the container.
+SESSIONS_MAX_DEFAULT: Final = 4096
+"""Live sessions one instance keeps. At the measured ~4.5 req/s per instance that holds the TTFT
+SLO (CONVENTIONS.md, capacity) and seed 002's 4.2 turns per conversation, ~1.07 conversations
+start per second; with SESSION_TTL_DEFAULT_S and clients that never CLOSE that is ~1,290 live
+sessions, so 4096 leaves 3x headroom. One session is one dict entry (~200 bytes)."""
+SESSIONS_MAX_LIMIT: Final = 1_000_000
+SESSION_TTL_DEFAULT_S: Final = 1200
+"""Session lifetime: model_hosting_container_standards' default (``SageMakerConfig.sessions_expiration``,
+20 minutes), which vLLM 0.22's own /invocations uses."""
+SESSION_TTL_MAX_S: Final = 86_400

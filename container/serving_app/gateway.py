@@ -5,6 +5,7 @@
 * ``engine/``: the vLLM child process, readiness, the health monitor;
 * ``lifecycle/``: start-up (wait for ``/health``, warm every adapter) and the SIGTERM drain;
 * ``metrics/``: EMF lines, the ``/metrics`` scraper, one line per request;
+* ``sessions/``: SageMaker stateful sessions on ``/invocations``;
 * ``sagemaker/``: ``/ping`` and ``/invocations``;
 * ``adapters/``: the model names requests may use; ``POST /adapters`` and
   ``DELETE /adapters/{name}`` when SageMaker loads adapters at runtime.
@@ -33,6 +34,8 @@ from serving_app.metrics.emf import EmfWriter
 from serving_app.metrics.requests import RequestMetrics
 from serving_app.metrics.scraper import scrape_loop
 from serving_app.sagemaker.serving import InvocationService
+from serving_app.sessions.manager import SessionStore
+from serving_app.sessions.serving import SessionService
 from serving_app.settings import Settings
 from serving_app.upstream import UpstreamPool
 from serving_contract import env
@@ -55,6 +58,7 @@ class Gateway:
         invocations: the ``/invocations`` service.
         adapters: the ``/adapters`` service (runtime LoRA adapters).
         pool: the HTTP client to vLLM on loopback.
+        sessions: live SageMaker stateful sessions.
     """
 
     def __init__(
@@ -79,12 +83,14 @@ class Gateway:
         self.pool = UpstreamPool(url.hostname or "127.0.0.1", url.port or 80)
         self.models = ModelRegistry(settings.served_model_name, settings.lora_adapters)
         self.monitor = EngineMonitor(self.readiness, self.pool, engine)
+        self.sessions = SessionStore(max_live=settings.sessions_max, ttl_s=settings.session_ttl_s)
         self.invocations = InvocationService(
             models=self.models,
             readiness=self.readiness,
             pool=self.pool,
             monitor=self.monitor,
             metrics=RequestMetrics(self.emf),
+            sessions=SessionService(self.sessions),
             request_timeout_s=settings.request_timeout_s,
         )
         self.adapters = AdapterService(

@@ -132,6 +132,21 @@ class Settings(BaseModel):
         description="Per-request bound, < SageMaker's 60 s.",
     )
 
+    sessions_max: int = Field(
+        env.SESSIONS_MAX_DEFAULT,
+        alias=env.SESSIONS_MAX,
+        ge=1,
+        le=env.SESSIONS_MAX_LIMIT,
+        description="Most live stateful sessions; NEW_SESSION past it answers 429 (serving_contract.env).",
+    )
+    session_ttl_s: int = Field(
+        env.SESSION_TTL_DEFAULT_S,
+        alias=env.SESSION_TTL_S,
+        ge=1,
+        le=env.SESSION_TTL_MAX_S,
+        description="Stateful session lifetime from NEW_SESSION, seconds.",
+    )
+
     metrics_namespace: str = Field(DEFAULT_NAMESPACE, alias=env.METRICS_NAMESPACE)
     metrics_interval_s: float = Field(
         10.0,

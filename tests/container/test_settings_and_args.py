@@ -146,6 +146,8 @@ def test_empty_values_take_defaults() -> None:
         ({"REQUEST_TIMEOUT_S": "60"}, "REQUEST_TIMEOUT_S='60' is invalid: must be < 60"),
         ({"STARTUP_TIMEOUT_S": "0"}, "STARTUP_TIMEOUT_S='0' is invalid: must be > 0"),
         ({"WARMUP_NUM_REQUESTS": "0"}, "WARMUP_NUM_REQUESTS='0' is invalid: must be >= 1"),
+        ({"SESSIONS_MAX": "0"}, "SESSIONS_MAX='0' is invalid: must be >= 1"),
+        ({"SESSION_TTL_S": "86401"}, "SESSION_TTL_S='86401' is invalid: must be <= 86400"),
         (
             {"LORA_ADAPTERS": "good,bad name"},
             "LORA_ADAPTERS='good,bad name' is invalid: adapter name 'bad name' must match",

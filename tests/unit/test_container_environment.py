@@ -54,3 +54,16 @@ def test_a_health_check_timeout_without_room_for_a_budget_is_refused() -> None:
     assert str(error.value) == (
         "startup health-check timeout = 30 s leaves no start-up budget after the 30 s report margin"
     )
+
+
+def test_session_cap_and_lifetime_reach_the_container_as_its_defaults() -> None:
+    variables = container_environment(load_config(cdk_json_context()))
+    assert variables[env.SESSIONS_MAX] == str(Settings.model_fields["sessions_max"].default) == "4096"
+    assert variables[env.SESSION_TTL_S] == str(Settings.model_fields["session_ttl_s"].default) == "1200"
+    config = load_config({**cdk_json_context(), "container.sessions_max": "64"})
+    assert container_environment(config)[env.SESSIONS_MAX] == "64"
+
+
+def test_a_session_cap_below_one_is_refused_at_synth() -> None:
+    with pytest.raises(ValueError, match="container.sessions_max = '0': must be >= 1"):
+        load_config({**cdk_json_context(), "container.sessions_max": "0"})
