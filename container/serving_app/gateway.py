@@ -4,7 +4,7 @@
 
 * ``engine/``: the vLLM child process, readiness, the health monitor;
 * ``lifecycle/``: start-up (wait for ``/health``, warm every adapter) and the SIGTERM drain;
-* ``metrics/``: EMF lines, the ``/metrics`` scraper, one line per request;
+* ``metrics/``: EMF lines, the ``/metrics`` scraper, one line per request, ``GET /metrics``;
 * ``sessions/``: SageMaker stateful sessions on ``/invocations``;
 * ``sagemaker/``: ``/ping`` and ``/invocations``;
 * ``adapters/``: the model names requests may use; ``POST /adapters`` and
@@ -31,6 +31,7 @@ from serving_app.engine.readiness import Phase, Readiness
 from serving_app.lifecycle.drain import InflightTracker
 from serving_app.lifecycle.warmup import StartupError, run_warmup, wait_for_engine
 from serving_app.metrics.emf import EmfWriter
+from serving_app.metrics.exposition import GatewayCollector, MetricsExposition
 from serving_app.metrics.requests import RequestMetrics
 from serving_app.metrics.scraper import scrape_loop
 from serving_app.sagemaker.serving import InvocationService
@@ -59,6 +60,7 @@ class Gateway:
         adapters: the ``/adapters`` service (runtime LoRA adapters).
         pool: the HTTP client to vLLM on loopback.
         sessions: live SageMaker stateful sessions.
+        exposition: what ``GET /metrics`` answers (engine + gateway Prometheus text).
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class Gateway:
             pool=self.pool,
             monitor=self.monitor,
         )
+        self.exposition = MetricsExposition(self.pool, GatewayCollector(self.sessions.__len__, self._inflight))
         self._tasks: list[asyncio.Task[None]] = []
         self._drain_task: asyncio.Task[None] | None = None
         self._started = time.monotonic()
@@ -129,6 +132,9 @@ class Gateway:
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         self._tasks.append(asyncio.create_task(coro))
+
+    def _inflight(self) -> int:
+        return self.tracker.count
 
     def _engine_up(self) -> bool:
         return self.readiness.phase is not Phase.STARTING and (self.engine is None or self.engine.alive)
