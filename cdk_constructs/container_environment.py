@@ -1,6 +1,7 @@
 """Map the validated config onto the container's environment variables."""
 
 from app_config import AppConfig
+from app_config.serving import needs_cuda_forward_compat
 from serving_contract import env
 
 
@@ -29,6 +30,7 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.METRICS_NAMESPACE: config.observability.metrics_namespace,
         env.METRICS_INTERVAL_S: str(config.container.metrics_interval_s),
         env.ENDPOINT_NAME: config.endpoint_name,
+        env.CUDA_FORWARD_COMPAT: "true" if needs_cuda_forward_compat(config.serving.inference_ami_version) else "false",
     }
     if runtime_adapters:
         variables[env.LORA_RUNTIME_ADAPTERS] = "true"

@@ -24,7 +24,7 @@ class EndpointHosting:
         startup_health_check_timeout_s: 60-3600, SageMaker's
             ``ContainerStartupHealthCheckTimeoutInSeconds`` (per instance, or per copy).
         routing_strategy: ``LEAST_OUTSTANDING_REQUESTS`` or ``RANDOM``.
-        inference_ami_version: host AMI, e.g. ``al2-ami-sagemaker-inference-gpu-3-1``.
+        inference_ami_version: host AMI, e.g. ``al2023-ami-sagemaker-inference-gpu-4-1``.
         network_isolation: run the container without network access.
         vpc: optional subnets and security groups for the container.
         log_retention / log_removal_policy: of the endpoint's log groups.

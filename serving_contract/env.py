@@ -32,6 +32,11 @@ LORA_MAX_CPU_LORAS: Final = "LORA_MAX_CPU_LORAS"
 # /adapters/{name}); LORA_ADAPTERS is then empty.
 LORA_RUNTIME_ADAPTERS: Final = "LORA_RUNTIME_ADAPTERS"
 
+# "true" when the host AMI's NVIDIA driver is older than the image's CUDA needs: the engine then
+# loads the image's cuda-compat-13-0 (vLLM's VLLM_ENABLE_CUDA_COMPATIBILITY); "false" keeps it off.
+# Unset (a local run): the image's own VLLM_ENABLE_CUDA_COMPATIBILITY stands.
+CUDA_FORWARD_COMPAT: Final = "CUDA_FORWARD_COMPAT"
+
 # Lifecycle of the serving process.
 STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"
 WARMUP_NUM_REQUESTS: Final = "WARMUP_NUM_REQUESTS"

@@ -132,6 +132,11 @@ class Settings(BaseModel):
         description="Per-request bound, < SageMaker's 60 s.",
     )
 
+    cuda_forward_compat: Bool | None = Field(
+        None,
+        alias=env.CUDA_FORWARD_COMPAT,
+        description="Load cuda-compat-13-0 for the engine (host driver < 580); unset: the image's default.",
+    )
     sessions_max: int = Field(
         env.SESSIONS_MAX_DEFAULT,
         alias=env.SESSIONS_MAX,
@@ -158,7 +163,9 @@ class Settings(BaseModel):
     endpoint_name: str = Field("local", alias=env.ENDPOINT_NAME, min_length=1, max_length=63)
     variant_name: str = Field("AllTraffic", alias=env.VARIANT_NAME, min_length=1, max_length=63)
 
-    @field_validator("enable_prefix_caching", "enforce_eager", "lora_runtime_adapters", mode="before")
+    @field_validator(
+        "enable_prefix_caching", "enforce_eager", "lora_runtime_adapters", "cuda_forward_compat", mode="before"
+    )
     @classmethod
     def _parse_bool(cls, value: Any) -> Any:
         return _bool(value)
