@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import Field
 
 from app_config.base import ConfigModel
+from serving_contract import env
 from serving_contract import request_limits as limits
 from serving_contract.env import DRAIN_TIMEOUT_MAX_S, SAGEMAKER_INVOCATION_TIMEOUT_S
 
@@ -67,3 +68,22 @@ class ContainerConfig(ConfigModel):
     def request_limits_environment(self) -> dict[str, str]:
         """Each per-request limit as the container's environment variable."""
         return {limit.env_var: str(getattr(self, limit.key)) for limit in limits.REQUEST_LIMITS}
+
+    sessions_max: int = Field(
+        default=env.SESSIONS_MAX_DEFAULT,
+        ge=1,
+        le=env.SESSIONS_MAX_LIMIT,
+        description=(
+            "Most live SageMaker stateful sessions per instance; NEW_SESSION past it answers 429. 4096: ~3x the "
+            "~1,290 live at the measured per-instance rate with 20-minute sessions (serving_contract.env)."
+        ),
+    )
+    session_ttl_s: int = Field(
+        default=env.SESSION_TTL_DEFAULT_S,
+        ge=1,
+        le=env.SESSION_TTL_MAX_S,
+        description=(
+            "Lifetime of a stateful session from NEW_SESSION, seconds (the Expires SageMaker is told). 1200 is "
+            "model-hosting-container-standards' default, which vLLM's own /invocations uses."
+        ),
+    )

@@ -10,6 +10,9 @@ from serving_contract.metrics import DEFAULT_NAMESPACE
 LogRetentionDays = IntChoice[Literal[1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 3653]]
 """Retention values CloudWatch Logs accepts, in days (PutRetentionPolicy API reference)."""
 
+MetricPublishFrequencyS = IntChoice[Literal[10, 30, 60, 120, 180, 240, 300]]
+"""``MetricsConfig.MetricPublishFrequencyInSeconds`` values SageMaker accepts (API reference, MetricsConfig)."""
+
 
 class ObservabilityConfig(ConfigModel):
     """Log retention and the custom metric namespace."""
@@ -27,4 +30,16 @@ class ObservabilityConfig(ConfigModel):
     retain_logs_on_delete: bool = Field(
         default=True,
         description="Keep the endpoint's log group when the stack is deleted (audit trail).",
+    )
+    detailed_observability: bool = Field(
+        default=True,
+        description=(
+            "MetricsConfig.EnableDetailedObservability of the endpoint config: SageMaker scrapes the container's "
+            "GET /metrics (vLLM and gateway series) into CloudWatch, queried with PromQL (docs/observability.md). "
+            "True is SageMaker's default for new endpoint configs since 2026-06; set explicitly so a template says it."
+        ),
+    )
+    metric_publish_frequency_s: MetricPublishFrequencyS = Field(
+        default=60,
+        description="MetricsConfig.MetricPublishFrequencyInSeconds (SageMaker's default 60; allowed values listed).",
     )

@@ -82,7 +82,33 @@ InferenceAmiVersion = Literal[
     "al2-ami-sagemaker-inference-gpu-2",
     "al2-ami-sagemaker-inference-gpu-2-1",
     "al2-ami-sagemaker-inference-gpu-3-1",
+    "al2023-ami-sagemaker-inference-gpu-4-1",
 ]
+
+AMI_NVIDIA_DRIVER: dict[str, int] = {
+    "al2-ami-sagemaker-inference-gpu-2": 535,
+    "al2-ami-sagemaker-inference-gpu-2-1": 535,
+    "al2-ami-sagemaker-inference-gpu-3-1": 550,
+    "al2023-ami-sagemaker-inference-gpu-4-1": 580,
+}
+"""NVIDIA driver branch of each host AMI (botocore's SageMaker model, ``ProductionVariant.InferenceAmiVersion``:
+2/2-1 driver 535 CUDA 12.2, 3-1 driver 550 CUDA 12.4, 4-1 driver 580 CUDA 13.0)."""
+
+IMAGE_CUDA_MIN_DRIVER = 580
+"""Driver branch the image's CUDA needs natively: torch 2.11.0 (vLLM 0.22.0's pin) is built for CUDA 13.0,
+and CUDA 13.x needs driver >= 580 (NVIDIA "CUDA Compatibility", minor-version table). On older drivers
+the image runs through the forward-compatibility package ``cuda-compat-13-0`` (container/Dockerfile)."""
+
+
+def needs_cuda_forward_compat(ami: str) -> bool:
+    """True when the host's driver is older than the image's CUDA needs, so the engine must load
+    ``cuda-compat-13-0``'s libcuda; False on driver >= 580, where that libcuda must stay off the loader
+    path (the compat package is for older drivers only, NVIDIA "Forward Compatibility").
+
+    Raises:
+        KeyError: ``ami`` is not an :data:`InferenceAmiVersion`.
+    """
+    return AMI_NVIDIA_DRIVER[ami] < IMAGE_CUDA_MIN_DRIVER
 
 
 ServingMode = Literal["variants", "inference_components"]
@@ -149,8 +175,12 @@ class ServingConfig(ConfigModel):
         description="How SageMaker spreads requests across a variant's instances.",
     )
     inference_ami_version: InferenceAmiVersion = Field(
-        default="al2-ami-sagemaker-inference-gpu-3-1",
-        description="Host AMI (NVIDIA driver 550, CUDA 12.4); the container's CUDA base must match it.",
+        default="al2023-ami-sagemaker-inference-gpu-4-1",
+        description=(
+            "Host AMI. Default gpu-4-1 (driver 580, CUDA 13.0): runs the image's CUDA 13.0 torch natively. gpu-3-1 "
+            "(driver 550) still works through the image's cuda-compat-13-0; the stack sets CUDA_FORWARD_COMPAT from "
+            "this value. Amazon Linux 2, under the al2-* AMIs, reached end of support on 2026-06-30."
+        ),
     )
     network_isolation: bool = Field(
         default=True,

@@ -1,6 +1,7 @@
 """Map the validated config onto the container's environment variables."""
 
 from app_config import AppConfig
+from app_config.serving import needs_cuda_forward_compat
 from serving_contract import env
 
 
@@ -25,10 +26,13 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.DRAIN_TIMEOUT_S: str(config.container.drain_timeout_s),
         env.REQUEST_TIMEOUT_S: str(config.container.request_timeout_s),
         env.REQUEST_READ_TIMEOUT_S: str(config.container.request_read_timeout_s),
+        **config.container.request_limits_environment(),
+        env.SESSIONS_MAX: str(config.container.sessions_max),
+        env.SESSION_TTL_S: str(config.container.session_ttl_s),
         env.METRICS_NAMESPACE: config.observability.metrics_namespace,
         env.METRICS_INTERVAL_S: str(config.container.metrics_interval_s),
         env.ENDPOINT_NAME: config.endpoint_name,
-        **config.container.request_limits_environment(),
+        env.CUDA_FORWARD_COMPAT: "true" if needs_cuda_forward_compat(config.serving.inference_ami_version) else "false",
     }
     if runtime_adapters:
         variables[env.LORA_RUNTIME_ADAPTERS] = "true"

@@ -115,6 +115,7 @@ class InferenceComponentEndpoint(Construct):
                     inference_ami_version=hosting.inference_ami_version,
                 )
             ],
+            metrics_config=hosting.metrics_config,
         )
         if policy is not None:
             self.endpoint_config.node.add_dependency(policy)

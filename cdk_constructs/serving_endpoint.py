@@ -99,7 +99,7 @@ class ServingEndpoint(Construct):
                 )
             )
         self.endpoint_config = sagemaker.CfnEndpointConfig(
-            self, "EndpointConfig", production_variants=production_variants
+            self, "EndpointConfig", production_variants=production_variants, metrics_config=hosting.metrics_config
         )
         self.endpoint = sagemaker.CfnEndpoint(
             self,

@@ -24,10 +24,13 @@ class EndpointHosting:
         startup_health_check_timeout_s: 60-3600, SageMaker's
             ``ContainerStartupHealthCheckTimeoutInSeconds`` (per instance, or per copy).
         routing_strategy: ``LEAST_OUTSTANDING_REQUESTS`` or ``RANDOM``.
-        inference_ami_version: host AMI, e.g. ``al2-ami-sagemaker-inference-gpu-3-1``.
+        inference_ami_version: host AMI, e.g. ``al2023-ami-sagemaker-inference-gpu-4-1``.
         network_isolation: run the container without network access.
         vpc: optional subnets and security groups for the container.
         log_retention / log_removal_policy: of the endpoint's log groups.
+        detailed_observability: ``MetricsConfig.EnableDetailedObservability`` (SageMaker scrapes the
+            container's ``GET /metrics`` on port 8080).
+        metric_publish_frequency_s: ``MetricsConfig.MetricPublishFrequencyInSeconds`` (10-300).
     """
 
     startup_health_check_timeout_s: int
@@ -37,11 +40,22 @@ class EndpointHosting:
     vpc: VpcPlacementConfig | None
     log_retention: logs.RetentionDays
     log_removal_policy: cdk.RemovalPolicy
+    detailed_observability: bool
+    metric_publish_frequency_s: int
 
     @property
     def routing_config(self) -> sagemaker.CfnEndpointConfig.RoutingConfigProperty:
         """The production variant's ``RoutingConfig``."""
         return sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=self.routing_strategy)
+
+    @property
+    def metrics_config(self) -> sagemaker.CfnEndpointConfig.MetricsConfigProperty:
+        """The endpoint config's ``MetricsConfig``, explicit in both topologies (new endpoint configs
+        default detailed observability to on since 2026-06; the template should say what runs)."""
+        return sagemaker.CfnEndpointConfig.MetricsConfigProperty(
+            enable_detailed_observability=self.detailed_observability,
+            metric_publish_frequency_in_seconds=self.metric_publish_frequency_s,
+        )
 
 
 def endpoint_log_group(scope: Construct, endpoint_name: str, hosting: EndpointHosting) -> logs.LogGroup:

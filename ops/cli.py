@@ -163,6 +163,7 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
             max_tokens=args.max_tokens,
             base_model=config.model.name,
             wake=WakeOptions(args.wake, args.wake_timeout_s, args.poll_s),
+            session=args.session,
         )
         return _smoke(clients, ref, options, deps)
     if args.command == "promote":
@@ -267,6 +268,7 @@ def _load_plan(args: argparse.Namespace, routes: tuple[Route, ...], *, instances
         latency_slo_ms=args.latency_slo_ms,
         max_error_rate=args.max_error_rate,
         instances=instances,
+        turns=args.turns,
     )
 
 

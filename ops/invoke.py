@@ -21,6 +21,15 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ops.sessions import (
+    CLOSED_SESSION_HEADER,
+    NEW_SESSION_HEADER,
+    SESSION_HEADER,
+    SessionAnswer,
+    session_answer,
+    session_body,
+)
+
 Clock = Callable[[], float]
 
 DEFAULT_PROMPT = "Recommend one manga for a reader who liked Frieren, in one sentence."
@@ -228,8 +237,21 @@ def read_event_stream(events: Iterable[Mapping[str, Any]], *, clock: Clock) -> S
 class Target(Protocol):
     """Something that answers ``/invocations`` requests."""
 
-    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None, component: str | None = None) -> Answer:
-        """Send one request (to ``variant`` or inference ``component`` when given); never raises for a bad answer."""
+    def invoke(
+        self,
+        body: bytes,
+        *,
+        stream: bool,
+        variant: str | None = None,
+        component: str | None = None,
+        session_id: str | None = None,
+    ) -> Answer:
+        """Send one request (to ``variant`` or inference ``component`` when given, in the stateful session
+        ``session_id`` when given); never raises for a bad answer."""
+        ...
+
+    def session(self, request_type: str, *, session_id: str | None = None, variant: str | None = None) -> SessionAnswer:
+        """``NEW_SESSION`` or ``CLOSE`` (of ``session_id``); never raises for a bad answer."""
         ...
 
 
@@ -251,7 +273,15 @@ class SageMakerTarget:
         self._endpoint = endpoint_name
         self._clock = clock
 
-    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None, component: str | None = None) -> Answer:
+    def invoke(
+        self,
+        body: bytes,
+        *,
+        stream: bool,
+        variant: str | None = None,
+        component: str | None = None,
+        session_id: str | None = None,
+    ) -> Answer:
         params: dict[str, Any] = {
             "EndpointName": self._endpoint,
             "Body": body,
@@ -261,6 +291,8 @@ class SageMakerTarget:
             params["TargetVariant"] = variant
         if component:  # header X-Amzn-SageMaker-Inference-Component
             params["InferenceComponentName"] = component
+        if session_id:  # header X-Amzn-SageMaker-Session-Id: SageMaker routes to the session's instance
+            params["SessionId"] = session_id
         started = self._clock()
         try:
             if stream:
@@ -282,6 +314,25 @@ class SageMakerTarget:
         except BotoCoreError as error:
             return Answer(False, type(error).__name__, self._clock() - started, detail=str(error))
 
+    def session(self, request_type: str, *, session_id: str | None = None, variant: str | None = None) -> SessionAnswer:
+        # Sessions open only through InvokeEndpoint (SessionId "NEW_SESSION"), never the streaming call.
+        params: dict[str, Any] = {
+            "EndpointName": self._endpoint,
+            "Body": session_body(request_type),
+            "ContentType": "application/json",
+            "SessionId": "NEW_SESSION" if request_type == "NEW_SESSION" else session_id,
+        }
+        if variant:
+            params["TargetVariant"] = variant
+        try:
+            response = self._runtime.invoke_endpoint(**params)
+        except ClientError as error:
+            status, message = _client_error_status(error)
+            return SessionAnswer(False, status, detail=message)
+        except BotoCoreError as error:
+            return SessionAnswer(False, type(error).__name__, detail=str(error))
+        return session_answer(request_type, response.get("NewSessionId"), response.get("ClosedSessionId"))
+
 
 class HttpTarget:
     """A server speaking the container's contract at ``<base_url>/invocations`` (no AWS)."""
@@ -293,12 +344,22 @@ class HttpTarget:
         # No proxies: the target is a local container or a host the caller names explicitly.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
-    def invoke(self, body: bytes, *, stream: bool, variant: str | None = None, component: str | None = None) -> Answer:
+    def invoke(
+        self,
+        body: bytes,
+        *,
+        stream: bool,
+        variant: str | None = None,
+        component: str | None = None,
+        session_id: str | None = None,
+    ) -> Answer:
         # ``component`` is ignored: SageMaker consumes the component header to route the request,
         # it never reaches the container.
         headers = {"Content-Type": "application/json"}
         if variant:
             headers["X-Amzn-SageMaker-Target-Variant"] = variant
+        if session_id:
+            headers[SESSION_HEADER] = session_id
         request = urllib.request.Request(self._url, data=body, headers=headers, method="POST")
         started = self._clock()
         try:
@@ -315,3 +376,19 @@ class HttpTarget:
             return Answer(False, "bad answer", self._clock() - started, detail=str(error))
         except (urllib.error.URLError, OSError) as error:
             return Answer(False, "connection error", self._clock() - started, detail=str(error))
+
+    def session(self, request_type: str, *, session_id: str | None = None, variant: str | None = None) -> SessionAnswer:
+        headers = {"Content-Type": "application/json"}
+        if session_id and request_type != "NEW_SESSION":
+            headers[SESSION_HEADER] = session_id
+        request = urllib.request.Request(self._url, data=session_body(request_type), headers=headers, method="POST")
+        try:
+            with self._opener.open(request, timeout=self._timeout_s) as response:
+                response.read()
+                return session_answer(
+                    request_type, response.headers.get(NEW_SESSION_HEADER), response.headers.get(CLOSED_SESSION_HEADER)
+                )
+        except urllib.error.HTTPError as error:
+            return SessionAnswer(False, f"HTTP {error.code}", detail=str(error.reason))
+        except (urllib.error.URLError, OSError) as error:
+            return SessionAnswer(False, "connection error", detail=str(error))

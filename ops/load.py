@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ops.conversation import ConversationPlan, run_conversation
 from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import Answer, Target, chat_body
 from ops.table import format_table, ms
@@ -43,6 +44,7 @@ INSTANCE_SCALING_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolut
 COPY_SCALING_METRIC = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
 DEFAULT_TTFT_SLO_MS = 500.0  # seed 000 canary gate: TTFT P95 < 500 ms
 DEFAULT_MAX_ERROR_RATE = 0.005  # seed 000 canary gate: error rate < 0.5 %
+MAX_TURNS = 16  # per conversation; seed 002: MangaAssist conversations average 4.2 turns
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class LoadPlan:
     instances: int = 1
     copies: int | None = None
     instance_type: str | None = None
+    turns: int = 1
 
     def validate(self) -> None:
         """Raise OpsError (USAGE) naming the flag, the value and what is allowed."""
@@ -107,6 +110,8 @@ class LoadPlan:
             raise OpsError(f"--copies: {self.copies} must be >= 1", ExitCode.USAGE)
         if not self.routes:
             raise OpsError("--adapter: no adapter to send requests to; name one", ExitCode.USAGE)
+        if not 1 <= self.turns <= MAX_TURNS:
+            raise OpsError(f"--turns: {self.turns} is outside 1..{MAX_TURNS}", ExitCode.USAGE)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -176,7 +181,9 @@ class LevelResult:
 def run_level(target: Target, plan: LoadPlan, concurrency: int, *, clock: Callable[[], float]) -> LevelResult:
     """Keep ``concurrency`` requests in flight until the level's request or time budget is spent.
 
-    The n-th request of the level goes to ``plan.routes[n % len(plan.routes)]``.
+    The n-th request of the level goes to ``plan.routes[n % len(plan.routes)]``. With
+    ``plan.turns`` > 1 each worker runs whole conversations in stateful sessions instead
+    (:func:`ops.conversation.run_conversation`), each taking ``turns`` requests of the budget.
     """
     bodies = [
         chat_body(model=route.adapter, prompt=plan.prompt, max_tokens=plan.max_tokens, stream=plan.stream)
@@ -195,12 +202,19 @@ def run_level(target: Target, plan: LoadPlan, concurrency: int, *, clock: Callab
                 if issued >= plan.requests_per_level or clock() >= deadline:
                     return
                 index = issued % len(plan.routes)
-                issued += 1
-            answer = target.invoke(
-                bodies[index], stream=plan.stream, variant=plan.variant, component=plan.routes[index].component
-            )
+                issued += plan.turns
+            route = plan.routes[index]
+            if plan.turns > 1:
+                conversation = ConversationPlan(
+                    route.adapter, plan.turns, plan.prompt, plan.max_tokens, plan.stream, plan.variant, route.component
+                )
+                got = run_conversation(target, conversation)
+            else:
+                got = [
+                    target.invoke(bodies[index], stream=plan.stream, variant=plan.variant, component=route.component)
+                ]
             with lock:
-                answers.append(answer)
+                answers.extend(got)
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="load") as pool:
         for future in [pool.submit(worker) for _ in range(concurrency)]:
@@ -345,9 +359,10 @@ def run_load(target: Target, plan: LoadPlan, *, clock: Callable[[], float], out:
     where = ", ".join(route.describe() for route in plan.routes)
     where = f"adapter {where}" if len(plan.routes) == 1 else f"round-robin over {where}"
     capacity = f"{plan.copies} copy(ies)" if plan.copies is not None else f"{plan.instances} instance(s)"
+    turns = f"; conversations of {plan.turns} turns in stateful sessions" if plan.turns > 1 else ""
     out(
         f"load: levels {', '.join(map(str, plan.levels))}; up to {plan.requests_per_level} requests or "
-        f"{plan.level_duration_s:g} s per level; {where}; {mode}; {capacity}"
+        f"{plan.level_duration_s:g} s per level; {where}; {mode}; {capacity}{turns}"
     )
     results = []
     for level in plan.levels:

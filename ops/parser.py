@@ -18,6 +18,7 @@ from ops.load import (
     MAX_CONCURRENCY,
     MAX_TOTAL_DURATION_S,
     MAX_TOTAL_REQUESTS,
+    MAX_TURNS,
 )
 from ops.smoke import DEFAULT_WAKE_POLL_S, DEFAULT_WAKE_TIMEOUT_S, MODES
 from serving_contract.env import SAGEMAKER_INVOCATION_TIMEOUT_S
@@ -217,6 +218,12 @@ def _add_smoke_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="User message.")
     parser.add_argument("--max-tokens", type=_positive_int(4096), default=32, help="max_tokens (default 32).")
     parser.add_argument(
+        "--session",
+        action="store_true",
+        help="Also run one two-turn conversation per adapter x variant in a SageMaker stateful session "
+        "(NEW_SESSION, two turns with SessionId, CLOSE; docs/sessions.md).",
+    )
+    parser.add_argument(
         "--wake",
         action="store_true",
         help="inference_components mode: when the base component is scaled to zero, send one request to wake it "
@@ -294,4 +301,11 @@ def _add_load(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -
     )
     load.add_argument(
         "--timeout-s", type=_positive_float, default=SAGEMAKER_INVOKE_TIMEOUT_S, help="Per-request timeout with --url."
+    )
+    load.add_argument(
+        "--turns",
+        type=_positive_int(MAX_TURNS),
+        default=1,
+        help="Turns per conversation: above 1, each worker runs conversations in SageMaker stateful sessions "
+        "(open, N turns resending the conversation so far, close; docs/sessions.md). Default 1: single requests.",
     )

@@ -10,7 +10,8 @@ adapters' components) are InService and the base component has a copy, waking it
 the base component with the base model's name, each adapter component with its adapter's.
 
 Every answer's shape is checked (OpenAI chat completion, non-empty content; streams end with
-``[DONE]``).
+``[DONE]``). With ``session`` each case also runs a two-turn conversation in a SageMaker stateful
+session (``ops.conversation``): NEW_SESSION, two turns with the session id, CLOSE.
 """
 
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from ops.components import (
     require_component_in_service,
     wait_component,
 )
+from ops.conversation import ConversationPlan, run_conversation
 from ops.endpoint import EndpointRef, describe, require_in_service
 from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import Answer, SageMakerTarget, chat_body
@@ -61,6 +63,7 @@ class SmokeOptions:
     max_tokens: int
     base_model: str = ""
     wake: WakeOptions = WakeOptions()
+    session: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,16 @@ def run_smoke(
             body = chat_body(model=case.model, prompt=options.prompt, max_tokens=options.max_tokens, stream=stream)
             for _ in range(options.requests_per_case):
                 answer = target.invoke(body, stream=stream, variant=case.variant, component=case.component)
+                rows.append([case.label, case.where, mode, answer.status, ms(answer.ttft_s), ms(answer.latency_s)])
+                if not answer.ok:
+                    failures.append((case, mode, answer))
+        if options.session:  # two turns in one stateful session; streamed when the stream mode is tested
+            stream = "stream" in options.modes
+            plan = ConversationPlan(
+                case.model, 2, options.prompt, options.max_tokens, stream, case.variant, case.component
+            )
+            for turn, answer in enumerate(run_conversation(target, plan), start=1):
+                mode = f"session turn {turn}" if answer.status.split()[0] not in ("NEW_SESSION", "CLOSE") else "session"
                 rows.append([case.label, case.where, mode, answer.status, ms(answer.ttft_s), ms(answer.latency_s)])
                 if not answer.ok:
                     failures.append((case, mode, answer))

@@ -36,6 +36,11 @@ LORA_RUNTIME_ADAPTERS: Final = "LORA_RUNTIME_ADAPTERS"
 # SageMaker places model data); the stack leaves it unset, tests point it at a temp dir.
 ADAPTER_SRC_ROOT: Final = "ADAPTER_SRC_ROOT"
 
+# "true" when the host AMI's NVIDIA driver is older than the image's CUDA needs: the engine then
+# loads the image's cuda-compat-13-0 (vLLM's VLLM_ENABLE_CUDA_COMPATIBILITY); "false" keeps it off.
+# Unset (a local run): the image's own VLLM_ENABLE_CUDA_COMPATIBILITY stands.
+CUDA_FORWARD_COMPAT: Final = "CUDA_FORWARD_COMPAT"
+
 # Lifecycle of the serving process.
 STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"
 WARMUP_NUM_REQUESTS: Final = "WARMUP_NUM_REQUESTS"
@@ -49,6 +54,10 @@ REQUEST_MAX_LOGPROBS: Final = "REQUEST_MAX_LOGPROBS"
 REQUEST_MAX_STOP_SEQUENCES: Final = "REQUEST_MAX_STOP_SEQUENCES"
 REQUEST_MAX_STOP_SEQUENCE_CHARS: Final = "REQUEST_MAX_STOP_SEQUENCE_CHARS"
 REQUEST_MAX_TOKEN_IDS: Final = "REQUEST_MAX_TOKEN_IDS"
+
+# SageMaker stateful sessions (container/serving_app/sessions).
+SESSIONS_MAX: Final = "SESSIONS_MAX"
+SESSION_TTL_S: Final = "SESSION_TTL_S"
 
 # Metrics: where EMF lines go and which dimensions they carry.
 METRICS_NAMESPACE: Final = "METRICS_NAMESPACE"
@@ -98,3 +107,16 @@ def startup_budget_s(health_check_timeout_s: int) -> int:
             f"{STARTUP_REPORT_MARGIN_S} s report margin"
         )
     return budget
+
+
+# Stateful sessions: defaults and bounds shared by the config model and the container.
+SESSIONS_MAX_DEFAULT: Final = 4096
+"""Live sessions one instance keeps. At the measured ~4.5 req/s per instance that holds the TTFT
+SLO (CONVENTIONS.md, capacity) and seed 002's 4.2 turns per conversation, ~1.07 conversations
+start per second; with SESSION_TTL_DEFAULT_S and clients that never CLOSE that is ~1,290 live
+sessions, so 4096 leaves 3x headroom. One session is one dict entry (~200 bytes)."""
+SESSIONS_MAX_LIMIT: Final = 1_000_000
+SESSION_TTL_DEFAULT_S: Final = 1200
+"""Session lifetime: model_hosting_container_standards' default (``SageMakerConfig.sessions_expiration``,
+20 minutes), which vLLM 0.22's own /invocations uses."""
+SESSION_TTL_MAX_S: Final = 86_400

@@ -321,4 +321,6 @@ def _hosting(config: AppConfig) -> EndpointHosting:
         log_removal_policy=(
             cdk.RemovalPolicy.RETAIN if observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
         ),
+        detailed_observability=observability.detailed_observability,
+        metric_publish_frequency_s=observability.metric_publish_frequency_s,
     )

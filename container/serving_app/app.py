@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from serving_app.adapters import api_router as adapter_router
 from serving_app.gateway import Gateway
+from serving_app.metrics import exposition
 from serving_app.sagemaker import api_router as sagemaker_router
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -69,5 +70,6 @@ def create_app(gateway: Gateway) -> ASGIApp:
 
     hot_routes = sagemaker_router.routes(gateway.readiness, gateway.invocations)
     control_routes = adapter_router.routes(gateway.adapters)
-    app = Starlette(routes=[*hot_routes, *control_routes], lifespan=lifespan)
+    metrics_routes = exposition.routes(gateway.exposition)
+    app = Starlette(routes=[*hot_routes, *control_routes, *metrics_routes], lifespan=lifespan)
     return _FrontDoor(app, gateway, hot_routes)

@@ -15,6 +15,7 @@ ERROR_TYPES: Final = {
     413: "PayloadTooLarge",
     415: "UnsupportedMediaType",
     422: "UnprocessableEntity",
+    429: "TooManyRequests",
     502: "EngineError",
     503: "ServiceUnavailable",
     504: "EngineTimeout",

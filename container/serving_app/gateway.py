@@ -4,7 +4,8 @@
 
 * ``engine/``: the vLLM child process, readiness, the health monitor;
 * ``lifecycle/``: start-up (wait for ``/health``, warm every adapter) and the SIGTERM drain;
-* ``metrics/``: EMF lines, the ``/metrics`` scraper, one line per request;
+* ``metrics/``: EMF lines, the ``/metrics`` scraper, one line per request, ``GET /metrics``;
+* ``sessions/``: SageMaker stateful sessions on ``/invocations``;
 * ``sagemaker/``: ``/ping`` and ``/invocations``;
 * ``adapters/``: the model names requests may use; ``POST /adapters`` and
   ``DELETE /adapters/{name}`` when SageMaker loads adapters at runtime.
@@ -30,10 +31,13 @@ from serving_app.engine.readiness import Phase, Readiness
 from serving_app.lifecycle.drain import InflightTracker
 from serving_app.lifecycle.warmup import StartupError, run_warmup, wait_for_engine
 from serving_app.metrics.emf import EmfWriter
+from serving_app.metrics.exposition import GatewayCollector, MetricsExposition
 from serving_app.metrics.requests import RequestMetrics
 from serving_app.metrics.scraper import scrape_loop
 from serving_app.sagemaker.limits import RequestLimits
 from serving_app.sagemaker.serving import InvocationService
+from serving_app.sessions.manager import SessionStore
+from serving_app.sessions.serving import SessionService
 from serving_app.settings import Settings
 from serving_app.upstream import UpstreamPool
 from serving_contract import env
@@ -56,6 +60,8 @@ class Gateway:
         invocations: the ``/invocations`` service.
         adapters: the ``/adapters`` service (runtime LoRA adapters).
         pool: the HTTP client to vLLM on loopback.
+        sessions: live SageMaker stateful sessions.
+        exposition: what ``GET /metrics`` answers (engine + gateway Prometheus text).
     """
 
     def __init__(
@@ -80,12 +86,14 @@ class Gateway:
         self.pool = UpstreamPool(url.hostname or "127.0.0.1", url.port or 80)
         self.models = ModelRegistry(settings.served_model_name, settings.lora_adapters)
         self.monitor = EngineMonitor(self.readiness, self.pool, engine)
+        self.sessions = SessionStore(max_live=settings.sessions_max, ttl_s=settings.session_ttl_s)
         self.invocations = InvocationService(
             models=self.models,
             readiness=self.readiness,
             pool=self.pool,
             monitor=self.monitor,
             metrics=RequestMetrics(self.emf),
+            sessions=SessionService(self.sessions),
             request_timeout_s=settings.request_timeout_s,
             limits=RequestLimits.from_settings(settings),
         )
@@ -96,6 +104,7 @@ class Gateway:
             pool=self.pool,
             monitor=self.monitor,
         )
+        self.exposition = MetricsExposition(self.pool, GatewayCollector(self.sessions.__len__, self._inflight))
         self._tasks: list[asyncio.Task[None]] = []
         self._drain_task: asyncio.Task[None] | None = None
         self._started = time.monotonic()
@@ -125,6 +134,9 @@ class Gateway:
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         self._tasks.append(asyncio.create_task(coro))
+
+    def _inflight(self) -> int:
+        return self.tracker.count
 
     def _engine_up(self) -> bool:
         return self.readiness.phase is not Phase.STARTING and (self.engine is None or self.engine.alive)

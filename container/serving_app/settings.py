@@ -163,6 +163,25 @@ class Settings(BaseModel):
         le=MAX_DRAIN_TIMEOUT_S,
         description="A request's headers and body must arrive within this, seconds (serving_app.transport).",
     )
+    cuda_forward_compat: Bool | None = Field(
+        None,
+        alias=env.CUDA_FORWARD_COMPAT,
+        description="Load cuda-compat-13-0 for the engine (host driver < 580); unset: the image's default.",
+    )
+    sessions_max: int = Field(
+        env.SESSIONS_MAX_DEFAULT,
+        alias=env.SESSIONS_MAX,
+        ge=1,
+        le=env.SESSIONS_MAX_LIMIT,
+        description="Most live stateful sessions; NEW_SESSION past it answers 429 (serving_contract.env).",
+    )
+    session_ttl_s: int = Field(
+        env.SESSION_TTL_DEFAULT_S,
+        alias=env.SESSION_TTL_S,
+        ge=1,
+        le=env.SESSION_TTL_MAX_S,
+        description="Stateful session lifetime from NEW_SESSION, seconds.",
+    )
 
     metrics_namespace: str = Field(DEFAULT_NAMESPACE, alias=env.METRICS_NAMESPACE)
     metrics_interval_s: float = Field(
@@ -175,7 +194,9 @@ class Settings(BaseModel):
     endpoint_name: str = Field("local", alias=env.ENDPOINT_NAME, min_length=1, max_length=63)
     variant_name: str = Field("AllTraffic", alias=env.VARIANT_NAME, min_length=1, max_length=63)
 
-    @field_validator("enable_prefix_caching", "enforce_eager", "lora_runtime_adapters", mode="before")
+    @field_validator(
+        "enable_prefix_caching", "enforce_eager", "lora_runtime_adapters", "cuda_forward_compat", mode="before"
+    )
     @classmethod
     def _parse_bool(cls, value: Any) -> Any:
         return _bool(value)

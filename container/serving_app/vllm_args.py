@@ -115,7 +115,8 @@ def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, st
     vLLM 0.22 itself only edits ``os.environ`` before importing torch
     (``vllm/env_override.py``), which reaches its child processes but not the dynamic
     loader of the API-server process; setting it here makes every engine process start
-    with it. Enabled by the image (``VLLM_ENABLE_CUDA_COMPATIBILITY=1``, see Dockerfile).
+    with it. Enabled by the image (``VLLM_ENABLE_CUDA_COMPATIBILITY=1``, see Dockerfile) unless
+    ``CUDA_FORWARD_COMPAT`` says otherwise (the stack sets it from the host AMI's driver).
     """
     environ = dict(base)
     environ["VLLM_LOGGING_LEVEL"] = settings.log_level.upper()
@@ -127,6 +128,9 @@ def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, st
         # (POST /adapters, DELETE /adapters/{name}) and checks every request before it calls these.
         environ[RUNTIME_LORA_UPDATING] = "true"
     environ.setdefault("PYTHONUNBUFFERED", "1")
+    if settings.cuda_forward_compat is not None:
+        # The stack knows the host's driver (InferenceAmiVersion); vLLM's env_override reads this too.
+        environ["VLLM_ENABLE_CUDA_COMPATIBILITY"] = "1" if settings.cuda_forward_compat else "0"
     enabled = environ.get("VLLM_ENABLE_CUDA_COMPATIBILITY", "0").strip().lower() in ("1", "true")
     compat = environ.get("VLLM_CUDA_COMPATIBILITY_PATH", "")
     if enabled and compat and Path(compat).is_dir():

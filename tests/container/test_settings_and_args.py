@@ -146,6 +146,9 @@ def test_empty_values_take_defaults() -> None:
         ({"REQUEST_TIMEOUT_S": "60"}, "REQUEST_TIMEOUT_S='60' is invalid: must be < 60"),
         ({"STARTUP_TIMEOUT_S": "0"}, "STARTUP_TIMEOUT_S='0' is invalid: must be > 0"),
         ({"WARMUP_NUM_REQUESTS": "0"}, "WARMUP_NUM_REQUESTS='0' is invalid: must be >= 1"),
+        ({"SESSIONS_MAX": "0"}, "SESSIONS_MAX='0' is invalid: must be >= 1"),
+        ({"CUDA_FORWARD_COMPAT": "sometimes"}, "CUDA_FORWARD_COMPAT='sometimes' is invalid: "),
+        ({"SESSION_TTL_S": "86401"}, "SESSION_TTL_S='86401' is invalid: must be <= 86400"),
         (
             {"LORA_ADAPTERS": "good,bad name"},
             "LORA_ADAPTERS='good,bad name' is invalid: adapter name 'bad name' must match",
@@ -206,6 +209,19 @@ def test_cuda_compat_libraries_lead_the_engine_loader_path(tmp_path: Path) -> No
     assert engine_environment(settings, disabled)["LD_LIBRARY_PATH"] == f"/usr/lib:{tmp_path}"
     missing = {**base, "VLLM_CUDA_COMPATIBILITY_PATH": str(tmp_path / "absent")}
     assert engine_environment(settings, missing)["LD_LIBRARY_PATH"] == f"/usr/lib:{tmp_path}"
+
+
+@pytest.mark.parametrize(("value", "flag", "first"), [("false", "0", False), ("true", "1", True)])
+def test_the_stacks_cuda_forward_compat_overrides_the_images_default(
+    tmp_path: Path, value: str, flag: str, first: bool
+) -> None:
+    # The image enables compat (driver 550 hosts); on a driver-580 host (gpu-4-1) the stack says
+    # false and the compat libcuda must not lead the loader path.
+    settings = Settings.from_env({"CUDA_FORWARD_COMPAT": value})
+    image = {"VLLM_ENABLE_CUDA_COMPATIBILITY": "1", "VLLM_CUDA_COMPATIBILITY_PATH": str(tmp_path)}
+    environ = engine_environment(settings, {**image, "LD_LIBRARY_PATH": "/usr/lib"})
+    assert environ["VLLM_ENABLE_CUDA_COMPATIBILITY"] == flag
+    assert environ["LD_LIBRARY_PATH"].startswith(str(tmp_path)) is first
 
 
 def test_scraper_sums_labels_and_derives_rates() -> None:

@@ -100,8 +100,25 @@ def test_requests_within_the_limits_share_one_keep_alive_connection(gateway: Ser
     with connect(gateway) as sock:
         for _ in range(2):
             sock.sendall(request_head(length=len(body)) + body)
-            head = sock.recv(65536)
-            assert head.startswith(b"HTTP/1.1 200")
+            assert read_response(sock).startswith(b"HTTP/1.1 200")
+
+
+def read_response(sock: socket.socket) -> bytes:
+    """One whole response (headers + Content-Length body), however TCP split it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, data
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+    )
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        assert chunk, rest
+        rest += chunk
+    return head + b"\r\n\r\n" + rest
 
 
 def test_a_stalled_upload_does_not_hold_the_sigterm_drain(tmp_path: Path) -> None:

@@ -44,6 +44,8 @@ ENGINE_ENV: Mapping[str, str] = {
     "METRICS_INTERVAL_S": "1",
     "DRAIN_TIMEOUT_S": "20",
     "REQUEST_TIMEOUT_S": "30",
+    # A cap a test can reach (tests/engine/test_real_sessions.py); the stack's default is 4096.
+    "SESSIONS_MAX": "8",
     "STARTUP_TIMEOUT_S": "600",
     "ENDPOINT_NAME": "real-engine-test",
     "VARIANT_NAME": "AllTraffic",

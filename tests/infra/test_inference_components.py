@@ -42,7 +42,7 @@ def test_endpoint_config_hosts_components_on_one_managed_variant(components_synt
                         "InitialInstanceCount": 2,
                         "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 2, "MaxInstanceCount": 20},
                         "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
-                        "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
+                        "InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1",
                     }
                 )
             ],

@@ -29,7 +29,7 @@ def test_endpoint_config_has_primary_and_canary_from_the_seeds(default_synth: Sy
     for variant in variants.values():
         assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 600
         assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
-        assert variant["InferenceAmiVersion"] == "al2-ami-sagemaker-inference-gpu-3-1"
+        assert variant["InferenceAmiVersion"] == "al2023-ami-sagemaker-inference-gpu-4-1"
         # g5 has local NVMe: SageMaker rejects VolumeSizeInGB there.
         assert "VolumeSizeInGB" not in variant
 

@@ -59,3 +59,46 @@ def test_a_health_check_timeout_without_room_for_a_budget_is_refused() -> None:
     assert str(error.value) == (
         "startup health-check timeout = 30 s leaves no start-up budget after the 30 s report margin"
     )
+
+
+def test_session_cap_and_lifetime_reach_the_container_as_its_defaults() -> None:
+    variables = container_environment(load_config(cdk_json_context()))
+    assert variables[env.SESSIONS_MAX] == str(Settings.model_fields["sessions_max"].default) == "4096"
+    assert variables[env.SESSION_TTL_S] == str(Settings.model_fields["session_ttl_s"].default) == "1200"
+    config = load_config({**cdk_json_context(), "container.sessions_max": "64"})
+    assert container_environment(config)[env.SESSIONS_MAX] == "64"
+
+
+def test_a_session_cap_below_one_is_refused_at_synth() -> None:
+    with pytest.raises(ValueError) as error:
+        load_config({**cdk_json_context(), "container.sessions_max": "0"})
+    assert str(error.value) == "config error: container.sessions_max = '0': must be >= 1"
+
+
+@pytest.mark.parametrize(
+    ("ami", "compat"),
+    [
+        # Driver 580 runs the image's CUDA 13.0 torch natively: the compat libcuda stays off.
+        ("al2023-ami-sagemaker-inference-gpu-4-1", "false"),
+        # Driver 550 needs the image's cuda-compat-13-0.
+        ("al2-ami-sagemaker-inference-gpu-3-1", "true"),
+    ],
+)
+def test_cuda_forward_compat_follows_the_host_amis_driver(ami: str, compat: str) -> None:
+    config = load_config({**cdk_json_context(), "serving.inference_ami_version": ami})
+    assert container_environment(config)[env.CUDA_FORWARD_COMPAT] == compat
+
+
+def test_the_default_host_ami_is_driver_580() -> None:
+    config = load_config(cdk_json_context())
+    assert config.serving.inference_ami_version == "al2023-ami-sagemaker-inference-gpu-4-1"
+    assert container_environment(config)[env.CUDA_FORWARD_COMPAT] == "false"
+
+
+def test_an_unknown_host_ami_is_refused_naming_the_accepted_ones() -> None:
+    with pytest.raises(ValueError) as error:
+        load_config({**cdk_json_context(), "serving.inference_ami_version": "al2023-ami-sagemaker-inference-gpu-5"})
+    message = str(error.value)
+    assert message.startswith("config error: serving.inference_ami_version = 'al2023-ami-sagemaker-inference-gpu-5'")
+    assert "al2-ami-sagemaker-inference-gpu-3-1" in message
+    assert "al2023-ami-sagemaker-inference-gpu-4-1" in message

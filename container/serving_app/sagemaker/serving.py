@@ -25,6 +25,7 @@ from serving_app.metrics.requests import RequestMetrics, RequestRecord
 from serving_app.sagemaker.limits import RequestLimits
 from serving_app.sagemaker.protocol import ChatCompletionBody, CompletionBody, requested_model
 from serving_app.sagemaker.relay import RelayResponse, is_oom, read_usage, relay_events
+from serving_app.sessions.serving import SessionService
 from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
 
 log = logging.getLogger("serving_app.sagemaker")
@@ -57,6 +58,7 @@ class InvocationService:
         pool: UpstreamPool,
         monitor: EngineMonitor,
         metrics: RequestMetrics,
+        sessions: SessionService,
         request_timeout_s: float,
         limits: RequestLimits | None = None,
     ) -> None:
@@ -66,6 +68,7 @@ class InvocationService:
         self.pool = pool
         self.monitor = monitor
         self.metrics = metrics
+        self.sessions = sessions
         self.timeout_s = request_timeout_s
 
     async def handle(self, request: Request) -> Response:
@@ -106,6 +109,11 @@ class InvocationService:
             return error_response(400, f"malformed JSON body: {str(exc)[:200]}")
         if not isinstance(data, dict):
             return error_response(422, "body must be a JSON object with 'messages' (chat) or 'prompt' (completions)")
+        if self.sessions.is_session_request(data):
+            return self.sessions.handle(data, request.headers)
+        session_error = self.sessions.check(request.headers)
+        if session_error is not None:
+            return session_error
         is_chat, is_completion = "messages" in data, "prompt" in data
         if is_chat == is_completion:
             return error_response(

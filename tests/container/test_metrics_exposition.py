@@ -1,0 +1,29 @@
+"""``GET /metrics`` when the engine does not answer: the gateway's own series, still 200."""
+
+from __future__ import annotations
+
+import asyncio
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from devtools.local_gateway import free_port
+from serving_app.metrics.exposition import GatewayCollector, MetricsExposition
+from serving_app.upstream import UpstreamPool
+
+
+def test_an_unreachable_engine_leaves_the_gateway_series_with_engine_up_zero() -> None:
+    async def render() -> str:
+        pool = UpstreamPool("127.0.0.1", free_port())  # nothing listens there
+        try:
+            return (await MetricsExposition(pool, GatewayCollector(lambda: 3, lambda: 2)).render()).decode()
+        finally:
+            await pool.aclose()
+
+    text = asyncio.run(render())
+    values = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+    assert values == {
+        "mangaassist_gateway_live_sessions": 3,
+        "mangaassist_gateway_inflight_requests": 2,
+        "mangaassist_gateway_engine_metrics_up": 0,
+    }
+    assert "vllm:" not in text
