@@ -23,8 +23,13 @@ ARGS, _ = parser.parse_known_args()
 DELAY_S = float(os.environ.get("BENCH_UPSTREAM_DELAY_MS", "0")) / 1000.0
 """Emulated engine time per completion (0: answer at once, a pure CPU race)."""
 
-STREAM_CHUNKS = 8
+STREAM_CHUNKS = int(os.environ.get("BENCH_STREAM_CHUNKS", "8"))
 """SSE events per streamed answer (role chunk, tokens, finish, usage)."""
+
+CHUNK_INTERVAL_S = float(os.environ.get("BENCH_CHUNK_INTERVAL_MS", "0")) / 1000.0
+"""Pause between a stream's events (0: back to back). A decode step of the A10G-sized engine is
+~6-9 ms (benchmarks/results/h200-2026-11-25/capacity.json, decode probes), so 8 ms makes the
+gateway relay each token as its own read, as it does in front of vLLM."""
 
 BODY = json.dumps(
     {
@@ -102,6 +107,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             events.append(b"data: [DONE]\n\n")
             for event in events:
                 await send({"type": "http.response.body", "body": event, "more_body": True})
+                if CHUNK_INTERVAL_S:
+                    await asyncio.sleep(CHUNK_INTERVAL_S)
             await send({"type": "http.response.body", "body": b""})
             return
         content, kind = BODY, b"application/json"

@@ -188,6 +188,15 @@ def main() -> int:
         default=0.0,
         help="emulated engine time per completion (0: pure CPU race between the processes)",
     )
+    parser.add_argument(
+        "--stream-chunks", type=int, default=8, help="SSE events per streamed answer (the upstream's, default 8)"
+    )
+    parser.add_argument(
+        "--chunk-interval-ms",
+        type=float,
+        default=0.0,
+        help="pause between a stream's events (0: back to back; ~8 = one A10G-sized decode step per token)",
+    )
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="serving-bench-"))
@@ -200,6 +209,8 @@ def main() -> int:
         "REQUEST_TIMEOUT_S": "30",
         "ENDPOINT_NAME": "bench",
         "BENCH_UPSTREAM_DELAY_MS": str(args.upstream_delay_ms),
+        "BENCH_STREAM_CHUNKS": str(args.stream_chunks),
+        "BENCH_CHUNK_INTERVAL_MS": str(args.chunk_interval_ms),
     }
     # stdout (one EMF line per request) goes to /dev/null, as cheap as the log pipe allows.
     command = serve_command(

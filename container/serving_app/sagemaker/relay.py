@@ -1,8 +1,9 @@
 """Relaying vLLM's answers to the client: whole bodies and server-sent-event streams.
 
 Bodies are forwarded as vLLM wrote them (no JSON re-serialisation on the hot path); streams are
-relayed event by event as vLLM produces them. Token counts for the request's EMF line come
-from the ``usage`` vLLM reports; only that object is decoded.
+relayed read by read as vLLM produces them: a read of whole events that carry no ``usage`` and no
+``error`` (almost every token) goes out as it came in, without being split into events. Token
+counts for the request's EMF line come from the ``usage`` vLLM reports; only that object is decoded.
 """
 
 from __future__ import annotations
@@ -123,17 +124,26 @@ async def relay_events(
 
     timer = loop.call_at(loop.time() + timeout_s - (time.perf_counter() - started), expire)
     buffer = b""
+    read = upstream.read_any
     try:
-        async for chunk in upstream.iter_chunks():
-            if record.ttft_ms is None:
-                record.ttft_ms = (time.perf_counter() - started) * 1000.0
-            buffer += chunk
-            if b"\n\n" not in buffer:
-                continue
-            *events, buffer = buffer.split(b"\n\n")
-            out = [event for event in events if _keep(event, record, strip_usage)]
-            if out:
-                yield b"\n\n".join(out) + b"\n\n"
+        chunk = await read()
+        if chunk:
+            record.ttft_ms = (time.perf_counter() - started) * 1000.0
+        while chunk:
+            if buffer:
+                chunk, buffer = buffer + chunk, b""
+            if chunk.endswith(b"\n\n") and b'"usage"' not in chunk and b'"error"' not in chunk:
+                # Fast path, almost every token: whole events with nothing to record or drop are
+                # relayed as read, without splitting them into events and joining them again.
+                yield chunk
+            elif b"\n\n" not in chunk:
+                buffer = chunk  # an event cut by the socket read: wait for its end
+            else:
+                *events, buffer = chunk.split(b"\n\n")
+                out = [event for event in events if _keep(event, record, strip_usage)]
+                if out:
+                    yield b"\n\n".join(out) + b"\n\n"
+            chunk = await read()
         if buffer.strip():
             yield buffer
     except Exception as exc:

@@ -30,6 +30,10 @@ from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
 
 log = logging.getLogger("serving_app.sagemaker")
 
+USAGE_OPTION_MEMBER: Final = b',"stream_options":{"include_usage":true}}'
+"""Appended to a JSON object body in place of its closing brace (the object has ``messages`` or
+``prompt``, so it is never empty and the comma is always right)."""
+
 MAX_BODY_BYTES: Final = 6 * 1024 * 1024
 """SageMaker real-time InvokeEndpoint payload limit (6 MB); larger bodies never reach us."""
 
@@ -145,14 +149,11 @@ class InvocationService:
             # the same name (serving_app.adapters.serving, "Prefix cache").
             data["cache_salt"] = salted(data.get("cache_salt"), salt)
             rewrite = True
-        strip_usage = False
-        if parsed.stream:
-            options = parsed.stream_options or {}
-            if options.get("include_usage") is not True:
-                # Ask vLLM for token counts; the extra usage-only event is removed again
-                # before the client sees it, so the stream is what the client asked for.
-                data["stream_options"] = {**options, "include_usage": True}
-                strip_usage = rewrite = True
+        strip_usage = parsed.stream and (parsed.stream_options or {}).get("include_usage") is not True
+        if strip_usage:
+            # Ask vLLM for token counts; the extra usage-only event is removed again before the
+            # client sees it, so the stream is what the client asked for.
+            body, rewrite = ask_for_usage(data, body, rewrite)
         if rewrite:
             data["model"] = name
             try:
@@ -237,6 +238,19 @@ class InvocationService:
             stream, record, started, timeout_s=self.timeout_s, strip_usage=strip_usage, finish=self.metrics.emit
         )
         return RelayResponse(relay, on_disconnect, on_close)
+
+
+def ask_for_usage(data: dict[str, Any], body: bytes, rewrite: bool) -> tuple[bytes, bool]:
+    """Add ``stream_options.include_usage``: ``(body, rewrite)``.
+
+    The usual stream (nothing else rewritten, no ``stream_options`` sent) gets the option spliced
+    into its raw body instead of re-serialising a prompt of thousands of tokens; otherwise it is
+    set in ``data`` and ``rewrite`` becomes True.
+    """
+    if not rewrite and "stream_options" not in data and body.rstrip().endswith(b"}"):
+        return body.rstrip()[:-1] + USAGE_OPTION_MEMBER, False
+    data["stream_options"] = {**(data.get("stream_options") or {}), "include_usage": True}
+    return body, True
 
 
 def salted(client_salt: object, load_salt: str) -> object:
