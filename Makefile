@@ -13,7 +13,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # the machine's Node 20 is end-of-life and makes every synth print a banner.
 export JSII_NODE := $(CURDIR)/node_modules/.bin/node
 
-.PHONY: setup synth test lint typecheck unit diff reference bench gpu-bench plan simulate clean
+.PHONY: setup synth test lint typecheck unit infra container engine diff reference capacity bench gpu-bench plan simulate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,22 @@ synth: setup
 test: setup lint typecheck
 	$(PY) -m pytest
 
+## Test tiers (make test runs them all, with lint and types): unit (config, devtools, ops, Lambdas;
+## seconds), infra (synthesized templates, snapshots, cdk-nag; ~1 min), container (the gateway
+## against fake and real vLLM parsers), engine (the gateway in front of vLLM's CPU build; minutes,
+## needs container/scripts/install_vllm_venv.sh).
+unit: setup
+	$(PY) -m pytest tests/unit tests/lambdas
+
+infra: setup
+	$(PY) -m pytest tests/infra
+
+container: setup
+	$(PY) -m pytest tests/container
+
+engine: setup
+	$(PY) -m pytest tests/engine
+
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -50,6 +66,10 @@ diff: setup
 ## Regenerate docs/config-reference.md and container/README.md's engine table from the config models.
 reference: setup
 	$(PY) -m devtools.config_reference
+
+## Re-project the GPU capacity measurement to every instance type (app_config/instance_capacity.json).
+capacity: setup
+	$(PY) -m devtools.capacity_model --write
 
 ## The week's capacity and cost plan, e.g. make plan ARGS="--compare -c scaling.primary.release_lead_time_min=180"
 plan: setup
