@@ -40,3 +40,36 @@ def test_smoke_run_measures_bare_vllm_and_the_gateway(tmp_path: Path) -> None:
     # The gateway also reports its own start-up: vLLM healthy, then warmed through every model name.
     assert runs["gateway"]["gateway"]["ready_s"] >= runs["gateway"]["gateway"]["engine_healthy_s"]
     assert "gateway vs bare: throughput ratio and TTFT p50 difference" in result.stdout
+
+
+def test_capacity_smoke_run_measures_both_request_mixes(tmp_path: Path) -> None:
+    """benchmarks/gpu_capacity.py capacity --smoke: the harness behind the fleet's capacity figure
+    (docs/performance.md) on vLLM's CPU build, so it cannot rot between GPU runs."""
+    result = subprocess.run(
+        [
+            str(VLLM_PYTHON),
+            str(REPO / "benchmarks" / "gpu_capacity.py"),
+            "capacity",
+            "--smoke",
+            "--out-dir",
+            str(tmp_path),
+        ],
+        env={**os.environ, "PYTHONPATH": str(SHIM)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run = json.loads((tmp_path / "capacity.json").read_text())
+    assert run["vllm"]["kv_cache_tokens"] > 0
+    for mode in ("fresh", "conversations"):
+        assert run[mode], mode
+        for level in run[mode]:
+            assert level["errors"] == 0, (mode, level)
+            assert level["requests"] > 0 and level["ttft_p95_ms"] >= level["ttft_p50_ms"] > 0
+            assert level["prefix_cache_hit_rate"] is not None
+    # Conversations reuse their own earlier turns: more of each prompt comes from the prefix cache.
+    fresh = max(lv["prefix_cache_hit_rate"] for lv in run["fresh"])
+    conversations = max(lv["prefix_cache_hit_rate"] for lv in run["conversations"])
+    assert conversations > fresh
