@@ -27,10 +27,10 @@ def main() -> int:
     app = cdk.App()
     try:
         config = load_config(app.node.get_all_context())
+        build_app(app, config)  # refuses what only a stack can judge, e.g. unpinned adapters
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    build_app(app, config)
     try:
         app.synth()
     except RuntimeError as error:

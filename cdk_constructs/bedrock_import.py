@@ -18,8 +18,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
-from cdk_constructs.lambda_handlers import HANDLER_RUNTIME, drop_role_depends_on, nag_arn_of
-from cdk_constructs.nag import acknowledge
+from cdk_constructs.lambda_handlers import (
+    HANDLER_RUNTIME,
+    acknowledge_provider_checkov_findings,
+    drop_role_depends_on,
+    nag_arn_of,
+)
+from cdk_constructs.nag import acknowledge, checkov_skip
 
 HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambdas" / "bedrock_import"
 
@@ -96,14 +101,15 @@ class ModelImportStore(Construct):
                 encryption=s3.BucketEncryption.S3_MANAGED,
                 enforce_ssl=True,
                 block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                versioned=True,  # an overwritten weight file can be recovered (checkov CKV_AWS_21)
                 removal_policy=cdk.RemovalPolicy.RETAIN,
             )
-            acknowledge(
-                bucket,
-                "AwsSolutions-S1",
+            no_access_logs = (
                 "Holds model weights written by the training pipeline and read by Bedrock import jobs; reads are "
-                "audited through CloudTrail (CreateModelImportJob) rather than S3 server access logs.",
+                "audited through CloudTrail (CreateModelImportJob) rather than S3 server access logs."
             )
+            acknowledge(bucket, "AwsSolutions-S1", no_access_logs)
+            checkov_skip(bucket, "CKV_AWS_18", no_access_logs)
             self.bucket: s3.IBucket = bucket
         else:
             self.bucket = s3.Bucket.from_bucket_name(self, "ArtifactBucket", bucket_name)
@@ -300,6 +306,7 @@ class ModelImportProvider(Construct):
             ),
         )
         self._acknowledge_framework(framework_roles)
+        acknowledge_provider_checkov_findings(self)
         drop_role_depends_on(self)
 
     def _acknowledge_framework(self, framework_roles: Sequence[iam.IRole]) -> None:

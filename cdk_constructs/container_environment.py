@@ -1,8 +1,12 @@
 """Map the validated config onto the container's environment variables."""
 
+import json
+
 from app_config import AppConfig
+from app_config.image_build import pin_sha256
 from app_config.serving import needs_cuda_forward_compat
 from serving_contract import env
+from serving_contract.components import adapter_component_name
 
 
 def container_environment(config: AppConfig) -> dict[str, str]:
@@ -36,4 +40,9 @@ def container_environment(config: AppConfig) -> dict[str, str]:
     }
     if runtime_adapters:
         variables[env.LORA_RUNTIME_ADAPTERS] = "true"
+        # SageMaker registers each adapter under its component's name; the container loads only
+        # the files whose digest is that adapter's pin (issue 22 item 5).
+        pins = config.serving.inference_components.adapter_artifacts
+        digests = {adapter_component_name(config.endpoint_name, name): pin_sha256(pin) for name, pin in pins.items()}
+        variables[env.ADAPTER_SHA256] = json.dumps(digests, sort_keys=True, separators=(",", ":"))
     return variables

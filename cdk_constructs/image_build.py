@@ -19,6 +19,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
+from cdk_constructs.lambda_handlers import acknowledge_provider_checkov_findings
 from cdk_constructs.nag import (
     acknowledge,
     acknowledge_all,
@@ -303,6 +304,7 @@ class ImageBuild(Construct):
             _depend_on_policy_not_role(resource, resource.role)
         waiter = provider.node.find_child("waiter-state-machine")
         _depend_on_policy_not_role(waiter, waiter.node.find_child("Role"))
+        acknowledge_provider_checkov_findings(self)  # its handlers and the framework's functions
 
         self.images: dict[str, cdk.CustomResource] = {}
         self.image_uris: dict[str, str] = {}

@@ -20,7 +20,13 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.inference_components import InferenceComponentsConfig
-from cdk_constructs.serving_model import EndpointHosting, endpoint_log_group, serving_model
+from cdk_constructs.nag import checkov_skip
+from cdk_constructs.serving_model import (
+    CONTAINER_LOGS_WITHOUT_CMK,
+    EndpointHosting,
+    endpoint_log_group,
+    serving_model,
+)
 from serving_contract.components import adapter_component_name, base_component_name
 from serving_contract.outputs import pascal_case
 
@@ -87,6 +93,7 @@ class InferenceComponentEndpoint(Construct):
             retention=hosting.log_retention,
             removal_policy=hosting.log_removal_policy,
         )
+        checkov_skip(self.component_log_group, *CONTAINER_LOGS_WITHOUT_CMK)
         model = serving_model(
             self,
             variant_name=variant_name,

@@ -4,7 +4,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from cdk_constructs.nag import acknowledge
+from cdk_constructs.nag import acknowledge, checkov_skip
 
 # Permissions SageMaker needs to attach the container to customer subnets (SageMaker
 # developer guide, "Give SageMaker Hosted Endpoints Access to Resources in Your Amazon VPC").
@@ -50,6 +50,15 @@ class InferenceExecutionRole(Construct):
         )
         if vpc_placement:
             self.role.add_to_policy(iam.PolicyStatement(actions=_VPC_ACTIONS, resources=["*"]))
+            policy = self.role.node.find_child("DefaultPolicy")
+            for check in ("CKV_AWS_109", "CKV_AWS_111"):
+                checkov_skip(
+                    policy,
+                    check,
+                    "The EC2 ENI actions SageMaker needs for VPC placement (SageMaker developer guide, 'Give "
+                    "SageMaker Hosted Endpoints Access to Resources in Your Amazon VPC') take Resource '*' there; "
+                    "the role is assumable only by sagemaker.amazonaws.com from this account.",
+                )
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Resource::*]",

@@ -1,14 +1,18 @@
 """What every custom-resource handler of this app shares: the runtime, and two synth fixes.
 
-Used by ``bedrock_import`` and ``scheduled_capacity`` (both on CDK's ``custom_resources.Provider``).
+Used by ``bedrock_import`` and ``scheduled_capacity`` (both on CDK's ``custom_resources.Provider``);
+``image_build`` uses :func:`acknowledge_provider_checkov_findings` too.
 """
 
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct, IConstruct
+
+from cdk_constructs.nag import checkov_skip
 
 # Newest Python runtime in aws-cdk-lib 2.275; cdk-nag 3.0.2's AwsSolutions-L1 accepts only the
 # newest runtime of a family that the CDK in use knows (rules/lambda/LambdaLatestVersion).
@@ -20,6 +24,53 @@ def nag_arn_of(construct: IConstruct) -> str:
     resource = construct.node.default_child
     assert isinstance(resource, cdk.CfnResource)
     return f"<{cdk.Stack.of(construct).get_logical_id(resource)}.Arn>"
+
+
+# Why checkov's Lambda and log checks do not apply to a custom-resource provider's functions
+# (its own handlers and CDK's framework functions alike); check id -> reason.
+_PROVIDER_FUNCTION_FINDINGS = {
+    "CKV_AWS_115": "Custom-resource handler: runs only during this stack's CloudFormation operations, a few "
+    "invocations each; reserved concurrency would take capacity from the account's pool for nothing.",
+    "CKV_AWS_116": "Custom-resource handler: a failure is reported to CloudFormation by the provider framework "
+    "(stack event, rollback); a DLQ would hold a request nothing replays.",
+    "CKV_AWS_117": "Custom-resource handler: calls only AWS control-plane APIs over their public endpoints; a VPC "
+    "would need NAT or interface endpoints and protects nothing here.",
+}
+_UNENCRYPTED_ENV = (
+    "CKV_AWS_173",
+    "The environment holds resource names and ARNs, no secrets; Lambda encrypts it at rest with its AWS-owned key.",
+)
+_UNENCRYPTED_LOGS = (
+    "CKV_AWS_158",
+    "Handler logs hold request ids, resource names and API errors, no customer data; CloudWatch Logs encrypts "
+    "them at rest with service-managed keys.",
+)
+_WAITER_LOG_DELIVERY = (
+    "CKV_AWS_111",
+    "CDK's waiter state machine role: Step Functions log delivery (logs:CreateLogDelivery, PutResourcePolicy, ...) "
+    "supports no resource-level permissions (Step Functions developer guide, 'IAM policies for logging to "
+    "CloudWatch Logs').",
+)
+
+
+def acknowledge_provider_checkov_findings(scope: IConstruct) -> None:
+    """Acknowledge checkov's findings that do not apply to a custom-resource provider under ``scope``.
+
+    Walks ``scope``'s resources once they exist (call it after the ``cr.Provider``): every Lambda
+    function gets the reasons above; one without ``KmsKeyArn`` also CKV_AWS_173, a log group
+    without ``KmsKeyId`` CKV_AWS_158, and the waiter state machine's role policy CKV_AWS_111.
+    Each entry lands in that resource's own ``Metadata`` (:func:`cdk_constructs.nag.checkov_skip`).
+    """
+    for node in scope.node.find_all():
+        if isinstance(node, lambda_.CfnFunction):
+            for check, reason in _PROVIDER_FUNCTION_FINDINGS.items():
+                checkov_skip(node, check, reason)
+            if node.kms_key_arn is None:
+                checkov_skip(node, *_UNENCRYPTED_ENV)
+        elif isinstance(node, logs.CfnLogGroup) and node.kms_key_id is None:
+            checkov_skip(node, *_UNENCRYPTED_LOGS)
+        elif isinstance(node, iam.CfnPolicy) and "/waiter-state-machine/" in node.node.path:
+            checkov_skip(node, *_WAITER_LOG_DELIVERY)
 
 
 def drop_role_depends_on(scope: Construct) -> None:

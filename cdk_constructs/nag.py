@@ -52,3 +52,27 @@ def acknowledge_all(scope: IConstruct, rules: list[str], reason: str) -> None:
     """:func:`acknowledge` each of ``rules`` on ``scope`` with one shared reason."""
     for rule in rules:
         acknowledge(scope, rule, reason)
+
+
+def checkov_skip(scope: IConstruct, check: str, reason: str) -> None:
+    """Acknowledge a checkov finding on ``scope``'s CloudFormation resource, with its reason.
+
+    checkov (``requirements-checkov.txt``, run by ``tests/infra/test_checkov.py``) reads a
+    resource's ``Metadata.checkov.skip``, a list of ``{"id": <check id>, "comment": <reason>}``
+    (checkov 3.3.30, ``checkov/cloudformation/context_parser.py``, ``collect_skip_comments``).
+    Calls for the same resource add to the list.
+
+    Args:
+        scope: an L1 resource or a construct whose default child is one (keep it narrow: the
+            acknowledgement sits next to the resource it concerns, as cdk-nag's do).
+        check: the check id as checkov reports it, e.g. ``CKV_AWS_116``.
+        reason: why the finding does not apply here, specific enough for a reviewer to check.
+
+    Raises:
+        AssertionError: ``scope`` has no CloudFormation resource.
+    """
+    resource = scope if isinstance(scope, cdk.CfnResource) else scope.node.default_child
+    assert isinstance(resource, cdk.CfnResource), f"{scope.node.path} has no CloudFormation resource"
+    existing = resource.get_metadata("checkov") or {}
+    skips = [entry for entry in existing.get("skip", []) if entry["id"] != check]
+    resource.add_metadata("checkov", {"skip": [*skips, {"id": check, "comment": reason}]})

@@ -18,7 +18,12 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from app_config.capacity_timeline import Bounds
-from cdk_constructs.lambda_handlers import HANDLER_RUNTIME, drop_role_depends_on, nag_arn_of
+from cdk_constructs.lambda_handlers import (
+    HANDLER_RUNTIME,
+    acknowledge_provider_checkov_findings,
+    drop_role_depends_on,
+    nag_arn_of,
+)
 from cdk_constructs.nag import acknowledge, pseudo_placeholder
 
 HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambdas" / "scheduled_capacity"
@@ -122,6 +127,7 @@ class ScheduledCapacityKeeper(Construct):
             "CDK's provider framework invokes the handler by any version/alias (<function ARN>:*) of this one "
             "function.",
         )
+        acknowledge_provider_checkov_findings(self)
         drop_role_depends_on(self)
 
     def keep(

@@ -35,6 +35,10 @@ LORA_RUNTIME_ADAPTERS: Final = "LORA_RUNTIME_ADAPTERS"
 # The only folder tree POST /adapters may load from (the container's default: /opt/ml, where
 # SageMaker places model data); the stack leaves it unset, tests point it at a temp dir.
 ADAPTER_SRC_ROOT: Final = "ADAPTER_SRC_ROOT"
+# JSON object {adapter name as SageMaker registers it: sha256}: POST /adapters loads only a
+# folder whose serving_contract.model_artifacts.artifact_sha256 equals its entry (issue 22
+# item 5). Set by the stack in inference_components mode from the adapters' pins.
+ADAPTER_SHA256: Final = "ADAPTER_SHA256"
 
 # "true" when the host AMI's NVIDIA driver is older than the image's CUDA needs: the engine then
 # loads the image's cuda-compat-13-0 (vLLM's VLLM_ENABLE_CUDA_COMPATIBILITY); "false" keeps it off.

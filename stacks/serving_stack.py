@@ -10,10 +10,11 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from app_config import AppConfig
+from app_config import AppConfig, ConfigError
 from app_config.capacity_timeline import effective_bounds
 from app_config.gpu_instances import instance_gpus
 from app_config.image_build import pin_version
+from app_config.inference_components import unpinned_adapter_problems
 from app_config.topology import ServingTopology, serving_topology
 from cdk_constructs.component_autoscaling import ComponentAutoscaling
 from cdk_constructs.container_environment import container_environment
@@ -249,6 +250,9 @@ class ServingStack(cdk.Stack):
         self, config: AppConfig, images: VariantImages, role: iam.Role, artifacts: AdapterArtifacts
     ) -> InferenceComponentEndpoint:
         serving, components = config.serving, config.serving.inference_components
+        unpinned = unpinned_adapter_problems(components)
+        if unpinned:
+            raise ConfigError(unpinned)
         endpoint = InferenceComponentEndpoint(
             self,
             "ComponentEndpoint",

@@ -1,5 +1,6 @@
 """Session fixtures: each app configuration is synthesized once per test session."""
 
+import json
 import os
 from pathlib import Path
 
@@ -70,8 +71,18 @@ def weight_change_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return synthesize(tmp_path_factory.mktemp("cdk-out-weights"), WEIGHT_CHANGE)
 
 
-COMPONENTS = {"serving.mode": "inference_components"}
-"""inference_components mode on the prod defaults: warm pool of 2, copies 2..20, rolling updates."""
+ADAPTER_PINS = {
+    "manga_domain_v3": "v3/" + "5" * 64,
+    "general_support_v2": "v2/" + "6" * 64,
+    "jp_style_v1": "v1/" + "7" * 64,
+}
+"""Adapter components' pins: inference_components mode refuses the placeholder digests."""
+
+COMPONENTS = {
+    "serving.mode": "inference_components",
+    "serving.inference_components.adapter_artifacts": json.dumps(ADAPTER_PINS),
+}
+"""inference_components mode on the prod defaults (adapters pinned): warm pool of 2, copies 2..20, rolling updates."""
 
 
 @pytest.fixture(scope="session")

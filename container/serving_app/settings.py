@@ -7,6 +7,7 @@ one line naming the variable, the value and what is allowed (house style, part 2
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -33,6 +34,7 @@ the 30 s SIGKILL window spare (budget in ``serving_contract.env``)."""
 NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 """Rule for every name clients and dimensions see: the served model, each adapter, the endpoint."""
 _NAMESPACE_RE: Final = re.compile(r"^[A-Za-z0-9.\-_/#: ]{1,255}$")
+_SHA256_RE: Final = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _field(setting: spec.EngineSetting) -> Any:
@@ -114,6 +116,15 @@ class Settings(BaseModel):
         description=(
             "POST /adapters loads only from folders under this (resolved); SageMaker places model data "
             "under /opt/ml (serving_app.adapters.source)."
+        ),
+    )
+
+    adapter_sha256: dict[str, str] = Field(
+        default_factory=dict,
+        alias=env.ADAPTER_SHA256,
+        description=(
+            "JSON {name: sha256}: POST /adapters refuses a name without an entry and a folder whose "
+            "artifact_sha256 differs; empty (unset) checks nothing, as outside SageMaker."
         ),
     )
 
@@ -240,6 +251,21 @@ class Settings(BaseModel):
         if not value.is_absolute():
             raise ValueError("must be an absolute path")
         return Path(os.path.realpath(value))
+
+    @field_validator("adapter_sha256", mode="before")
+    @classmethod
+    def _parse_digests(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError:
+                raise ValueError("must be a JSON object {adapter name: 64 lowercase hex sha256}") from None
+        if not isinstance(value, dict):
+            raise ValueError("must be a JSON object {adapter name: 64 lowercase hex sha256}")
+        for name, digest in value.items():
+            if not isinstance(digest, str) or not _SHA256_RE.match(digest):
+                raise ValueError(f"entry {name!r} = {digest!r}: must be 64 lowercase hex characters")
+        return value
 
     @field_validator("metrics_namespace")
     @classmethod

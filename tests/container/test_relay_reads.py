@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -35,8 +36,11 @@ def relay(reads: list[bytes], *, strip_usage: bool = True) -> tuple[list[bytes],
     record = RequestRecord()
 
     async def run() -> list[bytes]:
+        # Reads has the three methods the relay calls on an UpstreamResponse; read boundaries are
+        # what the real upstream cannot be made to choose.
+        upstream: Any = Reads(reads)
         events = relay_events(
-            Reads(reads), record, time.perf_counter(), timeout_s=30, strip_usage=strip_usage, finish=lambda r, s: None
+            upstream, record, time.perf_counter(), timeout_s=30, strip_usage=strip_usage, finish=lambda r, s: None
         )
         return [chunk async for chunk in events]
 

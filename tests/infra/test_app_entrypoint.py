@@ -34,3 +34,27 @@ def test_bad_value_stops_synth_with_one_line_and_writes_nothing(tmp_path: Path) 
     assert error_lines == ["config error: serving.primary.max_capacity = 'abc': must be a whole number"]
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_inference_components_mode_refuses_placeholder_adapter_pins(tmp_path: Path) -> None:
+    # Issue 22 item 5: the adapters' pins reach the container, which serves only matching files;
+    # the defaults' placeholder digest would make every adapter fail to load, so synth stops.
+    pins = {
+        "manga_domain_v3": "v3/" + "5" * 64,
+        "general_support_v2": "v2/" + "0" * 64,
+        "jp_style_v1": "v1/" + "7" * 64,
+    }
+    result = _run_app(
+        tmp_path,
+        {"serving.mode": "inference_components", "serving.inference_components.adapter_artifacts": json.dumps(pins)},
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("config error")]
+    assert error_lines == [
+        "config error: serving.inference_components.adapter_artifacts.general_support_v2 = 'v2/"
+        + "0" * 64
+        + "': the sha256 is the unpinned placeholder; set the sha256 of the adapter's files "
+        "(docs/inference-components.md, 'Shipping a new adapter version')"
+    ]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "manifest.json").exists()

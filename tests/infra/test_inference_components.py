@@ -118,6 +118,23 @@ def test_one_adapter_component_per_adapter_on_its_pinned_archive(components_synt
     assert outputs.CANARY_VARIANT_NAME not in outputs_json
 
 
+def test_the_container_gets_each_adapters_pinned_sha256(components_synth: Synth) -> None:
+    # Issue 22 item 5: on e706d98 only the version reached the template; the container now
+    # refuses an adapter whose files do not hash to its pin (tests/container/test_adapter_digest.py).
+    template = components_synth.template_json("Serving")
+    environments = [
+        container["Environment"]
+        for model in resources(template, "AWS::SageMaker::Model").values()
+        for container in [model["Properties"].get("PrimaryContainer", {})]
+        if "Environment" in container
+    ]
+    assert len(environments) == 1
+    pins = components_synth.config.serving.inference_components.adapter_artifacts
+    assert json.loads(environments[0]["ADAPTER_SHA256"]) == {
+        name: pins[adapter].split("/")[1] for adapter, name in ADAPTER_COMPONENTS.items()
+    }
+
+
 def test_copies_scale_on_concurrency_per_copy_and_never_to_zero_in_prod(components_synth: Synth) -> None:
     template = components_synth.template("Serving")
     template.has_resource_properties(

@@ -17,11 +17,12 @@ def test_every_variable_is_a_contract_name_with_a_string_value() -> None:
 
 def test_all_contract_names_but_the_per_variant_and_optional_ones_are_set() -> None:
     variables = container_environment(load_config(cdk_json_context()))
-    # LORA_RUNTIME_ADAPTERS is set in inference_components mode only.
+    # LORA_RUNTIME_ADAPTERS and ADAPTER_SHA256 are set in inference_components mode only.
     assert set(env.ALL) - set(variables) == {
         env.VARIANT_NAME,
         env.LORA_MAX_CPU_LORAS,
         env.LORA_RUNTIME_ADAPTERS,
+        env.ADAPTER_SHA256,
         env.ADAPTER_SRC_ROOT,  # the container default (/opt/ml) is where SageMaker puts model data
     }
 

@@ -64,7 +64,7 @@ from serving_app.adapters.protocol import (
     parse_registration,
 )
 from serving_app.adapters.registry import ModelRegistry
-from serving_app.adapters.source import checked_source
+from serving_app.adapters.source import AdapterDigestError, check_digest, checked_source
 from serving_app.artifacts import ArtifactError, adapter_rank
 from serving_app.engine.monitor import EngineMonitor, reports_dead_engine
 from serving_app.engine.readiness import Phase, Readiness
@@ -247,6 +247,17 @@ class AdapterService:
             raise AdapterRefusedError(
                 400, f"adapter {name!r}: rank {rank} exceeds {env.LORA_MAX_RANK}={self.settings.max_lora_rank}"
             )
+        try:  # last: hashing reads every byte (~84 MB for a rank-16 Llama-3-8B adapter)
+            await asyncio.to_thread(check_digest, name, folder, self.settings.adapter_sha256)
+        except AdapterDigestError as exc:
+            log.warning(
+                "adapters: %s from %s refused: sha256 %s, pinned %s",
+                name,
+                folder,
+                exc.actual,
+                self.settings.adapter_sha256.get(name),
+            )
+            raise AdapterRefusedError(400, str(exc)) from None
         return folder
 
     def _check_capacity(self, name: str) -> None:
