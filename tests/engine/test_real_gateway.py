@@ -151,7 +151,8 @@ def test_malformed_and_oversized_bodies_are_refused(shared_gateway: RealGateway)
         timeout=60,
     )
     assert oversized.status_code == 413
-    assert oversized.json()["error"]["message"].endswith("limit 6291456")
+    # Refused from the declared Content-Length, before the body is read (serving_app.transport).
+    assert oversized.json()["error"]["message"].endswith("over the limit of 6291456 bytes")
 
 
 def test_the_engine_exposes_every_metric_the_scraper_reads(shared_gateway: RealGateway) -> None:
