@@ -67,6 +67,16 @@ _ALLOWED: dict[str, str] = {
 }
 
 
+REMOVED_KEYS = {
+    "image.keep_last_images": (
+        "removed: a 'keep the newest N' rule could expire the image a variant runs or a rollback returns to; "
+        "tagged images no longer expire, and image.untagged_image_expiry_days sets when untagged ones do "
+        "(docs/image-build.md)"
+    ),
+}
+"""Keys a release removed, and what replaced them: named instead of a bare 'unknown key'."""
+
+
 def _path(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc)
 
@@ -76,6 +86,8 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> str:
     kind = error["type"]
     ctx = error.get("ctx", {})
     value = error.get("input")
+    if kind == "extra_forbidden" and path in REMOVED_KEYS:
+        return f"{path}: {REMOVED_KEYS[path]}"
     if kind == "extra_forbidden":
         hint = closest_key(path, root)
         suggestion = f"; did you mean '{hint}'?" if hint else ""

@@ -68,11 +68,17 @@ class ImageConfig(ConfigModel):
             "prebuilt: run the images named by image.primary / image.canary."
         ),
     )
-    keep_last_images: int = Field(
-        default=10,
+    untagged_image_expiry_days: int = Field(
+        default=7,
         ge=1,
-        le=1000,
-        description="Lifecycle rule: keep this many most recent images, expire older ones.",
+        le=3650,
+        description=(
+            "Lifecycle rule: untagged images (an interrupted push's leftovers, a build whose tag was never "
+            "written) expire this many days after their push. Tagged images never expire: every tag is "
+            "immutable and names one build's inputs, and any of them may be what a variant runs, what a "
+            "rollback returns to or what scale-out pulls (issue 20). Delete a tag by hand once no endpoint "
+            "config refers to it (docs/image-build.md)."
+        ),
     )
     primary: ImageRefConfig = Field(
         default=_DEFAULT_PRIMARY,

@@ -2,11 +2,16 @@
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel, EndpointName, InstanceType, VariantName
 from app_config.inference_components import InferenceComponentsConfig
-from serving_contract.env import STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S, STARTUP_REPORT_MARGIN_S
+from serving_contract.env import (
+    MEASURED_COLD_START_S,
+    STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S,
+    STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S,
+    STARTUP_REPORT_MARGIN_S,
+)
 
 
 class VariantConfig(ConfigModel):
@@ -165,11 +170,14 @@ class ServingConfig(ConfigModel):
         description=(
             "Time SageMaker waits for /ping to pass after start (AWS range 60-3600). The container gives up "
             f"{STARTUP_REPORT_MARGIN_S} s earlier (its STARTUP_TIMEOUT_S), so a failed start ends with its own "
-            "log line. "
-            "Default 600: the A10G-sized engine's cold start measured 168 s on an H100 (docs/performance.md); the "
-            "g5's 4 vCPUs compile slower. Seed 003's 300 s raced SageMaker's kill."
+            f"log line. At least {STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S}: the slowest measured cold start "
+            f"({MEASURED_COLD_START_S} s, A10G-sized engine on 4 CPUs, empty compile cache; "
+            "benchmarks/results/h200-2026-11-25/capacity.json) plus that margin. "
+            "Default 600: the g5's A10G and 4 vCPUs start slower than the GPUs measured. Seed 003's 300 s "
+            "raced SageMaker's kill."
         ),
     )
+
     routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] = Field(
         default="LEAST_OUTSTANDING_REQUESTS",
         description="How SageMaker spreads requests across a variant's instances.",
@@ -187,6 +195,18 @@ class ServingConfig(ConfigModel):
         description="Block all network access from the container (weights are baked, it needs none).",
     )
     vpc: VpcPlacementConfig | None = Field(default=None, description="Optional VPC placement of the containers.")
+
+    @field_validator("container_startup_health_check_timeout_s")
+    @classmethod
+    def _startup_budget_holds_a_cold_start(cls, value: int) -> int:
+        if value < STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S:
+            raise ValueError(
+                f"must be >= {STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S}: the container gives up "
+                f"{STARTUP_REPORT_MARGIN_S} s before SageMaker, and the slowest measured cold start took "
+                f"{MEASURED_COLD_START_S} s to start (benchmarks/results/h200-2026-11-25/capacity.json); "
+                f"an ml.g5.xlarge needs more, keep the default {STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _variants_consistent(self) -> "ServingConfig":

@@ -9,6 +9,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
+
 _CLOUDWATCH = "cloudwatch.amazonaws.com"
 
 
@@ -57,6 +59,7 @@ class AlarmTopic(Construct):
             "Key",
             description=f"Encrypts the alarm notifications of {alarm_name_prefix}* alarms",
             enable_key_rotation=True,
+            removal_policy=RETAIN_EXCEPT_ON_CREATE,
         )
         self.key.add_to_resource_policy(
             iam.PolicyStatement(

@@ -25,6 +25,7 @@ from cdk_constructs.lambda_handlers import (
     nag_arn_of,
 )
 from cdk_constructs.nag import acknowledge, checkov_skip
+from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
 
 HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambdas" / "bedrock_import"
 
@@ -102,7 +103,7 @@ class ModelImportStore(Construct):
                 enforce_ssl=True,
                 block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
                 versioned=True,  # an overwritten weight file can be recovered (checkov CKV_AWS_21)
-                removal_policy=cdk.RemovalPolicy.RETAIN,
+                removal_policy=RETAIN_EXCEPT_ON_CREATE,
             )
             no_access_logs = (
                 "Holds model weights written by the training pipeline and read by Bedrock import jobs; reads are "
@@ -119,7 +120,7 @@ class ModelImportStore(Construct):
             "ModelKey",
             enable_key_rotation=True,
             description="Encrypts models imported into Bedrock Custom Model Import",
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=RETAIN_EXCEPT_ON_CREATE,
         )
 
         # Trust only Bedrock import jobs of this account and region (confused-deputy guard).

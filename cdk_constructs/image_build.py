@@ -28,6 +28,7 @@ from cdk_constructs.nag import (
     pseudo_placeholder,
     ref_placeholder,
 )
+from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
 
 # The handlers make a few CodeBuild/ECR control-plane calls (start or describe a build, look
 # up an image digest): seconds each, so 30 s is ample and keeps a hung call from holding the
@@ -133,7 +134,14 @@ class ImageBuild(Construct):
         """
         super().__init__(scope, construct_id)
         stack = cdk.Stack.of(self)
-        self.key = kms.Key(self, "Key", enable_key_rotation=True, description="Image build logs and artifacts")
+        # Retained with the logs it encrypts, except when the first create rolls back.
+        self.key = kms.Key(
+            self,
+            "Key",
+            enable_key_rotation=True,
+            description="Image build logs and artifacts",
+            removal_policy=RETAIN_EXCEPT_ON_CREATE,
+        )
         # CloudWatch Logs needs the key policy to name it (Logs user guide, "Encrypt log data with KMS").
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
@@ -326,11 +334,15 @@ class ImageBuild(Construct):
         assert self.project.role is not None
         project_ref = ref_placeholder(self.project)
         region, partition = pseudo_placeholder(self, "Region"), pseudo_placeholder(self, "Partition")
-        bucket_arn = (
-            arn_placeholder(artifacts_bucket)
-            if isinstance(artifacts_bucket, s3.Bucket)
-            else f"arn:{partition}:s3:::{artifacts_bucket.bucket_name}"
-        )
+        if not isinstance(artifacts_bucket, s3.Bucket):
+            bucket_arn = f"arn:{partition}:s3:::{artifacts_bucket.bucket_name}"
+        elif cdk.Stack.of(artifacts_bucket).node.path == cdk.Stack.of(self).node.path:
+            bucket_arn = arn_placeholder(artifacts_bucket)
+        else:
+            # Another stack's bucket (the ModelArtifacts stack): cdk-nag writes the import as
+            # "<export name>"; export_value returns the export CDK made for this reference.
+            owner = cdk.Stack.of(artifacts_bucket)
+            bucket_arn = owner.resolve(owner.export_value(artifacts_bucket.bucket_arn))["Fn::ImportValue"]
         acknowledge_all(
             self.project.role,
             [

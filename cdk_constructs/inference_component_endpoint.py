@@ -15,18 +15,12 @@ base component and an S3 ``ArtifactUrl`` (one ``.tar.gz``) and reserves nothing.
 from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.inference_components import InferenceComponentsConfig
-from cdk_constructs.nag import checkov_skip
-from cdk_constructs.serving_model import (
-    CONTAINER_LOGS_WITHOUT_CMK,
-    EndpointHosting,
-    endpoint_log_group,
-    serving_model,
-)
+from cdk_constructs.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.serving_model import EndpointHosting, serving_model
 from serving_contract.components import adapter_component_name, base_component_name
 from serving_contract.outputs import pascal_case
 
@@ -62,6 +56,7 @@ class InferenceComponentEndpoint(Construct):
         adapter_artifact_urls: Mapping[str, str],
         rollback_alarm_names: Sequence[str],
         hosting: EndpointHosting,
+        log_group: FixedNameLogGroup,
     ) -> None:
         """
         Args:
@@ -77,23 +72,24 @@ class InferenceComponentEndpoint(Construct):
             rollback_alarm_names: alarms that roll a base-component update back.
             hosting: as in variants mode; the startup health check applies per copy, the log
                 settings to both log groups.
+            log_group: the endpoint's log group (made by the stack, the same in both modes).
         """
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
         self.variant_names = [variant_name]
         base_name = base_component_name(endpoint_name)
-        self.log_group = endpoint_log_group(self, endpoint_name, hosting)
+        self.log_group = log_group.log_group
         # Where a component's container output lands is not in the developer guide; the
         # console and AWS's samples show /aws/sagemaker/InferenceComponents/<name>. Both groups
         # exist with retention, and the role may write to both.
-        self.component_log_group = logs.LogGroup(
+        component_logs = FixedNameLogGroup(
             self,
             "ComponentLogGroup",
             log_group_name=f"/aws/sagemaker/InferenceComponents/{base_name}",
             retention=hosting.log_retention,
             removal_policy=hosting.log_removal_policy,
         )
-        checkov_skip(self.component_log_group, *CONTAINER_LOGS_WITHOUT_CMK)
+        self.component_log_group = component_logs.log_group
         model = serving_model(
             self,
             variant_name=variant_name,
@@ -134,7 +130,7 @@ class InferenceComponentEndpoint(Construct):
             # SageMaker owns the instance count (managed instance scaling): keep it on updates.
             retain_all_variant_properties=True,
         )
-        self.endpoint.node.add_dependency(self.log_group, self.component_log_group)
+        self.endpoint.node.add_dependency(log_group, component_logs)
         rollout = components.rollout
         self.base_component = sagemaker.CfnInferenceComponent(
             self,

@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
-from constructs import Construct, IConstruct
+from constructs import IConstruct
 
 from cdk_constructs.nag import checkov_skip
 
@@ -62,10 +62,11 @@ def acknowledge_provider_checkov_findings(scope: IConstruct) -> None:
     Each entry lands in that resource's own ``Metadata`` (:func:`cdk_constructs.nag.checkov_skip`).
     """
     for node in scope.node.find_all():
-        if isinstance(node, lambda_.CfnFunction):
+        # By type name: CDK's LogRetention provider writes its function as a plain CfnResource.
+        if isinstance(node, cdk.CfnResource) and node.cfn_resource_type == lambda_.CfnFunction.CFN_RESOURCE_TYPE_NAME:
             for check, reason in _PROVIDER_FUNCTION_FINDINGS.items():
                 checkov_skip(node, check, reason)
-            if node.kms_key_arn is None:
+            if not isinstance(node, lambda_.CfnFunction) or node.kms_key_arn is None:
                 checkov_skip(node, *_UNENCRYPTED_ENV)
         elif isinstance(node, logs.CfnLogGroup) and node.kms_key_id is None:
             checkov_skip(node, *_UNENCRYPTED_LOGS)
@@ -73,7 +74,10 @@ def acknowledge_provider_checkov_findings(scope: IConstruct) -> None:
             checkov_skip(node, *_WAITER_LOG_DELIVERY)
 
 
-def drop_role_depends_on(scope: Construct) -> None:
+_ROLE_USERS = {lambda_.CfnFunction.CFN_RESOURCE_TYPE_NAME, sfn.CfnStateMachine.CFN_RESOURCE_TYPE_NAME}
+
+
+def drop_role_depends_on(scope: IConstruct) -> None:
     """Remove each Lambda function's and state machine's DependsOn on its own role.
 
     CDK adds DependsOn for both the role and its policy, but the role is already referenced
@@ -81,7 +85,8 @@ def drop_role_depends_on(scope: Construct) -> None:
     what makes the function wait for its permissions.
     """
     for node in scope.node.find_all():
-        if isinstance(node, (lambda_.CfnFunction, sfn.CfnStateMachine)):
+        # By type name, not class: CDK's LogRetention provider writes its function as a plain CfnResource.
+        if isinstance(node, cdk.CfnResource) and node.cfn_resource_type in _ROLE_USERS:
             node.add_override("DependsOn", _DependsOnWithoutRole(node))
 
 

@@ -2,19 +2,21 @@
 
 from collections.abc import Sequence
 
-import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from cdk_constructs.nag import acknowledge, checkov_skip
+from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
 
 
 class ModelArtifactsBucket(Construct):
     """A versioned, encrypted, TLS-only, private bucket with server access logging.
 
     Layout and digest: serving_contract/model_artifacts.py. Both buckets are retained when
-    the stack is deleted: they hold the only copy of trained weights and their audit trail.
+    the stack is deleted: they hold the only copy of trained weights and their audit trail;
+    but not when the stack's first create fails (``RetainExceptOnCreate``): they are empty then,
+    and a retry must not meet leftovers.
 
     Attributes:
         bucket: the artifacts bucket.
@@ -29,7 +31,7 @@ class ModelArtifactsBucket(Construct):
             encryption=s3.BucketEncryption.S3_MANAGED,  # server access logging supports SSE-S3 only
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=RETAIN_EXCEPT_ON_CREATE,
         )
         self_logging = (
             "This bucket is the access-log destination of the artifacts bucket; logging it to itself would loop."
@@ -52,7 +54,7 @@ class ModelArtifactsBucket(Construct):
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix="model-artifacts/",
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=RETAIN_EXCEPT_ON_CREATE,
         )
 
 

@@ -26,14 +26,20 @@ def arn_placeholder(construct: IConstruct, attribute: str = "Arn") -> str:
 
 
 def pseudo_placeholder(scope: IConstruct, name: str) -> str:
-    """How cdk-nag writes the stack's ``AWS::Region`` or ``AWS::Partition`` in a granular rule id.
+    """How cdk-nag writes the stack's ``AWS::Region``, ``AWS::Partition`` or ``AWS::AccountId`` in a granular rule id.
 
     A stack with a concrete ``env`` resolves them to literals (``us-east-1``, ``aws``); an
     environment-agnostic stack leaves the pseudo parameter, written ``<AWS::Region>``.
     """
     stack = cdk.Stack.of(scope)
-    value = {"Region": stack.region, "Partition": stack.partition}[name]
+    value = {"Region": stack.region, "Partition": stack.partition, "AccountId": stack.account}[name]
     return f"<AWS::{name}>" if cdk.Token.is_unresolved(value) else value
+
+
+def log_group_arn_placeholder(scope: IConstruct, name: str) -> str:
+    """``arn:<partition>:logs:<region>:<account>:log-group:<name>:*`` as cdk-nag writes it."""
+    partition, region, account = (pseudo_placeholder(scope, p) for p in ("Partition", "Region", "AccountId"))
+    return f"arn:{partition}:logs:{region}:{account}:log-group:{name}:*"
 
 
 def ref_placeholder(construct: IConstruct) -> str:

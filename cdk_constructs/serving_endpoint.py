@@ -8,7 +8,8 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.serving import VariantConfig
-from cdk_constructs.serving_model import EndpointHosting, endpoint_log_group, serving_model
+from cdk_constructs.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.serving_model import EndpointHosting, serving_model
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class ServingEndpoint(Construct):
         role: iam.Role,
         environment: Mapping[str, str],
         hosting: EndpointHosting,
+        log_group: FixedNameLogGroup,
         deployment_config: sagemaker.CfnEndpoint.DeploymentConfigProperty | None = None,
         retain_deployment_config: bool = False,
     ) -> None:
@@ -64,6 +66,7 @@ class ServingEndpoint(Construct):
             environment: container environment shared by all variants (``VARIANT_NAME``
                 is added per variant).
             hosting: startup health check, routing, AMI, network isolation, VPC and logs.
+            log_group: the endpoint's log group (made by the stack, the same in both modes).
             deployment_config: blue/green guardrails for updates (see
                 ``cdk_constructs.deployment_guardrails``); None = SageMaker's default.
             retain_deployment_config: ``RetainDeploymentConfig``: reuse the previous
@@ -72,7 +75,7 @@ class ServingEndpoint(Construct):
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
         self.variant_names = [variant.config.variant_name for variant in variants]
-        self.log_group = endpoint_log_group(self, endpoint_name, hosting)
+        self.log_group = log_group.log_group
         self.models: dict[str, sagemaker.CfnModel] = {}
         production_variants = []
         for variant in variants:
@@ -114,4 +117,4 @@ class ServingEndpoint(Construct):
             retain_deployment_config=retain_deployment_config if deployment_config is not None else None,
         )
         # The log group must exist (with its retention) before the first container writes.
-        self.endpoint.node.add_dependency(self.log_group)
+        self.endpoint.node.add_dependency(log_group)

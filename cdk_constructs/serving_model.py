@@ -11,7 +11,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.serving import VpcPlacementConfig
-from cdk_constructs.nag import checkov_skip
+from cdk_constructs.fixed_name_log_group import FixedNameLogGroup
 from serving_contract import env
 from serving_contract.outputs import pascal_case
 
@@ -59,25 +59,21 @@ class EndpointHosting:
         )
 
 
-def endpoint_log_group(scope: Construct, endpoint_name: str, hosting: EndpointHosting) -> logs.LogGroup:
-    """``/aws/sagemaker/Endpoints/<endpoint>``, where SageMaker writes container output (CONVENTIONS.md)."""
-    log_group = logs.LogGroup(
+def endpoint_log_group(
+    scope: Construct, construct_id: str, endpoint_name: str, hosting: EndpointHosting
+) -> FixedNameLogGroup:
+    """``/aws/sagemaker/Endpoints/<endpoint>``, where SageMaker writes container output (CONVENTIONS.md).
+
+    Made by the serving stack under one construct id in both serving modes, so a mode switch
+    keeps the group's logical id rather than creating a second resource of the same name.
+    """
+    return FixedNameLogGroup(
         scope,
-        "LogGroup",
+        construct_id,
         log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
         retention=hosting.log_retention,
         removal_policy=hosting.log_removal_policy,
     )
-    checkov_skip(log_group, *CONTAINER_LOGS_WITHOUT_CMK)
-    return log_group
-
-
-CONTAINER_LOGS_WITHOUT_CMK = (
-    "CKV_AWS_158",
-    "Container output: request metadata, EMF metrics and errors, never prompts or completions (the gateway logs "
-    "none; vLLM's request logging is off by default); CloudWatch Logs encrypts it at rest with service-managed keys.",
-)
-"""checkov's finding on a container log group without a KMS key, and why it is accepted."""
 
 
 def serving_model(

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from app_config import pins
 from devtools import memory_report
 
 
@@ -78,6 +79,7 @@ def summarize(outdir: str | Path) -> str:
                         f"{bounds.get(v['VariantName'], '')}"
                     )
     lines += _components(templates, bounds)
+    lines += _deploy_refusals(templates)
     reports = memory_report.read(outdir)
     if reports:
         lines += ["", *memory_report.render(reports)]
@@ -100,6 +102,16 @@ def _components(templates: dict[str, dict[str, Any]], bounds: dict[str, str]) ->
                 copies = props.get("RuntimeConfig", {}).get("CopyCount", "?")
                 lines.append(f"  component {name:<44} x{copies:<3} copies  {bounds.get(name, '')}")
     return lines
+
+
+def _deploy_refusals(templates: dict[str, dict[str, Any]]) -> list[str]:
+    """What CloudFormation will refuse at deploy (placeholder pins), so synth says it first."""
+    refusals = [
+        f"  {stack}: {assertion['AssertDescription']}"
+        for stack, template in templates.items()
+        for assertion in template.get("Rules", {}).get(pins.RULE_ID, {}).get("Assertions", [])
+    ]
+    return ["", "Deploy refused until pinned:", *refusals] if refusals else []
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,7 @@ validated app config. Names avoid the ``VLLM_`` prefix on purpose: vLLM reads it
 unknown ones, so reusing that prefix would collide with the engine.
 """
 
+import math
 from typing import Final
 
 # Engine settings (one flag of the vLLM OpenAI server each).
@@ -96,6 +97,16 @@ A10G-sized engine was 168 s on an H100 (docs/performance.md, torch.compile 45-48
 ml.g5.xlarge's 4 vCPUs compile slower and its A10G captures CUDA graphs slower, so seed 003's
 300 s leaves too little margin."""
 STARTUP_REPORT_MARGIN_S: Final = 30
+MEASURED_COLD_START_S: Final = 166.9
+"""Slowest measured time from engine start to ready with an empty torch.compile cache: the
+A10G-sized engine (the container's argv, KV cache sized like an A10G's) on an H200 with the
+server confined to 4 CPUs, as on an ml.g5.xlarge (benchmarks/results/h200-2026-11-25/capacity.json,
+``ready_s``; the H100 run of 2026-11-24 took 148.7 s). A g5's A10G and vCPUs are slower still,
+so this is a floor, not an estimate of the g5's start."""
+STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S: Final = math.ceil(MEASURED_COLD_START_S) + STARTUP_REPORT_MARGIN_S
+"""The lowest ``serving.container_startup_health_check_timeout_s`` accepted (197 s): below it the
+container's own budget (timeout - report margin) is shorter than the fastest cold start measured
+on any GPU, so every start would fail (issue 20)."""
 
 
 def startup_budget_s(health_check_timeout_s: int) -> int:

@@ -13,6 +13,7 @@ from app_config.image import ImageRefConfig
 from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_build_stack import ImageBuildStack
 from stacks.image_repository_stack import ImageRepositoryStack
+from stacks.model_artifacts_stack import ModelArtifactsStack
 from stacks.observability_stack import ObservabilityStack
 from stacks.serving_stack import AdapterArtifacts, ServingStack, VariantImages
 
@@ -21,11 +22,14 @@ from stacks.serving_stack import AdapterArtifacts, ServingStack, VariantImages
 class AppStacks:
     """The stacks of one synth, for tests and tools that inspect them.
 
-    ``image_build`` is None when ``image.source = prebuilt``.
+    ``image_build`` is None when ``image.source = prebuilt``; ``model_artifacts`` is None when no
+    bucket is needed (prebuilt images in variants mode) or ``image.build.artifacts_bucket_name``
+    names an existing one.
     """
 
     image_repository: ImageRepositoryStack
     serving: ServingStack
+    model_artifacts: ModelArtifactsStack | None
     observability: ObservabilityStack
     bedrock_import: BedrockImportStack | None = None
     image_build: ImageBuildStack | None = None
@@ -82,13 +86,16 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         description=f"{config.project_name} ({config.stage}): ECR repository for the vLLM serving image",
     )
     repository = image_repository.repository
+    model_artifacts, artifacts_bucket = _artifacts_bucket(app, config, env, image_repository)
     image_build: ImageBuildStack | None = None
     if config.image.source == "build":
+        assert artifacts_bucket is not None  # build mode always has one (_artifacts_bucket)
         image_build = ImageBuildStack(
             app,
             config.stack_name("ImageBuild"),
             config=config,
             repository=repository,
+            artifacts_bucket=artifacts_bucket,
             env=env,
             description=f"{config.project_name} ({config.stage}): builds the serving image with baked weights",
         )
@@ -112,13 +119,8 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         )
     adapter_artifacts = None
     if config.serving.mode == "inference_components":
-        build = config.image.build
-        bucket = (
-            image_build.artifacts_bucket
-            if image_build is not None
-            else s3.Bucket.from_bucket_name(image_repository, "AdapterArtifacts", str(build.artifacts_bucket_name))
-        )
-        adapter_artifacts = AdapterArtifacts(bucket=bucket, prefix=build.adapters_prefix)
+        assert artifacts_bucket is not None  # this mode always has one (_artifacts_bucket, config checks)
+        adapter_artifacts = AdapterArtifacts(bucket=artifacts_bucket, prefix=config.image.build.adapters_prefix)
     serving = ServingStack(
         app,
         config.stack_name("Serving"),
@@ -156,8 +158,35 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         )
     return AppStacks(
         image_repository=image_repository,
+        model_artifacts=model_artifacts,
         serving=serving,
         observability=observability,
         bedrock_import=bedrock_import,
         image_build=image_build,
     )
+
+
+def _artifacts_bucket(
+    app: cdk.App, config: AppConfig, env: cdk.Environment | None, importer: cdk.Stack
+) -> tuple[ModelArtifactsStack | None, s3.IBucket | None]:
+    """The model-artifacts bucket, and the stack that owns it when this app does.
+
+    Needed by the image build (``image.source = build``) and by adapter components
+    (``serving.mode = inference_components``). ``image.build.artifacts_bucket_name`` names an
+    existing bucket, imported by name (``importer`` only scopes the import: the name is a
+    literal, so no stack exports it); otherwise the ModelArtifacts stack creates one, deployed
+    before the stacks that read it (docs/deploy.md).
+    """
+    if config.image.source != "build" and config.serving.mode != "inference_components":
+        return None, None
+    name = config.image.build.artifacts_bucket_name
+    if name:
+        return None, s3.Bucket.from_bucket_name(importer, "ModelArtifactsBucket", name)
+    stack = ModelArtifactsStack(
+        app,
+        config.stack_name("ModelArtifacts"),
+        tags=config.tags,
+        env=env,
+        description=f"{config.project_name} ({config.stage}): bucket of the model artifacts (base models, adapters)",
+    )
+    return stack, stack.bucket

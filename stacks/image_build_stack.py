@@ -10,25 +10,29 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from app_config import AppConfig
+from app_config import AppConfig, pins
+from app_config.pins import built_artifact_sets, placeholder_pin_problem
 from cdk_constructs.image_build import BuildRecipe, ImageBuild, ImageBuildRequest
-from cdk_constructs.model_artifacts_bucket import ModelArtifactsBucket
 from serving_contract import outputs
 from stacks import image_inputs
-from stacks.log_retention import retention_days
+from stacks.log_retention import log_removal_policy, retention_days
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HANDLER_CODE = REPO_ROOT / "lambdas" / "image_build"
 
 
 class ImageBuildStack(cdk.Stack):
-    """CodeBuild project, artifacts bucket (unless one is configured) and one image per variant.
+    """CodeBuild project and one image per variant, built from the model-artifacts bucket.
+
+    A deploy with a placeholder artifact pin is refused by CloudFormation before any resource
+    is created: the template carries a rule whose assertion fails and names the keys
+    (:func:`app_config.pins.placeholder_pin_problem`), while `make synth` keeps working offline.
 
     Attributes:
         image_uris: ``{"primary": uri, "canary": uri}``; the canary's equals the primary's
             when no canary artifacts are configured. Known at synth (the tag is).
         image_build: the :class:`ImageBuild` construct.
-        artifacts_bucket: the model artifacts bucket.
+        artifacts_bucket: the model-artifacts bucket (the ModelArtifacts stack's, or the configured one).
     """
 
     def __init__(
@@ -38,17 +42,14 @@ class ImageBuildStack(cdk.Stack):
         *,
         config: AppConfig,
         repository: ecr.IRepository,
+        artifacts_bucket: s3.IBucket,
         source_root: Path = REPO_ROOT,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         build = config.image.build
-        if build.artifacts_bucket_name:
-            self.artifacts_bucket: s3.IBucket = s3.Bucket.from_bucket_name(
-                self, "ArtifactsBucket", build.artifacts_bucket_name
-            )
-        else:
-            self.artifacts_bucket = ModelArtifactsBucket(self, "ModelArtifacts").bucket
+        self.artifacts_bucket = artifacts_bucket
+        refuse_placeholder_pins(self, config)
 
         if not (source_root / image_inputs.DOCKERFILE).is_file():
             cdk.Annotations.of(self).add_warning_v2(
@@ -60,9 +61,10 @@ class ImageBuildStack(cdk.Stack):
 
         sources_sha256 = image_inputs.sources_sha256(source_root)
         build_args = image_inputs.docker_build_args(config)
-        artifact_sets = {"primary": image_inputs.baked_artifacts(config, build.primary)}
-        if build.canary is not None and config.serving.canary.enabled and config.serving.mode == "variants":
-            artifact_sets["canary"] = image_inputs.baked_artifacts(config, build.canary)
+        artifact_sets = {
+            name: image_inputs.baked_artifacts(config, artifacts)
+            for name, artifacts in built_artifact_sets(config).items()
+        }
         requests = {
             name: ImageBuildRequest(
                 tag=image_inputs.image_tag(
@@ -100,9 +102,7 @@ class ImageBuildStack(cdk.Stack):
             build_timeout=cdk.Duration.minutes(build.timeout_min),
             poll_interval=cdk.Duration.seconds(build.poll_interval_s),
             log_retention=retention_days(config.observability.log_retention_days),
-            log_removal_policy=(
-                cdk.RemovalPolicy.RETAIN if config.observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
-            ),
+            log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
         )
         by_tag = {request.tag: self.image_build.image_uris[name] for name, request in unique.values()}
         self.image_uris: Mapping[str, str] = {
@@ -115,8 +115,31 @@ class ImageBuildStack(cdk.Stack):
         }
 
         cdk.CfnOutput(self, outputs.IMAGE_BUILD_PROJECT_NAME, value=self.image_build.project.project_name)
-        cdk.CfnOutput(self, outputs.MODEL_ARTIFACTS_BUCKET_NAME, value=self.artifacts_bucket.bucket_name)
         cdk.CfnOutput(self, outputs.PRIMARY_IMAGE_TAG, value=self.image_tags["primary"])
         cdk.CfnOutput(self, outputs.CANARY_IMAGE_TAG, value=self.image_tags["canary"])
         for key, value in config.tags.items():
             cdk.Tags.of(self).add(key, value)
+
+
+def refuse_placeholder_pins(stack: cdk.Stack, config: AppConfig) -> None:
+    """A CloudFormation rule that fails while any pin the build uses holds the placeholder.
+
+    CloudFormation evaluates a template's rules before it creates or updates anything and
+    stops with the assertion's description (CloudFormation user guide, "Rules"): `cdk deploy`
+    ends in one line naming the keys, nothing is created, and the synth itself, which has to work
+    offline on the defaults, still succeeds. The assertion is constant on purpose:
+    the decision was taken at synth, the rule only carries it to the deploy.
+    """
+    problem = placeholder_pin_problem(config)
+    if problem is None:
+        return
+    cdk.CfnRule(
+        stack,
+        pins.RULE_ID,
+        assertions=[
+            # Fn::Contains, not Fn::Equals of two constants, which cfn-lint reports (W8003).
+            cdk.CfnRuleAssertion(
+                assert_=cdk.Fn.condition_contains(["pinned"], "placeholder"), assert_description=problem
+            )
+        ],
+    )

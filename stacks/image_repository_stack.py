@@ -30,7 +30,7 @@ class ImageRepositoryStack(cdk.Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.repository: ecr.IRepository = ModelImageRepository(
-            self, "ModelImageRepository", keep_last_images=image.keep_last_images
+            self, "ModelImageRepository", untagged_expiry_days=image.untagged_image_expiry_days
         ).repository
         cdk.CfnOutput(self, outputs.IMAGE_REPOSITORY_URI, value=self.repository.repository_uri)
         for key, value in tags.items():

@@ -1,6 +1,9 @@
-"""CloudWatch Logs retention: config days to the CDK enum."""
+"""CloudWatch Logs retention and removal: config values to CDK's."""
 
+import aws_cdk as cdk
 from aws_cdk import aws_logs as logs
+
+from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
 
 _RETENTION_BY_DAYS = {
     1: logs.RetentionDays.ONE_DAY,
@@ -27,3 +30,14 @@ _RETENTION_BY_DAYS = {
 def retention_days(days: int) -> logs.RetentionDays:
     """The ``RetentionDays`` for ``days`` (config validates that the value is one CloudWatch offers)."""
     return _RETENTION_BY_DAYS[days]
+
+
+def log_removal_policy(retain_on_delete: bool) -> cdk.RemovalPolicy:
+    """What happens to a log group when its stack or resource goes (``observability.retain_logs_on_delete``).
+
+    Retained means ``RetainExceptOnCreate`` (CDK's ``RETAIN_ON_UPDATE_OR_DELETE``): kept when the
+    stack is deleted or the resource replaced, but deleted when the stack's first create fails and
+    rolls back, so that a failed first deploy can be retried without cleaning up by hand
+    (CloudFormation user guide, "DeletionPolicy attribute"; issue 20).
+    """
+    return RETAIN_EXCEPT_ON_CREATE if retain_on_delete else cdk.RemovalPolicy.DESTROY

@@ -21,17 +21,19 @@ from cdk_constructs.container_environment import container_environment
 from cdk_constructs.deployment_guardrail_alarms import DeploymentGuardrailAlarms
 from cdk_constructs.deployment_guardrails import deployment_config
 from cdk_constructs.endpoint_metrics import EndpointMetrics
+from cdk_constructs.fixed_name_log_group import finish_log_retention_provider
 from cdk_constructs.inference_component_endpoint import InferenceComponentEndpoint
 from cdk_constructs.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.model_artifacts_bucket import grant_archive_read
+from cdk_constructs.nag import acknowledge, log_group_arn_placeholder
 from cdk_constructs.scheduled_capacity import ScheduledCapacityKeeper
 from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
-from cdk_constructs.serving_model import EndpointHosting
+from cdk_constructs.serving_model import EndpointHosting, endpoint_log_group
 from cdk_constructs.variant_autoscaling import VariantAutoscaling, scaling_resource_id
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
 from serving_contract.components import BASE_SUFFIX, adapter_component_name, base_component_name
-from stacks.log_retention import retention_days
+from stacks.log_retention import log_removal_policy, retention_days
 
 ADAPTER_ARCHIVE = "adapter.tar.gz"
 """The file an adapter component loads: ``<adapters prefix>/<adapter>/<version>/adapter.tar.gz``."""
@@ -126,6 +128,8 @@ class ServingStack(cdk.Stack):
         self.autoscaling: dict[str, VariantAutoscaling] = {}
         self.component_autoscaling: ComponentAutoscaling | None = None
         self.endpoint: ServingEndpoint | InferenceComponentEndpoint
+        # Here, not in the mode's construct: one logical id whichever mode is deployed.
+        self.endpoint_log_group = endpoint_log_group(self, "EndpointLogGroup", config.endpoint_name, _hosting(config))
         if serving.mode == "inference_components":
             if adapter_artifacts is None:
                 raise ValueError("inference_components mode needs the adapter artifacts' bucket (composition)")
@@ -163,7 +167,14 @@ class ServingStack(cdk.Stack):
         for log_group in log_groups:
             log_group.grant_write(execution_role.role)
             log_group.grant(execution_role.role, "logs:DescribeLogStreams")
+            acknowledge(
+                execution_role.role,
+                f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, log_group.log_group_name)}]",
+                "Every log stream of the endpoint's own log group: SageMaker names a stream per instance and "
+                "container as it starts them, so no stream name is known at deploy time.",
+            )
         self._outputs(config, self.topology, execution_role.role)
+        finish_log_retention_provider(self)
         for key, value in config.tags.items():
             cdk.Tags.of(self).add(key, value)
 
@@ -180,6 +191,7 @@ class ServingStack(cdk.Stack):
             role=role,
             environment=container_environment(config),
             hosting=_hosting(config),
+            log_group=self.endpoint_log_group,
             # Wired by name (serving_contract.alarms) to the guardrail alarms of EVERY variant: a
             # blue/green update replaces the whole fleet, so a primary-only image or engine change
             # must roll back on the primary's alarms too (issue 21, finding 2). 2 variants x 3
@@ -270,6 +282,7 @@ class ServingStack(cdk.Stack):
             },
             rollback_alarm_names=rollback_alarm_names(config.endpoint_name, BASE_SUFFIX),
             hosting=_hosting(config),
+            log_group=self.endpoint_log_group,
         )
         # SageMaker downloads each adapter component's ArtifactUrl with the execution role: read
         # access to exactly those archives; listing limited to their keys.
@@ -322,9 +335,7 @@ def _hosting(config: AppConfig) -> EndpointHosting:
         network_isolation=serving.network_isolation,
         vpc=serving.vpc,
         log_retention=retention_days(observability.log_retention_days),
-        log_removal_policy=(
-            cdk.RemovalPolicy.RETAIN if observability.retain_logs_on_delete else cdk.RemovalPolicy.DESTROY
-        ),
+        log_removal_policy=log_removal_policy(observability.retain_logs_on_delete),
         detailed_observability=observability.detailed_observability,
         metric_publish_frequency_s=observability.metric_publish_frequency_s,
     )

@@ -134,7 +134,7 @@ def test_artifact_bucket_is_encrypted_tls_only_private_and_retained(template: as
                     },
                 }
             ),
-            "DeletionPolicy": "Retain",
+            "DeletionPolicy": "RetainExceptOnCreate",
         },
     )
     template.has_resource_properties(

@@ -120,37 +120,6 @@ def test_existing_bucket_is_read_only_by_prefix(canary_build_synth: Synth) -> No
     assert not any(a.startswith("s3:Put") or a.startswith("s3:Delete") for a in statements)
 
 
-def test_created_bucket_is_encrypted_versioned_private_tls_only_and_logged(default_synth: Synth) -> None:
-    template = default_synth.template("ImageBuild")
-    template.has_resource(
-        "AWS::S3::Bucket",
-        {
-            "Properties": Match.object_like(
-                {
-                    "VersioningConfiguration": {"Status": "Enabled"},
-                    "BucketEncryption": Match.any_value(),
-                    "PublicAccessBlockConfiguration": {
-                        "BlockPublicAcls": True,
-                        "BlockPublicPolicy": True,
-                        "IgnorePublicAcls": True,
-                        "RestrictPublicBuckets": True,
-                    },
-                    "LoggingConfiguration": Match.object_like({"DestinationBucketName": Match.any_value()}),
-                }
-            ),
-            "DeletionPolicy": "Retain",
-        },
-    )
-    policies = _resources(default_synth, "ImageBuild", "AWS::S3::BucketPolicy")
-    assert policies and all(
-        any(
-            s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}} and s["Effect"] == "Deny"
-            for s in p["Properties"]["PolicyDocument"]["Statement"]
-        )
-        for p in policies.values()
-    )
-
-
 def test_handler_roles_are_least_privilege(default_synth: Synth) -> None:
     roles = _resources(default_synth, "ImageBuild", "AWS::IAM::Role")
     assert all("ManagedPolicyArns" not in r["Properties"] for r in roles.values())

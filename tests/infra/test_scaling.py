@@ -54,13 +54,13 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
         assert endpoint_id in target["DependsOn"]
         # Application Auto Scaling's service-linked role for SageMaker, not a role of our own.
         assert "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint" in str(props["RoleARN"])
-    # No scaling role of our own: the stack's roles are the execution role and the two Lambda
-    # roles of the scheduled-capacity keeper.
+    # No scaling role of our own: the stack's roles are the execution role, the two Lambda
+    # roles of the scheduled-capacity keeper and the one of CDK's LogRetention provider.
     principals = sorted(
         role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"]
         for role in default_synth.template("Serving").find_resources("AWS::IAM::Role").values()
     )
-    assert principals == ["lambda.amazonaws.com", "lambda.amazonaws.com", "sagemaker.amazonaws.com"]
+    assert principals == ["lambda.amazonaws.com"] * 3 + ["sagemaker.amazonaws.com"]
 
 
 def test_target_tracking_holds_the_capacity_at_the_slo_and_waits_out_a_launch(

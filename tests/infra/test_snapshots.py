@@ -32,7 +32,7 @@ def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     return snapshot.use_extension(JSONSnapshotExtension)
 
 
-@pytest.mark.parametrize("unit", ["ImageRepository", "ImageBuild", "Serving", "Observability"])
+@pytest.mark.parametrize("unit", ["ImageRepository", "ModelArtifacts", "ImageBuild", "Serving", "Observability"])
 def test_stack_snapshot(default_synth: Synth, json_snapshot: SnapshotAssertion, unit: str) -> None:
     assert mask_asset_hashes(default_synth.template_json(unit)) == json_snapshot
 
