@@ -68,6 +68,11 @@ class PreflightStubs:
         assert profile is None
         return self.clients
 
+    def ecr_in(self, region: str) -> Any:
+        """The stubbed ECR client (every region)."""
+        assert self.clients.ecr_in is not None
+        return self.clients.ecr_in(region)
+
     # --- cloudformation ------------------------------------------------------------------
     def stack(self, name: str, outputs: Mapping[str, str], status: str = "UPDATE_COMPLETE") -> None:
         stack = {

@@ -1,5 +1,7 @@
 """``preflight``: pinned artifacts in S3, the prebuilt image in ECR, the endpoint name and leftover log groups."""
 
+from typing import Any
+
 from ops.exit_codes import ExitCode
 from ops.preflight.artifacts import check_artifacts, check_image
 from ops.preflight.conflicts import DeployedEndpoint, check_endpoint, check_log_groups
@@ -164,7 +166,7 @@ def test_prebuilt_image_in_the_app_repository_passes_and_a_missing_one_fails():
         _describe_images(stubs, "mangaassist-modelimage-1a2b", {"imageTag": "vllm0.22.0-llama3-8b-awq-lora3-v1"})
         stubs.stack("MangaAssist-prod-ImageRepository", {"ImageRepositoryUri": repo_uri})
         _describe_images(stubs, "mangaassist-modelimage-1a2b", {"imageTag": "v2"}, found=False)
-        findings = check_image(cfg, stubs.clients.cloudformation, stubs.clients.ecr_in, REGION)
+        findings = check_image(cfg, stubs.clients.cloudformation, stubs.ecr_in, REGION)
     assert [f.line for f in findings] == [
         "ok    image: image.primary = 'vllm0.22.0-llama3-8b-awq-lora3-v1': in ECR repository "
         f"mangaassist-modelimage-1a2b (sha256:{'a' * 64})",
@@ -180,10 +182,10 @@ def test_prebuilt_image_by_uri_and_a_missing_repository_stack():
     with preflight_stubbed() as stubs:
         _describe_images(stubs, "ci/vllm", {"imageDigest": digest}, registry="210987654321")
         by_uri = check_image(config(**{"image.source": "prebuilt", "image.primary": {"uri": uri}}),
-                             stubs.clients.cloudformation, stubs.clients.ecr_in, REGION)  # fmt: skip
+                             stubs.clients.cloudformation, stubs.ecr_in, REGION)  # fmt: skip
         stubs.no_stack("MangaAssist-prod-ImageRepository")
         no_stack = check_image(config(**{"image.source": "prebuilt"}), stubs.clients.cloudformation,
-                               stubs.clients.ecr_in, REGION)  # fmt: skip
+                               stubs.ecr_in, REGION)  # fmt: skip
     assert by_uri[0].line == f"ok    image: image.primary = '{uri}': in ECR repository ci/vllm (sha256:{'a' * 64})"
     assert no_stack[0].line == (
         "FAIL  image: image.primary = 'vllm0.22.0-llama3-8b-awq-lora3-v1': stack MangaAssist-prod-ImageRepository does "
@@ -192,7 +194,7 @@ def test_prebuilt_image_by_uri_and_a_missing_repository_stack():
 
 
 # --- endpoint name and mode -------------------------------------------------------------------
-def _endpoint(stubs, owner: str | None, variants: list[dict], role: bool = False) -> None:
+def _endpoint(stubs, owner: str | None, variants: list[dict[str, Any]], role: bool = False) -> None:
     sagemaker = stubs.stubs["sagemaker"]
     sagemaker.add_response(
         "describe_endpoint",
