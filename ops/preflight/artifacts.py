@@ -94,8 +94,8 @@ def _stream_sha256(stream: IO[bytes]) -> str:
     return digest.hexdigest()
 
 
-def _archive_digest(s3: Any, bucket: str, key: str) -> str:
-    """artifact_sha256 of the files inside a streamed ``adapter.tar.gz`` (what the container checks)."""
+def _archive_files(s3: Any, bucket: str, key: str) -> dict[str, str]:
+    """``{path: sha256}`` of the files inside a streamed ``adapter.tar.gz`` (what the container checks)."""
     body = s3.get_object(Bucket=bucket, Key=key)["Body"]
     files = {}
     with tarfile.open(fileobj=body, mode="r|*") as archive:
@@ -103,7 +103,7 @@ def _archive_digest(s3: Any, bucket: str, key: str) -> str:
             handle = archive.extractfile(member) if member.isfile() else None
             if handle is not None:
                 files[member.name.removeprefix("./")] = _stream_sha256(handle)
-    return digest_of(files)
+    return files
 
 
 def _check_pin(s3: Any, bucket: str, ref: PinRef, download: bool) -> Finding:
@@ -122,24 +122,25 @@ def _check_pin(s3: Any, bucket: str, ref: PinRef, download: bool) -> Finding:
             ARTIFACTS,
         )
     if download:
-        actual = (
-            _archive_digest(s3, bucket, ref.archive)
+        digests = (
+            _archive_files(s3, bucket, ref.archive)
             if ref.archive
-            else digest_of(
-                {path: _stream_sha256(s3.get_object(Bucket=bucket, Key=key)["Body"]) for path, key in files.items()}
-            )
+            else {path: _stream_sha256(s3.get_object(Bucket=bucket, Key=key)["Body"]) for path, key in files.items()}
         )
-        how = "downloaded"
+        how = "downloaded" if ref.archive is None else f"{ADAPTER_ARCHIVE} downloaded"
     else:
         checksums = {path: _checksum_sha256(s3, bucket, key) for path, key in files.items()}
-        if any(value is None for value in checksums.values()):
+        # Only the archive (no loose files beside it) leaves nothing to rebuild the digest from.
+        if not files or any(value is None for value in checksums.values()):
+            checker = "the image build" if ref.archive is None else "the container"
             return ok(
                 "artifacts",
                 f"{ref.key}: {where} has {len(keys)} object(s); sha256 not checked here (no full-object SHA-256 "
-                "checksums in S3): the image build checks it, or pass --download-digests",
+                f"checksums in S3): {checker} checks it, or pass --download-digests",
             )
-        actual = digest_of({path: value for path, value in checksums.items() if value is not None})
+        digests = {path: value for path, value in checksums.items() if value is not None}
         how = "from S3 checksums"
+    actual = digest_of(digests)
     if actual != ref.sha256:
         return fail(
             "artifacts",
@@ -147,7 +148,7 @@ def _check_pin(s3: Any, bucket: str, ref: PinRef, download: bool) -> Finding:
             f"files or pin the uploaded ones (`python -m devtools.pin_artifacts`)",
             ARTIFACTS,
         )
-    return ok("artifacts", f"{ref.key}: {where} matches the pin ({len(files)} file(s), {how})")
+    return ok("artifacts", f"{ref.key}: {where} matches the pin ({len(digests)} file(s), {how})")
 
 
 def check_artifacts(config: AppConfig, cloudformation: Any, s3: Any, *, download: bool) -> list[Finding]:

@@ -85,7 +85,10 @@ def test_artifacts_without_full_object_checksums_are_not_a_failure_unless_downlo
         f"ok    artifacts: image.build.primary.base_model: s3://{BUCKET}/{BASE} has 2 object(s); sha256 not checked "
         "here (no full-object SHA-256 checksums in S3): the image build checks it, or pass --download-digests"
     )
-    assert all(" not checked here " in line for line in lines[1:]) and len(lines) == 4
+    assert len(lines) == 4
+    assert lines[1].endswith(
+        "(no full-object SHA-256 checksums in S3): the container checks it, or pass --download-digests"
+    )
 
 
 def test_download_digests_streams_files_and_adapter_archives():
@@ -107,7 +110,7 @@ def test_download_digests_streams_files_and_adapter_archives():
     )
     assert lines[2] == (
         "ok    artifacts: serving.inference_components.adapter_artifacts.jp_style_v1: "
-        f"s3://{BUCKET}/{ADAPTER_PREFIXES[1]} matches the pin (0 file(s), downloaded)"
+        f"s3://{BUCKET}/{ADAPTER_PREFIXES[1]} matches the pin (2 file(s), adapter.tar.gz downloaded)"
     )
 
 
@@ -294,3 +297,17 @@ def test_log_groups_are_expected_while_the_endpoint_exists():
     with preflight_stubbed() as stubs:
         findings = check_log_groups(config(), stubs.clients.logs, DeployedEndpoint(True, owned=True))
     assert [f.line for f in findings] == [f"skip  log-groups: endpoint {ENDPOINT} exists, so its log groups may too"]
+
+
+def test_adapter_folder_with_only_its_archive_is_left_to_the_container():
+    cfg = config(**{"image.source": "prebuilt", "image.build.artifacts_bucket_name": BUCKET,
+                    "serving.mode": "inference_components", **COMPONENT_PINS})  # fmt: skip
+    with preflight_stubbed() as stubs:
+        for prefix in ADAPTER_PREFIXES:
+            stubs.listing(prefix, {prefix + "adapter.tar.gz": archive(FILES)})
+        lines = _artifacts(stubs, cfg)
+    assert lines[0] == (
+        "ok    artifacts: serving.inference_components.adapter_artifacts.general_support_v2: "
+        f"s3://{BUCKET}/{ADAPTER_PREFIXES[0]} has 1 object(s); sha256 not checked here (no full-object SHA-256 "
+        "checksums in S3): the container checks it, or pass --download-digests"
+    )
