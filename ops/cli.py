@@ -38,6 +38,7 @@ from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import DEFAULT_PROMPT, HttpTarget, SageMakerTarget, Target
 from ops.load import LoadPlan, Route, run_load
 from ops.parser import DEFAULT_PROMOTE_STEPS, DEFAULT_WATCH_S, SAGEMAKER_INVOKE_TIMEOUT_S, build_parser
+from ops.preflight import PreflightClients, PreflightOptions, boto3_preflight_clients, run_preflight
 from ops.rollout import Runtime, Timing, promote, rollback
 from ops.smoke import MODES, SmokeOptions, WakeOptions, run_smoke
 
@@ -95,6 +96,7 @@ class Deps:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     out: Callable[[str], None] = print
+    preflight_clients: Callable[[str | None, str | None], PreflightClients] = boto3_preflight_clients
 
 
 def _app_config(args: argparse.Namespace) -> tuple[str, AppConfig]:
@@ -105,6 +107,10 @@ def _app_config(args: argparse.Namespace) -> tuple[str, AppConfig]:
             context = dict(json.loads(path.read_text()).get("context", {}))
         except (OSError, ValueError, AttributeError) as error:
             raise OpsError(f"--cdk-json {path}: cannot read context ({error})", ExitCode.USAGE) from error
+    # `-c key=value` (preflight): applied over cdk.json's context as the CDK CLI does, then read by
+    # load_config like every context value (dotted keys, JSON-looking strings parsed).
+    for key, value in getattr(args, "context", None) or ():
+        context[key] = value
     if args.stage:
         context["stage"] = args.stage
     stage = str(context.setdefault("stage", "prod"))
@@ -143,6 +149,9 @@ def _endpoint_ref(
 
 def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
     _, config = _app_config(args)
+    if args.command == "preflight":
+        checks = PreflightOptions(args.region, args.profile, args.cdk_out, args.download_digests)
+        return run_preflight(config, deps.preflight_clients, checks, deps.out)
     adapters = tuple(a.name for a in config.model.adapters)
     if args.command == "load" and args.url:
         plan = _load_plan(args, _adapter_routes(args, adapters), instances=args.instances or 1)

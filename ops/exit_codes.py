@@ -17,6 +17,11 @@ class ExitCode(IntEnum):
     NOT_READY = 3  # endpoint or a variant not InService, or did not return to InService in time
     ROLLED_BACK = 4  # promote: an alarm fired, traffic was returned to the primary
     AWS_ERROR = 5  # an AWS call failed (throttling, permissions, rollback could not be applied)
+    # preflight: the first class with a problem, in this order (ops.preflight)
+    PREFLIGHT_CONFIG = 6  # an artifact pin still holds the placeholder sha256
+    PREFLIGHT_ACCOUNT = 7  # CDK bootstrap, region or a SageMaker instance quota
+    PREFLIGHT_ARTIFACTS = 8  # a pinned artifact or the prebuilt image is missing or differs
+    PREFLIGHT_CONFLICT = 9  # the endpoint name is taken, the serving mode differs, or a log group is left over
 
 
 class OpsError(Exception):

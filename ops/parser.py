@@ -20,6 +20,7 @@ from ops.load import (
     MAX_TOTAL_REQUESTS,
     MAX_TURNS,
 )
+from ops.preflight import add_preflight_parser
 from ops.smoke import DEFAULT_WAKE_POLL_S, DEFAULT_WAKE_TIMEOUT_S, MODES
 from serving_contract.env import SAGEMAKER_INVOCATION_TIMEOUT_S
 
@@ -129,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mangaassist-ops",
         description="Operations commands for the MangaAssist SageMaker endpoint. See docs/operations.md.",
-        epilog="Exit codes: 0 ok, 1 check failed, 2 usage, 3 endpoint not ready, 4 rolled back, 5 AWS error.",
+        epilog="Exit codes: 0 ok, 1 check failed, 2 usage, 3 endpoint not ready, 4 rolled back, 5 AWS error; "
+        "preflight: 6 config, 7 account, 8 artifacts, 9 conflict.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -158,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     back.add_argument("--adapter", action="append", help="Adapter for the smoke check (repeat; default: all).")
 
     _add_load(commands)
+    add_preflight_parser(commands)
     return parser
 
 

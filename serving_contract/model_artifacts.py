@@ -31,6 +31,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 POINTER_NAME = "CURRENT"
+ADAPTER_ARCHIVE = "adapter.tar.gz"
+"""inference_components mode: the adapter's files as one archive beside them in the version folder
+(<adapters_prefix>/<adapter>/<version>/adapter.tar.gz); its pin is the digest of the files inside."""
 BASE_MODEL_DIR = "base"  # <model context>/base/ (container/Dockerfile COPYs it)
 ADAPTERS_DIR = "adapters"  # <model context>/adapters/<name>/
 
@@ -53,19 +56,31 @@ def parse_pointer(text: str) -> tuple[str, str]:
     return version, digest
 
 
+def manifest_of(file_sha256: Mapping[str, str]) -> str:
+    """The manifest text of files given as ``{relative POSIX path: sha256 hex of its bytes}``.
+
+    For callers that know each file's digest without the file at hand (S3 checksums, a streamed
+    archive); :func:`manifest` is this over a local folder.
+    """
+    ordered = sorted(file_sha256.items(), key=lambda item: item[0].encode())
+    return "".join(f"{digest}  {path}\n" for path, digest in ordered)
+
+
+def digest_of(file_sha256: Mapping[str, str]) -> str:
+    """The pointer sha256 of files given as ``{relative POSIX path: sha256 hex}`` (see :func:`manifest_of`)."""
+    return hashlib.sha256(manifest_of(file_sha256).encode()).hexdigest()
+
+
 def manifest(folder: Path) -> str:
     """The manifest text :func:`artifact_sha256` hashes (sha256sum's output format)."""
-    files = sorted(
-        (p for p in folder.rglob("*") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix().encode()
-    )
-    lines = []
-    for path in files:
+    digests = {}
+    for path in (p for p in folder.rglob("*") if p.is_file()):
         digest = hashlib.sha256()
         with path.open("rb") as handle:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
-        lines.append(f"{digest.hexdigest()}  {path.relative_to(folder).as_posix()}\n")
-    return "".join(lines)
+        digests[path.relative_to(folder).as_posix()] = digest.hexdigest()
+    return manifest_of(digests)
 
 
 def artifact_sha256(folder: Path) -> str:

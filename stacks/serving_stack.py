@@ -33,10 +33,8 @@ from cdk_constructs.variant_autoscaling import VariantAutoscaling, scaling_resou
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
 from serving_contract.components import BASE_SUFFIX, adapter_component_name, base_component_name
+from serving_contract.model_artifacts import ADAPTER_ARCHIVE  # the file an adapter component loads
 from stacks.log_retention import log_removal_policy, retention_days
-
-ADAPTER_ARCHIVE = "adapter.tar.gz"
-"""The file an adapter component loads: ``<adapters prefix>/<adapter>/<version>/adapter.tar.gz``."""
 
 
 @dataclass(frozen=True)

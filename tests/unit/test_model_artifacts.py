@@ -120,3 +120,17 @@ def test_fetch_fails_on_a_missing_version(tmp_path: Path, monkeypatch: pytest.Mo
             pins={"base": "v9/" + "1" * 64},
             destination=tmp_path / "ctx",
         )
+
+
+def test_digest_of_per_file_digests_equals_the_folder_digest(tmp_path: Path) -> None:
+    # preflight rebuilds the digest from S3's per-object SHA-256 checksums through digest_of.
+    import hashlib
+
+    folder = _version(tmp_path / "v3")
+    per_file = {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+    assert model_artifacts.digest_of(per_file) == model_artifacts.artifact_sha256(folder)
+    assert model_artifacts.manifest_of(per_file).splitlines()[-1].endswith("  sub/alpha.txt")  # byte order: Z < a

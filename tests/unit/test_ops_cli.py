@@ -25,6 +25,27 @@ def test_python_dash_m_ops_runs(repo_root):
     )
     assert result.returncode == 0
     assert "usage: mangaassist-ops" in result.stdout
-    assert "Exit codes: 0 ok, 1 check failed, 2 usage, 3 endpoint not ready, 4 rolled back, 5 AWS error." in (
-        " ".join(result.stdout.split())
+    assert (
+        "Exit codes: 0 ok, 1 check failed, 2 usage, 3 endpoint not ready, 4 rolled back, 5 AWS error; preflight: "
+        "6 config, 7 account, 8 artifacts, 9 conflict."
+    ) in " ".join(result.stdout.split())
+
+
+def test_preflight_help_documents_every_check_and_exit_code(repo_root):
+    result = subprocess.run(
+        [sys.executable, "-m", "ops", "preflight", "--help"], cwd=repo_root, capture_output=True, text=True, check=False
     )
+    assert result.returncode == 0
+    checks = [line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ") and ": " in line[:26]]
+    assert checks[:8] == ["pins", "region", "bootstrap", "quotas", "artifacts", "image", "endpoint", "log-groups"]
+    text = " ".join(result.stdout.split())
+    for code in ExitCode:
+        if code >= ExitCode.AWS_ERROR:
+            assert f" {int(code)} " in text.split("Exit codes:")[1]
+
+
+def test_preflight_section_in_docs_lists_every_check(repo_root):
+    text = (repo_root / "docs" / "operations.md").read_text()
+    section = text.split("## `preflight`")[1].split("\n## ")[0]
+    for check in ("pins", "region", "bootstrap", "quotas", "artifacts", "image", "endpoint", "log-groups"):
+        assert f"| `{check}` |" in section
