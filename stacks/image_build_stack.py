@@ -11,7 +11,8 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from app_config import AppConfig
-from cdk_constructs.image_build import BuildRecipe, ImageBuild, ImageBuildRequest
+from cdk_constructs.image_build import ImageBuild, ImageBuildRequest
+from cdk_constructs.image_buildspec import BuildRecipe
 from cdk_constructs.model_artifacts_bucket import ModelArtifactsBucket
 from serving_contract import outputs
 from stacks import image_inputs
@@ -60,6 +61,7 @@ class ImageBuildStack(cdk.Stack):
 
         sources_sha256 = image_inputs.sources_sha256(source_root)
         build_args = image_inputs.docker_build_args(config)
+        base_images = image_inputs.base_images(config)
         artifact_sets = {"primary": image_inputs.baked_artifacts(config, build.primary)}
         if build.canary is not None and config.serving.canary.enabled and config.serving.mode == "variants":
             artifact_sets["canary"] = image_inputs.baked_artifacts(config, build.canary)
@@ -70,8 +72,10 @@ class ImageBuildStack(cdk.Stack):
                     base_model_name=config.model.name,
                     artifacts=artifacts,
                     build_args=build_args,
+                    base_images=base_images,
                 ),
                 pins=image_inputs.artifact_pins(artifacts),
+                base_images=base_images,
             )
             for name, artifacts in artifact_sets.items()
         }
@@ -90,6 +94,7 @@ class ImageBuildStack(cdk.Stack):
                 model_context_arg=image_inputs.MODEL_CONTEXT_ARG,
                 model_context_dir=image_inputs.MODEL_CONTEXT_DIR,
                 build_args=build_args,
+                base_image_args=image_inputs.BASE_IMAGE_ARGS,
                 base_model_name=config.model.name,
                 base_models_prefix=build.base_models_prefix,
                 adapters_prefix=build.adapters_prefix,
