@@ -41,7 +41,8 @@ CUDA_BASE_IMAGE = (
     "nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:0f6bfcbf267e65123bcc2287e2153dedfc0f24772fb5ce84afe16ac4b2fada95"
 )
 """Default CUDA base: the multi-platform index digest that ``docker pull`` reports for the tag
-(docs/sources.md, "Base image digests"; its linux/amd64 manifest is ``sha256:8767a245...``).
+(docs/sources.md, "Base image digests", which also lists the linux/amd64 manifest digest other
+sources pin, ``sha256:8767a245...``).
 Docker Hub, not ECR Public: no source here confirms this tag in ECR Public's ``nvidia/cuda``."""
 
 
@@ -79,11 +80,6 @@ def placeholder_image(name_tag: str) -> str:
 UV_IMAGE = placeholder_image("ghcr.io/astral-sh/uv:0.13.8")
 """Default uv image: the tag container/Dockerfile used, with the placeholder digest, because no
 source found here records the digest of 0.13.8 (docs/sources.md, "Base image digests")."""
-
-
-def image_digest(reference: str) -> str:
-    """The ``sha256:...`` part of a pinned image reference."""
-    return reference.rsplit("@", 1)[1]
 
 
 def pin_version(pin: str) -> str:
