@@ -13,6 +13,8 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # the machine's Node 20 is end-of-life and makes every synth print a banner.
 export JSII_NODE := $(CURDIR)/node_modules/.bin/node
 
+
+.PHONY: deploy-foundation preflight deploy
 .PHONY: setup synth test lint typecheck unit infra container engine diff reference capacity bench gpu-bench plan simulate clean
 
 $(VENV)/.installed: pyproject.toml
@@ -67,6 +69,21 @@ lint: setup
 
 typecheck: setup
 	$(PY) -m mypy .
+
+## First deploy, step 1 (docs/deploy.md): the stacks that hold data, before anything reads it:
+## the ECR repository and the model-artifacts bucket. Needs AWS credentials and `cdk bootstrap`.
+deploy-foundation: setup
+	npx cdk deploy $(ARGS) '*-ImageRepository' '*-ModelArtifacts'
+
+## Read-only checks of the account before a deploy (ops preflight; exit codes in docs/operations.md).
+## ARGS takes -c key=value for both the synth and the checks, e.g. make deploy ARGS="-c stage=dev".
+preflight: setup
+	npx cdk synth --quiet $(ARGS)
+	$(PY) -m ops preflight $(ARGS)
+
+## Every stack, after the preflight passes (placeholder pins, bootstrap, quotas, artifacts, names).
+deploy: preflight
+	npx cdk deploy --all $(ARGS)
 
 ## Per-stack template diff of the working tree against BASE (default origin/main).
 diff: setup

@@ -119,14 +119,18 @@ AdapterName = Annotated[str, AfterValidator(_check_adapter_name)]
 """A LoRA adapter name as clients send it in the ``model`` field, e.g. ``manga_domain_v3``."""
 
 # SageMaker's pattern for both ProductionVariant.VariantName and CreateEndpoint.EndpointName
-# (API reference).
+# (API reference), plus their 63-character limit: the pattern's {0,62} counts letters and digits,
+# not the hyphens between them, so it alone lets "a-b-...-z" past 63 characters (issue 20).
 _SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 
 def _sagemaker_name(api_field: str) -> AfterValidator:
     def check(value: str) -> str:
-        if not _SAGEMAKER_NAME.match(value):
-            raise ValueError(f"must match [a-zA-Z0-9](-*[a-zA-Z0-9]){{0,62}} (SageMaker {api_field})")
+        if len(value) > 63 or not _SAGEMAKER_NAME.match(value):
+            raise ValueError(
+                f"{len(value)} characters: must be 1-63 letters, digits and hyphens, starting and ending with a "
+                f"letter or digit, [a-zA-Z0-9](-*[a-zA-Z0-9]){{0,62}} (SageMaker {api_field})"
+            )
         return value
 
     return AfterValidator(check)

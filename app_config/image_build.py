@@ -5,6 +5,11 @@ Artifacts are pinned here, in config, as the exact text of their S3 ``CURRENT`` 
 so the pins are what make the image tag computable at synth: the same pins and container
 sources always give the same tag (no rebuild), and any changed pin gives a new one. Copy a
 pointer into config with ``python -m devtools.pin_artifacts`` (docs/image-build.md).
+
+The two base images of ``container/Dockerfile`` are pinned the same way, by digest
+(``name:tag@sha256:<64 hex>``): the tag says what it is, the digest is what is pulled, and
+both are inputs of the image tag (stacks/image_inputs.py). Where each default digest comes
+from is in docs/sources.md, "Base image digests".
 """
 
 import re
@@ -23,6 +28,24 @@ PLACEHOLDER_SHA256 = "0" * 64
 handler refuses to start a build for a pin that still holds it."""
 
 
+# An image reference pinned by digest: [registry[:port]/]path:tag@sha256:<64 lowercase hex>.
+# Path components and the tag follow the OCI distribution spec's grammar (lowercase path
+# components separated by '.', '_', '__' or '-'; a tag of at most 128 [A-Za-z0-9_.-]).
+_IMAGE_REF = re.compile(
+    r"^(?:[a-z0-9][a-z0-9.-]*(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r":[A-Za-z0-9_][A-Za-z0-9._-]{0,127}@sha256:[0-9a-f]{64}$"
+)
+
+CUDA_BASE_IMAGE = (
+    "nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:0f6bfcbf267e65123bcc2287e2153dedfc0f24772fb5ce84afe16ac4b2fada95"
+)
+"""Default CUDA base: the multi-platform index digest that ``docker pull`` reports for the tag
+(docs/sources.md, "Base image digests", which also lists the linux/amd64 manifest digest other
+sources pin, ``sha256:8767a245...``).
+Docker Hub, not ECR Public: no source here confirms this tag in ECR Public's ``nvidia/cuda``."""
+
+
 def _check_pin(value: str) -> str:
     if not _PIN.match(value):
         raise ValueError(
@@ -34,6 +57,29 @@ def _check_pin(value: str) -> str:
 
 ArtifactPin = Annotated[str, AfterValidator(_check_pin)]
 """``{version}/{sha256}``, the content of an artifact's ``CURRENT`` pointer in S3."""
+
+
+def _check_image_ref(value: str) -> str:
+    if not _IMAGE_REF.match(value):
+        raise ValueError(
+            "must be an image reference pinned by digest, name:tag@sha256:<64 lowercase hex> (a tag alone is "
+            "refused; get the digest with docker buildx imagetools inspect name:tag)"
+        )
+    return value
+
+
+PinnedImage = Annotated[str, AfterValidator(_check_image_ref)]
+"""``name:tag@sha256:<64 hex>``, a base image pinned by digest."""
+
+
+def placeholder_image(name_tag: str) -> str:
+    """``name:tag@sha256:<placeholder>``: a default that synth accepts and the build handler refuses."""
+    return f"{name_tag}@sha256:{PLACEHOLDER_SHA256}"
+
+
+UV_IMAGE = placeholder_image("ghcr.io/astral-sh/uv:0.13.8")
+"""Default uv image: the tag container/Dockerfile used, with the placeholder digest, because no
+source found here records the digest of 0.13.8 (docs/sources.md, "Base image digests")."""
 
 
 def pin_version(pin: str) -> str:
@@ -94,6 +140,22 @@ class ImageBuildConfig(ConfigModel):
             "CodeBuild build timeout in minutes. At most 55: a CloudFormation custom resource waits at most 3600 s "
             "(ServiceTimeout, CloudFormation reference), so the build must end first for its failure (build id, "
             "log link) to reach the deploy."
+        ),
+    )
+    cuda_base_image: PinnedImage = Field(
+        default=CUDA_BASE_IMAGE,
+        description=(
+            "CUDA base of the image (container/Dockerfile's CUDA_BASE), name:tag@sha256:<digest>. Default: the "
+            "index digest of nvidia/cuda:12.4.1-base-ubuntu22.04 on Docker Hub (docs/sources.md, 'Base image "
+            "digests')."
+        ),
+    )
+    uv_image: PinnedImage = Field(
+        default=UV_IMAGE,
+        description=(
+            "uv image the build copies uv from (container/Dockerfile's UV_IMAGE), name:tag@sha256:<digest>. The "
+            "default digest is a placeholder (0 x 64): synth accepts it, the image build refuses it; set it from "
+            "docker buildx imagetools inspect ghcr.io/astral-sh/uv:0.13.8 (docs/image-build.md)."
         ),
     )
     poll_interval_s: int = Field(

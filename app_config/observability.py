@@ -29,7 +29,11 @@ class ObservabilityConfig(ConfigModel):
     )
     retain_logs_on_delete: bool = Field(
         default=True,
-        description="Keep the endpoint's log group when the stack is deleted (audit trail).",
+        description=(
+            "Keep the log groups (the endpoint's, the build's, the custom resources') when the stack is deleted "
+            "(audit trail). Not when a stack's first create rolls back (RetainExceptOnCreate); a re-created stage "
+            "adopts the endpoint's kept group (docs/deploy.md)."
+        ),
     )
     detailed_observability: bool = Field(
         default=True,

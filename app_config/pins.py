@@ -8,8 +8,11 @@ deploy before anything is created: the ImageBuild stack's CloudFormation rule
 (``stacks/image_build_stack.py``), `make synth`'s summary and ``ops preflight``.
 """
 
-from app_config.image_build import PLACEHOLDER_SHA256, ArtifactSetConfig, pin_sha256
+from dataclasses import dataclass
+
+from app_config.image_build import PLACEHOLDER_SHA256, ArtifactSetConfig, pin_sha256, pin_version
 from app_config.model import AppConfig
+from serving_contract.model_artifacts import ADAPTER_ARCHIVE, version_prefix
 
 DEPLOY_DOC = "docs/deploy.md"
 RULE_ID = "ArtifactPinsSet"
@@ -31,23 +34,80 @@ def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
     return sets
 
 
-def placeholder_pins(config: AppConfig) -> list[tuple[str, str]]:
-    """``(config key, pin)`` for every pin a deploy of ``config`` uses that holds the placeholder.
+@dataclass(frozen=True)
+class PinRef:
+    """One pin in effect: its config key, its text, and where its version folder is in the bucket.
 
-    Covers the pins baked into images (``image.build.<variant>.base_model`` and
-    ``.adapters.<name>``) and, in inference_components mode, the adapter components'
-    ``serving.inference_components.adapter_artifacts.<name>``. Sorted by key.
+    ``archive`` is the adapter component's ``adapter.tar.gz`` key (inference_components mode), else None.
     """
-    found: list[tuple[str, str]] = []
-    for variant, artifacts in built_artifact_sets(config).items():
-        found.append((f"image.build.{variant}.base_model", artifacts.base_model))
-        found.extend((f"image.build.{variant}.adapters.{name}", pin) for name, pin in artifacts.adapters.items())
-    if config.serving.mode == "inference_components":
-        found.extend(
-            (f"serving.inference_components.adapter_artifacts.{name}", pin)
-            for name, pin in config.serving.inference_components.adapter_artifacts.items()
+
+    key: str
+    pin: str
+    prefix: str
+    archive: str | None = None
+
+    @property
+    def version(self) -> str:
+        return pin_version(self.pin)
+
+    @property
+    def sha256(self) -> str:
+        return pin_sha256(self.pin)
+
+    @property
+    def placeholder(self) -> bool:
+        return self.sha256 == PLACEHOLDER_SHA256
+
+
+def _image_pins(config: AppConfig, variant: str, artifacts: ArtifactSetConfig) -> list[PinRef]:
+    build = config.image.build
+    key = f"image.build.{variant}"
+    base = artifacts.base_model
+    pins = [
+        PinRef(
+            f"{key}.base_model", base, version_prefix(build.base_models_prefix, config.model.name, pin_version(base))
         )
-    return sorted((key, pin) for key, pin in found if pin_sha256(pin) == PLACEHOLDER_SHA256)
+    ]
+    if config.serving.mode == "variants":  # baked only in variants mode (stacks/image_inputs.py)
+        pins += [
+            PinRef(f"{key}.adapters.{name}", pin, version_prefix(build.adapters_prefix, name, pin_version(pin)))
+            for name, pin in sorted(artifacts.adapters.items())
+        ]
+    return pins
+
+
+def pins_in_effect(config: AppConfig) -> list[PinRef]:
+    """Every pin a deploy of ``config`` reads, in config order (see the module docstring)."""
+    build, serving = config.image.build, config.serving
+    pins: list[PinRef] = []
+    for variant, artifacts in built_artifact_sets(config).items():
+        pins += _image_pins(config, variant, artifacts)
+    if serving.mode == "inference_components":
+        for name, pin in sorted(serving.inference_components.adapter_artifacts.items()):
+            prefix = version_prefix(build.adapters_prefix, name, pin_version(pin))
+            pins.append(
+                PinRef(f"serving.inference_components.adapter_artifacts.{name}", pin, prefix, prefix + ADAPTER_ARCHIVE)
+            )
+    return pins
+
+
+def placeholder_pins(config: AppConfig) -> list[tuple[str, str]]:
+    """``(config key, pin)`` of every pin in effect (:func:`pins_in_effect`) that holds the placeholder,
+    sorted by key."""
+    return sorted((ref.key, ref.pin) for ref in pins_in_effect(config) if ref.placeholder)
+
+
+def placeholder_base_images(config: AppConfig) -> list[tuple[str, str]]:
+    """``(config key, image reference)`` of each base image the build pulls whose digest is the placeholder.
+
+    Only with ``image.source = build`` (a prebuilt image was built elsewhere). The image-build
+    handler refuses them too (lambdas/image_build/index.py); this names them before a deploy starts.
+    """
+    if config.image.source != "build":
+        return []
+    build = config.image.build
+    images = {"image.build.cuda_base_image": build.cuda_base_image, "image.build.uv_image": build.uv_image}
+    return [(key, ref) for key, ref in images.items() if ref.endswith("@sha256:" + PLACEHOLDER_SHA256)]
 
 
 def placeholder_pin_problem(config: AppConfig) -> str | None:
@@ -56,11 +116,11 @@ def placeholder_pin_problem(config: AppConfig) -> str | None:
     Kept under CloudFormation's 1,024-character limit on a rule's ``AssertDescription``
     (CloudFormation user guide, "Rules syntax"): the keys are listed, the pins are not.
     """
-    keys = [key for key, _ in placeholder_pins(config)]
+    keys = [key for key, _ in placeholder_pins(config) + placeholder_base_images(config)]
     if not keys:
         return None
     shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
     return (
-        f"placeholder artifact pin(s) {shown}: upload the artifacts, pin them with "
-        f"`python -m devtools.pin_artifacts` and set these keys in cdk.json before deploying ({DEPLOY_DOC})"
+        f"placeholder pin(s) {shown}: set these keys in cdk.json before deploying (artifacts: upload them and "
+        f"pin them with `python -m devtools.pin_artifacts`; base images: their registry digest) ({DEPLOY_DOC})"
     )

@@ -19,6 +19,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
+from cdk_constructs.image_buildspec import BuildRecipe, buildspec
 from cdk_constructs.lambda_handlers import acknowledge_provider_checkov_findings
 from cdk_constructs.nag import (
     acknowledge,
@@ -57,33 +58,12 @@ class ImageBuildRequest:
     Attributes:
         tag: the image tag, derived from every input (stacks/image_inputs.py).
         pins: ``{"base": "<version>/<sha256>", "<adapter>": "<version>/<sha256>"}``.
+        base_images: ``{"<Dockerfile ARG>": "name:tag@sha256:<digest>"}``, passed as build arguments.
     """
 
     tag: str
     pins: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class BuildRecipe:
-    """What the build runs: the Dockerfile and its arguments, and where artifacts live in S3.
-
-    Attributes:
-        dockerfile: path of the Dockerfile in the build source, e.g. ``container/Dockerfile``.
-        model_context_arg: build argument naming the model folder, e.g. ``MODEL_CONTEXT``.
-        model_context_dir: folder (in the source) the fetch step fills with base/ and adapters/.
-        build_args: further ``--build-arg`` values.
-        base_model_name: the base model's folder name under ``base_models_prefix``.
-        base_models_prefix: S3 key prefix of base models.
-        adapters_prefix: S3 key prefix of adapters.
-    """
-
-    dockerfile: str
-    model_context_arg: str
-    model_context_dir: str
-    build_args: Mapping[str, str]
-    base_model_name: str
-    base_models_prefix: str
-    adapters_prefix: str
+    base_images: Mapping[str, str]
 
 
 class ImageBuild(Construct):
@@ -191,7 +171,7 @@ class ImageBuild(Construct):
                     "BASE_MODEL": recipe.base_model_name,
                 }.items()
             },
-            build_spec=codebuild.BuildSpec.from_object(_buildspec(recipe)),
+            build_spec=codebuild.BuildSpec.from_object(buildspec(recipe)),
             encryption_key=self.key,
             timeout=build_timeout,
             logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=build_logs)),
@@ -322,7 +302,11 @@ class ImageBuild(Construct):
                 f"{name[:1].upper()}{name[1:]}Image",
                 service_token=provider.service_token,
                 resource_type="Custom::ServingImage",
-                properties={"ImageTag": request.tag, "ArtifactPins": json.dumps(dict(request.pins), sort_keys=True)},
+                properties={
+                    "ImageTag": request.tag,
+                    "ArtifactPins": json.dumps(dict(request.pins), sort_keys=True),
+                    "BaseImages": json.dumps(dict(request.base_images), sort_keys=True),
+                },
                 service_timeout=cdk.Duration.seconds(CUSTOM_RESOURCE_MAX_TIMEOUT_S),
             )
             resource.node.add_dependency(self.project)
@@ -380,33 +364,3 @@ def _depend_on_policy_not_role(resource: IConstruct, role: IConstruct) -> None:
     cfn = resource.node.default_child
     assert isinstance(cfn, cdk.CfnResource)
     cfn.add_override("DependsOn", [logical_id(role.node.find_child("DefaultPolicy"))])
-
-
-def _buildspec(recipe: BuildRecipe) -> dict[str, object]:
-    build_args = " ".join(
-        f"--build-arg {name}={value}"
-        for name, value in {recipe.model_context_arg: recipe.model_context_dir, **recipe.build_args}.items()
-    )
-    return {
-        "version": "0.2",
-        "env": {"shell": "bash", "variables": {"DOCKER_BUILDKIT": "1"}},
-        "phases": {
-            "pre_build": {
-                "commands": [
-                    'test -n "$IMAGE_TAG" && test -n "$ARTIFACT_PINS"',
-                    'aws ecr get-login-password | docker login --username AWS --password-stdin "${REPOSITORY_URI%%/*}"',
-                    "python3 -m serving_contract.model_artifacts fetch"
-                    ' --bucket "$ARTIFACTS_BUCKET" --base-models-prefix "$BASE_MODELS_PREFIX"'
-                    ' --adapters-prefix "$ADAPTERS_PREFIX" --base-model "$BASE_MODEL"'
-                    f' --pins "$ARTIFACT_PINS" --dest {recipe.model_context_dir}',
-                ]
-            },
-            "build": {
-                "commands": [
-                    f'docker build -f {recipe.dockerfile} {build_args} -t "$REPOSITORY_URI:$IMAGE_TAG" .',
-                    # Pushed here, not in post_build: post_build also runs after a failed build.
-                    'docker push "$REPOSITORY_URI:$IMAGE_TAG"',
-                ]
-            },
-        },
-    }

@@ -30,6 +30,8 @@ class ModelImageRepository(Construct):
             self,
             "Repository",
             image_tag_mutability=ecr.TagMutability.IMMUTABLE,
+            # Basic scanning; nothing gates a deploy on its findings (asynchronous, OS packages only;
+            # enhanced scanning is Inspector, a registry-wide choice): docs/image-build.md, "ECR scanning".
             image_scan_on_push=True,
             encryption=ecr.RepositoryEncryption.KMS,
             lifecycle_rules=[

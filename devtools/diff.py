@@ -13,7 +13,9 @@ config; give both (``-c stage=dev --base-context stage=dev``) to diff a stage on
 
 Usage: ``python -m devtools.diff [--base origin/main] [-c key=value ...] [--base-context key=value ...]
 [--fail-on-diff]``
-Exit code: 0, or 3 with ``--fail-on-diff`` when any stack differs; 1 when a synth fails.
+Exit code: 0, or 3 with ``--fail-on-diff`` when any stack differs; 1 when a synth fails; 4 when
+the change cannot deploy as it stands (a ``serving.mode`` switch under the same endpoint name,
+``devtools.mode_switch``), with the procedure printed.
 """
 
 import argparse
@@ -24,6 +26,9 @@ import tempfile
 from pathlib import Path
 
 from devtools.fleet_notes import fleet_replacement_notes
+from devtools.mode_switch import mode_switch_refusal
+
+REFUSED = 4
 
 REPO = Path(__file__).resolve().parent.parent
 CDK_BIN = REPO / "node_modules" / ".bin" / "cdk"
@@ -104,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.CalledProcessError:
                 print("diff: synth failed (see above)", file=sys.stderr)
                 return 1
-            any_diff = False
+            any_diff, refused = False, False
             for stack in sorted(set(base) | set(head)):
                 differs, text = diff_templates(base.get(stack), head.get(stack))
                 any_diff |= differs
@@ -115,8 +120,14 @@ def main(argv: list[str] | None = None) -> int:
                     templates = [json.loads(path.read_text()) for path in (base[stack], head[stack])]
                     for note in fleet_replacement_notes(*templates):
                         print(f"NOTE {note}")
+                    refusal = mode_switch_refusal(*templates)
+                    if refusal:
+                        refused = True
+                        print(f"REFUSED {refusal}")
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=REPO, check=False)
+    if refused:
+        return REFUSED
     return 3 if any_diff and args.fail_on_diff else 0
 
 

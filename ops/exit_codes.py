@@ -21,7 +21,7 @@ class ExitCode(IntEnum):
     PREFLIGHT_CONFIG = 6  # an artifact pin still holds the placeholder sha256
     PREFLIGHT_ACCOUNT = 7  # CDK bootstrap, region or a SageMaker instance quota
     PREFLIGHT_ARTIFACTS = 8  # a pinned artifact or the prebuilt image is missing or differs
-    PREFLIGHT_CONFLICT = 9  # the endpoint name is taken, the serving mode differs, or a log group is left over
+    PREFLIGHT_CONFLICT = 9  # the endpoint name is taken, or the deployed serving mode differs
 
 
 class OpsError(Exception):

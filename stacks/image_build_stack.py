@@ -12,7 +12,8 @@ from constructs import Construct
 
 from app_config import AppConfig, pins
 from app_config.pins import built_artifact_sets, placeholder_pin_problem
-from cdk_constructs.image_build import BuildRecipe, ImageBuild, ImageBuildRequest
+from cdk_constructs.image_build import ImageBuild, ImageBuildRequest
+from cdk_constructs.image_buildspec import BuildRecipe
 from serving_contract import outputs
 from stacks import image_inputs
 from stacks.log_retention import log_removal_policy, retention_days
@@ -61,6 +62,7 @@ class ImageBuildStack(cdk.Stack):
 
         sources_sha256 = image_inputs.sources_sha256(source_root)
         build_args = image_inputs.docker_build_args(config)
+        base_images = image_inputs.base_images(config)
         artifact_sets = {
             name: image_inputs.baked_artifacts(config, artifacts)
             for name, artifacts in built_artifact_sets(config).items()
@@ -72,8 +74,10 @@ class ImageBuildStack(cdk.Stack):
                     base_model_name=config.model.name,
                     artifacts=artifacts,
                     build_args=build_args,
+                    base_images=base_images,
                 ),
                 pins=image_inputs.artifact_pins(artifacts),
+                base_images=base_images,
             )
             for name, artifacts in artifact_sets.items()
         }
@@ -92,6 +96,7 @@ class ImageBuildStack(cdk.Stack):
                 model_context_arg=image_inputs.MODEL_CONTEXT_ARG,
                 model_context_dir=image_inputs.MODEL_CONTEXT_DIR,
                 build_args=build_args,
+                base_image_args=image_inputs.BASE_IMAGE_ARGS,
                 base_model_name=config.model.name,
                 base_models_prefix=build.base_models_prefix,
                 adapters_prefix=build.adapters_prefix,

@@ -6,8 +6,9 @@ contract: ``docker build -f container/Dockerfile --build-arg MODEL_CONTEXT=<fold
 from the repo root, with ``<folder>/base/`` and ``<folder>/adapters/<name>/``).
 
 The tag is a pure function of everything that goes into the image, computed at synth:
-the container sources (file paths and bytes), the Dockerfile path and build arguments, and
-the pinned model and adapter versions with their sha256. Same inputs, same tag, so
+the container sources (file paths and bytes), the Dockerfile path and build arguments, the
+base images pinned by digest (``image.build.cuda_base_image``/``uv_image``), and the pinned
+model and adapter versions with their sha256. Same inputs, same tag, so
 CloudFormation sees no change and nothing rebuilds; any changed input, a new tag, which
 the ECR repository (tags immutable) can never confuse with an older image.
 """
@@ -34,6 +35,11 @@ SOURCE_DIRS: tuple[str, ...] = ("container", "serving_contract", ".dockerignore"
 # Never part of the image's inputs: caches and local virtualenvs (the vLLM test env is ~9 GB).
 SOURCE_EXCLUDES: tuple[str, ...] = ("__pycache__", "*.pyc", ".venv*", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 TAG_PREFIX = "build-"
+# container/Dockerfile's ARGs naming its base images. They travel per build (the handler passes
+# them to StartBuild, and refuses placeholder digests), not in the project's buildspec.
+CUDA_BASE_ARG = "CUDA_BASE"
+UV_IMAGE_ARG = "UV_IMAGE"
+BASE_IMAGE_ARGS: tuple[str, ...] = (CUDA_BASE_ARG, UV_IMAGE_ARG)
 
 
 def _excluded(relative: Path) -> bool:
@@ -98,6 +104,12 @@ def docker_build_args(config: AppConfig) -> dict[str, str]:
     }
 
 
+def base_images(config: AppConfig) -> dict[str, str]:
+    """``{"CUDA_BASE": ref, "UV_IMAGE": ref}``: the Dockerfile's base-image ARGs, each pinned by digest."""
+    build = config.image.build
+    return {CUDA_BASE_ARG: build.cuda_base_image, UV_IMAGE_ARG: build.uv_image}
+
+
 def artifact_pins(artifacts: ArtifactSetConfig) -> dict[str, str]:
     """``{"base": pin, "<adapter>": pin}``, the fetch step's input (serving_contract.model_artifacts)."""
     return {BASE_MODEL_DIR: artifacts.base_model, **dict(sorted(artifacts.adapters.items()))}
@@ -109,13 +121,19 @@ def image_tag(
     base_model_name: str,
     artifacts: ArtifactSetConfig,
     build_args: Mapping[str, str],
+    base_images: Mapping[str, str],
     dockerfile: str = DOCKERFILE,
 ) -> str:
-    """``build-<64 hex>``: sha256 of the canonical JSON of every input of the image (70 characters)."""
+    """``build-<64 hex>``: sha256 of the canonical JSON of every input of the image (70 characters).
+
+    ``base_images`` (``base_images(config)``) is required, not defaulted: a changed base digest
+    must give a new tag, or the tag would name an image built from another base.
+    """
     inputs = {
         "sources": sources_sha256,
         "dockerfile": dockerfile,
         "build_args": dict(sorted(build_args.items())),
+        "base_images": dict(sorted(base_images.items())),
         "base_model": {"name": base_model_name, "pin": artifacts.base_model},
         "adapters": dict(sorted(artifacts.adapters.items())),
     }

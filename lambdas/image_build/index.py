@@ -11,6 +11,11 @@ the inputs changed, only whether the image for this tag already exists:
 3. otherwise                      -> StartBuild with an idempotency token derived from the tag
                                     and the CloudFormation request (``_idempotency_token``).
 
+Before a build starts, the request's artifact pins and base images (``BaseImages``:
+``{"CUDA_BASE": "name:tag@sha256:...", ...}``) are checked for the placeholder digest that
+unpinned config defaults carry; the base images reach the build as environment variables of
+the same names, which the buildspec passes to ``docker build --build-arg``.
+
 Delete does nothing: images are the rollback path and ECR's lifecycle rule expires old ones.
 A build that ends in any state but SUCCEEDED raises with the build id, the failed phase's
 message and the CloudWatch Logs link, which CloudFormation shows as the resource's reason.
@@ -30,6 +35,8 @@ BUILD_LOOKBACK = 20
 TAG_VARIABLE = "IMAGE_TAG"
 PINS_VARIABLE = "ARTIFACT_PINS"
 PLACEHOLDER_SHA256 = "0" * 64  # app_config/image_build.py: the unpinned default
+# The config keys of the base-image build arguments (stacks/image_inputs.py), for the message.
+BASE_IMAGE_KEYS = {"CUDA_BASE": "image.build.cuda_base_image", "UV_IMAGE": "image.build.uv_image"}
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,16 @@ def _check_pins(pins: dict[str, str]) -> None:
         )
 
 
+def _check_base_images(base_images: dict[str, str]) -> None:
+    unpinned = sorted(name for name, ref in base_images.items() if ref.endswith("@sha256:" + PLACEHOLDER_SHA256))
+    if unpinned:
+        keys = ", ".join(f"{BASE_IMAGE_KEYS.get(name, name)} = {base_images[name]!r}" for name in unpinned)
+        raise ValueError(
+            f"base image(s) {keys} still carry the placeholder digest; set name:tag@sha256:<digest> from "
+            "docker buildx imagetools inspect name:tag (docs/image-build.md)"
+        )
+
+
 def _idempotency_token(tag: str, event: dict[str, Any]) -> str:
     """StartBuild's token, per tag and CloudFormation request (64 hex characters).
 
@@ -129,6 +146,9 @@ def on_event(event: dict[str, Any], _context: object = None) -> dict[str, Any]:
     props = event["ResourceProperties"]
     tag = str(props["ImageTag"])
     pins = json.loads(props["ArtifactPins"])
+    # Absent only in a rollback to a template from before base images were pinned: its tag is in
+    # ECR, so no build starts; a build without them would fail the buildspec's digest check.
+    base_images = json.loads(props.get("BaseImages", "{}"))
     result: dict[str, Any] = {"PhysicalResourceId": tag}
     digest = _image_digest(tag)
     if digest is not None:
@@ -140,11 +160,13 @@ def on_event(event: dict[str, Any], _context: object = None) -> dict[str, Any]:
         print(f"adopting build {build_id}, already building {tag}")
     else:
         _check_pins(pins)
+        _check_base_images(base_images)
         build_id = CODEBUILD.start_build(
             projectName=ENV.project_name,
             environmentVariablesOverride=[
                 {"name": TAG_VARIABLE, "value": tag, "type": "PLAINTEXT"},
                 {"name": PINS_VARIABLE, "value": json.dumps(pins, sort_keys=True), "type": "PLAINTEXT"},
+                *({"name": name, "value": ref, "type": "PLAINTEXT"} for name, ref in sorted(base_images.items())),
             ],
             idempotencyToken=_idempotency_token(tag, event),
         )["build"]["id"]

@@ -13,13 +13,13 @@ from ops.preflight.command import (
     boto3_preflight_clients,
     run_preflight,
 )
-from ops.preflight.pins import placeholder_pins
+from ops.preflight.pins import placeholder_pin_lines
 
 __all__ = [
     "PreflightClients",
     "PreflightOptions",
     "add_preflight_parser",
     "boto3_preflight_clients",
-    "placeholder_pins",
+    "placeholder_pin_lines",
     "run_preflight",
 ]

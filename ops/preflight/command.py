@@ -19,7 +19,7 @@ from ops.exit_codes import ExitCode
 from ops.preflight.account import check_bootstrap, check_quotas, check_region, sagemaker_offered
 from ops.preflight.artifacts import check_artifacts, check_image
 from ops.preflight.conflicts import check_endpoint, check_log_groups
-from ops.preflight.pins import pins_in_effect, placeholder_pins
+from ops.preflight.pins import pins_in_effect, placeholder_pin_lines
 from ops.preflight.report import Finding, error, exit_code, fail, ok, skip, summary
 
 AWS_CHECKS: Final = "bootstrap, quotas, artifacts, image, endpoint, log-groups"
@@ -43,13 +43,13 @@ skip, or error (an AWS call failed). Every check runs; the exit code is the firs
               rebuilt from S3's full-object SHA-256 checksums, or with --download-digests.
   image       artifacts: image.source = prebuilt: each variant's image is in ECR.
   endpoint    conflict: serving.endpoint_name is free or the Serving stack's, in the configured mode.
-  log-groups  conflict: no /aws/sagemaker/Endpoints/<endpoint> log group left while the endpoint is gone.
+  log-groups  reported: a /aws/sagemaker/Endpoints/<endpoint> log group left by an earlier deploy (adopted).
 """
 
 EPILOG: Final = (
     "Exit codes: 0 ok, 5 a check could not run (and nothing failed), 6 config (placeholder pins), "
     "7 account (region, bootstrap, quotas), 8 artifacts (pinned files, prebuilt image), 9 conflict "
-    "(endpoint name, serving mode, leftover log group); 2 usage."
+    "(endpoint name, serving mode); 2 usage."
 )
 
 
@@ -99,7 +99,7 @@ class PreflightOptions:
 
 def check_pins(config: AppConfig) -> list[Finding]:
     """Offline: the placeholder pins, one FAIL line each."""
-    problems = placeholder_pins(config)
+    problems = placeholder_pin_lines(config)
     if problems:
         return [fail("pins", line, ExitCode.PREFLIGHT_CONFIG) for line in problems]
     count = len(pins_in_effect(config))

@@ -3,10 +3,10 @@
 Sources: SageMaker ``DescribeEndpoint``, ``ListTags`` (CloudFormation tags every resource it creates
 with ``aws:cloudformation:stack-name``) and ``DescribeEndpointConfig`` (an endpoint config hosting
 inference components has ``ExecutionRoleArn`` and production variants without ``ModelName``);
-CloudWatch Logs ``DescribeLogGroups``. The serving stack creates ``/aws/sagemaker/Endpoints/<endpoint>``
-(and in inference_components mode ``/aws/sagemaker/InferenceComponents/<base component>``) itself,
-retained on delete when observability.retain_logs_on_delete is set, so a group left from an earlier
-deploy makes the next creation fail with "already exists".
+CloudWatch Logs ``DescribeLogGroups``. The serving stack sets up ``/aws/sagemaker/Endpoints/<endpoint>``
+(and in inference_components mode ``/aws/sagemaker/InferenceComponents/<base component>``) through
+CDK's LogRetention, which adopts a group an earlier deploy left (retained on delete when
+observability.retain_logs_on_delete is set): such a group is reported, not refused.
 """
 
 from dataclasses import dataclass
@@ -94,7 +94,7 @@ def log_group_names(config: AppConfig) -> list[str]:
 
 
 def check_log_groups(config: AppConfig, logs: Any, endpoint: DeployedEndpoint) -> list[Finding]:
-    """No log group of the endpoint's names exists while the endpoint does not."""
+    """Whether a log group of the endpoint's names exists while the endpoint does not (adopted, reported)."""
     if endpoint.exists is None:
         return [skip("log-groups", "not checked: the endpoint check could not run")]
     if endpoint.exists:
@@ -108,13 +108,12 @@ def check_log_groups(config: AppConfig, logs: Any, endpoint: DeployedEndpoint) -
             findings.append(error("log-groups", f"log group {name}", exc))
             continue
         if found:
+            days = config.observability.log_retention_days
             findings.append(
-                fail(
+                ok(
                     "log-groups",
-                    f"log group {name} exists but endpoint {config.endpoint_name} does not: left by an earlier deploy "
-                    f"(retained on delete); delete it (`aws logs delete-log-group --log-group-name {name}`) or export "
-                    "its events first",
-                    CONFLICT,
+                    f"{name}: left by an earlier deploy while endpoint {config.endpoint_name} does not exist; the "
+                    f"stack adopts it (its events stay, retention set to {days} days)",
                 )
             )
         else:

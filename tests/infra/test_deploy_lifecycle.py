@@ -23,7 +23,8 @@ PINNED = {
                 "jp_style_v1": "v1/" + "d" * 64,
             },
         }
-    )
+    ),
+    "image.build.uv_image": "ghcr.io/astral-sh/uv:0.13.8@sha256:" + "f" * 64,
 }
 
 
@@ -85,10 +86,11 @@ def test_placeholder_pins_stop_the_deploy_before_anything_is_created(default_syn
     (assertion,) = rules[pins.RULE_ID]["Assertions"]
     assert assertion["Assert"] == {"Fn::Contains": [["pinned"], "placeholder"]}  # always false
     assert assertion["AssertDescription"] == (
-        "placeholder artifact pin(s) image.build.primary.adapters.general_support_v2, "
+        "placeholder pin(s) image.build.primary.adapters.general_support_v2, "
         "image.build.primary.adapters.jp_style_v1, image.build.primary.adapters.manga_domain_v3, "
-        "image.build.primary.base_model: upload the artifacts, pin them with `python -m devtools.pin_artifacts` "
-        "and set these keys in cdk.json before deploying (docs/deploy.md)"
+        "image.build.primary.base_model, image.build.uv_image: set these keys in cdk.json before deploying "
+        "(artifacts: upload them and pin them with `python -m devtools.pin_artifacts`; base images: their "
+        "registry digest) (docs/deploy.md)"
     )
     assert len(assertion["AssertDescription"]) <= 1024  # CloudFormation's limit on AssertDescription
 

@@ -7,6 +7,8 @@ from aws_cdk.assertions import Match
 
 from cdk_constructs.image_build import CUSTOM_RESOURCE_MAX_TIMEOUT_S, HANDLER_TIMEOUT_S
 from serving_contract import env, outputs
+from stacks import image_inputs
+from stacks.image_build_stack import REPO_ROOT
 from tests.synth_helpers import Synth
 
 
@@ -71,6 +73,38 @@ def test_buildspec_fetches_verifies_builds_and_pushes(default_synth: Synth) -> N
     # Pushed in the build phase: post_build would also run after a failed docker build.
     assert build[-1] == 'docker push "$REPOSITORY_URI:$IMAGE_TAG"'
     assert "post_build" not in spec["phases"]
+
+
+def test_base_images_reach_the_build_pinned_by_digest(default_synth: Synth) -> None:
+    # Issue 22 item 6: the custom resource carries the config's digest-pinned base images, the
+    # handler passes them to StartBuild as variables, and the buildspec hands them to docker build.
+    build = default_synth.config.image.build
+    (resource,) = _resources(default_synth, "ImageBuild", "Custom::ServingImage").values()
+    assert json.loads(resource["Properties"]["BaseImages"]) == {
+        "CUDA_BASE": build.cuda_base_image,
+        "UV_IMAGE": build.uv_image,
+    }
+    assert build.cuda_base_image.endswith("@sha256:0f6bfcbf267e65123bcc2287e2153dedfc0f24772fb5ce84afe16ac4b2fada95")
+    (project,) = _resources(default_synth, "ImageBuild", "AWS::CodeBuild::Project").values()
+    spec = json.loads(project["Properties"]["Source"]["BuildSpec"])
+    (docker_build,) = [c for c in spec["phases"]["build"]["commands"] if c.startswith("docker build")]
+    assert '--build-arg CUDA_BASE="$CUDA_BASE" --build-arg UV_IMAGE="$UV_IMAGE" -t ' in docker_build
+    pre = spec["phases"]["pre_build"]["commands"]
+    for name in ("CUDA_BASE", "UV_IMAGE"):
+        # A build started without the handler's variables fails before any pull.
+        assert any(c.startswith(f'[[ "${name}" == *@sha256:* ]] || ') and "exit 1" in c for c in pre)
+    # The digests are part of the tag (stacks/image_inputs.py), so a new base digest is a new build.
+    tag = resource["Properties"]["ImageTag"]
+    inputs = {
+        "sources_sha256": image_inputs.sources_sha256(REPO_ROOT),
+        "base_model_name": default_synth.config.model.name,
+        "artifacts": image_inputs.baked_artifacts(default_synth.config, build.primary),
+        "build_args": image_inputs.docker_build_args(default_synth.config),
+    }
+    base_images = image_inputs.base_images(default_synth.config)
+    assert image_inputs.image_tag(**inputs, base_images=base_images) == tag  # type: ignore[arg-type]
+    moved = {**base_images, "CUDA_BASE": base_images["CUDA_BASE"][:-64] + "e" * 64}
+    assert image_inputs.image_tag(**inputs, base_images=moved) != tag  # type: ignore[arg-type]
 
 
 def test_default_builds_one_image_and_both_variants_run_it(default_synth: Synth) -> None:

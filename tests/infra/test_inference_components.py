@@ -258,6 +258,7 @@ def test_image_bakes_only_the_base_model(components_synth: Synth, default_synth:
             base_model_name="m",
             artifacts=image_inputs.baked_artifacts(synth.config, changed),
             build_args=image_inputs.docker_build_args(synth.config),
+            base_images=image_inputs.base_images(synth.config),
         )
         for synth in (components_synth, default_synth)
     }
@@ -266,6 +267,7 @@ def test_image_bakes_only_the_base_model(components_synth: Synth, default_synth:
         base_model_name="m",
         artifacts=baked,
         build_args=image_inputs.docker_build_args(components_synth.config),
+        base_images=image_inputs.base_images(components_synth.config),
     )
     assert tag["inference_components"] == unchanged_tag
     assert tag["variants"] != unchanged_tag

@@ -25,6 +25,10 @@ DIGEST = "sha256:" + "cd" * 32
 BUILD_ID = f"{PROJECT}:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 LOG_LINK = "https://console.aws.amazon.com/cloudwatch/home?region=ap-northeast-1#logsV2:log-groups/x"
 PINS = {"base": "v1/" + "1" * 64, "manga_domain_v3": "v3/" + "2" * 64}
+BASE_IMAGES = {
+    "CUDA_BASE": "nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:" + "3" * 64,
+    "UV_IMAGE": "ghcr.io/astral-sh/uv:0.13.8@sha256:" + "4" * 64,
+}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +65,12 @@ def _create_event(request: str = "Create", request_id: str = "req-1") -> dict[st
     return {
         "RequestType": request,
         "RequestId": request_id,
-        "ResourceProperties": {"ServiceToken": "arn", "ImageTag": TAG, "ArtifactPins": json.dumps(PINS)},
+        "ResourceProperties": {
+            "ServiceToken": "arn",
+            "ImageTag": TAG,
+            "ArtifactPins": json.dumps(PINS),
+            "BaseImages": json.dumps(BASE_IMAGES),
+        },
     }
 
 
@@ -113,6 +122,9 @@ def test_create_starts_a_build_when_the_tag_is_new(index: ModuleType, stubs: tup
             "environmentVariablesOverride": [
                 {"name": "IMAGE_TAG", "value": TAG, "type": "PLAINTEXT"},
                 {"name": "ARTIFACT_PINS", "value": json.dumps(PINS, sort_keys=True), "type": "PLAINTEXT"},
+                # The base images, one variable per Dockerfile ARG (the buildspec's --build-arg).
+                {"name": "CUDA_BASE", "value": BASE_IMAGES["CUDA_BASE"], "type": "PLAINTEXT"},
+                {"name": "UV_IMAGE", "value": BASE_IMAGES["UV_IMAGE"], "type": "PLAINTEXT"},
             ],
             "idempotencyToken": ANY,
         },
@@ -173,6 +185,35 @@ def test_placeholder_pins_stop_before_any_build(index: ModuleType, stubs: tuple[
     event["ResourceProperties"]["ArtifactPins"] = json.dumps({"base": "v1/" + "0" * 64})
     with pytest.raises(ValueError, match=r"artifact pin\(s\) base still carry the placeholder sha256"):
         index.on_event(event)
+
+
+def test_placeholder_base_image_digest_stops_before_any_build(
+    index: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    # Issue 22 item 6: the uv image's default digest is a placeholder; synth accepts it, the build does not.
+    codebuild, ecr = stubs
+    _image_missing(ecr)
+    _no_builds(codebuild)
+    uv = "ghcr.io/astral-sh/uv:0.13.8@sha256:" + "0" * 64
+    event = _create_event()
+    event["ResourceProperties"]["BaseImages"] = json.dumps({**BASE_IMAGES, "UV_IMAGE": uv})
+    with pytest.raises(ValueError) as info:
+        index.on_event(event)
+    assert str(info.value) == (
+        f"base image(s) image.build.uv_image = '{uv}' still carry the placeholder digest; set "
+        "name:tag@sha256:<digest> from docker buildx imagetools inspect name:tag (docs/image-build.md)"
+    )
+
+
+def test_a_placeholder_base_digest_does_not_stop_an_image_already_built(
+    index: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    # The check guards StartBuild only, as for artifact pins: an image already in ECR is used as is.
+    _, ecr = stubs
+    _image_present(ecr)
+    event = _create_event()
+    event["ResourceProperties"]["BaseImages"] = json.dumps({"UV_IMAGE": "x:y@sha256:" + "0" * 64})
+    assert index.on_event(event)["Data"]["ImageDigest"] == DIGEST
 
 
 def _poll(index: ModuleType) -> Any:

@@ -40,7 +40,15 @@ def pinned(**overrides: Any) -> AppConfig:
     """Every image.build.primary pin set to DIGEST (base model v1, adapters v3/v2/v1)."""
     versions = {"manga_domain_v3": "v3", "general_support_v2": "v2", "jp_style_v1": "v1"}
     primary = {"base_model": f"v1/{DIGEST}", "adapters": {a: f"{v}/{DIGEST}" for a, v in versions.items()}}
-    return config(**{"image.build.primary": primary, "image.build.artifacts_bucket_name": BUCKET, **overrides})
+    uv_image = f"ghcr.io/astral-sh/uv:0.13.8@sha256:{DIGEST}"
+    return config(
+        **{
+            "image.build.primary": primary,
+            "image.build.artifacts_bucket_name": BUCKET,
+            "image.build.uv_image": uv_image,
+            **overrides,
+        }
+    )
 
 
 def checksum(data: bytes) -> str:

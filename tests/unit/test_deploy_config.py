@@ -21,6 +21,9 @@ PINNED_SET = {
 }
 
 
+UV_PINNED = "ghcr.io/astral-sh/uv:0.13.8@sha256:" + "f" * 64
+
+
 def _load(**overrides: str):  # type: ignore[no-untyped-def]
     return load_config({**cdk_json_context(), **{k.replace("__", "."): v for k, v in overrides.items()}})
 
@@ -87,7 +90,15 @@ def test_defaults_name_every_placeholder_pin_a_build_deploy_uses() -> None:
 def test_a_pinned_primary_leaves_nothing_to_refuse() -> None:
     config = _load(image__build__primary=json.dumps(PINNED_SET))
     assert placeholder_pins(config) == []
-    assert placeholder_pin_problem(config) is None
+    assert placeholder_pin_problem(config) == (
+        "placeholder pin(s) image.build.uv_image: set these keys in cdk.json before deploying (artifacts: upload "
+        "them and pin them with `python -m devtools.pin_artifacts`; base images: their registry digest) "
+        "(docs/deploy.md)"
+    )
+    assert (
+        placeholder_pin_problem(_load(image__build__primary=json.dumps(PINNED_SET), image__build__uv_image=UV_PINNED))
+        is None
+    )
 
 
 def test_a_built_canary_counts_and_an_unbuilt_one_does_not() -> None:
@@ -110,4 +121,28 @@ def test_prebuilt_images_have_no_pins_to_refuse() -> None:
 def test_the_refusal_fits_cloudformations_assert_description() -> None:
     problem = placeholder_pin_problem(_load())
     assert problem is not None and len(problem) <= 1024
-    assert problem.startswith("placeholder artifact pin(s) image.build.primary.adapters.general_support_v2, ")
+    assert problem.startswith("placeholder pin(s) image.build.primary.adapters.general_support_v2, ")
+
+
+def test_an_endpoint_name_past_sagemakers_63_characters_is_refused_in_one_line() -> None:
+    assert _error(serving__endpoint_name="e" * 64) == (
+        f"config error: serving.endpoint_name = '{'e' * 64}': 64 characters: must be 1-63 letters, digits and "
+        "hyphens, starting and ending with a letter or digit, [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} "
+        "(SageMaker EndpointName)"
+    )
+
+
+def test_component_names_past_63_characters_name_the_endpoint_key() -> None:
+    message = _error(serving__endpoint_name="e" * 51, serving__mode="inference_components")
+    assert message.startswith(f"config error: serving.endpoint_name = '{'e' * 51}': inference component name ")
+    assert message.endswith("shorten serving.endpoint_name or the adapter name")
+
+
+def test_hyphens_count_toward_the_63_characters() -> None:
+    """SageMaker's pattern counts letters and digits only; a name can match it and still be too long."""
+    hyphenated = "-".join(["ab"] * 22)  # 44 letters, 21 hyphens: 65 characters
+    assert _error(serving__endpoint_name=hyphenated).startswith(
+        f"config error: serving.endpoint_name = '{hyphenated}': 65 characters: must be 1-63"
+    )
+    message = _error(serving__endpoint_name="e" * 47, serving__mode="inference_components")
+    assert f"inference component name '{'e' * 47}-general-support-v2' (66 characters) must be 1-63" in message

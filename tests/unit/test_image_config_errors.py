@@ -66,6 +66,20 @@ def _error(overrides: dict[str, str]) -> str:
             "set image.source=prebuilt to run that image, or pin image.build.primary",
         ),
         (
+            # Issue 22 item 6: a base image by tag alone is refused.
+            {"image.build.cuda_base_image": "nvidia/cuda:12.4.1-base-ubuntu22.04"},
+            "config error: image.build.cuda_base_image = 'nvidia/cuda:12.4.1-base-ubuntu22.04': must be an image "
+            "reference pinned by digest, name:tag@sha256:<64 lowercase hex> (a tag alone is refused; get the digest "
+            "with docker buildx imagetools inspect name:tag)",
+        ),
+        (
+            # A digest without the tag is refused too: the tag is what tells a reader which release it is.
+            {"image.build.uv_image": f"ghcr.io/astral-sh/uv@sha256:{SHA}"},
+            f"config error: image.build.uv_image = 'ghcr.io/astral-sh/uv@sha256:{SHA}': must be an image reference "
+            "pinned by digest, name:tag@sha256:<64 lowercase hex> (a tag alone is refused; get the digest with docker "
+            "buildx imagetools inspect name:tag)",
+        ),
+        (
             {"image.primary": "{}"},
             "config error: image.primary: tag = None, digest = None, uri = None: set a tag, a digest or a uri",
         ),
@@ -80,3 +94,13 @@ def test_pin_mismatch_is_not_checked_for_prebuilt_images() -> None:
         {**cdk_json_context(), "image.source": "prebuilt", "image.build.primary.adapters": f'{{"x": "v1/{SHA}"}}'}
     )
     assert config.image.source == "prebuilt"
+
+
+def test_a_placeholder_base_digest_passes_synth_validation() -> None:
+    # Synth has no registry access, so the uv default's placeholder digest is accepted here and
+    # refused by the image-build handler before StartBuild (tests/lambdas/test_image_build_handler.py).
+    config = load_config(cdk_json_context())
+    assert config.image.build.uv_image.endswith("@sha256:" + "0" * 64)
+    assert config.image.build.cuda_base_image == (
+        "nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:0f6bfcbf267e65123bcc2287e2153dedfc0f24772fb5ce84afe16ac4b2fada95"
+    )

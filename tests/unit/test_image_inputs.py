@@ -13,6 +13,8 @@ from app_config.image_build import ArtifactSetConfig
 from stacks import image_inputs
 
 HEX64 = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
+CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:"
+UV = "ghcr.io/astral-sh/uv:0.13.8@sha256:"
 VERSION = st.from_regex(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,15}$", fullmatch=True)
 PIN = st.builds(lambda v, h: f"{v}/{h}", VERSION, HEX64)
 ADAPTER = st.from_regex(r"^[a-z][a-z0-9_]{0,15}$", fullmatch=True)
@@ -30,6 +32,7 @@ def inputs(draw: st.DrawFn) -> dict[str, object]:
             "LORA_ADAPTERS": draw(st.text(max_size=20)),
             "MAX_LORA_RANK": str(draw(st.sampled_from([8, 16]))),
         },
+        "base_images": {"CUDA_BASE": CUDA + draw(HEX64), "UV_IMAGE": UV + draw(HEX64)},
     }
 
 
@@ -51,6 +54,8 @@ def test_different_inputs_different_tags(a: dict[str, object], b: dict[str, obje
 @settings(max_examples=25, deadline=None)
 @given(inputs(), PIN, HEX64)
 def test_each_single_changed_input_changes_the_tag(args: dict[str, object], new_pin: str, new_sources: str) -> None:
+    base_images = args["base_images"]
+    assert isinstance(base_images, dict)
     tag = image_inputs.image_tag(**args)  # type: ignore[arg-type]
     artifacts = args["artifacts"]
     assert isinstance(artifacts, ArtifactSetConfig)
@@ -61,6 +66,9 @@ def test_each_single_changed_input_changes_the_tag(args: dict[str, object], new_
         {**args, "artifacts": artifacts.model_copy(update={"adapters": {**artifacts.adapters, name: new_pin}})},
         {**args, "build_args": {**args["build_args"], "MAX_LORA_RANK": "32"}},  # type: ignore[dict-item]
         {**args, "base_model_name": "another-model"},
+        # Issue 22 item 6: a new base-image digest (same tag) is a new image, so a new image tag.
+        {**args, "base_images": {**base_images, "CUDA_BASE": CUDA + new_sources}},
+        {**args, "base_images": {**base_images, "UV_IMAGE": UV + new_sources}},
     ]
     for changed in variants:
         if changed != args:
@@ -71,7 +79,7 @@ def test_adapter_order_does_not_matter() -> None:
     pins = {"a": "v1/" + "1" * 64, "b": "v2/" + "2" * 64}
     one = ArtifactSetConfig(base_model="v1/" + "3" * 64, adapters=pins)
     two = ArtifactSetConfig(base_model="v1/" + "3" * 64, adapters=dict(reversed(pins.items())))
-    common = {"sources_sha256": "0" * 64, "base_model_name": "m", "build_args": {}}
+    common = {"sources_sha256": "0" * 64, "base_model_name": "m", "build_args": {}, "base_images": {}}
     assert image_inputs.image_tag(artifacts=one, **common) == image_inputs.image_tag(artifacts=two, **common)  # type: ignore[arg-type]
 
 
@@ -126,3 +134,35 @@ def test_sources_hash_matches_the_documented_shell_pipeline(tmp_path: Path) -> N
         check=True,
     ).stdout.split()[0]
     assert image_inputs.sources_sha256(root) == shell
+
+
+def test_dockerfile_base_image_defaults_equal_the_config_defaults() -> None:
+    # One pin, two places: a local `docker build` without --build-arg pulls what the deploy pulls.
+    from app_config.image_build import ImageBuildConfig
+
+    dockerfile = (Path(__file__).resolve().parents[2] / image_inputs.DOCKERFILE).read_text()
+    defaults = dict(re.findall(r"^ARG (CUDA_BASE|UV_IMAGE)=(\S+)$", dockerfile, re.MULTILINE))
+    config = ImageBuildConfig()
+    assert defaults == {
+        image_inputs.CUDA_BASE_ARG: config.cuda_base_image,
+        image_inputs.UV_IMAGE_ARG: config.uv_image,
+    }
+
+
+def test_a_changed_base_digest_in_config_changes_the_tag() -> None:
+    from app_config import load_config
+    from tests.synth_helpers import cdk_json_context
+
+    def tag(overrides: dict[str, str]) -> str:
+        config = load_config({**cdk_json_context(), **overrides})
+        return image_inputs.image_tag(
+            sources_sha256="0" * 64,
+            base_model_name=config.model.name,
+            artifacts=config.image.build.primary,
+            build_args=image_inputs.docker_build_args(config),
+            base_images=image_inputs.base_images(config),
+        )
+
+    default = tag({})
+    assert tag({"image.build.cuda_base_image": CUDA + "e" * 64}) != default
+    assert tag({"image.build.uv_image": UV + "e" * 64}) != default

@@ -93,7 +93,7 @@ def _error(overrides: dict[str, str]) -> str:
         (
             {"serving.endpoint_name": "e" * 50},
             f"config error: serving.endpoint_name = '{'e' * 50}': inference component name "
-            f"'{'e' * 50}-general-support-v2' must be 1-63 letters, digits and hyphens (SageMaker "
+            f"'{'e' * 50}-manga-domain-v3' (66 characters) must be 1-63 letters, digits and hyphens (SageMaker "
             "InferenceComponentName); shorten serving.endpoint_name or the adapter name",
         ),
         (

@@ -60,8 +60,9 @@ def test_endpoint_name_too_long_for_component_names_is_a_usage_error():
         ref_from_config(name, "inference_components", ("general_support_v2",))
     assert info.value.code == ExitCode.USAGE
     assert str(info.value) == (
-        f"--endpoint-name {name}: inference component name '{name}-general-support-v2' must be 1-63 letters, "
-        "digits and hyphens (SageMaker InferenceComponentName); shorten serving.endpoint_name or the adapter name"
+        f"--endpoint-name {name}: inference component name '{name}-general-support-v2' (69 characters) must be 1-63 "
+        "letters, digits and hyphens (SageMaker InferenceComponentName); shorten serving.endpoint_name or the adapter "
+        "name"
     )
 
 

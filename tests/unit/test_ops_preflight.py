@@ -7,7 +7,7 @@ import pytest
 
 from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
-from ops.preflight import placeholder_pins
+from ops.preflight import placeholder_pin_lines
 from ops.preflight.account import check_bootstrap, check_quotas, check_region, quota_demands
 from ops.preflight.command import check_pins
 from ops.preflight.report import Finding, exit_code
@@ -25,8 +25,8 @@ def _lines(findings: list[Finding]) -> list[str]:
 
 
 # --- pins (offline) -------------------------------------------------------------------------------
-def test_placeholder_pins_name_each_key_and_what_to_do():
-    problems = placeholder_pins(config())
+def test_placeholder_pin_lines_name_each_key_and_what_to_do():
+    problems = placeholder_pin_lines(config())
     assert problems[0] == (
         f"image.build.primary.base_model = 'v1/{ZEROS}': the sha256 is the unpinned placeholder; upload the "
         "artifacts to s3://<artifacts bucket>/base-models/llama-3-8b-instruct-awq/v1/, then "
@@ -37,17 +37,23 @@ def test_placeholder_pins_name_each_key_and_what_to_do():
         "image.build.primary.adapters.general_support_v2",
         "image.build.primary.adapters.jp_style_v1",
         "image.build.primary.adapters.manga_domain_v3",
+        "image.build.uv_image",
     ]
+    assert problems[-1] == (
+        f"image.build.uv_image = 'ghcr.io/astral-sh/uv:0.13.8@sha256:{ZEROS}': the digest is the unpinned "
+        "placeholder; set it in cdk.json (stages.prod) from `docker buildx imagetools inspect "
+        "ghcr.io/astral-sh/uv:0.13.8` (docs/image-build.md)"
+    )
     assert {f.code for f in check_pins(config())} == {ExitCode.PREFLIGHT_CONFIG}
 
 
 def test_pinned_config_has_no_placeholder_and_passes():
-    assert placeholder_pins(pinned()) == []
+    assert placeholder_pin_lines(pinned()) == []
     assert _lines(check_pins(pinned())) == ["ok    pins: 4 pin(s) in effect, none a placeholder"]
 
 
 def test_inference_components_mode_checks_component_pins_and_not_baked_adapters():
-    problems = placeholder_pins(pinned(**{"serving.mode": "inference_components"}))
+    problems = placeholder_pin_lines(pinned(**{"serving.mode": "inference_components"}))
     # The image holds the base model only in this mode, so image.build.primary.adapters are not read.
     assert [p.split(" = ")[0] for p in problems] == [
         f"serving.inference_components.adapter_artifacts.{a}"
@@ -61,8 +67,8 @@ def test_prebuilt_variants_mode_has_no_pins_and_canary_pins_count_only_when_buil
         "skip  pins: no artifact pins in effect (image.source = prebuilt, serving.mode = variants)"
     ]
     canary = {"image.build.canary": {"base_model": f"v2/{ZEROS}", "adapters": pinned().image.build.primary.adapters}}
-    assert [p.split(" = ")[0] for p in placeholder_pins(pinned(**canary))] == ["image.build.canary.base_model"]
-    assert placeholder_pins(pinned(**canary, **{"serving.canary.enabled": "false"})) == []
+    assert [p.split(" = ")[0] for p in placeholder_pin_lines(pinned(**canary))] == ["image.build.canary.base_model"]
+    assert placeholder_pin_lines(pinned(**canary, **{"serving.canary.enabled": "false"})) == []
 
 
 # --- region -----------------------------------------------------------------------------------
@@ -220,10 +226,14 @@ def _all_green(stubs, tmp_path: Path) -> None:
     )
 
 
+UV_PINNED = pinned().image.build.uv_image
+
+
 def _argv(tmp_path: Path, *extra: str) -> list[str]:
     pins = json.dumps(pinned().image.build.primary.model_dump())
     return ["preflight", "--cdk-out", str(tmp_path), "-c", f"image.build.primary={pins}", "-c",
-            f"image.build.artifacts_bucket_name={BUCKET}", *extra]  # fmt: skip
+            f"image.build.artifacts_bucket_name={BUCKET}", "-c", f"image.build.uv_image={UV_PINNED}",
+            *extra]  # fmt: skip
 
 
 def test_cli_preflight_all_ok(tmp_path):
@@ -259,7 +269,8 @@ def test_cli_preflight_reports_every_class_and_exits_with_the_first(tmp_path):
         )
         # -c serving.canary.enabled=false: one variant, so the quota needs 2 x 20; unpinned adapters stay.
         argv = ["preflight", "--cdk-out", str(tmp_path), "-c", f"image.build.primary.base_model=v1/{DIGEST}",
-                "-c", f"image.build.artifacts_bucket_name={BUCKET}", "-c", "serving.canary.enabled=false"]  # fmt: skip
+                "-c", f"image.build.artifacts_bucket_name={BUCKET}", "-c", "serving.canary.enabled=false",
+                "-c", f"image.build.uv_image={UV_PINNED}"]  # fmt: skip
         code = main(argv, Deps(out=lines.append, preflight_clients=stubs.factory))
     assert code == ExitCode.PREFLIGHT_CONFIG
     assert sum(line.startswith("FAIL  pins: image.build.primary.adapters.") for line in lines) == 3
@@ -287,7 +298,7 @@ def test_cli_preflight_without_credentials_runs_the_offline_checks(tmp_path):
         f"ok    region: {REGION}: SageMaker is offered",
         "error aws: no AWS credentials found (environment, --profile, SSO, instance role); not checked: bootstrap, "
         "quotas, artifacts, image, endpoint, log-groups",
-        "preflight failed: 4 problem(s) (config 4), 1 check(s) could not run; exit 6 (PREFLIGHT_CONFIG)",
+        "preflight failed: 5 problem(s) (config 5), 1 check(s) could not run; exit 6 (PREFLIGHT_CONFIG)",
     ]
     with preflight_stubbed(credentials=False) as stubs:
         code = main(

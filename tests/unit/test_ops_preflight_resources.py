@@ -273,7 +273,8 @@ def _log_groups(stubs, prefix: str, names: list[str]) -> None:
     stubs.stubs["logs"].add_response("describe_log_groups", {"logGroups": groups}, {"logGroupNamePrefix": prefix})
 
 
-def test_log_group_left_without_its_endpoint_fails_and_a_longer_name_does_not():
+def test_a_log_group_left_without_its_endpoint_is_reported_as_adopted_and_a_longer_name_is_not_it():
+    """CDK's LogRetention adopts a retained group (tests/infra/test_serving_stack.py): no conflict."""
     group = f"/aws/sagemaker/Endpoints/{ENDPOINT}"
     base_group = f"/aws/sagemaker/InferenceComponents/{ENDPOINT}-base"
     with preflight_stubbed() as stubs:
@@ -285,12 +286,22 @@ def test_log_group_left_without_its_endpoint_fails_and_a_longer_name_does_not():
             DeployedEndpoint(False),
         )
     assert [f.line for f in findings] == [
-        f"FAIL  log-groups: log group {group} exists but endpoint {ENDPOINT} does not: left by an earlier deploy "
-        f"(retained on delete); delete it (`aws logs delete-log-group --log-group-name {group}`) or export its events "
-        "first",
+        f"ok    log-groups: {group}: left by an earlier deploy while endpoint {ENDPOINT} does not exist; the stack "
+        "adopts it (its events stay, retention set to 30 days)",
         f"ok    log-groups: {base_group}: absent",
     ]
-    assert findings[0].code == ExitCode.PREFLIGHT_CONFLICT
+
+
+def test_a_log_group_that_cannot_be_described_is_an_error_line():
+    group = f"/aws/sagemaker/Endpoints/{ENDPOINT}"
+    with preflight_stubbed() as stubs:
+        stubs.stubs["logs"].add_client_error(
+            "describe_log_groups", "AccessDeniedException", "not authorized to perform: logs:DescribeLogGroups"
+        )
+        findings = check_log_groups(config(), stubs.clients.logs, DeployedEndpoint(False))
+    assert [f.line for f in findings] == [
+        f"error log-groups: log group {group}: AccessDeniedException: not authorized to perform: logs:DescribeLogGroups"
+    ]
 
 
 def test_log_groups_are_expected_while_the_endpoint_exists():
