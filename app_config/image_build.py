@@ -82,6 +82,17 @@ UV_IMAGE = placeholder_image("ghcr.io/astral-sh/uv:0.13.8")
 source found here records the digest of 0.13.8 (docs/sources.md, "Base image digests")."""
 
 
+PULL_THROUGH_PREFIX_MAX = 30
+"""ECR's limit on a pull-through cache rule's repository prefix (CreatePullThroughCacheRule,
+``ecrRepositoryPrefix``: 2-30 characters)."""
+
+
+def docker_hub_cache_prefix(project_name: str, stage: str) -> str:
+    """``<project>-<stage>-hub`` in lowercase: the repository prefix of the Docker Hub cache, one per stage
+    (a rule's prefix is unique in the account's registry)."""
+    return f"{project_name.lower()}-{stage}-hub"
+
+
 def pin_version(pin: str) -> str:
     """The version part of a pin, e.g. ``v3`` for ``v3/<sha256>``."""
     return pin.split("/", 1)[0]
@@ -156,6 +167,17 @@ class ImageBuildConfig(ConfigModel):
             "uv image the build copies uv from (container/Dockerfile's UV_IMAGE), name:tag@sha256:<digest>. The "
             "default digest is a placeholder (0 x 64): synth accepts it, the image build refuses it; set it from "
             "docker buildx imagetools inspect ghcr.io/astral-sh/uv:0.13.8 (docs/image-build.md)."
+        ),
+    )
+    docker_hub_credentials_secret_arn: str | None = Field(
+        default=None,
+        pattern=r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:ecr-pullthroughcache/[A-Za-z0-9/_+=.@-]+$",
+        description=(
+            "ARN of a Secrets Manager secret named ecr-pullthroughcache/<name> holding Docker Hub username and "
+            "accessToken. Set: the build pulls Docker Hub base images (cuda_base_image) through an ECR "
+            "pull-through cache in this account, same digest; None: anonymously from Docker Hub, which "
+            "rate-limits anonymous pulls per address (Amazon ECR user guide, pull-through cache; "
+            "docs/image-build.md)."
         ),
     )
     poll_interval_s: int = Field(

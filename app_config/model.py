@@ -13,6 +13,7 @@ from app_config.container import ContainerConfig
 from app_config.engine import EngineConfig
 from app_config.gpu_instances import instance_gpus
 from app_config.image import ImageConfig
+from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
 from app_config.memory_plan import MemoryPlan, gib, minimum_utilization
 from app_config.memory_plan_config import MemoryPlanConfig, engine_memory_inputs, plan_for_instance
 from app_config.model_artifacts import ModelConfig
@@ -128,6 +129,13 @@ class AppConfig(ConfigModel):
         self._memory_plan_checks()
         if self.image.source == "build" and self.serving.mode == "variants":
             self._check_artifact_pins()
+        prefix = docker_hub_cache_prefix(self.project_name, self.stage)
+        if self.image.build.docker_hub_credentials_secret_arn and len(prefix) > PULL_THROUGH_PREFIX_MAX:
+            raise ValueError(
+                f"project_name = {self.project_name!r}: the Docker Hub cache's repository prefix {prefix!r} is "
+                f"{len(prefix)} characters, ECR allows {PULL_THROUGH_PREFIX_MAX}; shorten project_name or unset "
+                "image.build.docker_hub_credentials_secret_arn"
+            )
         if self.serving.mode == "inference_components":
             self._component_checks()
         elif self.stage == "prod" and self.serving.primary.min_capacity < 2:

@@ -11,7 +11,9 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from app_config import AppConfig, pins
+from app_config.image_build import docker_hub_cache_prefix
 from app_config.pins import built_artifact_sets, placeholder_pin_problem
+from cdk_constructs.docker_hub_cache import DockerHubCache
 from cdk_constructs.image_build import ImageBuild, ImageBuildRequest
 from cdk_constructs.image_buildspec import BuildRecipe
 from serving_contract import outputs
@@ -63,6 +65,21 @@ class ImageBuildStack(cdk.Stack):
         sources_sha256 = image_inputs.sources_sha256(source_root)
         build_args = image_inputs.docker_build_args(config)
         base_images = image_inputs.base_images(config)
+        # Where the build pulls them: the tag keeps the references as configured (same digest, same
+        # image), the build gets them through the Docker Hub cache when one is configured.
+        self.docker_hub_cache = (
+            DockerHubCache(
+                self,
+                "DockerHubCache",
+                prefix=docker_hub_cache_prefix(config.project_name, config.stage),
+                credential_arn=build.docker_hub_credentials_secret_arn,
+            )
+            if build.docker_hub_credentials_secret_arn
+            else None
+        )
+        pulled_from = {
+            arg: self.docker_hub_cache.cached(ref) if self.docker_hub_cache else ref for arg, ref in base_images.items()
+        }
         artifact_sets = {
             name: image_inputs.baked_artifacts(config, artifacts)
             for name, artifacts in built_artifact_sets(config).items()
@@ -77,7 +94,7 @@ class ImageBuildStack(cdk.Stack):
                     base_images=base_images,
                 ),
                 pins=image_inputs.artifact_pins(artifacts),
-                base_images=base_images,
+                base_images=pulled_from,
             )
             for name, artifacts in artifact_sets.items()
         }
@@ -109,6 +126,9 @@ class ImageBuildStack(cdk.Stack):
             log_retention=retention_days(config.observability.log_retention_days),
             log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
         )
+        if self.docker_hub_cache is not None:
+            assert self.image_build.project.role is not None
+            self.docker_hub_cache.grant_pull_through(self.image_build.project.role)
         by_tag = {request.tag: self.image_build.image_uris[name] for name, request in unique.values()}
         self.image_uris: Mapping[str, str] = {
             "primary": by_tag[requests["primary"].tag],

@@ -146,3 +146,19 @@ def test_hyphens_count_toward_the_63_characters() -> None:
     )
     message = _error(serving__endpoint_name="e" * 47, serving__mode="inference_components")
     assert f"inference component name '{'e' * 47}-general-support-v2' (66 characters) must be 1-63" in message
+
+
+def test_the_docker_hub_secret_must_be_a_pull_through_cache_secret() -> None:
+    wrong = "arn:aws:secretsmanager:us-east-1:123456789012:secret:dockerhub-AbCdEf"
+    assert _error(image__build__docker_hub_credentials_secret_arn=wrong).startswith(
+        f"config error: image.build.docker_hub_credentials_secret_arn = '{wrong}': must match ^arn:aws"
+    )
+
+
+def test_the_docker_hub_cache_prefix_must_fit_ecrs_30_characters() -> None:
+    secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
+    assert _error(project_name="A" * 32, image__build__docker_hub_credentials_secret_arn=secret) == (
+        f"config error: project_name = '{'A' * 32}': the Docker Hub cache's repository prefix "
+        f"'{'a' * 32}-prod-hub' is 41 characters, ECR allows 30; shorten project_name or unset "
+        "image.build.docker_hub_credentials_secret_arn"
+    )
