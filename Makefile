@@ -8,10 +8,8 @@ BASE ?= origin/main
 # Extra CDK arguments, e.g. make synth ARGS="-c stage=dev -c serving.primary.max_capacity=12"
 ARGS ?=
 
-export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
-# Run the jsii runtime (aws-cdk-lib's Node side) on the pinned Node 22 from package.json:
-# the machine's Node 20 is end-of-life and makes every synth print a banner.
-export JSII_NODE := $(CURDIR)/node_modules/.bin/node
+# The Node that runs aws-cdk-lib's jsii side is chosen by app.py and tests/conftest.py
+# (stacks/jsii_node.py), so `npx cdk synth`, `make test` and a bare pytest agree.
 
 
 .PHONY: deploy-foundation preflight deploy

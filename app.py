@@ -5,15 +5,11 @@ It turns context into one validated ``AppConfig`` and composes the stacks from i
 config value stops the synth here with one line per problem, before any resource is made.
 """
 
-import os
 import sys
 
-# Before aws_cdk starts the jsii runtime: prefer the Node 22 pinned in package.json (the
-# machine's Node 20 is end-of-life and prints a banner), and keep jsii's notice quiet.
-os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
-_PINNED_NODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_modules", ".bin", "node")
-if os.path.exists(_PINNED_NODE):
-    os.environ.setdefault("JSII_NODE", _PINNED_NODE)
+from stacks.jsii_node import prefer_pinned_node
+
+prefer_pinned_node()  # before aws_cdk starts the jsii runtime
 
 import aws_cdk as cdk  # noqa: E402
 

@@ -10,6 +10,7 @@ numbers and booleans, and values that look like JSON lists or objects are parsed
 import copy
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,12 +18,29 @@ from pydantic import ValidationError
 from app_config.errors import ConfigError, closest_key, to_config_error
 from app_config.model import AppConfig
 
+CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
+"""The app's cdk.json: the context the CDK CLI passes to app.py."""
+
 DEFAULT_STAGE = "prod"
 STAGE_KEY = "stage"
 STAGES_KEY = "stages"
 
 # Context keys that belong to the CDK itself or to this loader, never to the config tree.
 _RESERVED_KEYS = frozenset({STAGE_KEY, STAGES_KEY, "acknowledged-issue-numbers", "cli-telemetry"})
+
+
+def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
+    """The ``context`` block of ``path``, what the CDK CLI passes to the app; for tools that load the
+    config outside a synth (``make plan``, ``ops``, the synth benchmark, the tests).
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not JSON, or its ``context`` is not an object.
+    """
+    context = json.loads(path.read_text()).get("context", {})
+    if not isinstance(context, dict):
+        raise ValueError(f"{path}: context must be an object, got {type(context).__name__}")
+    return dict(context)
 
 
 def _is_cdk_key(key: str) -> bool:

@@ -17,6 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from app_config.loader import cdk_json_context
+from stacks.jsii_node import prefer_pinned_node
+
 REPO = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 2.5
 
@@ -27,7 +30,6 @@ def _time_synth(script: Path, context: dict[str, object]) -> float:
             **os.environ,
             "CDK_OUTDIR": outdir,
             "CDK_CONTEXT_JSON": json.dumps(context),
-            "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
         }
         start = time.perf_counter()
         subprocess.run([sys.executable, str(script)], cwd=REPO, env=env, check=True, capture_output=True)
@@ -40,7 +42,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    app_context = json.loads((REPO / "cdk.json").read_text())["context"]
+    prefer_pinned_node()  # both apps inherit it: the same Node on both sides of the ratio
+    app_context = cdk_json_context()
     floor, full = [], []
     for _ in range(args.rounds):
         floor.append(_time_synth(REPO / "benchmarks" / "floor_app.py", {}))

@@ -21,16 +21,15 @@ Usage::
 """
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from app_config import AppConfig, ConfigError, load_config
 from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
 from app_config.gpu_instances import INSTANCE_GPUS
+from app_config.loader import CDK_JSON, cdk_json_context
 from app_config.serving import VariantConfig
 from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from devtools import memory_report
@@ -147,9 +146,9 @@ def plan(config: AppConfig) -> list[VariantPlan]:
     return plans
 
 
-def load(overrides: Sequence[str], cdk_json: Path = REPO / "cdk.json") -> AppConfig:
+def load(overrides: Sequence[str], cdk_json: Path = CDK_JSON) -> AppConfig:
     """Config from ``cdk_json``'s context plus ``key=value`` overrides, exactly as ``cdk synth -c``."""
-    context: dict[str, Any] = dict(json.loads(cdk_json.read_text())["context"])
+    context = cdk_json_context(cdk_json)
     context.update(parse_overrides(overrides))
     return load_config(context)
 
@@ -325,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="capacity-plan", description=__doc__.split("\n\n")[0])
     parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="context override")
     parser.add_argument("--compare", action="store_true", help="print baseline (no -c) vs the overrides")
-    parser.add_argument("--cdk-json", type=Path, default=REPO / "cdk.json", help="cdk.json to read context from")
+    parser.add_argument("--cdk-json", type=Path, default=CDK_JSON, help="cdk.json to read context from")
     parser.add_argument("--plot", type=Path, help="write a PNG of the week (needs matplotlib)")
     args = parser.parse_args(argv)
     try:

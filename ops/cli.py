@@ -12,7 +12,6 @@ large dependency tree to an SRE's laptop and to CI for nothing this tool needs.
 """
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from app_config import ConfigError, load_config
+from app_config.loader import cdk_json_context
 from app_config.model import AppConfig
 from ops.capacity import CanaryLimit
 from ops.component_rollout import rollback_refusal, watch_rolling_update
@@ -104,7 +104,7 @@ def _app_config(args: argparse.Namespace) -> tuple[str, AppConfig]:
     path: Path = args.cdk_json
     if path.is_file():
         try:
-            context = dict(json.loads(path.read_text()).get("context", {}))
+            context = cdk_json_context(path)
         except (OSError, ValueError, AttributeError) as error:
             raise OpsError(f"--cdk-json {path}: cannot read context ({error})", ExitCode.USAGE) from error
     # `-c key=value` (preflight): applied over cdk.json's context as the CDK CLI does, then read by

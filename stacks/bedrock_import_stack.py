@@ -3,7 +3,6 @@
 Added only when ``bedrock.enabled`` (seed 003 §11-12); see docs/bedrock.md.
 """
 
-from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
@@ -31,7 +30,6 @@ class BedrockImportStack(cdk.Stack):
         *,
         bedrock: BedrockConfig,
         log_retention_days: LogRetentionDays,
-        tags: Mapping[str, str],
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -73,5 +71,3 @@ class BedrockImportStack(cdk.Stack):
         cdk.CfnOutput(self, outputs.BEDROCK_ARTIFACT_BUCKET, value=self.store.bucket.bucket_name)
         cdk.CfnOutput(self, outputs.BEDROCK_IMPORT_ROLE_ARN, value=self.store.import_role.role_arn)
         cdk.CfnOutput(self, outputs.BEDROCK_MODEL_KEY_ARN, value=self.store.model_key.key_arn)
-        for key, value in tags.items():
-            cdk.Tags.of(self).add(key, value)

@@ -72,6 +72,9 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
     deploy builds and pushes the images (and waits for them) before any model points at one.
     """
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    # Once, on the app: every stack and every taggable resource in it inherits them.
+    for key, value in config.tags.items():
+        cdk.Tags.of(app).add(key, value)
     env = (
         cdk.Environment(account=config.env.account, region=config.env.region)
         if config.env.account or config.env.region
@@ -81,7 +84,6 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         app,
         config.stack_name("ImageRepository"),
         image=config.image,
-        tags=config.tags,
         env=env,
         description=f"{config.project_name} ({config.stage}): ECR repository for the vLLM serving image",
     )
@@ -152,7 +154,6 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             config.stack_name("BedrockImport"),
             bedrock=config.bedrock,
             log_retention_days=config.observability.log_retention_days,
-            tags=config.tags,
             env=env,
             description=f"{config.project_name} ({config.stage}): Bedrock Custom Model Import of merged models",
         )
@@ -185,7 +186,6 @@ def _artifacts_bucket(
     stack = ModelArtifactsStack(
         app,
         config.stack_name("ModelArtifacts"),
-        tags=config.tags,
         env=env,
         description=f"{config.project_name} ({config.stage}): bucket of the model artifacts (base models, adapters)",
     )

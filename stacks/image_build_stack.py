@@ -142,8 +142,6 @@ class ImageBuildStack(cdk.Stack):
         cdk.CfnOutput(self, outputs.IMAGE_BUILD_PROJECT_NAME, value=self.image_build.project.project_name)
         cdk.CfnOutput(self, outputs.PRIMARY_IMAGE_TAG, value=self.image_tags["primary"])
         cdk.CfnOutput(self, outputs.CANARY_IMAGE_TAG, value=self.image_tags["canary"])
-        for key, value in config.tags.items():
-            cdk.Tags.of(self).add(key, value)
 
 
 def refuse_placeholder_pins(stack: cdk.Stack, config: AppConfig) -> None:

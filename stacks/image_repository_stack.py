@@ -1,6 +1,5 @@
 """Deployment unit: the ECR repository for the serving image (long-lived, rarely changes)."""
 
-from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
@@ -25,7 +24,6 @@ class ImageRepositoryStack(cdk.Stack):
         construct_id: str,
         *,
         image: ImageConfig,
-        tags: Mapping[str, str],
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -33,5 +31,3 @@ class ImageRepositoryStack(cdk.Stack):
             self, "ModelImageRepository", untagged_expiry_days=image.untagged_image_expiry_days
         ).repository
         cdk.CfnOutput(self, outputs.IMAGE_REPOSITORY_URI, value=self.repository.repository_uri)
-        for key, value in tags.items():
-            cdk.Tags.of(self).add(key, value)

@@ -1,6 +1,5 @@
 """Deployment unit: the model-artifacts bucket, deployed before anything that reads it."""
 
-from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
@@ -29,11 +28,9 @@ class ModelArtifactsStack(cdk.Stack):
         bucket: the model-artifacts bucket.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, tags: Mapping[str, str], **kwargs: Any) -> None:
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.bucket: s3.IBucket = ModelArtifactsBucket(self, "ModelArtifacts").bucket
         self.export_value(self.bucket.bucket_name)
         self.export_value(self.bucket.bucket_arn)
         cdk.CfnOutput(self, outputs.MODEL_ARTIFACTS_BUCKET_NAME, value=self.bucket.bucket_name)
-        for key, value in tags.items():
-            cdk.Tags.of(self).add(key, value)

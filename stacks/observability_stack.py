@@ -97,5 +97,3 @@ class ObservabilityStack(cdk.Stack):
         )
         cdk.CfnOutput(self, outputs.ALARM_TOPIC_ARN, value=self.topic.topic_arn)
         cdk.CfnOutput(self, outputs.DASHBOARD_NAME, value=self.dashboard.dashboard.dashboard_name)
-        for key, value in config.tags.items():
-            cdk.Tags.of(self).add(key, value)

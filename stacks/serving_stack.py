@@ -173,8 +173,6 @@ class ServingStack(cdk.Stack):
             )
         self._outputs(config, self.topology, execution_role.role)
         finish_log_retention_provider(self)
-        for key, value in config.tags.items():
-            cdk.Tags.of(self).add(key, value)
 
     def _variants(self, config: AppConfig, images: VariantImages, role: iam.Role) -> ServingEndpoint:
         serving = config.serving

@@ -1,14 +1,11 @@
 """Session fixtures: each app configuration is synthesized once per test session."""
 
 import json
-import os
 from pathlib import Path
 
-# Before aws_cdk loads: run jsii on the pinned Node 22 when installed (as the Makefile does).
-os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
-_PINNED_NODE = Path(__file__).resolve().parent.parent / "node_modules" / ".bin" / "node"
-if _PINNED_NODE.exists():
-    os.environ.setdefault("JSII_NODE", str(_PINNED_NODE))
+from stacks.jsii_node import prefer_pinned_node
+
+prefer_pinned_node()  # before aws_cdk starts the jsii runtime
 
 import pytest  # noqa: E402
 

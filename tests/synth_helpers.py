@@ -1,6 +1,5 @@
 """Synthesize the app the way ``npx cdk synth`` does, for tests and benchmarks."""
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,15 +9,14 @@ import aws_cdk as cdk
 from aws_cdk import assertions
 
 from app_config import AppConfig, load_config
+from app_config.loader import cdk_json_context
 from devtools import memory_report
 from stacks.composition import AppStacks, build_app
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def cdk_json_context() -> dict[str, Any]:
-    """The context block of the repo's ``cdk.json`` (what the CLI passes to the app)."""
-    return dict(json.loads((REPO / "cdk.json").read_text())["context"])
+__all__ = ["Synth", "cdk_json_context", "synthesize"]
 
 
 @dataclass(frozen=True)

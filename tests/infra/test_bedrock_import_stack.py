@@ -247,7 +247,6 @@ def _stack_template(tmp_path: Path, overrides: dict[str, str]) -> assertions.Tem
         "Probe",
         bedrock=config.bedrock,
         log_retention_days=config.observability.log_retention_days,
-        tags=config.tags,
         env=cdk.Environment(region=config.env.region),
     )
     app.synth()

@@ -171,3 +171,16 @@ def test_make_synth_prints_what_a_deploy_refuses(default_synth: Synth, capsys: p
 
 def test_no_test_leaves_cdk_out_in_the_repo(repo_root: Path) -> None:
     assert not (repo_root / "tests" / "cdk.out").exists()
+
+
+def test_every_stack_carries_the_configured_tags(all_synths: list[Synth], bedrock_synth: Synth) -> None:
+    """Tags are applied once, on the app (issue 27): every stack gets them, so CloudFormation
+    passes them to every resource it creates, including the optional Bedrock stack."""
+    for synth in (*all_synths, bedrock_synth):
+        manifest = json.loads((synth.outdir / "manifest.json").read_text())
+        stacks = {
+            name: artifact["properties"].get("tags")
+            for name, artifact in manifest["artifacts"].items()
+            if artifact.get("type") == "aws:cloudformation:stack"
+        }
+        assert stacks and all(tags == dict(synth.config.tags) for tags in stacks.values()), stacks
