@@ -31,8 +31,8 @@ class ObservabilityConfig(ConfigModel):
         default=True,
         description=(
             "Keep the log groups (the endpoint's, the build's, the custom resources') when the stack is deleted "
-            "(audit trail). Not when a stack's first create rolls back (RetainExceptOnCreate); a re-created stage "
-            "adopts the endpoint's kept group (docs/deploy.md)."
+            "(audit trail). Generated-name groups go when a stack's first create rolls back (RetainExceptOnCreate); "
+            "the endpoint's fixed-name groups stay and a re-created stage adopts them (docs/deploy.md)."
         ),
     )
     detailed_observability: bool = Field(

@@ -105,8 +105,8 @@ server confined to 4 CPUs, as on an ml.g5.xlarge (benchmarks/results/h200-2026-1
 so this is a floor, not an estimate of the g5's start."""
 STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S: Final = math.ceil(MEASURED_COLD_START_S) + STARTUP_REPORT_MARGIN_S
 """The lowest ``serving.container_startup_health_check_timeout_s`` accepted (197 s): below it the
-container's own budget (timeout - report margin) is shorter than the fastest cold start measured
-on any GPU, so every start would fail (issue 20)."""
+container's own budget (timeout - report margin) is shorter than the slowest cold start measured
+(and an A10G starts slower than the GPUs measured), so starts would fail (issue 20)."""
 
 
 def startup_budget_s(health_check_timeout_s: int) -> int:

@@ -16,7 +16,7 @@ Before a build starts, the request's artifact pins and base images (``BaseImages
 unpinned config defaults carry; the base images reach the build as environment variables of
 the same names, which the buildspec passes to ``docker build --build-arg``.
 
-Delete does nothing: images are the rollback path and ECR's lifecycle rule expires old ones.
+Delete does nothing: images are the rollback path; ECR's lifecycle rule expires untagged images only.
 A build that ends in any state but SUCCEEDED raises with the build id, the failed phase's
 message and the CloudWatch Logs link, which CloudFormation shows as the resource's reason.
 """
