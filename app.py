@@ -13,10 +13,8 @@ prefer_pinned_node()  # before aws_cdk starts the jsii runtime
 
 import aws_cdk as cdk  # noqa: E402
 
-from app_config import ConfigError, load_config  # noqa: E402
-from devtools import memory_report  # noqa: E402
-from devtools.validation_report import format_validation_failure  # noqa: E402
-from stacks.composition import build_app  # noqa: E402
+from app_config import ConfigError, load_config, memory_report  # noqa: E402
+from stacks.composition import build_app, synthesize  # noqa: E402
 
 
 def main() -> int:
@@ -27,12 +25,9 @@ def main() -> int:
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    try:
-        app.synth()
-    except RuntimeError as error:
-        if "ValidationFailed" not in str(error):
-            raise
-        print(format_validation_failure(app.outdir), file=sys.stderr)
+    failure = synthesize(app)
+    if failure is not None:
+        print(failure, file=sys.stderr)
         return 1
     # Beside the templates, for `make synth`'s summary (devtools.synth_summary).
     memory_report.write(memory_report.build(config), app.outdir)

@@ -26,13 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app_config import AppConfig, ConfigError, load_config
+from app_config import AppConfig, ConfigError, load_config, memory_report
 from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
 from app_config.gpu_instances import INSTANCE_GPUS
 from app_config.loader import CDK_JSON, cdk_json_context
 from app_config.serving import VariantConfig
 from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
-from devtools import memory_report
 from devtools.scaling_sim import demand as demand_module
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,8 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from app_config import pins
-from devtools import memory_report
+from app_config import memory_report, pins
 
 
 def _templates(outdir: Path) -> dict[str, dict[str, Any]]:

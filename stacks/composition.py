@@ -10,6 +10,7 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.image import ImageRefConfig
+from cdk_constructs.nag_report import format_validation_failure
 from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_build_stack import ImageBuildStack
 from stacks.image_repository_stack import ImageRepositoryStack
@@ -190,3 +191,21 @@ def _artifacts_bucket(
         description=f"{config.project_name} ({config.stage}): bucket of the model artifacts (base models, adapters)",
     )
     return stack, stack.bucket
+
+
+def synthesize(app: cdk.App) -> str | None:
+    """``app.synth()``; None when it succeeds, else the cdk-nag findings that stopped it, one per line.
+
+    cdk-nag runs as a validation plugin (:func:`build_app`): an unacknowledged finding makes the
+    synth raise ``ValidationFailed`` after writing ``validation-report.json``, which this reads.
+
+    Raises:
+        RuntimeError: any other synth failure, unchanged.
+    """
+    try:
+        app.synth()
+    except RuntimeError as error:
+        if "ValidationFailed" not in str(error):
+            raise
+        return format_validation_failure(app.outdir)
+    return None

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from app_config import ConfigError, load_config
+from app_config import ConfigError, load_config, memory_report
 from app_config.gpu_instances import GIB, H100_80GB, InstanceGpus, instance_gpus
 from app_config.memory_plan import (
     EngineMemoryInputs,
@@ -13,7 +13,6 @@ from app_config.memory_plan import (
     minimum_utilization,
     plan_engine_memory,
 )
-from devtools import memory_report
 from tests.synth_helpers import cdk_json_context
 
 LLAMA3_8B = {
