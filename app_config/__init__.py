@@ -6,6 +6,6 @@ parts of the resulting :class:`AppConfig` down to the stacks.
 
 from app_config.errors import ConfigError
 from app_config.loader import load_config
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 
 __all__ = ["AppConfig", "ConfigError", "load_config"]

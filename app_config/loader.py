@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app_config.errors import ConfigError, closest_key, to_config_error
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
 """The app's cdk.json: the context the CDK CLI passes to app.py."""

@@ -5,8 +5,8 @@ from pydantic import Field
 from app_config.base import ConfigModel
 from app_config.engine import EngineConfig
 from app_config.gpu_instances import GIB, instance_gpus
+from app_config.llm import ModelConfig
 from app_config.memory_plan import EngineMemoryInputs, MemoryPlan, plan_engine_memory
-from app_config.model_artifacts import ModelConfig
 
 
 class MemoryPlanConfig(ConfigModel):

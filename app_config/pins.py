@@ -11,7 +11,7 @@ deploy before anything is created: the ImageBuild stack's CloudFormation rule
 from dataclasses import dataclass
 
 from app_config.image_build import PLACEHOLDER_SHA256, ArtifactSetConfig, pin_sha256, pin_version
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from serving_contract.model_artifacts import ADAPTER_ARCHIVE, version_prefix
 
 DEPLOY_DOC = "docs/deploy.md"

@@ -8,7 +8,7 @@ from typing import Any
 
 from app_config.gpu_instances import GIB, Gpu, InstanceGpus
 from app_config.memory_plan import EngineMemoryInputs, ModelShape, plan_engine_memory
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from serving_app.settings import Settings
 from serving_contract import env
 

@@ -52,7 +52,7 @@ from servers_under_test import ServerRun, start
 from serving_load import PROMPT, run_ab_level, run_level
 
 from app_config.gpu_instances import GIB
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from devtools.synthetic_model import PRESETS, make_model
 from serving_app.settings import Settings
 from serving_contract import env

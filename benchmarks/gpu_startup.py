@@ -45,7 +45,7 @@ from gpu_report import container_environment
 from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, ensure_model, use_cpu_engine_shim
 from servers_under_test import ServerRun, start
 
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from serving_app.settings import Settings
 from serving_contract import env
 

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from app_config.serving import VariantConfig
 from ops.exit_codes import ExitCode, OpsError, aws_error
 

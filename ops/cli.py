@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from app_config import ConfigError, load_config
 from app_config.loader import cdk_json_context
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from ops.capacity import CanaryLimit
 from ops.component_rollout import rollback_refusal, watch_rolling_update
 from ops.components import describe_component

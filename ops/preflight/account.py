@@ -24,7 +24,7 @@ from typing import Any, Final
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from ops.exit_codes import ExitCode
 from ops.preflight.report import Finding, error, fail, ok
 

@@ -21,7 +21,7 @@ from typing import IO, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from app_config.image import ImageRefConfig
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from ops.exit_codes import ExitCode
 from ops.preflight.account import stack_missing
 from ops.preflight.pins import PinRef, pins_in_effect

@@ -14,7 +14,7 @@ from typing import Any, Final
 import boto3
 from botocore.exceptions import BotoCoreError
 
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from ops.exit_codes import ExitCode
 from ops.preflight.account import check_bootstrap, check_quotas, check_region, sagemaker_offered
 from ops.preflight.artifacts import check_artifacts, check_image

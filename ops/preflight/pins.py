@@ -14,8 +14,8 @@ A pin is ``<version>/<sha256>`` (app_config/image_build.py); the defaults carry 
 ``PLACEHOLDER_SHA256`` ("0" x 64), which the image build handler and inference_components synth refuse.
 """
 
-from app_config.model import AppConfig
 from app_config.pins import PinRef, pins_in_effect, placeholder_base_images
+from app_config.root import AppConfig
 
 __all__ = ["PinRef", "pin_command", "pins_in_effect", "placeholder_pin_lines"]
 

@@ -3,7 +3,7 @@
 import re
 
 from app_config.errors import known_keys
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from devtools.config_reference import CONTAINER_README, REFERENCE_PATH, render, render_container_readme
 from serving_contract.engine_settings import ENGINE_SETTINGS
 

@@ -3,7 +3,7 @@
 import pytest
 
 from app_config import ConfigError, load_config
-from app_config.model import AppConfig
+from app_config.root import AppConfig
 from tests.synth_helpers import cdk_json_context
 
 

@@ -14,9 +14,9 @@ from app_config.engine import EngineConfig
 from app_config.gpu_instances import instance_gpus
 from app_config.image import ImageConfig
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
+from app_config.llm import ModelConfig
 from app_config.memory_plan import MemoryPlan, gib, minimum_utilization
 from app_config.memory_plan_config import MemoryPlanConfig, engine_memory_inputs, plan_for_instance
-from app_config.model_artifacts import ModelConfig
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
 from app_config.scaling import ScalingConfig
