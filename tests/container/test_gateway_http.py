@@ -22,11 +22,12 @@ def post(
     *,
     content: bytes | None = None,
     headers: dict[str, str] | None = None,
+    timeout_s: float = 10,
 ) -> httpx.Response:
     if content is None:
         content = json.dumps(body).encode()
         headers = {"content-type": "application/json", **(headers or {})}
-    return httpx.post(serve.url + "/invocations", content=content, headers=headers, timeout=10)
+    return httpx.post(serve.url + "/invocations", content=content, headers=headers, timeout=timeout_s)
 
 
 def message(response: httpx.Response) -> str:
@@ -193,7 +194,9 @@ def test_ping_answers_while_requests_are_busy(serve: Serve) -> None:
     held open by the fake engine (blocked on its release event) while /ping is asked; the
     only bound is the client timeout (no timed assertion: speed is for benchmarks)."""
     body = {"prompt": "hold", "stream": True}
-    threads = [threading.Thread(target=post, args=(serve, body)) for _ in range(8)]
+    # A held stream sends nothing until released below; on a loaded machine that outlasted the
+    # client's 10 s read timeout and the first streams closed before /ping was asked (4 == 8).
+    threads = [threading.Thread(target=post, args=(serve, body), kwargs={"timeout_s": 60}) for _ in range(8)]
     for thread in threads:
         thread.start()
     try:

@@ -177,6 +177,22 @@ class RealGateway:
             if time.monotonic() > deadline:
                 raise AssertionError(f"not ready in {timeout_s} s: {self.stderr_lines[-15:]}")
 
+    def wait_for_log(self, text: str, timeout_s: float = 10.0) -> str:
+        """The gateway's stderr once it holds ``text``; raise with the log tail after ``timeout_s``.
+
+        The gateway writes a log line before it answers, but the thread that reads its stderr pipe
+        can lag behind the HTTP answer on a loaded machine: a test that read ``stderr_lines`` right
+        after the response missed the line under load (full suite on 2 cores, 2026-11-25).
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            joined = "\n".join(self.stderr_lines)
+            if text in joined:
+                return joined
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not logged in {timeout_s} s: {self.stderr_lines[-15:]}")
+            time.sleep(0.05)
+
     def emf(self) -> list[dict[str, Any]]:
         """Every EMF object the gateway printed so far."""
         return [json.loads(line) for line in list(self.stdout_lines) if line.startswith('{"_aws"')]

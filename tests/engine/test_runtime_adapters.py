@@ -105,9 +105,8 @@ def test_adapters_register_by_json_body_and_by_query_parameters(
         expected = ALIAS if adapter == QUERY_REGISTERED else COMPONENTS[adapter]
         assert response.text == f"Adapter {expected} registered"
     assert registered_adapters(disposable_gateway) == list(COMPONENTS.values())
-    stderr = "\n".join(disposable_gateway.stderr_lines)
     for adapter, name in COMPONENTS.items():
-        assert f"adapters: loaded {name} from {source(disposable_gateway, adapter)} in " in stderr
+        disposable_gateway.wait_for_log(f"adapters: loaded {name} from {source(disposable_gateway, adapter)} in ")
 
 
 def test_each_registered_adapter_answers_as_the_engine_itself_does(
@@ -184,7 +183,7 @@ def test_a_deleted_adapter_is_unknown_until_registered_again(
         disposable_gateway.url + f"/adapters/{name}", headers={"X-Amzn-SageMaker-Adapter-Alias": ALIAS}, timeout=10
     )
     assert deleted.status_code == 200 and deleted.text == f"Adapter {ALIAS} unregistered"
-    assert f"adapters: unloaded {name} (src {src}) in " in "\n".join(disposable_gateway.stderr_lines)
+    disposable_gateway.wait_for_log(f"adapters: unloaded {name} (src {src}) in ")
     refused = invoke(disposable_gateway, name)
     assert refused.status_code == 400
     assert error_message(refused) == f"unknown adapter '{name}'"
