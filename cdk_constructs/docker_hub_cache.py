@@ -1,14 +1,12 @@
 """An ECR pull-through cache of Docker Hub, so the image build pulls its base image from the account's
 own registry rather than anonymously from Docker Hub."""
 
-import re
-
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from cdk_constructs.nag import acknowledge, pseudo_placeholder
+from cdk_constructs.nag import acknowledge, resource_arn_placeholder
 
 # References Docker Hub serves: no registry host, or docker.io / registry-1.docker.io.
 _DOCKER_HUB_HOSTS = ("docker.io/", "registry-1.docker.io/", "index.docker.io/")
@@ -57,7 +55,7 @@ class DockerHubCache(Construct):
         """
         if not is_docker_hub(ref):
             return ref
-        path = re.sub(r"^(docker\.io|registry-1\.docker\.io|index\.docker\.io)/", "", ref)
+        path = next((ref.removeprefix(host) for host in _DOCKER_HUB_HOSTS if ref.startswith(host)), ref)
         if "/" not in path.split(":", 1)[0].split("@", 1)[0]:
             path = f"library/{path}"
         stack = cdk.Stack.of(self)
@@ -80,10 +78,9 @@ class DockerHubCache(Construct):
                 resources=[repositories],
             )
         )
-        region, partition, account = (pseudo_placeholder(self, p) for p in ("Region", "Partition", "AccountId"))
         acknowledge(
             role,
-            f"AwsSolutions-IAM5[Resource::arn:{partition}:ecr:{region}:{account}:repository/{self.prefix}/*]",
+            f"AwsSolutions-IAM5[Resource::{resource_arn_placeholder(self, 'ecr', f'repository/{self.prefix}/*')}]",
             "The pull-through cache creates one repository per cached Docker Hub image under this prefix on its "
             "first pull; their names are not known before then.",
         )

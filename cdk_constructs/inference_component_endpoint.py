@@ -22,6 +22,7 @@ from app_config.inference_components import InferenceComponentsConfig
 from cdk_constructs.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.serving_model import EndpointHosting, serving_model
 from serving_contract.components import adapter_component_name, base_component_name
+from serving_contract.log_groups import component_log_group_name
 from serving_contract.outputs import pascal_case
 
 
@@ -85,7 +86,7 @@ class InferenceComponentEndpoint(Construct):
         component_logs = FixedNameLogGroup(
             self,
             "ComponentLogGroup",
-            log_group_name=f"/aws/sagemaker/InferenceComponents/{base_name}",
+            log_group_name=component_log_group_name(base_name),
             retention=hosting.log_retention,
             removal_policy=hosting.log_removal_policy,
         )

@@ -36,10 +36,15 @@ def pseudo_placeholder(scope: IConstruct, name: str) -> str:
     return f"<AWS::{name}>" if cdk.Token.is_unresolved(value) else value
 
 
+def resource_arn_placeholder(scope: IConstruct, service: str, resource: str) -> str:
+    """``arn:<partition>:<service>:<region>:<account>:<resource>`` as cdk-nag writes it in a granular id."""
+    partition, region, account = (pseudo_placeholder(scope, p) for p in ("Partition", "Region", "AccountId"))
+    return f"arn:{partition}:{service}:{region}:{account}:{resource}"
+
+
 def log_group_arn_placeholder(scope: IConstruct, name: str) -> str:
     """``arn:<partition>:logs:<region>:<account>:log-group:<name>:*`` as cdk-nag writes it."""
-    partition, region, account = (pseudo_placeholder(scope, p) for p in ("Partition", "Region", "AccountId"))
-    return f"arn:{partition}:logs:{region}:{account}:log-group:{name}:*"
+    return resource_arn_placeholder(scope, "logs", f"log-group:{name}:*")
 
 
 def ref_placeholder(construct: IConstruct) -> str:

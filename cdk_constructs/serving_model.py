@@ -13,6 +13,7 @@ from constructs import Construct
 from app_config.serving import VpcPlacementConfig
 from cdk_constructs.fixed_name_log_group import FixedNameLogGroup
 from serving_contract import env
+from serving_contract.log_groups import endpoint_log_group_name
 from serving_contract.outputs import pascal_case
 
 
@@ -70,7 +71,7 @@ def endpoint_log_group(
     return FixedNameLogGroup(
         scope,
         construct_id,
-        log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
+        log_group_name=endpoint_log_group_name(endpoint_name),
         retention=hosting.log_retention,
         removal_policy=hosting.log_removal_policy,
     )

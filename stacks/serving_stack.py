@@ -127,7 +127,8 @@ class ServingStack(cdk.Stack):
         self.component_autoscaling: ComponentAutoscaling | None = None
         self.endpoint: ServingEndpoint | InferenceComponentEndpoint
         # Here, not in the mode's construct: one logical id whichever mode is deployed.
-        self.endpoint_log_group = endpoint_log_group(self, "EndpointLogGroup", config.endpoint_name, _hosting(config))
+        self._hosting = _hosting(config)  # both topologies and the log group take the same settings
+        self.endpoint_log_group = endpoint_log_group(self, "EndpointLogGroup", config.endpoint_name, self._hosting)
         if serving.mode == "inference_components":
             if adapter_artifacts is None:
                 raise ValueError("inference_components mode needs the adapter artifacts' bucket (composition)")
@@ -186,7 +187,7 @@ class ServingStack(cdk.Stack):
             variants=variants,
             role=role,
             environment=container_environment(config),
-            hosting=_hosting(config),
+            hosting=self._hosting,
             log_group=self.endpoint_log_group,
             # Wired by name (serving_contract.alarms) to the guardrail alarms of EVERY variant: a
             # blue/green update replaces the whole fleet, so a primary-only image or engine change
@@ -277,7 +278,7 @@ class ServingStack(cdk.Stack):
                 for adapter in config.model.adapters
             },
             rollback_alarm_names=rollback_alarm_names(config.endpoint_name, BASE_SUFFIX),
-            hosting=_hosting(config),
+            hosting=self._hosting,
             log_group=self.endpoint_log_group,
         )
         # SageMaker downloads each adapter component's ArtifactUrl with the execution role: read

@@ -18,6 +18,7 @@ from app_config.root import AppConfig
 from ops.exit_codes import ExitCode
 from ops.preflight.report import Finding, error, fail, ok, skip
 from serving_contract.components import base_component_name
+from serving_contract.log_groups import component_log_group_name, endpoint_log_group_name
 
 CONFLICT = ExitCode.PREFLIGHT_CONFLICT
 STACK_NAME_TAG: Final = "aws:cloudformation:stack-name"
@@ -87,9 +88,9 @@ def check_endpoint(config: AppConfig, sagemaker: Any) -> tuple[list[Finding], De
 
 def log_group_names(config: AppConfig) -> list[str]:
     """The log groups the serving stack creates under a fixed name."""
-    names = [f"/aws/sagemaker/Endpoints/{config.endpoint_name}"]
+    names = [endpoint_log_group_name(config.endpoint_name)]
     if config.serving.mode == "inference_components":
-        names.append(f"/aws/sagemaker/InferenceComponents/{base_component_name(config.endpoint_name)}")
+        names.append(component_log_group_name(base_component_name(config.endpoint_name)))
     return names
 
 
