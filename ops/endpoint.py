@@ -128,6 +128,11 @@ def ref_from_outputs_file(path: Path, stack_name: str, adapters: Sequence[str] =
     )
 
 
+def output_values(stack: dict[str, Any]) -> dict[str, str]:
+    """``{OutputKey: OutputValue}`` of one stack as ``DescribeStacks`` returns it."""
+    return {o["OutputKey"]: o.get("OutputValue", "") for o in stack.get("Outputs", [])}
+
+
 def ref_from_stack(cloudformation: Any, stack_name: str, adapters: Sequence[str] = ()) -> EndpointRef:
     """Read the outputs of a deployed stack with ``DescribeStacks`` (``adapters`` as in ref_from_outputs_file)."""
     try:
@@ -137,7 +142,7 @@ def ref_from_stack(cloudformation: Any, stack_name: str, adapters: Sequence[str]
         raise OpsError(f"stack {stack_name}: {message}", ExitCode.USAGE) from error
     except BotoCoreError as error:
         raise OpsError(f"stack {stack_name}: {error}", ExitCode.AWS_ERROR) from error
-    values = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])} if stacks else {}
+    values = output_values(stacks[0]) if stacks else {}
     return _ref_from_outputs(values, f"stack {stack_name}", adapters)
 
 

@@ -25,6 +25,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from app_config.root import AppConfig
+from ops.endpoint import output_values
 from ops.exit_codes import ExitCode
 from ops.preflight.report import Finding, error, fail, ok
 
@@ -116,7 +117,7 @@ def check_bootstrap(cloudformation: Any, region: str, cdk_out: Path) -> Finding:
     status = stack["StackStatus"]
     if status not in _USABLE_TOOLKIT:
         return fail("bootstrap", f"stack {TOOLKIT_STACK} is {status}, not usable: wait for it or {action}", ACCOUNT)
-    outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in stack.get("Outputs", [])}
+    outputs = output_values(stack)
     text = outputs.get(BOOTSTRAP_VERSION_OUTPUT, "")
     if not text.isdigit():
         return fail(

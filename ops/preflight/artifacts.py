@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from app_config.image import ImageRefConfig
 from app_config.root import AppConfig
+from ops.endpoint import output_values
 from ops.exit_codes import ExitCode
 from ops.preflight.account import stack_missing
 from ops.preflight.pins import PinRef, pins_in_effect
@@ -46,7 +47,7 @@ def stack_outputs(cloudformation: Any, stack: str) -> dict[str, str]:
         if stack_missing(exc):
             raise StackMissingError(stack) from exc
         raise
-    return {o["OutputKey"]: o.get("OutputValue", "") for o in stacks[0].get("Outputs", [])} if stacks else {}
+    return output_values(stacks[0]) if stacks else {}
 
 
 def artifacts_bucket(config: AppConfig, cloudformation: Any) -> tuple[str | None, Finding | None]:
