@@ -49,6 +49,8 @@ class EngineConfig(ConfigModel):
     attention_backend: Annotated[str, _one_of(spec.ATTENTION_BACKEND)] = _field(spec.ATTENTION_BACKEND)
     tensor_parallel_size: Annotated[int, _one_of(spec.TENSOR_PARALLEL_SIZE)] = _field(spec.TENSOR_PARALLEL_SIZE)
     enforce_eager: bool = _field(spec.ENFORCE_EAGER)
+    max_cudagraph_capture_size: int = _field(spec.MAX_CUDAGRAPH_CAPTURE_SIZE)
+    cudagraph_memory_estimate: bool = _field(spec.CUDAGRAPH_MEMORY_ESTIMATE)
     max_loras: int = _field(spec.MAX_LORAS)
     max_lora_rank: Annotated[int, _one_of(spec.MAX_LORA_RANK)] = _field(spec.MAX_LORA_RANK)
     max_cpu_loras: int | None = _field(spec.MAX_CPU_LORAS)

@@ -13,18 +13,30 @@ class MemoryPlanConfig(ConfigModel):
     """What the memory plan assumes beyond the model shape and the engine flags."""
 
     runtime_overhead_gib: float = Field(
-        default=2.0,
+        default=1.6,
         gt=0,
         le=64,
         description=(
             "GPU memory per GPU that vLLM's start-up profile takes besides the plan's weights and LoRA slots, GiB: "
-            "the activation peak of a max_num_batched_tokens forward pass, non-torch allocations, its CUDA-graph "
-            "estimate (0.41 GiB) and the ~0.1 GiB of model memory vLLM holds beyond the plan's weights and slots. "
-            "Source: budget 20.71 - weights and LoRA 5.67 - KV cache 13.03 = 2.01 GiB, measured with vLLM 0.22.0 on "
-            "an H100, Llama-3-8B shapes in AWQ, "
-            "max_num_batched_tokens 8192, cold compile cache, as every SageMaker instance starts "
-            "(docs/performance.md); grows with max_num_batched_tokens. A warm compile cache makes vLLM 0.22 "
-            "estimate 1.76 GiB of CUDA graphs (0.62 GiB used): 8.3 % fewer KV tokens."
+            "the activation peak of a max_num_batched_tokens forward pass, non-torch allocations and the ~0.1 GiB "
+            "of model memory vLLM holds beyond the plan's weights and slots. Source: budget 20.71 - weights and "
+            "LoRA 5.67 - KV cache 13.43 = 1.61 GiB, measured with vLLM 0.22.0 on an H100, Llama-3-8B shapes in "
+            "AWQ, max_num_batched_tokens 8192, the engine defaults (CUDA graphs up to 64 sequences, their memory "
+            "estimate off) and an empty compile cache, the slowest case (110,000 KV tokens; 112,144 with the "
+            "compile cache; benchmarks/results/h100-2026-11-25-startup, docs/performance.md); grows with "
+            "max_num_batched_tokens. With vLLM's CUDA-graph estimate on (engine.cudagraph_memory_estimate) add "
+            "0.41 GiB cold, 1.76 GiB with a compile-cache hit."
+        ),
+    )
+    cudagraph_estimate_gib: float = Field(
+        default=0.41,
+        ge=0,
+        le=64,
+        description=(
+            "GPU memory per GPU that vLLM's CUDA-graph memory estimate takes out of the KV cache when "
+            "engine.cudagraph_memory_estimate is on, GiB. Source: vLLM 0.22.0's 'Estimated CUDA graph memory' with "
+            "an empty compile cache, H100, the default engine (docs/performance.md); with a compile-cache hit it "
+            "estimated 1.76 GiB for the same graphs."
         ),
     )
     typical_sequence_tokens: int = Field(
@@ -37,6 +49,13 @@ class MemoryPlanConfig(ConfigModel):
             "(seed 003 median). Sizes the concurrency an instance holds without preemption."
         ),
     )
+
+
+def runtime_overhead_bytes(memory: MemoryPlanConfig, *, cudagraph_memory_estimate: bool) -> int:
+    """Per-GPU bytes vLLM's profile takes besides weights and LoRA slots: the measured overhead,
+    plus vLLM's CUDA-graph estimate when the engine reserves it (``engine.cudagraph_memory_estimate``)."""
+    estimate = memory.cudagraph_estimate_gib if cudagraph_memory_estimate else 0.0
+    return round((memory.runtime_overhead_gib + estimate) * GIB)
 
 
 def engine_memory_inputs(engine: EngineConfig, adapter_count: int) -> EngineMemoryInputs:
@@ -62,6 +81,8 @@ def plan_for_instance(
         shape=model.shape.to_shape(),
         gpus=instance_gpus(instance_type),
         engine=engine_memory_inputs(engine, len(model.adapters)),
-        runtime_overhead_bytes=round(memory.runtime_overhead_gib * GIB),
+        runtime_overhead_bytes=runtime_overhead_bytes(
+            memory, cudagraph_memory_estimate=engine.cudagraph_memory_estimate
+        ),
         typical_sequence_tokens=memory.typical_sequence_tokens,
     )

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app_config.gpu_instances import GIB, Gpu, InstanceGpus
+from app_config.gpu_instances import Gpu, InstanceGpus
 from app_config.memory_plan import EngineMemoryInputs, ModelShape, plan_engine_memory
+from app_config.memory_plan_config import runtime_overhead_bytes
 from app_config.root import AppConfig
 from serving_app.settings import Settings
 from serving_contract import env
@@ -32,12 +33,25 @@ def container_environment(config: AppConfig, overrides: dict[str, str]) -> dict[
     return {**variables, **overrides}
 
 
+VLLM_CUDAGRAPH_DEFAULTS = {
+    env.ENGINE_CUDAGRAPH_MEMORY_ESTIMATE: "true",
+    # min(2 x max_num_seqs, 512) with the default 128 sequences (vllm/config/vllm.py).
+    env.ENGINE_MAX_CUDAGRAPH_CAPTURE_SIZE: "256",
+}
+"""The engine's CUDA-graph settings before they became settings of ours: vLLM 0.22's defaults.
+A result without ``"engine_defaults": "container"`` was recorded with these."""
+
+
 def plan_of(result: dict[str, Any]) -> int | None:
     """The current memory plan for a recorded run's GPU, model and settings (None on a CPU)."""
     if "gpu_memory_mib" not in result or "model" not in result:
         return None
     config = AppConfig()
-    settings = Settings.from_env(container_environment(config, result["env"]))
+    overrides = result["env"]
+    if result.get("engine_defaults") != "container":
+        # Recorded before 2026-11-25, when the container passed vLLM's own CUDA-graph defaults.
+        overrides = {**VLLM_CUDAGRAPH_DEFAULTS, **overrides}
+    settings = Settings.from_env(container_environment(config, overrides))
     return planned_kv_tokens(result["model"], settings, result["gpu_memory_mib"], config)
 
 
@@ -60,7 +74,9 @@ def planned_kv_tokens(model: dict[str, Any], settings: Settings, memory_mib: int
             max_loras=settings.max_loras,
             max_lora_rank=settings.max_lora_rank,
         ),
-        runtime_overhead_bytes=round(config.memory_plan.runtime_overhead_gib * GIB),
+        runtime_overhead_bytes=runtime_overhead_bytes(
+            config.memory_plan, cudagraph_memory_estimate=settings.cudagraph_memory_estimate
+        ),
         typical_sequence_tokens=config.memory_plan.typical_sequence_tokens,
     )
     return plan.kv_tokens

@@ -190,6 +190,8 @@ def measure(
         "setup": name,
         "kind": setup.kind,
         "env": overrides,
+        # The container's engine defaults at the time (gpu_report.plan_of reads it).
+        "engine_defaults": "container",
         "cpus": args.server_cpus if setup.four_cpus else "all",
         "compile_cache": "warm" if cache_warm else "empty",
         "output_tokens": profile.output_tokens,

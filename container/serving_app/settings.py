@@ -93,6 +93,8 @@ class Settings(BaseModel):
     attention_backend: str = _field(spec.ATTENTION_BACKEND)
     tensor_parallel_size: int = _field(spec.TENSOR_PARALLEL_SIZE)
     enforce_eager: Bool = _field(spec.ENFORCE_EAGER)
+    max_cudagraph_capture_size: int = _field(spec.MAX_CUDAGRAPH_CAPTURE_SIZE)
+    cudagraph_memory_estimate: Bool = _field(spec.CUDAGRAPH_MEMORY_ESTIMATE)
     log_level: str = _field(spec.LOG_LEVEL)
     served_model_name: str = Field(
         "base",
@@ -206,7 +208,12 @@ class Settings(BaseModel):
     variant_name: str = Field("AllTraffic", alias=env.VARIANT_NAME, min_length=1, max_length=63)
 
     @field_validator(
-        "enable_prefix_caching", "enforce_eager", "lora_runtime_adapters", "cuda_forward_compat", mode="before"
+        "enable_prefix_caching",
+        "enforce_eager",
+        "cudagraph_memory_estimate",
+        "lora_runtime_adapters",
+        "cuda_forward_compat",
+        mode="before",
     )
     @classmethod
     def _parse_bool(cls, value: Any) -> Any:

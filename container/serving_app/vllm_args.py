@@ -23,6 +23,9 @@ ENGINE_MODULE: Final = "vllm.entrypoints.openai.api_server"
 ENGINE_HOST: Final = "127.0.0.1"
 """vLLM listens on loopback only: every client goes through the gateway on :8080."""
 
+CUDAGRAPH_ESTIMATE: Final = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
+"""vLLM 0.22's switch for reserving its CUDA-graph memory estimate out of the KV cache (vllm/envs.py)."""
+
 RUNTIME_LORA_UPDATING: Final = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
 """vLLM 0.22's gate for loading and unloading adapters over HTTP (vllm/envs.py: "1" or "true")."""
 
@@ -87,6 +90,8 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
         args += [spec.ATTENTION_BACKEND.flag, settings.attention_backend]
     if settings.enforce_eager:
         args.append(spec.ENFORCE_EAGER.flag)
+    else:
+        args += [spec.MAX_CUDAGRAPH_CAPTURE_SIZE.flag, str(settings.max_cudagraph_capture_size)]
     if settings.lora_adapters or settings.lora_runtime_adapters:
         # Runtime adapters: the CPU cache holds as many adapters as the gateway lets SageMaker
         # register (Settings.runtime_adapter_capacity, which says why).
@@ -108,7 +113,8 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
 
 
 def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, str]:
-    """Environment for the vLLM process: the parent's, vLLM's logging level, the runtime-LoRA
+    """Environment for the vLLM process: the parent's, vLLM's logging level, its CUDA-graph
+    memory estimate switch (``engine.cudagraph_memory_estimate``), the runtime-LoRA
     gate when SageMaker loads adapters at runtime, and the CUDA forward-compatibility
     libraries first on ``LD_LIBRARY_PATH`` when enabled.
 
@@ -120,6 +126,8 @@ def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, st
     """
     environ = dict(base)
     environ["VLLM_LOGGING_LEVEL"] = settings.log_level.upper()
+    # vllm/envs.py reads "1"/"0" (int); engine.cudagraph_memory_estimate says why off is the default.
+    environ[CUDAGRAPH_ESTIMATE] = "1" if settings.cudagraph_memory_estimate else "0"
     if settings.lora_runtime_adapters:
         # vLLM 0.22 registers /v1/load_lora_adapter and /v1/unload_lora_adapter only with this
         # set (vllm/entrypoints/serve/lora/api_router.py, attach_router), and warns that it is

@@ -36,6 +36,20 @@ def test_an_empty_environment_gives_each_declared_default_its_flag() -> None:
     assert "--disable-log-requests" not in argv  # removed from vLLM (CONVENTIONS.md)
 
 
+def test_cuda_graphs_are_captured_up_to_64_sequences_outside_the_kv_cache_estimate_by_default() -> None:
+    settings = Settings.from_env({})
+    argv = build_vllm_args(settings, PATHS)
+    assert flag(argv, "--max-cudagraph-capture-size") == "64"
+    assert engine_environment(settings, {})["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"] == "0"
+    on = Settings.from_env({"ENGINE_CUDAGRAPH_MEMORY_ESTIMATE": "true", "ENGINE_MAX_CUDAGRAPH_CAPTURE_SIZE": "256"})
+    assert engine_environment(on, {})["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"] == "1"
+    assert flag(build_vllm_args(on, PATHS), "--max-cudagraph-capture-size") == "256"
+    # Eager mode captures nothing: no capture size to pass.
+    assert "--max-cudagraph-capture-size" not in build_vllm_args(
+        Settings.from_env({"ENGINE_ENFORCE_EAGER": "1"}), PATHS
+    )
+
+
 def test_an_explicit_kernel_is_passed_through() -> None:
     argv = build_vllm_args(Settings.from_env({"ENGINE_QUANTIZATION": "awq"}), PATHS)
     assert flag(argv, "--quantization") == "awq"

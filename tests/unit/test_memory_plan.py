@@ -50,12 +50,11 @@ def container_engine(utilization: float) -> EngineMemoryInputs:
     ("vocab_size", "utilization", "vllm_kv_tokens"),
     [
         # vLLM 0.22.0 on an H100 80GB (81,559 MiB) with an A10G-sized budget (0.26 x 81,559 =
-        # 0.92 x 23,028 MiB), Llama-3-8B's real vocabulary, cold compile cache: 106,736 tokens
-        # (issue 12, and twice in benchmarks/results/h100-2026-11-23: bare, bare-cold-again).
-        (128_256, 0.26, 106_736),
-        # The same with a warm compile cache: vLLM estimates 1.76 GiB of CUDA graphs instead of
-        # 0.41 GiB and keeps 97,840 tokens (benchmarks/results/h100-2026-11-23: gateway, ...).
-        (128_256, 0.26, 97_840),
+        # 0.92 x 23,028 MiB), Llama-3-8B's real vocabulary, the container's engine defaults:
+        # empty compile cache 110,000 tokens, a hit 112,144 (benchmarks/results/
+        # h100-2026-11-25-startup/startup-3-defaults.json, gateway-make and gateway-made-hit).
+        (128_256, 0.26, 110_000),
+        (128_256, 0.26, 112_144),
         # CONVENTIONS.md: utilization 0.5 of the same H100, 1024-token vocabulary: 280,784 tokens.
         (1_024, 0.5, 280_784),
     ],
@@ -88,8 +87,8 @@ def test_default_config_fits_26_sequences_of_max_model_len_on_a_g5_xlarge() -> N
     plan = load_config(cdk_json_context()).memory_plan_of("ml.g5.xlarge")
     # The seeds promised 128 sequences of 4,096 tokens; the KV cache holds about a fifth of that.
     assert plan.sequences_at_max_len == 26
-    assert plan.sequences_at_typical_len == 41
-    assert plan.concurrency_ceiling == 41
+    assert plan.sequences_at_typical_len == 42
+    assert plan.concurrency_ceiling == 42
     assert plan.kv_tokens == plan.sequences_at_max_len * 4096 + plan.kv_tokens % 4096
 
 
@@ -146,13 +145,13 @@ def test_utilization_without_room_for_one_sequence_stops_synth() -> None:
     assert _error(engine__gpu_memory_utilization="0.2") == (
         "config error: engine.gpu_memory_utilization = 0.2: on serving.primary.instance_type = ml.g5.xlarge (A10G) "
         "it leaves 0 KV-cache tokens, fewer than one engine.max_model_len = 4096 sequence (budget 4.50 GiB - "
-        "weights 5.33 - LoRA slots 0.34 - runtime 2.00); it needs >= 0.36 (vLLM refuses to start)"
+        "weights 5.33 - LoRA slots 0.34 - runtime 1.60); it needs >= 0.35 (vLLM refuses to start)"
     )
 
 
 def test_max_model_len_above_the_kv_cache_even_at_full_utilization_stops_synth() -> None:
-    # A long-context model on a T4: 15,360 MiB x 0.98 - 5.33 - 0.34 - 2.0 GiB = 7.03 GiB of KV cache,
-    # 57,552 tokens of 128 KiB in whole blocks; not one 65,536-token sequence.
+    # A long-context model on a T4: 15,360 MiB x 0.98 - 5.33 - 0.34 - 1.6 GiB = 7.43 GiB of KV cache,
+    # 60,832 tokens of 128 KiB in whole blocks; not one 65,536-token sequence.
     message = _error(
         engine__max_model_len="65536",
         engine__gpu_memory_utilization="0.98",
@@ -162,9 +161,9 @@ def test_max_model_len_above_the_kv_cache_even_at_full_utilization_stops_synth()
         monitoring__gpu_memory_utilization__threshold="99",
     )
     assert message.startswith(
-        "config error: engine.max_model_len = 65536: only 57,552 KV-cache tokens fit on "
+        "config error: engine.max_model_len = 65536: only 60,832 KV-cache tokens fit on "
         "serving.primary.instance_type = ml.g4dn.xlarge (T4) even at engine.gpu_memory_utilization = 0.98; "
-        "lower it to <= 57552"
+        "lower it to <= 60832"
     ), message
 
 
@@ -249,7 +248,7 @@ def test_report_warns_only_when_the_active_target_is_above_the_fit() -> None:
     )
     assert loud[0].warning == (
         "scaling.primary.target_tracking.concurrent_requests_target = 60 (the active target-tracking metric) is "
-        "above the 41 requests of 2,560 tokens whose KV cache fits on ml.g5.xlarge: vLLM preempts and queues "
+        "above the 42 requests of 2,560 tokens whose KV cache fits on ml.g5.xlarge: vLLM preempts and queues "
         "before the fleet scales out"
     )
     assert loud[1].warning is None

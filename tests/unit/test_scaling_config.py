@@ -205,8 +205,8 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
         (
             # At or above the sequences a full engine runs, the low-load alarm fires at full load.
             {"scaling.primary.step_scaling.scale_in_running_requests": "128"},
-            "config error: scaling.primary.step_scaling.scale_in_running_requests = 128: must be <= 20.5, half the "
-            "41 sequences the engine runs on ml.g5.xlarge (memory plan at 2,560 tokens, engine.max_num_seqs = 128); "
+            "config error: scaling.primary.step_scaling.scale_in_running_requests = 128: must be <= 21, half the "
+            "42 sequences the engine runs on ml.g5.xlarge (memory plan at 2,560 tokens, engine.max_num_seqs = 128); "
             "removing one of two instances doubles the survivor's load, and a threshold at the ceiling scales in at "
             "full load",
         ),
@@ -216,8 +216,8 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
                 "serving.canary.instance_type": "ml.g6e.xlarge",
                 "scaling.canary.step_scaling.scale_in_running_requests": "100",
             },
-            "config error: scaling.canary.step_scaling.scale_in_running_requests = 100: must be <= 53.5, half the "
-            "107 sequences the engine runs on ml.g6e.xlarge (memory plan at 2,560 tokens, engine.max_num_seqs = "
+            "config error: scaling.canary.step_scaling.scale_in_running_requests = 100: must be <= 54.5, half the "
+            "109 sequences the engine runs on ml.g6e.xlarge (memory plan at 2,560 tokens, engine.max_num_seqs = "
             "128); removing one of two instances doubles the survivor's load, and a threshold at the ceiling scales "
             "in at full load",
         ),

@@ -18,7 +18,7 @@ from app_config import load_config
 from app_config.container import ContainerConfig
 from cdk_constructs.container_environment import container_environment
 from serving_app.settings import Settings
-from serving_app.vllm_args import EnginePaths, build_vllm_args
+from serving_app.vllm_args import EnginePaths, build_vllm_args, engine_environment
 from serving_contract import engine_settings as spec
 from serving_contract import env
 from tests.synth_helpers import cdk_json_context
@@ -96,6 +96,8 @@ NON_DEFAULTS: dict[str, tuple[str, dict[str, str]]] = {
         {"serving.primary.instance_type": "ml.g5.12xlarge", "serving.canary.instance_type": "ml.g5.12xlarge"},
     ),
     "enforce_eager": ("true", {}),
+    "max_cudagraph_capture_size": ("128", {}),
+    "cudagraph_memory_estimate": ("true", {}),
     "log_level": ("warning", {}),
     "max_loras": ("8", {}),
     "max_lora_rank": ("32", {}),
@@ -109,7 +111,10 @@ def test_every_engine_setting_travels_from_context_to_the_vllm_flag(setting: spe
     settings, argv = _container_view({f"engine.{setting.key}": value, **extra})
     parsed = getattr(settings, setting.key)
     assert parsed != setting.default
-    if isinstance(parsed, bool):
+    if not setting.flag:
+        # Read by vLLM from its environment, not its argv.
+        assert engine_environment(settings, {})["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"] == "1"
+    elif isinstance(parsed, bool):
         flag = setting.flag if parsed else setting.flag.replace("--", "--no-", 1)
         assert flag in argv
     else:
