@@ -9,6 +9,10 @@
     next to its gain in start-up. The compile cache is the one vLLM keeps in
     ``VLLM_CACHE_ROOT``; a lever that changes its key (a ``VLLM_*`` variable, the compilation
     config) misses it on its first start.
+    ``gateway-make`` runs the container's ``make-compile-cache`` (the cache-making job's command)
+    and ``gateway-made-hit`` then starts the gateway with only that made cache, copied read-only
+    to where SageMaker puts model data (``COMPILE_CACHE_DIR``) and an empty ``VLLM_CACHE_ROOT``:
+    the path a SageMaker instance takes. ``-tuned`` variants do the same with the tuned levers.
 ``matrix``
     starts the engine once per value of every option that changes what vLLM builds, one at a
     time over the default, and records started / failed (vLLM's error line) / KV tokens /
@@ -30,6 +34,7 @@ import json
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -43,11 +48,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conversations import RequestShape, format_summary, run_level
 from gpu_report import container_environment
 from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, ensure_model, use_cpu_engine_shim
-from servers_under_test import ServerRun, start
+from servers_under_test import ServerRun, read_figures, start
 
 from app_config.root import AppConfig
 from serving_app.settings import Settings
+from serving_contract import compile_cache as cache_contract
 from serving_contract import env
+
+CACHE_VERDICT = re.compile(r"compile cache: (hit|miss|cold|made) after ([\d.]+) s")
 
 START_FIGURES = {
     "weights_load_s": re.compile(r"Loading weights took ([\d.]+) seconds"),
@@ -68,8 +76,10 @@ class Variant:
     args: tuple[str, ...] = ()
     engine_env: dict[str, str] = field(default_factory=dict)
     clear_cache: bool = False
+    made_cache: str = ""  # "make": run make-compile-cache into <out>/made-<name>; "read": start from it
 
 
+COMPILED = {env.ENGINE_ENFORCE_EAGER: "false"}
 TUNED_ARGS = ("--max-cudagraph-capture-size", "64", "--load-format", "fastsafetensors")
 TUNED_ENV = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}
 LEVERS: dict[str, Variant] = {
@@ -83,6 +93,12 @@ LEVERS: dict[str, Variant] = {
     "tuned-miss": Variant(args=TUNED_ARGS, engine_env=TUNED_ENV),
     "tuned-hit": Variant(args=TUNED_ARGS, engine_env=TUNED_ENV),
     "gateway-tuned-hit": Variant(kind="gateway", args=TUNED_ARGS, engine_env=TUNED_ENV),
+    # ENGINE_ENFORCE_EAGER=false is the GPU default; the CPU smoke profile sets it true, and
+    # an eager engine compiles nothing to cache.
+    "gateway-make": Variant(kind="gateway", settings=COMPILED, made_cache="make"),
+    "gateway-made-hit": Variant(kind="gateway", settings=COMPILED, made_cache="read"),
+    "gateway-make-tuned": Variant(kind="gateway", args=TUNED_ARGS, engine_env=TUNED_ENV, made_cache="make"),
+    "gateway-made-hit-tuned": Variant(kind="gateway", args=TUNED_ARGS, engine_env=TUNED_ENV, made_cache="read"),
     "O0": Variant(args=("-O0",)),
     "O1-miss": Variant(args=("-O1",)),
     "O1-hit": Variant(args=("-O1",)),
@@ -147,7 +163,10 @@ def settings_env(profile: Profile, args: argparse.Namespace, variant: Variant) -
 
 def read_start(server: ServerRun) -> dict[str, Any]:
     text = server.log_path.read_text(errors="replace")
-    found: dict[str, Any] = dict(server.figures)
+    found: dict[str, Any] = dict(server.figures or read_figures(server.log_path))
+    verdict = CACHE_VERDICT.search(text)
+    if verdict:
+        found["compile_cache"], found["gateway_ready_s"] = verdict.group(1), float(verdict.group(2))
     for key, pattern in START_FIGURES.items():
         match = pattern.search(text)
         if match:
@@ -193,6 +212,42 @@ def short_load(
     return level.to_json()
 
 
+def made_cache_setup(
+    name: str, variant: Variant, environ: dict[str, str], out_dir: Path
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The gateway command and extra environment of a ``made_cache`` lever.
+
+    ``make`` writes the model's environment file and makes the cache in ``out_dir/made-<config>``
+    from an empty ``VLLM_CACHE_ROOT``; ``read`` copies that folder read-only to
+    ``out_dir/model-data-<config>`` (SageMaker's /opt/ml/model) and starts from an empty cache root.
+    """
+    config = "tuned" if variant.args else "default"
+    made, model_data, root = out_dir / f"made-{config}", out_dir / f"model-data-{config}", out_dir / f"root-{name}"
+    shutil.rmtree(root, ignore_errors=True)
+    key = cache_contract.cache_key(image_uri="bench", instance_type="bench-gpu", environment=environ)
+    extra = {"VLLM_CACHE_ROOT": str(root), cache_contract.COMPILE_CACHE_KEY: key}
+    if variant.made_cache == "make":
+        shutil.rmtree(made, ignore_errors=True)
+        made.mkdir(parents=True)
+        env_file = out_dir / f"environment-{config}.json"
+        env_file.write_text(json.dumps({**environ, **variant.engine_env, cache_contract.COMPILE_CACHE_KEY: key}))
+        command = ("make-compile-cache", "--environment-file", str(env_file), "--output-dir", str(made))
+        return command, extra
+    shutil.rmtree(model_data, ignore_errors=True)
+    shutil.copytree(made, model_data)
+    for path in [model_data, *model_data.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~0o222)
+    return ("serve",), {**extra, cache_contract.COMPILE_CACHE_DIR: str(model_data)}
+
+
+def wait_made(server: ServerRun, timeout_s: float) -> float:
+    """Seconds from spawn to the exit of ``make-compile-cache``; raises unless it exits 0."""
+    code = server.process.wait(timeout=timeout_s)
+    if code != 0:
+        raise RuntimeError(f"{server.name} exited with {code}; see {server.log_path}")
+    return round(time.monotonic() - server.spawned, 1)
+
+
 def startup(
     args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]
 ) -> list[dict[str, Any]]:
@@ -203,6 +258,11 @@ def startup(
             shutil.rmtree(COMPILE_CACHE, ignore_errors=True)
         environ = settings_env(profile, args, variant)
         Settings.from_env(environ)
+        gateway_command: tuple[str, ...] = ("serve",)
+        extra_env = dict(variant.engine_env)
+        if variant.made_cache:
+            gateway_command, made_env = made_cache_setup(name, variant, environ, Path(args.out_dir))
+            extra_env.update(made_env)
         server = start(
             name=name,
             kind=variant.kind,
@@ -212,8 +272,9 @@ def startup(
             engine_port=args.port + 1,
             log_dir=Path(args.out_dir),
             cpus=args.server_cpus,
-            extra_env=variant.engine_env,
+            extra_env=extra_env,
             extra_args=variant.args,
+            gateway_command=gateway_command,
         )
         result: dict[str, Any] = {
             "lever": name,
@@ -222,11 +283,15 @@ def startup(
             "env": variant.engine_env,
         }
         try:
-            result["ready_s"] = server.wait_ready(profile.ready_timeout_s)
+            if variant.made_cache == "make":
+                result["made_s"] = wait_made(server, profile.ready_timeout_s)
+            else:
+                result["ready_s"] = server.wait_ready(profile.ready_timeout_s)
             result["start"] = read_start(server)
-            print(f"{name}: ready after {result['ready_s']} s {result['start']}", flush=True)
-            result["load"] = short_load(server, args, shape, adapters, seed=100 + index)
-        except (RuntimeError, TimeoutError) as exc:
+            print(f"{name}: {result.get('ready_s') or result.get('made_s')} s {result['start']}", flush=True)
+            if variant.made_cache != "make":
+                result["load"] = short_load(server, args, shape, adapters, seed=100 + index)
+        except (RuntimeError, TimeoutError, subprocess.TimeoutExpired) as exc:
             result["error"] = f"{exc}; {error_line(server.log_path)}"
             print(f"{name}: FAILED {result['error']}", flush=True)
         finally:

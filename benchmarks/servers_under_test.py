@@ -123,6 +123,7 @@ def start(
     cpus: str | None = None,
     extra_env: Mapping[str, str] | None = None,
     extra_args: Sequence[str] = (),
+    gateway_command: Sequence[str] = ("serve",),
 ) -> ServerRun:
     """Spawn a server; ``settings_env`` is the container environment (as the stack sets it).
 
@@ -145,7 +146,12 @@ def start(
             environ["BENCH_EXTRA_VLLM_ARGS"] = shlex.join(extra_args)
             engine_command = shlex.join([sys.executable, str(REPO / "benchmarks" / "vllm_with_args.py")])
         command = serve_command(
-            sys.executable, port=port, engine_port=engine_port, model_root=model_root, engine_command=engine_command
+            sys.executable,
+            port=port,
+            engine_port=engine_port,
+            model_root=model_root,
+            engine_command=engine_command,
+            command=gateway_command,
         )
     else:
         raise ValueError(f"kind {kind!r}: bare or gateway")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
@@ -28,17 +28,20 @@ def serve_command(
     engine_port: int,
     model_root: Path,
     engine_command: str | None = None,
+    command: Sequence[str] = ("serve",),
 ) -> list[str]:
     """argv of the gateway: ``python -m serving_app serve`` on 127.0.0.1:``port``, vLLM on ``engine_port``.
 
     ``model_root`` holds ``base/`` and ``adapters/`` (the image's /opt/model layout).
     ``engine_command`` replaces vLLM (the container tests' scripted engine); None runs vLLM.
+    ``command`` is the entrypoint's command and its own arguments, e.g. ``("make-compile-cache",
+    "--environment-file", F, "--output-dir", D)``.
     """
-    command = [
+    argv = [
         str(python),
         "-m",
         "serving_app",
-        "serve",
+        command[0],
         "--host",
         "127.0.0.1",
         "--port",
@@ -51,8 +54,9 @@ def serve_command(
         str(model_root / "adapters"),
     ]
     if engine_command is not None:
-        command += ["--engine-command", engine_command]
-    return command
+        argv += ["--engine-command", engine_command]
+    argv += command[1:]
+    return argv
 
 
 def collect_lines(process: subprocess.Popen[str]) -> tuple[list[str], list[str]]:

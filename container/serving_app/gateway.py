@@ -72,8 +72,10 @@ class Gateway:
         engine: EngineProcess | None,
         request_exit: Callable[[int], None],
         emf: EmfWriter | None = None,
+        on_ready: Callable[[float], None] | None = None,
     ) -> None:
         self.settings = settings
+        self.on_ready = on_ready
         self.engine = engine
         self.request_exit = request_exit
         self.readiness = Readiness()
@@ -164,11 +166,10 @@ class Gateway:
                 self._fail(f"startup failed: {exc}")
             return
         self.readiness.set_phase(Phase.READY, "ready")
-        log.info(
-            "startup: ready after %.1f s (warmed %s)",
-            time.monotonic() - self._started,
-            ", ".join(self.readiness.warmed_up_adapters),
-        )
+        ready_s = time.monotonic() - self._started
+        log.info("startup: ready after %.1f s (warmed %s)", ready_s, ", ".join(self.readiness.warmed_up_adapters))
+        if self.on_ready is not None:
+            self.on_ready(ready_s)
 
     def _fail(self, message: str) -> None:
         log.error(message)

@@ -1,10 +1,16 @@
-"""``serve``: the container entrypoint.
+"""``serve`` and ``make-compile-cache``: the container entrypoint.
 
 ``docker run <image> serve`` (the SageMaker contract) lands here. Order: parse and validate
 the environment (exit 2 with one line on a bad value), check the baked adapters against
-LORA_ADAPTERS / LORA_MAX_RANK, then run the gateway, whose lifespan starts vLLM, waits for
-``/health`` within STARTUP_TIMEOUT_S, warms every adapter and only then reports ready.
-SIGTERM drains (see :mod:`serving_app.lifecycle.drain`) and exits 0.
+LORA_ADAPTERS / LORA_MAX_RANK, load a made compile cache if the model has one
+(:mod:`serving_app.engine.compile_cache`), then run the gateway, whose lifespan starts vLLM,
+waits for ``/health`` within STARTUP_TIMEOUT_S, warms every adapter and only then reports
+ready. SIGTERM drains (see :mod:`serving_app.lifecycle.drain`) and exits 0.
+
+``make-compile-cache`` (the cache-making job's command) starts the same way with the model's
+environment read from ``--environment-file`` (a JSON object: a processing job's own
+environment values stop at 256 characters), and once ready copies the engine's compile cache
+and a manifest to ``--output-dir`` and exits 0 (1 when the copy fails).
 """
 
 from __future__ import annotations
@@ -12,18 +18,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import shlex
 import signal
 import sys
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 
 import uvicorn
 
 from serving_app.app import create_app
 from serving_app.artifacts import ArtifactError, check_adapters, check_base_model
+from serving_app.engine import compile_cache
 from serving_app.engine.process import EngineProcess
 from serving_app.gateway import Gateway
 from serving_app.settings import Settings, SettingsError
@@ -35,12 +43,15 @@ from serving_app.vllm_args import (
     default_engine_command,
     engine_environment,
 )
+from serving_contract import compile_cache as cache_contract
 from serving_contract import env
 
 log = logging.getLogger("serving_app")
 
 EXIT_CONFIG = 2
 """Exit status for a bad environment variable or a missing baked artifact."""
+
+MAKE_COMPILE_CACHE = "make-compile-cache"
 
 
 class _Server(uvicorn.Server):
@@ -58,9 +69,15 @@ def _parser() -> argparse.ArgumentParser:
         "command",
         nargs="?",
         default="serve",
-        choices=["serve"],
-        help="SageMaker runs the image with 'serve'",
+        choices=["serve", MAKE_COMPILE_CACHE],
+        help="SageMaker runs the image with 'serve'; the cache-making job with 'make-compile-cache'",
     )
+    parser.add_argument(
+        "--environment-file",
+        type=Path,
+        help="make-compile-cache: JSON object of the model's container environment, applied before anything is read",
+    )
+    parser.add_argument("--output-dir", type=Path, help="make-compile-cache: where the cache and its manifest go")
     parser.add_argument("--host", default="0.0.0.0", help="gateway bind address")
     parser.add_argument("--port", type=int, default=8080, help="SageMaker contract port")
     parser.add_argument("--engine-port", type=int, default=8081, help="vLLM's port on 127.0.0.1")
@@ -77,12 +94,25 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    making = args.command == MAKE_COMPILE_CACHE
+    if making and (args.environment_file is None or args.output_dir is None):
+        parser.error(f"{MAKE_COMPILE_CACHE} needs --environment-file and --output-dir")
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if making:
+        try:
+            os.environ.update(_environment_file(args.environment_file))
+        except ValueError as exc:
+            print(f"serve: configuration error: {exc}", file=sys.stderr, flush=True)
+            return EXIT_CONFIG
+        # The job compiles from nothing: a cache named by the model's environment is the one
+        # being made, so it is never read here.
+        os.environ.pop(cache_contract.COMPILE_CACHE_DIR, None)
     try:
         settings = Settings.from_env(os.environ)
     except SettingsError as exc:
@@ -96,14 +126,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     paths = EnginePaths(model_dir=args.model_dir, adapter_dir=args.adapter_dir, port=args.engine_port)
     command = shlex.split(args.engine_command) if args.engine_command else default_engine_command()
-    engine = EngineProcess(
-        [*command, *build_vllm_args(settings, paths)],
-        engine_environment(settings, dict(os.environ)),
-    )
-    return _run(settings, engine, args.host, args.port, f"http://{ENGINE_HOST}:{args.engine_port}")
+    environ = engine_environment(settings, dict(os.environ))
+    plan = compile_cache.prepare(environ)
+    engine = EngineProcess([*command, *build_vllm_args(settings, paths)], environ)
+    on_ready = _make_cache(plan, args.output_dir) if making else plan.report_after_ready
+    return _run(settings, engine, args.host, args.port, f"http://{ENGINE_HOST}:{args.engine_port}", on_ready=on_ready)
 
 
-def _run(settings: Settings, engine: EngineProcess, host: str, port: int, upstream_url: str) -> int:
+def _environment_file(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"--environment-file {path}: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise ValueError(f"--environment-file {path}: must be a JSON object of strings to strings")
+    return data
+
+
+def _make_cache(plan: compile_cache.CachePlan, output_dir: Path) -> Callable[[float], int | None]:
+    def on_ready(ready_s: float) -> int | None:
+        try:
+            compile_cache.write_made_cache(
+                plan.root,
+                output_dir,
+                key=os.environ.get(cache_contract.COMPILE_CACHE_KEY, ""),
+                gpu_name=compile_cache.gpu_name(),
+            )
+        except (OSError, ValueError) as exc:
+            log.error("compile cache: not made: %s", exc)
+            return 1
+        log.info("compile cache: made after %.1f s to ready", ready_s)
+        return 0
+
+    return on_ready
+
+
+def _run(
+    settings: Settings,
+    engine: EngineProcess,
+    host: str,
+    port: int,
+    upstream_url: str,
+    *,
+    on_ready: Callable[[float], object] | None = None,
+) -> int:
     exit_code: list[int] = []
     server: list[_Server] = []
 
@@ -113,7 +179,12 @@ def _run(settings: Settings, engine: EngineProcess, host: str, port: int, upstre
         if server:
             server[0].should_exit = True
 
-    gateway = Gateway(settings, upstream_url=upstream_url, engine=engine, request_exit=request_exit)
+    def ready(ready_s: float) -> None:
+        # on_ready returns an exit status when the process has done its job (make-compile-cache).
+        if on_ready is not None and isinstance(code := on_ready(ready_s), int):
+            request_exit(code)
+
+    gateway = Gateway(settings, upstream_url=upstream_url, engine=engine, request_exit=request_exit, on_ready=ready)
     config = uvicorn.Config(
         create_app(gateway),
         host=host,

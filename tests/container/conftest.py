@@ -95,7 +95,13 @@ def make_artifacts(root: Path, ranks: dict[str, int] | None = None) -> Path:
 class Serve:
     """The real entrypoint (``python -m serving_app serve``) as a child process."""
 
-    def __init__(self, tmp: Path, env: dict[str, str] | None = None, fake_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        env: dict[str, str] | None = None,
+        fake_env: dict[str, str] | None = None,
+        command: tuple[str, ...] = ("serve",),
+    ) -> None:
         self.tmp = tmp
         artifacts = make_artifacts(tmp / "model")
         self.port, self.engine_port = free_port(), free_port()
@@ -116,14 +122,15 @@ class Serve:
             **(fake_env or {}),
             **(env or {}),
         }
-        command = serve_command(
+        argv = serve_command(
             sys.executable,
             port=self.port,
             engine_port=self.engine_port,
             model_root=artifacts,
             engine_command=f"{sys.executable} {FAKE_VLLM}",
+            command=command,
         )
-        self.proc = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(argv, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.stdout_lines, self.stderr_lines = collect_lines(self.proc)
         self.url = f"http://127.0.0.1:{self.port}"
         self.engine_url = f"http://127.0.0.1:{self.engine_port}"

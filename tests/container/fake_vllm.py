@@ -12,6 +12,8 @@ Scripting (all under ``/_control``, used by the tests only):
 - env ``FAKE_STARTUP_DELAY_S``: sleep before listening (vLLM listens only after loading);
 - env ``FAKE_GATE=closed``: completions wait until ``POST /_control/open``;
 - env ``FAKE_PID_FILE``: write the pid there;
+- env ``FAKE_COMPILE_KEY``: "compile" like vLLM: write ``torch_compile_cache/<key>/graph`` under
+  ``VLLM_CACHE_ROOT`` unless it is there (a hit writes nothing);
 - user content ``hold``: stream one chunk, then wait for ``POST /_control/release``;
 - user content ``slow:<seconds>``: sleep before answering;
 - user content ``boom``: answer 500 with a CUDA out-of-memory message;
@@ -350,5 +352,11 @@ if __name__ == "__main__":
     if os.environ.get("FAKE_PID_FILE"):
         with open(os.environ["FAKE_PID_FILE"], "w") as handle:
             handle.write(str(os.getpid()))
+    if os.environ.get("FAKE_COMPILE_KEY"):
+        root = Path(os.path.expanduser(os.environ.get("VLLM_CACHE_ROOT", "~/.cache/vllm")))
+        graph = root / "torch_compile_cache" / os.environ["FAKE_COMPILE_KEY"] / "graph"
+        if not graph.exists():
+            graph.parent.mkdir(parents=True, exist_ok=True)
+            graph.write_text("compiled")
     time.sleep(float(os.environ.get("FAKE_STARTUP_DELAY_S", "0")))
     uvicorn.run(app, host=ARGS.host, port=ARGS.port, log_level="warning", access_log=False)

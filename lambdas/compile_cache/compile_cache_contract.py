@@ -1,0 +1,1 @@
+../../serving_contract/compile_cache.py

@@ -1,0 +1,276 @@
+"""The compile-cache custom resource's handler against botocore's Stubber (every request checked
+against the real SageMaker and S3 models): a job started once per key, reused, adopted, stopped,
+and a manifest that always lets the model start."""
+
+import importlib
+import io
+import json
+import os
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+from unittest import mock
+
+import pytest
+from botocore.response import StreamingBody
+from botocore.stub import ANY, Stubber
+
+from serving_contract import compile_cache as contract
+
+BUCKET = "mangaassist-prod-artifacts"
+PREFIX = "mangaassist-prod-cc-primary"
+IMAGE = "123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/mangaassist:abc123"
+ENVIRONMENT = {"ENGINE_MAX_MODEL_LEN": "4096", "LORA_ADAPTERS": "a,b,c", "VARIANT_NAME": "primary"}
+
+
+@pytest.fixture(scope="module")
+def handler() -> Iterator[ModuleType]:
+    env = {"AWS_DEFAULT_REGION": "ap-northeast-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
+    with mock.patch.dict(os.environ, env):
+        yield importlib.import_module("lambdas.compile_cache.index")
+
+
+@pytest.fixture
+def stubs(handler: ModuleType) -> Iterator[tuple[Stubber, Stubber]]:
+    with Stubber(handler.SAGEMAKER) as sagemaker, Stubber(handler.S3) as s3:
+        yield sagemaker, s3
+        sagemaker.assert_no_pending_responses()
+        s3.assert_no_pending_responses()
+
+
+def _props(**overrides: Any) -> dict[str, Any]:
+    return {
+        "ServiceToken": "arn:aws:lambda:...",
+        "ImageUri": IMAGE,
+        "InstanceType": "ml.g5.xlarge",
+        "Environment": ENVIRONMENT,
+        "Bucket": BUCKET,
+        "RoleArn": "arn:aws:iam::123456789012:role/cache-job",
+        "JobNamePrefix": PREFIX,
+        "VolumeSizeInGB": "30",
+        "MaxRuntimeInSeconds": "1800",
+        **overrides,
+    }
+
+
+KEY = contract.cache_key(image_uri=IMAGE, instance_type="ml.g5.xlarge", environment=ENVIRONMENT)
+CACHE_URI = f"s3://{BUCKET}/compile-cache/{KEY}/"
+MANIFEST_KEY = f"compile-cache/{KEY}/manifest.json"
+
+
+def _event(request_type: str = "Create", **overrides: Any) -> dict[str, Any]:
+    return {"RequestType": request_type, "PhysicalResourceId": CACHE_URI, "ResourceProperties": _props(**overrides)}
+
+
+def _running(sagemaker: Stubber, *names: str) -> None:
+    sagemaker.add_response(
+        "list_processing_jobs",
+        {
+            "ProcessingJobSummaries": [
+                {
+                    "ProcessingJobName": name,
+                    "ProcessingJobArn": f"arn:aws:sagemaker:ap-northeast-1:123456789012:processing-job/{name}",
+                    "CreationTime": 0,
+                    "ProcessingJobStatus": "InProgress",
+                }
+                for name in names
+            ]
+        },
+        {"NameContains": PREFIX, "StatusEquals": "InProgress"},
+    )
+
+
+def _manifest(s3: Stubber, manifest: contract.Manifest | None) -> None:
+    if manifest is None:
+        s3.add_client_error(
+            "get_object", "NoSuchKey", http_status_code=404, expected_params={"Bucket": BUCKET, "Key": MANIFEST_KEY}
+        )
+        return
+    body = manifest.to_json().encode()
+    s3.add_response(
+        "get_object",
+        {"Body": StreamingBody(io.BytesIO(body), len(body))},
+        {"Bucket": BUCKET, "Key": MANIFEST_KEY},
+    )
+
+
+def _written_manifest(s3: Stubber) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    class Body:
+        def __eq__(self, other: object) -> bool:
+            assert isinstance(other, bytes)
+            seen.update(json.loads(other))
+            return True
+
+        __hash__ = None  # type: ignore[assignment]  # compared, never hashed
+
+    s3.add_response(
+        "put_object", {}, {"Bucket": BUCKET, "Key": MANIFEST_KEY, "Body": Body(), "ContentType": "application/json"}
+    )
+    return seen
+
+
+def test_create_writes_a_pending_manifest_and_starts_one_job_on_the_serving_instance_type(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    sagemaker, s3 = stubs
+    _running(sagemaker)
+    _manifest(s3, None)
+    pending = _written_manifest(s3)
+    s3.add_response(
+        "put_object",
+        {},
+        {
+            "Bucket": BUCKET,
+            "Key": f"compile-cache-jobs/{KEY}/environment.json",
+            "Body": json.dumps(ENVIRONMENT, sort_keys=True).encode(),
+            "ContentType": "application/json",
+        },
+    )
+    name = f"{PREFIX}-{KEY}-1700000000"
+    sagemaker.add_response(
+        "create_processing_job",
+        {"ProcessingJobArn": f"arn:aws:sagemaker:ap-northeast-1:123456789012:processing-job/{name}"},
+        {
+            "ProcessingJobName": name,
+            "RoleArn": "arn:aws:iam::123456789012:role/cache-job",
+            "AppSpecification": {
+                "ImageUri": IMAGE,
+                "ContainerArguments": [
+                    "make-compile-cache",
+                    "--environment-file",
+                    "/opt/ml/processing/input/environment/environment.json",
+                    "--output-dir",
+                    "/opt/ml/processing/output/cache",
+                ],
+            },
+            "ProcessingResources": {
+                "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.g5.xlarge", "VolumeSizeInGB": 30}
+            },
+            "ProcessingInputs": ANY,
+            "ProcessingOutputConfig": {
+                "Outputs": [
+                    {
+                        "OutputName": "cache",
+                        "S3Output": {
+                            "S3Uri": CACHE_URI,
+                            "LocalPath": "/opt/ml/processing/output/cache",
+                            "S3UploadMode": "EndOfJob",
+                        },
+                    }
+                ]
+            },
+            "StoppingCondition": {"MaxRuntimeInSeconds": 1800},
+            "NetworkConfig": {"EnableNetworkIsolation": True},
+        },
+    )
+    result = handler.on_event(_event(), now=1_700_000_000)
+    assert result["PhysicalResourceId"] == CACHE_URI
+    assert result["Data"]["JobName"] == name
+    assert result["Data"]["Key"] == KEY
+    assert pending["status"] == "pending" and pending["key"] == KEY
+
+
+def test_a_ready_cache_for_the_key_is_reused_without_a_job(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    sagemaker, s3 = stubs
+    _running(sagemaker)
+    _manifest(s3, contract.Manifest(key=KEY, status="ready", files=40, bytes=56_000_000))
+    result = handler.on_event(_event("Update"))
+    assert result["Data"] == {"CacheUri": CACHE_URI, "Key": KEY, "JobName": "", "Status": "ready", "Reason": "reused"}
+
+
+def test_a_retried_deploy_adopts_its_running_job_and_stops_one_left_for_another_key(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    sagemaker, s3 = stubs
+    own, stale = f"{PREFIX}-{KEY}-1700000000", f"{PREFIX}-0123456789abcdef-1690000000"
+    _running(sagemaker, own, stale)
+    sagemaker.add_response("stop_processing_job", {}, {"ProcessingJobName": stale})
+    _manifest(s3, contract.Manifest(key=KEY, status="pending"))
+    result = handler.on_event(_event())
+    assert result["Data"]["JobName"] == own
+
+
+def test_delete_stops_only_the_keys_running_job(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    sagemaker, _ = stubs
+    own, other = f"{PREFIX}-{KEY}-1700000000", f"{PREFIX}-0123456789abcdef-1690000000"
+    _running(sagemaker, own, other)
+    sagemaker.add_response("stop_processing_job", {}, {"ProcessingJobName": own})
+    assert handler.on_event(_event("Delete")) == {"PhysicalResourceId": CACHE_URI}
+
+
+def _describe(sagemaker: Stubber, name: str, status: str, reason: str | None = None) -> None:
+    response: dict[str, Any] = {
+        "ProcessingJobName": name,
+        "ProcessingJobArn": f"arn:aws:sagemaker:ap-northeast-1:123456789012:processing-job/{name}",
+        "ProcessingJobStatus": status,
+        "ProcessingResources": {
+            "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.g5.xlarge", "VolumeSizeInGB": 30}
+        },
+        "AppSpecification": {"ImageUri": IMAGE},
+        "CreationTime": 0,
+    }
+    if reason:
+        response["FailureReason"] = reason
+    sagemaker.add_response("describe_processing_job", response, {"ProcessingJobName": name})
+
+
+def _poll(name: str) -> dict[str, Any]:
+    return {**_event(), "Data": {"JobName": name, "CacheUri": CACHE_URI, "Key": KEY}}
+
+
+def test_is_complete_waits_while_the_job_runs(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    sagemaker, _ = stubs
+    _describe(sagemaker, "job-1", "InProgress")
+    assert handler.is_complete(_poll("job-1")) == {"IsComplete": False}
+
+
+def test_a_completed_job_with_its_manifest_is_ready(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+    sagemaker, s3 = stubs
+    _describe(sagemaker, "job-1", "Completed")
+    _manifest(s3, contract.Manifest(key=KEY, status="ready", files=40, bytes=56_000_000))
+    assert handler.is_complete(_poll("job-1")) == {"IsComplete": True, "Data": {"Status": "ready", "Reason": ""}}
+
+
+def test_a_failed_job_completes_the_deploy_with_a_failed_manifest_so_models_start_cold(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    sagemaker, s3 = stubs
+    _describe(sagemaker, "job-1", "Failed", reason="ResourceLimitExceeded: ml.g5.xlarge for processing job usage")
+    failed = _written_manifest(s3)
+    result = handler.is_complete(_poll("job-1"))
+    reason = "job job-1 failed: ResourceLimitExceeded: ml.g5.xlarge for processing job usage"
+    assert result == {"IsComplete": True, "Data": {"Status": "failed", "Reason": reason}}
+    assert failed["status"] == "failed" and failed["detail"] == reason and failed["key"] == KEY
+
+
+def test_a_completed_job_without_a_ready_manifest_counts_as_failed(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    sagemaker, s3 = stubs
+    _describe(sagemaker, "job-1", "Completed")
+    _manifest(s3, contract.Manifest(key=KEY, status="pending"))
+    _written_manifest(s3)
+    result = handler.is_complete(_poll("job-1"))
+    assert result["Data"] == {
+        "Status": "failed",
+        "Reason": f"job job-1 completed without a ready manifest for key {KEY}",
+    }
+
+
+def test_a_job_name_prefix_too_long_for_processing_job_names_is_refused(handler: ModuleType) -> None:
+    with pytest.raises(ValueError, match=r"^JobNamePrefix '.{33}' must be 1-32 characters$"):
+        handler.on_event(_event(JobNamePrefix="x" * 33))
+
+
+def test_the_key_follows_image_instance_type_and_environment_but_not_its_own_variables() -> None:
+    def key(image: str = IMAGE, instance: str = "ml.g5.xlarge", environment: dict[str, str] = ENVIRONMENT) -> str:
+        return contract.cache_key(image_uri=image, instance_type=instance, environment=environment)
+
+    assert len(key()) == 16
+    assert key(image=IMAGE + "x") != key()
+    assert key(instance="ml.g6.xlarge") != key()
+    assert key(environment={**ENVIRONMENT, "ENGINE_MAX_MODEL_LEN": "8192"}) != key()
+    own = {contract.COMPILE_CACHE_KEY: key(), contract.COMPILE_CACHE_DIR: "/opt/ml/model"}
+    assert key(environment={**ENVIRONMENT, **own}) == key()
