@@ -7,6 +7,7 @@ schedule, manga-release pre-scale), seed 003 (§8 blue/green, §9 the JP evening
 ``scheduled_actions``, the week they make in ``capacity_timeline``, rollouts in ``rollout``.
 """
 
+import math
 import zoneinfo
 
 from pydantic import Field, field_validator, model_validator
@@ -16,6 +17,7 @@ from app_config.rollout import RolloutConfig
 from app_config.scaling_policies import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
 from app_config.scheduled_actions import ReleaseEventConfig, ResolvedAction, ScheduledActionConfig
 from app_config.weekly_cron import MINUTES_PER_WEEK, weekly_cron
+from serving_contract.env import MEASURED_CACHED_START_S, MEASURED_COLD_START_S, MEASURED_COLD_START_SOURCE
 
 
 class VariantScalingConfig(ConfigModel):
@@ -148,6 +150,26 @@ class ScalingConfig(ConfigModel):
     )
     hours_per_month: float = Field(
         default=730.0, gt=0, le=744, description="Hours in a billing month (AWS pricing convention, 730 h)."
+    )
+    instance_start_cold_s: float = Field(
+        default=math.ceil(MEASURED_COLD_START_S),
+        gt=0,
+        le=3600,
+        description=(
+            "Seconds from a provisioned instance to a passing /ping with no compile cache (simulation and capacity "
+            f"plan). Source: the slowest measured cold start, {MEASURED_COLD_START_S} s on an H100 on 4 CPUs "
+            f"({MEASURED_COLD_START_SOURCE}); an ml.g5.xlarge is slower, so this is a floor."
+        ),
+    )
+    instance_start_cached_s: float = Field(
+        default=math.ceil(MEASURED_CACHED_START_S),
+        gt=0,
+        le=3600,
+        description=(
+            "Seconds from a provisioned instance to a passing /ping from the compile cache "
+            f"(serving.compile_cache.enabled). Source: the slowest measured hit, {MEASURED_CACHED_START_S} s on an "
+            "H100 on 4 CPUs with the engine defaults (benchmarks/results/h100-2026-11-25-startup); a floor too."
+        ),
     )
 
     @field_validator("timezone")

@@ -5,9 +5,11 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel, EndpointName, InstanceType, VariantName
+from app_config.compile_cache import CompileCacheConfig
 from app_config.inference_components import InferenceComponentsConfig
 from serving_contract.env import (
     MEASURED_COLD_START_S,
+    MEASURED_COLD_START_SOURCE,
     STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S,
     STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S,
     STARTUP_REPORT_MARGIN_S,
@@ -172,7 +174,7 @@ class ServingConfig(ConfigModel):
             f"{STARTUP_REPORT_MARGIN_S} s earlier (its STARTUP_TIMEOUT_S), so a failed start ends with its own "
             f"log line. At least {STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S}: the slowest measured cold start "
             f"({MEASURED_COLD_START_S} s, A10G-sized engine on 4 CPUs, empty compile cache; "
-            "benchmarks/results/h200-2026-11-25/capacity.json) plus that margin. "
+            f"{MEASURED_COLD_START_SOURCE}) plus that margin. "
             "Default 600: the g5's A10G and 4 vCPUs start slower than the GPUs measured. Seed 003's 300 s "
             "raced SageMaker's kill."
         ),
@@ -195,6 +197,9 @@ class ServingConfig(ConfigModel):
         description="Block all network access from the container (weights are baked, it needs none).",
     )
     vpc: VpcPlacementConfig | None = Field(default=None, description="Optional VPC placement of the containers.")
+    compile_cache: CompileCacheConfig = Field(
+        default=CompileCacheConfig(), description="The torch.compile cache each model starts from (issue 25)."
+    )
 
     @field_validator("container_startup_health_check_timeout_s")
     @classmethod
@@ -203,7 +208,7 @@ class ServingConfig(ConfigModel):
             raise ValueError(
                 f"must be >= {STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S}: the container gives up "
                 f"{STARTUP_REPORT_MARGIN_S} s before SageMaker, and the slowest measured cold start took "
-                f"{MEASURED_COLD_START_S} s to start (benchmarks/results/h200-2026-11-25/capacity.json); "
+                f"{MEASURED_COLD_START_S} s to start ({MEASURED_COLD_START_SOURCE}); "
                 f"an ml.g5.xlarge needs more, keep the default {STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S}"
             )
         return value

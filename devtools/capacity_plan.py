@@ -28,6 +28,7 @@ from pathlib import Path
 
 from app_config import AppConfig, ConfigError, load_config, memory_report
 from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
+from app_config.compile_cache import instance_start_s
 from app_config.gpu_instances import INSTANCE_GPUS
 from app_config.loader import CDK_JSON, cdk_json_context
 from app_config.serving import VariantConfig
@@ -165,7 +166,15 @@ def parse_overrides(overrides: Sequence[str]) -> Mapping[str, str]:
 
 def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
     """Human-readable week: transitions, the hourly grid and the cost band per variant."""
-    lines = [f"Capacity plan for {config.endpoint_name} (stage {config.stage}), times in {config.scaling.timezone}"]
+    lines = [
+        f"Capacity plan for {config.endpoint_name} (stage {config.stage}), times in {config.scaling.timezone}",
+        f"Instance start after provisioning: {instance_start_s(config.serving.compile_cache, config.scaling):g} s "
+        + (
+            f"from the compile cache (serving.compile_cache.enabled; {config.scaling.instance_start_cold_s:g} s cold)"
+            if config.serving.compile_cache.enabled
+            else f"cold (serving.compile_cache.enabled = false; {config.scaling.instance_start_cached_s:g} s cached)"
+        ),
+    ]
     for p in plans:
         lines += ["", f"== {p.variant_name}: {p.instance_type} at ${p.price_usd_per_hour:.3f}/h =="]
         lines.append("Transitions (bounds from this time on):")

@@ -100,14 +100,22 @@ A10G-sized engine was 168 s on an H100 (docs/performance.md, torch.compile 45-48
 ml.g5.xlarge's 4 vCPUs compile slower and its A10G captures CUDA graphs slower, so seed 003's
 300 s leaves too little margin."""
 STARTUP_REPORT_MARGIN_S: Final = 30
-MEASURED_COLD_START_S: Final = 166.9
+MEASURED_COLD_START_S: Final = 205.8
 """Slowest measured time from engine start to ready with an empty torch.compile cache: the
-A10G-sized engine (the container's argv, KV cache sized like an A10G's) on an H200 with the
-server confined to 4 CPUs, as on an ml.g5.xlarge (benchmarks/results/h200-2026-11-25/capacity.json,
-``ready_s``; the H100 run of 2026-11-24 took 148.7 s). A g5's A10G and vCPUs are slower still,
-so this is a floor, not an estimate of the g5's start."""
+A10G-sized engine (the container's entrypoint and argv, KV cache sized like an A10G's) on an H100
+with the server confined to 4 CPUs, as on an ml.g5.xlarge
+(benchmarks/results/h100-2026-11-25-startup/startup-1-default-before.json, lever ``gateway-make``,
+``gateway_ready_s``; other cold starts: 134.9 s and 184.5 s on H100s, 166.9 s on an H200). A g5's
+A10G and vCPUs are slower still, so this is a floor, not an estimate of the g5's start."""
+MEASURED_COLD_START_SOURCE: Final = "benchmarks/results/h100-2026-11-25-startup/startup-1-default-before.json"
+MEASURED_CACHED_START_S: Final = 82.6
+"""Slowest measured time to ready from a made compile cache (the container's ``serve`` with
+``COMPILE_CACHE_DIR``, a read-only copy and an empty ``VLLM_CACHE_ROOT``), same setup
+(benchmarks/results/h100-2026-11-25-startup/startup-3-defaults.json; the other four hits with the
+engine defaults took 61.3-67.4 s). Of it, ~45 s is vLLM's own process start on 4 CPUs: importing
+its API server alone takes 14.7 s (importtime-api-server-top40.txt)."""
 STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S: Final = math.ceil(MEASURED_COLD_START_S) + STARTUP_REPORT_MARGIN_S
-"""The lowest ``serving.container_startup_health_check_timeout_s`` accepted (197 s): below it the
+"""The lowest ``serving.container_startup_health_check_timeout_s`` accepted (236 s): below it the
 container's own budget (timeout - report margin) is shorter than the slowest cold start measured
 (and an A10G starts slower than the GPUs measured), so starts would fail (issue 20)."""
 

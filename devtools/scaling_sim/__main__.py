@@ -13,6 +13,7 @@ Config comes from ``cdk.json`` plus ``-c key=value`` through the same loader as
 """
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from app_config import AppConfig, ConfigError
 from app_config.capacity_timeline import Bounds, effective_bounds
+from app_config.compile_cache import instance_start_s
 from app_config.scaling import VariantScalingConfig
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.serving import VariantConfig
@@ -34,10 +36,13 @@ DEFAULT_PROVISION_MIN = 8
 5-8 minutes"), the slow end. AWS publishes no figure (research notes for issue 16, section 7:
 roughly 4-9 minutes for a new GPU instance, a planning estimate)."""
 
-DEFAULT_STARTUP_MIN = 3
-"""Minutes from a provisioned instance to a passing /ping: docs/performance.md measured ~168 s
-to healthy with an empty compile cache (every SageMaker instance starts that way), rounded up.
-serving.container_startup_health_check_timeout_s (600 s) is only the limit, not the expected time."""
+
+def startup_minutes(config: AppConfig, *, cached: bool | None = None) -> int:
+    """Minutes from a provisioned instance to a passing /ping, rounded up to the simulation's step:
+    ``scaling.instance_start_cached_s`` with the compile cache (``serving.compile_cache.enabled``, or
+    ``cached``), else ``scaling.instance_start_cold_s``. Both are measured floors (their
+    descriptions); serving.container_startup_health_check_timeout_s is only the limit."""
+    return math.ceil(instance_start_s(config.serving.compile_cache, config.scaling, cached=cached) / 60)
 
 
 @dataclass(frozen=True)
@@ -170,7 +175,7 @@ def _scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
         instance_rpm=args.instance_rpm,
         base_ttft_ms=args.base_ttft_ms,
         provision_min=args.provision_min,
-        startup_min=args.startup_min,
+        startup_min=startup_minutes(config) if args.startup_min is None else args.startup_min,
     )
 
 
@@ -212,7 +217,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--base-ttft-ms", type=_positive, help="TTFT with no queue (default: the capacity's TTFT p50 at 1 request)"
     )
     parser.add_argument("--provision-min", type=_minutes, default=DEFAULT_PROVISION_MIN, help="provisioning, min")
-    parser.add_argument("--startup-min", type=_minutes, default=DEFAULT_STARTUP_MIN, help="container start-up, min")
+    parser.add_argument(
+        "--startup-min",
+        type=_minutes,
+        help="container start-up, min (default: scaling.instance_start_cached_s with serving.compile_cache.enabled, "
+        "else scaling.instance_start_cold_s, rounded up)",
+    )
     parser.add_argument("--plot", type=Path, help="write a PNG of the run (the override's with --compare)")
     parser.add_argument(
         "--scenario",
@@ -238,6 +248,21 @@ def _with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     )
 
 
+def _surge_by_start(args: argparse.Namespace, config: AppConfig) -> str:
+    """The surge's queue and SLO minutes with a cold and with a cached instance start (issue 25)."""
+    lines = ["Unforeseen surge by instance start (provisioning + start-up before an instance serves):"]
+    for label, cached in (("cold start  ", False), ("cached start", True)):
+        minutes = startup_minutes(config, cached=cached)
+        scenario = replace(_with_surge(_scenario(args, config), args), startup_min=minutes)
+        _, records, _ = simulate(scenario, label)
+        found = surge.window(records, args.surge_at)
+        lines.append(
+            f"  {label} {minutes} min: {found.queue_minutes:>4} minutes with a queue, {found.slo_minutes:>4} above "
+            f"the TTFT SLO, peak queue {found.peak_queue:,.0f}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -248,6 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.scenario == "surge":
             print()
             print(surge.format_window(surge.window(records, args.surge_at)))
+            print()
+            print(_surge_by_start(args, config))
         if args.compare:
             # The baseline keeps the stage: compare one override, not two stages (as capacity_plan).
             baseline_config = capacity_plan.load([o for o in args.context if o.startswith("stage=")], args.cdk_json)

@@ -87,3 +87,23 @@ def test_compare_prints_baseline_against_the_override(capsys: pytest.CaptureFixt
 def test_bad_override_syntax_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
     assert capacity_plan.main(["-c", "scaling.primary.enabled"]) == 2
     assert "expected key=value" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("overrides", "line"),
+    [
+        (
+            [],
+            "Instance start after provisioning: 83 s from the compile cache (serving.compile_cache.enabled; 206 s cold)",
+        ),
+        (
+            ["-c", "serving.compile_cache.enabled=false", "-c", "scaling.instance_start_cold_s=250"],
+            "Instance start after provisioning: 250 s cold (serving.compile_cache.enabled = false; 83 s cached)",
+        ),
+    ],
+)
+def test_the_plan_states_the_instance_start_it_assumes(
+    capsys: pytest.CaptureFixture[str], overrides: list[str], line: str
+) -> None:
+    assert capacity_plan.main(overrides) == 0
+    assert capsys.readouterr().out.splitlines()[1] == line

@@ -26,7 +26,7 @@ def test_default_week_prints_the_headline_figures(capsys: pytest.CaptureFixture[
         f"C = {capacity.concurrency} concurrent",
         f"R = {capacity.requests_per_minute:,.0f} req/min at the TTFT SLO",
         f"TTFT: base {capacity.base_ttft_ms:g} ms",
-        "provisioning 8 min + start-up 3 min",
+        "provisioning 8 min + start-up 2 min",  # the compile cache: scaling.instance_start_cached_s 83 s
         "minutes above the TTFT SLO",
         "peak queue at",
         "peak instances InService",
