@@ -11,7 +11,9 @@ Sources:
   ``MIN_BOOTSTRAP_STACK_VERSION=6``; its lookup role needs 8, but this app does no lookups).
 - Quotas: Service Quotas ``ListServiceQuotas`` (ServiceCode ``sagemaker``), quota
   ``<instance type> for endpoint usage`` (the name SageMaker's ResourceLimitExceeded error cites:
-  "The account-level service limit 'ml.g4dn.xlarge for endpoint usage' is 0 Instances");
+  "The account-level service limit 'ml.g4dn.xlarge for endpoint usage' is 0 Instances"), and
+  with ``serving.compile_cache.enabled`` ``<instance type> for processing job usage`` for the
+  cache-making jobs;
   ``ListAWSDefaultServiceQuotas`` for a quota with no applied value.
 """
 
@@ -41,9 +43,14 @@ _USABLE_TOOLKIT = frozenset(
 )
 
 
-def quota_name(instance_type: str) -> str:
-    """Service Quotas' name of the per-type endpoint instance quota."""
-    return f"{instance_type} for endpoint usage"
+ENDPOINT_USAGE: Final = "endpoint"
+PROCESSING_USAGE: Final = "processing job"
+
+
+def quota_name(instance_type: str, usage: str = ENDPOINT_USAGE) -> str:
+    """Service Quotas' name of a per-type instance quota: ``<type> for endpoint usage`` or
+    ``<type> for processing job usage``."""
+    return f"{instance_type} for {usage} usage"
 
 
 def sagemaker_offered(region: str) -> bool:
@@ -148,10 +155,42 @@ class QuotaDemand:
     needed: int
     keys: str  # the config keys ``reach`` sums
     detail: str  # how needed follows from reach
+    usage: str = ENDPOINT_USAGE
 
 
 def quota_demands(config: AppConfig) -> list[QuotaDemand]:
-    """Per instance type: initial count, the count the bounds allow, and what the quota must allow."""
+    """Per instance type: initial count, the count the bounds allow, and what the quota must allow;
+    then the cache-making jobs' processing instances (:func:`processing_demands`)."""
+    return _endpoint_demands(config) + processing_demands(config)
+
+
+def processing_demands(config: AppConfig) -> list[QuotaDemand]:
+    """With ``serving.compile_cache.enabled``: one processing instance per model of each type, all
+    of one deploy's jobs running at once (one model per variant; one in inference_components mode)."""
+    if not config.serving.compile_cache.enabled:
+        return []
+    serving = config.serving
+    models = [("primary", serving.primary.instance_type)]
+    if serving.mode != "inference_components" and serving.canary.enabled:
+        models.append(("canary", serving.canary.instance_type))
+    by_type: dict[str, list[str]] = {}
+    for name, instance_type in models:
+        by_type.setdefault(instance_type, []).append(name)
+    return [
+        QuotaDemand(
+            instance_type,
+            len(names),
+            len(names),
+            len(names),
+            " + ".join(f"serving.{name}.instance_type" for name in names),
+            "one cache-making job per model; serving.compile_cache.enabled = false needs none",
+            PROCESSING_USAGE,
+        )
+        for instance_type, names in by_type.items()
+    ]
+
+
+def _endpoint_demands(config: AppConfig) -> list[QuotaDemand]:
     serving = config.serving
     if serving.mode == "inference_components":
         components = serving.inference_components
@@ -203,21 +242,21 @@ def check_quotas(config: AppConfig, service_quotas: Any, region: str) -> list[Fi
     demands = quota_demands(config)
     try:
         applied = _quota_values(service_quotas, "list_service_quotas")
-        names = {quota_name(d.instance_type) for d in demands}
+        names = {quota_name(d.instance_type, d.usage) for d in demands}
         # ListServiceQuotas leaves out quotas that have no applied value; their AWS default applies.
         defaults = _quota_values(service_quotas, "list_aws_default_service_quotas") if names - set(applied) else {}
     except (ClientError, BotoCoreError) as exc:
         return [error("quotas", f"Service Quotas ({QUOTA_SERVICE_CODE})", exc)]
     findings = []
     for demand in demands:
-        name = quota_name(demand.instance_type)
+        name = quota_name(demand.instance_type, demand.usage)
         value = applied.get(name, defaults.get(name))
         if value is None:
             findings.append(
                 fail(
                     "quotas",
                     f"quota {name!r} not found in Service Quotas ({QUOTA_SERVICE_CODE}, {region}): the instance type "
-                    "may not be offered for endpoints there; pick another instance_type or region",
+                    f"may not be offered for {demand.usage}s there; pick another instance_type or region",
                     ACCOUNT,
                 )
             )

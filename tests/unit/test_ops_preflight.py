@@ -146,23 +146,50 @@ def test_quota_demand_counts_blue_green_in_variants_mode_and_max_instances_with_
     components = quota_demands(pinned(**{"serving.mode": "inference_components"}))[0]
     assert (components.creation, components.reach, components.needed) == (2, 20, 20)
     split = quota_demands(config(**{"serving.canary.instance_type": "ml.g6.xlarge"}))
-    assert [(d.instance_type, d.needed) for d in split] == [("ml.g5.xlarge", 40), ("ml.g6.xlarge", 4)]
+    assert [(d.instance_type, d.usage, d.needed) for d in split] == [
+        ("ml.g5.xlarge", "endpoint", 40),
+        ("ml.g6.xlarge", "endpoint", 4),
+        # One cache-making job per model, on the model's own instance type (serving.compile_cache).
+        ("ml.g5.xlarge", "processing job", 1),
+        ("ml.g6.xlarge", "processing job", 1),
+    ]
+    assert [d.usage for d in quota_demands(config(**{"serving.compile_cache.enabled": "false"}))] == ["endpoint"]
 
 
 def test_quota_at_the_blue_green_count_passes():
     with preflight_stubbed() as stubs:
-        stubs.quotas({"ml.g5.xlarge for endpoint usage": 44.0, "ml.p4d.24xlarge for endpoint usage": 0.0})
+        stubs.quotas(
+            {
+                "ml.g5.xlarge for endpoint usage": 44.0,
+                "ml.p4d.24xlarge for endpoint usage": 0.0,
+                "ml.g5.xlarge for processing job usage": 2.0,
+            }
+        )
         findings = check_quotas(config(), stubs.clients.service_quotas, REGION)
     assert _lines(findings) == [
-        "ok    quotas: ml.g5.xlarge for endpoint usage: quota 44, config reaches 22 (creation 5, blue/green 44)"
+        "ok    quotas: ml.g5.xlarge for endpoint usage: quota 44, config reaches 22 (creation 5, blue/green 44)",
+        "ok    quotas: ml.g5.xlarge for processing job usage: quota 2, config reaches 2 (creation 2, one "
+        "cache-making job per model; serving.compile_cache.enabled = false needs none)",
     ]
+
+
+def test_a_processing_quota_below_the_cache_jobs_fails_naming_the_way_out():
+    with preflight_stubbed() as stubs:
+        stubs.quotas({"ml.g5.xlarge for endpoint usage": 44.0, "ml.g5.xlarge for processing job usage": 0.0})
+        findings = check_quotas(config(), stubs.clients.service_quotas, REGION)
+    assert _lines(findings)[1] == (
+        "FAIL  quotas: ml.g5.xlarge for processing job usage: quota 0, config reaches 2 (creation 2, one "
+        "cache-making job per model; serving.compile_cache.enabled = false needs none) from "
+        "serving.primary.instance_type + serving.canary.instance_type; request an increase to >= 2 in Service "
+        f"Quotas (sagemaker, {REGION}) or lower those values"
+    )
 
 
 def test_quota_below_the_blue_green_count_fails_naming_the_keys():
     with preflight_stubbed() as stubs:
-        stubs.quotas({"ml.g5.xlarge for endpoint usage": 4.0})
+        stubs.quotas({"ml.g5.xlarge for endpoint usage": 4.0, "ml.g5.xlarge for processing job usage": 2.0})
         findings = check_quotas(config(), stubs.clients.service_quotas, REGION)
-    assert _lines(findings) == [
+    assert _lines(findings)[:1] == [
         "FAIL  quotas: ml.g5.xlarge for endpoint usage: quota 4, config reaches 22 (creation 5, blue/green 44) from "
         "serving.primary.max_capacity 20 + serving.canary.max_capacity 2; request an increase to >= 44 in Service "
         f"Quotas (sagemaker, {REGION}) or lower those values"
@@ -173,19 +200,26 @@ def test_quota_below_the_blue_green_count_fails_naming_the_keys():
 def test_quota_without_applied_value_uses_the_aws_default_and_reports_an_unknown_name():
     with preflight_stubbed() as stubs:
         stubs.quotas({})
-        stubs.quotas({"ml.g5.xlarge for endpoint usage": 2.0}, operation="list_aws_default_service_quotas")
+        stubs.quotas(
+            {"ml.g5.xlarge for endpoint usage": 2.0, "ml.g5.xlarge for processing job usage": 2.0},
+            operation="list_aws_default_service_quotas",
+        )
         components = check_quotas(
             pinned(**{"serving.mode": "inference_components"}), stubs.clients.service_quotas, REGION
         )
         stubs.quotas({})
-        stubs.quotas({}, operation="list_aws_default_service_quotas")
+        stubs.quotas({"ml.g5.xlarge for processing job usage": 2.0}, operation="list_aws_default_service_quotas")
         unknown = check_quotas(config(), stubs.clients.service_quotas, REGION)
-    assert _lines(components) == [
+    assert _lines(components)[1] == (
+        "ok    quotas: ml.g5.xlarge for processing job usage: quota 2 (AWS default), config reaches 1 (creation 1, one "
+        "cache-making job per model; serving.compile_cache.enabled = false needs none)"
+    )
+    assert _lines(components)[:1] == [
         "FAIL  quotas: ml.g5.xlarge for endpoint usage: quota 2 (AWS default), config reaches 20 (creation 2, "
         "inference components: no second fleet) from serving.inference_components.max_instance_count 20; request "
         f"an increase to >= 20 in Service Quotas (sagemaker, {REGION}) or lower those values"
     ]
-    assert _lines(unknown) == [
+    assert _lines(unknown)[:1] == [
         f"FAIL  quotas: quota 'ml.g5.xlarge for endpoint usage' not found in Service Quotas (sagemaker, {REGION}): the "
         "instance type may not be offered for endpoints there; pick another instance_type or region"
     ]
@@ -205,7 +239,7 @@ def test_quota_access_denied_is_an_error_line():
 def _all_green(stubs, tmp_path: Path) -> None:
     """Answers for a pinned variants-mode prod config with everything in place (report order)."""
     stubs.toolkit("21")
-    stubs.quotas({"ml.g5.xlarge for endpoint usage": 50.0})
+    stubs.quotas({"ml.g5.xlarge for endpoint usage": 50.0, "ml.g5.xlarge for processing job usage": 2.0})
     for prefix in (
         "base-models/llama-3-8b-instruct-awq/v1/",
         "adapters/general_support_v2/v2/",
@@ -247,22 +281,22 @@ def test_cli_preflight_all_ok(tmp_path):
         "endpoint mangaassist-vllm-prod"
     )
     assert [line.split(":")[0] for line in lines[1:-1]] == [
-        "ok    pins", "ok    region", "ok    bootstrap", "ok    quotas",
+        "ok    pins", "ok    region", "ok    bootstrap", "ok    quotas", "ok    quotas",
         "ok    artifacts", "ok    artifacts", "ok    artifacts", "ok    artifacts",
         "skip  image", "ok    endpoint", "ok    log-groups",
     ]  # fmt: skip
-    assert lines[5] == (
+    assert lines[6] == (
         f"ok    artifacts: image.build.primary.base_model: s3://{BUCKET}/base-models/llama-3-8b-instruct-awq/v1/ "
         f"matches the pin ({len(FILES)} file(s), from S3 checksums)"
     )
-    assert lines[-1] == "preflight passed: 10 ok, 11 line(s); exit 0"
+    assert lines[-1] == "preflight passed: 11 ok, 12 line(s); exit 0"
 
 
 def test_cli_preflight_reports_every_class_and_exits_with_the_first(tmp_path):
     lines: list[str] = []
     with preflight_stubbed() as stubs:
         stubs.toolkit("21")
-        stubs.quotas({"ml.g5.xlarge for endpoint usage": 4.0})
+        stubs.quotas({"ml.g5.xlarge for endpoint usage": 4.0, "ml.g5.xlarge for processing job usage": 2.0})
         stubs.listing("base-models/llama-3-8b-instruct-awq/v1/", {})
         stubs.stubs["sagemaker"].add_client_error(
             "describe_endpoint", service_error_code="ThrottlingException", service_message="Rate exceeded"
