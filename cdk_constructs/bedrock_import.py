@@ -2,32 +2,21 @@
 
 CloudFormation has no resource for Custom Model Import (CONVENTIONS.md; the Bedrock user
 guide lists "AWS CloudFormation" among the features it cannot be used with), so each import
-is a custom resource backed by ``lambdas/bedrock_import`` on CDK's ``custom_resources.Provider``.
+is a custom resource backed by ``lambdas/bedrock_import`` (:class:`CustomResourceHandlers`).
 """
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
-from cdk_constructs.lambda_handlers import (
-    HANDLER_RUNTIME,
-    acknowledge_provider_checkov_findings,
-    drop_role_depends_on,
-    nag_arn_of,
-)
-from cdk_constructs.nag import acknowledge, checkov_skip
+from cdk_constructs.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.nag import acknowledge, arn_placeholder, checkov_skip
 from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
-
-HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambdas" / "bedrock_import"
 
 RESOURCE_TYPE = "Custom::BedrockModelImport"
 
@@ -40,7 +29,7 @@ def bedrock_arn(resource: str) -> str:
 def _nag_bucket_arn(bucket: s3.IBucket) -> str:
     """How cdk-nag renders the bucket's ARN: a GetAtt for a bucket of this stack, else a joined string."""
     if isinstance(bucket, s3.Bucket):
-        return nag_arn_of(bucket)
+        return arn_placeholder(bucket)
     return f"arn:<AWS::Partition>:s3:::{bucket.bucket_name}"
 
 
@@ -140,15 +129,14 @@ class ModelImportStore(Construct):
         acknowledge_prefix_reads(self.import_role, self.bucket, prefixes)
 
 
-class ModelImportProvider(Construct):
+class ModelImportHandlers(Construct):
     """The custom-resource provider that runs import jobs: two handler Lambdas and CDK's waiter.
 
     ``on_event`` pre-flights the prefix and starts the job; ``is_complete`` is polled every
     ``poll_interval`` until the job completes, fails, or ``total_timeout`` passes.
 
     Attributes:
-        provider: the ``custom_resources.Provider``; pass ``provider.service_token`` to imports.
-        on_event_function, is_complete_function: the handler functions.
+        handlers: the :class:`CustomResourceHandlers`; pass ``handlers.service_token`` to imports.
     """
 
     def __init__(
@@ -164,6 +152,7 @@ class ModelImportProvider(Construct):
         handler_timeout: cdk.Duration,
         handler_memory_mib: int,
         log_retention: logs.RetentionDays,
+        log_removal_policy: cdk.RemovalPolicy,
     ) -> None:
         """
         Args:
@@ -173,29 +162,34 @@ class ModelImportProvider(Construct):
             total_timeout: how long one import may take (CDK allows at most 2 hours).
             poll_interval: time between ``is_complete`` calls.
             handler_timeout, handler_memory_mib: Lambda settings of both handlers.
-            log_retention: retention of the handlers' and the waiter's log groups.
+            log_retention / log_removal_policy: of the handlers', the framework's and the waiter's log groups.
         """
         super().__init__(scope, construct_id)
-        code = lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"])
-        # Both handlers parse the same environment model (lambdas/bedrock_import/index.py).
-        environment = {
-            "IMPORT_ROLE_ARN": store.import_role.role_arn,
-            "MODEL_KMS_KEY_ARN": store.model_key.key_arn,
-            "MAX_MODEL_SIZE_BYTES": str(max_model_size_bytes),
-        }
-
-        self.on_event_function = self._function(
-            "OnEvent",
-            handler="index.on_event",
-            code=code,
-            description="Pre-flights the S3 prefix and starts Bedrock model import jobs",
-            environment=environment,
+        self.handlers = CustomResourceHandlers(
+            # "Default": CDK leaves it out of logical ids, so the handlers keep the ids they had as this
+            # construct's own children (CustomResourceHandlers).
+            self,
+            "Default",
+            handler_folder="bedrock_import",
+            on_event=Handler("OnEvent", "on_event", "Pre-flights the S3 prefix and starts Bedrock model import jobs"),
+            is_complete=Handler(
+                "IsComplete", "is_complete", "Polls Bedrock model import jobs until they complete or fail"
+            ),
+            # Both handlers parse the same environment model (lambdas/bedrock_import/index.py).
+            environment={
+                "IMPORT_ROLE_ARN": store.import_role.role_arn,
+                "MODEL_KMS_KEY_ARN": store.model_key.key_arn,
+                "MAX_MODEL_SIZE_BYTES": str(max_model_size_bytes),
+            },
             timeout=handler_timeout,
             memory_mib=handler_memory_mib,
             log_retention=log_retention,
+            log_removal_policy=log_removal_policy,
+            query_interval=poll_interval,
+            total_timeout=total_timeout,
         )
-        on_event_role = self.on_event_function.role
-        assert on_event_role is not None
+        on_event_role, is_complete_role = self.handlers.on_event_role, self.handlers.is_complete_role
+        assert is_complete_role is not None
         for statement in prefix_read_statements(store.bucket, prefixes):
             on_event_role.add_to_principal_policy(statement)
         on_event_role.add_to_principal_policy(
@@ -233,19 +227,6 @@ class ModelImportProvider(Construct):
                 conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
             )
         )
-
-        self.is_complete_function = self._function(
-            "IsComplete",
-            handler="index.is_complete",
-            code=code,
-            description="Polls Bedrock model import jobs until they complete or fail",
-            environment=environment,
-            timeout=handler_timeout,
-            memory_mib=handler_memory_mib,
-            log_retention=log_retention,
-        )
-        is_complete_role = self.is_complete_function.role
-        assert is_complete_role is not None
         is_complete_role.add_to_principal_policy(
             iam.PolicyStatement(
                 sid="PollImportJobs",
@@ -266,112 +247,13 @@ class ModelImportProvider(Construct):
             "Bedrock generates import job and imported model ids at run time, so the ARN can only name this "
             "account's and region's {kind}/* (no other resource type, no other account or region)."
         )
-        for role, kinds in (
-            (on_event_role, ("model-import-job", "imported-model")),
-            (is_complete_role, ("model-import-job", "imported-model")),
-        ):
-            for kind in kinds:
+        for role in (on_event_role, is_complete_role):
+            for kind in ("model-import-job", "imported-model"):
                 acknowledge(
                     role,
                     f"AwsSolutions-IAM5[Resource::{_nag_bedrock_arn(kind + '/*')}]",
                     generated_ids.format(kind=kind),
                 )
-
-        framework_logs = logs.LogGroup(
-            self, "FrameworkLogs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY
-        )
-        # The framework's functions get own roles too (no AWSLambdaBasicExecutionRole, IAM4); two
-        # of them, as CDK advises, so the waiter and the onEvent function don't form a cycle.
-        framework_roles = [
-            iam.Role(self, role_id, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-            for role_id in ("FrameworkOnEventRole", "FrameworkWaiterRole")
-        ]
-        for role in framework_roles:
-            framework_logs.grant_write(role)
-        self.provider = cr.Provider(
-            self,
-            "Provider",
-            on_event_handler=self.on_event_function,
-            is_complete_handler=self.is_complete_function,
-            query_interval=poll_interval,
-            total_timeout=total_timeout,
-            framework_on_event_role=framework_roles[0],
-            framework_complete_and_timeout_role=framework_roles[1],
-            log_group=framework_logs,
-            disable_waiter_state_machine_logging=False,
-            waiter_state_machine_log_options=cr.LogOptions(
-                destination=logs.LogGroup(
-                    self, "WaiterLogs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY
-                ),
-                level=sfn.LogLevel.ALL,
-            ),
-        )
-        self._acknowledge_framework(framework_roles)
-        acknowledge_provider_checkov_findings(self)
-        drop_role_depends_on(self)
-
-    def _acknowledge_framework(self, framework_roles: Sequence[iam.IRole]) -> None:
-        """The provider framework's own findings: CDK writes these policies, not this app."""
-        for function in (self.on_event_function, self.is_complete_function):
-            for role in framework_roles:
-                acknowledge(
-                    role,
-                    f"AwsSolutions-IAM5[Resource::{nag_arn_of(function)}:*]",
-                    "CDK's provider framework invokes the handler by any version/alias (<function ARN>:*) of this "
-                    "one function.",
-                )
-        waiter = self.provider.node.find_child("waiter-state-machine")
-        for child in ("framework-isComplete", "framework-onTimeout"):
-            acknowledge(
-                waiter,
-                f"AwsSolutions-IAM5[Resource::{nag_arn_of(self.provider.node.find_child(child))}:*]",
-                "CDK's waiter state machine invokes its own framework function by any version (<function ARN>:*).",
-            )
-        acknowledge(
-            waiter,
-            "AwsSolutions-IAM5[Resource::*]",
-            "CloudWatch Logs vended log delivery (logs:CreateLogDelivery, PutResourcePolicy, ...) has no "
-            "resource-level permissions; CDK adds it so the waiter can log ALL events to its log group.",
-        )
-        acknowledge(
-            waiter,
-            "AwsSolutions-SF2",
-            "CDK's provider waiter state machine has no tracing option; it only polls is_complete, whose "
-            "calls are logged in the handler's log group and the waiter's execution log.",
-        )
-
-    def _function(
-        self,
-        construct_id: str,
-        *,
-        handler: str,
-        code: lambda_.Code,
-        description: str,
-        environment: dict[str, str],
-        timeout: cdk.Duration,
-        memory_mib: int,
-        log_retention: logs.RetentionDays,
-    ) -> lambda_.Function:
-        log_group = logs.LogGroup(
-            self, f"{construct_id}Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY
-        )
-        # An own role with write access to the one log group, instead of the managed
-        # AWSLambdaBasicExecutionRole policy (AwsSolutions-IAM4).
-        role = iam.Role(self, f"{construct_id}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-        log_group.grant_write(role)
-        return lambda_.Function(
-            self,
-            construct_id,
-            runtime=HANDLER_RUNTIME,
-            handler=handler,
-            code=code,
-            description=description,
-            environment=environment,
-            timeout=timeout,
-            memory_size=memory_mib,
-            role=role,
-            log_group=log_group,
-        )
 
 
 class BedrockImportedModel(Construct):

@@ -4,7 +4,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_constructs.lambda_handlers import acknowledge_provider_checkov_findings, drop_role_depends_on
+from cdk_constructs.custom_resource_handlers import acknowledge_provider_checkov_findings, drop_role_depends_on
 from cdk_constructs.nag import acknowledge, acknowledge_all, checkov_skip, log_group_arn_placeholder
 
 # CDK's singleton provider of Custom::LogRetention (one per stack, at the stack's root).

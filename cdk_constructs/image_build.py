@@ -3,7 +3,6 @@
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 import aws_cdk as cdk
@@ -11,24 +10,14 @@ from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
-from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import custom_resources as cr
-from constructs import Construct, IConstruct
+from constructs import Construct
 
+from cdk_constructs.custom_resource_handlers import CustomResourceHandlers, Handler
 from cdk_constructs.image_buildspec import BuildRecipe, buildspec
-from cdk_constructs.lambda_handlers import acknowledge_provider_checkov_findings
-from cdk_constructs.nag import (
-    acknowledge,
-    acknowledge_all,
-    arn_placeholder,
-    logical_id,
-    pseudo_placeholder,
-    ref_placeholder,
-)
+from cdk_constructs.nag import acknowledge, acknowledge_all, arn_placeholder, pseudo_placeholder, ref_placeholder
 from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
 
 # The handlers make a few CodeBuild/ECR control-plane calls (start or describe a build, look
@@ -79,7 +68,8 @@ class ImageBuild(Construct):
         project: the CodeBuild project.
         image_uris: per request key, ``<repository uri>:<tag>`` (known at synth).
         images: per request key, the custom resource (``ImageUri``/``ImageDigest`` attributes).
-        key: the KMS key of the build's logs and artifacts.
+        key: the KMS key of the build's logs and artifacts, and of the handlers' logs and environment.
+        handlers: the custom-resource provider that starts and watches the builds.
     """
 
     def __init__(
@@ -92,7 +82,6 @@ class ImageBuild(Construct):
         artifacts_bucket: s3.IBucket,
         recipe: BuildRecipe,
         requests: Mapping[str, ImageBuildRequest],
-        handler_code: Path,
         compute_type: str,
         build_timeout: cdk.Duration,
         poll_interval: cdk.Duration,
@@ -106,16 +95,43 @@ class ImageBuild(Construct):
             artifacts_bucket: holds the model artifacts (read-only here).
             recipe: Dockerfile, build arguments and S3 layout.
             requests: images to build, keyed by a stable name (e.g. the variant role).
-            handler_code: folder of the custom-resource handlers.
             compute_type: CodeBuild compute type name, e.g. ``BUILD_GENERAL1_LARGE``.
             build_timeout: CodeBuild timeout (<= 55 min so the failure beats CloudFormation's 1 h).
             poll_interval: time between status checks.
             log_retention / log_removal_policy: for every log group made here.
         """
         super().__init__(scope, construct_id)
+        self.key = self._logs_key()
+        build_logs = logs.LogGroup(
+            self, "BuildLogs", encryption_key=self.key, retention=log_retention, removal_policy=log_removal_policy
+        )
+        self.project = self._project(
+            repository=repository,
+            sources=sources,
+            artifacts_bucket=artifacts_bucket,
+            recipe=recipe,
+            compute_type=compute_type,
+            build_timeout=build_timeout,
+            build_logs=build_logs,
+        )
+        self.handlers = self._handlers(
+            repository=repository,
+            build_timeout=build_timeout,
+            poll_interval=poll_interval,
+            log_retention=log_retention,
+            log_removal_policy=log_removal_policy,
+        )
+        self.images: dict[str, cdk.CustomResource] = {}
+        self.image_uris: dict[str, str] = {}
+        for name, request in requests.items():
+            self.images[name] = self._image(name, request)
+            self.image_uris[name] = repository.repository_uri_for_tag(request.tag)
+
+    def _logs_key(self) -> kms.Key:
+        """The KMS key of every log group, artifact and handler environment here."""
         stack = cdk.Stack.of(self)
         # Retained with the logs it encrypts, except when the first create rolls back.
-        self.key = kms.Key(
+        key = kms.Key(
             self,
             "Key",
             enable_key_rotation=True,
@@ -123,7 +139,7 @@ class ImageBuild(Construct):
             removal_policy=RETAIN_EXCEPT_ON_CREATE,
         )
         # CloudWatch Logs needs the key policy to name it (Logs user guide, "Encrypt log data with KMS").
-        self.key.add_to_resource_policy(
+        key.add_to_resource_policy(
             iam.PolicyStatement(
                 actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
                 principals=[iam.ServicePrincipal(f"logs.{stack.region}.{stack.url_suffix}")],
@@ -140,18 +156,21 @@ class ImageBuild(Construct):
                 },
             )
         )
+        return key
 
-        def log_group(construct_id: str) -> logs.LogGroup:
-            return logs.LogGroup(
-                self,
-                construct_id,
-                encryption_key=self.key,
-                retention=log_retention,
-                removal_policy=log_removal_policy,
-            )
-
-        build_logs = log_group("BuildLogs")
-        self.project = codebuild.Project(
+    def _project(
+        self,
+        *,
+        repository: ecr.IRepository,
+        sources: s3_assets.Asset,
+        artifacts_bucket: s3.IBucket,
+        recipe: BuildRecipe,
+        compute_type: str,
+        build_timeout: cdk.Duration,
+        build_logs: logs.ILogGroup,
+    ) -> codebuild.Project:
+        """The privileged CodeBuild project: reads the sources and the artifact prefixes, pushes to ``repository``."""
+        project = codebuild.Project(
             self,
             "Project",
             description="Bakes the pinned model artifacts into the vLLM serving image",
@@ -177,146 +196,91 @@ class ImageBuild(Construct):
             logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=build_logs)),
         )
         acknowledge(
-            self.project,
+            project,
             "AwsSolutions-CB3",
             "Privileged mode runs the Docker daemon that builds the serving image; the project builds only the "
             "sources asset of this app and runs only when a deploy asks for a new image tag.",
         )
         # The S3 source already grants the project read on exactly the sources asset object.
-        artifacts_bucket.grant_read(self.project, f"{recipe.base_models_prefix}/*")
-        artifacts_bucket.grant_read(self.project, f"{recipe.adapters_prefix}/*")
-        repository.grant_pull_push(self.project)
-        self._acknowledge_build_role(artifacts_bucket, recipe)
+        artifacts_bucket.grant_read(project, f"{recipe.base_models_prefix}/*")
+        artifacts_bucket.grant_read(project, f"{recipe.adapters_prefix}/*")
+        repository.grant_pull_push(project)
+        self._acknowledge_build_role(project, artifacts_bucket, recipe)
+        return project
 
-        handler_env = {
-            "PROJECT_NAME": self.project.project_name,
-            "REPOSITORY_NAME": repository.repository_name,
-            "REPOSITORY_URI": repository.repository_uri,
-        }
-        code = lambda_.Code.from_asset(str(handler_code))
-
-        def lambda_role(construct_id: str, logs_of: logs.LogGroup) -> iam.Role:
-            # Own roles instead of AWSLambdaBasicExecutionRole: write access to one log group only.
-            role = iam.Role(self, construct_id, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-            logs_of.grant_write(role)
-            return role
-
-        def handler(construct_id: str, entry: str) -> lambda_.Function:
-            function_logs = log_group(f"{construct_id}Logs")
-            function = lambda_.Function(
-                self,
-                construct_id,
-                runtime=lambda_.Runtime.PYTHON_3_12,
-                handler=f"index.{entry}",
-                code=code,
-                environment=handler_env,
-                environment_encryption=self.key,
-                timeout=cdk.Duration.seconds(HANDLER_TIMEOUT_S),
-                log_group=function_logs,
-                role=lambda_role(f"{construct_id}Role", function_logs),
-            )
-            acknowledge(
-                function,
-                "AwsSolutions-L1",
-                "Pinned to python3.12, the project's Lambda runtime; cdk-nag 3.0.2 flags every runtime but the newest "
-                "python in aws-cdk-lib's Runtime.ALL (python3.14). The handlers use only boto3 from the runtime.",
-            )
-            return function
-
-        on_event = handler("OnEvent", "on_event")
-        is_complete = handler("IsComplete", "is_complete")
-        for function in (on_event, is_complete):
-            function.add_to_role_policy(
-                iam.PolicyStatement(actions=["codebuild:BatchGetBuilds"], resources=[self.project.project_arn])
-            )
-            function.add_to_role_policy(
-                iam.PolicyStatement(actions=["ecr:DescribeImages"], resources=[repository.repository_arn])
-            )
-        on_event.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["codebuild:StartBuild", "codebuild:ListBuildsForProject"],
-                resources=[self.project.project_arn],
-            )
-        )
-
-        provider_logs = log_group("ProviderLogs")
-        provider = cr.Provider(
+    def _handlers(
+        self,
+        *,
+        repository: ecr.IRepository,
+        build_timeout: cdk.Duration,
+        poll_interval: cdk.Duration,
+        log_retention: logs.RetentionDays,
+        log_removal_policy: cdk.RemovalPolicy,
+    ) -> CustomResourceHandlers:
+        """``on_event`` starts (or adopts) a build, ``is_complete`` watches it; both look the image up in ECR."""
+        handlers = CustomResourceHandlers(
+            # "Default": CDK leaves it out of logical ids, so the handlers keep the ids they had as this
+            # construct's own children (CustomResourceHandlers).
             self,
-            "Provider",
-            on_event_handler=on_event,
-            is_complete_handler=is_complete,
+            "Default",
+            handler_folder="image_build",
+            on_event=Handler("OnEvent", "on_event"),
+            is_complete=Handler("IsComplete", "is_complete"),
+            environment={
+                "PROJECT_NAME": self.project.project_name,
+                "REPOSITORY_NAME": repository.repository_name,
+                "REPOSITORY_URI": repository.repository_uri,
+            },
+            timeout=cdk.Duration.seconds(HANDLER_TIMEOUT_S),
+            log_retention=log_retention,
+            log_removal_policy=log_removal_policy,
+            encryption_key=self.key,
             query_interval=poll_interval,
             # The build's own timeout plus time queued and for the push to settle; CloudFormation
             # stops waiting at 3600 s anyway (ServiceTimeout).
             total_timeout=cdk.Duration.minutes(
                 min(build_timeout.to_minutes() + PROVIDER_HEADROOM_MIN, CUSTOM_RESOURCE_MAX_TIMEOUT_S // 60)
             ),
-            log_group=provider_logs,
-            framework_on_event_role=lambda_role("FrameworkOnEventRole", provider_logs),
-            framework_complete_and_timeout_role=lambda_role("FrameworkWaiterRole", provider_logs),
-            disable_waiter_state_machine_logging=False,
-            waiter_state_machine_log_options=cr.LogOptions(
-                destination=log_group("WaiterLogs"), level=sfn.LogLevel.ALL, include_execution_data=False
-            ),
-            provider_function_env_encryption=self.key,
         )
-        acknowledge(
-            provider,
-            "AwsSolutions-SF2",
-            "The waiter state machine only loops isComplete; its execution history and logs cover tracing needs.",
-        )
-        acknowledge(
-            provider.node.find_child("waiter-state-machine"),
-            "AwsSolutions-IAM5[Resource::*]",
-            "Step Functions log delivery (logs:CreateLogDelivery, PutResourcePolicy, ...) supports no resource-level "
-            "permissions (Step Functions developer guide, 'IAM policies for logging to CloudWatch Logs').",
-        )
-        invoked: list[IConstruct] = [on_event, is_complete]
-        invoked += [provider.node.find_child(name) for name in ("framework-isComplete", "framework-onTimeout")]
-        acknowledge_all(
-            self,
-            [f"AwsSolutions-IAM5[Resource::{arn_placeholder(fn)}:*]" for fn in invoked],
-            "lambda:InvokeFunction on '<function arn>:*' (that function's versions and aliases), granted by the "
-            "Provider framework for its own functions and the two handlers of this construct.",
-        )
-        acknowledge_all(
-            self,
-            ["AwsSolutions-IAM5[Action::kms:GenerateDataKey*]", "AwsSolutions-IAM5[Action::kms:ReEncrypt*]"],
-            "KMS data-key actions on this construct's key only (environment and log encryption).",
-        )
-
-        functions: list[IConstruct] = [on_event, is_complete]
-        functions += [provider.node.find_child(f"framework-{name}") for name in ("onEvent", "isComplete", "onTimeout")]
-        for resource in functions:
-            assert isinstance(resource, lambda_.Function) and resource.role is not None
-            _depend_on_policy_not_role(resource, resource.role)
-        waiter = provider.node.find_child("waiter-state-machine")
-        _depend_on_policy_not_role(waiter, waiter.node.find_child("Role"))
-        acknowledge_provider_checkov_findings(self)  # its handlers and the framework's functions
-
-        self.images: dict[str, cdk.CustomResource] = {}
-        self.image_uris: dict[str, str] = {}
-        for name, request in requests.items():
-            resource = cdk.CustomResource(
-                self,
-                f"{name[:1].upper()}{name[1:]}Image",
-                service_token=provider.service_token,
-                resource_type="Custom::ServingImage",
-                properties={
-                    "ImageTag": request.tag,
-                    "ArtifactPins": json.dumps(dict(request.pins), sort_keys=True),
-                    "BaseImages": json.dumps(dict(request.base_images), sort_keys=True),
-                },
-                service_timeout=cdk.Duration.seconds(CUSTOM_RESOURCE_MAX_TIMEOUT_S),
+        assert handlers.is_complete_role is not None
+        for role in (handlers.on_event_role, handlers.is_complete_role):
+            role.add_to_policy(
+                iam.PolicyStatement(actions=["codebuild:BatchGetBuilds"], resources=[self.project.project_arn])
             )
-            resource.node.add_dependency(self.project)
-            self.images[name] = resource
-            self.image_uris[name] = repository.repository_uri_for_tag(request.tag)
+            role.add_to_policy(
+                iam.PolicyStatement(actions=["ecr:DescribeImages"], resources=[repository.repository_arn])
+            )
+        handlers.on_event_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["codebuild:StartBuild", "codebuild:ListBuildsForProject"],
+                resources=[self.project.project_arn],
+            )
+        )
+        return handlers
 
-    def _acknowledge_build_role(self, artifacts_bucket: s3.IBucket, recipe: BuildRecipe) -> None:
+    def _image(self, name: str, request: ImageBuildRequest) -> cdk.CustomResource:
+        """The ``Custom::ServingImage`` of one request: a new tag builds, the same tag changes nothing."""
+        resource = cdk.CustomResource(
+            self,
+            f"{name[:1].upper()}{name[1:]}Image",
+            service_token=self.handlers.service_token,
+            resource_type="Custom::ServingImage",
+            properties={
+                "ImageTag": request.tag,
+                "ArtifactPins": json.dumps(dict(request.pins), sort_keys=True),
+                "BaseImages": json.dumps(dict(request.base_images), sort_keys=True),
+            },
+            service_timeout=cdk.Duration.seconds(CUSTOM_RESOURCE_MAX_TIMEOUT_S),
+        )
+        resource.node.add_dependency(self.project)
+        return resource
+
+    def _acknowledge_build_role(
+        self, project: codebuild.Project, artifacts_bucket: s3.IBucket, recipe: BuildRecipe
+    ) -> None:
         """The CodeBuild role's wildcard findings, each with its reason (granular ids)."""
-        assert self.project.role is not None
-        project_ref = ref_placeholder(self.project)
+        assert project.role is not None
+        project_ref = ref_placeholder(project)
         region, partition = pseudo_placeholder(self, "Region"), pseudo_placeholder(self, "Partition")
         if not isinstance(artifacts_bucket, s3.Bucket):
             bucket_arn = f"arn:{partition}:s3:::{artifacts_bucket.bucket_name}"
@@ -328,7 +292,7 @@ class ImageBuild(Construct):
             owner = cdk.Stack.of(artifacts_bucket)
             bucket_arn = owner.resolve(owner.export_value(artifacts_bucket.bucket_arn))["Fn::ImportValue"]
         acknowledge_all(
-            self.project.role,
+            project.role,
             [
                 "AwsSolutions-IAM5[Action::s3:GetBucket*]",
                 "AwsSolutions-IAM5[Action::s3:GetObject*]",
@@ -342,7 +306,7 @@ class ImageBuild(Construct):
             "data-key actions on this construct's key only (grant_read / CodeBuild encryption key).",
         )
         acknowledge_all(
-            self.project.role,
+            project.role,
             [
                 "AwsSolutions-IAM5[Resource::*]",
                 f"AwsSolutions-IAM5[Resource::arn:{partition}:logs:{region}:<AWS::AccountId>:log-group:"
@@ -353,14 +317,3 @@ class ImageBuild(Construct):
             "ecr:GetAuthorizationToken has no resource-level permissions (ECR IAM reference); the log-stream and "
             "report-group wildcards are CodeBuild's defaults for this one project.",
         )
-
-
-def _depend_on_policy_not_role(resource: IConstruct, role: IConstruct) -> None:
-    """Keep ``DependsOn`` on the role's policy only: a ``GetAtt`` of the role already orders it.
-
-    CDK lists both when a role is passed in; cfn-lint reports the role entry as W3005. The
-    policy entry stays so permissions exist before the function or state machine runs.
-    """
-    cfn = resource.node.default_child
-    assert isinstance(cfn, cdk.CfnResource)
-    cfn.add_override("DependsOn", [logical_id(role.node.find_child("DefaultPolicy"))])

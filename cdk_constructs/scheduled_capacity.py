@@ -7,26 +7,17 @@ each target re-registers the bounds the schedule has in force at deploy time.
 """
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from app_config.capacity_timeline import Bounds
-from cdk_constructs.lambda_handlers import (
-    HANDLER_RUNTIME,
-    acknowledge_provider_checkov_findings,
-    drop_role_depends_on,
-    nag_arn_of,
-)
+from cdk_constructs.custom_resource_handlers import CustomResourceHandlers, Handler
 from cdk_constructs.nag import acknowledge, pseudo_placeholder
 
-HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambdas" / "scheduled_capacity"
 RESOURCE_TYPE = "Custom::ScheduledCapacity"
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 
@@ -35,26 +26,44 @@ class ScheduledCapacityKeeper(Construct):
     """One handler for the stack; :meth:`keep` adds a ``Custom::ScheduledCapacity`` per target.
 
     Attributes:
-        function: the handler (``index.on_event``), allowed to register SageMaker variant
-            targets of this endpoint only.
-        provider: CDK's ``custom_resources.Provider`` in front of it.
+        handlers: the :class:`CustomResourceHandlers` of the handler (``index.on_event``), allowed
+            to register SageMaker variant targets of this endpoint only.
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, endpoint_name: str, log_retention: logs.RetentionDays
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint_name: str,
+        log_retention: logs.RetentionDays,
+        log_removal_policy: cdk.RemovalPolicy,
     ) -> None:
         """
         Args:
             endpoint_name: the endpoint whose variants' targets this may re-register.
-            log_retention: retention of the handler's and the provider framework's log groups.
+            log_retention / log_removal_policy: of the handler's and the provider framework's log groups.
         """
         super().__init__(scope, construct_id)
         stack = cdk.Stack.of(self)
-        handler_logs = logs.LogGroup(
-            self, "HandlerLogs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY
+        self.handlers = CustomResourceHandlers(
+            # "Default": CDK leaves it out of logical ids, so the handler keeps the ids it had as this
+            # construct's own child (CustomResourceHandlers).
+            self,
+            "Default",
+            handler_folder="scheduled_capacity",
+            on_event=Handler(
+                "Handler",
+                "on_event",
+                "Re-registers the scheduled capacity bounds in force after a scalable target deploy",
+            ),
+            # One RegisterScalableTarget and the reads it makes: seconds.
+            timeout=cdk.Duration.seconds(60),
+            memory_mib=128,
+            log_retention=log_retention,
+            log_removal_policy=log_removal_policy,
         )
-        role = iam.Role(self, "HandlerRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-        handler_logs.grant_write(role)
+        role = self.handlers.on_event_role
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="RegisterVariantTargets",
@@ -84,30 +93,6 @@ class ScheduledCapacityKeeper(Construct):
                 ],
             )
         )
-        self.function = lambda_.Function(
-            self,
-            "Handler",
-            runtime=HANDLER_RUNTIME,
-            handler="index.on_event",
-            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
-            description="Re-registers the scheduled capacity bounds in force after a scalable target deploy",
-            timeout=cdk.Duration.seconds(60),
-            memory_size=128,
-            role=role,
-            log_group=handler_logs,
-        )
-        framework_logs = logs.LogGroup(
-            self, "FrameworkLogs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY
-        )
-        framework_role = iam.Role(self, "FrameworkRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-        framework_logs.grant_write(framework_role)
-        self.provider = cr.Provider(
-            self,
-            "Provider",
-            on_event_handler=self.function,
-            framework_on_event_role=framework_role,
-            log_group=framework_logs,
-        )
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",
@@ -121,14 +106,6 @@ class ScheduledCapacityKeeper(Construct):
             f"{pseudo_placeholder(self, 'Region')}:<AWS::AccountId>:endpoint-config/*]",
             "The endpoint's config gets a generated name on every change; RegisterScalableTarget reads it.",
         )
-        acknowledge(
-            framework_role,
-            f"AwsSolutions-IAM5[Resource::{nag_arn_of(self.function)}:*]",
-            "CDK's provider framework invokes the handler by any version/alias (<function ARN>:*) of this one "
-            "function.",
-        )
-        acknowledge_provider_checkov_findings(self)
-        drop_role_depends_on(self)
 
     def keep(
         self,
@@ -154,7 +131,7 @@ class ScheduledCapacityKeeper(Construct):
         resource = cdk.CustomResource(
             scope,
             construct_id,
-            service_token=self.provider.service_token,
+            service_token=self.handlers.service_token,
             resource_type=RESOURCE_TYPE,
             properties={
                 "ServiceNamespace": "sagemaker",

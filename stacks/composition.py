@@ -154,7 +154,7 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             app,
             config.stack_name("BedrockImport"),
             bedrock=config.bedrock,
-            log_retention_days=config.observability.log_retention_days,
+            observability=config.observability,
             env=env,
             description=f"{config.project_name} ({config.stage}): Bedrock Custom Model Import of merged models",
         )

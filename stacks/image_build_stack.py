@@ -21,7 +21,6 @@ from stacks import image_inputs
 from stacks.log_retention import log_removal_policy, retention_days
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-HANDLER_CODE = REPO_ROOT / "lambdas" / "image_build"
 
 
 class ImageBuildStack(cdk.Stack):
@@ -119,7 +118,6 @@ class ImageBuildStack(cdk.Stack):
                 adapters_prefix=build.adapters_prefix,
             ),
             requests=dict(unique.values()),
-            handler_code=HANDLER_CODE,
             compute_type=build.compute_type,
             build_timeout=cdk.Duration.minutes(build.timeout_min),
             poll_interval=cdk.Duration.seconds(build.poll_interval_s),

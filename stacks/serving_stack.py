@@ -228,6 +228,7 @@ class ServingStack(cdk.Stack):
                     "ScheduledCapacity",
                     endpoint_name=config.endpoint_name,
                     log_retention=retention_days(config.observability.log_retention_days),
+                    log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
                 )
                 keeper.keep(
                     self,
