@@ -8,7 +8,7 @@ pointer into config with ``python -m devtools.pin_artifacts`` (docs/image-build.
 
 The two base images of ``container/Dockerfile`` are pinned the same way, by digest
 (``name:tag@sha256:<64 hex>``): the tag says what it is, the digest is what is pulled, and
-both are inputs of the image tag (stacks/image_inputs.py). Where each default digest comes
+both are inputs of the image tag (cdk_constructs/image/image_inputs.py). Where each default digest comes
 from is in docs/sources.md, "Base image digests".
 """
 

@@ -2,7 +2,7 @@
 
 The defaults name the seeds' versions with a placeholder sha256 (``PLACEHOLDER_SHA256``), so
 that `make synth` works offline on a fresh checkout. A deploy must not start with them: the image
-build would fail minutes in (``lambdas/image_build/index.py`` refuses them), after CloudFormation
+build would fail minutes in (``lambdas/image/index.py`` refuses them), after CloudFormation
 has created the stacks before it. This module names them, once, for everything that refuses a
 deploy before anything is created: the ImageBuild stack's CloudFormation rule
 (``stacks/image_build_stack.py``), `make synth`'s summary and ``ops preflight``.
@@ -68,7 +68,7 @@ def _image_pins(config: AppConfig, variant: str, artifacts: ArtifactSetConfig) -
             f"{key}.base_model", base, version_prefix(build.base_models_prefix, config.model.name, pin_version(base))
         )
     ]
-    if config.serving.mode == "variants":  # baked only in variants mode (stacks/image_inputs.py)
+    if config.serving.mode == "variants":  # baked only in variants mode (cdk_constructs/image/image_inputs.py)
         pins += [
             PinRef(f"{key}.adapters.{name}", pin, version_prefix(build.adapters_prefix, name, pin_version(pin)))
             for name, pin in sorted(artifacts.adapters.items())
@@ -101,7 +101,7 @@ def placeholder_base_images(config: AppConfig) -> list[tuple[str, str]]:
     """``(config key, image reference)`` of each base image the build pulls whose digest is the placeholder.
 
     Only with ``image.source = build`` (a prebuilt image was built elsewhere). The image-build
-    handler refuses them too (lambdas/image_build/index.py); this names them before a deploy starts.
+    handler refuses them too (lambdas/image/index.py); this names them before a deploy starts.
     """
     if config.image.source != "build":
         return []

@@ -10,9 +10,9 @@ from constructs import Construct
 
 from app_config.bedrock import PROVIDER_HEADROOM_MIN, BedrockConfig
 from app_config.observability import ObservabilityConfig
-from cdk_constructs.bedrock_import import BedrockImportedModel, ModelImportHandlers, ModelImportStore
+from cdk_constructs.bedrock.bedrock_import import BedrockImportedModel, ModelImportHandlers, ModelImportStore
+from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from serving_contract import outputs
-from stacks.log_retention import log_removal_policy, retention_days
 
 
 class BedrockImportStack(cdk.Stack):

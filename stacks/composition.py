@@ -10,7 +10,7 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.image import ImageRefConfig
-from cdk_constructs.nag_report import format_validation_failure
+from cdk_constructs.common.nag_report import format_validation_failure
 from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_build_stack import ImageBuildStack
 from stacks.image_repository_stack import ImageRepositoryStack

@@ -7,10 +7,10 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.topology import serving_topology
-from cdk_constructs.alarm_topic import AlarmTopic
-from cdk_constructs.endpoint_alarms import EndpointAlarms
-from cdk_constructs.endpoint_dashboard import EndpointDashboard, VariantCapacity
-from cdk_constructs.endpoint_metrics import EndpointMetrics
+from cdk_constructs.observability.alarm_topic import AlarmTopic
+from cdk_constructs.observability.endpoint_alarms import EndpointAlarms
+from cdk_constructs.observability.endpoint_dashboard import EndpointDashboard, VariantCapacity
+from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract import outputs
 

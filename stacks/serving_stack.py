@@ -16,25 +16,25 @@ from app_config.gpu_instances import instance_gpus
 from app_config.image_build import pin_version
 from app_config.inference_components import unpinned_adapter_problems
 from app_config.topology import ServingTopology, serving_topology
-from cdk_constructs.component_autoscaling import ComponentAutoscaling
-from cdk_constructs.container_environment import container_environment
-from cdk_constructs.deployment_guardrail_alarms import DeploymentGuardrailAlarms
-from cdk_constructs.deployment_guardrails import deployment_config
-from cdk_constructs.endpoint_metrics import EndpointMetrics
-from cdk_constructs.fixed_name_log_group import finish_log_retention_provider
-from cdk_constructs.inference_component_endpoint import InferenceComponentEndpoint
-from cdk_constructs.inference_execution_role import InferenceExecutionRole
-from cdk_constructs.model_artifacts_bucket import grant_archive_read
-from cdk_constructs.nag import acknowledge, log_group_arn_placeholder
-from cdk_constructs.scheduled_capacity import ScheduledCapacityKeeper
-from cdk_constructs.serving_endpoint import ServingEndpoint, VariantDeployment
-from cdk_constructs.serving_model import EndpointHosting, endpoint_log_group
-from cdk_constructs.variant_autoscaling import VariantAutoscaling, scaling_resource_id
+from cdk_constructs.artifacts.model_artifacts_bucket import grant_archive_read
+from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
+from cdk_constructs.common.log_retention import log_removal_policy, retention_days
+from cdk_constructs.common.nag import acknowledge, log_group_arn_placeholder
+from cdk_constructs.endpoint.container_environment import container_environment
+from cdk_constructs.endpoint.deployment_guardrail_alarms import DeploymentGuardrailAlarms
+from cdk_constructs.endpoint.deployment_guardrails import deployment_config
+from cdk_constructs.endpoint.inference_component_endpoint import InferenceComponentEndpoint
+from cdk_constructs.endpoint.inference_execution_role import InferenceExecutionRole
+from cdk_constructs.endpoint.serving_endpoint import ServingEndpoint, VariantDeployment
+from cdk_constructs.endpoint.serving_model import EndpointHosting, endpoint_log_group
+from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
+from cdk_constructs.scaling.component_autoscaling import ComponentAutoscaling
+from cdk_constructs.scaling.scheduled_capacity import ScheduledCapacityKeeper
+from cdk_constructs.scaling.variant_autoscaling import VariantAutoscaling, scaling_resource_id
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
 from serving_contract.components import BASE_SUFFIX, adapter_component_name, base_component_name
 from serving_contract.model_artifacts import ADAPTER_ARCHIVE  # the file an adapter component loads
-from stacks.log_retention import log_removal_policy, retention_days
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Which pins are in effect follows the stacks:
 - ``image.source = build``: the primary image bakes ``image.build.primary`` (stacks/image_build_stack.py);
   a second image bakes ``image.build.canary`` only when it is set, ``serving.canary.enabled`` and
   ``serving.mode = variants``. The image bakes the adapters only in variants mode
-  (stacks/image_inputs.py, ``baked_adapters``): in inference_components mode it holds the base model.
+  (cdk_constructs/image/image_inputs.py, ``baked_adapters``): in inference_components mode it holds the base model.
 - ``serving.mode = inference_components``: each adapter's component loads
   ``<adapters_prefix>/<adapter>/<version>/adapter.tar.gz`` of ``serving.inference_components.adapter_artifacts``
   (whatever image.source is).

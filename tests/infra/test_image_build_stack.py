@@ -5,10 +5,10 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from cdk_constructs.custom_resource_handlers import HANDLER_RUNTIME
-from cdk_constructs.image_build import CUSTOM_RESOURCE_MAX_TIMEOUT_S, HANDLER_TIMEOUT_S
+from cdk_constructs.common.custom_resource_handlers import HANDLER_RUNTIME
+from cdk_constructs.image import image_inputs
+from cdk_constructs.image.image_build import CUSTOM_RESOURCE_MAX_TIMEOUT_S, HANDLER_TIMEOUT_S
 from serving_contract import env, outputs
-from stacks import image_inputs
 from stacks.image_build_stack import REPO_ROOT
 from tests.synth_helpers import Synth
 
@@ -94,7 +94,7 @@ def test_base_images_reach_the_build_pinned_by_digest(default_synth: Synth) -> N
     for name in ("CUDA_BASE", "UV_IMAGE"):
         # A build started without the handler's variables fails before any pull.
         assert any(c.startswith(f'[[ "${name}" == *@sha256:* ]] || ') and "exit 1" in c for c in pre)
-    # The digests are part of the tag (stacks/image_inputs.py), so a new base digest is a new build.
+    # The digests are part of the tag (cdk_constructs/image/image_inputs.py), so a new base digest is a new build.
     tag = resource["Properties"]["ImageTag"]
     inputs = {
         "sources_sha256": image_inputs.sources_sha256(REPO_ROOT),

@@ -1,6 +1,6 @@
 """An endpoint of inference components: one production variant, a base component, one per adapter.
 
-The same face as :class:`cdk_constructs.serving_endpoint.ServingEndpoint` (``endpoint``,
+The same face as :class:`cdk_constructs.endpoint.serving_endpoint.ServingEndpoint` (``endpoint``,
 ``endpoint_config``, ``log_group``, ``endpoint_name``, ``variant_names``, ``models``), so the
 serving stack composes either one; the guardrail alarms, dashboard and scaling read the
 differences from :class:`app_config.topology.ServingTopology`.
@@ -19,8 +19,8 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.inference_components import InferenceComponentsConfig
-from cdk_constructs.fixed_name_log_group import FixedNameLogGroup
-from cdk_constructs.serving_model import EndpointHosting, serving_model
+from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.endpoint.serving_model import EndpointHosting, serving_model
 from serving_contract.components import adapter_component_name, base_component_name
 from serving_contract.log_groups import component_log_group_name
 from serving_contract.outputs import pascal_case

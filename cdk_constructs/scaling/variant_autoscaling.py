@@ -10,7 +10,7 @@ from constructs import Construct
 
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.scheduled_actions import ResolvedAction
-from cdk_constructs.sagemaker_scaling_role import sagemaker_scaling_role
+from cdk_constructs.scaling.sagemaker_scaling_role import sagemaker_scaling_role
 from serving_contract.metrics import Dimension, EngineMetric
 
 _PREDEFINED = {

@@ -1,9 +1,9 @@
-"""The CodeBuild buildspec of the serving image (cdk_constructs/image_build.py runs it).
+"""The CodeBuild buildspec of the serving image (cdk_constructs/image/image_build.py runs it).
 
 Two kinds of ``--build-arg``: those fixed by config for every build of the project (the model
 folder, the artifact check's adapters and rank) are written into the buildspec; the base images
 (``CUDA_BASE``, ``UV_IMAGE``) arrive per build as environment variables that the image-build
-handler sets on StartBuild after refusing placeholder digests (lambdas/image_build/index.py).
+handler sets on StartBuild after refusing placeholder digests (lambdas/image/index.py).
 """
 
 from collections.abc import Mapping, Sequence

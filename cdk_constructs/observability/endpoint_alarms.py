@@ -10,7 +10,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from app_config.monitoring import AlarmRuleConfig, MonitoringConfig
-from cdk_constructs.endpoint_metrics import EndpointMetrics
+from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import (
     EngineMetric,

@@ -8,8 +8,8 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.serving import VariantConfig
-from cdk_constructs.fixed_name_log_group import FixedNameLogGroup
-from cdk_constructs.serving_model import EndpointHosting, serving_model
+from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.endpoint.serving_model import EndpointHosting, serving_model
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class ServingEndpoint(Construct):
             hosting: startup health check, routing, AMI, network isolation, VPC and logs.
             log_group: the endpoint's log group (made by the stack, the same in both modes).
             deployment_config: blue/green guardrails for updates (see
-                ``cdk_constructs.deployment_guardrails``); None = SageMaker's default.
+                ``cdk_constructs.endpoint.deployment_guardrails``); None = SageMaker's default.
             retain_deployment_config: ``RetainDeploymentConfig``: reuse the previous
                 deployment's config instead of ``deployment_config``.
         """

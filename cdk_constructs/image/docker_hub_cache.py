@@ -6,7 +6,7 @@ from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from cdk_constructs.nag import acknowledge, resource_arn_placeholder
+from cdk_constructs.common.nag import acknowledge, resource_arn_placeholder
 
 # References Docker Hub serves: no registry host, or docker.io / registry-1.docker.io.
 _DOCKER_HUB_HOSTS = ("docker.io/", "registry-1.docker.io/", "index.docker.io/")

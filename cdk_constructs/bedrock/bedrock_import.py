@@ -2,7 +2,7 @@
 
 CloudFormation has no resource for Custom Model Import (CONVENTIONS.md; the Bedrock user
 guide lists "AWS CloudFormation" among the features it cannot be used with), so each import
-is a custom resource backed by ``lambdas/bedrock_import`` (:class:`CustomResourceHandlers`).
+is a custom resource backed by ``lambdas/bedrock`` (:class:`CustomResourceHandlers`).
 """
 
 from collections.abc import Sequence
@@ -14,9 +14,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
-from cdk_constructs.custom_resource_handlers import CustomResourceHandlers, Handler
-from cdk_constructs.nag import acknowledge, arn_placeholder, checkov_skip
-from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
+from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.nag import acknowledge, arn_placeholder, checkov_skip
+from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 RESOURCE_TYPE = "Custom::BedrockModelImport"
 
@@ -170,12 +170,12 @@ class ModelImportHandlers(Construct):
             # construct's own children (CustomResourceHandlers).
             self,
             "Default",
-            handler_folder="bedrock_import",
+            handler_folder="bedrock",
             on_event=Handler("OnEvent", "on_event", "Pre-flights the S3 prefix and starts Bedrock model import jobs"),
             is_complete=Handler(
                 "IsComplete", "is_complete", "Polls Bedrock model import jobs until they complete or fail"
             ),
-            # Both handlers parse the same environment model (lambdas/bedrock_import/index.py).
+            # Both handlers parse the same environment model (lambdas/bedrock/index.py).
             environment={
                 "IMPORT_ROLE_ARN": store.import_role.role_arn,
                 "MODEL_KMS_KEY_ARN": store.model_key.key_arn,

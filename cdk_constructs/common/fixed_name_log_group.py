@@ -4,8 +4,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_constructs.custom_resource_handlers import acknowledge_provider_checkov_findings, drop_role_depends_on
-from cdk_constructs.nag import acknowledge, acknowledge_all, checkov_skip, log_group_arn_placeholder
+from cdk_constructs.common.custom_resource_handlers import acknowledge_provider_checkov_findings, drop_role_depends_on
+from cdk_constructs.common.nag import acknowledge, acknowledge_all, checkov_skip, log_group_arn_placeholder
 
 # CDK's singleton provider of Custom::LogRetention (one per stack, at the stack's root).
 _PROVIDER_ID = "LogRetentionaae0aa3c5b4d4f87b02d85b201efdd8a"

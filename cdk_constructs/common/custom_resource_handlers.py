@@ -22,9 +22,9 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
-from cdk_constructs.nag import acknowledge, arn_placeholder, checkov_skip
+from cdk_constructs.common.nag import acknowledge, arn_placeholder, checkov_skip
 
-LAMBDAS_DIR = Path(__file__).resolve().parent.parent / "lambdas"
+LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
 """One folder per handler, ``lambdas/<folder>/index.py`` (lambdas/README.md)."""
 
 HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -90,7 +90,7 @@ class CustomResourceHandlers(Construct):
     ) -> None:
         """
         Args:
-            handler_folder: the handlers' folder under ``lambdas/``, e.g. ``image_build``.
+            handler_folder: the handlers' folder under ``lambdas/``, named after the capability, e.g. ``image``.
             on_event / is_complete: the handler functions; without ``is_complete`` the provider is synchronous.
             environment: environment variables of both handlers.
             timeout: Lambda timeout of each handler (one call, not the whole operation).
@@ -267,7 +267,7 @@ def acknowledge_provider_checkov_findings(scope: IConstruct) -> None:
     Walks ``scope``'s resources once they exist (call it after the ``cr.Provider``): every Lambda
     function gets the reasons above; one without ``KmsKeyArn`` also CKV_AWS_173, a log group
     without ``KmsKeyId`` CKV_AWS_158, and the waiter state machine's role policy CKV_AWS_111.
-    Each entry lands in that resource's own ``Metadata`` (:func:`cdk_constructs.nag.checkov_skip`).
+    Each entry lands in that resource's own ``Metadata`` (:func:`cdk_constructs.common.nag.checkov_skip`).
     """
     for node in scope.node.find_all():
         # By type name: CDK's LogRetention provider writes its function as a plain CfnResource.

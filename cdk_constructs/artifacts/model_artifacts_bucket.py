@@ -6,8 +6,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from cdk_constructs.nag import acknowledge, checkov_skip
-from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
+from cdk_constructs.common.nag import acknowledge, checkov_skip
+from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 
 class ModelArtifactsBucket(Construct):

@@ -8,7 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from app_config.monitoring import MonitoringConfig
-from cdk_constructs.endpoint_metrics import EndpointMetrics
+from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract.metrics import (
     EngineMetric,
     RequestMetric,

@@ -7,7 +7,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from app_config.monitoring import AlarmRuleConfig
-from cdk_constructs.endpoint_metrics import EndpointMetrics
+from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import RequestMetric, SageMakerMetric
 from serving_contract.outputs import pascal_case

@@ -3,7 +3,7 @@
 import aws_cdk as cdk
 from aws_cdk import aws_logs as logs
 
-from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
+from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 _RETENTION_BY_DAYS = {
     1: logs.RetentionDays.ONE_DAY,

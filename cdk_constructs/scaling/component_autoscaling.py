@@ -8,7 +8,7 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from constructs import Construct
 
 from app_config.inference_components import ComponentScalingConfig
-from cdk_constructs.sagemaker_scaling_role import sagemaker_scaling_role
+from cdk_constructs.scaling.sagemaker_scaling_role import sagemaker_scaling_role
 from serving_contract.metrics import SAGEMAKER_NAMESPACE, Dimension, SageMakerMetric
 
 WAKE_PERIOD_S = 60

@@ -2,7 +2,7 @@
 
 ``on_event`` (Create/Update) makes sure an image with the requested tag exists or is being
 built, and ``is_complete`` polls that build until it ends. The tag is derived from every
-input of the image at synth (stacks/image_inputs.py), so the handlers never decide *whether*
+input of the image at synth (cdk_constructs/image/image_inputs.py), so the handlers never decide *whether*
 the inputs changed, only whether the image for this tag already exists:
 
 1. the tag is in ECR             -> done, no build (unchanged inputs never rebuild);
@@ -35,7 +35,7 @@ BUILD_LOOKBACK = 20
 TAG_VARIABLE = "IMAGE_TAG"
 PINS_VARIABLE = "ARTIFACT_PINS"
 PLACEHOLDER_SHA256 = "0" * 64  # app_config/image_build.py: the unpinned default
-# The config keys of the base-image build arguments (stacks/image_inputs.py), for the message.
+# The config keys of the base-image build arguments (cdk_constructs/image/image_inputs.py), for the message.
 BASE_IMAGE_KEYS = {"CUDA_BASE": "image.build.cuda_base_image", "UV_IMAGE": "image.build.uv_image"}
 
 

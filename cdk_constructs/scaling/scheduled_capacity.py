@@ -1,4 +1,4 @@
-"""Keep the scheduled capacity bounds through a deploy (``lambdas/scheduled_capacity``).
+"""Keep the scheduled capacity bounds through a deploy (``lambdas/scaling``).
 
 A scalable target in CloudFormation carries the variant's hard bounds, and every create or
 update of it registers those, overriding the bounds the active scheduled action set (min 8
@@ -15,8 +15,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from app_config.capacity_timeline import Bounds
-from cdk_constructs.custom_resource_handlers import CustomResourceHandlers, Handler
-from cdk_constructs.nag import acknowledge, pseudo_placeholder
+from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.nag import acknowledge, pseudo_placeholder
 
 RESOURCE_TYPE = "Custom::ScheduledCapacity"
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
@@ -51,7 +51,7 @@ class ScheduledCapacityKeeper(Construct):
             # construct's own child (CustomResourceHandlers).
             self,
             "Default",
-            handler_folder="scheduled_capacity",
+            handler_folder="scaling",
             on_event=Handler(
                 "Handler",
                 "on_event",

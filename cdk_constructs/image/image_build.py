@@ -15,10 +15,10 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from cdk_constructs.custom_resource_handlers import CustomResourceHandlers, Handler
-from cdk_constructs.image_buildspec import BuildRecipe, buildspec
-from cdk_constructs.nag import acknowledge, acknowledge_all, arn_placeholder, pseudo_placeholder, ref_placeholder
-from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
+from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.nag import acknowledge, acknowledge_all, arn_placeholder, pseudo_placeholder, ref_placeholder
+from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
+from cdk_constructs.image.image_buildspec import BuildRecipe, buildspec
 
 # The handlers make a few CodeBuild/ECR control-plane calls (start or describe a build, look
 # up an image digest): seconds each, so 30 s is ample and keeps a hung call from holding the
@@ -45,7 +45,7 @@ class ImageBuildRequest:
     """One image to build.
 
     Attributes:
-        tag: the image tag, derived from every input (stacks/image_inputs.py).
+        tag: the image tag, derived from every input (cdk_constructs/image/image_inputs.py).
         pins: ``{"base": "<version>/<sha256>", "<adapter>": "<version>/<sha256>"}``.
         base_images: ``{"<Dockerfile ARG>": "name:tag@sha256:<digest>"}``, passed as build arguments.
     """
@@ -59,7 +59,7 @@ class ImageBuild(Construct):
     """A privileged CodeBuild project plus one custom resource per image the deploy needs.
 
     CloudFormation creates or updates a custom resource only when its tag changes; its
-    handlers (lambdas/image_build) then find the image in ECR, adopt a build already
+    handlers (lambdas/image) then find the image in ECR, adopt a build already
     running for the tag, or start one, and poll until it ends. The deploy waits for it and
     fails with the build id and log link when the build fails. Dependents order themselves
     after the build with ``node.add_dependency(image_build)`` or a stack dependency.
@@ -223,7 +223,7 @@ class ImageBuild(Construct):
             # construct's own children (CustomResourceHandlers).
             self,
             "Default",
-            handler_folder="image_build",
+            handler_folder="image",
             on_event=Handler("OnEvent", "on_event"),
             is_complete=Handler("IsComplete", "is_complete"),
             environment={

@@ -4,7 +4,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
 from constructs import Construct
 
-from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
+from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 
 class ModelImageRepository(Construct):

@@ -4,7 +4,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from cdk_constructs.nag import acknowledge, checkov_skip
+from cdk_constructs.common.nag import acknowledge, checkov_skip
 
 # Permissions SageMaker needs to attach the container to customer subnets (SageMaker
 # developer guide, "Give SageMaker Hosted Endpoints Access to Resources in Your Amazon VPC").

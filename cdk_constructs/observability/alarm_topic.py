@@ -9,7 +9,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from cdk_constructs.removal import RETAIN_EXCEPT_ON_CREATE
+from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 _CLOUDWATCH = "cloudwatch.amazonaws.com"
 
