@@ -66,7 +66,7 @@ class VariantMemory:
 
 def _concurrency_target(config: AppConfig, key: str) -> tuple[float, str, bool]:
     """(target, its config key, whether it is the active target-tracking metric) of a variant."""
-    if config.serving.mode == "inference_components":
+    if config.serving.hosts_inference_components:
         scaling = config.serving.inference_components.scaling
         return (
             scaling.concurrent_requests_per_copy_target,
@@ -86,7 +86,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
     mode: the one variant, where each copy of the base component is one engine)."""
     reports = []
     for key, variant in (("primary", config.serving.primary), ("canary", config.serving.canary)):
-        if variant not in config.serving.variants or (key == "canary" and config.serving.mode != "variants"):
+        if variant not in config.serving.variants or (key == "canary" and config.serving.hosts_inference_components):
             continue
         plan = config.memory_plan_of(variant.instance_type)
         gpus = instance_gpus(variant.instance_type)

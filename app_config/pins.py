@@ -29,7 +29,7 @@ def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
         return {}
     build = config.image.build
     sets = {"primary": build.primary}
-    if build.canary is not None and config.serving.canary.enabled and config.serving.mode == "variants":
+    if build.canary is not None and config.serving.canary.enabled and not config.serving.hosts_inference_components:
         sets["canary"] = build.canary
     return sets
 
@@ -68,7 +68,7 @@ def _image_pins(config: AppConfig, variant: str, artifacts: ArtifactSetConfig) -
             f"{key}.base_model", base, version_prefix(build.base_models_prefix, config.model.name, pin_version(base))
         )
     ]
-    if config.serving.mode == "variants":  # baked only in variants mode (cdk_constructs/image/image_inputs.py)
+    if not config.serving.hosts_inference_components:  # baked only in variants mode (image_inputs.baked_adapters)
         pins += [
             PinRef(f"{key}.adapters.{name}", pin, version_prefix(build.adapters_prefix, name, pin_version(pin)))
             for name, pin in sorted(artifacts.adapters.items())
@@ -82,7 +82,7 @@ def pins_in_effect(config: AppConfig) -> list[PinRef]:
     pins: list[PinRef] = []
     for variant, artifacts in built_artifact_sets(config).items():
         pins += _image_pins(config, variant, artifacts)
-    if serving.mode == "inference_components":
+    if serving.hosts_inference_components:
         for name, pin in sorted(serving.inference_components.adapter_artifacts.items()):
             prefix = version_prefix(build.adapters_prefix, name, pin_version(pin))
             pins.append(

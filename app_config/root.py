@@ -127,7 +127,7 @@ class AppConfig(ConfigModel):
             )
         self._kernel_checks()
         self._memory_plan_checks()
-        if self.image.source == "build" and self.serving.mode == "variants":
+        if self.image.source == "build" and not self.serving.hosts_inference_components:
             self._check_artifact_pins()
         prefix = docker_hub_cache_prefix(self.project_name, self.stage)
         if self.image.build.docker_hub_credentials_secret_arn and len(prefix) > PULL_THROUGH_PREFIX_MAX:
@@ -136,7 +136,7 @@ class AppConfig(ConfigModel):
                 f"{len(prefix)} characters, ECR allows {PULL_THROUGH_PREFIX_MAX}; shorten project_name or unset "
                 "image.build.docker_hub_credentials_secret_arn"
             )
-        if self.serving.mode == "inference_components":
+        if self.serving.hosts_inference_components:
             self._component_checks()
         elif self.stage == "prod" and self.serving.primary.min_capacity < 2:
             # Seed 001 user story 3: never fewer than 2 warm instances in production.
@@ -342,7 +342,7 @@ class AppConfig(ConfigModel):
             raise ValueError(f"monitoring.gpu_memory_utilization.threshold = {threshold:g}: must be <= 100 (per GPU)")
 
     def _scaling_checks(self) -> None:
-        if self.serving.mode == "inference_components":
+        if self.serving.hosts_inference_components:
             return  # copies scale by target tracking; schedules and blue/green are variants-mode features
         # The warm floor also binds every scheduled floor of the primary (seed 001 user story 3).
         warm_floor = 2 if self.stage == "prod" else None

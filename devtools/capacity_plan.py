@@ -102,7 +102,7 @@ def plan(config: AppConfig) -> list[VariantPlan]:
         ConfigError: a variant's instance type has no price in ``scaling.hourly_price_usd``.
     """
     plans = []
-    components = config.serving.mode == "inference_components"
+    components = config.serving.hosts_inference_components
     for variant, scaling in (
         (config.serving.primary, config.scaling.primary),
         (config.serving.canary, config.scaling.canary),

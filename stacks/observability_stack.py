@@ -69,8 +69,7 @@ class ObservabilityStack(cdk.Stack):
             gpus_per_instance=topology.gpu_memory_scale,
             topic=self.topic,
             guardrail_alarm_names=guardrail_alarm_names,
-            idle_may_be_silent=config.serving.mode == "inference_components"
-            and config.serving.inference_components.scale_to_zero,
+            idle_may_be_silent=topology.may_scale_to_zero,
         )
         self.dashboard = EndpointDashboard(
             self,

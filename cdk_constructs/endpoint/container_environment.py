@@ -19,7 +19,7 @@ def container_environment(config: AppConfig) -> dict[str, str]:
     Returns:
         Variable name to string value; every value is a string, as SageMaker requires.
     """
-    runtime_adapters = config.serving.mode == "inference_components"
+    runtime_adapters = config.serving.hosts_inference_components
     variables = {
         **config.engine.environment(),
         env.ENGINE_SERVED_MODEL_NAME: config.model.name,

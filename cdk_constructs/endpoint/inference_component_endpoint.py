@@ -1,9 +1,8 @@
 """An endpoint of inference components: one production variant, a base component, one per adapter.
 
-The same face as :class:`cdk_constructs.endpoint.serving_endpoint.ServingEndpoint` (``endpoint``,
-``endpoint_config``, ``log_group``, ``endpoint_name``, ``variant_names``, ``models``), so the
-serving stack composes either one; the guardrail alarms, dashboard and scaling read the
-differences from :class:`app_config.topology.ServingTopology`.
+:class:`~cdk_constructs.endpoint.components_serving.ComponentsServing` puts it together with the
+base component's scaling; the guardrail alarms, dashboard and scaling read the differences from
+the variants mode from :class:`app_config.topology.ServingTopology`.
 
 What SageMaker requires of this topology (SageMaker API reference: CreateEndpointConfig,
 CreateInferenceComponent): the endpoint config carries ``ExecutionRoleArn`` and its variant no

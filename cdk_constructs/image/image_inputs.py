@@ -86,7 +86,7 @@ def stage_sources(root: Path, destination: Path, dirs: Sequence[str] = SOURCE_DI
 def baked_adapters(config: AppConfig) -> bool:
     """Whether the image bakes the adapters in: yes in variants mode; in inference_components mode
     each adapter ships as its own component, so the image holds the base model only."""
-    return config.serving.mode == "variants"
+    return not config.serving.hosts_inference_components
 
 
 def baked_artifacts(config: AppConfig, artifacts: ArtifactSetConfig) -> ArtifactSetConfig:

@@ -68,7 +68,7 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         ConfigError: inference-components mode, a disabled canary or no price for the instance type.
     """
     config = scenario.config
-    if config.serving.mode != "variants":
+    if config.serving.hosts_inference_components:
         raise ConfigError(
             ["serving.mode = inference_components: the simulation models production-variant scaling (mode variants)"]
         )

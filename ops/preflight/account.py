@@ -153,7 +153,7 @@ class QuotaDemand:
 def quota_demands(config: AppConfig) -> list[QuotaDemand]:
     """Per instance type: initial count, the count the bounds allow, and what the quota must allow."""
     serving = config.serving
-    if serving.mode == "inference_components":
+    if serving.hosts_inference_components:
         components = serving.inference_components
         key = "serving.inference_components.max_instance_count"
         return [

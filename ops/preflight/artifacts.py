@@ -198,7 +198,11 @@ def check_image(config: AppConfig, cloudformation: Any, ecr_in: Callable[[str], 
     if config.image.source != "prebuilt":
         return [skip("image", "image.source = build: the deploy builds the image")]
     refs = [("image.primary", config.image.primary)]
-    if config.image.canary is not None and config.serving.canary.enabled and config.serving.mode == "variants":
+    if (
+        config.image.canary is not None
+        and config.serving.canary.enabled
+        and not config.serving.hosts_inference_components
+    ):
         refs.append(("image.canary", config.image.canary))
     findings = []
     for key, ref in refs:

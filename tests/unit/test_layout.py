@@ -61,3 +61,15 @@ def test_stacks_holds_stacks_and_their_wiring() -> None:
         "composition.py",  # wires the stacks
         "jsii_node.py",  # the Node that app.py starts aws-cdk-lib with
     }
+
+
+def test_serving_mode_is_decided_in_one_place() -> None:
+    """``serving.hosts_inference_components`` reads the mode; everything else asks it (issue 27)."""
+    readers = sorted(
+        f"{path.relative_to(REPO)}:{number}"
+        for folder in ("app_config", "stacks", "cdk_constructs")
+        for path in (REPO / folder).rglob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if "mode ==" in line or "mode !=" in line
+    )
+    assert len(readers) == 1 and readers[0].startswith("app_config/serving.py:")
