@@ -28,9 +28,11 @@ def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
     if config.image.source != "build":
         return {}
     build = config.image.build
-    sets = {"primary": build.primary}
-    if build.canary is not None and config.serving.canary.enabled and not config.serving.hosts_inference_components:
-        sets["canary"] = build.canary
+    sets: dict[str, ArtifactSetConfig] = {}
+    for variant in config.deployed_variants():
+        artifacts = build.primary if variant.is_primary else build.canary
+        if artifacts is not None:
+            sets[variant.key] = artifacts
     return sets
 
 

@@ -22,6 +22,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 
 from app_config.image_build import pin_version
+from app_config.variants import VariantKey
 from serving_contract.model_artifacts import ADAPTER_ARCHIVE  # the file an adapter component loads
 
 
@@ -38,6 +39,10 @@ class VariantImages:
     primary: str
     canary: str
     repositories: Sequence[ecr.IRepository]
+
+    def uri(self, key: VariantKey) -> str:
+        """The image URI of the variant ``key``."""
+        return self.primary if key == "primary" else self.canary
 
 
 @dataclass(frozen=True)

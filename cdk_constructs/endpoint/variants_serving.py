@@ -22,6 +22,7 @@ from cdk_constructs.scaling.scheduled_capacity import ScheduledCapacityKeeper
 from cdk_constructs.scaling.variant_autoscaling import VariantAutoscaling, scaling_resource_id
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
+from serving_contract.outputs import pascal_case
 
 
 class VariantsServing(Construct):
@@ -60,9 +61,7 @@ class VariantsServing(Construct):
         super().__init__(scope, construct_id)
         serving = config.serving
         self._warn_idle_gpus(config)
-        variants = [VariantDeployment(config=serving.primary, image_uri=images.primary)]
-        if serving.canary.enabled:
-            variants.append(VariantDeployment(config=serving.canary, image_uri=images.canary))
+        variants = [VariantDeployment(config=v.serving, image_uri=images.uri(v.key)) for v in config.variants()]
         self.endpoint_construct = ServingEndpoint(
             self,
             "Endpoint",
@@ -80,8 +79,8 @@ class VariantsServing(Construct):
                 config.scaling.rollout,
                 [
                     name
-                    for variant in serving.variants
-                    for name in rollback_alarm_names(config.endpoint_name, variant.variant_name)
+                    for variant in config.variants()
+                    for name in rollback_alarm_names(config.endpoint_name, variant.name)
                 ],
             ),
             retain_deployment_config=config.scaling.rollout.retain_deployment_config,
@@ -102,19 +101,19 @@ class VariantsServing(Construct):
 
     def _scaling(self, config: AppConfig) -> None:
         """Each variant's target and policies, and the scheduled bounds re-registered after a deploy."""
-        serving = config.serving
         keeper: ScheduledCapacityKeeper | None = None
-        for variant, scaling in ((serving.primary, config.scaling.primary), (serving.canary, config.scaling.canary)):
-            if variant not in serving.variants or not scaling.enabled:
+        for variant in config.variants():
+            bounds, scaling = variant.serving, variant.scaling
+            if not scaling.enabled:
                 continue
-            self.autoscaling[variant.variant_name] = VariantAutoscaling(
+            self.autoscaling[variant.name] = VariantAutoscaling(
                 self,
-                "PrimaryScaling" if variant is serving.primary else "CanaryScaling",
+                f"{pascal_case(variant.key)}Scaling",
                 endpoint=self.endpoint,
                 endpoint_name=config.endpoint_name,
-                variant_name=variant.variant_name,
-                min_capacity=variant.min_capacity,
-                max_capacity=variant.max_capacity,
+                variant_name=variant.name,
+                min_capacity=bounds.min_capacity,
+                max_capacity=bounds.max_capacity,
                 target_tracking=scaling.target_tracking,
                 step_scaling=scaling.step_scaling,
                 schedule=scaling.resolved_schedule,
@@ -132,25 +131,26 @@ class VariantsServing(Construct):
                 )
                 keeper.keep(
                     self,
-                    "PrimaryScheduledCapacity" if variant is serving.primary else "CanaryScheduledCapacity",
-                    target=self.autoscaling[variant.variant_name].scalable_target,
-                    resource_id=scaling_resource_id(config.endpoint_name, variant.variant_name),
-                    timeline=effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity),
+                    f"{pascal_case(variant.key)}ScheduledCapacity",
+                    target=self.autoscaling[variant.name].scalable_target,
+                    resource_id=scaling_resource_id(config.endpoint_name, variant.name),
+                    timeline=effective_bounds(scaling.resolved_schedule, bounds.min_capacity, bounds.max_capacity),
                     timezone=config.scaling.timezone,
-                    hard_bounds=(variant.min_capacity, variant.max_capacity),
+                    hard_bounds=(bounds.min_capacity, bounds.max_capacity),
                 )
 
     def _warn_idle_gpus(self, config: AppConfig) -> None:
         """One engine runs per instance in variants mode: GPUs beyond its tensor_parallel_size are
         paid for and idle (inference_components mode packs copies onto them instead)."""
         tp = config.engine.tensor_parallel_size
-        for variant in config.serving.variants:
-            gpus = instance_gpus(variant.instance_type).count
+        for variant in config.variants():
+            instance_type = variant.serving.instance_type
+            gpus = instance_gpus(instance_type).count
             if gpus > tp:
                 cdk.Annotations.of(self).add_warning_v2(
-                    f"Serving:IdleGpus:{variant.variant_name}",
-                    f"serving.{'primary' if variant is config.serving.primary else 'canary'}.instance_type = "
-                    f"{variant.instance_type} has {gpus} GPUs and engine.tensor_parallel_size = {tp}: one engine per "
+                    f"Serving:IdleGpus:{variant.name}",
+                    f"serving.{variant.key}.instance_type = {instance_type} has {gpus} GPUs and "
+                    f"engine.tensor_parallel_size = {tp}: one engine per "
                     f"instance leaves {gpus - tp} GPU(s) idle; raise tensor_parallel_size, pick a {tp}-GPU "
                     "instance, or use serving.mode = inference_components to run one copy per GPU",
                 )

@@ -167,11 +167,11 @@ def quota_demands(config: AppConfig) -> list[QuotaDemand]:
             )
         ]
     by_type: dict[str, list[tuple[str, int, int]]] = {}
-    for name, variant in (("primary", serving.primary), ("canary", serving.canary)):
-        if name == "primary" or serving.canary.enabled:
-            by_type.setdefault(variant.instance_type, []).append(
-                (name, variant.initial_instance_count, variant.max_capacity)
-            )
+    for variant in config.variants():
+        bounds = variant.serving
+        by_type.setdefault(bounds.instance_type, []).append(
+            (variant.key, bounds.initial_instance_count, bounds.max_capacity)
+        )
     demands = []
     for instance_type, variants in by_type.items():
         reach = sum(m for _, _, m in variants)

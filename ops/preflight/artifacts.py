@@ -197,13 +197,11 @@ def check_image(config: AppConfig, cloudformation: Any, ecr_in: Callable[[str], 
     """``image.source = prebuilt``: each variant's image exists in its ECR repository."""
     if config.image.source != "prebuilt":
         return [skip("image", "image.source = build: the deploy builds the image")]
-    refs = [("image.primary", config.image.primary)]
-    if (
-        config.image.canary is not None
-        and config.serving.canary.enabled
-        and not config.serving.hosts_inference_components
-    ):
-        refs.append(("image.canary", config.image.canary))
+    refs = []
+    for variant in config.deployed_variants():
+        ref = config.image.primary if variant.is_primary else config.image.canary
+        if ref is not None:
+            refs.append((f"image.{variant.key}", ref))
     findings = []
     for key, ref in refs:
         shown = ref.uri or ref.digest or ref.tag
