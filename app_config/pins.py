@@ -124,5 +124,5 @@ def placeholder_pin_problem(config: AppConfig) -> str | None:
     shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
     return (
         f"placeholder pin(s) {shown}: set these keys in cdk.json before deploying (artifacts: upload them and "
-        f"pin them with `python -m devtools.pin_artifacts`; base images: their registry digest) ({DEPLOY_DOC})"
+        f"pin them with `python -m ops.pin_artifacts`; base images: their registry digest) ({DEPLOY_DOC})"
     )

@@ -106,7 +106,7 @@ def _check_pins(pins: dict[str, str]) -> None:
     if unpinned:
         raise ValueError(
             f"artifact pin(s) {', '.join(unpinned)} still carry the placeholder sha256; set image.build.<variant> "
-            "from the CURRENT pointers (python -m devtools.pin_artifacts, docs/image-build.md)"
+            "from the CURRENT pointers (python -m ops.pin_artifacts, docs/image-build.md)"
         )
 
 

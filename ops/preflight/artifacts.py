@@ -146,7 +146,7 @@ def _check_pin(s3: Any, bucket: str, ref: PinRef, download: bool) -> Finding:
         return fail(
             "artifacts",
             f"{ref.key} = {ref.pin!r}: the files under {where} have sha256 {actual} ({how}); upload the pinned "
-            f"files or pin the uploaded ones (`python -m devtools.pin_artifacts`)",
+            f"files or pin the uploaded ones (`python -m ops.pin_artifacts`)",
             ARTIFACTS,
         )
     return ok("artifacts", f"{ref.key}: {where} matches the pin ({len(digests)} file(s), {how})")

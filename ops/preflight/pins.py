@@ -21,13 +21,11 @@ __all__ = ["PinRef", "pin_command", "pins_in_effect", "placeholder_pin_lines"]
 
 
 def pin_command(config: AppConfig) -> str:
-    """The ``devtools.pin_artifacts`` command that prints the current pointers of this config's artifacts."""
+    """The ``ops.pin_artifacts`` command that prints the current pointers of this config's artifacts."""
     build = config.image.build
     bucket = build.artifacts_bucket_name or "<artifacts bucket>"
     adapters = ",".join(a.name for a in config.model.adapters)
-    command = (
-        f"python -m devtools.pin_artifacts --bucket {bucket} --base-model {config.model.name} --adapters {adapters}"
-    )
+    command = f"python -m ops.pin_artifacts --bucket {bucket} --base-model {config.model.name} --adapters {adapters}"
     for flag, value, default in (
         ("--base-models-prefix", build.base_models_prefix, "base-models"),
         ("--adapters-prefix", build.adapters_prefix, "adapters"),

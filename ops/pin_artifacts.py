@@ -2,7 +2,7 @@
 
 Run by an operator with AWS credentials (never at synth):
 
-    python -m devtools.pin_artifacts --bucket mangaassist-model-artifacts \\
+    python -m ops.pin_artifacts --bucket mangaassist-model-artifacts \\
         --base-model llama-3-8b-instruct-awq --adapters manga_domain_v3,general_support_v2,jp_style_v1
 
 prints ``{"base_model": "v1/<sha>", "adapters": {"manga_domain_v3": "v4/<sha>", ...}}``, the
@@ -47,7 +47,7 @@ def current_pins(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m devtools.pin_artifacts", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ops.pin_artifacts", description=__doc__.splitlines()[0])
     parser.add_argument("--bucket", required=True)
     parser.add_argument("--base-model", required=True, help="model.name, e.g. llama-3-8b-instruct-awq")
     parser.add_argument("--adapters", required=True, help="comma-separated adapter names (model.adapters)")

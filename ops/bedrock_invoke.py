@@ -4,11 +4,11 @@ Models imported after 2025-11-11 accept OpenAI chat-completions payloads (seed 0
 Compatibility Note"). Name the model by ARN, or by stack and configured model name (the ARN is
 read from the stack output ``ImportedModelArn<PascalCaseName>``)::
 
-    python -m devtools.bedrock_invoke --region us-east-1 \\
+    python -m ops.bedrock_invoke --region us-east-1 \\
         --stack MangaAssist-prod-BedrockImport --model mangaassist-llama3-domain-v1 \\
         --system "You are a manga shopping assistant." "Recommend action manga under $20."
 
-    python -m devtools.bedrock_invoke --model-arn arn:aws:bedrock:...:imported-model/abc "Hello"
+    python -m ops.bedrock_invoke --model-arn arn:aws:bedrock:...:imported-model/abc "Hello"
 
 Prints the assistant's reply (``--raw`` prints the whole JSON response). Needs AWS credentials
 with bedrock:InvokeModel on the model (and kms:Decrypt on the model key) and, with ``--stack``,

@@ -10,8 +10,8 @@ Needs torch, safetensors and tokenizers (vLLM's environment has them; the app's 
 
 Usage::
 
-    python -m devtools.synthetic_model --preset tiny --dest /tmp/m --adapters a,b,c
-    python -m devtools.synthetic_model --preset llama3-8b-awq --vocab-size 1024 --device cuda --dest /tmp/m8
+    python benchmarks/synthetic_model.py --preset tiny --dest /tmp/m --adapters a,b,c
+    python benchmarks/synthetic_model.py --preset llama3-8b-awq --vocab-size 1024 --device cuda --dest /tmp/m8
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ def make_model(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m devtools.synthetic_model", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/synthetic_model.py", description=__doc__.splitlines()[0])
     parser.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
     parser.add_argument("--vocab-size", type=int, help="override the preset's vocabulary (a small one saves memory)")
     parser.add_argument("--adapters", default="", help="comma-separated adapter names")
