@@ -4,11 +4,11 @@ Artifacts are pinned here, in config, as the exact text of their S3 ``CURRENT`` 
 (``{version}/{sha256}``, seed 000 "Adapter Versioning Strategy"). A synth has no AWS access,
 so the pins are what make the image tag computable at synth: the same pins and container
 sources always give the same tag (no rebuild), and any changed pin gives a new one. Copy a
-pointer into config with ``python -m devtools.pin_artifacts`` (docs/image-build.md).
+pointer into config with ``python -m ops.pin_artifacts`` (docs/image-build.md).
 
 The two base images of ``container/Dockerfile`` are pinned the same way, by digest
 (``name:tag@sha256:<64 hex>``): the tag says what it is, the digest is what is pulled, and
-both are inputs of the image tag (stacks/image_inputs.py). Where each default digest comes
+both are inputs of the image tag (cdk_constructs/image/image_inputs.py). Where each default digest comes
 from is in docs/sources.md, "Base image digests".
 """
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from app_config import AppConfig
 from app_config.gpu_instances import GIB, instance_gpus
+from app_config.variants import Variant
 
 REPORT_FILE = "memory-plan.json"
 
@@ -64,19 +65,21 @@ class VariantMemory:
         )
 
 
-def _concurrency_target(config: AppConfig, key: str) -> tuple[float, str, bool]:
+def _concurrency_target(config: AppConfig, variant: Variant) -> tuple[float, str, bool]:
     """(target, its config key, whether it is the active target-tracking metric) of a variant."""
-    if config.serving.mode == "inference_components":
+    if config.serving.hosts_inference_components:
         scaling = config.serving.inference_components.scaling
         return (
             scaling.concurrent_requests_per_copy_target,
             ("serving.inference_components.scaling.concurrent_requests_per_copy_target"),
             True,
         )
-    tracking = getattr(config.scaling, key).target_tracking
+    tracking = variant.scaling.target_tracking
+    target = tracking.concurrent_requests_target
+    assert target is not None  # AppConfig derives it when unset
     return (
-        tracking.concurrent_requests_target,
-        f"scaling.{key}.target_tracking.concurrent_requests_target",
+        target,
+        f"scaling.{variant.key}.target_tracking.concurrent_requests_target",
         tracking.enabled and tracking.metric == "concurrent_requests_high_resolution",
     )
 
@@ -85,12 +88,11 @@ def build(config: AppConfig) -> list[VariantMemory]:
     """The report of every production variant of ``config``, primary first (inference_components
     mode: the one variant, where each copy of the base component is one engine)."""
     reports = []
-    for key, variant in (("primary", config.serving.primary), ("canary", config.serving.canary)):
-        if variant not in config.serving.variants or (key == "canary" and config.serving.mode != "variants"):
-            continue
+    for deployed in config.deployed_variants():
+        variant = deployed.serving
         plan = config.memory_plan_of(variant.instance_type)
         gpus = instance_gpus(variant.instance_type)
-        target, target_key, active = _concurrency_target(config, key)
+        target, target_key, active = _concurrency_target(config, deployed)
         capacity = config.capacity_of(variant.instance_type)
         reports.append(
             VariantMemory(

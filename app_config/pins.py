@@ -2,7 +2,7 @@
 
 The defaults name the seeds' versions with a placeholder sha256 (``PLACEHOLDER_SHA256``), so
 that `make synth` works offline on a fresh checkout. A deploy must not start with them: the image
-build would fail minutes in (``lambdas/image_build/index.py`` refuses them), after CloudFormation
+build would fail minutes in (``lambdas/image/index.py`` refuses them), after CloudFormation
 has created the stacks before it. This module names them, once, for everything that refuses a
 deploy before anything is created: the ImageBuild stack's CloudFormation rule
 (``stacks/image_build_stack.py``), `make synth`'s summary and ``ops preflight``.
@@ -28,9 +28,11 @@ def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
     if config.image.source != "build":
         return {}
     build = config.image.build
-    sets = {"primary": build.primary}
-    if build.canary is not None and config.serving.canary.enabled and config.serving.mode == "variants":
-        sets["canary"] = build.canary
+    sets: dict[str, ArtifactSetConfig] = {}
+    for variant in config.deployed_variants():
+        artifacts = build.primary if variant.is_primary else build.canary
+        if artifacts is not None:
+            sets[variant.key] = artifacts
     return sets
 
 
@@ -68,7 +70,7 @@ def _image_pins(config: AppConfig, variant: str, artifacts: ArtifactSetConfig) -
             f"{key}.base_model", base, version_prefix(build.base_models_prefix, config.model.name, pin_version(base))
         )
     ]
-    if config.serving.mode == "variants":  # baked only in variants mode (stacks/image_inputs.py)
+    if not config.serving.hosts_inference_components:  # baked only in variants mode (image_inputs.baked_adapters)
         pins += [
             PinRef(f"{key}.adapters.{name}", pin, version_prefix(build.adapters_prefix, name, pin_version(pin)))
             for name, pin in sorted(artifacts.adapters.items())
@@ -82,7 +84,7 @@ def pins_in_effect(config: AppConfig) -> list[PinRef]:
     pins: list[PinRef] = []
     for variant, artifacts in built_artifact_sets(config).items():
         pins += _image_pins(config, variant, artifacts)
-    if serving.mode == "inference_components":
+    if serving.hosts_inference_components:
         for name, pin in sorted(serving.inference_components.adapter_artifacts.items()):
             prefix = version_prefix(build.adapters_prefix, name, pin_version(pin))
             pins.append(
@@ -101,7 +103,7 @@ def placeholder_base_images(config: AppConfig) -> list[tuple[str, str]]:
     """``(config key, image reference)`` of each base image the build pulls whose digest is the placeholder.
 
     Only with ``image.source = build`` (a prebuilt image was built elsewhere). The image-build
-    handler refuses them too (lambdas/image_build/index.py); this names them before a deploy starts.
+    handler refuses them too (lambdas/image/index.py); this names them before a deploy starts.
     """
     if config.image.source != "build":
         return []
@@ -122,5 +124,5 @@ def placeholder_pin_problem(config: AppConfig) -> str | None:
     shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
     return (
         f"placeholder pin(s) {shown}: set these keys in cdk.json before deploying (artifacts: upload them and "
-        f"pin them with `python -m devtools.pin_artifacts`; base images: their registry digest) ({DEPLOY_DOC})"
+        f"pin them with `python -m ops.pin_artifacts`; base images: their registry digest) ({DEPLOY_DOC})"
     )

@@ -225,6 +225,18 @@ class ServingConfig(ConfigModel):
         return self
 
     @property
+    def hosts_inference_components(self) -> bool:
+        """Whether the endpoint hosts inference components (``mode = inference_components``): a base
+        component and one component per adapter on one production variant, adapters loaded at run time,
+        copy-count scaling, rolling updates. False in ``variants`` mode: one model per production variant
+        (primary and canary), adapters baked into the image, instance scaling, schedules, blue/green.
+
+        The one place the app reads ``mode``; what differs between the modes follows from it (the
+        stacks: ``cdk_constructs/endpoint/serving_mode.py``; monitoring: ``app_config/topology.py``).
+        """
+        return self.mode == "inference_components"
+
+    @property
     def variants(self) -> tuple[VariantConfig, ...]:
         """The production variants that exist: the primary, then the canary when enabled."""
         return (self.primary, self.canary) if self.canary.enabled else (self.primary,)

@@ -33,7 +33,6 @@ class ServingTopology:
     """The parts of an endpoint that monitoring and scaling name.
 
     Attributes:
-        mode: ``variants`` or ``inference_components``.
         variant_names: production variants carrying traffic, primary first.
         components: variant -> its base inference component (empty in variants mode).
         guardrail_labels: variant -> the name its rollback alarms carry
@@ -49,37 +48,38 @@ class ServingTopology:
             per-GPU threshold scales by that, not by the GPU count (which would put the alarm
             out of reach whenever the engine spans fewer GPUs than the instance has). A
             component's ``...Normalized`` metrics are plain percent: 1.
+        may_scale_to_zero: whether no container may run while idle (inference components with
+            ``scale_to_zero``): the metrics every container publishes then go silent by design.
     """
 
-    mode: str
     variant_names: tuple[str, ...]
     components: dict[str, str] = field(default_factory=dict)
     guardrail_labels: dict[str, str] = field(default_factory=dict)
     capacities: tuple[Capacity, ...] = ()
     adapter_dimensions: dict[str, str] = field(default_factory=dict)
     gpu_memory_scale: int = 1
+    may_scale_to_zero: bool = False
 
 
 def serving_topology(config: AppConfig) -> ServingTopology:
     """The topology ``config`` deploys."""
     endpoint = config.endpoint_name
     adapters = [a.name for a in config.model.adapters]
-    if config.serving.mode == "inference_components":
+    if config.serving.hosts_inference_components:
         variant = config.serving.primary.variant_name
         components = config.serving.inference_components
         base = base_component_name(endpoint)
         return ServingTopology(
-            mode=config.serving.mode,
             variant_names=(variant,),
             components={variant: base},
             guardrail_labels={variant: BASE_SUFFIX},
             capacities=(Capacity(variant, base, "copies", components.min_copy_count, components.max_copy_count),),
             adapter_dimensions={a: adapter_component_name(endpoint, a) for a in adapters},
             gpu_memory_scale=1,
+            may_scale_to_zero=components.scale_to_zero,
         )
     variants = config.serving.variants
     return ServingTopology(
-        mode=config.serving.mode,
         variant_names=tuple(v.variant_name for v in variants),
         guardrail_labels={v.variant_name: v.variant_name for v in variants},
         capacities=tuple(

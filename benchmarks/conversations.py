@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import aiohttp
+
 from serving_load import percentile
 
 Mode = Literal["fresh", "conversations"]
@@ -57,7 +58,7 @@ Route = Literal["least_outstanding", "affinity"]
 
 TOKEN_ID_RANGE = (16, 1000)
 """Prompt token ids are drawn from here: inside the synthetic tokenizer's 1,024 tokens and past
-its special tokens (devtools/synthetic_model.py), so vLLM accepts and can detokenize them."""
+its special tokens (benchmarks/synthetic_model.py), so vLLM accepts and can detokenize them."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import aiohttp
+
 from conversations import TOKEN_ID_RANGE
 
 

@@ -46,12 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import engine_probes
+from app_config.root import AppConfig
 from conversations import LevelSummary, Mode, RequestShape, Route, format_summary, run_level, warm_up
 from gpu_report import container_environment
 from gpu_serving import GPU, SMOKE, Profile, ensure_model, gpu_total_mib, use_cpu_engine_shim
 from servers_under_test import ServerRun, start
-
-from app_config.root import AppConfig
 from serving_app.settings import Settings
 from serving_contract import env
 

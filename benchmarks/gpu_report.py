@@ -16,7 +16,7 @@ from serving_contract import env
 
 def container_environment(config: AppConfig, overrides: dict[str, str]) -> dict[str, str]:
     """The environment the stack sets on a SageMaker model for ``config`` (the parts that do not
-    need CDK; ``cdk_constructs.container_environment`` adds only names and timeouts)."""
+    need CDK; ``cdk_constructs.endpoint.container_environment`` adds only names and timeouts)."""
     variables = {
         **config.engine.environment(),
         env.ENGINE_SERVED_MODEL_NAME: config.model.name,

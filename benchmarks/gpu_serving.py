@@ -5,7 +5,7 @@ network and no model download (issue 14):
 
 1. makes a random-weight model with Llama-3-8B-Instruct's decoder shapes in AWQ-INT4 GEMM
    format (group 128) and three rank-16 adapters with our adapter names, on the GPU
-   (``devtools.synthetic_model``; ``--vocab-size`` cuts the 128,256-token vocabulary);
+   (``synthetic_model.py``; ``--vocab-size`` cuts the 128,256-token vocabulary);
 2. starts, one after another on the same GPU and model, the setups asked for: bare vLLM with
    exactly the argv the container builds (``bare``), the container's entrypoint in front of it
    (``gateway``), bare vLLM with each quantization kernel the config allows for an AWQ
@@ -47,15 +47,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "container"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpu_report import container_environment, format_level, report
-from servers_under_test import ServerRun, start
-from serving_load import PROMPT, run_ab_level, run_level
-
 from app_config.gpu_instances import GIB
 from app_config.root import AppConfig
-from devtools.synthetic_model import PRESETS, make_model
+from gpu_report import container_environment, format_level, report
+from servers_under_test import ServerRun, start
 from serving_app.settings import Settings
 from serving_contract import env
+from serving_load import PROMPT, run_ab_level, run_level
+from synthetic_model import PRESETS, make_model
 
 COMPILE_CACHE = Path.home() / ".cache" / "vllm" / "torch_compile_cache"
 """vLLM 0.22's torch.compile cache (VLLM_CACHE_ROOT default, vllm/envs.py)."""

@@ -45,12 +45,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "container"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from app_config.root import AppConfig
 from conversations import RequestShape, format_summary, run_level
 from gpu_report import container_environment
 from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, ensure_model, use_cpu_engine_shim
 from servers_under_test import ServerRun, read_figures, start
-
-from app_config.root import AppConfig
 from serving_app.settings import Settings
 from serving_contract import compile_cache as cache_contract
 from serving_contract import env

@@ -24,7 +24,7 @@ for path in (REPO, REPO / "container"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from devtools.local_gateway import serve_command  # noqa: E402
+from local_gateway import serve_command  # noqa: E402
 from serving_app.settings import Settings  # noqa: E402
 from serving_app.vllm_args import ENGINE_MODULE, EnginePaths, build_vllm_args  # noqa: E402
 

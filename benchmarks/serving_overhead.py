@@ -35,11 +35,9 @@ from typing import Any
 
 import uvloop
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as a script: devtools is importable from the repository root
-    sys.path.insert(0, str(REPO))
+from local_gateway import free_port, serve_command
 
-from devtools.local_gateway import free_port, serve_command  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 UPSTREAM = Path(__file__).with_name("fast_upstream.py")
 TARGETS = {"p50_added_ms": 1.0, "p99_added_ms": 5.0, "throughput_ratio": 0.9}

@@ -103,13 +103,9 @@ def plan(config: AppConfig) -> list[VariantPlan]:
         ConfigError: a variant's instance type has no price in ``scaling.hourly_price_usd``.
     """
     plans = []
-    components = config.serving.mode == "inference_components"
-    for variant, scaling in (
-        (config.serving.primary, config.scaling.primary),
-        (config.serving.canary, config.scaling.canary),
-    ):
-        if variant not in config.serving.variants or (components and variant is config.serving.canary):
-            continue
+    components = config.serving.hosts_inference_components
+    for deployed in config.deployed_variants():
+        variant, scaling = deployed.serving, deployed.scaling
         price = price_usd_per_hour(config, variant)
         if components:
             pool = config.serving.inference_components

@@ -1,4 +1,5 @@
-"""Operations commands for a deployed MangaAssist endpoint: smoke, promote, rollback, load.
-
-Run as ``mangaassist-ops <command>`` or ``python -m ops <command>``; see docs/operations.md.
+"""What an operator runs against an account: the operations commands for a deployed MangaAssist
+endpoint (preflight, smoke, promote, rollback, load), run as ``mangaassist-ops <command>`` or
+``python -m ops <command>`` (docs/operations.md); ``python -m ops.pin_artifacts`` (the released
+artifacts' pins, for cdk.json) and ``python -m ops.bedrock_invoke`` (call an imported Bedrock model).
 """

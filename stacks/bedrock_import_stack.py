@@ -9,10 +9,10 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from app_config.bedrock import PROVIDER_HEADROOM_MIN, BedrockConfig
-from app_config.observability import LogRetentionDays
-from cdk_constructs.bedrock_import import BedrockImportedModel, ModelImportProvider, ModelImportStore
+from app_config.observability import ObservabilityConfig
+from cdk_constructs.bedrock.bedrock_import import BedrockImportedModel, ModelImportHandlers, ModelImportStore
+from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from serving_contract import outputs
-from stacks.log_retention import retention_days
 
 
 class BedrockImportStack(cdk.Stack):
@@ -29,15 +29,15 @@ class BedrockImportStack(cdk.Stack):
         construct_id: str,
         *,
         bedrock: BedrockConfig,
-        log_retention_days: LogRetentionDays,
+        observability: ObservabilityConfig,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         prefixes = sorted({model.s3_prefix for model in bedrock.models})
         self.store = ModelImportStore(self, "ModelImportStore", bucket_name=bedrock.bucket_name, prefixes=prefixes)
-        provider = ModelImportProvider(
+        importer = ModelImportHandlers(
             self,
-            "ModelImportProvider",
+            "ModelImportProvider",  # the id its resources' logical ids were made from
             store=self.store,
             prefixes=prefixes,
             max_model_size_bytes=bedrock.max_model_size_gb * 10**9,
@@ -45,14 +45,15 @@ class BedrockImportStack(cdk.Stack):
             poll_interval=cdk.Duration.seconds(bedrock.poll_interval_s),
             handler_timeout=cdk.Duration.seconds(bedrock.handler_timeout_s),
             handler_memory_mib=bedrock.handler_memory_mib,
-            log_retention=retention_days(log_retention_days),
+            log_retention=retention_days(observability.log_retention_days),
+            log_removal_policy=log_removal_policy(observability.retain_logs_on_delete),
         )
         self.imported_models: dict[str, BedrockImportedModel] = {}
         for model in bedrock.models:
             imported = BedrockImportedModel(
                 self,
                 f"Import{outputs.pascal_case(model.name)}",
-                service_token=provider.provider.service_token,
+                service_token=importer.handlers.service_token,
                 bucket=self.store.bucket,
                 model_name=model.name,
                 prefix=model.s3_prefix,

@@ -10,13 +10,14 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.image import ImageRefConfig
-from cdk_constructs.nag_report import format_validation_failure
+from cdk_constructs.common.nag_report import format_validation_failure
+from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, VariantImages
 from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_build_stack import ImageBuildStack
 from stacks.image_repository_stack import ImageRepositoryStack
 from stacks.model_artifacts_stack import ModelArtifactsStack
 from stacks.observability_stack import ObservabilityStack
-from stacks.serving_stack import AdapterArtifacts, ServingStack, VariantImages
+from stacks.serving_stack import ServingStack
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             repositories=list({id(r): r for r in (primary_repo, canary_repo)}.values()),
         )
     adapter_artifacts = None
-    if config.serving.mode == "inference_components":
+    if config.serving.hosts_inference_components:
         assert artifacts_bucket is not None  # this mode always has one (_artifacts_bucket, config checks)
         adapter_artifacts = AdapterArtifacts(bucket=artifacts_bucket, prefix=config.image.build.adapters_prefix)
     serving = ServingStack(
@@ -154,7 +155,7 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             app,
             config.stack_name("BedrockImport"),
             bedrock=config.bedrock,
-            log_retention_days=config.observability.log_retention_days,
+            observability=config.observability,
             env=env,
             description=f"{config.project_name} ({config.stage}): Bedrock Custom Model Import of merged models",
         )
@@ -179,7 +180,7 @@ def _artifacts_bucket(
     literal, so no stack exports it); otherwise the ModelArtifacts stack creates one, deployed
     before the stacks that read it (docs/deploy.md).
     """
-    if config.image.source != "build" and config.serving.mode != "inference_components":
+    if config.image.source != "build" and not config.serving.hosts_inference_components:
         return None, None
     name = config.image.build.artifacts_bucket_name
     if name:

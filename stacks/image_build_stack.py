@@ -13,15 +13,14 @@ from constructs import Construct
 from app_config import AppConfig, pins
 from app_config.image_build import docker_hub_cache_prefix
 from app_config.pins import built_artifact_sets, placeholder_pin_problem
-from cdk_constructs.docker_hub_cache import DockerHubCache
-from cdk_constructs.image_build import ImageBuild, ImageBuildRequest
-from cdk_constructs.image_buildspec import BuildRecipe
+from cdk_constructs.common.log_retention import log_removal_policy, retention_days
+from cdk_constructs.image import image_inputs
+from cdk_constructs.image.docker_hub_cache import DockerHubCache
+from cdk_constructs.image.image_build import ImageBuild, ImageBuildRequest
+from cdk_constructs.image.image_buildspec import BuildRecipe
 from serving_contract import outputs
-from stacks import image_inputs
-from stacks.log_retention import log_removal_policy, retention_days
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-HANDLER_CODE = REPO_ROOT / "lambdas" / "image_build"
 
 
 class ImageBuildStack(cdk.Stack):
@@ -119,7 +118,6 @@ class ImageBuildStack(cdk.Stack):
                 adapters_prefix=build.adapters_prefix,
             ),
             requests=dict(unique.values()),
-            handler_code=HANDLER_CODE,
             compute_type=build.compute_type,
             build_timeout=cdk.Duration.minutes(build.timeout_min),
             poll_interval=cdk.Duration.seconds(build.poll_interval_s),

@@ -7,7 +7,7 @@ from aws_cdk import aws_ecr as ecr
 from constructs import Construct
 
 from app_config.image import ImageConfig
-from cdk_constructs.model_image_repository import ModelImageRepository
+from cdk_constructs.image.model_image_repository import ModelImageRepository
 from serving_contract import outputs
 
 

@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from cdk_constructs.model_artifacts_bucket import ModelArtifactsBucket
+from cdk_constructs.artifacts.model_artifacts_bucket import ModelArtifactsBucket
 from serving_contract import outputs
 
 

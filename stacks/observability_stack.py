@@ -7,10 +7,10 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.topology import serving_topology
-from cdk_constructs.alarm_topic import AlarmTopic
-from cdk_constructs.endpoint_alarms import EndpointAlarms
-from cdk_constructs.endpoint_dashboard import EndpointDashboard, VariantCapacity
-from cdk_constructs.endpoint_metrics import EndpointMetrics
+from cdk_constructs.observability.alarm_topic import AlarmTopic
+from cdk_constructs.observability.endpoint_alarms import EndpointAlarms
+from cdk_constructs.observability.endpoint_dashboard import EndpointDashboard, VariantCapacity
+from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract import outputs
 
@@ -69,8 +69,7 @@ class ObservabilityStack(cdk.Stack):
             gpus_per_instance=topology.gpu_memory_scale,
             topic=self.topic,
             guardrail_alarm_names=guardrail_alarm_names,
-            idle_may_be_silent=config.serving.mode == "inference_components"
-            and config.serving.inference_components.scale_to_zero,
+            idle_may_be_silent=topology.may_scale_to_zero,
         )
         self.dashboard = EndpointDashboard(
             self,

@@ -22,9 +22,8 @@ from pathlib import Path
 from app_config import AppConfig, ConfigError
 from app_config.capacity_timeline import Bounds, effective_bounds
 from app_config.compile_cache import instance_start_s
-from app_config.scaling import VariantScalingConfig
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
-from app_config.serving import VariantConfig
+from app_config.variants import VariantKey
 from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from devtools import capacity_plan
 from devtools.scaling_sim import demand as demand_module
@@ -50,20 +49,13 @@ class Scenario:
     """What one run of the CLI simulates: the config plus the model and demand options."""
 
     config: AppConfig
-    variant_key: str
+    variant_key: VariantKey
     demand: list[float]
     demand_source: str
     instance_rpm: float | None
     base_ttft_ms: float | None
     provision_min: int
     startup_min: int
-
-
-def _variant(config: AppConfig, key: str) -> tuple[VariantConfig, VariantScalingConfig]:
-    """``serving.<key>`` and ``scaling.<key>`` (key ``primary`` or ``canary``)."""
-    if key == "primary":
-        return config.serving.primary, config.scaling.primary
-    return config.serving.canary, config.scaling.canary
 
 
 def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[tuple[str, int]]]:
@@ -73,12 +65,13 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         ConfigError: inference-components mode, a disabled canary or no price for the instance type.
     """
     config = scenario.config
-    if config.serving.mode != "variants":
+    if config.serving.hosts_inference_components:
         raise ConfigError(
             ["serving.mode = inference_components: the simulation models production-variant scaling (mode variants)"]
         )
-    variant, scaling = _variant(config, scenario.variant_key)
-    if variant not in config.serving.variants:
+    chosen = config.variant(scenario.variant_key)
+    variant, scaling = chosen.serving, chosen.scaling
+    if chosen not in config.variants():
         raise ConfigError([f"--variant {scenario.variant_key}: serving.canary.enabled is false"])
     # One instance serves its capacity at the TTFT SLO (app_config/capacity.py: measured with
     # ops load, else projected from the GPU measurement at the workload's request shape).
@@ -137,7 +130,7 @@ def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engin
     """Run ``scenario``; a weekly demand starts from the state its previous week left."""
     config = scenario.config
     inputs, lines, events = build_inputs(scenario)
-    price = capacity_plan.price_usd_per_hour(config, _variant(config, scenario.variant_key)[0])
+    price = capacity_plan.price_usd_per_hour(config, config.variant(scenario.variant_key).serving)
     weekly = len(scenario.demand) == MINUTES_PER_WEEK
     records = engine.run(inputs, scenario.demand, warmup=weekly)
     summary = report.summarize(
@@ -152,7 +145,7 @@ def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engin
 
 
 def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], str]:
-    variant, _ = _variant(config, args.variant)
+    variant = config.variant(args.variant).serving
     weights = sum(v.initial_weight for v in config.serving.variants)
     share = variant.initial_weight / weights if variant in config.serving.variants and weights else 1.0
     scale = args.demand_scale * share

@@ -192,7 +192,7 @@ def processing_demands(config: AppConfig) -> list[QuotaDemand]:
 
 def _endpoint_demands(config: AppConfig) -> list[QuotaDemand]:
     serving = config.serving
-    if serving.mode == "inference_components":
+    if serving.hosts_inference_components:
         components = serving.inference_components
         key = "serving.inference_components.max_instance_count"
         return [
@@ -206,11 +206,11 @@ def _endpoint_demands(config: AppConfig) -> list[QuotaDemand]:
             )
         ]
     by_type: dict[str, list[tuple[str, int, int]]] = {}
-    for name, variant in (("primary", serving.primary), ("canary", serving.canary)):
-        if name == "primary" or serving.canary.enabled:
-            by_type.setdefault(variant.instance_type, []).append(
-                (name, variant.initial_instance_count, variant.max_capacity)
-            )
+    for variant in config.variants():
+        bounds = variant.serving
+        by_type.setdefault(bounds.instance_type, []).append(
+            (variant.key, bounds.initial_instance_count, bounds.max_capacity)
+        )
     demands = []
     for instance_type, variants in by_type.items():
         reach = sum(m for _, _, m in variants)

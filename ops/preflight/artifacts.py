@@ -146,7 +146,7 @@ def _check_pin(s3: Any, bucket: str, ref: PinRef, download: bool) -> Finding:
         return fail(
             "artifacts",
             f"{ref.key} = {ref.pin!r}: the files under {where} have sha256 {actual} ({how}); upload the pinned "
-            f"files or pin the uploaded ones (`python -m devtools.pin_artifacts`)",
+            f"files or pin the uploaded ones (`python -m ops.pin_artifacts`)",
             ARTIFACTS,
         )
     return ok("artifacts", f"{ref.key}: {where} matches the pin ({len(digests)} file(s), {how})")
@@ -197,9 +197,11 @@ def check_image(config: AppConfig, cloudformation: Any, ecr_in: Callable[[str], 
     """``image.source = prebuilt``: each variant's image exists in its ECR repository."""
     if config.image.source != "prebuilt":
         return [skip("image", "image.source = build: the deploy builds the image")]
-    refs = [("image.primary", config.image.primary)]
-    if config.image.canary is not None and config.serving.canary.enabled and config.serving.mode == "variants":
-        refs.append(("image.canary", config.image.canary))
+    refs = []
+    for variant in config.deployed_variants():
+        ref = config.image.primary if variant.is_primary else config.image.canary
+        if ref is not None:
+            refs.append((f"image.{variant.key}", ref))
     findings = []
     for key, ref in refs:
         shown = ref.uri or ref.digest or ref.tag

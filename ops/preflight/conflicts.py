@@ -89,7 +89,7 @@ def check_endpoint(config: AppConfig, sagemaker: Any) -> tuple[list[Finding], De
 def log_group_names(config: AppConfig) -> list[str]:
     """The log groups the serving stack creates under a fixed name."""
     names = [endpoint_log_group_name(config.endpoint_name)]
-    if config.serving.mode == "inference_components":
+    if config.serving.hosts_inference_components:
         names.append(component_log_group_name(base_component_name(config.endpoint_name)))
     return names
 

@@ -5,7 +5,7 @@ Which pins are in effect follows the stacks:
 - ``image.source = build``: the primary image bakes ``image.build.primary`` (stacks/image_build_stack.py);
   a second image bakes ``image.build.canary`` only when it is set, ``serving.canary.enabled`` and
   ``serving.mode = variants``. The image bakes the adapters only in variants mode
-  (stacks/image_inputs.py, ``baked_adapters``): in inference_components mode it holds the base model.
+  (cdk_constructs/image/image_inputs.py, ``baked_adapters``): in inference_components mode it holds the base model.
 - ``serving.mode = inference_components``: each adapter's component loads
   ``<adapters_prefix>/<adapter>/<version>/adapter.tar.gz`` of ``serving.inference_components.adapter_artifacts``
   (whatever image.source is).
@@ -21,13 +21,11 @@ __all__ = ["PinRef", "pin_command", "pins_in_effect", "placeholder_pin_lines"]
 
 
 def pin_command(config: AppConfig) -> str:
-    """The ``devtools.pin_artifacts`` command that prints the current pointers of this config's artifacts."""
+    """The ``ops.pin_artifacts`` command that prints the current pointers of this config's artifacts."""
     build = config.image.build
     bucket = build.artifacts_bucket_name or "<artifacts bucket>"
     adapters = ",".join(a.name for a in config.model.adapters)
-    command = (
-        f"python -m devtools.pin_artifacts --bucket {bucket} --base-model {config.model.name} --adapters {adapters}"
-    )
+    command = f"python -m ops.pin_artifacts --bucket {bucket} --base-model {config.model.name} --adapters {adapters}"
     for flag, value, default in (
         ("--base-models-prefix", build.base_models_prefix, "base-models"),
         ("--adapters-prefix", build.adapters_prefix, "adapters"),

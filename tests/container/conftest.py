@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from devtools.local_gateway import collect_lines, free_port, serve_command
+from local_gateway import collect_lines, free_port, serve_command
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_VLLM = Path(__file__).with_name("fake_vllm.py")

@@ -6,7 +6,7 @@ import asyncio
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from devtools.local_gateway import free_port
+from local_gateway import free_port
 from serving_app.metrics.exposition import GatewayCollector, MetricsExposition
 from serving_app.upstream import UpstreamPool
 

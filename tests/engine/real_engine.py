@@ -3,7 +3,7 @@
 ``serve`` runs under ``.venv-vllm``'s interpreter, as in the image (one environment holds vLLM
 and the gateway; ``container/requirements.lock`` is that environment's freeze), with the
 container's own argv (``serving_app.vllm_args``) and a tiny random-weight Llama made at test
-time (``devtools.synthetic_model``). The only test-only piece is ``engine_shim/`` on the
+time (``benchmarks/synthetic_model.py``). The only test-only piece is ``engine_shim/`` on the
 engine's ``PYTHONPATH`` (see its docstring).
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from devtools.local_gateway import collect_lines, free_port, serve_command
+from local_gateway import collect_lines, free_port, serve_command
 
 REPO = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
@@ -83,8 +83,7 @@ def make_tiny_model(root: Path) -> Path:
     subprocess.run(
         [
             str(VLLM_PYTHON),
-            "-m",
-            "devtools.synthetic_model",
+            str(REPO / "benchmarks" / "synthetic_model.py"),
             "--preset",
             "tiny",
             "--adapters",
@@ -103,12 +102,12 @@ def make_tiny_model(root: Path) -> Path:
 def write_adapter(dest: Path, rank: int) -> Path:
     """One PEFT adapter of ``rank`` for the tiny model at ``dest`` (torch: a few seconds)."""
     script = (
-        "import sys; from pathlib import Path; from devtools.synthetic_model import PRESETS, write_lora_adapter; "
+        "import sys; from pathlib import Path; from synthetic_model import PRESETS, write_lora_adapter; "
         "write_lora_adapter(Path(sys.argv[1]), PRESETS['tiny'], rank=int(sys.argv[2]))"
     )
     subprocess.run(
         [str(VLLM_PYTHON), "-c", script, str(dest), str(rank)],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO / "benchmarks")},
         check=True,
         capture_output=True,
         timeout=120,

@@ -27,7 +27,7 @@ SHAPE = {
 SCRIPT = """
 import json, sys
 from pathlib import Path
-from devtools.synthetic_model import LlamaShape, make_model
+from synthetic_model import LlamaShape, make_model
 summary = make_model(Path(sys.argv[1]), LlamaShape(**json.loads(sys.argv[2])), awq=True)
 print(json.dumps(summary))
 """

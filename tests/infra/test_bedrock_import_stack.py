@@ -246,7 +246,7 @@ def _stack_template(tmp_path: Path, overrides: dict[str, str]) -> assertions.Tem
         app,
         "Probe",
         bedrock=config.bedrock,
-        log_retention_days=config.observability.log_retention_days,
+        observability=config.observability,
         env=cdk.Environment(region=config.env.region),
     )
     app.synth()

@@ -2,7 +2,7 @@
 
 checkov runs from its own virtualenv (``.venv-checkov``, ``make setup``; version in
 ``requirements-checkov.txt``) because its pins clash with the app's dev dependencies. Accepted
-findings are acknowledged next to their resource with :func:`cdk_constructs.nag.checkov_skip`,
+findings are acknowledged next to their resource with :func:`cdk_constructs.common.nag.checkov_skip`,
 which writes the ``Metadata.checkov.skip`` entries checkov's CloudFormation runner reads.
 """
 
@@ -86,7 +86,7 @@ def test_checkov_finds_nothing_unacknowledged(
     failures = _failures(reports)
     assert not failures, (
         f"{len(failures)} unacknowledged checkov finding(s) (check id, resource, template); fix each or "
-        "acknowledge it next to its resource with cdk_constructs.nag.checkov_skip:\n"
+        "acknowledge it next to its resource with cdk_constructs.common.nag.checkov_skip:\n"
         + "\n".join(failures)
         + f"\nscanned: {sorted(set(origin.values()))}"
     )
@@ -98,7 +98,7 @@ def test_checkov_reads_the_acknowledgement_metadata(tmp_path: Path) -> None:
     import aws_cdk as cdk
     from aws_cdk import aws_s3 as s3
 
-    from cdk_constructs.nag import checkov_skip
+    from cdk_constructs.common.nag import checkov_skip
 
     app = cdk.App(outdir=str(tmp_path / "out"))
     stack = cdk.Stack(app, "Probe")

@@ -9,7 +9,7 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 from cfnlint.api import ManualArgs, lint_by_config
 
-from cdk_constructs.nag_report import findings, format_validation_failure
+from cdk_constructs.common.nag_report import findings, format_validation_failure
 from tests.synth_helpers import Synth
 
 

@@ -90,7 +90,7 @@ def test_placeholder_pins_stop_the_deploy_before_anything_is_created(default_syn
         "placeholder pin(s) image.build.primary.adapters.general_support_v2, "
         "image.build.primary.adapters.jp_style_v1, image.build.primary.adapters.manga_domain_v3, "
         "image.build.primary.base_model, image.build.uv_image: set these keys in cdk.json before deploying "
-        "(artifacts: upload them and pin them with `python -m devtools.pin_artifacts`; base images: their "
+        "(artifacts: upload them and pin them with `python -m ops.pin_artifacts`; base images: their "
         "registry digest) (docs/deploy.md)"
     )
     assert len(assertion["AssertDescription"]) <= 1024  # CloudFormation's limit on AssertDescription

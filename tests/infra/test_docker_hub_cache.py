@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cdk_constructs.docker_hub_cache import is_docker_hub
+from cdk_constructs.image.docker_hub_cache import is_docker_hub
 from tests.synth_helpers import Synth, synthesize
 
 SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"

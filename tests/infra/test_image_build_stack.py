@@ -5,9 +5,10 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from cdk_constructs.image_build import CUSTOM_RESOURCE_MAX_TIMEOUT_S, HANDLER_TIMEOUT_S
+from cdk_constructs.common.custom_resource_handlers import HANDLER_RUNTIME
+from cdk_constructs.image import image_inputs
+from cdk_constructs.image.image_build import CUSTOM_RESOURCE_MAX_TIMEOUT_S, HANDLER_TIMEOUT_S
 from serving_contract import env, outputs
-from stacks import image_inputs
 from stacks.image_build_stack import REPO_ROOT
 from tests.synth_helpers import Synth
 
@@ -93,7 +94,7 @@ def test_base_images_reach_the_build_pinned_by_digest(default_synth: Synth) -> N
     for name in ("CUDA_BASE", "UV_IMAGE"):
         # A build started without the handler's variables fails before any pull.
         assert any(c.startswith(f'[[ "${name}" == *@sha256:* ]] || ') and "exit 1" in c for c in pre)
-    # The digests are part of the tag (stacks/image_inputs.py), so a new base digest is a new build.
+    # The digests are part of the tag (cdk_constructs/image/image_inputs.py), so a new base digest is a new build.
     tag = resource["Properties"]["ImageTag"]
     inputs = {
         "sources_sha256": image_inputs.sources_sha256(REPO_ROOT),
@@ -182,11 +183,10 @@ def test_every_log_group_is_encrypted(default_synth: Synth) -> None:
     default_synth.template("ImageBuild").has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
 
 
-def test_handlers_run_python_3_12(default_synth: Synth) -> None:
+def test_handlers_run_the_one_handler_runtime(default_synth: Synth) -> None:
     functions = _resources(default_synth, "ImageBuild", "AWS::Lambda::Function")
     handlers = {f["Properties"]["Handler"]: f["Properties"]["Runtime"] for f in functions.values()}
-    assert handlers["index.on_event"] == "python3.12"
-    assert handlers["index.is_complete"] == "python3.12"
+    assert handlers["index.on_event"] == handlers["index.is_complete"] == HANDLER_RUNTIME.name == "python3.14"
     timeouts = {f["Properties"]["Handler"]: f["Properties"].get("Timeout") for f in functions.values()}
     assert timeouts["index.on_event"] == timeouts["index.is_complete"] == HANDLER_TIMEOUT_S
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from cdk_constructs.image import image_inputs
 from serving_contract import outputs
 from serving_contract.metrics import SAGEMAKER_COMPONENT_NAMESPACE, SAGEMAKER_NAMESPACE
-from stacks import image_inputs
 from tests.metric_refs import metrics_read, resources
 from tests.synth_helpers import Synth
 

@@ -7,8 +7,8 @@ from aws_cdk.assertions import Template
 
 from app_config.rollout import RolloutConfig
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
-from cdk_constructs.deployment_guardrails import deployment_config
-from cdk_constructs.variant_autoscaling import VariantAutoscaling, scaling_resource_id
+from cdk_constructs.endpoint.deployment_guardrails import deployment_config
+from cdk_constructs.scaling.variant_autoscaling import VariantAutoscaling, scaling_resource_id
 
 
 def _endpoint(rollout: RolloutConfig, alarm_names: tuple[str, ...]) -> Template:

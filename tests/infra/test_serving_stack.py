@@ -8,6 +8,8 @@ from typing import Any
 from aws_cdk import assertions
 from aws_cdk.assertions import Match
 
+from cdk_constructs.endpoint.components_serving import ComponentsServing
+from cdk_constructs.endpoint.variants_serving import VariantsServing
 from serving_contract import env, outputs
 from tests.synth_helpers import Synth, synthesize
 
@@ -267,3 +269,15 @@ def test_gpu_memory_alarm_scales_by_the_engines_gpus_and_idle_gpus_warn(tmp_path
         "= inference_components to run one copy per GPU"
     )
     _has_warning(synth, warning)
+
+
+def test_each_mode_gives_the_stack_the_same_face(default_synth: Synth, components_synth: Synth) -> None:
+    variants, components = default_synth.stacks.serving.endpoint, components_synth.stacks.serving.endpoint
+    assert isinstance(variants, VariantsServing) and isinstance(components, ComponentsServing)
+    assert variants.rollout_target is variants.endpoint  # blue/green updates the endpoint
+    assert components.rollout_target is components.endpoint_construct.base_component  # rolling updates
+    assert sorted(variants.scalable_targets) == ["canary", "primary"]
+    assert list(components.scalable_targets) == ["mangaassist-vllm-prod-base"]
+    assert (len(variants.log_groups), len(components.log_groups)) == (1, 2)
+    assert list(variants.outputs) == [outputs.CANARY_VARIANT_NAME]
+    assert outputs.BASE_COMPONENT_NAME in components.outputs

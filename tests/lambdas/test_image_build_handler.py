@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from botocore.stub import ANY, Stubber
 
-HANDLER = Path(__file__).resolve().parents[2] / "lambdas" / "image_build" / "index.py"
+HANDLER = Path(__file__).resolve().parents[2] / "lambdas" / "image" / "index.py"
 PROJECT = "ImageBuildProject-abc123"
 REPOSITORY = "mangaassist-serving"
 REPOSITORY_URI = f"123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/{REPOSITORY}"

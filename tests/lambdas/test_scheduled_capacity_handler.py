@@ -24,7 +24,7 @@ RESOURCE_ID = "endpoint/mangaassist-vllm-prod/variant/primary"
 def handler() -> Iterator[ModuleType]:
     env = {"AWS_DEFAULT_REGION": "ap-northeast-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
     with mock.patch.dict(os.environ, env):
-        yield importlib.import_module("lambdas.scheduled_capacity.index")
+        yield importlib.import_module("lambdas.scaling.index")
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ def handler() -> Iterator[ModuleType]:
         "AWS_SECRET_ACCESS_KEY": "testing",
     }
     with mock.patch.dict(os.environ, env):
-        yield importlib.import_module("lambdas.bedrock_import.index")
+        yield importlib.import_module("lambdas.bedrock.index")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""devtools/bedrock_invoke.py against Stubbers for bedrock-runtime and CloudFormation."""
+"""ops/bedrock_invoke.py against Stubbers for bedrock-runtime and CloudFormation."""
 
 import io
 import json
@@ -9,7 +9,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from devtools import bedrock_invoke
+from ops import bedrock_invoke
 
 MODEL_ARN = "arn:aws:bedrock:us-east-1:123456789012:imported-model/abcdefghijkl"
 REPLY = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Try Chainsaw Man vol. 1."}}]}

@@ -3,7 +3,7 @@
 import pytest
 
 from app_config import load_config
-from cdk_constructs.container_environment import container_environment
+from cdk_constructs.endpoint.container_environment import container_environment
 from serving_app.settings import Settings
 from serving_contract import env
 from tests.synth_helpers import cdk_json_context

@@ -106,7 +106,7 @@ def test_a_pinned_primary_leaves_nothing_to_refuse() -> None:
     assert placeholder_pins(config) == []
     assert placeholder_pin_problem(config) == (
         "placeholder pin(s) image.build.uv_image: set these keys in cdk.json before deploying (artifacts: upload "
-        "them and pin them with `python -m devtools.pin_artifacts`; base images: their registry digest) "
+        "them and pin them with `python -m ops.pin_artifacts`; base images: their registry digest) "
         "(docs/deploy.md)"
     )
     assert (

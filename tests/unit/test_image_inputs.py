@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app_config.image_build import ArtifactSetConfig
-from stacks import image_inputs
+from cdk_constructs.image import image_inputs
 
 HEX64 = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
 CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:"

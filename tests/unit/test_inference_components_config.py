@@ -6,7 +6,7 @@ import pytest
 
 from app_config import ConfigError, load_config
 from app_config.topology import serving_topology
-from cdk_constructs.container_environment import container_environment
+from cdk_constructs.endpoint.container_environment import container_environment
 from serving_contract import env
 from tests.synth_helpers import cdk_json_context
 

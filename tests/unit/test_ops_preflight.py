@@ -15,7 +15,7 @@ from tests.unit.preflight_stubs import BUCKET, DIGEST, FILES, REGION, config, pi
 
 ZEROS = "0" * 64
 PIN_TOOL = (
-    "python -m devtools.pin_artifacts --bucket <artifacts bucket> --base-model llama-3-8b-instruct-awq "
+    "python -m ops.pin_artifacts --bucket <artifacts bucket> --base-model llama-3-8b-instruct-awq "
     "--adapters manga_domain_v3,general_support_v2,jp_style_v1"
 )
 

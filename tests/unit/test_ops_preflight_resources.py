@@ -56,7 +56,7 @@ def test_artifacts_with_other_bytes_fail_with_the_actual_digest():
         f"FAIL  artifacts: {BASE_PIN}: the files under s3://{BUCKET}/{BASE} have sha256 "
     )
     assert findings[0].line.endswith(
-        "(from S3 checksums); upload the pinned files or pin the uploaded ones (`python -m devtools.pin_artifacts`)"
+        "(from S3 checksums); upload the pinned files or pin the uploaded ones (`python -m ops.pin_artifacts`)"
     )
     assert DIGEST not in findings[0].line.split("have sha256 ")[1]
 

@@ -1,4 +1,4 @@
-"""devtools.pin_artifacts reads CURRENT pointers into a config block (Stubber-validated S3 calls)."""
+"""ops.pin_artifacts reads CURRENT pointers into a config block (Stubber-validated S3 calls)."""
 
 import io
 
@@ -8,7 +8,7 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from app_config.image_build import ArtifactSetConfig
-from devtools.pin_artifacts import current_pins
+from ops.pin_artifacts import current_pins
 
 SHA = "a" * 64
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from app_config import load_config
 from app_config.container import ContainerConfig
-from cdk_constructs.container_environment import container_environment
+from cdk_constructs.endpoint.container_environment import container_environment
 from serving_app.settings import Settings
 from serving_app.vllm_args import EnginePaths, build_vllm_args, engine_environment
 from serving_contract import engine_settings as spec

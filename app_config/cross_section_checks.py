@@ -1,0 +1,345 @@
+"""The config's checks that span sections: what no single section can judge alone.
+
+``AppConfig`` runs :func:`check_cross_sections` once every section has validated (and after it
+derived the concurrency targets). Each check raises ``ValueError`` with one line naming the keys,
+their values and what would be accepted; ``app_config.errors`` turns it into the config error
+that stops synth. Concerns: adapters against the engine, the engine's kernels on the variants'
+GPUs, the memory plan (could vLLM start at all), the image build's pins, the Docker Hub cache's
+name, inference components, the prod warm floor, monitoring thresholds and scaling.
+"""
+
+from typing import TYPE_CHECKING
+
+from app_config.bedrock import check_import_region
+from app_config.capacity_timeline import check_schedule
+from app_config.gpu_instances import instance_gpus
+from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
+from app_config.memory_plan import gib, minimum_utilization
+from app_config.memory_plan_config import engine_memory_inputs
+from app_config.variants import VARIANT_KEYS
+from serving_contract.components import adapter_component_name, base_component_name
+
+if TYPE_CHECKING:
+    from app_config.root import AppConfig
+
+
+def check_cross_sections(config: "AppConfig") -> None:
+    """Every check across sections, in order; the first that fails raises.
+
+    Raises:
+        ValueError: one line naming the keys, the values and what is allowed.
+    """
+    rank = config.model.adapter_rank
+    if rank is not None and rank > config.engine.max_lora_rank:
+        # A rank above --max-lora-rank fails to load (CONVENTIONS.md, "LoRA").
+        raise ValueError(
+            f"model.adapters rank {rank} exceeds engine.max_lora_rank = {config.engine.max_lora_rank}; "
+            "raise engine.max_lora_rank or retrain the adapters"
+        )
+    if config.engine.max_cpu_loras is not None and len(config.model.adapters) > config.engine.max_cpu_loras:
+        raise ValueError(
+            f"engine.max_cpu_loras = {config.engine.max_cpu_loras} is below the {len(config.model.adapters)} "
+            "configured adapters; every adapter must fit the CPU cache"
+        )
+    _kernel_checks(config)
+    _memory_plan_checks(config)
+    if config.image.source == "build" and not config.serving.hosts_inference_components:
+        _check_artifact_pins(config)
+    prefix = docker_hub_cache_prefix(config.project_name, config.stage)
+    if config.image.build.docker_hub_credentials_secret_arn and len(prefix) > PULL_THROUGH_PREFIX_MAX:
+        raise ValueError(
+            f"project_name = {config.project_name!r}: the Docker Hub cache's repository prefix {prefix!r} is "
+            f"{len(prefix)} characters, ECR allows {PULL_THROUGH_PREFIX_MAX}; shorten project_name or unset "
+            "image.build.docker_hub_credentials_secret_arn"
+        )
+    if config.serving.hosts_inference_components:
+        _component_checks(config)
+    elif config.stage == "prod" and config.serving.primary.min_capacity < 2:
+        # Seed 001 user story 3: never fewer than 2 warm instances in production.
+        raise ValueError(
+            f"serving.primary.min_capacity = {config.serving.primary.min_capacity}: must be >= 2 in prod "
+            "(the warm floor that keeps cold starts off the request path)"
+        )
+    _monitoring_checks(config)
+    _scaling_checks(config)
+    check_import_region(config.bedrock.enabled, config.env.region)
+
+
+def _component_checks(config: "AppConfig") -> None:
+    """What SageMaker or the engine would refuse in inference_components mode."""
+    _component_name_checks(config)
+    components = config.serving.inference_components
+    key = "serving.inference_components"
+    if config.image.source == "prebuilt" and config.image.build.artifacts_bucket_name is None:
+        raise ValueError(
+            "serving.mode = inference_components with image.source = prebuilt needs "
+            "image.build.artifacts_bucket_name: the bucket that holds the adapter components' artifacts"
+        )
+    expected = sorted(a.name for a in config.model.adapters)
+    if sorted(components.adapter_artifacts) != expected:
+        raise ValueError(
+            f"{key}.adapter_artifacts pins [{', '.join(sorted(components.adapter_artifacts))}] but model.adapters "
+            f"is [{', '.join(expected)}]; pin exactly one artifact per configured adapter"
+        )
+    capacity = config.engine.max_cpu_loras or config.engine.max_loras
+    capacity_key = "engine.max_cpu_loras" if config.engine.max_cpu_loras else "engine.max_loras"
+    if len(config.model.adapters) > capacity:
+        # The container registers at most this many runtime adapters (vLLM keeps that many in
+        # CPU memory and would evict beyond it), so one adapter component would fail to load.
+        raise ValueError(
+            f"model.adapters has {len(config.model.adapters)} adapters but {capacity_key} = {capacity}: the engine "
+            "holds that many runtime adapters; raise engine.max_cpu_loras"
+        )
+    if config.stage == "prod" and (components.scale_to_zero or components.min_copy_count < 2):
+        # Seed 001 user story 3: never fewer than 2 warm copies in production.
+        raise ValueError(
+            f"{key}.min_copy_count = {components.min_copy_count}, scale_to_zero = "
+            f"{str(components.scale_to_zero).lower()}: prod keeps at least 2 warm copies (seed 001)"
+        )
+    instance_type = config.serving.primary.instance_type
+    gpus = instance_gpus(instance_type)
+    per_instance = gpus.count // config.engine.tensor_parallel_size
+    if components.max_copy_count > components.max_instance_count * per_instance:
+        raise ValueError(
+            f"{key}.max_copy_count = {components.max_copy_count} needs more than {key}.max_instance_count = "
+            f"{components.max_instance_count} instances of {per_instance} copy each ({instance_type}, "
+            f"{gpus.count} GPU(s), engine.tensor_parallel_size = {config.engine.tensor_parallel_size})"
+        )
+    for field, needed, have, unit in (
+        ("cpu_cores_per_copy", components.cpu_cores_per_copy, gpus.vcpus, "vCPUs"),
+        ("memory_per_copy_mib", components.memory_per_copy_mib, gpus.memory_gib * 1024, "MiB"),
+    ):
+        if needed * per_instance > have:
+            raise ValueError(
+                f"{key}.{field} = {needed:g} x {per_instance} copy(ies) per instance is above the {have:g} {unit} "
+                f"of {instance_type}"
+            )
+    # A rolling update replaces every copy the component has when it starts, up to max_copy_count
+    # after a scale-out; one that outlasts its timeout rolls back.
+    rollout = components.rollout
+    batches = -(-components.max_copy_count // rollout.maximum_batch_size_copies)
+    needed_s = batches * (config.serving.container_startup_health_check_timeout_s + rollout.wait_interval_s)
+    if needed_s >= rollout.maximum_execution_timeout_s:
+        raise ValueError(
+            f"{key}.rollout.maximum_execution_timeout_s = {rollout.maximum_execution_timeout_s} must exceed "
+            f"{batches} batch(es) of {rollout.maximum_batch_size_copies} at {key}.max_copy_count = "
+            f"{components.max_copy_count} x (serving.container_startup_health_check_timeout_s = "
+            f"{config.serving.container_startup_health_check_timeout_s} + {key}.rollout.wait_interval_s = "
+            f"{rollout.wait_interval_s}) = {needed_s} s; raise it (at most 28800) or "
+            f"{key}.rollout.maximum_batch_size_copies"
+        )
+
+
+def _component_name_checks(config: "AppConfig") -> None:
+    """Every component name SageMaker accepts (pattern, 63 characters) and no two alike."""
+    endpoint = config.endpoint_name
+    try:
+        names = {"the base component": base_component_name(endpoint)}
+        for adapter in config.model.adapters:
+            names[f"adapter {adapter.name!r}"] = adapter_component_name(endpoint, adapter.name)
+    except ValueError as error:
+        raise ValueError(f"serving.endpoint_name = {endpoint!r}: {error}") from None
+    owners: dict[str, str] = {}
+    for owner, name in names.items():
+        # SageMaker resource names are unique regardless of case.
+        if name.lower() in owners:
+            raise ValueError(
+                f"model.adapters: {owner} gets inference component name {name!r}, as {owners[name.lower()]} "
+                "does; rename the adapter"
+            )
+        owners[name.lower()] = owner
+
+
+def _kernel_checks(config: "AppConfig") -> None:
+    kernel, checkpoint = config.engine.quantization, config.model.quantization
+    # vLLM 0.22 refuses a method other than the checkpoint's at start ("Quantization method
+    # specified in the model config (awq) does not match ..."; option matrix on an H200).
+    suits = {
+        "awq": ("awq",),
+        "awq_marlin": ("awq",),
+        "gptq": ("gptq",),
+        "gptq_marlin": ("gptq",),
+        "fp8": ("fp8",),
+    }
+    if kernel in suits and checkpoint not in suits[kernel]:
+        raise ValueError(
+            f"engine.quantization = {kernel!r} cannot run a model.quantization = {checkpoint!r} checkpoint; "
+            "use 'auto' (vLLM reads the checkpoint's quantization_config)"
+        )
+    if config.engine.kv_cache_dtype == "fp8" and config.engine.attention_backend == "auto":
+        for variant in config.variants():
+            instance_type = variant.serving.instance_type
+            gpu = instance_gpus(instance_type).gpu
+            if gpu.compute_capability >= (9, 0):
+                raise ValueError(
+                    f"engine.kv_cache_dtype = 'fp8' with engine.attention_backend = 'auto' on "
+                    f"{instance_type} ({gpu.name}): vLLM 0.22 picks FlashAttention 3, which crashes at "
+                    "start with an fp8 KV cache and a float16 model (measured on an H200); set "
+                    "engine.attention_backend to FLASHINFER or TRITON_ATTN"
+                )
+    if kernel.endswith("_marlin"):
+        for variant in config.variants():
+            instance_type = variant.serving.instance_type
+            gpu = instance_gpus(instance_type).gpu
+            if gpu.compute_capability < (8, 0):
+                major, minor = gpu.compute_capability
+                raise ValueError(
+                    f"engine.quantization = {kernel!r}: serving.{variant.key}."
+                    f"instance_type = {instance_type} has {gpu.name} (compute capability "
+                    f"{major}.{minor}); Marlin kernels need >= 8.0, use 'auto'"
+                )
+
+
+def _memory_plan_checks(config: "AppConfig") -> None:
+    """Stop synth where vLLM could not start (CONVENTIONS.md: it fails at start when one
+    max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
+    engine, shape = config.engine, config.model.shape
+    if engine.max_model_len > shape.max_position_embeddings:
+        raise ValueError(
+            f"engine.max_model_len = {engine.max_model_len}: above model.shape.max_position_embeddings = "
+            f"{shape.max_position_embeddings}, the longest context the model supports (vLLM refuses to start)"
+        )
+    if config.memory_plan.typical_sequence_tokens > engine.max_model_len:
+        raise ValueError(
+            f"memory_plan.typical_sequence_tokens = {config.memory_plan.typical_sequence_tokens}: above "
+            f"engine.max_model_len = {engine.max_model_len}, so no request could be that long"
+        )
+    for variant in config.variants():
+        instance_type = variant.serving.instance_type
+        where = f"serving.{variant.key}.instance_type = {instance_type}"
+        gpus = instance_gpus(instance_type)
+        if engine.tensor_parallel_size > gpus.count:
+            raise ValueError(
+                f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: {where} has "
+                f"{gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than the instance has"
+            )
+        plan = config.memory_plan_of(instance_type)
+        if plan.fits_one_sequence:
+            continue
+        needed = minimum_utilization(
+            shape=shape.to_shape(),
+            gpus=gpus,
+            engine=engine_memory_inputs(engine, len(config.model.adapters)),
+            runtime_overhead_bytes=plan.overhead_bytes // engine.tensor_parallel_size,
+        )
+        if plan.kv_tokens == 0 or needed <= 0.98:
+            raise ValueError(
+                f"engine.gpu_memory_utilization = {engine.gpu_memory_utilization:g}: on {where} "
+                f"({gpus.gpu.name}) it leaves {max(plan.kv_tokens, 0):,} KV-cache tokens, fewer than one "
+                f"engine.max_model_len = {engine.max_model_len} sequence (budget {gib(plan.budget_bytes)} GiB - "
+                f"weights {gib(plan.weights_bytes)} - LoRA slots {gib(plan.lora_bytes)} - runtime "
+                f"{gib(plan.overhead_bytes)}); it needs >= {needed:.2f} (vLLM refuses to start)"
+            )
+        raise ValueError(
+            f"engine.max_model_len = {engine.max_model_len}: only {plan.kv_tokens:,} KV-cache tokens fit on "
+            f"{where} ({gpus.gpu.name}) even at engine.gpu_memory_utilization = "
+            f"{engine.gpu_memory_utilization:g}; lower it to <= {plan.kv_tokens} (vLLM refuses to start)"
+        )
+
+
+def _monitoring_checks(config: "AppConfig") -> None:
+    adapters = {a.name for a in config.model.adapters}
+    unknown = sorted(set(config.monitoring.adapter_latency_ceilings_ms) - adapters)
+    if unknown:
+        raise ValueError(
+            f"monitoring.adapter_latency_ceilings_ms names unknown adapter(s) {', '.join(unknown)}; "
+            f"model.adapters are: {', '.join(sorted(adapters)) or '(none)'}"
+        )
+    preallocated = config.engine.gpu_memory_utilization * 100
+    threshold = config.monitoring.gpu_memory_utilization.threshold
+    if threshold <= preallocated:
+        # vLLM allocates this share of GPU memory at start: an alarm at or below it never clears.
+        raise ValueError(
+            f"monitoring.gpu_memory_utilization.threshold = {threshold:g} must be above "
+            f"engine.gpu_memory_utilization = {config.engine.gpu_memory_utilization:g} x 100 "
+            "(vLLM preallocates that share of GPU memory at start)"
+        )
+    if threshold > 100:
+        raise ValueError(f"monitoring.gpu_memory_utilization.threshold = {threshold:g}: must be <= 100 (per GPU)")
+
+
+def _scaling_checks(config: "AppConfig") -> None:
+    if config.serving.hosts_inference_components:
+        return  # copies scale by target tracking; schedules and blue/green are variants-mode features
+    # The warm floor also binds every scheduled floor of the primary (seed 001 user story 3).
+    warm_floor = 2 if config.stage == "prod" else None
+    for variant in config.variants():
+        check_schedule(
+            variant.key,
+            variant.scaling,
+            variant.serving.min_capacity,
+            variant.serving.max_capacity,
+            warm_floor if variant.is_primary else None,
+        )
+    _rollout_fits_in_timeout(config)
+    _scale_in_below_full_load(config)
+    # Both variants' targets, the canary's even while it is disabled: enabling it must not meet a bad one.
+    for key in VARIANT_KEYS:
+        tracking = config.variant(key).scaling.target_tracking
+        if tracking.metric == "concurrent_requests_high_resolution" and (
+            tracking.target_value >= config.engine.max_num_seqs
+        ):
+            raise ValueError(
+                f"scaling.{key}.target_tracking.concurrent_requests_target = "
+                f"{tracking.target_value:g} must be below engine.max_num_seqs = "
+                f"{config.engine.max_num_seqs}, or the engine queues before the fleet scales"
+            )
+
+
+def _scale_in_below_full_load(config: "AppConfig") -> None:
+    """The low-load scale-in must never fire while the engine is full.
+
+    A full engine runs ``concurrency_ceiling`` sequences (the memory plan: what the KV cache
+    fits at the typical length, capped by ``engine.max_num_seqs``), so RunningRequests never
+    exceeds it; a threshold at or above it would shed an instance every cooldown at full load.
+    The bound is half of it: the alarm averages over the variant, and removing one of two
+    instances doubles the survivor's sequences, which must still fit.
+    """
+    for variant in config.variants():
+        step = variant.scaling.step_scaling
+        if not (variant.scaling.enabled and step.enabled):
+            continue
+        plan = config.memory_plan_of(variant.serving.instance_type)
+        bound = plan.concurrency_ceiling / 2
+        if step.scale_in_running_requests > bound:
+            raise ValueError(
+                f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_running_requests:g}: "
+                f"must be <= {bound:g}, half the {plan.concurrency_ceiling} sequences the engine runs on "
+                f"{variant.serving.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
+                f"engine.max_num_seqs = {config.engine.max_num_seqs}); removing one of two instances doubles "
+                "the survivor's load, and a threshold at the ceiling scales in at full load"
+            )
+
+
+def _rollout_fits_in_timeout(config: "AppConfig") -> None:
+    """A blue/green deployment provisions the green fleet, waits for its startup health check,
+    then shifts and bakes: all of it inside MaximumExecutionTimeoutInSeconds."""
+    rollout = config.scaling.rollout
+    if not rollout.enabled:
+        return
+    startup = config.serving.container_startup_health_check_timeout_s
+    shifting = rollout.shift_steps * rollout.wait_interval_s
+    needed = rollout.green_provisioning_allowance_s + startup + shifting
+    if needed >= rollout.maximum_execution_timeout_s:
+        raise ValueError(
+            f"scaling.rollout.maximum_execution_timeout_s = {rollout.maximum_execution_timeout_s} must exceed "
+            f"scaling.rollout.green_provisioning_allowance_s = {rollout.green_provisioning_allowance_s} + "
+            f"serving.container_startup_health_check_timeout_s = {startup} + traffic shifting "
+            f"({rollout.shift_steps} step(s) x scaling.rollout.wait_interval_s = {rollout.wait_interval_s}) "
+            f"= {needed} s"
+        )
+
+
+def _check_artifact_pins(config: "AppConfig") -> None:
+    expected = sorted(a.name for a in config.model.adapters)
+    sets = {"primary": config.image.build.primary, "canary": config.image.build.canary}
+    for variant, artifacts in sets.items():
+        if artifacts is None:
+            continue
+        pinned = sorted(artifacts.adapters)
+        if pinned != expected:
+            # Every adapter the engine loads must be baked in, and nothing else.
+            raise ValueError(
+                f"image.build.{variant}.adapters pins [{', '.join(pinned)}] but model.adapters is "
+                f"[{', '.join(expected)}]; pin exactly one version per configured adapter"
+            )

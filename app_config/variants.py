@@ -1,0 +1,43 @@
+"""A production variant with everything the config says about it, across sections.
+
+A variant's facts live in two sections: ``serving.<key>`` (name, instance type, counts, weight,
+the scalable target's hard bounds) and ``scaling.<key>`` (its policies and schedule). A
+:class:`Variant` carries both under the variant's config key, so code that needs a variant's
+bounds with its policies walks ``AppConfig.variants()`` instead of pairing the sections by hand.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from app_config.scaling import VariantScalingConfig
+from app_config.serving import VariantConfig
+
+VariantKey = Literal["primary", "canary"]
+"""The config key of a variant: ``serving.<key>``, ``scaling.<key>``, ``image.<key>``, ``image.build.<key>``."""
+
+VARIANT_KEYS: tuple[VariantKey, ...] = ("primary", "canary")
+"""Every variant the config has, primary first."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One production variant.
+
+    Attributes:
+        key: its config key (:data:`VariantKey`), what error messages and construct ids name it by.
+        serving: ``serving.<key>``.
+        scaling: ``scaling.<key>`` (after the config filled in derived targets).
+    """
+
+    key: VariantKey
+    serving: VariantConfig
+    scaling: VariantScalingConfig
+
+    @property
+    def name(self) -> str:
+        """The production variant's name (``serving.<key>.variant_name``)."""
+        return self.serving.variant_name
+
+    @property
+    def is_primary(self) -> bool:
+        return self.key == "primary"

@@ -1,0 +1,48 @@
+"""Map the validated config onto the container's environment variables."""
+
+import json
+
+from app_config import AppConfig
+from app_config.image_build import pin_sha256
+from app_config.serving import needs_cuda_forward_compat
+from serving_contract import env
+from serving_contract.components import adapter_component_name
+
+
+def container_environment(config: AppConfig) -> dict[str, str]:
+    """Environment variables shared by every production variant's container.
+
+    The container's entrypoint parses exactly these (names in ``serving_contract.env``)
+    into vLLM's argv, so engine settings change with a deploy, not an image rebuild.
+    ``VARIANT_NAME`` is added per variant by :class:`ServingEndpoint`.
+
+    Returns:
+        Variable name to string value; every value is a string, as SageMaker requires.
+    """
+    runtime_adapters = config.serving.hosts_inference_components
+    variables = {
+        **config.engine.environment(),
+        env.ENGINE_SERVED_MODEL_NAME: config.model.name,
+        # inference_components: no adapter is baked in; SageMaker loads each at runtime.
+        env.LORA_ADAPTERS: "" if runtime_adapters else ",".join(adapter.name for adapter in config.model.adapters),
+        env.STARTUP_TIMEOUT_S: str(env.startup_budget_s(config.serving.container_startup_health_check_timeout_s)),
+        env.WARMUP_NUM_REQUESTS: str(config.container.warmup_num_requests),
+        env.DRAIN_TIMEOUT_S: str(config.container.drain_timeout_s),
+        env.REQUEST_TIMEOUT_S: str(config.container.request_timeout_s),
+        env.REQUEST_READ_TIMEOUT_S: str(config.container.request_read_timeout_s),
+        **config.container.request_limits_environment(),
+        env.SESSIONS_MAX: str(config.container.sessions_max),
+        env.SESSION_TTL_S: str(config.container.session_ttl_s),
+        env.METRICS_NAMESPACE: config.observability.metrics_namespace,
+        env.METRICS_INTERVAL_S: str(config.container.metrics_interval_s),
+        env.ENDPOINT_NAME: config.endpoint_name,
+        env.CUDA_FORWARD_COMPAT: "true" if needs_cuda_forward_compat(config.serving.inference_ami_version) else "false",
+    }
+    if runtime_adapters:
+        variables[env.LORA_RUNTIME_ADAPTERS] = "true"
+        # SageMaker registers each adapter under its component's name; the container loads only
+        # the files whose digest is that adapter's pin (issue 22 item 5).
+        pins = config.serving.inference_components.adapter_artifacts
+        digests = {adapter_component_name(config.endpoint_name, name): pin_sha256(pin) for name, pin in pins.items()}
+        variables[env.ADAPTER_SHA256] = json.dumps(digests, sort_keys=True, separators=(",", ":"))
+    return variables

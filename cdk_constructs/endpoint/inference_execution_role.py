@@ -1,0 +1,66 @@
+"""The IAM role SageMaker assumes to run the serving container."""
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from cdk_constructs.common.nag import acknowledge, checkov_skip
+
+# Permissions SageMaker needs to attach the container to customer subnets (SageMaker
+# developer guide, "Give SageMaker Hosted Endpoints Access to Resources in Your Amazon VPC").
+_VPC_ACTIONS = [
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeVpcs",
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
+]
+
+
+class InferenceExecutionRole(Construct):
+    """Least-privilege execution role for SageMaker models.
+
+    Starts empty; the stack grants ECR pull on the one repository and write access to the
+    endpoint's log group. No managed policy is attached and no ``cloudwatch:PutMetricData``:
+    the container publishes its metrics as EMF lines on stdout, which SageMaker ships to the
+    endpoint's log group and CloudWatch Logs turns into metrics, so it never calls CloudWatch
+    (and with ``serving.network_isolation``, the default, it could not reach it).
+
+    Attributes:
+        role: the IAM role; pass it to the SageMaker models.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, vpc_placement: bool) -> None:
+        """
+        Args:
+            vpc_placement: add the ENI permissions SageMaker needs for VPC placement.
+        """
+        super().__init__(scope, construct_id)
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com").with_conditions(
+                {"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}}
+            ),
+            description="Runs the vLLM serving container on SageMaker",
+        )
+        if vpc_placement:
+            self.role.add_to_policy(iam.PolicyStatement(actions=_VPC_ACTIONS, resources=["*"]))
+            policy = self.role.node.find_child("DefaultPolicy")
+            for check in ("CKV_AWS_109", "CKV_AWS_111"):
+                checkov_skip(
+                    policy,
+                    check,
+                    "The EC2 ENI actions SageMaker needs for VPC placement (SageMaker developer guide, 'Give "
+                    "SageMaker Hosted Endpoints Access to Resources in Your Amazon VPC') take Resource '*' there; "
+                    "the role is assumable only by sagemaker.amazonaws.com from this account.",
+                )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken and the EC2 ENI actions have no resource-level permissions.",
+        )

@@ -1,0 +1,120 @@
+"""SageMaker models, endpoint config and endpoint for the production variants."""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from app_config.serving import VariantConfig
+from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.endpoint.serving_model import EndpointHosting, serving_model
+
+
+@dataclass(frozen=True)
+class VariantDeployment:
+    """What one production variant runs: its config and its own image URI.
+
+    Each variant gets its own SageMaker model so a canary can run a new image.
+    """
+
+    config: VariantConfig
+    image_uri: str
+
+
+class ServingEndpoint(Construct):
+    """A real-time endpoint with one SageMaker model per production variant.
+
+    Redeploys keep the runtime state of every variant: the endpoint sets
+    ``RetainAllVariantProperties`` with no exclusion, so ``DesiredInstanceCount`` stays with
+    Application Auto Scaling and ``DesiredWeight`` with ``ops promote``/``rollback``
+    (UpdateEndpointWeightsAndCapacities). A weight in config is the creation-time weight only:
+    changing it makes a new endpoint config, and UpdateEndpoint "deploys the EndpointConfig
+    specified in the request to a new fleet of instances" (SageMaker API reference), every
+    instance replaced for a weight the endpoint then does not apply.
+
+    Attributes:
+        endpoint: the ``AWS::SageMaker::Endpoint``.
+        endpoint_config: the ``AWS::SageMaker::EndpointConfig`` (replaced on every change).
+        models: variant name to its ``AWS::SageMaker::Model``.
+        log_group: ``/aws/sagemaker/Endpoints/<endpoint>``, where container stdout (and EMF) lands.
+        endpoint_name: the endpoint's name (known at synth).
+        variant_names: production variant names in order, primary first.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint_name: str,
+        variants: Sequence[VariantDeployment],
+        role: iam.Role,
+        environment: Mapping[str, str],
+        hosting: EndpointHosting,
+        log_group: FixedNameLogGroup,
+        deployment_config: sagemaker.CfnEndpoint.DeploymentConfigProperty | None = None,
+        retain_deployment_config: bool = False,
+    ) -> None:
+        """
+        Args:
+            endpoint_name: the endpoint's name; fixed at synth because the role's log-group
+                scope and the scaling ResourceIds need it before the endpoint exists.
+            variants: production variants, primary first (1 or 2).
+            role: execution role the models run with (already granted ECR pull and logs).
+            environment: container environment shared by all variants (``VARIANT_NAME``
+                is added per variant).
+            hosting: startup health check, routing, AMI, network isolation, VPC and logs.
+            log_group: the endpoint's log group (made by the stack, the same in both modes).
+            deployment_config: blue/green guardrails for updates (see
+                ``cdk_constructs.endpoint.deployment_guardrails``); None = SageMaker's default.
+            retain_deployment_config: ``RetainDeploymentConfig``: reuse the previous
+                deployment's config instead of ``deployment_config``.
+        """
+        super().__init__(scope, construct_id)
+        self.endpoint_name = endpoint_name
+        self.variant_names = [variant.config.variant_name for variant in variants]
+        self.log_group = log_group.log_group
+        self.models: dict[str, sagemaker.CfnModel] = {}
+        production_variants = []
+        for variant in variants:
+            name = variant.config.variant_name
+            model = serving_model(
+                self,
+                variant_name=name,
+                image_uri=variant.image_uri,
+                role=role,
+                environment=environment,
+                hosting=hosting,
+            )
+            self.models[name] = model
+            production_variants.append(
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=name,
+                    model_name=model.attr_model_name,
+                    instance_type=variant.config.instance_type,
+                    initial_instance_count=variant.config.initial_instance_count,
+                    initial_variant_weight=variant.config.initial_weight,
+                    container_startup_health_check_timeout_in_seconds=hosting.startup_health_check_timeout_s,
+                    routing_config=hosting.routing_config,
+                    inference_ami_version=hosting.inference_ami_version,
+                )
+            )
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self, "EndpointConfig", production_variants=production_variants, metrics_config=hosting.metrics_config
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            # Application Auto Scaling owns DesiredInstanceCount and ops promote/rollback own
+            # DesiredWeight; without this, every stack update resets both to the endpoint
+            # config's initial values (CONVENTIONS.md).
+            retain_all_variant_properties=True,
+            deployment_config=deployment_config,
+            retain_deployment_config=retain_deployment_config if deployment_config is not None else None,
+        )
+        # The log group must exist (with its retention) before the first container writes.
+        self.endpoint.node.add_dependency(log_group)

@@ -1,0 +1,116 @@
+"""What both endpoint topologies create alike: the endpoint's log group and a SageMaker model of
+the serving image (shared by :class:`ServingEndpoint` and :class:`InferenceComponentEndpoint`)."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from app_config.serving import VpcPlacementConfig
+from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
+from serving_contract import env
+from serving_contract.log_groups import endpoint_log_group_name
+from serving_contract.outputs import pascal_case
+
+
+@dataclass(frozen=True)
+class EndpointHosting:
+    """How the serving container is hosted, the same in both topologies (``serving.*`` and the
+    log settings of ``observability.*``).
+
+    Attributes:
+        startup_health_check_timeout_s: 60-3600, SageMaker's
+            ``ContainerStartupHealthCheckTimeoutInSeconds`` (per instance, or per copy).
+        routing_strategy: ``LEAST_OUTSTANDING_REQUESTS`` or ``RANDOM``.
+        inference_ami_version: host AMI, e.g. ``al2023-ami-sagemaker-inference-gpu-4-1``.
+        network_isolation: run the container without network access.
+        vpc: optional subnets and security groups for the container.
+        log_retention / log_removal_policy: of the endpoint's log groups.
+        detailed_observability: ``MetricsConfig.EnableDetailedObservability`` (SageMaker scrapes the
+            container's ``GET /metrics`` on port 8080).
+        metric_publish_frequency_s: ``MetricsConfig.MetricPublishFrequencyInSeconds`` (10-300).
+    """
+
+    startup_health_check_timeout_s: int
+    routing_strategy: str
+    inference_ami_version: str
+    network_isolation: bool
+    vpc: VpcPlacementConfig | None
+    log_retention: logs.RetentionDays
+    log_removal_policy: cdk.RemovalPolicy
+    detailed_observability: bool
+    metric_publish_frequency_s: int
+
+    @property
+    def routing_config(self) -> sagemaker.CfnEndpointConfig.RoutingConfigProperty:
+        """The production variant's ``RoutingConfig``."""
+        return sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=self.routing_strategy)
+
+    @property
+    def metrics_config(self) -> sagemaker.CfnEndpointConfig.MetricsConfigProperty:
+        """The endpoint config's ``MetricsConfig``, explicit in both topologies (new endpoint configs
+        default detailed observability to on since 2026-06; the template should say what runs)."""
+        return sagemaker.CfnEndpointConfig.MetricsConfigProperty(
+            enable_detailed_observability=self.detailed_observability,
+            metric_publish_frequency_in_seconds=self.metric_publish_frequency_s,
+        )
+
+
+def endpoint_log_group(
+    scope: Construct, construct_id: str, endpoint_name: str, hosting: EndpointHosting
+) -> FixedNameLogGroup:
+    """``/aws/sagemaker/Endpoints/<endpoint>``, where SageMaker writes container output (CONVENTIONS.md).
+
+    Made by the serving stack under one construct id in both serving modes, so a mode switch
+    keeps the group's logical id rather than creating a second resource of the same name.
+    """
+    return FixedNameLogGroup(
+        scope,
+        construct_id,
+        log_group_name=endpoint_log_group_name(endpoint_name),
+        retention=hosting.log_retention,
+        removal_policy=hosting.log_removal_policy,
+    )
+
+
+def serving_model(
+    scope: Construct,
+    *,
+    variant_name: str,
+    image_uri: str,
+    role: iam.IRole,
+    environment: Mapping[str, str],
+    hosting: EndpointHosting,
+) -> sagemaker.CfnModel:
+    """The ``AWS::SageMaker::Model`` of one variant: the image, its environment plus
+    ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement."""
+    model = sagemaker.CfnModel(
+        scope,
+        f"{pascal_case(variant_name)}Model",
+        execution_role_arn=role.role_arn,
+        primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+            image=image_uri,
+            mode="SingleModel",
+            environment={**environment, env.VARIANT_NAME: variant_name},
+        ),
+        enable_network_isolation=hosting.network_isolation,
+        vpc_config=(
+            sagemaker.CfnModel.VpcConfigProperty(
+                subnets=list(hosting.vpc.subnet_ids), security_group_ids=list(hosting.vpc.security_group_ids)
+            )
+            if hosting.vpc
+            else None
+        ),
+    )
+    # CreateModel checks the role can pull the image: wait for its inline policy (the role
+    # itself is already a dependency through ExecutionRoleArn). The stack grants ECR pull
+    # before it makes the models, so the policy exists here; later grants land in it too.
+    policy = role.node.try_find_child("DefaultPolicy")
+    if policy is None:
+        raise ValueError("grant the execution role its ECR pull before making the models (CreateModel checks it)")
+    model.node.add_dependency(policy)
+    return model

@@ -1,0 +1,156 @@
+"""``serving.mode = variants``: a SageMaker model per production variant, each variant scaled on
+its own, with scheduled capacity kept through deploys and blue/green deployments."""
+
+from collections.abc import Mapping
+
+import aws_cdk as cdk
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from app_config import AppConfig
+from app_config.capacity_timeline import effective_bounds
+from app_config.gpu_instances import instance_gpus
+from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.common.log_retention import log_removal_policy, retention_days
+from cdk_constructs.endpoint.container_environment import container_environment
+from cdk_constructs.endpoint.deployment_guardrails import deployment_config
+from cdk_constructs.endpoint.serving_endpoint import ServingEndpoint, VariantDeployment
+from cdk_constructs.endpoint.serving_mode import VariantImages
+from cdk_constructs.endpoint.serving_model import EndpointHosting
+from cdk_constructs.scaling.scheduled_capacity import ScheduledCapacityKeeper
+from cdk_constructs.scaling.variant_autoscaling import VariantAutoscaling, scaling_resource_id
+from serving_contract import outputs
+from serving_contract.alarms import rollback_alarm_names
+from serving_contract.outputs import pascal_case
+
+
+class VariantsServing(Construct):
+    """The endpoint of production variants (primary, optional canary) and each variant's scaling.
+
+    Implements :class:`~cdk_constructs.endpoint.serving_mode.ServingModeConstruct`. The stack adds it
+    as ``Default``, so the construct ids below are the ones the stack's own children had: they make
+    the logical ids.
+
+    Attributes:
+        endpoint_construct: the :class:`ServingEndpoint` (models, endpoint config, endpoint).
+        endpoint, endpoint_name, variant_names, log_groups, rollout_target, scalable_targets, outputs:
+            the :class:`ServingModeConstruct` face.
+        autoscaling: variant name to its :class:`VariantAutoscaling` (variants with scaling on).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: AppConfig,
+        images: VariantImages,
+        role: iam.Role,
+        hosting: EndpointHosting,
+        log_group: FixedNameLogGroup,
+    ) -> None:
+        """
+        Args:
+            config: the app's config (``serving``, ``scaling``, ``engine``, ``observability``).
+            images: the image of each variant.
+            role: the execution role, already granted its ECR pull (CreateModel checks it).
+            hosting: health check, routing, AMI, placement and log settings of the models.
+            log_group: the endpoint's log group (the stack's, the same in both modes).
+        """
+        super().__init__(scope, construct_id)
+        serving = config.serving
+        self._warn_idle_gpus(config)
+        variants = [VariantDeployment(config=v.serving, image_uri=images.uri(v.key)) for v in config.variants()]
+        self.endpoint_construct = ServingEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=config.endpoint_name,
+            variants=variants,
+            role=role,
+            environment=container_environment(config),
+            hosting=hosting,
+            log_group=log_group,
+            # Wired by name (serving_contract.alarms) to the guardrail alarms of EVERY variant: a
+            # blue/green update replaces the whole fleet, so a primary-only image or engine change
+            # must roll back on the primary's alarms too (issue 21, finding 2). 2 variants x 3
+            # alarms = 6, within AutoRollbackConfig.Alarms' 1-10 (botocore sagemaker AlarmList).
+            deployment_config=deployment_config(
+                config.scaling.rollout,
+                [
+                    name
+                    for variant in config.variants()
+                    for name in rollback_alarm_names(config.endpoint_name, variant.name)
+                ],
+            ),
+            retain_deployment_config=config.scaling.rollout.retain_deployment_config,
+        )
+        self.endpoint = self.endpoint_construct.endpoint
+        self.endpoint_name = config.endpoint_name
+        self.variant_names = self.endpoint_construct.variant_names
+        self.log_groups = [self.endpoint_construct.log_group]
+        self.rollout_target: cdk.CfnResource = self.endpoint
+        self.outputs: Mapping[str, str] = (
+            {outputs.CANARY_VARIANT_NAME: serving.canary.variant_name} if serving.canary.enabled else {}
+        )
+        self.autoscaling: dict[str, VariantAutoscaling] = {}
+        self._scaling(config)
+        self.scalable_targets: Mapping[str, appscaling.ScalableTarget] = {
+            name: scaling.scalable_target for name, scaling in self.autoscaling.items()
+        }
+
+    def _scaling(self, config: AppConfig) -> None:
+        """Each variant's target and policies, and the scheduled bounds re-registered after a deploy."""
+        keeper: ScheduledCapacityKeeper | None = None
+        for variant in config.variants():
+            bounds, scaling = variant.serving, variant.scaling
+            if not scaling.enabled:
+                continue
+            self.autoscaling[variant.name] = VariantAutoscaling(
+                self,
+                f"{pascal_case(variant.key)}Scaling",
+                endpoint=self.endpoint,
+                endpoint_name=config.endpoint_name,
+                variant_name=variant.name,
+                min_capacity=bounds.min_capacity,
+                max_capacity=bounds.max_capacity,
+                target_tracking=scaling.target_tracking,
+                step_scaling=scaling.step_scaling,
+                schedule=scaling.resolved_schedule,
+                timezone=config.scaling.timezone,
+                metrics_namespace=config.observability.metrics_namespace,
+            )
+            if scaling.resolved_schedule:
+                # One handler for the stack, made with the first variant that has a schedule.
+                keeper = keeper or ScheduledCapacityKeeper(
+                    self,
+                    "ScheduledCapacity",
+                    endpoint_name=config.endpoint_name,
+                    log_retention=retention_days(config.observability.log_retention_days),
+                    log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
+                )
+                keeper.keep(
+                    self,
+                    f"{pascal_case(variant.key)}ScheduledCapacity",
+                    target=self.autoscaling[variant.name].scalable_target,
+                    resource_id=scaling_resource_id(config.endpoint_name, variant.name),
+                    timeline=effective_bounds(scaling.resolved_schedule, bounds.min_capacity, bounds.max_capacity),
+                    timezone=config.scaling.timezone,
+                    hard_bounds=(bounds.min_capacity, bounds.max_capacity),
+                )
+
+    def _warn_idle_gpus(self, config: AppConfig) -> None:
+        """One engine runs per instance in variants mode: GPUs beyond its tensor_parallel_size are
+        paid for and idle (inference_components mode packs copies onto them instead)."""
+        tp = config.engine.tensor_parallel_size
+        for variant in config.variants():
+            instance_type = variant.serving.instance_type
+            gpus = instance_gpus(instance_type).count
+            if gpus > tp:
+                cdk.Annotations.of(self).add_warning_v2(
+                    f"Serving:IdleGpus:{variant.name}",
+                    f"serving.{variant.key}.instance_type = {instance_type} has {gpus} GPUs and "
+                    f"engine.tensor_parallel_size = {tp}: one engine per "
+                    f"instance leaves {gpus - tp} GPU(s) idle; raise tensor_parallel_size, pick a {tp}-GPU "
+                    "instance, or use serving.mode = inference_components to run one copy per GPU",
+                )

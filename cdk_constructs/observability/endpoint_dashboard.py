@@ -1,0 +1,315 @@
+"""One CloudWatch dashboard per endpoint: the seeds' SLOs, per-variant and per-adapter views."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from app_config.monitoring import MonitoringConfig
+from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
+from serving_contract.metrics import (
+    EngineMetric,
+    RequestMetric,
+    SageMakerInstanceMetric,
+    SageMakerMetric,
+)
+
+_FULL_WIDTH = 24
+_HALF_WIDTH = 12
+_THIRD_WIDTH = 8
+_GRAPH_HEIGHT = 6
+
+
+@dataclass(frozen=True)
+class VariantCapacity:
+    """Autoscaling bounds drawn on the capacity graph: a variant's instances, or (inference_components
+    mode) the copies of the component behind ``variant_name``, shown as ``label``."""
+
+    variant_name: str
+    min_capacity: int
+    max_capacity: int
+    label: str | None = None
+    unit: str = "instances"
+
+    @property
+    def shown_as(self) -> str:
+        """The name the dashboard shows: the label when set, else the variant name."""
+        return self.label or self.variant_name
+
+
+def _line(value: float, label: str) -> cloudwatch.HorizontalAnnotation:
+    return cloudwatch.HorizontalAnnotation(value=value, label=label)
+
+
+class EndpointDashboard(Construct):
+    """The endpoint's dashboard: SLO graphs with threshold lines, then per-variant and per-adapter rows.
+
+    Instance count: SageMaker publishes no instance-count metric for real-time endpoint
+    variants, so the graph uses the ``SampleCount`` of ``/aws/sagemaker/Endpoints``
+    ``CPUUtilization`` per minute; every InService instance reports one datapoint per
+    minute (the default publishing frequency), so the count equals the instances.
+
+    Attributes:
+        dashboard: the ``AWS::CloudWatch::Dashboard``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        metrics: EndpointMetrics,
+        config: MonitoringConfig,
+        adapters: Sequence[str],
+        capacities: Sequence[VariantCapacity],
+        gpus_per_instance: int,
+        alarms: Sequence[cloudwatch.IAlarm],
+    ) -> None:
+        """
+        Args:
+            metrics: metric factory of the endpoint.
+            config: SLO targets, alarm thresholds (drawn as lines) and the graph period.
+            adapters: LoRA adapter names (one line each on the per-adapter graphs).
+            capacities: min/max instances of each variant.
+            gpus_per_instance: GPU memory is percent x device count; the line is scaled by it.
+            alarms: alarms shown in the alarm-status widget.
+        """
+        super().__init__(scope, construct_id)
+        period = config.dashboard_period_s
+        slo = config.slo
+        variants = metrics.variant_names
+        units = capacities[0].unit if capacities else "instances"
+
+        def per_variant(metric: EngineMetric | RequestMetric, statistic: str) -> list[cloudwatch.IMetric]:
+            return [
+                metrics.custom(metric, variant=v, statistic=statistic, period_s=period, label=f"{v} {statistic}")
+                for v in variants
+            ]
+
+        def per_adapter(metric: RequestMetric, statistic: str) -> list[cloudwatch.IMetric]:
+            def adapter_series(adapter: str) -> cloudwatch.IMetric:
+                def one_variant(variant: str) -> cloudwatch.IMetric:
+                    return metrics.custom(
+                        metric, variant=variant, statistic=statistic, period_s=period, adapter=adapter
+                    )
+
+                return metrics.across_variants(
+                    one_variant,
+                    combine="SUM" if statistic == "Sum" else "MAX",
+                    period_s=period,
+                    label=adapter,
+                )
+
+            return [adapter_series(adapter) for adapter in adapters]
+
+        def graph(
+            title: str,
+            left: Sequence[cloudwatch.IMetric],
+            annotations: Sequence[cloudwatch.HorizontalAnnotation] = (),
+            width: int = _THIRD_WIDTH,
+            left_label: str | None = None,
+        ) -> cloudwatch.GraphWidget:
+            return cloudwatch.GraphWidget(
+                title=title,
+                left=list(left),
+                left_annotations=list(annotations),
+                left_y_axis=cloudwatch.YAxisProps(label=left_label, show_units=False, min=0),
+                width=width,
+                height=_GRAPH_HEIGHT,
+                period=cdk.Duration.seconds(period),
+            )
+
+        five_xx_rate = metrics.error_rate(
+            SageMakerMetric.INVOCATION_5XX_ERRORS, variants=variants, period_s=period, label="5xx rate (%)"
+        )
+        availability = cloudwatch.MathExpression(
+            expression="100 - rate5xx",
+            using_metrics={"rate5xx": five_xx_rate},
+            period=cdk.Duration.seconds(period),
+            label="availability (%)",
+        )
+        slo_row = [
+            graph("Availability (%)", [availability], [_line(slo.availability_percent, "SLO")], left_label="%"),
+            graph(
+                "Error rate (%)",
+                [
+                    five_xx_rate,
+                    metrics.error_rate(
+                        SageMakerMetric.INVOCATION_4XX_ERRORS, variants=variants, period_s=period, label="4xx rate (%)"
+                    ),
+                ],
+                [
+                    _line(slo.error_rate_percent, "5xx SLO"),
+                    _line(config.server_error_rate.threshold, "5xx alarm"),
+                ],
+                left_label="%",
+            ),
+            graph(
+                "Time to first token (ms)",
+                per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p50")
+                + per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p95"),
+                [_line(slo.ttft_p50_ms, "p50 SLO"), _line(config.high_ttft.threshold, "p95 alarm")],
+                left_label="ms",
+            ),
+            graph(
+                "Request latency p99 (ms)",
+                per_variant(RequestMetric.REQUEST_LATENCY, "p99"),
+                [_line(slo.latency_p99_ms, "p99 SLO")],
+                left_label="ms",
+            ),
+            # vLLM's queue-time histogram cannot resolve a p95 under 300 ms (its first bucket),
+            # so the worst per-interval mean is drawn against the seed's p95 SLO line.
+            graph(
+                "Queue wait, worst interval mean (ms)",
+                per_variant(EngineMetric.QUEUE_WAIT_AVERAGE, "Maximum"),
+                [_line(slo.queue_wait_p95_ms, "p95 SLO")],
+                left_label="ms",
+            ),
+            graph(
+                "ModelLatency p99 (us, SageMaker)",
+                [
+                    metrics.sagemaker(
+                        SageMakerMetric.MODEL_LATENCY, variant=v, statistic="p99", period_s=period, label=f"{v} p99"
+                    )
+                    for v in variants
+                ],
+                [_line(config.model_latency_p99.threshold, "alarm")],
+                left_label="us",
+            ),
+        ]
+        capacity_row = [
+            graph(
+                f"{units.capitalize()} per {'variant' if units == 'instances' else 'component'} (min/max)",
+                [
+                    metrics.instance(
+                        SageMakerInstanceMetric.CPU_UTILIZATION,
+                        variant=c.variant_name,
+                        statistic="SampleCount",
+                        period_s=period,
+                        label=f"{c.shown_as} {c.unit}",
+                    )
+                    for c in capacities
+                ],
+                [
+                    line
+                    for c in capacities
+                    for line in (
+                        _line(c.min_capacity, f"{c.shown_as} min"),
+                        _line(c.max_capacity, f"{c.shown_as} max"),
+                    )
+                ],
+                left_label=units,
+            ),
+            graph(
+                "Queue depth and running requests",
+                per_variant(EngineMetric.QUEUE_DEPTH, "Average")
+                + per_variant(EngineMetric.RUNNING_REQUESTS, "Average"),
+                [_line(config.queue_build_up.threshold, "queue alarm")],
+                left_label="requests",
+            ),
+            graph(
+                "Invocations per variant",
+                [
+                    metrics.sagemaker(
+                        SageMakerMetric.INVOCATIONS, variant=v, statistic="Sum", period_s=period, label=f"{v}"
+                    )
+                    for v in variants
+                ],
+                left_label="requests",
+            ),
+        ]
+        engine_row = [
+            graph(
+                "KV cache usage (%)",
+                per_variant(EngineMetric.KV_CACHE_USAGE, "Average"),
+                [_line(config.kv_cache_pressure.threshold, "alarm")],
+                left_label="%",
+            ),
+            graph(
+                "Prefix cache hit rate (%)",
+                per_variant(EngineMetric.PREFIX_CACHE_HIT_RATE, "Average"),
+                [_line(config.prefix_cache_degradation.threshold, "alarm")],
+                left_label="%",
+            ),
+            graph(
+                "Tokens per second (per instance)",
+                per_variant(EngineMetric.PROMPT_TOKENS_PER_SECOND, "Average")
+                + per_variant(EngineMetric.GENERATION_TOKENS_PER_SECOND, "Average"),
+                left_label="tokens/s",
+            ),
+            graph(
+                "GPU memory and utilization (% x GPUs)",
+                [
+                    metrics.instance(m, variant=v, statistic="Maximum", period_s=period, label=f"{v} {m.value}")
+                    for v in variants
+                    for m in (
+                        SageMakerInstanceMetric.GPU_MEMORY_UTILIZATION,
+                        SageMakerInstanceMetric.GPU_UTILIZATION,
+                    )
+                ],
+                [_line(config.gpu_memory_utilization.threshold * gpus_per_instance, "memory alarm")],
+                left_label="%",
+            ),
+            graph(
+                "Preemptions and engine errors",
+                per_variant(EngineMetric.PREEMPTIONS, "Sum")
+                + per_variant(RequestMetric.ENGINE_ERRORS, "Sum")
+                + per_variant(RequestMetric.OUT_OF_MEMORY_ERRORS, "Sum"),
+                left_label="count",
+            ),
+        ]
+        adapter_row = [
+            graph(
+                "Per adapter: request latency p95 (ms)",
+                per_adapter(RequestMetric.REQUEST_LATENCY, "p95"),
+                [_line(config.adapter_ceiling_ms(a), f"{a} ceiling") for a in adapters],
+                width=_HALF_WIDTH,
+                left_label="ms",
+            ),
+            graph(
+                "Per adapter: TTFT p95 (ms)",
+                per_adapter(RequestMetric.TIME_TO_FIRST_TOKEN, "p95"),
+                [_line(config.high_ttft.threshold, "p95 alarm")],
+                width=_HALF_WIDTH,
+                left_label="ms",
+            ),
+            graph(
+                "Per adapter: requests",
+                per_adapter(RequestMetric.REQUESTS, "Sum"),
+                width=_HALF_WIDTH,
+                left_label="requests",
+            ),
+            graph(
+                "Per adapter: output tokens",
+                per_adapter(RequestMetric.OUTPUT_TOKENS, "Sum"),
+                width=_HALF_WIDTH,
+                left_label="tokens",
+            ),
+        ]
+        self.dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            default_interval=cdk.Duration.hours(3),
+            widgets=[
+                [
+                    cloudwatch.TextWidget(
+                        markdown=(
+                            f"# {metrics.endpoint_name}\n"
+                            f"SLOs (seed 002): availability {slo.availability_percent:g} %, "
+                            f"TTFT p50 < {slo.ttft_p50_ms:g} ms, p99 latency < {slo.latency_p99_ms:g} ms, "
+                            f"queue wait p95 < {slo.queue_wait_p95_ms:g} ms, error rate < {slo.error_rate_percent:g} %."
+                            " Runbook: docs/observability.md."
+                        ),
+                        width=_FULL_WIDTH,
+                        height=2,
+                    )
+                ],
+                [cloudwatch.AlarmStatusWidget(alarms=list(alarms), title="Alarms", width=_FULL_WIDTH, height=4)],
+                slo_row,
+                capacity_row,
+                engine_row,
+                adapter_row,
+            ],
+        )

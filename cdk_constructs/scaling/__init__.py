@@ -1,0 +1,2 @@
+"""Application Auto Scaling of production variants and inference components, and the scheduled capacity
+kept through a deploy (handler: ``lambdas/scaling``)."""
