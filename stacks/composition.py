@@ -131,6 +131,7 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         config=config,
         images=images,
         adapter_artifacts=adapter_artifacts,
+        artifacts_bucket=artifacts_bucket if config.serving.compile_cache.enabled else None,
         env=env,
         description=f"{config.project_name} ({config.stage}): SageMaker endpoint {config.endpoint_name}",
     )
@@ -174,13 +175,19 @@ def _artifacts_bucket(
 ) -> tuple[ModelArtifactsStack | None, s3.IBucket | None]:
     """The model-artifacts bucket, and the stack that owns it when this app does.
 
-    Needed by the image build (``image.source = build``) and by adapter components
-    (``serving.mode = inference_components``). ``image.build.artifacts_bucket_name`` names an
-    existing bucket, imported by name (``importer`` only scopes the import: the name is a
-    literal, so no stack exports it); otherwise the ModelArtifacts stack creates one, deployed
-    before the stacks that read it (docs/deploy.md).
+    Needed by the image build (``image.source = build``), by adapter components
+    (``serving.mode = inference_components``) and by the compile cache
+    (``serving.compile_cache``). ``image.build.artifacts_bucket_name`` names an existing bucket,
+    imported by name (``importer`` only scopes the import: the name is a literal, so no stack
+    exports it); otherwise the ModelArtifacts stack creates one, deployed before the stacks that
+    read it (docs/deploy.md).
     """
-    if config.image.source != "build" and not config.serving.hosts_inference_components:
+    needed = (
+        config.image.source == "build"
+        or config.serving.hosts_inference_components
+        or config.serving.compile_cache.enabled
+    )
+    if not needed:
         return None, None
     name = config.image.build.artifacts_bucket_name
     if name:

@@ -4,6 +4,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
@@ -11,6 +12,7 @@ from app_config.topology import serving_topology
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.common.nag import acknowledge, log_group_arn_placeholder
+from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
 from cdk_constructs.endpoint.components_serving import ComponentsServing
 from cdk_constructs.endpoint.deployment_guardrail_alarms import DeploymentGuardrailAlarms
 from cdk_constructs.endpoint.inference_execution_role import InferenceExecutionRole
@@ -45,6 +47,7 @@ class ServingStack(cdk.Stack):
         config: AppConfig,
         images: VariantImages,
         adapter_artifacts: AdapterArtifacts | None = None,
+        artifacts_bucket: s3.IBucket | None = None,
         **kwargs: Any,
     ) -> None:
         """
@@ -52,9 +55,12 @@ class ServingStack(cdk.Stack):
             config: the app's config.
             images: the image of each variant.
             adapter_artifacts: where the adapter components' archives are (inference_components mode).
+            artifacts_bucket: the model-artifacts bucket, where each model's compile cache is made
+                (``serving.compile_cache.enabled``).
 
         Raises:
-            ValueError: inference_components mode without ``adapter_artifacts`` (composition's error).
+            ValueError: inference_components mode without ``adapter_artifacts``, or the compile cache
+                on without ``artifacts_bucket`` (composition's errors).
             ConfigError: an adapter component's pin still holds the placeholder.
         """
         super().__init__(scope, construct_id, **kwargs)
@@ -78,7 +84,21 @@ class ServingStack(cdk.Stack):
         # role can pull the image), and the ECR grant is what creates that policy.
         for repository in images.repositories:
             repository.grant_pull(execution_role.role)
-        hosting = _hosting(config)  # both modes and the log group take the same settings
+        compile_cache = None
+        if serving.compile_cache.enabled:
+            if artifacts_bucket is None:
+                raise ValueError("serving.compile_cache needs the model-artifacts bucket (composition)")
+            compile_cache = CompileCacheMaker(
+                self,
+                "CompileCache",
+                bucket=artifacts_bucket,
+                repositories=list(images.repositories),
+                endpoint_name=config.endpoint_name,
+                config=serving.compile_cache,
+                log_retention=retention_days(config.observability.log_retention_days),
+                log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
+            )
+        hosting = _hosting(config, compile_cache)  # both modes and the log group take the same settings
         # Here, not in the mode's construct: one construct whichever mode is deployed.
         self.endpoint_log_group = endpoint_log_group(self, "EndpointLogGroup", config.endpoint_name, hosting)
         # "Default" (ServingModeConstruct): the endpoint keeps the logical ids it had as the stack's child.
@@ -148,7 +168,7 @@ class ServingStack(cdk.Stack):
         cdk.CfnOutput(self, outputs.LOG_GROUP_NAME, value=self.endpoint_log_group.log_group.log_group_name)
 
 
-def _hosting(config: AppConfig) -> EndpointHosting:
+def _hosting(config: AppConfig, compile_cache: CompileCacheMaker | None = None) -> EndpointHosting:
     """What both topologies take alike from ``serving.*`` and ``observability.*``."""
     serving, observability = config.serving, config.observability
     return EndpointHosting(
@@ -161,4 +181,5 @@ def _hosting(config: AppConfig) -> EndpointHosting:
         log_removal_policy=log_removal_policy(observability.retain_logs_on_delete),
         detailed_observability=observability.detailed_observability,
         metric_publish_frequency_s=observability.metric_publish_frequency_s,
+        compile_cache=compile_cache,
     )

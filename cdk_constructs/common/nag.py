@@ -1,6 +1,7 @@
 """Record a cdk-nag (v3) acknowledgement next to the resource it concerns."""
 
 import aws_cdk as cdk
+from aws_cdk import aws_s3 as s3
 from constructs import IConstruct
 
 
@@ -40,6 +41,19 @@ def resource_arn_placeholder(scope: IConstruct, service: str, resource: str) -> 
     """``arn:<partition>:<service>:<region>:<account>:<resource>`` as cdk-nag writes it in a granular id."""
     partition, region, account = (pseudo_placeholder(scope, p) for p in ("Partition", "Region", "AccountId"))
     return f"arn:{partition}:{service}:{region}:{account}:{resource}"
+
+
+def bucket_arn_placeholder(scope: IConstruct, bucket: s3.IBucket) -> str:
+    """How cdk-nag writes ``bucket``'s ARN in a granular id of a policy in ``scope``'s stack: a literal
+    ARN for a bucket imported by name, ``<logical id.Arn>`` for one of the same stack, and the export's
+    name for another stack's bucket (the ModelArtifacts stack), as ``Fn::ImportValue`` renders."""
+    if not isinstance(bucket, s3.Bucket):
+        return f"arn:{pseudo_placeholder(scope, 'Partition')}:s3:::{bucket.bucket_name}"
+    if cdk.Stack.of(bucket).node.path == cdk.Stack.of(scope).node.path:
+        return arn_placeholder(bucket)
+    # export_value returns the export CDK made for this cross-stack reference.
+    owner = cdk.Stack.of(bucket)
+    return str(owner.resolve(owner.export_value(bucket.bucket_arn))["Fn::ImportValue"])
 
 
 def log_group_arn_placeholder(scope: IConstruct, name: str) -> str:

@@ -94,6 +94,7 @@ class InferenceComponentEndpoint(Construct):
             self,
             variant_name=variant_name,
             image_uri=image_uri,
+            instance_type=instance_type,
             role=role,
             environment=environment,
             hosting=hosting,

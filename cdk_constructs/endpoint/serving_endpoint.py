@@ -84,6 +84,7 @@ class ServingEndpoint(Construct):
                 self,
                 variant_name=name,
                 image_uri=variant.image_uri,
+                instance_type=variant.config.instance_type,
                 role=role,
                 environment=environment,
                 hosting=hosting,

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from app_config.serving import VpcPlacementConfig
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
 from serving_contract import env
 from serving_contract.log_groups import endpoint_log_group_name
 from serving_contract.outputs import pascal_case
@@ -33,6 +34,8 @@ class EndpointHosting:
         detailed_observability: ``MetricsConfig.EnableDetailedObservability`` (SageMaker scrapes the
             container's ``GET /metrics`` on port 8080).
         metric_publish_frequency_s: ``MetricsConfig.MetricPublishFrequencyInSeconds`` (10-300).
+        compile_cache: makes each model's torch.compile cache (``serving.compile_cache``), or None
+            when models start without one.
     """
 
     startup_health_check_timeout_s: int
@@ -44,6 +47,7 @@ class EndpointHosting:
     log_removal_policy: cdk.RemovalPolicy
     detailed_observability: bool
     metric_publish_frequency_s: int
+    compile_cache: CompileCacheMaker | None = None
 
     @property
     def routing_config(self) -> sagemaker.CfnEndpointConfig.RoutingConfigProperty:
@@ -82,12 +86,27 @@ def serving_model(
     *,
     variant_name: str,
     image_uri: str,
+    instance_type: str,
     role: iam.IRole,
     environment: Mapping[str, str],
     hosting: EndpointHosting,
 ) -> sagemaker.CfnModel:
     """The ``AWS::SageMaker::Model`` of one variant: the image, its environment plus
-    ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement."""
+    ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement; with
+    ``hosting.compile_cache``, the compile cache made for it on ``instance_type`` as model data."""
+    container_environment = {**environment, env.VARIANT_NAME: variant_name}
+    cache = (
+        hosting.compile_cache.cache_for(
+            scope,
+            variant_name=variant_name,
+            image_uri=image_uri,
+            instance_type=instance_type,
+            environment=container_environment,
+            execution_role=role,
+        )
+        if hosting.compile_cache is not None
+        else None
+    )
     model = sagemaker.CfnModel(
         scope,
         f"{pascal_case(variant_name)}Model",
@@ -95,7 +114,8 @@ def serving_model(
         primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
             image=image_uri,
             mode="SingleModel",
-            environment={**environment, env.VARIANT_NAME: variant_name},
+            environment={**container_environment, **(cache.environment if cache else {})},
+            model_data_source=cache.model_data_source if cache else None,
         ),
         enable_network_isolation=hosting.network_isolation,
         vpc_config=(

@@ -16,7 +16,13 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
-from cdk_constructs.common.nag import acknowledge, acknowledge_all, arn_placeholder, pseudo_placeholder, ref_placeholder
+from cdk_constructs.common.nag import (
+    acknowledge,
+    acknowledge_all,
+    bucket_arn_placeholder,
+    pseudo_placeholder,
+    ref_placeholder,
+)
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 from cdk_constructs.image.image_buildspec import BuildRecipe, buildspec
 
@@ -282,15 +288,7 @@ class ImageBuild(Construct):
         assert project.role is not None
         project_ref = ref_placeholder(project)
         region, partition = pseudo_placeholder(self, "Region"), pseudo_placeholder(self, "Partition")
-        if not isinstance(artifacts_bucket, s3.Bucket):
-            bucket_arn = f"arn:{partition}:s3:::{artifacts_bucket.bucket_name}"
-        elif cdk.Stack.of(artifacts_bucket).node.path == cdk.Stack.of(self).node.path:
-            bucket_arn = arn_placeholder(artifacts_bucket)
-        else:
-            # Another stack's bucket (the ModelArtifacts stack): cdk-nag writes the import as
-            # "<export name>"; export_value returns the export CDK made for this reference.
-            owner = cdk.Stack.of(artifacts_bucket)
-            bucket_arn = owner.resolve(owner.export_value(artifacts_bucket.bucket_arn))["Fn::ImportValue"]
+        bucket_arn = bucket_arn_placeholder(self, artifacts_bucket)
         acknowledge_all(
             project.role,
             [

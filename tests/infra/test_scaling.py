@@ -55,12 +55,18 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
         # Application Auto Scaling's service-linked role for SageMaker, not a role of our own.
         assert "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint" in str(props["RoleARN"])
     # No scaling role of our own: the stack's roles are the execution role, the two Lambda
-    # roles of the scheduled-capacity keeper and the one of CDK's LogRetention provider.
+    # roles of the scheduled-capacity keeper, the one of CDK's LogRetention provider and the
+    # compile cache's (serving.compile_cache): its processing job's and four Lambda roles.
     principals = sorted(
-        role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"]
-        for role in default_synth.template("Serving").find_resources("AWS::IAM::Role").values()
+        (
+            role_id.startswith("CompileCache"),
+            role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"],
+        )
+        for role_id, role in default_synth.template("Serving").find_resources("AWS::IAM::Role").items()
     )
-    assert principals == ["lambda.amazonaws.com"] * 3 + ["sagemaker.amazonaws.com"]
+    assert [service for cache, service in principals if not cache] == ["lambda.amazonaws.com"] * 3 + [
+        "sagemaker.amazonaws.com"
+    ]
 
 
 def test_target_tracking_holds_the_capacity_at_the_slo_and_waits_out_a_launch(

@@ -102,6 +102,7 @@ def test_execution_role_is_least_privilege(default_synth: Synth) -> None:
         for k, v in template.find_resources("AWS::IAM::Role").items()
         if v["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
         == {"Service": "sagemaker.amazonaws.com"}
+        and not k.startswith("CompileCache")  # the cache-making job's role (test_compile_cache.py)
     }
     assert len(roles) == 1
     ((role_id, role),) = roles.items()
@@ -126,7 +127,12 @@ def test_execution_role_is_least_privilege(default_synth: Synth) -> None:
         "logs:CreateLogStream",
         "logs:DescribeLogStreams",
         "logs:PutLogEvents",
+        # The model data SageMaker downloads: the compile cache, under compile-cache/ only.
+        "s3:GetObject",
+        "s3:ListBucket",
     }
+    assert json.dumps(by_action["s3:GetObject"]["Resource"]).endswith('/compile-cache/*"]]}')
+    assert by_action["s3:ListBucket"]["Condition"] == {"StringLike": {"s3:prefix": ["compile-cache/*"]}}
     # Pull is scoped to the one repository (imported from the image repository stack).
     assert "Fn::ImportValue" in by_action["ecr:BatchGetImage"]["Resource"]
     # Writes only to the endpoint's own log group (any stream: SageMaker names them per instance).

@@ -1,0 +1,269 @@
+"""The compile cache each SageMaker model starts from: a job per model that makes it, and what the
+model needs to read it (issue 25; docs/performance.md, "The compile-cache pipeline").
+
+:class:`CompileCacheMaker` is made once per serving stack: the custom-resource handlers
+(``lambdas/compile_cache``), the processing job's role and their permissions. Each model then
+asks it for a :class:`CompileCache`: a ``Custom::CompileCache`` resource that runs the serving
+image on the model's instance type with the model's environment (``make-compile-cache``) and
+returns the S3 prefix and key the model reads.
+"""
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from app_config.compile_cache import CompileCacheConfig
+from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.nag import (
+    acknowledge,
+    bucket_arn_placeholder,
+    log_group_arn_placeholder,
+    resource_arn_placeholder,
+)
+from serving_contract import compile_cache as contract
+from serving_contract.outputs import pascal_case
+
+SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
+PROCESSING_JOB_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
+RESOURCE_TYPE = "Custom::CompileCache"
+WAIT_BEYOND_JOB_S = 900
+"""How much longer than the job's own limit the deploy waits: a GPU processing instance can take
+minutes to provision before MaxRuntimeInSeconds starts counting."""
+POLL_INTERVAL_S = 30
+JOB_NAME_PREFIX_MAX = 32
+"""``lambdas/compile_cache`` appends ``-<key:16>-<epoch s:10>`` within ProcessingJobName's 63."""
+
+
+def job_name_prefix(endpoint_name: str, variant_name: str) -> str:
+    """``<endpoint>-<variant>``, or its first 23 characters and a hash of it when longer than 32.
+
+    Unique per model (an endpoint name is unique per account and region), so a resource stopping
+    its own superseded jobs never stops another model's.
+    """
+    full = re.sub(r"-+", "-", f"{endpoint_name}-{variant_name}").strip("-")
+    if len(full) <= JOB_NAME_PREFIX_MAX:
+        return full
+    return f"{full[:23].rstrip('-')}-{hashlib.sha256(full.encode()).hexdigest()[:8]}"
+
+
+def grant_objects(bucket: s3.IBucket, grantee: iam.IRole, *, read: str = "", write: str = "") -> None:
+    """``s3:ListBucket`` + ``s3:GetObject`` under the folder ``read``, ``s3:PutObject`` under ``write``.
+
+    Narrower than ``bucket.grant_read`` / ``grant_put`` (``s3:GetObject*``, ``s3:List*``, ``s3:Abort*`` on
+    the bucket): listing is limited to the folder by ``s3:prefix``, which is also how the handler and
+    SageMaker's download find out whether an object exists.
+    """
+    principal = grantee.grant_principal
+    if read:
+        principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{read}/*")])
+        )
+        principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{read}/*"]}},
+            )
+        )
+    if write:
+        principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{write}/*")])
+        )
+    arn = bucket_arn_placeholder(grantee, bucket)
+    for folder in dict.fromkeys(f for f in (read, write) if f):
+        acknowledge(
+            grantee,
+            f"AwsSolutions-IAM5[Resource::{arn}/{folder}/*]",
+            f"Objects under {folder}/ only: one folder per cache key, named at deploy time "
+            "(serving_contract/compile_cache.py).",
+        )
+
+
+@dataclass(frozen=True)
+class CompileCache:
+    """What a model needs to read its cache.
+
+    Attributes:
+        resource: the ``Custom::CompileCache`` resource (the model depends on it through these).
+        model_data_source: the model's ``ModelDataSource``: the cache's S3 prefix, uncompressed,
+            which SageMaker downloads to ``/opt/ml/model`` before the container starts.
+        environment: ``COMPILE_CACHE_DIR`` and ``COMPILE_CACHE_KEY`` for the container.
+    """
+
+    resource: cdk.CustomResource
+    model_data_source: sagemaker.CfnModel.ModelDataSourceProperty
+    environment: dict[str, str]
+
+
+class CompileCacheMaker(Construct):
+    """The handlers and the job role every model's :class:`CompileCache` shares.
+
+    Attributes:
+        handlers: the custom-resource provider (onEvent starts the job, isComplete polls it).
+        job_role: the processing job's role: pulls the image, reads its environment file, writes the
+            cache, writes its logs.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket: s3.IBucket,
+        repositories: list[ecr.IRepository],
+        endpoint_name: str,
+        config: CompileCacheConfig,
+        log_retention: logs.RetentionDays,
+        log_removal_policy: cdk.RemovalPolicy,
+    ) -> None:
+        """
+        Args:
+            bucket: the model-artifacts bucket; caches go under ``compile-cache/``, job inputs under
+                ``compile-cache-jobs/``.
+            repositories: where the serving images are (the job pulls them).
+            endpoint_name: the endpoint the models serve (names the jobs).
+            config: ``serving.compile_cache``.
+            log_retention / log_removal_policy: of the handlers' log groups.
+        """
+        super().__init__(scope, construct_id)
+        self._bucket = bucket
+        self._config = config
+        self._endpoint_name = endpoint_name
+        stack = cdk.Stack.of(self)
+        self.job_role = iam.Role(self, "JobRole", assumed_by=iam.ServicePrincipal(SAGEMAKER_PRINCIPAL))
+        for repository in repositories:
+            repository.grant_pull(self.job_role)
+        acknowledge(
+            self.job_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken has no resource-level permissions (grant_pull).",
+        )
+        # The job downloads its input folder and uploads the cache: nothing else in the bucket.
+        grant_objects(bucket, self.job_role, read=contract.JOB_INPUT_ROOT, write=contract.S3_ROOT)
+        job_logs = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{PROCESSING_JOB_LOG_GROUP}:*",
+            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+        )
+        self.job_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ProcessingJobLogs",
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[job_logs],
+            )
+        )
+        acknowledge(
+            self.job_role,
+            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOB_LOG_GROUP)}]",
+            "SageMaker writes a processing job's output to /aws/sagemaker/ProcessingJobs, one stream per job named "
+            "at run time (SageMaker developer guide, 'Log Amazon SageMaker Events with Amazon CloudWatch').",
+        )
+        self.handlers = CustomResourceHandlers(
+            self,
+            "Handlers",
+            handler_folder="compile_cache",
+            on_event=Handler("OnEvent", "on_event", "Starts, adopts or stops the compile-cache job of one model"),
+            is_complete=Handler("IsComplete", "is_complete", "Waits for the compile-cache job of one model"),
+            # A few S3 and SageMaker calls per invocation.
+            timeout=cdk.Duration.seconds(60),
+            memory_mib=128,
+            log_retention=log_retention,
+            log_removal_policy=log_removal_policy,
+            query_interval=cdk.Duration.seconds(POLL_INTERVAL_S),
+            total_timeout=cdk.Duration.seconds(config.max_runtime_s + WAIT_BEYOND_JOB_S),
+        )
+        self._handler_roles = [self.handlers.on_event_role, self.handlers.is_complete_role]
+        for role in self._handler_roles:
+            assert role is not None
+            # Manifests (read and written) and the jobs' environment files (written).
+            grant_objects(bucket, role, read=contract.S3_ROOT, write=contract.S3_ROOT)
+            grant_objects(bucket, role, write=contract.JOB_INPUT_ROOT)
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="ListCompileCacheJobs", actions=["sagemaker:ListProcessingJobs"], resources=["*"]
+                )
+            )
+            self.job_role.grant_pass_role(role)
+            acknowledge(
+                role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "ListProcessingJobs supports no resource-level permissions (Service Authorization Reference, "
+                "Amazon SageMaker); the handler lists its own jobs by name to adopt or stop them.",
+            )
+
+    def cache_for(
+        self,
+        scope: Construct,
+        *,
+        variant_name: str,
+        image_uri: str,
+        instance_type: str,
+        environment: Mapping[str, str],
+        execution_role: iam.IRole,
+    ) -> CompileCache:
+        """The cache of one model: its ``Custom::CompileCache`` resource under ``scope`` and what the
+        model sets to read it. Grants ``execution_role`` read access to the caches."""
+        resource = cdk.CustomResource(
+            scope,
+            f"{pascal_case(variant_name)}CompileCache",
+            service_token=self.handlers.service_token,
+            resource_type=RESOURCE_TYPE,
+            properties={
+                "ImageUri": image_uri,
+                "InstanceType": instance_type,
+                "Environment": dict(environment),
+                "Bucket": self._bucket.bucket_name,
+                "RoleArn": self.job_role.role_arn,
+                "JobNamePrefix": job_name_prefix(self._endpoint_name, variant_name),
+                "VolumeSizeInGB": str(self._config.volume_size_gb),
+                "MaxRuntimeInSeconds": str(self._config.max_runtime_s),
+            },
+        )
+        # SageMaker downloads the model data with the model's execution role.
+        grant_objects(self._bucket, execution_role, read=contract.S3_ROOT)
+        prefix = job_name_prefix(self._endpoint_name, variant_name)
+        # SageMaker writes names lower-case in ARNs; the handler names jobs <prefix>-<key>-<epoch s>.
+        job_resource = f"processing-job/{prefix.lower()}-*"
+        jobs = cdk.Stack.of(self).format_arn(
+            service="sagemaker", resource="processing-job", resource_name=f"{prefix.lower()}-*"
+        )
+        for role in self._handler_roles:
+            assert role is not None
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=[
+                        "sagemaker:CreateProcessingJob",
+                        "sagemaker:DescribeProcessingJob",
+                        "sagemaker:StopProcessingJob",
+                    ],
+                    resources=[jobs],
+                )
+            )
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::{resource_arn_placeholder(self, 'sagemaker', job_resource)}]",
+                "This model's cache-making jobs: the handler names each <prefix>-<cache key>-<start time> at deploy "
+                "time, so only the model's prefix is known at synth.",
+            )
+        return CompileCache(
+            resource=resource,
+            model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
+                s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                    s3_uri=resource.get_att_string("CacheUri"), s3_data_type="S3Prefix", compression_type="None"
+                )
+            ),
+            environment={
+                contract.COMPILE_CACHE_DIR: contract.MODEL_DATA_DIR,
+                contract.COMPILE_CACHE_KEY: resource.get_att_string("Key"),
+            },
+        )

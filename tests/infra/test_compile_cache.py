@@ -1,0 +1,115 @@
+"""serving.compile_cache: a cache-making job per model, and each model reading its cache (issue 25)."""
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from cdk_constructs.compile_cache.compile_cache import JOB_NAME_PREFIX_MAX, job_name_prefix
+from serving_contract import compile_cache as contract
+from tests.metric_refs import resources
+from tests.synth_helpers import REPO, Synth, synthesize
+
+CACHE_TYPE = "Custom::CompileCache"
+
+
+def _caches(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Logical id -> properties of each Custom::CompileCache."""
+    return {lid: r["Properties"] for lid, r in resources(template, CACHE_TYPE).items()}
+
+
+def _by_variant(items: dict[str, dict[str, Any]], variant: str, kind: str) -> tuple[str, dict[str, Any]]:
+    """The one logical id (and properties) of ``items`` made for ``variant`` (``Primary``, ``Canary``)."""
+    (found,) = [(lid, props) for lid, props in items.items() if f"{variant}{kind}" in lid]
+    return found
+
+
+def _models(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {lid: r["Properties"]["PrimaryContainer"] for lid, r in resources(template, "AWS::SageMaker::Model").items()}
+
+
+def test_each_model_reads_the_cache_made_for_it_on_its_instance_type(default_synth: Synth) -> None:
+    template = default_synth.template_json("Serving")
+    caches, models = _caches(template), _models(template)
+    assert len(caches) == 2
+    for variant in ("Primary", "Canary"):
+        cache_id, cache = _by_variant(caches, variant, "CompileCache")
+        _, container = _by_variant(models, variant, "Model")
+        # The job runs the model's own image and environment (its cache variables aside) on its instance type.
+        environment = dict(container["Environment"])
+        assert environment.pop(contract.COMPILE_CACHE_DIR) == "/opt/ml/model"
+        assert environment.pop(contract.COMPILE_CACHE_KEY) == {"Fn::GetAtt": [cache_id, "Key"]}
+        assert cache["Environment"] == environment
+        assert cache["ImageUri"] == container["Image"]
+        assert cache["InstanceType"] == "ml.g5.xlarge"
+        assert (cache["MaxRuntimeInSeconds"], cache["VolumeSizeInGB"]) == ("3600", "30")
+        assert container["ModelDataSource"] == {
+            "S3DataSource": {
+                "S3Uri": {"Fn::GetAtt": [cache_id, "CacheUri"]},
+                "S3DataType": "S3Prefix",
+                "CompressionType": "None",
+            }
+        }
+    assert {c["JobNamePrefix"] for c in caches.values()} == {
+        "mangaassist-vllm-prod-primary",
+        "mangaassist-vllm-prod-canary",
+    }
+
+
+def test_the_job_role_is_sagemakers_and_reaches_only_the_cache_folders(default_synth: Synth) -> None:
+    template = default_synth.template("Serving")
+    template.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": {
+                "Statement": [Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]
+            }
+        },
+    )
+    policies = resources(default_synth.template_json("Serving"), "AWS::IAM::Policy")
+    job_policy = next(p for lid, p in policies.items() if lid.startswith("CompileCacheJobRole"))
+    actions = {
+        action
+        for statement in job_policy["Properties"]["PolicyDocument"]["Statement"]
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    }
+    assert not {a for a in actions if a.startswith("s3:")} - {"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
+    assert "sagemaker:CreateProcessingJob" not in actions  # only the handlers start jobs
+
+
+def test_the_handlers_may_touch_only_their_models_jobs(default_synth: Synth) -> None:
+    text = str(default_synth.template_json("Serving"))
+    for prefix in ("mangaassist-vllm-prod-primary", "mangaassist-vllm-prod-canary"):
+        assert f":processing-job/{prefix}-*" in text
+
+
+def test_inference_components_mode_makes_the_base_models_cache(components_synth: Synth) -> None:
+    template = components_synth.template_json("Serving")
+    (cache_id,) = _caches(template)
+    (container,) = _models(template).values()
+    assert container["ModelDataSource"]["S3DataSource"]["S3Uri"] == {"Fn::GetAtt": [cache_id, "CacheUri"]}
+
+
+def test_with_the_cache_off_models_start_cold_and_nothing_is_made(tmp_path: Path) -> None:
+    synth = synthesize(tmp_path, {"serving.compile_cache.enabled": "false"})
+    template = synth.template_json("Serving")
+    assert _caches(template) == {}
+    for container in _models(template).values():
+        assert "ModelDataSource" not in container
+        assert contract.COMPILE_CACHE_DIR not in container["Environment"]
+
+
+def test_the_handler_asset_carries_the_contract_itself_not_a_link(default_synth: Synth) -> None:
+    """lambdas/compile_cache/compile_cache_contract.py links to serving_contract/compile_cache.py;
+    the staged asset must hold the file (a dangling link would fail the handler's import)."""
+    source = (REPO / "serving_contract" / "compile_cache.py").read_text()
+    staged = [p for p in default_synth.outdir.glob("asset.*/compile_cache_contract.py")]
+    assert staged and all(not p.is_symlink() and p.read_text() == source for p in staged)
+
+
+def test_job_name_prefixes_fit_processing_job_names_and_stay_unique() -> None:
+    long_endpoint = "a" * 40 + "-vllm-prod"
+    first, second = job_name_prefix(long_endpoint, "primary"), job_name_prefix(long_endpoint, "canary")
+    assert len(first) <= JOB_NAME_PREFIX_MAX and len(second) <= JOB_NAME_PREFIX_MAX
+    assert first != second
+    assert job_name_prefix("mangaassist-vllm-prod", "primary") == "mangaassist-vllm-prod-primary"
