@@ -108,14 +108,19 @@ class JobRequest:
 
 
 def read_manifest(bucket: str, key: str) -> contract.Manifest | None:
-    """The manifest of ``key``'s cache, or None when there is none (or it cannot be read)."""
+    """The manifest of ``key``'s cache, or None when there is none (or it cannot be parsed).
+
+    Listed before it is read: the role may list only by prefix (``s3:prefix`` condition), and S3
+    answers a GetObject of a missing key with 403, not 404, to a caller it does not let list the
+    bucket (S3 API reference, GetObject), which would look like a permissions error.
+    """
+    name = contract.s3_prefix(key) + contract.MANIFEST_NAME
+    listed = S3.list_objects_v2(Bucket=bucket, Prefix=name, MaxKeys=1)
+    if not any(item["Key"] == name for item in listed.get("Contents", [])):
+        return None
+    body = S3.get_object(Bucket=bucket, Key=name)["Body"].read()
     try:
-        body = S3.get_object(Bucket=bucket, Key=contract.s3_prefix(key) + contract.MANIFEST_NAME)["Body"].read()
         return contract.Manifest.from_json(body.decode())
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
-            return None
-        raise
     except (contract.ManifestError, UnicodeDecodeError) as exc:
         LOG.warning("manifest of %s unreadable, making the cache again: %s", key, exc)
         return None

@@ -81,10 +81,11 @@ def _running(sagemaker: Stubber, *names: str) -> None:
 
 
 def _manifest(s3: Stubber, manifest: contract.Manifest | None) -> None:
+    listed: dict[str, Any] = {"KeyCount": 0}
+    if manifest is not None:
+        listed = {"KeyCount": 1, "Contents": [{"Key": MANIFEST_KEY, "Size": 100}]}
+    s3.add_response("list_objects_v2", listed, {"Bucket": BUCKET, "Prefix": MANIFEST_KEY, "MaxKeys": 1})
     if manifest is None:
-        s3.add_client_error(
-            "get_object", "NoSuchKey", http_status_code=404, expected_params={"Bucket": BUCKET, "Key": MANIFEST_KEY}
-        )
         return
     body = manifest.to_json().encode()
     s3.add_response(
