@@ -94,7 +94,8 @@ def test_bad_override_syntax_is_reported(capsys: pytest.CaptureFixture[str]) -> 
     [
         (
             [],
-            "Instance start after provisioning: 83 s from the compile cache (serving.compile_cache.enabled; 206 s cold)",
+            "Instance start after provisioning: 83 s from the compile cache "
+            "(serving.compile_cache.enabled; 206 s cold)",
         ),
         (
             ["-c", "serving.compile_cache.enabled=false", "-c", "scaling.instance_start_cold_s=250"],
