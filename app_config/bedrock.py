@@ -7,7 +7,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from app_config.base import ConfigModel
 
-# Regions that offer Custom Model Import (CONVENTIONS.md "Bedrock Custom Model Import";
+# Regions that offer Custom Model Import (docs/sources.md, "Bedrock Custom Model Import";
 # https://docs.aws.amazon.com/bedrock/latest/userguide/model-customization-import-model.html).
 CUSTOM_MODEL_IMPORT_REGIONS: Final = ("us-east-1", "us-east-2", "us-west-2", "eu-central-1")
 

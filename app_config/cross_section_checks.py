@@ -31,7 +31,7 @@ def check_cross_sections(config: "AppConfig") -> None:
     """
     rank = config.model.adapter_rank
     if rank is not None and rank > config.engine.max_lora_rank:
-        # A rank above --max-lora-rank fails to load (CONVENTIONS.md, "LoRA").
+        # A rank above --max-lora-rank fails to load (docs/sources.md, "LoRA").
         raise ValueError(
             f"model.adapters rank {rank} exceeds engine.max_lora_rank = {config.engine.max_lora_rank}; "
             "raise engine.max_lora_rank or retrain the adapters"
@@ -191,7 +191,7 @@ def _kernel_checks(config: "AppConfig") -> None:
 
 
 def _memory_plan_checks(config: "AppConfig") -> None:
-    """Stop synth where vLLM could not start (CONVENTIONS.md: it fails at start when one
+    """Stop synth where vLLM could not start (docs/sources.md, "vLLM": it fails at start when one
     max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
     engine, shape = config.engine, config.model.shape
     if engine.max_model_len > shape.max_position_embeddings:

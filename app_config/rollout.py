@@ -1,5 +1,5 @@
 """Guarded rollouts of variants mode: the endpoint's DeploymentConfig (blue/green traffic shifting
-with alarm rollback). Limits: CONVENTIONS.md ("Deployment guardrails")."""
+with alarm rollback). Limits: docs/sources.md, "Deployment guardrails"."""
 
 from typing import Literal
 

@@ -27,7 +27,7 @@ class TargetTrackingConfig(ConfigModel):
         default="concurrent_requests_high_resolution",
         description=(
             "concurrent_requests_high_resolution = SageMakerVariantConcurrentRequestsPerModelHighResolution "
-            "(10 s datapoints, CONVENTIONS.md): what an LLM engine runs out of, bounded by the memory plan; "
+            "(10 s datapoints, docs/sources.md, Metrics): what an LLM engine runs out of, bounded by the memory plan; "
             "invocations_per_instance = SageMakerVariantInvocationsPerInstance (per minute). The simulation "
             "(make simulate) showed seed 001's 200 invocations/min holding the fleet at its max of 20 all day: "
             "one g5 serves ~1,200/min (seed 001 user story 4), so the target sat at 1/6 of capacity."

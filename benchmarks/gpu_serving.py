@@ -137,7 +137,7 @@ SMOKE = Profile(
 
 CPU_ENGINE_SHIM = Path(__file__).resolve().parents[1] / "tests" / "engine" / "engine_shim"
 """The ``sitecustomize`` that lets vLLM's CPU build run LoRA batches with torch's CUDA wheel
-(CONVENTIONS.md: no pinned memory without an NVIDIA driver); ``--smoke`` puts it on the servers' path."""
+(docs/sources.md, "vLLM": no pinned memory without an NVIDIA driver); ``--smoke`` puts it on the servers' path."""
 
 
 def use_cpu_engine_shim() -> None:

@@ -14,5 +14,5 @@ A custom resource's Lambda handler lives in the top-level ``lambdas/`` folder, u
 capability's name (lambdas/README.md).
 
 Named ``cdk_constructs`` rather than ``constructs``: a top-level ``constructs`` package
-would shadow the ``constructs`` library that aws-cdk-lib imports (CONVENTIONS.md).
+would shadow the ``constructs`` library that aws-cdk-lib imports (docs/sources.md, "Packaging and CDK").
 """

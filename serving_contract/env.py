@@ -78,7 +78,7 @@ ALL: Final[tuple[str, ...]] = tuple(
 )
 
 # Shutdown budget, shared by the config model (stack side) and the container's settings.
-# SageMaker sends SIGKILL 30 s after SIGTERM (CONVENTIONS.md). After the gateway drains it
+# SageMaker sends SIGKILL 30 s after SIGTERM (docs/sources.md, "Container contract"). After the gateway drains it
 # gives vLLM ENGINE_STOP_GRACE_S to exit, then uvicorn gets UVICORN_SHUTDOWN_GRACE_S to close;
 # a few seconds stay spare for process exit: 22 + 3 + 2 = 27 < 30.
 SAGEMAKER_SIGKILL_AFTER_S: Final = 30
@@ -138,7 +138,7 @@ def startup_budget_s(health_check_timeout_s: int) -> int:
 # Stateful sessions: defaults and bounds shared by the config model and the container.
 SESSIONS_MAX_DEFAULT: Final = 4096
 """Live sessions one instance keeps. At the measured ~4.5 req/s per instance that holds the TTFT
-SLO (CONVENTIONS.md, capacity) and seed 002's 4.2 turns per conversation, ~1.07 conversations
+SLO (docs/sources.md, "Capacity") and seed 002's 4.2 turns per conversation, ~1.07 conversations
 start per second; with SESSION_TTL_DEFAULT_S and clients that never CLOSE that is ~1,290 live
 sessions, so 4096 leaves 3x headroom. One session is one dict entry (~200 bytes)."""
 SESSIONS_MAX_LIMIT: Final = 1_000_000

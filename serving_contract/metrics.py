@@ -3,7 +3,7 @@
 Alarms, dashboards and step-scaling policies reference these names through this module,
 so infrastructure can never point at a metric the container does not emit. vLLM's own
 ``/metrics`` endpoint is not reachable through SageMaker, so the container scrapes it and
-republishes what operations need (CONVENTIONS.md, "Metrics").
+republishes what operations need (docs/sources.md, "Metrics").
 
 Units are CloudWatch unit names. Latencies are milliseconds here, unlike SageMaker's own
 ``ModelLatency``/``OverheadLatency`` in ``AWS/SageMaker``, which are microseconds.

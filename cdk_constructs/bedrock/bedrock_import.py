@@ -1,6 +1,6 @@
 """Bedrock Custom Model Import: artifact store, import role, import provider, one import per model.
 
-CloudFormation has no resource for Custom Model Import (CONVENTIONS.md; the Bedrock user
+CloudFormation has no resource for Custom Model Import (docs/sources.md, "Bedrock Custom Model Import"; the Bedrock user
 guide lists "AWS CloudFormation" among the features it cannot be used with), so each import
 is a custom resource backed by ``lambdas/bedrock`` (:class:`CustomResourceHandlers`).
 """

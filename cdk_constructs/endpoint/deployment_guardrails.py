@@ -12,7 +12,7 @@ def deployment_config(
 ) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
     """Build ``AWS::SageMaker::Endpoint.DeploymentConfig`` from config, or None when disabled.
 
-    Blue/green (not rolling: rolling updates exclude multi-variant endpoints, CONVENTIONS.md).
+    Blue/green (not rolling: rolling updates exclude multi-variant endpoints, docs/sources.md, "Deployment guardrails").
     CANARY shifts ``canary_size_percent`` of capacity, bakes ``wait_interval_s``, then shifts
     the rest; LINEAR shifts ``linear_step_percent`` per ``wait_interval_s``. Any alarm in
     ``rollback_alarm_names`` in ALARM during the shift or the bake rolls the update back.

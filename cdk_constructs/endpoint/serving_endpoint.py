@@ -112,7 +112,7 @@ class ServingEndpoint(Construct):
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
             # Application Auto Scaling owns DesiredInstanceCount and ops promote/rollback own
             # DesiredWeight; without this, every stack update resets both to the endpoint
-            # config's initial values (CONVENTIONS.md).
+            # config's initial values (docs/sources.md, "Deployment guardrails").
             retain_all_variant_properties=True,
             deployment_config=deployment_config,
             retain_deployment_config=retain_deployment_config if deployment_config is not None else None,

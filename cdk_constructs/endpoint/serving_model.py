@@ -67,7 +67,8 @@ class EndpointHosting:
 def endpoint_log_group(
     scope: Construct, construct_id: str, endpoint_name: str, hosting: EndpointHosting
 ) -> FixedNameLogGroup:
-    """``/aws/sagemaker/Endpoints/<endpoint>``, where SageMaker writes container output (CONVENTIONS.md).
+    """``/aws/sagemaker/Endpoints/<endpoint>``, where SageMaker writes container output
+    (docs/sources.md, "Container contract").
 
     Made by the serving stack under one construct id in both serving modes, so a mode switch
     keeps the group's logical id rather than creating a second resource of the same name.

@@ -22,7 +22,7 @@ from serving_contract import request_limits as limits
 from serving_contract.metrics import DEFAULT_NAMESPACE
 
 SAGEMAKER_SIGKILL_AFTER_S: Final = env.SAGEMAKER_SIGKILL_AFTER_S
-"""SageMaker sends SIGKILL this long after SIGTERM (CONVENTIONS.md, container contract)."""
+"""SageMaker sends SIGKILL this long after SIGTERM (docs/sources.md, "Container contract")."""
 
 SAGEMAKER_INVOCATION_LIMIT_S: Final = env.SAGEMAKER_INVOCATION_TIMEOUT_S
 """SageMaker's limit for answering one ``/invocations`` call."""

@@ -33,7 +33,7 @@ def test_an_empty_environment_gives_each_declared_default_its_flag() -> None:
     assert flag(argv, "--shutdown-timeout") == "2"
     assert "--enable-prefix-caching" in argv
     assert "--enable-lora" not in argv
-    assert "--disable-log-requests" not in argv  # removed from vLLM (CONVENTIONS.md)
+    assert "--disable-log-requests" not in argv  # removed from vLLM (docs/sources.md, "vLLM")
 
 
 def test_cuda_graphs_are_captured_up_to_64_sequences_outside_the_kv_cache_estimate_by_default() -> None:

@@ -5,7 +5,7 @@ where each result is ``{"ok": true, "parsed": {...}}`` or ``{"ok": false, "error
 and ``choices`` lists the allowed values of a few flags.
 
 CPU-only machines have no platform, so a minimal CUDA ``Platform`` replaces
-``vllm.platforms._current_platform`` before the parser is built (CONVENTIONS.md, vLLM).
+``vllm.platforms._current_platform`` before the parser is built (docs/sources.md, "vLLM").
 """
 
 import contextlib

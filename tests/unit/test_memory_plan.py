@@ -55,7 +55,7 @@ def container_engine(utilization: float) -> EngineMemoryInputs:
         # h100-2026-11-25-startup/startup-3-defaults.json, gateway-make and gateway-made-hit).
         (128_256, 0.26, 110_000),
         (128_256, 0.26, 112_144),
-        # CONVENTIONS.md: utilization 0.5 of the same H100, 1024-token vocabulary: 280,784 tokens.
+        # docs/sources.md, "vLLM": utilization 0.5 of the same H100, 1024-token vocabulary: 280,784 tokens.
         (1_024, 0.5, 280_784),
     ],
 )
@@ -78,7 +78,7 @@ def test_default_shape_matches_the_awq_layout_of_llama3_8b() -> None:
     shape = config.model.shape.to_shape()
     assert awq_checkpoint_bytes(shape) == 5_727_854_592  # the published AWQ checkpoint: 5.73 GB
     assert abs(shape.weights_bytes - awq_checkpoint_bytes(shape)) < 0.01 * GIB
-    assert shape.kv_bytes_per_token() == 128 * 1024  # CONVENTIONS.md: 128 KiB per token
+    assert shape.kv_bytes_per_token() == 128 * 1024  # docs/sources.md, "vLLM": 128 KiB per token
     # 4 slots x rank 16 x (32 layers x 81,920 + 2 x (vocab + hidden)) x 2 bytes.
     assert shape.lora_slot_bytes(max_loras=4, max_lora_rank=16) == 4 * 16 * (32 * 81_920 + 2 * 132_352) * 2
 

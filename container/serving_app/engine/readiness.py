@@ -1,6 +1,6 @@
 """Readiness state behind ``GET /ping``.
 
-SageMaker gives ``/ping`` 2 s per call (CONVENTIONS.md), so ``/ping`` only reads this
+SageMaker gives ``/ping`` 2 s per call (docs/sources.md, "Container contract"), so ``/ping`` only reads this
 object; :class:`serving_app.engine.monitor.EngineMonitor` keeps ``engine_healthy`` fresh.
 """
 

@@ -1,6 +1,6 @@
 """In-flight request tracking and the SIGTERM drain.
 
-SageMaker sends SIGKILL 30 s after SIGTERM (CONVENTIONS.md). The gateway stops taking new
+SageMaker sends SIGKILL 30 s after SIGTERM (docs/sources.md, "Container contract"). The gateway stops taking new
 work at once (``/ping`` and ``/invocations`` answer 503), waits up to DRAIN_TIMEOUT_S
 (<= 25 s) for requests it is serving, streams included, and only then stops vLLM.
 """

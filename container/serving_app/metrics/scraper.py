@@ -1,6 +1,6 @@
 """Scrape vLLM's Prometheus ``/metrics`` and republish engine figures as EMF.
 
-vLLM 0.22.0 names (``vllm/v1/metrics/loggers.py``, CONVENTIONS.md): gauges
+vLLM 0.22.0 names (``vllm/v1/metrics/loggers.py``, docs/sources.md, "Metrics"): gauges
 ``vllm:num_requests_waiting``, ``vllm:num_requests_running``, ``vllm:kv_cache_usage_perc``
 (fraction 0-1); counters exposed with ``_total``: ``vllm:prefix_cache_queries_total``,
 ``vllm:prefix_cache_hits_total``, ``vllm:num_preemptions_total``,

@@ -2,7 +2,7 @@
 
 The body goes to vLLM's OpenAI routes (``/v1/chat/completions`` for ``messages``,
 ``/v1/completions`` for ``prompt``), which honour ``model``; vLLM's own ``/invocations``
-answers from the base model whatever the body says (CONVENTIONS.md).
+answers from the base model whatever the body says (docs/sources.md, "Container contract").
 """
 
 from __future__ import annotations
