@@ -169,13 +169,9 @@ def processing_demands(config: AppConfig) -> list[QuotaDemand]:
     of one deploy's jobs running at once (one model per variant; one in inference_components mode)."""
     if not config.serving.compile_cache.enabled:
         return []
-    serving = config.serving
-    models = [("primary", serving.primary.instance_type)]
-    if serving.mode != "inference_components" and serving.canary.enabled:
-        models.append(("canary", serving.canary.instance_type))
     by_type: dict[str, list[str]] = {}
-    for name, instance_type in models:
-        by_type.setdefault(instance_type, []).append(name)
+    for variant in config.deployed_variants():
+        by_type.setdefault(variant.serving.instance_type, []).append(variant.key)
     return [
         QuotaDemand(
             instance_type,
