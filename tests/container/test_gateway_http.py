@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -189,17 +190,21 @@ def test_stream_keeps_usage_the_client_asked_for(serve: Serve) -> None:
     assert usage and usage[-1]["usage"]["completion_tokens"] == 3
 
 
-def test_ping_answers_while_requests_are_busy(serve: Serve) -> None:
+def test_ping_answers_while_requests_are_busy(tmp_path: Path) -> None:
     """SageMaker allows /ping 2 s; it must not wait for the busy engine. Eight streams are
     held open by the fake engine (blocked on its release event) while /ping is asked; the
     only bound is the client timeout (no timed assertion: speed is for benchmarks)."""
+    # Its own gateway: the shared one cuts a stream after REQUEST_TIMEOUT_S = 1 s of silence, and on
+    # a loaded machine that second passed before the streams were counted again (2 == 8).
+    serve = Serve(tmp_path, env={"REQUEST_TIMEOUT_S": "30"})
     body = {"prompt": "hold", "stream": True}
     # A held stream sends nothing until released below; on a loaded machine that outlasted the
     # client's 10 s read timeout and the first streams closed before /ping was asked (4 == 8).
     threads = [threading.Thread(target=post, args=(serve, body), kwargs={"timeout_s": 60}) for _ in range(8)]
-    for thread in threads:
-        thread.start()
     try:
+        serve.wait_ready()
+        for thread in threads:
+            thread.start()
         deadline = time.monotonic() + 10
         while serve.engine_state()["streams_open"] < 8:
             assert time.monotonic() < deadline, "the fake engine never held 8 streams"
@@ -208,9 +213,12 @@ def test_ping_answers_while_requests_are_busy(serve: Serve) -> None:
         assert response.status_code == 200
         assert serve.engine_state()["streams_open"] == 8  # still blocked while /ping answered
     finally:
-        httpx.post(serve.engine_url + "/_control/release", timeout=5)
+        if any(thread.is_alive() for thread in threads):
+            httpx.post(serve.engine_url + "/_control/release", timeout=5)
         for thread in threads:
-            thread.join()
+            if thread.ident is not None:
+                thread.join()
+        serve.stop()
 
 
 def wait_for_emf(serve: Serve, predicate: Any, timeout_s: float = 5.0) -> dict[str, Any]:

@@ -102,6 +102,7 @@ def test_startup_smoke_makes_a_compile_cache_and_starts_from_it_with_a_hit(tmp_p
     assert make["start"]["compile_cache"] == "made" and make["made_s"] > 0, make
     manifest = json.loads((tmp_path / "made-default" / "manifest.json").read_text())
     assert manifest["status"] == "ready" and manifest["files"] > 0
+    # The container's verdict: vLLM wrote no file into the copied cache while starting from it (on
+    # the GPU vLLM also logs "Directly load the compiled graph"; its CPU build logs no such line).
     assert hit["start"]["compile_cache"] == "hit", hit
-    assert hit["start"]["compile_cache_hit"] == "Directly load the compiled graph"  # vLLM's own log line
     assert hit["load"]["errors"] == 0 and hit["load"]["requests"] > 0
