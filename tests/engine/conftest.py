@@ -13,6 +13,11 @@ collection is done, and they boot while the rest of the suite (synth, unit tests
   two of three full-suite runs on the 2-core machine (one stream finished before the last one
   started); with them after it, two of two full-suite runs passed.
 
+The start-up smoke (``startup_smoke_run``: ``benchmarks/gpu_startup.py`` making a compile cache
+on the real engine, then starting from it; about two minutes of one core) also starts at
+collection, for the same reason: it runs beside the synth and unit tests, which leave a core
+idle once the two gateways are up, instead of adding its minutes at the end of CI.
+
 Real-engine tests run after every other test. Without the engine environment they skip with
 the reason, unless ``REQUIRE_REAL_ENGINE=1`` (CI), where they fail instead.
 """
@@ -21,13 +26,24 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
-from tests.engine.real_engine import RUNTIME_ADAPTER_ENV, RealGateway, engine_missing_reason, make_tiny_model
+from tests.engine.real_engine import (
+    REPO,
+    RUNTIME_ADAPTER_ENV,
+    SHIM,
+    VLLM_PYTHON,
+    RealGateway,
+    engine_missing_reason,
+    make_tiny_model,
+)
 
 _STATE: dict[str, object] = {}
 _ORDER = {"ends_shared_gateway": 1, "ends_disposable_gateway": 3}
@@ -56,6 +72,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                 item.add_marker(pytest.mark.skip(reason=reason))
         _STATE["missing"] = reason
         return
+    if any("startup_smoke_run" in getattr(i, "fixturenames", ()) for i in real):
+        _start_startup_smoke()
     wanted = [
         key for key in ("shared", "disposable") if any(f"{key}_gateway" in getattr(i, "fixturenames", ()) for i in real)
     ]
@@ -68,7 +86,59 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         _STATE[key] = RealGateway(model, RUNTIME_ADAPTER_ENV if key == "disposable" else None)
 
 
+STARTUP_SMOKE_LEVERS = "gateway-make,gateway-made-hit"
+STARTUP_SMOKE_TIMEOUT_S = 900
+_STARTUP_SMOKE: list[tuple[subprocess.Popen[bytes], Path, IO[str]]] = []
+
+
+def _start_startup_smoke() -> None:
+    out = Path(tempfile.mkdtemp(prefix="startup-smoke-"))
+    log = (out / "run.log").open("w")
+    command = [
+        str(VLLM_PYTHON),
+        str(REPO / "benchmarks" / "gpu_startup.py"),
+        "startup",
+        "--smoke",
+        "--levers",
+        STARTUP_SMOKE_LEVERS,
+        "--out-dir",
+        str(out / "results"),
+    ]
+    process = subprocess.Popen(
+        command, env={**os.environ, "PYTHONPATH": str(SHIM)}, stdout=log, stderr=subprocess.STDOUT
+    )
+    _STARTUP_SMOKE.append((process, out, log))
+
+
+@dataclass(frozen=True)
+class SmokeRun:
+    """A finished harness run: its exit status, output folder and log text."""
+
+    returncode: int
+    out_dir: Path
+    log: str
+
+
+@pytest.fixture(scope="session")
+def startup_smoke_run() -> Iterator[SmokeRun]:
+    """The start-up smoke started at collection, waited for (STARTUP_SMOKE_LEVERS)."""
+    if "missing" in _STATE:
+        pytest.fail(f"REQUIRE_REAL_ENGINE is set but {_STATE['missing']}")
+    assert _STARTUP_SMOKE, "the start-up smoke was not started at collection"
+    process, out, log = _STARTUP_SMOKE[0]
+    code = process.wait(timeout=STARTUP_SMOKE_TIMEOUT_S)
+    log.close()
+    yield SmokeRun(returncode=code, out_dir=out / "results", log=(out / "run.log").read_text())
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    while _STARTUP_SMOKE:
+        process, out, log = _STARTUP_SMOKE.pop()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+        shutil.rmtree(out, ignore_errors=True)
     for key in ("shared", "disposable"):
         gateway = _STATE.pop(key, None)
         if isinstance(gateway, RealGateway):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine.conftest import SmokeRun
 from tests.engine.real_engine import REPO, SHIM, VLLM_PYTHON
 
 pytestmark = pytest.mark.real_engine
@@ -86,29 +87,13 @@ def test_capacity_smoke_run_measures_both_request_mixes(tmp_path: Path) -> None:
     assert conversations > fresh
 
 
-def test_startup_smoke_makes_a_compile_cache_and_starts_from_it_with_a_hit(tmp_path: Path) -> None:
+def test_startup_smoke_makes_a_compile_cache_and_starts_from_it_with_a_hit(startup_smoke_run: SmokeRun) -> None:
     """benchmarks/gpu_startup.py startup --smoke with the levers a SageMaker instance takes (issue
     25): the container's ``make-compile-cache`` (the cache-making job's command) on the real CPU
     engine, compiling (not eager), then ``serve`` from that cache alone, read-only, with an empty
-    ``VLLM_CACHE_ROOT``: the container logs a hit, and vLLM loads its graphs instead of compiling."""
-    result = subprocess.run(
-        [
-            str(VLLM_PYTHON),
-            str(REPO / "benchmarks" / "gpu_startup.py"),
-            "startup",
-            "--smoke",
-            "--levers",
-            "gateway-make,gateway-made-hit",
-            "--out-dir",
-            str(tmp_path),
-        ],
-        env={**os.environ, "PYTHONPATH": str(SHIM)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    ``VLLM_CACHE_ROOT``. Started at collection (tests/engine/conftest.py)."""
+    assert startup_smoke_run.returncode == 0, startup_smoke_run.log[-3000:]
+    tmp_path = startup_smoke_run.out_dir
     make, hit = json.loads((tmp_path / "startup.json").read_text())
     assert make["start"]["compile_cache"] == "made" and make["made_s"] > 0, make
     manifest = json.loads((tmp_path / "made-default" / "manifest.json").read_text())
