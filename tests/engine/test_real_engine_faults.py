@@ -19,12 +19,41 @@ from tests.engine.real_engine import ADAPTERS, RealGateway
 pytestmark = pytest.mark.real_engine
 
 STREAMS = 8
-TOKENS_PER_STREAM = 64
-"""In flight at SIGTERM, done well inside the 20 s drain (DRAIN_TIMEOUT_S) on a slow runner.
+STREAM_SECONDS = 6.0
+"""How long each stream should run: in flight when every stream has its first chunk (threads start
+within about a second), done well inside the 20 s drain (DRAIN_TIMEOUT_S).
 
-Measured on the 2-core dev machine: 8 streams of 200 tokens across the three tiny adapters take
-11.3 s (about 140 tokens/s in all, eager mode), so 8 x 64 tokens take about 4 s; 1000 tokens
-took about 57 s and outran the drain (CI, 2026-11-25)."""
+A fixed token count cannot do both across runners: 1000 tokens took about 57 s on one CI machine
+and outran the drain; 64 tokens finished before the last of 8 streams started on another
+(both CI, 2026-11-25). So the test times the engine first (``tokens_for``)."""
+CALIBRATION_TOKENS = 16
+
+
+def tokens_for(gateway: RealGateway, seconds: float) -> int:
+    """Tokens per stream that keep ``STREAMS`` concurrent streams busy for about ``seconds``.
+
+    Times ``STREAMS`` concurrent requests of ``CALIBRATION_TOKENS`` tokens (one per adapter in turn,
+    which also loads every adapter) and scales; clamped to 32..2000.
+    """
+
+    def one(index: int) -> None:
+        body = {
+            "model": ADAPTERS[index % len(ADAPTERS)],
+            "messages": [{"role": "user", "content": f"calibrate {index}"}],
+            "max_tokens": CALIBRATION_TOKENS,
+            "ignore_eos": True,
+        }
+        assert httpx.post(gateway.url + "/invocations", json=body, timeout=60).status_code == 200
+
+    one(0)  # the first request after other tests may pay for an adapter load: not part of the rate
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(STREAMS)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds_per_token = (time.monotonic() - started) / CALIBRATION_TOKENS
+    return max(32, min(2000, round(seconds / seconds_per_token)))
 
 
 def wait_for(predicate: Any, timeout_s: float, what: str) -> None:
@@ -38,7 +67,9 @@ def wait_for(predicate: Any, timeout_s: float, what: str) -> None:
 @pytest.mark.ends_shared_gateway
 def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gateway: RealGateway) -> None:
     gateway = shared_gateway
+    tokens = tokens_for(gateway, STREAM_SECONDS)
     first_chunk = [threading.Event() for _ in range(STREAMS)]
+    all_connected = threading.Barrier(STREAMS)
     bodies: list[str] = [""] * STREAMS
     statuses: list[int] = [0] * STREAMS
 
@@ -46,16 +77,18 @@ def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gatew
         body = {
             "model": ADAPTERS[index % len(ADAPTERS)],
             "messages": [{"role": "user", "content": f"stream {index}"}],
-            "max_tokens": TOKENS_PER_STREAM,
+            "max_tokens": tokens,
             "ignore_eos": True,  # vLLM's extension: exactly max_tokens, however random the weights
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        with httpx.stream("POST", gateway.url + "/invocations", json=body, timeout=60) as response:
-            statuses[index] = response.status_code
-            for chunk in response.iter_text():
-                bodies[index] += chunk
-                first_chunk[index].set()
+        with httpx.Client(timeout=60) as client:  # built before the barrier: the streams start together
+            all_connected.wait()
+            with client.stream("POST", gateway.url + "/invocations", json=body) as response:
+                statuses[index] = response.status_code
+                for chunk in response.iter_text():
+                    bodies[index] += chunk
+                    first_chunk[index].set()
 
     threads = [threading.Thread(target=stream, args=(i,)) for i in range(STREAMS)]
     for thread in threads:
@@ -64,7 +97,7 @@ def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gatew
     engine = gateway.descendants()
     finished_before_sigterm = [body.endswith("data: [DONE]\n\n") for body in bodies]
     gateway.proc.send_signal(signal.SIGTERM)
-    assert not any(finished_before_sigterm), "a stream ended before SIGTERM: raise TOKENS_PER_STREAM"
+    assert not any(finished_before_sigterm), f"a stream of {tokens} tokens ended before SIGTERM"
 
     wait_for(lambda: httpx.get(gateway.url + "/ping").status_code == 503, 5, "/ping to turn 503")
     assert httpx.get(gateway.url + "/ping").json()["status"] == "draining"
@@ -80,7 +113,7 @@ def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gatew
     for body in bodies:
         assert body.endswith("data: [DONE]\n\n")
         usage = [json.loads(e[6:])["usage"] for e in body.split("\n\n") if e.startswith("data: {") and '"usage"' in e]
-        assert usage[-1]["completion_tokens"] == TOKENS_PER_STREAM
+        assert usage[-1]["completion_tokens"] == tokens
     stderr = "\n".join(gateway.stderr_lines)
     assert f"drain: SIGTERM, {STREAMS} request(s) in flight" in stderr
     assert "drain: all requests finished" in stderr
