@@ -1,7 +1,7 @@
 """Model artifacts in S3: key layout, the pointer digest, and the build-time fetch.
 
 Shared by the image build (CodeBuild runs ``python3 -m serving_contract.model_artifacts``
-from the build's source, standard library only), the pinning tool (devtools.pin_artifacts)
+from the build's source, standard library only), the pinning tool (ops.pin_artifacts)
 and whoever uploads a new version.
 
 Layout (seed 000, "Adapter Versioning Strategy"; base models follow the same scheme)::

