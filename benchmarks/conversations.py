@@ -24,14 +24,21 @@ request in flight each):
   ``LEAST_OUTSTANDING_REQUESTS`` over many instances sees (a follow-up lands on the instance
   that holds its conversation with probability ~1/N); the turn index cycles through the
   conversations' turns so prompt lengths have the real mix.
-* ``conversations``: each worker runs whole conversations, turn after turn with no think time,
-  all on one engine: the best case for the prefix cache (session affinity, nothing evicted
-  between turns).
+* ``conversations``: each worker runs whole conversations, turn after turn, all on one engine:
+  the best case for the prefix cache (session affinity, nothing evicted between turns). With
+  ``think_s`` a worker waits an exponentially distributed pause of that mean between a turn's
+  answer and its next turn, as a user reads and types; the worker is then a user, not a request
+  slot, and fewer requests than workers are in flight.
 
 Several engines (``route``): ``least_outstanding`` sends each request to the engine with the
 fewest requests in flight (ties broken at random), as SageMaker's routing strategy does;
 ``affinity`` sends a conversation's first turn the same way and every later turn to the same
 engine, as SageMaker stateful sessions do. The router is the benchmark's own, not product code.
+Without think time the comparison is biased: the engine that just answered a turn is the one
+with the fewest requests in flight when the next turn goes out at once, so least outstanding
+sends most follow-ups back to it (measured: both routers at the same prefix-cache hit rate,
+docs/performance.md). A pause of about a request's own latency lets other conversations' turns
+take that slot, as real users' pauses do.
 
 aiohttp: it is in vLLM's environment (the benchmark runs there) and is the gateway's client.
 """
@@ -252,12 +259,17 @@ async def drive(
     concurrency: int,
     seconds: float,
     max_requests: int | None = None,
+    think_s: float = 0.0,
 ) -> tuple[list[Sample], float]:
     """Closed loop: ``concurrency`` workers, one request in flight each, for ``seconds``.
 
+    ``think_s`` (``conversations`` only): mean of the exponential pause between a turn's answer
+    and the conversation's next turn, drawn from the conversation's own seeded generator.
     Returns the samples and the wall time. A conversation started before the deadline is cut
     at the deadline (its remaining turns are not sent).
     """
+    if think_s < 0:
+        raise ValueError(f"think_s: {think_s} is negative; allowed: 0 (no pause) or a mean pause in seconds")
     for url in urls:
         if not url.startswith("http://127.0.0.1:"):
             raise ValueError(f"{url}: the benchmark only targets 127.0.0.1")
@@ -294,6 +306,10 @@ async def drive(
                 answer = await one(session, conversation, conversation.next_prompt(shape))
                 conversation.history += answer
                 conversation.turn += 1
+                if think_s and conversation.turn < conversation.turns:
+                    await asyncio.sleep(
+                        min(conversation.rng.expovariate(1 / think_s), max(deadline - time.perf_counter(), 0))
+                    )
 
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         await asyncio.gather(*(worker(session) for _ in range(concurrency)))
@@ -360,6 +376,9 @@ class LevelSummary:
     prefix_cache_hit_rate: float | None
     requests_per_engine: list[int]
     error_samples: list[str] = field(default_factory=list)
+    follow_ups_on_previous_engine: float | None = None
+    """Share of follow-up turns sent to the engine that served the conversation's previous turn
+    (1.0 under affinity; about 1/engines for a router that ignores conversations)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -388,6 +407,12 @@ def summarise(
     per_engine = [0] * engines
     for s in ok:
         per_engine[s.engine] += 1
+    engine_of = {(s.conversation, s.turn): s.engine for s in samples}
+    previous = [
+        (s.engine, engine_of[(s.conversation, s.turn - 1)])
+        for s in samples
+        if (s.conversation, s.turn - 1) in engine_of
+    ]
 
     def pct(values: list[float], q: float) -> float:
         return round(percentile(values, q), 1)
@@ -414,6 +439,7 @@ def summarise(
         prefix_cache_hit_rate=None if hit_rate is None else round(hit_rate, 4),
         requests_per_engine=per_engine,
         error_samples=[s.error for s in samples if s.error][:5],
+        follow_ups_on_previous_engine=round(sum(a == b for a, b in previous) / len(previous), 4) if previous else None,
     )
 
 
@@ -429,15 +455,18 @@ def run_level(
     seconds: float,
     seed: int,
     warmup_s: float = 0.0,
+    think_s: float = 0.0,
 ) -> LevelSummary:
-    """One level on ``base_urls`` (``http://127.0.0.1:<port>`` of bare vLLM engines)."""
+    """One level on ``base_urls`` (``http://127.0.0.1:<port>`` of bare vLLM engines); ``drive`` has the rest."""
     urls = [u + "/v1/completions" for u in base_urls]
     if warmup_s:
         warm = Workload(shape, adapters, len(urls), route, seed=seed + 10_000)
-        asyncio.run(drive(urls, warm, mode=mode, concurrency=concurrency, seconds=warmup_s))
+        asyncio.run(drive(urls, warm, mode=mode, concurrency=concurrency, seconds=warmup_s, think_s=think_s))
     before = [prefix_cache_counters(u) for u in base_urls]
     workload = Workload(shape, adapters, len(urls), route, seed=seed)
-    samples, wall = asyncio.run(drive(urls, workload, mode=mode, concurrency=concurrency, seconds=seconds))
+    samples, wall = asyncio.run(
+        drive(urls, workload, mode=mode, concurrency=concurrency, seconds=seconds, think_s=think_s)
+    )
     after = [prefix_cache_counters(u) for u in base_urls]
     queries = sum(
         a["vllm:prefix_cache_queries_total"] - b["vllm:prefix_cache_queries_total"]
@@ -460,6 +489,8 @@ def format_summary(level: LevelSummary) -> str:
         else f" follow-up p50/p95 {level.follow_up_ttft_p50_ms:.0f}/{level.follow_up_ttft_p95_ms:.0f}"
     )
     hits = "" if level.prefix_cache_hit_rate is None else f" prefix hits {level.prefix_cache_hit_rate:.1%}"
+    same = level.follow_ups_on_previous_engine
+    hits += "" if same is None else f" follow-ups on previous engine {same:.0%}"
     return (
         f"{level.label:<28} c={level.concurrency:<4} {level.requests_per_s:7.2f} req/s "
         f"({level.requests_per_min:7.1f}/min) "

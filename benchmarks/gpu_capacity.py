@@ -19,7 +19,12 @@ Runs on one NVIDIA GPU with the image's vLLM 0.22.0, no network, no model downlo
 ``sessions``
     ``--engines`` bare engines on the same GPU, each on its own CPU set, loaded with whole
     conversations routed by least outstanding requests, then with session affinity, at the
-    same concurrencies per engine: prefix-cache hit rate, TTFT of follow-up turns, throughput.
+    same users per engine: prefix-cache hit rate, TTFT of follow-up turns, the share of
+    follow-ups that reached their conversation's previous engine, throughput. Each engine's KV
+    cache is fixed at the memory plan's for the primary variant's instance type
+    (``--kv-cache-memory-bytes``; vLLM's memory profiling would count the other engines'
+    allocations as its own when they start together), and users pause ``--think-s`` on average
+    between turns (``conversations.py`` says why the comparison needs it).
 
 Every result goes to ``--out-dir/<name>.json`` as soon as it is done.
 
@@ -56,6 +61,11 @@ from serving_contract import env
 
 TTFT_SLO_MS = 500.0
 """The TTFT SLO the alarms hold: p95 <= 500 ms (seed 002; ``monitoring.high_ttft.threshold``)."""
+THINK_S = 4.0
+"""Mean pause between turns in ``sessions``, seconds: about one answer's own time (180 tokens at
+the 20-25 ms per token three engines on one GPU measured), so other conversations' turns reach
+the engines in between. Compressed: a real user reads and types for longer, which only spreads
+follow-ups further under least outstanding; no seed gives a figure."""
 
 FRESH_LEVELS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 41)
 CONVERSATION_LEVELS = (1, 4, 8, 12, 16, 24, 32)
@@ -64,9 +74,13 @@ SMOKE_SHAPE = RequestShape(shared_prefix_tokens=32, conversation_tokens=48, turn
 
 
 def start_engines(
-    args: argparse.Namespace, profile: Profile, count: int, cpu_sets: Sequence[str | None]
+    args: argparse.Namespace,
+    profile: Profile,
+    count: int,
+    cpu_sets: Sequence[str | None],
+    extra_args: Sequence[str] = (),
 ) -> list[ServerRun]:
-    """``count`` bare engines with the container's argv, one port pair each; waits for all."""
+    """``count`` bare engines with the container's argv (plus ``extra_args``), one port pair each; waits for all."""
     config = AppConfig()
     overrides = dict(profile.engine_env)
     if args.gpu_memory_utilization:
@@ -85,6 +99,7 @@ def start_engines(
                 engine_port=args.port + 2 * index + 1,
                 log_dir=Path(args.out_dir),
                 cpus=cpu_sets[index],
+                extra_args=extra_args,
             )
         )
         if index == 0 and count > 1:
@@ -181,12 +196,17 @@ def sessions(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
     cpu_sets = args.engine_cpus.split(";") if args.engine_cpus else [None] * args.engines
     if len(cpu_sets) != args.engines:
         raise SystemExit(f"--engine-cpus: {len(cpu_sets)} CPU sets for {args.engines} engines")
-    servers = start_engines(args, profile, args.engines, cpu_sets)
+    kv_bytes = None if args.smoke else planned_kv_cache_bytes(AppConfig())
+    servers = start_engines(
+        args, profile, args.engines, cpu_sets, ("--kv-cache-memory-bytes", str(kv_bytes)) if kv_bytes else ()
+    )
     urls = [s.base_url for s in servers]
     result: dict[str, Any] = {
         "kind": "sessions",
         "engines": args.engines,
         "engine_cpus": cpu_sets,
+        "kv_cache_memory_bytes": kv_bytes,
+        "think_s": args.think_s,
         "shape": shape.__dict__,
         "gpu_memory_utilization": args.gpu_memory_utilization,
         "vllm": [s.figures for s in servers],
@@ -213,6 +233,7 @@ def sessions(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
                     seconds=args.seconds,
                     seed=7000 + 100 * index + (0 if route == "affinity" else 50),
                     warmup_s=args.warmup_s,
+                    think_s=args.think_s,
                 )
                 result[route].append(level.to_json())
                 print(format_summary(level), flush=True)
@@ -231,6 +252,14 @@ def sessions(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
     return result
 
 
+def planned_kv_cache_bytes(config: AppConfig) -> int:
+    """KV-cache bytes of one engine on the primary variant's instance type (ml.g5.xlarge by
+    default): the memory plan's KV tokens x bytes per token, which the plan keeps within 10 % of
+    what vLLM reported on the GPU (tests/unit/test_gpu_bench_results.py)."""
+    plan = config.memory_plan_of(config.serving.primary.instance_type)
+    return plan.kv_tokens * plan.kv_bytes_per_token
+
+
 def _levels(text: str) -> list[int]:
     try:
         levels = [int(part) for part in text.split(",")]
@@ -239,6 +268,16 @@ def _levels(text: str) -> list[int]:
     if not levels or min(levels) < 1 or levels != sorted(levels):
         raise argparse.ArgumentTypeError(f"{text!r}: levels must be >= 1 and increasing")
     return levels
+
+
+def _think_s(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds >= 0 (0: the next turn at once)")
+    return value
 
 
 def _stop_on_sigterm(signum: int, frame: object) -> None:
@@ -266,6 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per level")
     parser.add_argument("--warmup-s", type=float, default=3.0, help="unmeasured seconds before each level")
     parser.add_argument("--ttft-slo-ms", type=float, default=TTFT_SLO_MS)
+    parser.add_argument(
+        "--think-s",
+        type=_think_s,
+        default=THINK_S,
+        help=f"sessions: mean pause between a conversation's turns (default {THINK_S:g})",
+    )
     parser.add_argument("--client-cpus", help="CPU set of this load generator (taskset semantics)")
     parser.add_argument("--port", type=int, default=18180)
     args = parser.parse_args(argv)
@@ -274,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     shape = SMOKE_SHAPE if args.smoke else RequestShape()
     if args.smoke:
         use_cpu_engine_shim()
-        args.seconds, args.warmup_s = min(args.seconds, 4.0), 0.0
+        args.seconds, args.warmup_s, args.think_s = min(args.seconds, 4.0), 0.0, min(args.think_s, 0.2)
     args.name = args.name or args.mode
     args.fresh_levels = args.fresh_levels or list(SMOKE_LEVELS if args.smoke else FRESH_LEVELS)
     args.conversation_levels = args.conversation_levels or list(SMOKE_LEVELS if args.smoke else CONVERSATION_LEVELS)

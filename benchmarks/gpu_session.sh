@@ -8,7 +8,8 @@
 #   capacity    one engine on CPUs 0-3 (an ml.g5.xlarge has 4 vCPUs), cold compile cache:
 #               probes + fresh and conversation sweeps at MangaAssist's request shape
 #   startup     start-up levers, one after another on CPUs 0-3 (compile cache kept from capacity)
-#   sessions    3 engines on CPUs 0-3, 4-7, 8-11: least outstanding vs session affinity
+#   sessions    3 engines on CPUs 0-3, 4-7, 8-11, each with an ml.g5.xlarge's KV cache: least
+#               outstanding vs session affinity, users pausing between turns (levels: users/engine)
 #   matrix      every engine option the config accepts, 6 engines side by side
 #   relay       gateway vs bare vLLM side by side, streaming at 1/32/128 on 4 CPUs
 # UTIL (default: 0.92 x an A10G's 23,028 MiB over this GPU's memory) sets
@@ -56,8 +57,8 @@ print(ensure_model(Path('$model'), GPU, device='cuda')['seconds'], 's to make th
   sessions)
     log "sessions util=$util"
     timeout "$limit" python3 "$here/gpu_capacity.py" sessions --engines 3 --engine-cpus '0-3;4-7;8-11' --client-cpus 12-15 \
-      --model-dir "$model" --out-dir "$out" --gpu-memory-utilization "$util" --seconds 15 --warmup-s 2 \
-      --conversation-levels 4,8,12,16 ${ARGS:-}
+      --model-dir "$model" --out-dir "$out" --gpu-memory-utilization "$util" --seconds 30 --warmup-s 10 \
+      --conversation-levels 8,16,24 ${ARGS:-}
     ;;
   matrix)
     log "matrix util=$util"

@@ -75,12 +75,18 @@ class Variant:
     args: tuple[str, ...] = ()
     engine_env: dict[str, str] = field(default_factory=dict)
     clear_cache: bool = False
-    made_cache: str = ""  # "make": run make-compile-cache into <out>/made-<name>; "read": start from it
+    made_cache: str = ""  # "make": run make-compile-cache into <out>/made-<config>; "read": start from it
+    config: str = "default"  # names the made cache a "make" lever writes and its "read" lever starts from
 
 
 COMPILED = {env.ENGINE_ENFORCE_EAGER: "false"}
 TUNED_ARGS = ("--max-cudagraph-capture-size", "64", "--load-format", "fastsafetensors")
 TUNED_ENV = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}
+# vLLM 0.22 can save the whole compiled model as one artifact (torch's standalone_compile with
+# aot=True) and rebuild it on load instead of splitting the traced graph again and loading each
+# piece from Inductor's cache; on by default only from torch 2.12 (vllm/envs.py,
+# use_mega_aot_artifact), so with the image's torch 2.11 it is an opt-in to measure.
+MEGA_AOT_ENV = {"VLLM_USE_MEGA_AOT_ARTIFACT": "1"}
 LEVERS: dict[str, Variant] = {
     "cold": Variant(clear_cache=True),
     "hit": Variant(),
@@ -96,8 +102,18 @@ LEVERS: dict[str, Variant] = {
     # an eager engine compiles nothing to cache.
     "gateway-make": Variant(kind="gateway", settings=COMPILED, made_cache="make"),
     "gateway-made-hit": Variant(kind="gateway", settings=COMPILED, made_cache="read"),
-    "gateway-make-tuned": Variant(kind="gateway", args=TUNED_ARGS, engine_env=TUNED_ENV, made_cache="make"),
-    "gateway-made-hit-tuned": Variant(kind="gateway", args=TUNED_ARGS, engine_env=TUNED_ENV, made_cache="read"),
+    "gateway-make-tuned": Variant(
+        kind="gateway", args=TUNED_ARGS, engine_env=TUNED_ENV, made_cache="make", config="tuned"
+    ),
+    "gateway-made-hit-tuned": Variant(
+        kind="gateway", args=TUNED_ARGS, engine_env=TUNED_ENV, made_cache="read", config="tuned"
+    ),
+    "gateway-make-mega": Variant(
+        kind="gateway", settings=COMPILED, engine_env=MEGA_AOT_ENV, made_cache="make", config="mega"
+    ),
+    "gateway-made-hit-mega": Variant(
+        kind="gateway", settings=COMPILED, engine_env=MEGA_AOT_ENV, made_cache="read", config="mega"
+    ),
     "O0": Variant(args=("-O0",)),
     "O1-miss": Variant(args=("-O1",)),
     "O1-hit": Variant(args=("-O1",)),
@@ -220,7 +236,7 @@ def made_cache_setup(
     from an empty ``VLLM_CACHE_ROOT``; ``read`` copies that folder read-only to
     ``out_dir/model-data-<config>`` (SageMaker's /opt/ml/model) and starts from an empty cache root.
     """
-    config = "tuned" if variant.args else "default"
+    config = variant.config
     made, model_data, root = out_dir / f"made-{config}", out_dir / f"model-data-{config}", out_dir / f"root-{name}"
     shutil.rmtree(root, ignore_errors=True)
     key = cache_contract.cache_key(image_uri="bench", instance_type="bench-gpu", environment=environ)

@@ -1,0 +1,79 @@
+"""benchmarks/conversations.py's router against three stand-in engines (aiohttp, in this event
+loop): affinity keeps every follow-up on its conversation's engine; least outstanding does so
+only while follow-ups go out the instant the previous answer ends (the bias docs/performance.md
+measured), and stops once users pause between turns. A stand-in, not vLLM: what is under test
+is the benchmark's routing, which needs engines of steady latency, not real ones."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from conversations import RequestShape, Route, Workload, drive, summarise
+
+SHAPE = RequestShape(shared_prefix_tokens=8, conversation_tokens=8, turn_tokens=4, output_tokens=4)
+ENGINES = 3
+TOKEN_INTERVAL_S = 0.01
+
+
+async def completions(request: web.Request) -> web.StreamResponse:
+    """A streaming completion of ``max_tokens`` token ids, one every TOKEN_INTERVAL_S."""
+    body = await request.json()
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    for index in range(body["max_tokens"]):
+        await asyncio.sleep(TOKEN_INTERVAL_S)
+        await response.write(f"data: {json.dumps({'choices': [{'token_ids': [100 + index]}]})}\n\n".encode())
+    usage = {"prompt_tokens": len(body["prompt"]), "completion_tokens": body["max_tokens"]}
+    await response.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\ndata: [DONE]\n\n".encode())
+    return response
+
+
+async def share_on_previous_engine(route: Route, think_s: float) -> tuple[float | None, int]:
+    app = web.Application()
+    app.router.add_post("/v1/completions", completions)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    urls = []
+    try:
+        for _ in range(ENGINES):
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            urls.append(f"http://127.0.0.1:{port}/v1/completions")
+        workload = Workload(SHAPE, ["a", "b", "c"], ENGINES, route, seed=1)
+        samples, wall = await drive(urls, workload, mode="conversations", concurrency=6, seconds=2.5, think_s=think_s)
+    finally:
+        await runner.cleanup()
+    level = summarise(route, samples, wall, concurrency=6, engines=ENGINES, hit_rate=None)
+    return level.follow_ups_on_previous_engine, level.errors
+
+
+def test_affinity_keeps_every_follow_up_on_its_engine() -> None:
+    share, errors = asyncio.run(share_on_previous_engine("affinity", think_s=0.05))
+    assert (share, errors) == (1.0, 0)
+
+
+def test_least_outstanding_follows_the_conversation_only_without_think_time() -> None:
+    at_once, errors_at_once = asyncio.run(share_on_previous_engine("least_outstanding", think_s=0.0))
+    with_pauses, errors_with_pauses = asyncio.run(share_on_previous_engine("least_outstanding", think_s=0.05))
+    assert (errors_at_once, errors_with_pauses) == (0, 0)
+    assert at_once is not None and with_pauses is not None
+    # Without pauses the engine that just answered has the fewest in flight, so it gets the next
+    # turn; with pauses of about a request's latency the next turn goes to whichever is free.
+    assert at_once > 0.8, at_once
+    assert with_pauses < 0.7, with_pauses
+
+
+def test_negative_think_time_is_refused_with_the_allowed_values() -> None:
+    workload = Workload(SHAPE, ["a"], 1, "affinity", seed=1)
+    with pytest.raises(ValueError) as raised:
+        asyncio.run(drive(["http://127.0.0.1:9"], workload, mode="conversations", concurrency=1, seconds=1, think_s=-1))
+    assert str(raised.value) == "think_s: -1 is negative; allowed: 0 (no pause) or a mean pause in seconds"
