@@ -63,9 +63,14 @@ def grant_archive_read(bucket: s3.IBucket, grantee: iam.IGrantable, keys: Sequen
     ``s3:prefix`` is one of them.
 
     ``bucket.grant_read(grantee, key)`` would also give ``s3:List*`` and ``s3:GetBucket*`` on the
-    whole bucket, so the grantee could list every artifact (issue 22). The list permission stays,
-    limited to the keys, so a missing archive answers 404 rather than 403 (S3 answers 403 for a
-    missing key to a caller without ``s3:ListBucket``: S3 API reference, GetObject).
+    whole bucket, so the grantee could list every artifact (issue 22). Listing stays possible for
+    exactly these keys (a downloader may list a key to check it exists), nothing else.
+
+    It does not turn a missing archive's 403 into a 404: S3 answers a GetObject of a missing key
+    with 404 only to a caller allowed ``s3:ListBucket`` (S3 API reference, GetObject), and a
+    GetObject carries no ``s3:prefix``, so a condition on that key does not match (IAM: a
+    condition key absent from the request does not match). A missing archive answers 403;
+    ``lambdas/compile_cache`` lists before it reads for that reason.
     """
     grantee.grant_principal.add_to_principal_policy(
         iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(key) for key in keys])
