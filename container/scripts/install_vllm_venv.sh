@@ -10,7 +10,7 @@
 # environment (docs/sources.md, "Checked facts"). `import vllm` then reports 0.22.0. The
 # environment is ~9 GB (torch's CUDA wheels included, as in the image). uv rather than pip:
 # it is the image's installer, so the lock means the same thing here and there, and it downloads
-# in parallel: about 2.5 minutes with bytecode compiled on the 2-core dev machine, against about
+# in parallel: 178 s with bytecode compiled on the 2-core dev machine beside `make setup`, against about
 # 4 minutes for pip resolving vllm==0.22.0 afresh (2026-11-25). It is kept apart from the app's
 # .venv on purpose: torch's CUDA wheels must not leak into the CDK environment.
 #

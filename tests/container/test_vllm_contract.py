@@ -26,7 +26,7 @@ pytestmark = [
     # CI sets REQUIRE_VLLM_CONTRACT=1 (.ci/run): there a missing venv fails instead of skipping.
     pytest.mark.skipif(
         not VLLM_PYTHON.exists() and not os.environ.get("REQUIRE_VLLM_CONTRACT"),
-        reason=f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~1.5 min)",
+        reason=f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~3 min)",
     ),
 ]
 

