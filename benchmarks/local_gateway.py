@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -71,6 +72,22 @@ def collect_lines(process: subprocess.Popen[str]) -> tuple[list[str], list[str]]
         assert stream is not None, "start the process with stdout=PIPE and stderr=PIPE"
         threading.Thread(target=_pump, args=(stream, sink), daemon=True).start()
     return stdout, stderr
+
+
+def wait_for_line(lines: list[str], *fragments: str, timeout_s: float) -> str:
+    """The first of ``lines`` (a list ``collect_lines`` fills) holding every fragment, waited for.
+
+    The reading thread can trail the HTTP answer or the exit that caused the line, most on a
+    loaded machine. Raises AssertionError naming the fragments and the last lines after ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for line in list(lines):
+            if all(fragment in line for fragment in fragments):
+                return line
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no log line with {fragments!r} in {timeout_s:g} s; last: {lines[-15:]}")
+        time.sleep(0.05)
 
 
 def _pump(stream: Iterable[str], sink: list[str]) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from local_gateway import collect_lines, free_port, serve_command
+from local_gateway import collect_lines, free_port, serve_command, wait_for_line
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_VLLM = Path(__file__).with_name("fake_vllm.py")
@@ -160,6 +160,10 @@ class Serve:
             if line.startswith("{") and '"_aws"' in line:
                 out.append(json.loads(line))
         return out
+
+    def log_line(self, *fragments: str, timeout_s: float = 5.0) -> str:
+        """The first stderr line holding every fragment, waited for (``wait_for_line``)."""
+        return wait_for_line(self.stderr_lines, *fragments, timeout_s=timeout_s)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

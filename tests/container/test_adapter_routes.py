@@ -176,6 +176,7 @@ def test_a_new_version_under_a_registered_name_replaces_it_even_at_full_capacity
         ("load", str(second)),  # ... and loads v2 under the same name
     ]
     assert registered(runtime_serve) == ["manga", "other"]
+    runtime_serve.log_line(f"adapters: loaded manga from {second} in ")
     loaded = [line for line in runtime_serve.stderr_lines if f"adapters: loaded manga from {second} in " in line]
     assert loaded and loaded[-1].endswith(f" s (replaces the version from {first})"), loaded
 

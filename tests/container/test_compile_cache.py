@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,7 @@ KEY = "0123456789abcdef"
 
 def wait_for_line(server: Serve, fragment: str, timeout_s: float = 15.0) -> str:
     """The first log line holding ``fragment``, from after ``compile cache: ``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for line in list(server.stderr_lines):
-            if fragment in line:
-                return line.split("compile cache: ", 1)[-1]
-        time.sleep(0.05)
-    raise AssertionError(f"no line with {fragment!r} in {server.stderr_lines[-8:]}")
+    return server.log_line(fragment, timeout_s=timeout_s).split("compile cache: ", 1)[-1]
 
 
 def make_cache(tmp: Path, fake_key: str = "graph-a") -> tuple[Serve, Path]:
@@ -167,7 +160,6 @@ def test_an_environment_file_that_is_not_an_object_of_strings_exits_2_with_one_l
         command=("make-compile-cache", "--environment-file", str(env_file), "--output-dir", str(tmp_path / "o")),
     )
     assert server.proc.wait(timeout=30) == 2
-    time.sleep(0.2)
-    assert server.stderr_lines[-1] == (
-        f"serve: configuration error: --environment-file {env_file}: must be a JSON object of strings to strings"
-    )
+    message = f"serve: configuration error: --environment-file {env_file}: must be a JSON object of strings to strings"
+    assert server.log_line(message) == message
+    assert server.stderr_lines[-1] == message  # the last line: nothing after the error

@@ -98,7 +98,7 @@ def test_engine_death_fails_ping_and_exits_nonzero(tmp_path: Path) -> None:
         assert serve.proc.wait(timeout=10) == 1
     finally:
         serve.stop()
-    assert any("vLLM exited unexpectedly with code -9" in line for line in serve.stderr_lines)
+    serve.log_line("vLLM exited unexpectedly with code -9")
 
 
 def test_startup_timeout_exits_nonzero_with_message(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_startup_timeout_exits_nonzero_with_message(tmp_path: Path) -> None:
         assert serve.proc.wait(timeout=10) == 1
     finally:
         serve.stop()
-    assert any("startup failed: vLLM /health not 200 within STARTUP_TIMEOUT_S" in line for line in serve.stderr_lines)
+    serve.log_line("startup failed: vLLM /health not 200 within STARTUP_TIMEOUT_S")
 
 
 def run_serve(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:

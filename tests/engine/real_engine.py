@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from local_gateway import collect_lines, free_port, serve_command
+from local_gateway import collect_lines, free_port, serve_command, wait_for_line
 
 REPO = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
@@ -177,20 +177,11 @@ class RealGateway:
                 raise AssertionError(f"not ready in {timeout_s} s: {self.stderr_lines[-15:]}")
 
     def wait_for_log(self, text: str, timeout_s: float = 10.0) -> str:
-        """The gateway's stderr once it holds ``text``; raise with the log tail after ``timeout_s``.
-
-        The gateway writes a log line before it answers, but the thread that reads its stderr pipe
-        can lag behind the HTTP answer on a loaded machine: a test that read ``stderr_lines`` right
-        after the response missed the line under load (full suite on 2 cores, 2026-11-25).
-        """
-        deadline = time.monotonic() + timeout_s
-        while True:
-            joined = "\n".join(self.stderr_lines)
-            if text in joined:
-                return joined
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} not logged in {timeout_s} s: {self.stderr_lines[-15:]}")
-            time.sleep(0.05)
+        """The gateway's stderr, joined, once a line holds ``text`` (``wait_for_line``: the thread
+        reading the pipe can trail the HTTP answer; a test that read ``stderr_lines`` right after
+        the response missed the line on 2 loaded cores, 2026-11-25)."""
+        wait_for_line(self.stderr_lines, text, timeout_s=timeout_s)
+        return "\n".join(self.stderr_lines)
 
     def emf(self) -> list[dict[str, Any]]:
         """Every EMF object the gateway printed so far."""

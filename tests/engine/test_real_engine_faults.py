@@ -114,9 +114,8 @@ def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gatew
         assert body.endswith("data: [DONE]\n\n")
         usage = [json.loads(e[6:])["usage"] for e in body.split("\n\n") if e.startswith("data: {") and '"usage"' in e]
         assert usage[-1]["completion_tokens"] == tokens
-    stderr = "\n".join(gateway.stderr_lines)
+    stderr = gateway.wait_for_log("drain: all requests finished")
     assert f"drain: SIGTERM, {STREAMS} request(s) in flight" in stderr
-    assert "drain: all requests finished" in stderr
     assert not [pid for pid in engine if gateway.process_name(pid)]  # no engine process outlives it
 
 
@@ -147,5 +146,4 @@ def test_engine_death_turns_ping_unhealthy_and_requests_fail_fast(disposable_gat
     # Once a request has failed, /ping never says healthy again.
     first_failure = next(i for i, (kind, _) in enumerate(timeline) if kind == "invoke")
     assert all(status != 200 for kind, status in timeline[first_failure:] if kind == "ping"), timeline
-    stderr = "\n".join(gateway.stderr_lines)
-    assert "vLLM exited unexpectedly" in stderr
+    gateway.wait_for_log("vLLM exited unexpectedly")

@@ -59,7 +59,7 @@ def test_ping_is_503_until_the_engine_is_up_and_every_adapter_is_warmed(shared_g
     assert phases[0] == "starting" and set(phases) <= {"starting", "warming_up"}
     assert ready.status == 200 and ready.body["engine_healthy"] is True
     assert sorted(ready.body["warmed_up_adapters"]) == sorted(MODELS)
-    stderr = "\n".join(shared_gateway.stderr_lines)
+    stderr = shared_gateway.wait_for_log("startup: ready after")
     assert stderr.index("startup: engine healthy after") < stderr.index("startup: ready after")
     # The warmup really went through the engine: at least one finished request per model name.
     finished = sum(
