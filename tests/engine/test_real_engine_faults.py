@@ -36,6 +36,8 @@ def tokens_for(gateway: RealGateway, seconds: float) -> int:
     which also loads every adapter) and scales; clamped to 32..2000.
     """
 
+    statuses: list[int] = []
+
     def one(index: int) -> None:
         body = {
             "model": ADAPTERS[index % len(ADAPTERS)],
@@ -43,7 +45,7 @@ def tokens_for(gateway: RealGateway, seconds: float) -> int:
             "max_tokens": CALIBRATION_TOKENS,
             "ignore_eos": True,
         }
-        assert httpx.post(gateway.url + "/invocations", json=body, timeout=60).status_code == 200
+        statuses.append(httpx.post(gateway.url + "/invocations", json=body, timeout=60).status_code)
 
     one(0)  # the first request after other tests may pay for an adapter load: not part of the rate
     threads = [threading.Thread(target=one, args=(i,)) for i in range(STREAMS)]
@@ -52,6 +54,9 @@ def tokens_for(gateway: RealGateway, seconds: float) -> int:
         thread.start()
     for thread in threads:
         thread.join()
+    # Checked here, not in the threads: an assertion raised in a thread does not fail the test,
+    # and a failed request would time nothing.
+    assert statuses == [200] * (STREAMS + 1), statuses
     seconds_per_token = (time.monotonic() - started) / CALIBRATION_TOKENS
     return max(32, min(2000, round(seconds / seconds_per_token)))
 
