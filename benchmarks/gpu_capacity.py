@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import time
@@ -274,8 +275,8 @@ def _think_s(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if value < 0:
+        value = math.nan
+    if not value >= 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"{text!r}: expected seconds >= 0 (0: the next turn at once)")
     return value
 

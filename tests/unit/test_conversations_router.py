@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
+import gpu_capacity
 from conversations import RequestShape, Route, Workload, drive, summarise
 
 SHAPE = RequestShape(shared_prefix_tokens=8, conversation_tokens=8, turn_tokens=4, output_tokens=4)
@@ -77,3 +79,19 @@ def test_negative_think_time_is_refused_with_the_allowed_values() -> None:
     with pytest.raises(ValueError) as raised:
         asyncio.run(drive(["http://127.0.0.1:9"], workload, mode="conversations", concurrency=1, seconds=1, think_s=-1))
     assert str(raised.value) == "think_s: -1 is negative; allowed: 0 (no pause) or a mean pause in seconds"
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "soon"])
+def test_a_bad_think_time_stops_the_sessions_benchmark_with_one_line(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sigterm = signal.getsignal(signal.SIGTERM)  # main() installs its own handler first
+    try:
+        with pytest.raises(SystemExit) as exited:
+            gpu_capacity.main(["sessions", "--smoke", "--think-s", value])
+    finally:
+        signal.signal(signal.SIGTERM, sigterm)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"gpu_capacity.py: error: argument --think-s: {value!r}: expected seconds >= 0 (0: the next turn at once)"
+    )
