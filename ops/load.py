@@ -28,6 +28,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
+from app_config.capacity import MeasuredCapacity
+from app_config.errors import to_config_error
 from ops.conversation import ConversationPlan, run_conversation
 from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import Answer, Target, chat_body
@@ -44,6 +48,7 @@ INSTANCE_SCALING_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolut
 COPY_SCALING_METRIC = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
 DEFAULT_TTFT_SLO_MS = 500.0  # seed 000 canary gate: TTFT P95 < 500 ms
 DEFAULT_MAX_ERROR_RATE = 0.005  # seed 000 canary gate: error rate < 0.5 %
+SIGNIFICANT_DIGITS = 3  # of the measured figures ops load prints as config (see significant())
 MAX_TURNS = 16  # per conversation; seed 002: MangaAssist conversations average 4.2 turns
 
 
@@ -299,21 +304,48 @@ def _suggestion_line(results: Sequence[LevelResult], plan: LoadPlan) -> str | No
         return None
     # The base TTFT: the p50 of the lowest level (the simulation's TTFT with an empty queue).
     lowest = min(results, key=lambda r: r.concurrency)
-    ttft_p50 = lowest.ttft(50)
-    measured: dict[str, float] = {
-        "concurrency": best.target,
-        "requests_per_minute": round(best.per_instance_per_minute),
-    }
-    if ttft_p50 is not None:
-        measured["ttft_p50_ms"] = round(ttft_p50 * 1000)
-    # Instance types hold dots, so the override is one JSON object (the config loader parses it).
-    override = json.dumps({plan.instance_type or "<instance type>": measured}, separators=(",", ":"))
-    return (
+    target_line = (
         f"suggested target ({INSTANCE_SCALING_METRIC}): {best.target} concurrent requests per instance "
         f"= floor({best.throughput_rps:.2f} req/s x {suggest_mean_latency(results, best.concurrency):.3f} s mean "
-        f"latency / {plan.instances} instance(s)) at concurrency {best.concurrency}\n"
-        f"capacity at the SLO for the fleet's sizing (app_config/capacity.py): -c 'capacity.measured={override}'"
+        f"latency / {plan.instances} instance(s)) at concurrency {best.concurrency}"
     )
+    return f"{target_line}\n{capacity_override_line(best, lowest.ttft(50), plan.instance_type)}"
+
+
+def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
+    """``value`` to ``digits`` significant figures; whole numbers at or above ``10**digits`` stay whole.
+
+    ``round(value)`` would print 0 for a TTFT under half a millisecond (a local server answers in
+    microseconds) and 0 req/min for a level slower than one request in two minutes; both are
+    values ``capacity.measured`` refuses (``gt=0``). Three figures keep every value the config
+    compares (against a TTFT SLO in ms, a demand in req/min) far inside its measurement noise.
+    """
+    if value == 0 or abs(value) >= 10**digits:
+        return float(round(value))
+    return float(f"{value:.{digits}g}")
+
+
+def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_type: str | None) -> str:
+    """The ``-c 'capacity.measured=...'`` line for ``best``, or one line saying why there is none.
+
+    The override is checked against :class:`app_config.capacity.MeasuredCapacity`, the model the
+    config loader parses it with, before it is printed: ``ops load`` never prints a value the
+    config refuses (a rate above its bound means the target was no instance, e.g. a local stub).
+    """
+    measured: dict[str, float] = {
+        "concurrency": best.target,
+        "requests_per_minute": significant(best.per_instance_per_minute),
+    }
+    if ttft_p50_s is not None:
+        measured["ttft_p50_ms"] = significant(ttft_p50_s * 1000)
+    try:
+        MeasuredCapacity.model_validate(measured)
+    except ValidationError as error:
+        problems = "; ".join(to_config_error(error, MeasuredCapacity).problems)
+        return f"no capacity.measured override: the config would refuse it ({problems})"
+    # Instance types hold dots, so the override is one JSON object (the config loader parses it).
+    override = json.dumps({instance_type or "<instance type>": measured}, separators=(",", ":"))
+    return f"capacity at the SLO for the fleet's sizing (app_config/capacity.py): -c 'capacity.measured={override}'"
 
 
 def suggest_mean_latency(results: Sequence[LevelResult], concurrency: int) -> float:

@@ -4,8 +4,10 @@ import json
 import math
 import re
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -13,13 +15,14 @@ from devtools import capacity_plan
 from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
 from ops.invoke import Answer
-from ops.load import LevelResult, LoadPlan, percentile, suggest
+from ops.load import LevelResult, LoadPlan, Suggestion, capacity_override_line, percentile, significant, suggest
 from tests.unit.ops_stubs import ENDPOINT, FakeClock, stubbed
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     fail_every = 0  # answer HTTP 500 to every n-th request (0 = never)
+    answer_after_s = 0.0  # a floor under every answer's latency: caps the rate on any runner
     served = 0
     models: list[str]
     lock = threading.Lock()
@@ -38,6 +41,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.served += 1
             number = self.server.served
             self.server.models.append(request["model"])
+        time.sleep(self.server.answer_after_s)
         if self.server.fail_every and number % self.server.fail_every == 0:
             self.send_error(500, "engine error")
             return
@@ -70,6 +74,9 @@ def server() -> Iterator[_Server]:
     srv.server_close()
 
 
+GENEROUS_SLO = ("--ttft-slo-ms", "60000")
+
+
 def _url(srv: _Server) -> str:
     return f"http://127.0.0.1:{srv.server_address[1]}"
 
@@ -81,7 +88,12 @@ def _run(args: list[str]) -> tuple[int, list[str]]:
 
 
 def test_load_reports_each_level_and_a_target(server):
-    code, lines = _run(["--url", _url(server), "--levels", "1,4", "--requests-per-level", "8"])
+    # 10 ms per answer keeps the per-instance rate (<= 4 / 0.01 s = 24,000 req/min) inside what
+    # capacity.measured accepts however fast the runner is; a microsecond server has its own tests.
+    server.answer_after_s = 0.01
+    # The SLO is not what this test is about (its own tests use synthetic levels): a generous one keeps
+    # one stalled first token on a busy runner from failing the level.
+    code, lines = _run(["--url", _url(server), "--levels", "1,4", "--requests-per-level", "8", *GENEROUS_SLO])
     assert code == ExitCode.OK
     assert server.served == 16  # bounded: exactly the request budget
     assert set(server.models) == {"manga_domain_v3"}  # first configured adapter
@@ -251,11 +263,49 @@ def test_repeated_adapter_spreads_requests_round_robin(server):
 
 def test_copies_with_url_suggests_concurrent_requests_per_copy(server):
     """A local container is one copy: --copies 1 gives the inference_components mode's target."""
-    code, lines = _run(["--url", _url(server), "--levels", "2", "--requests-per-level", "8", "--copies", "1"])
+    code, lines = _run(
+        ["--url", _url(server), "--levels", "2", "--requests-per-level", "8", "--copies", "1", *GENEROUS_SLO]
+    )
     assert code == ExitCode.OK
     assert lines[0].endswith("; adapter manga_domain_v3; stream; 1 copy(ies)")
     assert re.fullmatch(
         r"suggested target \(SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution\): \d+ concurrent "
         r"requests per copy = floor\([\d.]+ req/s x [\d.]+ s mean latency / 1 copy\(ies\) / 1.3\) at concurrency 2",
         lines[-1],
+    )
+
+
+def test_significant_keeps_three_figures_and_never_rounds_a_measurement_to_zero():
+    assert significant(0.000412) == 0.000412  # 0.4 us in ms: round() printed 0
+    assert significant(0.41234) == 0.412
+    assert significant(87.65) == 87.7
+    assert significant(268.4) == 268
+    assert significant(1234.5) == 1234  # at and above 10**3, whole numbers stay whole
+    assert significant(0.0) == 0.0
+
+
+def _override(line: str) -> dict[str, Any]:
+    return json.loads(line.split("-c 'capacity.measured=", 1)[1].rstrip("'"))
+
+
+def test_a_server_answering_in_microseconds_prints_an_override_the_config_accepts():
+    # A local stub: TTFT 2 us, 50 requests a second on one instance.
+    line = capacity_override_line(Suggestion(1, 50.0 / 60.0, 50.0, 1), 2e-6, "ml.g5.xlarge")
+    measured = _override(line)
+    assert measured == {"ml.g5.xlarge": {"concurrency": 1, "requests_per_minute": 50.0, "ttft_p50_ms": 0.002}}
+    config = capacity_plan.load([f"capacity.measured={json.dumps(measured)}"])
+    assert config.capacity_of("ml.g5.xlarge").base_ttft_ms == 0.002
+
+
+def test_a_level_slower_than_one_request_a_minute_keeps_its_rate():
+    line = capacity_override_line(Suggestion(1, 0.004, 0.24, 1), 1.5, "ml.g5.xlarge")
+    assert _override(line)["ml.g5.xlarge"]["requests_per_minute"] == 0.24  # round() printed 0
+    capacity_plan.load([f"capacity.measured={json.dumps(_override(line))}"])
+
+
+def test_a_rate_the_config_refuses_is_explained_not_printed():
+    line = capacity_override_line(Suggestion(4, 5000.0, 300000.0, 4), 1e-4, None)
+    assert line == (
+        "no capacity.measured override: the config would refuse it "
+        "(requests_per_minute = 300000.0: must be <= 100000.0)"
     )
