@@ -86,7 +86,23 @@ SAGEMAKER_INVOCATION_TIMEOUT_S: Final = 60
 """A real-time endpoint must answer /invocations within this; REQUEST_TIMEOUT_S stays below it."""
 ENGINE_STOP_GRACE_S: Final = 3
 UVICORN_SHUTDOWN_GRACE_S: Final = 2
-DRAIN_TIMEOUT_MAX_S: Final = 22
+SHUTDOWN_SPARE_S: Final = 3
+"""Left over inside the SIGKILL window after the drain and both graces, for process exit."""
+SHUTDOWN_BUDGET_S: Final = "SHUTDOWN_BUDGET_S"
+"""Seconds from SIGTERM to the platform's SIGKILL, as the container plans its shutdown. The stack
+never sets it: on SageMaker it is ``SAGEMAKER_SIGKILL_AFTER_S``. A local run (or the real-engine
+SIGTERM test) that gives the drain more time than SageMaker would raises it, and ``DRAIN_TIMEOUT_S``
+is then bounded by :func:`drain_timeout_max_s` of it instead of 22 s."""
+SHUTDOWN_BUDGET_MAX_S: Final = 3600
+
+
+def drain_timeout_max_s(shutdown_budget_s: float) -> float:
+    """Longest drain (s) that leaves vLLM's stop grace, uvicorn's and the spare inside ``shutdown_budget_s``."""
+    return shutdown_budget_s - ENGINE_STOP_GRACE_S - UVICORN_SHUTDOWN_GRACE_S - SHUTDOWN_SPARE_S
+
+
+DRAIN_TIMEOUT_MAX_S: Final = int(drain_timeout_max_s(SAGEMAKER_SIGKILL_AFTER_S))
+"""22 s: the drain cap on SageMaker, and the config's bound on ``container.drain_timeout_s``."""
 
 # Start-up budget. SageMaker kills a container whose /ping is not 200 within the endpoint's
 # ContainerStartupHealthCheckTimeoutInSeconds (60-3600 s). The gateway gives up a little

@@ -151,8 +151,17 @@ class Settings(BaseModel):
         20.0,
         alias=env.DRAIN_TIMEOUT_S,
         gt=0,
-        le=MAX_DRAIN_TIMEOUT_S,
-        description="In-flight drain budget after SIGTERM, seconds.",
+        description=(
+            "In-flight drain budget after SIGTERM, seconds; at most drain_timeout_max_s(SHUTDOWN_BUDGET_S) "
+            "(22 s on SageMaker)."
+        ),
+    )
+    shutdown_budget_s: float = Field(
+        SAGEMAKER_SIGKILL_AFTER_S,
+        alias=env.SHUTDOWN_BUDGET_S,
+        ge=SAGEMAKER_SIGKILL_AFTER_S,
+        le=env.SHUTDOWN_BUDGET_MAX_S,
+        description="SIGTERM to SIGKILL, seconds: SageMaker's 30 unless a local run gives the drain more.",
     )
     request_timeout_s: float = Field(
         55.0,
@@ -283,6 +292,13 @@ class Settings(BaseModel):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Settings:
+        drain_max = env.drain_timeout_max_s(self.shutdown_budget_s)
+        if self.drain_timeout_s > drain_max:
+            raise SettingsError(
+                f"{env.DRAIN_TIMEOUT_S}='{self.drain_timeout_s:g}' is invalid: must be <= {drain_max:g} "
+                f"({env.SHUTDOWN_BUDGET_S} {self.shutdown_budget_s:g} s less vLLM's {env.ENGINE_STOP_GRACE_S} s, "
+                f"uvicorn's {env.UVICORN_SHUTDOWN_GRACE_S} s and {env.SHUTDOWN_SPARE_S} s spare)"
+            )
         if self.served_model_name in self.lora_adapters:
             raise SettingsError(
                 f"{env.LORA_ADAPTERS}={','.join(self.lora_adapters)!r} is invalid: "

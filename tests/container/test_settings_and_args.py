@@ -123,6 +123,13 @@ def test_booleans_and_optional_flags() -> None:
     assert engine_environment(settings, {})["VLLM_LOGGING_LEVEL"] == "WARNING"
 
 
+def test_a_longer_shutdown_budget_admits_a_longer_drain() -> None:
+    # SageMaker's SIGKILL window bounds the drain to 22 s; a local run that gives more time says so.
+    assert Settings.from_env({}).shutdown_budget_s == 30
+    longer = Settings.from_env({"SHUTDOWN_BUDGET_S": "300", "DRAIN_TIMEOUT_S": "292"})
+    assert (longer.shutdown_budget_s, longer.drain_timeout_s) == (300, 292)
+
+
 def test_empty_values_take_defaults() -> None:
     assert Settings.from_env({"ENGINE_MAX_NUM_SEQS": ""}).max_num_seqs == 128
 
@@ -156,7 +163,17 @@ def test_empty_values_take_defaults() -> None:
             {"ENGINE_ENFORCE_EAGER": "maybe"},
             "ENGINE_ENFORCE_EAGER='maybe' is invalid: must be one of true, false",
         ),
-        ({"DRAIN_TIMEOUT_S": "23"}, "DRAIN_TIMEOUT_S='23' is invalid: must be <= 22"),
+        (
+            {"DRAIN_TIMEOUT_S": "23"},
+            "DRAIN_TIMEOUT_S='23' is invalid: must be <= 22 "
+            "(SHUTDOWN_BUDGET_S 30 s less vLLM's 3 s, uvicorn's 2 s and 3 s spare)",
+        ),
+        (
+            {"DRAIN_TIMEOUT_S": "293", "SHUTDOWN_BUDGET_S": "300"},
+            "DRAIN_TIMEOUT_S='293' is invalid: must be <= 292 "
+            "(SHUTDOWN_BUDGET_S 300 s less vLLM's 3 s, uvicorn's 2 s and 3 s spare)",
+        ),
+        ({"SHUTDOWN_BUDGET_S": "29"}, "SHUTDOWN_BUDGET_S='29' is invalid: must be >= 30"),
         ({"REQUEST_TIMEOUT_S": "60"}, "REQUEST_TIMEOUT_S='60' is invalid: must be < 60"),
         ({"STARTUP_TIMEOUT_S": "0"}, "STARTUP_TIMEOUT_S='0' is invalid: must be > 0"),
         ({"WARMUP_NUM_REQUESTS": "0"}, "WARMUP_NUM_REQUESTS='0' is invalid: must be >= 1"),

@@ -14,51 +14,21 @@ import httpx
 import pytest
 
 from serving_contract.env import SAGEMAKER_SIGKILL_AFTER_S
-from tests.engine.real_engine import ADAPTERS, RealGateway
+from tests.engine.real_engine import ADAPTERS, ENGINE_ENV, RealGateway
 
 pytestmark = pytest.mark.real_engine
 
 STREAMS = 8
-STREAM_SECONDS = 6.0
-"""How long each stream should run: in flight when every stream has its first chunk (threads start
-within about a second), done well inside the 20 s drain (DRAIN_TIMEOUT_S).
-
-A fixed token count cannot do both across runners: 1000 tokens took about 57 s on one CI machine
-and outran the drain; 64 tokens finished before the last of 8 streams started on another
-(both CI, 2026-11-25). So the test times the engine first (``tokens_for``)."""
-CALIBRATION_TOKENS = 16
-
-
-def tokens_for(gateway: RealGateway, seconds: float) -> int:
-    """Tokens per stream that keep ``STREAMS`` concurrent streams busy for about ``seconds``.
-
-    Times ``STREAMS`` concurrent requests of ``CALIBRATION_TOKENS`` tokens (one per adapter in turn,
-    which also loads every adapter) and scales; clamped to 32..2000.
-    """
-
-    statuses: list[int] = []
-
-    def one(index: int) -> None:
-        body = {
-            "model": ADAPTERS[index % len(ADAPTERS)],
-            "messages": [{"role": "user", "content": f"calibrate {index}"}],
-            "max_tokens": CALIBRATION_TOKENS,
-            "ignore_eos": True,
-        }
-        statuses.append(httpx.post(gateway.url + "/invocations", json=body, timeout=60).status_code)
-
-    one(0)  # the first request after other tests may pay for an adapter load: not part of the rate
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(STREAMS)]
-    started = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    # Checked here, not in the threads: an assertion raised in a thread does not fail the test,
-    # and a failed request would time nothing.
-    assert statuses == [200] * (STREAMS + 1), statuses
-    seconds_per_token = (time.monotonic() - started) / CALIBRATION_TOKENS
-    return max(32, min(2000, round(seconds / seconds_per_token)))
+STREAM_TOKENS = 500
+"""Tokens per stream. Too few and a stream ends before the last stream's first chunk, when the test
+sends SIGTERM: 228 did on a fast runner (issue 32), where the first chunks were a second apart.
+Too many and a stream outlives the relay's REQUEST_TIMEOUT_S (59 s, SageMaker's most): 1000 tokens
+of 8 streams took about 57 s on the slowest CI machine seen (2026-11-25), so 500 take ~29 s there.
+The drain itself is out of the race: the shared gateway's DRAIN_TIMEOUT_S is 240 s (``ENGINE_ENV``).
+The first chunks are kept close together: every adapter is loaded and every connection open before
+the streams start behind a barrier."""
+ENGINE_MAX_MODEL_LEN = int(ENGINE_ENV["ENGINE_MAX_MODEL_LEN"])
+SHUTDOWN_BUDGET_S = float(ENGINE_ENV["SHUTDOWN_BUDGET_S"])
 
 
 def wait_for(predicate: Any, timeout_s: float, what: str) -> None:
@@ -72,22 +42,28 @@ def wait_for(predicate: Any, timeout_s: float, what: str) -> None:
 @pytest.mark.ends_shared_gateway
 def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gateway: RealGateway) -> None:
     gateway = shared_gateway
-    tokens = tokens_for(gateway, STREAM_SECONDS)
+    assert STREAM_TOKENS < ENGINE_MAX_MODEL_LEN - 64  # the prompt and the answer fit the context
     first_chunk = [threading.Event() for _ in range(STREAMS)]
     all_connected = threading.Barrier(STREAMS)
     bodies: list[str] = [""] * STREAMS
     statuses: list[int] = [0] * STREAMS
 
+    for adapter in ADAPTERS:  # no stream pays for an adapter load after the barrier
+        warm = {"model": adapter, "messages": [{"role": "user", "content": "warm"}], "max_tokens": 1}
+        assert httpx.post(gateway.url + "/invocations", json=warm, timeout=120).status_code == 200
+
     def stream(index: int) -> None:
         body = {
             "model": ADAPTERS[index % len(ADAPTERS)],
             "messages": [{"role": "user", "content": f"stream {index}"}],
-            "max_tokens": tokens,
+            "max_tokens": STREAM_TOKENS,
             "ignore_eos": True,  # vLLM's extension: exactly max_tokens, however random the weights
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        with httpx.Client(timeout=60) as client:  # built before the barrier: the streams start together
+        # No read timeout: the gateway's REQUEST_TIMEOUT_S and the drain bound a stream, not the client.
+        with httpx.Client(timeout=httpx.Timeout(60, read=None)) as client:
+            client.get(gateway.url + "/ping")  # the connection is open before the barrier
             all_connected.wait()
             with client.stream("POST", gateway.url + "/invocations", json=body) as response:
                 statuses[index] = response.status_code
@@ -98,27 +74,28 @@ def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gatew
     threads = [threading.Thread(target=stream, args=(i,)) for i in range(STREAMS)]
     for thread in threads:
         thread.start()
-    wait_for(lambda: all(e.is_set() for e in first_chunk), 60, "every stream's first chunk")
+    wait_for(lambda: all(e.is_set() for e in first_chunk), 120, "every stream's first chunk")
     engine = gateway.descendants()
     finished_before_sigterm = [body.endswith("data: [DONE]\n\n") for body in bodies]
     gateway.proc.send_signal(signal.SIGTERM)
-    assert not any(finished_before_sigterm), f"a stream of {tokens} tokens ended before SIGTERM"
+    assert not any(finished_before_sigterm), f"a stream of {STREAM_TOKENS} tokens ended before SIGTERM"
 
-    wait_for(lambda: httpx.get(gateway.url + "/ping").status_code == 503, 5, "/ping to turn 503")
+    wait_for(lambda: httpx.get(gateway.url + "/ping").status_code == 503, 30, "/ping to turn 503")
     assert httpx.get(gateway.url + "/ping").json()["status"] == "draining"
-    refused = httpx.post(gateway.url + "/invocations", json={"prompt": "late"}, timeout=10)
+    refused = httpx.post(gateway.url + "/invocations", json={"prompt": "late"}, timeout=30)
     assert refused.status_code == 503
     assert refused.json()["error"]["message"] == "instance is draining (SIGTERM); retry elsewhere"
 
-    # SageMaker sends SIGKILL 30 s after SIGTERM: everything below must happen before that.
-    assert gateway.proc.wait(timeout=SAGEMAKER_SIGKILL_AFTER_S) == 0
+    # Every stream ends inside the drain budget and the gateway exits 0 inside its shutdown budget.
+    assert gateway.proc.wait(timeout=SHUTDOWN_BUDGET_S) == 0
     for thread in threads:
-        thread.join(timeout=5)
+        thread.join(timeout=30)
     assert statuses == [200] * STREAMS
     for body in bodies:
         assert body.endswith("data: [DONE]\n\n")
+        assert "REQUEST_TIMEOUT_S" not in body, f"a stream of {STREAM_TOKENS} tokens outlived the request budget"
         usage = [json.loads(e[6:])["usage"] for e in body.split("\n\n") if e.startswith("data: {") and '"usage"' in e]
-        assert usage[-1]["completion_tokens"] == tokens
+        assert usage[-1]["completion_tokens"] == STREAM_TOKENS
     stderr = gateway.wait_for_log("drain: all requests finished")
     assert f"drain: SIGTERM, {STREAMS} request(s) in flight" in stderr
     assert not [pid for pid in engine if gateway.process_name(pid)]  # no engine process outlives it
