@@ -123,7 +123,8 @@ SMOKE = Profile(
     requests_per_level=2,
     min_requests=4,
     seconds_per_level=5.0,
-    ready_timeout_s=300.0,
+    # A liveness bound: in CI the smoke starts beside two engines and the synth tests on 2 cores.
+    ready_timeout_s=900.0,
     # vLLM's CPU build, sized like tests/engine/real_engine.py (eager: no torch.compile).
     engine_env={
         "ENGINE_ENFORCE_EAGER": "true",

@@ -60,7 +60,8 @@ def contract_answer(argvs: list[list[str]]) -> dict[str, Any]:
     if _CONTRACT.get("argvs") != argvs:
         _start_parser(argvs)
     proc: subprocess.Popen[str] = _CONTRACT["proc"]
-    proc.wait(timeout=120)
+    # Liveness only: at nice 19 on two saturated cores its ~10 s of imports can take minutes.
+    proc.wait(timeout=900)
     _CONTRACT["stdout"].seek(0)
     _CONTRACT["stderr"].seek(0)
     stdout, stderr = _CONTRACT["stdout"].read(), _CONTRACT["stderr"].read()
@@ -116,7 +117,10 @@ class Serve:
             "ENDPOINT_NAME": "test-endpoint",
             "VARIANT_NAME": "AllTraffic",
             "DRAIN_TIMEOUT_S": "10",
-            "REQUEST_TIMEOUT_S": "1",
+            # Far above any request the fake answers: a held stream is released by the test, not cut by
+            # the relay's timer (1 s cut held streams on a loaded runner, issue 32). The tests about the
+            # timeout start their own gateway with REQUEST_TIMEOUT_S=1.
+            "REQUEST_TIMEOUT_S": "30",
             "FAKE_PID_FILE": str(self.pid_file),
             "ADAPTER_SRC_ROOT": tempfile.gettempdir(),  # tests' adapter folders live in tmp_path
             **(fake_env or {}),
@@ -141,7 +145,7 @@ class Serve:
         except httpx.HTTPError:
             return None
 
-    def wait_ready(self, timeout_s: float = 15.0) -> None:
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             response = self.ping()

@@ -14,7 +14,8 @@ Scripting (all under ``/_control``, used by the tests only):
 - env ``FAKE_PID_FILE``: write the pid there;
 - env ``FAKE_COMPILE_KEY``: "compile" like vLLM: write ``torch_compile_cache/<key>/graph`` under
   ``VLLM_CACHE_ROOT`` unless it is there (a hit writes nothing);
-- user content ``hold``: stream one chunk, then wait for ``POST /_control/release``;
+- user content or prompt ``hold``: stream one chunk (or, without streaming, send nothing), then wait
+  for ``POST /_control/release``;
 - user content ``slow:<seconds>``: sleep before answering;
 - user content ``boom``: answer 500 with a CUDA out-of-memory message;
 - a ``fake_vllm.json`` file in an adapter folder scripts its load: ``load_delay_s`` (sleep
@@ -210,6 +211,9 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
         return error(500, "CUDA out of memory. Tried to allocate 2.00 GiB")
     if text.startswith("slow:"):
         await asyncio.sleep(float(text.split(":", 1)[1]))
+    release = RELEASE[0]
+    if text == "hold" and not stream:
+        await release.wait()
     n_out = min(max_tokens, 3)
     c = STATE["counters"]
     c["prompt"] += 7
@@ -252,8 +256,6 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
             "choices": [choice],
         }
         return b"data: " + json.dumps(payload).encode() + b"\n\n"
-
-    release = RELEASE[0]
 
     async def events():
         STATE["streams_open"] += 1

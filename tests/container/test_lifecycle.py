@@ -3,6 +3,7 @@ fresh ``serve`` process."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from serving_contract.env import SAGEMAKER_SIGKILL_AFTER_S
 from tests.container.conftest import ADAPTERS, REPO, Serve
 
 
@@ -38,7 +40,7 @@ def test_ping_is_503_until_warmup_through_every_adapter(tmp_path: Path) -> None:
     serve = Serve(tmp_path, fake_env={"FAKE_GATE": "closed"})
     try:
         # The engine is healthy, but warmup requests are held by the fake's gate.
-        wait_until(lambda: len(engine_requests(serve)) >= 4)
+        wait_until(lambda: len(engine_requests(serve)) >= 4, timeout_s=60)
         response = serve.ping()
         assert response is not None and response.status_code == 503
         assert response.json()["status"] == "warming_up"
@@ -56,38 +58,64 @@ def test_ping_is_503_until_warmup_through_every_adapter(tmp_path: Path) -> None:
 
 
 def test_sigterm_drains_in_flight_requests_then_exits_0(tmp_path: Path) -> None:
-    serve = Serve(tmp_path, env={"REQUEST_TIMEOUT_S": "10"})
+    # Every request is held by the engine until the test releases it, after SIGTERM: in flight
+    # at the signal by construction, on a runner of any speed.
+    serve = Serve(tmp_path, env={"REQUEST_TIMEOUT_S": "30"})
     results: list[httpx.Response] = []
     try:
         serve.wait_ready()
         before = len(engine_requests(serve))
 
         def call(body: dict[str, Any]) -> None:
-            results.append(httpx.post(serve.url + "/invocations", json=body, timeout=10))
+            results.append(httpx.post(serve.url + "/invocations", json=body, timeout=30))
 
-        bodies = [{"prompt": "slow:1.0"}] * 4 + [{"prompt": "slow:1.0", "stream": True}] * 4
+        bodies = [{"prompt": "hold"}] * 4 + [{"prompt": "hold", "stream": True}] * 4
         threads = [threading.Thread(target=call, args=(b,)) for b in bodies]
         for thread in threads:
             thread.start()
         wait_until(lambda: len(engine_requests(serve)) >= before + len(bodies))
         serve.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.1)
+        wait_until(lambda: (ping := serve.ping()) is not None and ping.status_code == 503)
         ping = serve.ping()
-        assert ping is not None and ping.status_code == 503
-        assert ping.json()["status"] == "draining"
-        refused = httpx.post(serve.url + "/invocations", json={"prompt": "x"}, timeout=5)
+        assert ping is not None and ping.json()["status"] == "draining"
+        refused = httpx.post(serve.url + "/invocations", json={"prompt": "x"}, timeout=10)
         assert refused.status_code == 503 and "draining" in refused.json()["error"]["message"]
+        assert results == []  # nothing answered yet: every request is still held
+        httpx.post(serve.engine_url + "/_control/release", timeout=10)
         for thread in threads:
-            thread.join(timeout=10)
-        assert serve.proc.wait(timeout=10) == 0
+            thread.join(timeout=30)
+        assert serve.proc.wait(timeout=30) == 0
     finally:
         serve.stop()
     assert len(results) == len(bodies)
     assert [r.status_code for r in results] == [200] * len(bodies)
     streamed = [r.text for r in results if r.headers["content-type"].startswith("text/event")]
     assert len(streamed) == 4 and all(text.endswith("data: [DONE]\n\n") for text in streamed)
+    assert "drain: SIGTERM, 8 request(s) in flight" in serve.log_line("drain:", "SIGTERM")
     engine_pid = int(serve.pid_file.read_text())
     assert not Path(f"/proc/{engine_pid}").exists() or "Z" in Path(f"/proc/{engine_pid}/stat").read_text().split()[2]
+
+
+def test_a_request_held_past_the_drain_budget_is_cut_and_the_gateway_exits_inside_sigkill(tmp_path: Path) -> None:
+    # SageMaker's own budget: the drain gives up at DRAIN_TIMEOUT_S, and vLLM's stop grace and
+    # uvicorn's follow, so the gateway exits 0 before the SIGKILL 30 s after SIGTERM.
+    serve = Serve(tmp_path, env={"DRAIN_TIMEOUT_S": "1", "REQUEST_TIMEOUT_S": "30"})
+    try:
+        serve.wait_ready()
+        before = len(engine_requests(serve))
+
+        def hold() -> None:
+            with contextlib.suppress(httpx.HTTPError):  # cut when the gateway exits: the point of the test
+                httpx.post(serve.url + "/invocations", json={"prompt": "hold"}, timeout=60)
+
+        held = threading.Thread(target=hold, daemon=True)
+        held.start()
+        wait_until(lambda: len(engine_requests(serve)) > before)
+        serve.proc.send_signal(signal.SIGTERM)
+        assert serve.proc.wait(timeout=SAGEMAKER_SIGKILL_AFTER_S) == 0
+        assert "1 request(s) still in flight after 1.0 s, stopping anyway" in serve.log_line("drain:", "stopping")
+    finally:
+        serve.stop()
 
 
 def test_engine_death_fails_ping_and_exits_nonzero(tmp_path: Path) -> None:
@@ -95,7 +123,7 @@ def test_engine_death_fails_ping_and_exits_nonzero(tmp_path: Path) -> None:
     try:
         serve.wait_ready()
         os.kill(int(serve.pid_file.read_text()), signal.SIGKILL)
-        assert serve.proc.wait(timeout=10) == 1
+        assert serve.proc.wait(timeout=60) == 1  # liveness only: the exit code is the check
     finally:
         serve.stop()
     serve.log_line("vLLM exited unexpectedly with code -9")
@@ -104,7 +132,7 @@ def test_engine_death_fails_ping_and_exits_nonzero(tmp_path: Path) -> None:
 def test_startup_timeout_exits_nonzero_with_message(tmp_path: Path) -> None:
     serve = Serve(tmp_path, env={"STARTUP_TIMEOUT_S": "1"}, fake_env={"FAKE_STARTUP_DELAY_S": "30"})
     try:
-        assert serve.proc.wait(timeout=10) == 1
+        assert serve.proc.wait(timeout=60) == 1  # liveness only: the exit code is the check
     finally:
         serve.stop()
     serve.log_line("startup failed: vLLM /health not 200 within STARTUP_TIMEOUT_S")
