@@ -1,5 +1,6 @@
 """Compose every stack of the app from one validated config."""
 
+import re
 from dataclasses import dataclass
 
 import aws_cdk as cdk
@@ -12,6 +13,7 @@ from app_config import AppConfig
 from app_config.image import ImageRefConfig
 from cdk_constructs.common.nag_report import format_validation_failure
 from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, VariantImages
+from serving_contract.outputs import pascal_case
 from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_build_stack import ImageBuildStack
 from stacks.image_repository_stack import ImageRepositoryStack
@@ -53,7 +55,8 @@ def prebuilt_image(
             service="ecr", account=account, region=region, resource="repository", resource_name=name
         )
         if arn not in imported:
-            construct_id = "Prebuilt" + "".join(c for c in f"{account}-{region}-{name}".title() if c.isalnum())
+            # Repository names may hold '/', '.' and '_': each run of other characters splits a word.
+            construct_id = "Prebuilt" + pascal_case(re.sub(r"[^A-Za-z0-9]+", "-", f"{account}-{region}-{name}"))
             imported[arn] = ecr.Repository.from_repository_attributes(
                 scope, construct_id, repository_arn=arn, repository_name=name
             )
