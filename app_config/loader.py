@@ -9,11 +9,15 @@ numbers and booleans, and values that look like JSON lists or objects are parsed
 
 import copy
 import json
+import re
+import sys
+import types
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from app_config.errors import ConfigError, closest_key, to_config_error
 from app_config.root import AppConfig
@@ -58,29 +62,123 @@ def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, A
     return base
 
 
-def _parse_cli_value(value: Any) -> Any:
+def _parse_cli_value(key: str, value: Any) -> Any:
     if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
         try:
             return json.loads(value)
         except json.JSONDecodeError as exc:
-            raise ConfigError([f"value {value!r} looks like JSON but does not parse: {exc.msg}"]) from exc
+            raise ConfigError(
+                [f"{key} = {value!r}: looks like JSON but does not parse ({exc.msg} at character {exc.pos})"]
+            ) from exc
     if value == "null":
         return None
     return value
 
 
-def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = data
-    for index, part in enumerate(parts[:-1]):
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X`` of ``X | None``; pydantic keeps ``Annotated`` metadata off ``FieldInfo.annotation``."""
+    args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        return args[0]
+    return annotation
+
+
+def _model(annotation: Any) -> type[BaseModel] | None:
+    annotation = _unwrap(annotation)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _map_key(parts: list[str], value_model: type[BaseModel] | None) -> int:
+    """How many of ``parts`` form one key of a map whose keys may hold dots (``ml.g6e.xlarge``).
+
+    A map of sections (``capacity.measured.<type>.concurrency``): the key ends before the first
+    part that names a field of the section. A map of values: the key is every remaining part.
+    """
+    if value_model is not None:
+        for end in range(1, len(parts)):
+            if parts[end] in value_model.model_fields:
+                return end
+    return len(parts)
+
+
+def _list_item(items: list[Any], part: str, path: str) -> int:
+    """Index of the item ``part`` names: a position (``0``) or an item's ``name`` (``shonen-jump``)."""
+    if part.isdigit():
+        if int(part) >= len(items):
+            raise ConfigError([f"{path}: no item {part}; the list holds {len(items)} (0..{len(items) - 1})"])
+        return int(part)
+    names = [item.get("name") for item in items if isinstance(item, dict)]
+    if part not in names:
+        known = ", ".join(str(n) for n in names) or "(none)"
+        raise ConfigError([f"{path}: no item named {part!r}; items: {known}, or a position 0..{len(items) - 1}"])
+    return names.index(part)
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any, warnings: list[str]) -> None:
+    """Set ``dotted`` in ``data``, walking ``AppConfig``'s schema beside it.
+
+    Beyond ``section.key``: a key of a map may hold dots (``scaling.hourly_price_usd.ml.g6e.xlarge``,
+    ``capacity.measured.ml.g5.xlarge.concurrency``), and an item of a list of sections is named by
+    position or by its ``name`` (``scaling.primary.events[0].min_capacity``,
+    ``scaling.primary.events.shonen-jump.min_capacity``). A list given whole that is shorter than
+    the one it replaces adds a line to ``warnings``: restating one event as a list drops the others.
+
+    Raises:
+        ConfigError: the path runs through something that is not a section, map or list of sections.
+    """
+    parts = _INDEX.sub(r".\1", dotted).split(".")
+    node: Any = data
+    model: type[BaseModel] | None = AppConfig
+    index = 0
+    while index < len(parts) - 1:
+        part, path = parts[index], ".".join(parts[: index + 1])
+        field = model.model_fields.get(part) if model is not None else None
+        annotation = _unwrap(field.annotation) if field is not None else None
+        origin, args = typing.get_origin(annotation), typing.get_args(annotation)
         child = node.get(part)
+        if origin is dict:  # a map: its key may span several parts
+            if child is None:
+                child = node[part] = {}
+            node = child
+            rest = parts[index + 1 :]
+            end = _map_key(rest, _model(args[1]))
+            key = ".".join(rest[:end])
+            if end == len(rest):
+                node[key] = value
+                return
+            model = _model(args[1])
+            node = node.setdefault(key, {})
+            index += 1 + end
+            continue
+        if origin is tuple and isinstance(child, list | tuple):  # a list of sections, one item
+            items = list(child)
+            node[part] = items
+            position = _list_item(items, parts[index + 1], f"{path}.{parts[index + 1]}")
+            if index + 2 == len(parts):
+                items[position] = value
+                return
+            model = _model(args[0])
+            node = dict(items[position])
+            items[position] = node
+            index += 2
+            continue
         if child is None:  # an optional section that is off by default, e.g. image.canary
             child = node[part] = {}
         if not isinstance(child, dict):
-            prefix = ".".join(parts[: index + 1])
-            raise ConfigError([f"{dotted}: cannot set a key below {prefix}, which is not a section"])
-        node = child
-    node[parts[-1]] = value
+            raise ConfigError([f"{dotted}: cannot set a key below {path}, which is not a section"])
+        node, model = child, _model(annotation)
+        index += 1
+    leaf = parts[-1]
+    previous = node.get(leaf) if isinstance(node, dict) else None
+    if isinstance(previous, list | tuple) and isinstance(value, list) and len(value) < len(previous):
+        warnings.append(
+            f"{dotted}: {len(value)} item(s) replace {len(previous)}; to change one, name it "
+            f"({dotted}[0].<key> or {dotted}.<name>.<key>)"
+        )
+    node[leaf] = value
 
 
 def _defaults_as_dict() -> dict[str, Any]:
@@ -121,21 +219,24 @@ def load_config(context: Mapping[str, Any]) -> AppConfig:
     for key, value in context.items():
         if _is_cdk_key(key):
             continue
-        if "." in key:
-            dotted.append((key, _parse_cli_value(value)))
+        if "." in key or "[" in key:
+            dotted.append((key, _parse_cli_value(key, value)))
         elif isinstance(value, Mapping) and isinstance(data.get(key), dict):
             _deep_merge(data[key], value)
         else:
-            data[key] = _parse_cli_value(value)
+            data[key] = _parse_cli_value(key, value)
     # Shorter paths first, so a section block never undoes a more specific override.
+    warnings: list[str] = []
     for key, value in sorted(dotted, key=lambda item: item[0].count(".")):
-        root = key.split(".", 1)[0]
+        root = re.split(r"[.\[]", key, maxsplit=1)[0]
         if root not in AppConfig.model_fields:
             hint = closest_key(key, AppConfig)
             suggestion = f"; did you mean '{hint}'?" if hint else ""
             raise ConfigError([f"{key}: unknown key{suggestion}"])
-        _set_dotted(data, key, value)
+        _set_dotted(data, key, value, warnings)
     data[STAGE_KEY] = stage
+    for warning in warnings:
+        print(f"config warning: {warning}", file=sys.stderr)
 
     try:
         return AppConfig.model_validate(data)

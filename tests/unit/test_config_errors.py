@@ -216,7 +216,36 @@ def test_malformed_json_value_is_reported() -> None:
     context = {**cdk_json_context(), "model.adapters": "[{oops"}
     with pytest.raises(ConfigError) as info:
         load_config(context)
-    assert str(info.value).startswith("config error: value '[{oops' looks like JSON but does not parse")
+    assert str(info.value) == (
+        "config error: model.adapters = '[{oops': looks like JSON but does not parse "
+        "(Expecting property name enclosed in double quotes at character 2)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        (
+            "scaling.primary.events.nope.min_capacity",
+            "config error: scaling.primary.events.nope: no item named 'nope'; items: shonen-jump, "
+            "shonen-magazine, friday-release, or a position 0..2",
+        ),
+        (
+            "scaling.primary.events[9].min_capacity",
+            "config error: scaling.primary.events.9: no item 9; the list holds 3 (0..2)",
+        ),
+        (
+            "serving.primary.max_capacity.x",
+            "config error: serving.primary.max_capacity.x: cannot set a key below serving.primary.max_capacity, "
+            "which is not a section",
+        ),
+    ],
+)
+def test_a_path_through_a_list_or_a_value_names_what_it_holds(key: str, expected: str) -> None:
+    context = {**cdk_json_context(), key: "1"}
+    with pytest.raises(ConfigError) as info:
+        load_config(context)
+    assert str(info.value) == expected
 
 
 def test_several_problems_give_one_line_each() -> None:

@@ -112,3 +112,41 @@ def test_a_variant_may_be_created_at_weight_zero() -> None:
             float(primary),
             float(canary),
         )
+
+
+def _load(**overrides: str) -> AppConfig:
+    return load_config({**cdk_json_context(), **overrides})
+
+
+def test_a_map_key_with_dots_is_one_key() -> None:
+    # Instance types hold dots: the key of a map of values is everything after the map's name.
+    config = _load(**{"scaling.hourly_price_usd.ml.g6e.xlarge": "2.24"})
+    assert config.scaling.hourly_price_usd["ml.g6e.xlarge"] == 2.24
+    assert "ml" not in config.scaling.hourly_price_usd
+
+
+def test_a_map_of_sections_takes_one_field_at_a_time() -> None:
+    fields = {"concurrency": "12", "requests_per_minute": "240", "ttft_p50_ms": "310.5"}
+    config = _load(**{f"capacity.measured.ml.g5.xlarge.{key}": value for key, value in fields.items()})
+    measured = config.capacity.measured["ml.g5.xlarge"]
+    assert (measured.concurrency, measured.requests_per_minute, measured.ttft_p50_ms) == (12, 240, 310.5)
+
+
+@pytest.mark.parametrize(
+    "key", ["scaling.primary.events[1].min_capacity", "scaling.primary.events.shonen-magazine.min_capacity"]
+)
+def test_one_list_item_is_set_by_position_or_name_and_the_rest_stay(key: str) -> None:
+    default = _load().scaling.primary.events
+    events = _load(**{key: "13"}).scaling.primary.events
+    assert [e.name for e in events] == [e.name for e in default]
+    assert events[1].min_capacity == 13
+    assert [events[0], *events[2:]] == [default[0], *default[2:]]
+
+
+def test_a_list_override_that_drops_items_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    events = _load(**{"scaling.primary.events": '[{"name": "shonen-jump", "day_of_week": "MON", "min_capacity": 4}]'})
+    assert [e.name for e in events.scaling.primary.events] == ["shonen-jump"]
+    assert capsys.readouterr().err == (
+        "config warning: scaling.primary.events: 1 item(s) replace 3; to change one, name it "
+        "(scaling.primary.events[0].<key> or scaling.primary.events.<name>.<key>)\n"
+    )
