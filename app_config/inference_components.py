@@ -14,7 +14,7 @@ wakes it (calls fail until a copy is up, ~5 min for an 8B model in AWS's measure
 from pydantic import Field, model_validator
 
 from app_config.base import AdapterName, ConfigModel
-from app_config.image_build import PLACEHOLDER_SHA256, ArtifactPin, pin_sha256, placeholder_pin
+from app_config.image_build import ArtifactPin, placeholder_pin
 
 
 class ComponentRolloutConfig(ConfigModel):
@@ -206,18 +206,3 @@ class InferenceComponentsConfig(ConfigModel):
                 "scale_to_zero = true, or nothing would wake the endpoint"
             )
         return self
-
-
-def unpinned_adapter_problems(components: "InferenceComponentsConfig") -> list[str]:
-    """One line per adapter whose pin still holds the placeholder sha256.
-
-    inference_components mode serves only adapters whose files match their pin (the container
-    checks ``ADAPTER_SHA256``), so a placeholder pin is refused when the stack is built; the
-    variants mode and the capacity tools still accept the defaults.
-    """
-    return [
-        f"serving.inference_components.adapter_artifacts.{name} = {pin!r}: the sha256 is the unpinned placeholder; "
-        "set the sha256 of the adapter's files (docs/inference-components.md, 'Shipping a new adapter version')"
-        for name, pin in sorted(components.adapter_artifacts.items())
-        if pin_sha256(pin) == PLACEHOLDER_SHA256
-    ]

@@ -5,7 +5,8 @@ that `make synth` works offline on a fresh checkout. A deploy must not start wit
 build would fail minutes in (``lambdas/image/index.py`` refuses them), after CloudFormation
 has created the stacks before it. This module names them, once, for everything that refuses a
 deploy before anything is created: the ImageBuild stack's CloudFormation rule
-(``stacks/image_build_stack.py``), `make synth`'s summary and ``ops preflight``.
+and the Serving stack's in ``inference_components`` mode (``cdk_constructs/common/placeholder_pins.py``),
+`make synth`'s summary and ``ops preflight``.
 """
 
 from dataclasses import dataclass
@@ -16,7 +17,9 @@ from serving_contract.model_artifacts import ADAPTER_ARCHIVE, version_prefix
 
 DEPLOY_DOC = "docs/deploy.md"
 RULE_ID = "ArtifactPinsSet"
-"""Logical id of the ImageBuild template's CloudFormation rule that refuses placeholder pins."""
+"""Logical id of the CloudFormation rule that refuses placeholder pins: in the ImageBuild template
+(every pin the build bakes in) and, in ``inference_components`` mode, the Serving template (the adapter
+components' archives, which SageMaker reads at deploy, whatever ``image.source`` is)."""
 
 
 def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
@@ -118,7 +121,18 @@ def placeholder_pin_problem(config: AppConfig) -> str | None:
     Kept under CloudFormation's 1,024-character limit on a rule's ``AssertDescription``
     (CloudFormation user guide, "Rules syntax"): the keys are listed, the pins are not.
     """
-    keys = [key for key, _ in placeholder_pins(config) + placeholder_base_images(config)]
+    return placeholder_keys_problem([key for key, _ in placeholder_pins(config) + placeholder_base_images(config)])
+
+
+def component_pin_problem(config: AppConfig) -> str | None:
+    """:func:`placeholder_pin_problem` for the pins the Serving stack reads itself: the adapter
+    components' archives in ``inference_components`` mode (SageMaker downloads them at deploy)."""
+    prefix = "serving.inference_components.adapter_artifacts."
+    return placeholder_keys_problem([key for key, _ in placeholder_pins(config) if key.startswith(prefix)])
+
+
+def placeholder_keys_problem(keys: list[str]) -> str | None:
+    """The one-line refusal for ``keys`` (config keys holding a placeholder), or None when there are none."""
     if not keys:
         return None
     shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")

@@ -10,10 +10,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from app_config import AppConfig, pins
+from app_config import AppConfig
 from app_config.image_build import docker_hub_cache_prefix
 from app_config.pins import built_artifact_sets, placeholder_pin_problem
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
+from cdk_constructs.common.placeholder_pins import refuse_placeholder_pins
 from cdk_constructs.image import image_inputs
 from cdk_constructs.image.docker_hub_cache import DockerHubCache
 from cdk_constructs.image.image_build import ImageBuild, ImageBuildRequest
@@ -51,7 +52,7 @@ class ImageBuildStack(cdk.Stack):
         super().__init__(scope, construct_id, **kwargs)
         build = config.image.build
         self.artifacts_bucket = artifacts_bucket
-        refuse_placeholder_pins(self, config)
+        refuse_placeholder_pins(self, placeholder_pin_problem(config))
 
         if not (source_root / image_inputs.DOCKERFILE).is_file():
             cdk.Annotations.of(self).add_warning_v2(
@@ -140,27 +141,3 @@ class ImageBuildStack(cdk.Stack):
         cdk.CfnOutput(self, outputs.IMAGE_BUILD_PROJECT_NAME, value=self.image_build.project.project_name)
         cdk.CfnOutput(self, outputs.PRIMARY_IMAGE_TAG, value=self.image_tags["primary"])
         cdk.CfnOutput(self, outputs.CANARY_IMAGE_TAG, value=self.image_tags["canary"])
-
-
-def refuse_placeholder_pins(stack: cdk.Stack, config: AppConfig) -> None:
-    """A CloudFormation rule that fails while any pin the build uses holds the placeholder.
-
-    CloudFormation evaluates a template's rules before it creates or updates anything and
-    stops with the assertion's description (CloudFormation user guide, "Rules"): `cdk deploy`
-    ends in one line naming the keys, nothing is created, and the synth itself, which has to work
-    offline on the defaults, still succeeds. The assertion is constant on purpose:
-    the decision was taken at synth, the rule only carries it to the deploy.
-    """
-    problem = placeholder_pin_problem(config)
-    if problem is None:
-        return
-    cdk.CfnRule(
-        stack,
-        pins.RULE_ID,
-        assertions=[
-            # Fn::Contains, not Fn::Equals of two constants, which cfn-lint reports (W8003).
-            cdk.CfnRuleAssertion(
-                assert_=cdk.Fn.condition_contains(["pinned"], "placeholder"), assert_description=problem
-            )
-        ],
-    )

@@ -8,10 +8,11 @@ from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from app_config import AppConfig, ConfigError
-from app_config.inference_components import unpinned_adapter_problems
+from app_config import AppConfig
+from app_config.pins import component_pin_problem
 from cdk_constructs.artifacts.model_artifacts_bucket import grant_archive_read
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.common.placeholder_pins import refuse_placeholder_pins
 from cdk_constructs.endpoint.container_environment import container_environment
 from cdk_constructs.endpoint.inference_component_endpoint import InferenceComponentEndpoint
 from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, VariantImages
@@ -35,8 +36,8 @@ class ComponentsServing(Construct):
             the :class:`ServingModeConstruct` face.
         autoscaling: the base component's :class:`ComponentAutoscaling`.
 
-    Raises:
-        ConfigError: an adapter's artifact pin still holds the placeholder (SageMaker would load it).
+    An adapter pin that still holds the placeholder adds the stack's CloudFormation rule
+    (``cdk_constructs.common.placeholder_pins``): the synth works offline, the deploy is refused.
     """
 
     def __init__(
@@ -62,9 +63,8 @@ class ComponentsServing(Construct):
         """
         super().__init__(scope, construct_id)
         serving, components = config.serving, config.serving.inference_components
-        unpinned = unpinned_adapter_problems(components)
-        if unpinned:
-            raise ConfigError(unpinned)
+        # Offline synth works on every default; the deploy refuses the placeholders, as in variants mode.
+        refuse_placeholder_pins(self, component_pin_problem(config))
         adapters = [adapter.name for adapter in config.model.adapters]
         self.endpoint_construct = InferenceComponentEndpoint(
             self,
