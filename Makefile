@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 BASE ?= origin/main
 # Extra CDK arguments, e.g. make synth ARGS="-c stage=dev -c serving.primary.max_capacity=12"
 ARGS ?=
+# The stacks' outputs after a deploy, what `mangaassist-ops ... --stack-outputs` reads (docs/operations.md).
+OUTPUTS ?= cdk-outputs.json
 
 # The Node that runs aws-cdk-lib's jsii side is chosen by app.py and tests/conftest.py
 # (stacks/jsii_node.py), so `npx cdk synth`, `make test` and a bare pytest agree.
@@ -71,7 +73,9 @@ typecheck: setup
 ## First deploy, step 1 (docs/deploy.md): the stacks that hold data, before anything reads it:
 ## the ECR repository and the model-artifacts bucket. Needs AWS credentials and `cdk bootstrap`.
 deploy-foundation: setup
-	npx cdk deploy $(ARGS) '*-ImageRepository' '*-ModelArtifacts'
+	npx cdk synth --quiet $(ARGS)
+	$(PY) -m ops preflight --foundation $(ARGS)
+	npx cdk deploy $(ARGS) --outputs-file $(OUTPUTS) '*-ImageRepository' '*-ModelArtifacts'
 
 ## Read-only checks of the account before a deploy (ops preflight; exit codes in docs/operations.md).
 ## ARGS takes -c key=value for both the synth and the checks, e.g. make deploy ARGS="-c stage=dev".
@@ -81,7 +85,7 @@ preflight: setup
 
 ## Every stack, after the preflight passes (placeholder pins, bootstrap, quotas, artifacts, names).
 deploy: preflight
-	npx cdk deploy --all $(ARGS)
+	npx cdk deploy --all --outputs-file $(OUTPUTS) $(ARGS)
 
 ## Per-stack template diff of the working tree against BASE (default origin/main).
 diff: setup

@@ -150,7 +150,7 @@ def _endpoint_ref(
 def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
     _, config = _app_config(args)
     if args.command == "preflight":
-        checks = PreflightOptions(args.region, args.profile, args.cdk_out, args.download_digests)
+        checks = PreflightOptions(args.region, args.profile, args.cdk_out, args.download_digests, args.foundation)
         return run_preflight(config, deps.preflight_clients, checks, deps.out)
     adapters = tuple(a.name for a in config.model.adapters)
     if args.command == "load" and args.url:

@@ -23,6 +23,7 @@ from ops.preflight.pins import pins_in_effect, placeholder_pin_lines
 from ops.preflight.report import Finding, error, exit_code, fail, ok, skip, summary
 
 AWS_CHECKS: Final = "bootstrap, quotas, artifacts, image, endpoint, log-groups"
+FOUNDATION_AWS_CHECKS: Final = "bootstrap"
 
 DESCRIPTION: Final = """\
 Read-only checks of what synth cannot know before a first `cdk deploy`, for the stage config
@@ -44,6 +45,9 @@ skip, or error (an AWS call failed). Every check runs; the exit code is the firs
   image       artifacts: image.source = prebuilt: each variant's image is in ECR.
   endpoint    conflict: serving.endpoint_name is free or the Serving stack's, in the configured mode.
   log-groups  reported: a /aws/sagemaker/Endpoints/<endpoint> log group left by an earlier deploy (adopted).
+
+With --foundation (`make deploy-foundation`, before any artifact is uploaded): region, credentials and
+bootstrap only; the foundation stacks (ImageRepository, ModelArtifacts) read no pin.
 """
 
 EPILOG: Final = (
@@ -91,10 +95,13 @@ def boto3_preflight_clients(region: str | None, profile: str | None) -> Prefligh
 
 @dataclass(frozen=True)
 class PreflightOptions:
+    """The flags of one run; ``foundation`` narrows it to what the foundation stacks need."""
+
     region: str | None
     profile: str | None
     cdk_out: Path
     download_digests: bool
+    foundation: bool = False
 
 
 def check_pins(config: AppConfig) -> list[Finding]:
@@ -123,17 +130,23 @@ def collect(
     config: AppConfig, factory: Callable[[str | None, str | None], PreflightClients], options: PreflightOptions
 ) -> tuple[str | None, list[Finding]]:
     """Run every check: ``(the region checked, the findings in report order)``."""
-    findings = check_pins(config)
+    if options.foundation:
+        findings = [skip("pins", "not read by the foundation stacks (ImageRepository, ModelArtifacts)")]
+        aws_checks = FOUNDATION_AWS_CHECKS
+    else:
+        findings, aws_checks = check_pins(config), AWS_CHECKS
     try:
         clients = factory(options.region or config.env.region, options.profile)
     except BotoCoreError as exc:
-        return None, [*findings, error("aws", "session", exc), skip("aws", f"not checked: {AWS_CHECKS}")]
+        return None, [*findings, error("aws", "session", exc), skip("aws", f"not checked: {aws_checks}")]
     findings.append(check_region(config, clients.region))
     if clients.region is None or not sagemaker_offered(clients.region):
-        return clients.region, [*findings, skip("aws", f"not checked without a usable region: {AWS_CHECKS}")]
+        return clients.region, [*findings, skip("aws", f"not checked without a usable region: {aws_checks}")]
     if not clients.credentials:
-        line = f"no AWS credentials found (environment, --profile, SSO, instance role); not checked: {AWS_CHECKS}"
+        line = f"no AWS credentials found (environment, --profile, SSO, instance role); not checked: {aws_checks}"
         return clients.region, [*findings, Finding("error", "aws", line, ExitCode.AWS_ERROR)]
+    if options.foundation:
+        return clients.region, [*findings, check_bootstrap(clients.cloudformation, clients.region, options.cdk_out)]
     return clients.region, findings + _aws_findings(config, clients, options)
 
 
@@ -189,6 +202,11 @@ def add_preflight_parser(commands: "argparse._SubParsersAction[argparse.Argument
         type=Path,
         default=Path("cdk.out"),
         help="Synthesized assembly whose manifest.json names the bootstrap version (default cdk.out).",
+    )
+    parser.add_argument(
+        "--foundation",
+        action="store_true",
+        help="Only what the foundation stacks need (region, credentials, bootstrap): `make deploy-foundation`.",
     )
     parser.add_argument(
         "--download-digests",

@@ -342,6 +342,27 @@ def test_cli_preflight_without_credentials_runs_the_offline_checks(tmp_path):
     assert lines[-1] == "preflight incomplete: 1 check(s) could not run; exit 5 (AWS_ERROR)"
 
 
+def test_cli_preflight_for_the_foundation_checks_region_credentials_and_bootstrap_only(tmp_path):
+    # make deploy-foundation runs before any artifact exists: the placeholder pins are not its concern,
+    # and a missing bootstrap or credentials is named before CDK's "Unable to resolve AWS account".
+    lines: list[str] = []
+    with preflight_stubbed() as stubs:
+        stubs.toolkit("21")
+        code = main(
+            ["preflight", "--foundation", "--cdk-out", str(tmp_path)],
+            Deps(out=lines.append, preflight_clients=stubs.factory),
+        )
+    assert code == ExitCode.OK
+    assert [line.split(":")[0] for line in lines[1:-1]] == ["skip  pins", "ok    region", "ok    bootstrap"]
+    assert lines[1] == "skip  pins: not read by the foundation stacks (ImageRepository, ModelArtifacts)"
+    with preflight_stubbed(credentials=False) as stubs:
+        code = main(["preflight", "--foundation"], Deps(out=lines.append, preflight_clients=stubs.factory))
+    assert code == ExitCode.AWS_ERROR
+    assert lines[-2] == (
+        "error aws: no AWS credentials found (environment, --profile, SSO, instance role); not checked: bootstrap"
+    )
+
+
 def test_cli_preflight_context_flag_needs_key_equals_value(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["preflight", "-c", "serving.mode"])
