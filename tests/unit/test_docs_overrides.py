@@ -34,7 +34,7 @@ def test_the_docs_show_overrides() -> None:
     assert len(documented_overrides()) >= 8
 
 
-@pytest.mark.parametrize(("where", "overrides"), documented_overrides(), ids=lambda value: str(value))
+@pytest.mark.parametrize(("where", "overrides"), documented_overrides(), ids=str)
 def test_each_documented_override_loads(where: str, overrides: list[str]) -> None:
     context = cdk_json_context()
     for override in overrides:
