@@ -4,7 +4,10 @@ No AWS credentials are needed: both sides are synthesized locally and compared w
 CDK CLI's own diff library (``devtools/template_diff.js``), the same output as
 ``cdk diff``.
 
-Below a stack's diff it notes what the diff does not say in words (``devtools.fleet_notes``):
+It prints a summary first (``devtools.diff_summary``: resources added, removed, modified and
+replaced per stack, each variant's capacity bounds and the instance quota they need), and cuts
+diff lines longer than 240 characters to the part that changed. Below a stack's diff it notes
+what the diff does not say in words (``devtools.fleet_notes``):
 whether a deploy puts the whole endpoint on a new fleet, and why.
 
 ``-c`` overrides apply to the working tree only and ``--base-context`` to the base only, so
@@ -25,6 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from devtools.diff_summary import shorten, summary
 from devtools.fleet_notes import fleet_replacement_notes
 from devtools.mode_switch import mode_switch_refusal
 
@@ -110,12 +114,20 @@ def main(argv: list[str] | None = None) -> int:
                 print("diff: synth failed (see above)", file=sys.stderr)
                 return 1
             any_diff, refused = False, False
+            parsed = {
+                side: {stack: json.loads(path.read_text()) for stack, path in paths.items()}
+                for side, paths in (("base", base), ("head", head))
+            }
+            print("\n".join(summary(parsed["base"], parsed["head"])), end="\n\n")
             for stack in sorted(set(base) | set(head)):
                 differs, text = diff_templates(base.get(stack), head.get(stack))
                 any_diff |= differs
                 state = "added" if stack not in base else "removed" if stack not in head else ""
+                if not differs:
+                    print(f"Stack {stack}: no differences")
+                    continue
                 print(f"Stack {stack}{f' ({state})' if state else ''}")
-                print(text)
+                print(shorten(text))
                 if stack in base and stack in head:
                     templates = [json.loads(path.read_text()) for path in (base[stack], head[stack])]
                     for note in fleet_replacement_notes(*templates):
