@@ -30,6 +30,7 @@ from app_config import AppConfig, ConfigError, load_config, memory_report
 from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
 from app_config.compile_cache import instance_start_s
 from app_config.gpu_instances import INSTANCE_GPUS
+from app_config.instance_prices import hourly_price, price_table
 from app_config.loader import CDK_JSON, cdk_json_context
 from app_config.serving import VariantConfig
 from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
@@ -82,25 +83,26 @@ def _instance_hours(timeline: list[Bounds], attribute: str) -> float:
 
 
 def price_usd_per_hour(config: AppConfig, variant: VariantConfig) -> float:
-    """The on-demand price of ``variant``'s instance type (``scaling.hourly_price_usd``).
+    """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table.
 
     Raises:
-        ConfigError: the instance type has no price.
+        ConfigError: the instance type has no price (app_config/instance_prices.py).
     """
-    price = config.scaling.hourly_price_usd.get(variant.instance_type)
-    if price is None:
-        known = ", ".join(sorted(config.scaling.hourly_price_usd)) or "(none)"
-        raise ConfigError(
-            [f"scaling.hourly_price_usd: no price for {variant.instance_type} ({variant.variant_name}); known: {known}"]
-        )
-    return price
+    return _price(config, variant.instance_type, variant.variant_name)
+
+
+def _price(config: AppConfig, instance_type: str, where: str) -> float:
+    try:
+        return hourly_price(instance_type, config.scaling.hourly_price_usd).usd_per_hour
+    except ValueError as error:
+        raise ConfigError([f"{where}: {error}"]) from None
 
 
 def plan(config: AppConfig) -> list[VariantPlan]:
     """The week of every production variant of ``config``, primary first.
 
     Raises:
-        ConfigError: a variant's instance type has no price in ``scaling.hourly_price_usd``.
+        ConfigError: a variant's instance type has no price (app_config/instance_prices.py).
     """
     plans = []
     components = config.serving.hosts_inference_components
@@ -204,8 +206,8 @@ def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
 class InstanceChoice:
     """One instance type priced at its capacity at the TTFT SLO.
 
-    ``usd_per_million_requests`` = hourly price / (requests per minute x 60) x 10^6, None without a
-    price; ``instances_at_peak`` = ceil(peak demand / requests per minute).
+    ``usd_per_million_requests`` = hourly price / (requests per minute x 60) x 10^6, None when the type
+    cannot hold the SLO; ``instances_at_peak`` = ceil(peak demand / requests per minute).
     """
 
     instance_type: str
@@ -213,7 +215,7 @@ class InstanceChoice:
     concurrency: int
     requests_per_minute: float
     holds_slo: bool
-    price_usd_per_hour: float | None
+    price_usd_per_hour: float
     usd_per_million_requests: float | None
     instances_at_peak: int
 
@@ -223,8 +225,8 @@ def instance_choices(config: AppConfig, peak_requests_per_minute: float) -> list
     choices = []
     for instance_type, gpus in INSTANCE_GPUS.items():
         capacity = config.capacity_of(instance_type)
-        price = config.scaling.hourly_price_usd.get(instance_type)
-        per_million = price / (capacity.requests_per_minute * 60) * 1e6 if price is not None else None
+        price = _price(config, instance_type, "make plan")
+        per_million = price / (capacity.requests_per_minute * 60) * 1e6
         choices.append(
             InstanceChoice(
                 instance_type,
@@ -254,18 +256,16 @@ def format_choices(config: AppConfig) -> str:
         f"{'at peak':>8}",
     ]
     for c in instance_choices(config, peak):
-        price = f"{c.price_usd_per_hour:8.3f}" if c.price_usd_per_hour is not None else f"{'-':>8}"
-        if not c.holds_slo:
-            cost = "cannot hold"
-        elif c.usd_per_million_requests is None:
-            cost = "no price"
-        else:
-            cost = f"{c.usd_per_million_requests:,.0f}"
+        price = f"{c.price_usd_per_hour:8.3f}"
+        cost = f"{c.usd_per_million_requests:,.0f}" if c.usd_per_million_requests is not None else "cannot hold"
         lines.append(
             f"  {c.instance_type:<18} {c.gpu_name:<16} {c.concurrency:>4} {c.requests_per_minute:>8,.0f} {price} "
             f"{cost:>13} {c.instances_at_peak if c.holds_slo else '-':>8}"
         )
-    lines.append("  (a price: -c scaling.hourly_price_usd.<type>=USD; a measured capacity: python -m ops load)")
+    lines.append(
+        f"  (prices: app_config/instance_prices.json, as of {price_table()['as_of']}; an override: "
+        "-c scaling.hourly_price_usd.<type>=USD; a measured capacity: python -m ops load)"
+    )
     return "\n".join(lines)
 
 

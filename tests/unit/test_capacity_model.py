@@ -93,7 +93,7 @@ def test_the_plan_prices_a_million_requests_at_the_slo_for_every_instance_type()
     choices = {choice.instance_type: choice for choice in capacity_plan.instance_choices(config, 8000)}
     assert set(choices) == set(INSTANCE_GPUS)
     g5 = choices["ml.g5.xlarge"]
-    assert g5.usd_per_million_requests == pytest.approx(1.408 / (200 * 60) * 1e6)
+    assert g5.usd_per_million_requests == pytest.approx(1.4084 / (200 * 60) * 1e6)  # instance_prices.json
     assert g5.instances_at_peak == 40
     assert choices["ml.g6.xlarge"].usd_per_million_requests is None  # L4: cannot hold the SLO
     text = capacity_plan.format_choices(config)
