@@ -19,6 +19,7 @@ from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
 from app_config.scaling import ScalingConfig, VariantScalingConfig
 from app_config.serving import ServingConfig
+from app_config.traffic import TrafficConfig
 from app_config.variants import VARIANT_KEYS, Variant, VariantKey
 
 _ACCOUNT = re.compile(r"^\d{12}$")
@@ -81,6 +82,10 @@ class AppConfig(ConfigModel):
     capacity: CapacityConfig = Field(
         default=CapacityConfig(),
         description="Per-instance capacity at the TTFT SLO: routing assumption and measured overrides.",
+    )
+    traffic: TrafficConfig = Field(
+        default=TrafficConfig(),
+        description="The week's demand: volume, daily shape, release evenings, request shape (plan and simulation).",
     )
 
     @model_validator(mode="after")

@@ -247,11 +247,11 @@ def instance_choices(config: AppConfig, peak_requests_per_minute: float) -> list
 
 def format_choices(config: AppConfig) -> str:
     """The instance-type table: capacity at the SLO, cost per million requests, instances at peak."""
-    peak = max(demand_module.default_week(1.0))
+    peak = max(demand_module.week(config.traffic))
     slo = config.monitoring.high_ttft.threshold
     lines = [
         f"Instance types at TTFT p95 <= {slo:g} ms, routing {config.capacity.routing} (app_config/capacity.py; one "
-        f"engine per instance); instances for the default week's peak of {peak:,.0f} req/min:",
+        f"engine per instance); instances for the traffic section's peak of {peak:,.0f} req/min:",
         f"  {'instance type':<18} {'GPU':<16} {'conc':>4} {'req/min':>8} {'$/h':>8} {'$/M requests':>13} "
         f"{'at peak':>8}",
     ]

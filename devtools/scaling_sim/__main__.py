@@ -153,8 +153,15 @@ def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], s
         values = demand_module.load_csv(args.demand_csv, scale)
         source = f"{args.demand_csv} ({len(values):,} minutes)"
     else:
-        values = demand_module.default_week(scale)
-        source = "default week (seeds 001/003 shape, releases MON x2.0, WED x1.8, FRI x2.0 assumed)"
+        traffic = config.traffic
+        values = demand_module.week(traffic, scale)
+        volume = (
+            f"peak {traffic.peak_requests_per_minute:,.0f} req/min"
+            if traffic.peak_requests_per_minute is not None
+            else f"{traffic.requests_per_day:,.0f} requests/day"
+        )
+        releases = ", ".join(f"{r.day_of_week} x{r.multiplier:g}" for r in traffic.releases) or "no releases"
+        source = f"traffic section: {volume}, peak {max(values) / scale:,.0f} req/min, releases {releases}"
     return values, f"{source} x {args.demand_scale:g} x weight share {share:.0%} for {variant.variant_name}"
 
 
@@ -236,7 +243,7 @@ def _with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     at = format_minute_of_week(args.surge_at)
     return replace(
         scenario,
-        demand=surge.overlay(scenario.demand, args.surge_at),
+        demand=surge.overlay(scenario.demand, args.surge_at, traffic=scenario.config.traffic),
         demand_source=f"{scenario.demand_source}, unforeseen x{surge.SURGE_MULTIPLIER:g} surge at {at}",
     )
 
