@@ -92,8 +92,13 @@ def projection() -> dict[str, Any]:
     return data
 
 
-def instance_capacity(instance_type: str, slo_ms: float, config: CapacityConfig) -> InstanceCapacity:
+def instance_capacity(instance_type: str, slo_ms: float, config: CapacityConfig, engines: int = 1) -> InstanceCapacity:
     """The capacity of one ``instance_type`` instance at TTFT p95 <= ``slo_ms``.
+
+    A projection is one engine's; ``engines`` (data-parallel engines per instance,
+    ``gpu_instances.engines_per_instance``) multiplies its concurrency and requests per minute,
+    each engine serving on GPUs of its own. A measurement (``capacity.measured``) is the whole
+    instance's already.
 
     Raises:
         ValueError: the instance type's GPU has no projection (one line naming it).
@@ -116,11 +121,13 @@ def instance_capacity(instance_type: str, slo_ms: float, config: CapacityConfig)
     rows = curves[mode]
     holding = [row for row in rows if row["ttft_p95_ms"] <= slo_ms]
     row = max(holding, key=lambda r: r["concurrency"]) if holding else min(rows, key=lambda r: r["concurrency"])
+    per_engine = "" if engines == 1 else f" x {engines} engines"
     return InstanceCapacity(
         instance_type,
-        int(row["concurrency"]),
-        float(row["requests_per_minute"]),
+        int(row["concurrency"]) * engines,
+        float(row["requests_per_minute"]) * engines,
         float(rows[0]["ttft_p50_ms"]),
         bool(holding),
-        f"projected from {projection()['reference']} to {gpu.name} ({mode} curve, devtools/capacity_model.py)",
+        f"projected from {projection()['reference']} to {gpu.name} ({mode} curve, devtools/capacity_model.py)"
+        + per_engine,
     )

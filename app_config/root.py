@@ -11,6 +11,7 @@ from app_config.capacity import CapacityConfig, InstanceCapacity, instance_capac
 from app_config.container import ContainerConfig
 from app_config.cross_section_checks import check_cross_sections
 from app_config.engine import EngineConfig
+from app_config.gpu_instances import engines_per_instance
 from app_config.image import ImageConfig
 from app_config.llm import ModelConfig
 from app_config.memory_plan import MemoryPlan
@@ -107,12 +108,14 @@ class AppConfig(ConfigModel):
         return self
 
     def capacity_of(self, instance_type: str) -> InstanceCapacity:
-        """One ``instance_type`` instance's capacity at TTFT p95 <= ``monitoring.high_ttft.threshold``.
+        """One ``instance_type`` instance's capacity at TTFT p95 <= ``monitoring.high_ttft.threshold``:
+        one engine per ``engine.tensor_parallel_size`` GPUs (vLLM data parallel).
 
         Raises:
             ValueError: no measurement and no projection for the instance type's GPU.
         """
-        return instance_capacity(instance_type, self.monitoring.high_ttft.threshold, self.capacity)
+        engines = engines_per_instance(instance_type, self.engine.tensor_parallel_size)
+        return instance_capacity(instance_type, self.monitoring.high_ttft.threshold, self.capacity, engines)
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":

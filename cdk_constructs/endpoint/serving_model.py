@@ -91,11 +91,17 @@ def serving_model(
     role: iam.IRole,
     environment: Mapping[str, str],
     hosting: EndpointHosting,
+    data_parallel_size: int = 1,
 ) -> sagemaker.CfnModel:
     """The ``AWS::SageMaker::Model`` of one variant: the image, its environment plus
     ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement; with
-    ``hosting.compile_cache``, the compile cache made for it on ``instance_type`` as model data."""
+    ``hosting.compile_cache``, the compile cache made for it on ``instance_type`` as model data.
+
+    ``data_parallel_size`` > 1 sets ``ENGINE_DATA_PARALLEL_SIZE``: that many vLLM engines in the
+    container, one per GPU group of a multi-GPU instance (1, vLLM's default, sets nothing)."""
     container_environment = {**environment, env.VARIANT_NAME: variant_name}
+    if data_parallel_size > 1:
+        container_environment[env.ENGINE_DATA_PARALLEL_SIZE] = str(data_parallel_size)
     cache = (
         hosting.compile_cache.cache_for(
             scope,

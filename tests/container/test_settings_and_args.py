@@ -123,6 +123,14 @@ def test_booleans_and_optional_flags() -> None:
     assert engine_environment(settings, {})["VLLM_LOGGING_LEVEL"] == "WARNING"
 
 
+def test_data_parallel_engines_get_their_flag_only_above_one() -> None:
+    assert "--data-parallel-size" not in build_vllm_args(Settings.from_env({}), PATHS)
+    argv = build_vllm_args(Settings.from_env({"ENGINE_DATA_PARALLEL_SIZE": "4"}), PATHS)
+    assert flag(argv, "--data-parallel-size") == "4"
+    with pytest.raises(ValueError, match="allowed values are 1, 2, 4, 8"):
+        Settings.from_env({"ENGINE_DATA_PARALLEL_SIZE": "3"})
+
+
 def test_empty_values_take_defaults() -> None:
     assert Settings.from_env({"ENGINE_MAX_NUM_SEQS": ""}).max_num_seqs == 128
 
