@@ -14,6 +14,7 @@ module only draws it minute by minute:
 """
 
 import csv
+import functools
 import itertools
 import math
 from pathlib import Path
@@ -74,11 +75,17 @@ def base_rate(minute_of_day: float, traffic: TrafficConfig = DEFAULT_TRAFFIC) ->
 
 def week(traffic: TrafficConfig = DEFAULT_TRAFFIC, scale: float = 1.0) -> list[float]:
     """The configured week, 10,080 values of requests per minute, times ``scale``."""
-    factor = week_scale(traffic) * scale
-    return [
+    return [rate * scale for rate in _week(traffic)]
+
+
+@functools.lru_cache(maxsize=8)
+def _week(traffic: TrafficConfig) -> tuple[float, ...]:
+    # The section is frozen (hashable); plan and simulation ask for the same week many times.
+    factor = week_scale(traffic)
+    return tuple(
         shape_weight(minute % MINUTES_PER_DAY, traffic) * release_factor(minute, traffic) * factor
         for minute in range(MINUTES_PER_WEEK)
-    ]
+    )
 
 
 def default_week(scale: float = 1.0) -> list[float]:
