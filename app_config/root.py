@@ -18,6 +18,7 @@ from app_config.memory_plan import MemoryPlan
 from app_config.memory_plan_config import MemoryPlanConfig, plan_for_instance
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
+from app_config.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
 from app_config.scaling import ScalingConfig, VariantScalingConfig
 from app_config.serving import ServingConfig
 from app_config.traffic import TrafficConfig
@@ -116,6 +117,21 @@ class AppConfig(ConfigModel):
         """
         engines = engines_per_instance(instance_type, self.engine.tensor_parallel_size)
         return instance_capacity(instance_type, self.monitoring.high_ttft.threshold, self.capacity, engines)
+
+    def prefix_routing(self) -> PrefixRouting | None:
+        """The endpoint config's ``PrefixAwareRoutingConfig`` when ``capacity.routing`` is
+        ``prefix_aware`` (app_config/prefix_routing.py derives both fields), else None.
+
+        Raises:
+            ValueError: the request shape repeats too little to route on (one line).
+        """
+        if self.capacity.routing != "prefix_aware":
+            return None
+        capacity = self.capacity_of(self.serving.primary.instance_type)
+        return PrefixRouting(
+            prefix_length_bytes=prefix_length_bytes(self.traffic.request_shape),
+            concurrency_threshold=concurrency_threshold(capacity.concurrency),
+        )
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":

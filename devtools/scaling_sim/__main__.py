@@ -108,6 +108,7 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         f"TTFT SLO, D = 60 x C / R = {service.request_duration_s:.2f} s"
         + ("" if scenario.instance_rpm else f" ({capacity.source})")
         + ("" if capacity.holds_slo else f"; {variant.instance_type} cannot hold the SLO: figures at 1 concurrent"),
+        _routing_line(config),
         f"launch: provisioning {scenario.provision_min} min + start-up {scenario.startup_min} min; "
         "scale-in immediate (no draining)",
         f"demand: {scenario.demand_source}",
@@ -124,6 +125,19 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
     ]
     events = [(event.name, event.minute_of_week) for event in scaling.events]
     return inputs, lines, events
+
+
+def _routing_line(config: AppConfig) -> str:
+    """How follow-up turns reach engines, and what the endpoint config sets for it."""
+    routing = config.capacity.routing
+    prefix = config.prefix_routing()
+    detail = (
+        f": RoutingStrategy PREFIX_AWARE, PrefixLength {prefix.prefix_length_bytes} bytes, ConcurrencyThreshold "
+        f"{prefix.concurrency_threshold} (a conversation's turns meet its prefix cache until the instance is full)"
+        if prefix is not None
+        else ""
+    )
+    return f"routing: {routing} (capacity.routing; app_config/capacity.py picks the measured curve){detail}"
 
 
 def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engine.MinuteRecord], list[tuple[str, int]]]:

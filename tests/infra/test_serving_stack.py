@@ -37,6 +37,20 @@ def test_endpoint_config_has_primary_and_canary_from_the_seeds(default_synth: Sy
         assert "VolumeSizeInGB" not in variant
 
 
+def test_prefix_aware_routing_synthesizes_both_derived_fields(tmp_path: Path) -> None:
+    # The derivation (tests/unit/test_prefix_routing.py): PrefixLength = 64 bytes of JSON + (600 system +
+    # 64 conversation tokens) x 4 bytes; ConcurrencyThreshold = the instance's concurrency at the SLO.
+    measured = '{"ml.g5.xlarge": {"concurrency": 6, "requests_per_minute": 150, "ttft_p50_ms": 90}}'
+    synth = synthesize(tmp_path, {"capacity.routing": "prefix_aware", "capacity.measured": measured})
+    variants = _variants(synth)
+    assert variants
+    for variant in variants:
+        assert variant["RoutingConfig"] == {
+            "RoutingStrategy": "PREFIX_AWARE",
+            "PrefixAwareRoutingConfig": {"PrefixLength": 64 + (600 + 64) * 4, "ConcurrencyThreshold": 6},
+        }
+
+
 def test_each_variant_has_its_own_model(default_synth: Synth) -> None:
     template = default_synth.template("Serving")
     models = template.find_resources("AWS::SageMaker::Model")
