@@ -249,6 +249,12 @@ def format_planner(
             HEADER,
             _row(best),
         ]
+        ceiling = config.serving.primary.max_capacity
+        if best.count_at_peak > ceiling:
+            lines.append(
+                f"  NOTE: {best.count_at_peak} at peak is above serving.primary.max_capacity = {ceiling}: raise it "
+                "(and the account's endpoint-usage quota for the type) with this fleet"
+            )
     lines += ["Runners-up and why each loses:", HEADER]
     for fleet in [f for f in fleets if f != best][:runners_up]:
         lines.append(_row(fleet) + f"  <- {loses_because(fleet, best, cold_p95_ms, warm_p95_ms)}")

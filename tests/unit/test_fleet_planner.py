@@ -75,3 +75,10 @@ def test_the_scheduled_floors_follow_the_week() -> None:
     release = [needed for when, _, needed in floors if "shonen-jump-prescale" in when]
     off_peak = [needed for when, _, needed in floors if "off-peak" in when]
     assert release and off_peak and min(release) > max(off_peak)  # the release evening needs more
+
+
+def test_a_fleet_above_the_hard_max_says_so() -> None:
+    config = capacity_plan.load(["traffic.peak_requests_per_minute=8000"])
+    text = fleet_planner.format_planner(config, 500, 500)
+    assert "is above serving.primary.max_capacity = 20: raise it" in text
+    assert "NOTE" not in fleet_planner.format_planner(capacity_plan.load([]), 500, 500)
