@@ -15,7 +15,7 @@ OUTPUTS ?= cdk-outputs.json
 
 
 .PHONY: deploy-foundation preflight deploy
-.PHONY: setup synth test lint typecheck unit infra container engine diff reference capacity bench gpu-bench plan simulate clean
+.PHONY: setup synth test lint typecheck unit infra container engine diff reference capacity prices bench gpu-bench plan simulate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -98,6 +98,10 @@ reference: setup
 ## Re-project the GPU capacity measurement to every instance type (app_config/instance_capacity.json).
 capacity: setup
 	$(PY) -m devtools.capacity_model --write
+
+## Refresh app_config/instance_prices.json from the AWS Price List API (needs AWS credentials).
+prices: setup
+	$(PY) -m devtools.refresh_prices $(ARGS)
 
 ## The week's capacity and cost plan, e.g. make plan ARGS="--compare -c scaling.primary.release_lead_time_min=180"
 plan: setup

@@ -29,11 +29,36 @@ from app_config.gpu_instances import instance_gpus
 
 PROJECTION = Path(__file__).with_name("instance_capacity.json")
 
-CURVES: dict[str, str] = {"least_outstanding": "fresh", "session_affinity": "conversations"}
+CURVES: dict[str, str] = {
+    "least_outstanding": "fresh",
+    "session_affinity": "conversations",
+    "prefix_aware": "conversations",
+}
 """Routing -> measured curve. Behind least-outstanding routing a follow-up turn lands on the
 instance holding its conversation's prefix about 1/N of the time, so requests reuse only the
 shared system prefix (the ``fresh`` curve, ~25 % prefix-cache hits); with SageMaker stateful
-sessions every turn of a conversation reaches one engine (``conversations``, ~80 % hits)."""
+sessions, or SageMaker's prefix-aware routing (requests sharing their first PrefixLength bytes go
+to one instance until it holds ConcurrencyThreshold in flight, which the stack sets at this
+capacity), every turn of a conversation reaches one engine (``conversations``, ~80 % hits).
+With several data-parallel engines in one instance, vLLM's own balancer sends a follow-up to the
+engine with its history about 1/N of the time, so those instances read the ``fresh`` curve."""
+
+
+def capacity_at_slos(rows: list[dict[str, Any]], cold_p95_ms: float, warm_p95_ms: float) -> tuple[dict[str, Any], bool]:
+    """The highest-concurrency row whose first turns hold ``cold_p95_ms`` and follow-ups
+    ``warm_p95_ms`` (TTFT p95, ms), and True; or the lowest-concurrency row and False when none does.
+
+    A row without class columns (an older projection) is judged on its ``ttft_p95_ms``.
+    """
+    holding = [
+        row
+        for row in rows
+        if row.get("cold_ttft_p95_ms", row["ttft_p95_ms"]) <= cold_p95_ms
+        and row.get("warm_ttft_p95_ms", row["ttft_p95_ms"]) <= warm_p95_ms
+    ]
+    if holding:
+        return max(holding, key=lambda r: r["concurrency"]), True
+    return min(rows, key=lambda r: r["concurrency"]), False
 
 
 class MeasuredCapacity(ConfigModel):
@@ -47,11 +72,13 @@ class MeasuredCapacity(ConfigModel):
 class CapacityConfig(ConfigModel):
     """Where the per-instance capacity at the TTFT SLO comes from (see app_config/capacity.py)."""
 
-    routing: Literal["least_outstanding", "session_affinity"] = Field(
+    routing: Literal["least_outstanding", "session_affinity", "prefix_aware"] = Field(
         default="least_outstanding",
         description=(
             "How follow-up turns reach engines: least_outstanding (SageMaker's routing without sessions: the fresh "
-            "curve) or session_affinity (clients use stateful sessions: the conversations curve)."
+            "curve), session_affinity (clients use stateful sessions: the conversations curve) or prefix_aware "
+            "(the endpoint config's RoutingStrategy PREFIX_AWARE, derived PrefixLength and ConcurrencyThreshold: "
+            "the conversations curve with no client change; docs/planning.md)."
         ),
     )
     measured: dict[str, MeasuredCapacity] = Field(
@@ -92,8 +119,20 @@ def projection() -> dict[str, Any]:
     return data
 
 
-def instance_capacity(instance_type: str, slo_ms: float, config: CapacityConfig) -> InstanceCapacity:
-    """The capacity of one ``instance_type`` instance at TTFT p95 <= ``slo_ms``.
+def instance_capacity(
+    instance_type: str,
+    slo_ms: float,
+    config: CapacityConfig,
+    engines: int = 1,
+    warm_slo_ms: float | None = None,
+) -> InstanceCapacity:
+    """The capacity of one ``instance_type`` instance where first turns hold TTFT p95 <= ``slo_ms``
+    and follow-up turns <= ``warm_slo_ms`` (default: ``slo_ms``).
+
+    A projection is one engine's; ``engines`` (data-parallel engines per instance,
+    ``gpu_instances.engines_per_instance``) multiplies its concurrency and requests per minute,
+    each engine serving on GPUs of its own. A measurement (``capacity.measured``) is the whole
+    instance's already.
 
     Raises:
         ValueError: the instance type's GPU has no projection (one line naming it).
@@ -112,15 +151,16 @@ def instance_capacity(instance_type: str, slo_ms: float, config: CapacityConfig)
     curves = projection()["gpus"].get(gpu.name)
     if curves is None:
         raise ValueError(f"{instance_type}: no capacity projection for its GPU {gpu.name} (make capacity)")
-    mode = CURVES[config.routing]
+    mode = CURVES[config.routing] if engines == 1 else "fresh"
     rows = curves[mode]
-    holding = [row for row in rows if row["ttft_p95_ms"] <= slo_ms]
-    row = max(holding, key=lambda r: r["concurrency"]) if holding else min(rows, key=lambda r: r["concurrency"])
+    row, holds = capacity_at_slos(rows, slo_ms, slo_ms if warm_slo_ms is None else warm_slo_ms)
+    per_engine = "" if engines == 1 else f" x {engines} engines"
     return InstanceCapacity(
         instance_type,
-        int(row["concurrency"]),
-        float(row["requests_per_minute"]),
+        int(row["concurrency"]) * engines,
+        float(row["requests_per_minute"]) * engines,
         float(rows[0]["ttft_p50_ms"]),
-        bool(holding),
-        f"projected from {projection()['reference']} to {gpu.name} ({mode} curve, devtools/capacity_model.py)",
+        holds,
+        f"projected from {projection()['reference']} to {gpu.name} ({mode} curve, devtools/capacity_model.py)"
+        + per_engine,
     )

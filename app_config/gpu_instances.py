@@ -128,3 +128,15 @@ def instance_gpus(instance_type: str) -> InstanceGpus:
             "(app_config/gpu_instances.py)"
         )
     return found
+
+
+def engines_per_instance(instance_type: str, tensor_parallel_size: int) -> int:
+    """vLLM engines one ``instance_type`` instance runs: one per ``tensor_parallel_size`` GPUs.
+
+    In variants mode they are data-parallel engines in one container (``--data-parallel-size``);
+    in inference_components mode, one copy per GPU group.
+
+    Raises:
+        ValueError: the instance type is unknown (:func:`instance_gpus`).
+    """
+    return max(instance_gpus(instance_type).count // tensor_parallel_size, 1)

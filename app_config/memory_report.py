@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from app_config import AppConfig
-from app_config.gpu_instances import GIB, instance_gpus
+from app_config.gpu_instances import GIB, engines_per_instance, instance_gpus
 from app_config.variants import Variant
 
 REPORT_FILE = "memory-plan.json"
@@ -51,16 +51,19 @@ class VariantMemory:
     slo_base_ttft_ms: float
     slo_holds: bool
     slo_source: str
+    engines_per_instance: int = 1
 
     @property
     def warning(self) -> str | None:
-        """Set when the scaling target is above the requests whose KV cache fits at the typical length."""
-        if self.concurrency_target <= self.sequences_at_typical_len:
+        """Set when the scaling target is above the requests whose KV cache fits at the typical length
+        (on every engine of the instance together; the target is per instance)."""
+        fits = self.sequences_at_typical_len * self.engines_per_instance
+        if self.concurrency_target <= fits:
             return None
         state = "the active target-tracking metric" if self.concurrency_target_active else "not the active metric"
         return (
             f"{self.concurrency_target_key} = {self.concurrency_target:g} ({state}) is above the "
-            f"{self.sequences_at_typical_len} requests of {self.typical_sequence_tokens:,} tokens whose KV cache "
+            f"{fits} requests of {self.typical_sequence_tokens:,} tokens whose KV cache "
             f"fits on {self.instance_type}: vLLM preempts and queues before the fleet scales out"
         )
 
@@ -124,6 +127,10 @@ def build(config: AppConfig) -> list[VariantMemory]:
                 slo_base_ttft_ms=capacity.base_ttft_ms,
                 slo_holds=capacity.holds_slo,
                 slo_source=capacity.source,
+                # inference_components mode: each copy is one engine (the report is per copy).
+                engines_per_instance=1
+                if config.serving.hosts_inference_components
+                else engines_per_instance(variant.instance_type, config.engine.tensor_parallel_size),
             )
         )
     return reports
@@ -156,7 +163,9 @@ def render(reports: list[VariantMemory]) -> list[str]:
             f"    KV cache {r.kv_tokens:,} tokens ({r.kv_kib_per_token:g} KiB each): {r.sequences_at_max_len} "
             f"sequences of {r.max_model_len:,} (max_model_len), {r.sequences_at_typical_len} of "
             f"{r.typical_sequence_tokens:,} (typical); max_num_seqs {r.max_num_seqs}",
-            f"    concurrency without preemption: {r.concurrency_ceiling}; concurrency target "
+            f"    engines per instance: {r.engines_per_instance} (vLLM data parallel, one per "
+            f"{r.tensor_parallel_size} GPU(s)); KV cache per instance {r.kv_tokens * r.engines_per_instance:,} tokens",
+            f"    concurrency without preemption: {r.concurrency_ceiling} per engine; concurrency target "
             f"{r.concurrency_target:g} ({'active' if r.concurrency_target_active else 'inactive'})",
         ]
         if r.slo_holds:

@@ -11,14 +11,17 @@ from app_config.capacity import CapacityConfig, InstanceCapacity, instance_capac
 from app_config.container import ContainerConfig
 from app_config.cross_section_checks import check_cross_sections
 from app_config.engine import EngineConfig
+from app_config.gpu_instances import engines_per_instance
 from app_config.image import ImageConfig
 from app_config.llm import ModelConfig
 from app_config.memory_plan import MemoryPlan
 from app_config.memory_plan_config import MemoryPlanConfig, plan_for_instance
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
+from app_config.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
 from app_config.scaling import ScalingConfig, VariantScalingConfig
 from app_config.serving import ServingConfig
+from app_config.traffic import TrafficConfig
 from app_config.variants import VARIANT_KEYS, Variant, VariantKey
 
 _ACCOUNT = re.compile(r"^\d{12}$")
@@ -82,6 +85,10 @@ class AppConfig(ConfigModel):
         default=CapacityConfig(),
         description="Per-instance capacity at the TTFT SLO: routing assumption and measured overrides.",
     )
+    traffic: TrafficConfig = Field(
+        default=TrafficConfig(),
+        description="The week's demand: volume, daily shape, release evenings, request shape (plan and simulation).",
+    )
 
     @model_validator(mode="after")
     def _derive_concurrency_targets(self) -> "AppConfig":
@@ -102,12 +109,29 @@ class AppConfig(ConfigModel):
         return self
 
     def capacity_of(self, instance_type: str) -> InstanceCapacity:
-        """One ``instance_type`` instance's capacity at TTFT p95 <= ``monitoring.high_ttft.threshold``.
+        """One ``instance_type`` instance's capacity at TTFT p95 <= ``monitoring.high_ttft.threshold``:
+        one engine per ``engine.tensor_parallel_size`` GPUs (vLLM data parallel).
 
         Raises:
             ValueError: no measurement and no projection for the instance type's GPU.
         """
-        return instance_capacity(instance_type, self.monitoring.high_ttft.threshold, self.capacity)
+        engines = engines_per_instance(instance_type, self.engine.tensor_parallel_size)
+        return instance_capacity(instance_type, self.monitoring.high_ttft.threshold, self.capacity, engines)
+
+    def prefix_routing(self) -> PrefixRouting | None:
+        """The endpoint config's ``PrefixAwareRoutingConfig`` when ``capacity.routing`` is
+        ``prefix_aware`` (app_config/prefix_routing.py derives both fields), else None.
+
+        Raises:
+            ValueError: the request shape repeats too little to route on (one line).
+        """
+        if self.capacity.routing != "prefix_aware":
+            return None
+        capacity = self.capacity_of(self.serving.primary.instance_type)
+        return PrefixRouting(
+            prefix_length_bytes=prefix_length_bytes(self.traffic.request_shape),
+            concurrency_threshold=concurrency_threshold(capacity.concurrency),
+        )
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":

@@ -145,8 +145,12 @@ class ScalingConfig(ConfigModel):
     )
     rollout: RolloutConfig = Field(default=RolloutConfig(), description="Blue/green deployment guardrails.")
     hourly_price_usd: dict[str, float] = Field(
-        default={"ml.g5.xlarge": 1.408},
-        description="On-demand price per instance-hour by instance type, USD (capacity plan only). Source: seed 003.",
+        default={},
+        description=(
+            "Overrides of the dated price table app_config/instance_prices.json (SageMaker real-time inference, "
+            "on-demand, us-east-1), USD per instance-hour by instance type: another region or a negotiated price "
+            "(capacity plan and simulation only)."
+        ),
     )
     hours_per_month: float = Field(
         default=730.0, gt=0, le=744, description="Hours in a billing month (AWS pricing convention, 730 h)."

@@ -9,6 +9,7 @@ value of the ``Adapter`` dimension for each configured adapter.
 
 from dataclasses import dataclass, field
 
+from app_config.gpu_instances import engines_per_instance
 from app_config.root import AppConfig
 from serving_contract.components import BASE_SUFFIX, adapter_component_name, base_component_name
 
@@ -43,11 +44,10 @@ class ServingTopology:
             SageMaker registers it in the container.
         gpu_memory_scale: what one full engine GPU adds to SageMaker's instance GPU metrics.
             GPUMemoryUtilization is the sum over the instance's GPUs (0-100 x GPU count,
-            SageMaker developer guide, "SageMaker metrics in CloudWatch"); one engine per
-            instance fills ``tensor_parallel_size`` of them and leaves the rest at ~0, so a
-            per-GPU threshold scales by that, not by the GPU count (which would put the alarm
-            out of reach whenever the engine spans fewer GPUs than the instance has). A
-            component's ``...Normalized`` metrics are plain percent: 1.
+            SageMaker developer guide, "SageMaker metrics in CloudWatch"); a GPU without an
+            engine stays at ~0, so a per-GPU threshold scales by the GPUs the engines fill: in variants mode one
+            data-parallel engine per ``tensor_parallel_size`` GPUs, so every GPU of the
+            primary's instance type. A component's ``...Normalized`` metrics are plain percent: 1.
         may_scale_to_zero: whether no container may run while idle (inference components with
             ``scale_to_zero``): the metrics every container publishes then go silent by design.
     """
@@ -86,6 +86,8 @@ def serving_topology(config: AppConfig) -> ServingTopology:
             Capacity(v.variant_name, v.variant_name, "instances", v.min_capacity, v.max_capacity) for v in variants
         ),
         adapter_dimensions={a: a for a in adapters},
-        # One engine per instance (seed 003): only its tensor_parallel_size GPUs fill up.
-        gpu_memory_scale=config.engine.tensor_parallel_size,
+        # One engine per tensor_parallel_size GPUs (vLLM data parallel, engines_per_instance): on
+        # the primary's instance type every engine's GPUs fill up.
+        gpu_memory_scale=config.engine.tensor_parallel_size
+        * engines_per_instance(config.serving.primary.instance_type, config.engine.tensor_parallel_size),
     )

@@ -10,11 +10,15 @@ development time only (``make capacity``), never at synth.
 
 The model, per concurrency level ``c`` of the reference curve (one engine, TP = 1):
 
-* **Prefill is compute-bound.** TTFT_X(c) = TTFT_ref(c) x F_ref / F_X, with F the GPU's dense
-  FP16 tensor throughput from the vendor's datasheet. A ~2,400-token prompt with ~1,800
-  uncached tokens is a large GEMM workload (the reference prefills 30-31 k tokens/s); the
-  whole TTFT is scaled, which over-states the fixed parts (HTTP, tokenization) and so errs
-  towards a later first token.
+* **TTFT has a fixed part and a part that scales with tensor throughput** (devtools/ttft_model.py,
+  fitted from the H100 runs of 2026-11-26): at one request TTFT_1 = F + (L + C x F_ref / F_X) x
+  uncached tokens, with F (~17 ms: launches, scheduling, HTTP) and L (the LoRA path) fixed and C
+  (the base model's prefill) scaled by F, the GPU's dense FP16 tensor throughput from the
+  vendor's datasheet; under load, the extra TTFT over one request (others' prefill and LoRA work
+  on the GPU) scales whole: TTFT_X(c) = TTFT_1,X + (TTFT_ref(c) - TTFT_1,ref) x F_ref / F_X. Each
+  row carries the classes apart: first turns (cold, ~1,440 uncached tokens) and follow-ups
+  (warm, ~220 with the history cached; in the fresh curve a follow-up lands on an engine without
+  its history and is as uncached as any request).
 * **Decode is a fixed step latency plus memory traffic.** ITL_X(c) = o(c) + (ITL_ref(c) - o(c))
   x B_ref / B_X, with B the datasheet memory bandwidth. ``o(c) = o0 + o1 x c`` is the part of a
   decode step that does not move with bandwidth (kernel latencies, sampling, the scheduler on 4
@@ -39,11 +43,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app_config.gpu_instances import H100_80GB, H200, INSTANCE_GPUS, Gpu
+from devtools import ttft_model
+from devtools.ttft_model import TtftFit
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
@@ -53,6 +59,8 @@ CHECK = RESULTS / "h100-2026-11-24" / "capacity-summary.json"
 """The second GPU of the same command: the H100 run (figures transcribed, see its note)."""
 TABLE = REPO / "app_config" / "instance_capacity.json"
 MODES = ("fresh", "conversations")
+DEFAULT_SHAPE = {"shared_prefix_tokens": 600, "conversation_tokens": 1400, "turn_tokens": 40, "output_tokens": 180}
+"""The measured request shape (benchmarks/conversations.py RequestShape), for a file that lacks it."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,8 @@ class Measurement:
     output_tokens: int
     decode_steps_ms: dict[tuple[int, int], float]
     curves: dict[str, list[dict[str, float]]]
+    shape: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_SHAPE))
+    mean_prompt_tokens: float = 2396.0
 
     @classmethod
     def load(cls, path: Path, gpu: Gpu, output_tokens: int = 180) -> "Measurement":
@@ -79,8 +89,10 @@ class Measurement:
         }
         if not steps or any(not data.get(mode) for mode in MODES):
             raise ValueError(f"{path}: needs decode probes and the {' and '.join(MODES)} curves")
-        tokens = int(data.get("shape", {}).get("output_tokens", output_tokens))
-        return cls(gpu, tokens, steps, {mode: list(data[mode]) for mode in MODES})
+        shape = {**DEFAULT_SHAPE, **data.get("shape", {})}
+        tokens = int(shape.get("output_tokens", output_tokens))
+        mean_prompt = float(data.get("mean_prompt_tokens", 2396.0))
+        return cls(gpu, tokens, steps, {mode: list(data[mode]) for mode in MODES}, shape, mean_prompt)
 
 
 def fit_step_floor(fast: Measurement, slow: Measurement) -> tuple[float, float]:
@@ -110,26 +122,52 @@ def fit_step_floor(fast: Measurement, slow: Measurement) -> tuple[float, float]:
     return mean_o - slope * mean_b, slope
 
 
-def project(reference: Measurement, gpu: Gpu, floor: tuple[float, float], mode: str) -> list[dict[str, float]]:
+def project(
+    reference: Measurement, gpu: Gpu, floor: tuple[float, float], mode: str, ttft: TtftFit | None = None
+) -> list[dict[str, float]]:
     """The reference's ``mode`` curve carried to ``gpu``: one row per measured concurrency.
 
-    Rows: ``concurrency``, ``ttft_p50_ms``, ``ttft_p95_ms``, ``itl_ms``, ``requests_per_minute``.
+    Rows: ``concurrency``, ``ttft_p50_ms``, ``ttft_p95_ms`` (all requests), ``cold_ttft_p95_ms``
+    (first turns), ``warm_ttft_p95_ms`` (follow-up turns), ``itl_ms``, ``requests_per_minute``.
+    TTFT: the one-request figure of :mod:`devtools.ttft_model` on ``gpu`` plus the reference's
+    extra TTFT under load scaled by the tensor-throughput ratio; in the ``fresh`` curve a follow-up
+    finds no history on its engine, so it is as uncached as the level's mean request.
     """
+    model = ttft if ttft is not None else ttft_model.default_fit()
     compute = reference.gpu.dense_fp16_tflops / gpu.dense_fp16_tflops
     bandwidth = reference.gpu.memory_bandwidth_gbs / gpu.memory_bandwidth_gbs
+    shape = reference.shape
+    cold_tokens = float(shape["conversation_tokens"] + shape["turn_tokens"])  # the system prefix is cached
+    warm_tokens = float(shape["output_tokens"] + shape["turn_tokens"])  # the history is cached
+
+    def carried(measured_ms: float, tokens: float) -> float:
+        at_one_here = model.one_request_ms(gpu, "awq", True, tokens)
+        at_one_there = model.one_request_ms(reference.gpu, "awq", True, tokens)
+        return at_one_here + max(measured_ms - at_one_there, 0.0) * compute
+
     rows = []
     for level in reference.curves[mode]:
         c = float(level["concurrency"])
         floor_ms = floor[0] + floor[1] * c
         itl = _reference_itl(reference, level)
         itl_x = floor_ms + max(itl - floor_ms, 0.0) * bandwidth
-        ttft50, ttft95 = float(level["ttft_p50_ms"]) * compute, float(level["ttft_p95_ms"]) * compute
+        mean_tokens = float(level.get("prompt_tokens_mean", reference.mean_prompt_tokens)) * (
+            1 - float(level.get("prefix_cache_hit_rate", 0.0))
+        )
+        follow_tokens = warm_tokens if mode == "conversations" else mean_tokens
+        ttft50 = carried(float(level["ttft_p50_ms"]), mean_tokens)
         e2e_s = (ttft50 + (reference.output_tokens - 1) * itl_x) / 1000
         rows.append(
             {
                 "concurrency": int(c),
                 "ttft_p50_ms": round(ttft50, 1),
-                "ttft_p95_ms": round(ttft95, 1),
+                "ttft_p95_ms": round(carried(float(level["ttft_p95_ms"]), mean_tokens), 1),
+                "cold_ttft_p95_ms": round(
+                    carried(float(level.get("first_turn_ttft_p95_ms", level["ttft_p95_ms"])), cold_tokens), 1
+                ),
+                "warm_ttft_p95_ms": round(
+                    carried(float(level.get("follow_up_ttft_p95_ms", level["ttft_p95_ms"])), follow_tokens), 1
+                ),
                 "itl_ms": round(itl_x, 2),
                 "requests_per_minute": round(60 * c / e2e_s, 1),
             }
@@ -173,15 +211,23 @@ def check(reference: Measurement, other: Measurement, floor: tuple[float, float]
 def table(reference: Measurement, floor: tuple[float, float]) -> dict[str, Any]:
     """The projected curves of every GPU the config's instance types carry, and how they were made."""
     gpus = {instance.gpu.name: instance.gpu for instance in INSTANCE_GPUS.values()}
+    fit = ttft_model.default_fit()
     return {
         "generated_by": "python -m devtools.capacity_model --write",
-        "model": "TTFT x dense FP16 TFLOPS ratio; ITL = o(c) + (ITL_ref - o(c)) x bandwidth ratio; "
+        "model": "TTFT = TTFT_1(gpu) + (TTFT_ref(c) - TTFT_1(ref)) x dense FP16 TFLOPS ratio, TTFT_1 = F + (L + C x "
+        "TFLOPS ratio) x uncached tokens (devtools/ttft_model.py); ITL = o(c) + (ITL_ref - o(c)) x bandwidth ratio; "
         "req/min = 60 c / (TTFT p50 + (output - 1) x ITL)",
+        "ttft_fit": {
+            "fixed_ms": round(fit.fixed_ms, 2),
+            "lora_us_per_token": round(fit.lora_ms_per_token * 1000, 2),
+            "awq_us_per_token_on_reference": round(fit.compute_ms_per_token["awq"] * 1000, 2),
+        },
         "reference": f"{REFERENCE.relative_to(REPO)} ({reference.gpu.name})",
         "step_floor_ms": {"o0": round(floor[0], 3), "o1_per_sequence": round(floor[1], 4)},
         "output_tokens": reference.output_tokens,
         "gpus": {
-            name: {mode: project(reference, gpu, floor, mode) for mode in MODES} for name, gpu in sorted(gpus.items())
+            name: {mode: project(reference, gpu, floor, mode, fit) for mode in MODES}
+            for name, gpu in sorted(gpus.items())
         },
     }
 
@@ -199,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--slo-ms", type=float, default=500.0, help="TTFT p95 SLO for the summary (ms)")
     args = parser.parse_args(argv)
     reference, other, floor = load_measurements()
+    print("\n".join(ttft_model.report(ttft_model.default_fit(), ttft_model.load_runs())) + "\n")
     print(f"decode step floor o(c) = {floor[0]:.2f} + {floor[1]:.4f} x c ms (fitted from the H100 and H200 probes)")
     print("\n".join(check(reference, other, floor)))
     generated = table(reference, floor)

@@ -29,11 +29,11 @@ from pathlib import Path
 from app_config import AppConfig, ConfigError, load_config, memory_report
 from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
 from app_config.compile_cache import instance_start_s
-from app_config.gpu_instances import INSTANCE_GPUS
+from app_config.instance_prices import hourly_price
 from app_config.loader import CDK_JSON, cdk_json_context
 from app_config.serving import VariantConfig
 from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
-from devtools.scaling_sim import demand as demand_module
+from devtools import fleet_planner
 
 REPO = Path(__file__).resolve().parent.parent
 HOURS_PER_WEEK = MINUTES_PER_WEEK / 60
@@ -82,25 +82,26 @@ def _instance_hours(timeline: list[Bounds], attribute: str) -> float:
 
 
 def price_usd_per_hour(config: AppConfig, variant: VariantConfig) -> float:
-    """The on-demand price of ``variant``'s instance type (``scaling.hourly_price_usd``).
+    """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table.
 
     Raises:
-        ConfigError: the instance type has no price.
+        ConfigError: the instance type has no price (app_config/instance_prices.py).
     """
-    price = config.scaling.hourly_price_usd.get(variant.instance_type)
-    if price is None:
-        known = ", ".join(sorted(config.scaling.hourly_price_usd)) or "(none)"
-        raise ConfigError(
-            [f"scaling.hourly_price_usd: no price for {variant.instance_type} ({variant.variant_name}); known: {known}"]
-        )
-    return price
+    return _price(config, variant.instance_type, variant.variant_name)
+
+
+def _price(config: AppConfig, instance_type: str, where: str) -> float:
+    try:
+        return hourly_price(instance_type, config.scaling.hourly_price_usd).usd_per_hour
+    except ValueError as error:
+        raise ConfigError([f"{where}: {error}"]) from None
 
 
 def plan(config: AppConfig) -> list[VariantPlan]:
     """The week of every production variant of ``config``, primary first.
 
     Raises:
-        ConfigError: a variant's instance type has no price in ``scaling.hourly_price_usd``.
+        ConfigError: a variant's instance type has no price (app_config/instance_prices.py).
     """
     plans = []
     components = config.serving.hosts_inference_components
@@ -196,76 +197,10 @@ def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
         high = sum(p.monthly_cost_band_usd[1] for p in plans)
         lines += ["", f"Endpoint total per month: ${low:,.2f} .. ${high:,.2f}"]
     lines += ["", *memory_report.render(memory_report.build(config))]
-    lines += ["", format_choices(config)]
-    return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class InstanceChoice:
-    """One instance type priced at its capacity at the TTFT SLO.
-
-    ``usd_per_million_requests`` = hourly price / (requests per minute x 60) x 10^6, None without a
-    price; ``instances_at_peak`` = ceil(peak demand / requests per minute).
-    """
-
-    instance_type: str
-    gpu_name: str
-    concurrency: int
-    requests_per_minute: float
-    holds_slo: bool
-    price_usd_per_hour: float | None
-    usd_per_million_requests: float | None
-    instances_at_peak: int
-
-
-def instance_choices(config: AppConfig, peak_requests_per_minute: float) -> list[InstanceChoice]:
-    """Every instance type the config accepts, at its capacity at the SLO, cheapest per request first."""
-    choices = []
-    for instance_type, gpus in INSTANCE_GPUS.items():
-        capacity = config.capacity_of(instance_type)
-        price = config.scaling.hourly_price_usd.get(instance_type)
-        per_million = price / (capacity.requests_per_minute * 60) * 1e6 if price is not None else None
-        choices.append(
-            InstanceChoice(
-                instance_type,
-                gpus.gpu.name,
-                capacity.concurrency,
-                capacity.requests_per_minute,
-                capacity.holds_slo,
-                price,
-                per_million if capacity.holds_slo else None,
-                -(-int(peak_requests_per_minute) // max(int(capacity.requests_per_minute), 1)),
-            )
-        )
-    return sorted(
-        choices,
-        key=lambda c: (c.usd_per_million_requests is None, c.usd_per_million_requests or 0.0, c.instance_type),
-    )
-
-
-def format_choices(config: AppConfig) -> str:
-    """The instance-type table: capacity at the SLO, cost per million requests, instances at peak."""
-    peak = max(demand_module.default_week(1.0))
+    # The class SLOs: monitoring's one TTFT threshold for both until the config declares each
+    # class's (issue 33); fleet_planner takes them as parameters.
     slo = config.monitoring.high_ttft.threshold
-    lines = [
-        f"Instance types at TTFT p95 <= {slo:g} ms, routing {config.capacity.routing} (app_config/capacity.py; one "
-        f"engine per instance); instances for the default week's peak of {peak:,.0f} req/min:",
-        f"  {'instance type':<18} {'GPU':<16} {'conc':>4} {'req/min':>8} {'$/h':>8} {'$/M requests':>13} "
-        f"{'at peak':>8}",
-    ]
-    for c in instance_choices(config, peak):
-        price = f"{c.price_usd_per_hour:8.3f}" if c.price_usd_per_hour is not None else f"{'-':>8}"
-        if not c.holds_slo:
-            cost = "cannot hold"
-        elif c.usd_per_million_requests is None:
-            cost = "no price"
-        else:
-            cost = f"{c.usd_per_million_requests:,.0f}"
-        lines.append(
-            f"  {c.instance_type:<18} {c.gpu_name:<16} {c.concurrency:>4} {c.requests_per_minute:>8,.0f} {price} "
-            f"{cost:>13} {c.instances_at_peak if c.holds_slo else '-':>8}"
-        )
-    lines.append("  (a price: -c scaling.hourly_price_usd.<type>=USD; a measured capacity: python -m ops load)")
+    lines += ["", fleet_planner.format_planner(config, slo, slo, slo_source="monitoring.high_ttft.threshold, both")]
     return "\n".join(lines)
 
 

@@ -193,6 +193,20 @@ TENSOR_PARALLEL_SIZE: Final = EngineSetting(
     choices=TENSOR_PARALLEL_SIZES,
     description="GPUs one engine spans; at most the instance's GPU count (checked at synth). 1 on ml.g5.xlarge.",
 )
+DATA_PARALLEL_SIZE: Final = EngineSetting(
+    key="data_parallel_size",
+    env_var=env.ENGINE_DATA_PARALLEL_SIZE,
+    flag="--data-parallel-size",
+    default=1,
+    choices=(1, 2, 4, 8),
+    description=(
+        "Engines in one container, each on tensor_parallel_size GPUs of its own (vLLM 0.22's data parallel: one "
+        "API server balancing requests over the engines by their waiting and running counts, "
+        "vllm/v1/engine/core_client.py DPLBAsyncMPClient). Not a config key: the stack derives it per production "
+        "variant, GPUs // tensor_parallel_size in variants mode (inference_components mode runs one copy per GPU "
+        "group instead). 1 passes no flag."
+    ),
+)
 ENFORCE_EAGER: Final = EngineSetting(
     key="enforce_eager",
     env_var=env.ENGINE_ENFORCE_EAGER,

@@ -171,9 +171,13 @@ class ServingStack(cdk.Stack):
 def _hosting(config: AppConfig, compile_cache: CompileCacheMaker | None = None) -> EndpointHosting:
     """What both topologies take alike from ``serving.*`` and ``observability.*``."""
     serving, observability = config.serving, config.observability
+    # capacity.routing = prefix_aware: SageMaker's prefix-aware routing, both fields derived
+    # (app_config/prefix_routing.py); otherwise serving.routing_strategy.
+    prefix_routing = config.prefix_routing()
     return EndpointHosting(
         startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
-        routing_strategy=serving.routing_strategy,
+        routing_strategy="PREFIX_AWARE" if prefix_routing is not None else serving.routing_strategy,
+        prefix_routing=prefix_routing,
         inference_ami_version=serving.inference_ami_version,
         network_isolation=serving.network_isolation,
         vpc=serving.vpc,

@@ -21,6 +21,8 @@ class VariantDeployment:
 
     config: VariantConfig
     image_uri: str
+    data_parallel_size: int = 1
+    """Engines in the variant's container (app_config.gpu_instances.engines_per_instance)."""
 
 
 class ServingEndpoint(Construct):
@@ -88,6 +90,7 @@ class ServingEndpoint(Construct):
                 role=role,
                 environment=environment,
                 hosting=hosting,
+                data_parallel_size=variant.data_parallel_size,
             )
             self.models[name] = model
             production_variants.append(

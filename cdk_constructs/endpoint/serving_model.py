@@ -10,6 +10,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from app_config.prefix_routing import PrefixRouting
 from app_config.serving import VpcPlacementConfig
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
@@ -26,7 +27,8 @@ class EndpointHosting:
     Attributes:
         startup_health_check_timeout_s: 60-3600, SageMaker's
             ``ContainerStartupHealthCheckTimeoutInSeconds`` (per instance, or per copy).
-        routing_strategy: ``LEAST_OUTSTANDING_REQUESTS`` or ``RANDOM``.
+        routing_strategy: ``LEAST_OUTSTANDING_REQUESTS``, ``RANDOM`` or ``PREFIX_AWARE``.
+        prefix_routing: ``PrefixAwareRoutingConfig``'s two fields, with ``PREFIX_AWARE`` only.
         inference_ami_version: host AMI, e.g. ``al2023-ami-sagemaker-inference-gpu-4-1``.
         network_isolation: run the container without network access.
         vpc: optional subnets and security groups for the container.
@@ -48,11 +50,20 @@ class EndpointHosting:
     detailed_observability: bool
     metric_publish_frequency_s: int
     compile_cache: CompileCacheMaker | None = None
+    prefix_routing: PrefixRouting | None = None
 
     @property
     def routing_config(self) -> sagemaker.CfnEndpointConfig.RoutingConfigProperty:
-        """The production variant's ``RoutingConfig``."""
-        return sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=self.routing_strategy)
+        """The production variant's ``RoutingConfig`` (with ``PrefixAwareRoutingConfig`` for ``PREFIX_AWARE``)."""
+        prefix = self.prefix_routing
+        return sagemaker.CfnEndpointConfig.RoutingConfigProperty(
+            routing_strategy=self.routing_strategy,
+            prefix_aware_routing_config=sagemaker.CfnEndpointConfig.PrefixAwareRoutingConfigProperty(
+                prefix_length=prefix.prefix_length_bytes, concurrency_threshold=prefix.concurrency_threshold
+            )
+            if prefix is not None
+            else None,
+        )
 
     @property
     def metrics_config(self) -> sagemaker.CfnEndpointConfig.MetricsConfigProperty:
@@ -91,11 +102,17 @@ def serving_model(
     role: iam.IRole,
     environment: Mapping[str, str],
     hosting: EndpointHosting,
+    data_parallel_size: int = 1,
 ) -> sagemaker.CfnModel:
     """The ``AWS::SageMaker::Model`` of one variant: the image, its environment plus
     ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement; with
-    ``hosting.compile_cache``, the compile cache made for it on ``instance_type`` as model data."""
+    ``hosting.compile_cache``, the compile cache made for it on ``instance_type`` as model data.
+
+    ``data_parallel_size`` > 1 sets ``ENGINE_DATA_PARALLEL_SIZE``: that many vLLM engines in the
+    container, one per GPU group of a multi-GPU instance (1, vLLM's default, sets nothing)."""
     container_environment = {**environment, env.VARIANT_NAME: variant_name}
+    if data_parallel_size > 1:
+        container_environment[env.ENGINE_DATA_PARALLEL_SIZE] = str(data_parallel_size)
     cache = (
         hosting.compile_cache.cache_for(
             scope,

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.capacity_timeline import effective_bounds
-from app_config.gpu_instances import instance_gpus
+from app_config.gpu_instances import engines_per_instance
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.endpoint.container_environment import container_environment
@@ -60,8 +60,15 @@ class VariantsServing(Construct):
         """
         super().__init__(scope, construct_id)
         serving = config.serving
-        self._warn_idle_gpus(config)
-        variants = [VariantDeployment(config=v.serving, image_uri=images.uri(v.key)) for v in config.variants()]
+        variants = [
+            VariantDeployment(
+                config=v.serving,
+                image_uri=images.uri(v.key),
+                # One engine per GPU group: vLLM data parallel in the container.
+                data_parallel_size=engines_per_instance(v.serving.instance_type, config.engine.tensor_parallel_size),
+            )
+            for v in config.variants()
+        ]
         self.endpoint_construct = ServingEndpoint(
             self,
             "Endpoint",
@@ -137,20 +144,4 @@ class VariantsServing(Construct):
                     timeline=effective_bounds(scaling.resolved_schedule, bounds.min_capacity, bounds.max_capacity),
                     timezone=config.scaling.timezone,
                     hard_bounds=(bounds.min_capacity, bounds.max_capacity),
-                )
-
-    def _warn_idle_gpus(self, config: AppConfig) -> None:
-        """One engine runs per instance in variants mode: GPUs beyond its tensor_parallel_size are
-        paid for and idle (inference_components mode packs copies onto them instead)."""
-        tp = config.engine.tensor_parallel_size
-        for variant in config.variants():
-            instance_type = variant.serving.instance_type
-            gpus = instance_gpus(instance_type).count
-            if gpus > tp:
-                cdk.Annotations.of(self).add_warning_v2(
-                    f"Serving:IdleGpus:{variant.name}",
-                    f"serving.{variant.key}.instance_type = {instance_type} has {gpus} GPUs and "
-                    f"engine.tensor_parallel_size = {tp}: one engine per "
-                    f"instance leaves {gpus - tp} GPU(s) idle; raise tensor_parallel_size, pick a {tp}-GPU "
-                    "instance, or use serving.mode = inference_components to run one copy per GPU",
                 )

@@ -92,6 +92,7 @@ class Settings(BaseModel):
     kv_cache_dtype: str = _field(spec.KV_CACHE_DTYPE)
     attention_backend: str = _field(spec.ATTENTION_BACKEND)
     tensor_parallel_size: int = _field(spec.TENSOR_PARALLEL_SIZE)
+    data_parallel_size: int = _field(spec.DATA_PARALLEL_SIZE)
     enforce_eager: Bool = _field(spec.ENFORCE_EAGER)
     max_cudagraph_capture_size: int = _field(spec.MAX_CUDAGRAPH_CAPTURE_SIZE)
     cudagraph_memory_estimate: Bool = _field(spec.CUDAGRAPH_MEMORY_ESTIMATE)
@@ -234,6 +235,14 @@ class Settings(BaseModel):
         setting = spec.BY_KEY[str(info.field_name)]
         if value not in (setting.choices or ()):
             raise ValueError(f"allowed values are {setting.allowed_text()}")
+        return value
+
+    @field_validator("data_parallel_size", mode="after")
+    @classmethod
+    def _data_parallel(cls, value: int) -> int:
+        # Not in ENGINE_SETTINGS (no config key: the stack derives it), so checked here.
+        if value not in (spec.DATA_PARALLEL_SIZE.choices or ()):
+            raise ValueError(f"allowed values are {spec.DATA_PARALLEL_SIZE.allowed_text()}")
         return value
 
     @field_validator("lora_adapters", mode="before")

@@ -84,6 +84,10 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
     ]
     # auto: no flag, so vLLM reads the checkpoint's quantization_config and picks Marlin
     # where the GPU allows it; an explicit "awq" would force the slow kernel.
+    if settings.data_parallel_size > 1:
+        # One engine per GPU group behind vLLM's own API server (the stack sets it on multi-GPU
+        # instance types in variants mode); 1 is vLLM's default and passes no flag.
+        args += [spec.DATA_PARALLEL_SIZE.flag, str(settings.data_parallel_size)]
     if settings.quantization != spec.AUTO:
         args += [spec.QUANTIZATION.flag, settings.quantization]
     if settings.attention_backend != spec.AUTO:

@@ -108,6 +108,7 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         f"TTFT SLO, D = 60 x C / R = {service.request_duration_s:.2f} s"
         + ("" if scenario.instance_rpm else f" ({capacity.source})")
         + ("" if capacity.holds_slo else f"; {variant.instance_type} cannot hold the SLO: figures at 1 concurrent"),
+        _routing_line(config),
         f"launch: provisioning {scenario.provision_min} min + start-up {scenario.startup_min} min; "
         "scale-in immediate (no draining)",
         f"demand: {scenario.demand_source}",
@@ -124,6 +125,19 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
     ]
     events = [(event.name, event.minute_of_week) for event in scaling.events]
     return inputs, lines, events
+
+
+def _routing_line(config: AppConfig) -> str:
+    """How follow-up turns reach engines, and what the endpoint config sets for it."""
+    routing = config.capacity.routing
+    prefix = config.prefix_routing()
+    detail = (
+        f": RoutingStrategy PREFIX_AWARE, PrefixLength {prefix.prefix_length_bytes} bytes, ConcurrencyThreshold "
+        f"{prefix.concurrency_threshold} (a conversation's turns meet its prefix cache until the instance is full)"
+        if prefix is not None
+        else ""
+    )
+    return f"routing: {routing} (capacity.routing; app_config/capacity.py picks the measured curve){detail}"
 
 
 def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engine.MinuteRecord], list[tuple[str, int]]]:
@@ -153,8 +167,15 @@ def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], s
         values = demand_module.load_csv(args.demand_csv, scale)
         source = f"{args.demand_csv} ({len(values):,} minutes)"
     else:
-        values = demand_module.default_week(scale)
-        source = "default week (seeds 001/003 shape, releases MON x2.0, WED x1.8, FRI x2.0 assumed)"
+        traffic = config.traffic
+        values = demand_module.week(traffic, scale)
+        volume = (
+            f"peak {traffic.peak_requests_per_minute:,.0f} req/min"
+            if traffic.peak_requests_per_minute is not None
+            else f"{traffic.requests_per_day:,.0f} requests/day"
+        )
+        releases = ", ".join(f"{r.day_of_week} x{r.multiplier:g}" for r in traffic.releases) or "no releases"
+        source = f"traffic section: {volume}, peak {max(values) / scale:,.0f} req/min, releases {releases}"
     return values, f"{source} x {args.demand_scale:g} x weight share {share:.0%} for {variant.variant_name}"
 
 
@@ -236,7 +257,7 @@ def _with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     at = format_minute_of_week(args.surge_at)
     return replace(
         scenario,
-        demand=surge.overlay(scenario.demand, args.surge_at),
+        demand=surge.overlay(scenario.demand, args.surge_at, traffic=scenario.config.traffic),
         demand_source=f"{scenario.demand_source}, unforeseen x{surge.SURGE_MULTIPLIER:g} surge at {at}",
     )
 

@@ -11,8 +11,9 @@ ceiling in force can answer it. The shape reuses the weekly releases' ramp, hold
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app_config.traffic import ReleaseDemandConfig, TrafficConfig
 from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
-from devtools.scaling_sim.demand import RELEASE_DECAY_MIN, RELEASE_HOLD_MIN, RELEASE_RAMP_MIN, Release, release_factor
+from devtools.scaling_sim.demand import DEFAULT_TRAFFIC, release_factor
 from devtools.scaling_sim.engine import MinuteRecord
 
 SURGE_MULTIPLIER = 3.0
@@ -21,8 +22,10 @@ SURGE_MULTIPLIER = 3.0
 DEFAULT_SURGE_AT = "TUE 02:00"
 """An hour in the off-peak window (01:00-08:00 JST) with no release event and no scheduled lift."""
 
-SURGE_WINDOW_MIN = RELEASE_RAMP_MIN + RELEASE_HOLD_MIN + RELEASE_DECAY_MIN
-"""Minutes from the surge's start to demand back on the curve (15 + 120 + 120)."""
+SURGE_WINDOW_MIN = (
+    DEFAULT_TRAFFIC.release_ramp_min + DEFAULT_TRAFFIC.release_hold_min + DEFAULT_TRAFFIC.release_decay_min
+)
+"""Minutes from the surge's start to demand back on the curve (15 + 120 + 120 with the default traffic)."""
 
 TIMELINE_STEP_MIN = 15
 
@@ -44,14 +47,22 @@ def parse_at(text: str) -> int:
     return DAY_NAMES.index(day.upper()) * 1440 + hour * 60 + minute
 
 
-def overlay(demand: Sequence[float], start: int, multiplier: float = SURGE_MULTIPLIER) -> list[float]:
+def overlay(
+    demand: Sequence[float], start: int, multiplier: float = SURGE_MULTIPLIER, traffic: TrafficConfig = DEFAULT_TRAFFIC
+) -> list[float]:
     """``demand`` (requests per minute, minute 0 = MON 00:00) with the surge from ``start``.
 
-    The surge ramps to ``multiplier`` x the curve over 15 minutes, holds 2 h and decays over 2 h
-    (the release shape of :mod:`.demand`). A release already above it keeps its own factor.
+    The surge ramps to ``multiplier`` x the curve, holds and decays like ``traffic``'s releases
+    (15 minutes, 2 h, 2 h by default). A release already above it keeps its own factor.
     """
     day, minute_of_day = divmod(start % MINUTES_PER_WEEK, 1440)
-    surge = (Release("surge", DAY_NAMES[day], minute_of_day, multiplier),)
+    release = ReleaseDemandConfig(
+        name="surge",
+        day_of_week=DAY_NAMES[day],
+        time=f"{minute_of_day // 60:02d}:{minute_of_day % 60:02d}",
+        multiplier=multiplier,
+    )
+    surge = traffic.model_copy(update={"releases": (release,)})
     return [rate * release_factor(minute % MINUTES_PER_WEEK, surge) for minute, rate in enumerate(demand)]
 
 

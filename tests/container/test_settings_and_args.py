@@ -130,6 +130,14 @@ def test_a_longer_shutdown_budget_admits_a_longer_drain() -> None:
     assert (longer.shutdown_budget_s, longer.drain_timeout_s) == (300, 292)
 
 
+def test_data_parallel_engines_get_their_flag_only_above_one() -> None:
+    assert "--data-parallel-size" not in build_vllm_args(Settings.from_env({}), PATHS)
+    argv = build_vllm_args(Settings.from_env({"ENGINE_DATA_PARALLEL_SIZE": "4"}), PATHS)
+    assert flag(argv, "--data-parallel-size") == "4"
+    with pytest.raises(ValueError, match="allowed values are 1, 2, 4, 8"):
+        Settings.from_env({"ENGINE_DATA_PARALLEL_SIZE": "3"})
+
+
 def test_empty_values_take_defaults() -> None:
     assert Settings.from_env({"ENGINE_MAX_NUM_SEQS": ""}).max_num_seqs == 128
 

@@ -51,6 +51,7 @@ MINIMAL_ENV = {
     "ENGINE_ENABLE_PREFIX_CACHING": "false",
     "ENGINE_ENFORCE_EAGER": "true",
     "ENGINE_LOG_LEVEL": "debug",
+    "ENGINE_DATA_PARALLEL_SIZE": "2",  # what the stack sets on a 2-GPU group instance (variants mode)
 }
 
 
@@ -106,6 +107,7 @@ def test_minimal_argv_parses(answer: dict[str, Any]) -> None:
     assert result["parsed"]["quantization"] == "awq"  # the slow kernel stays selectable
     assert result["parsed"]["kv_cache_dtype"] == "fp8"
     assert str(result["parsed"]["attention_backend"]).endswith("FLASHINFER")  # vLLM parses it to its enum
+    assert result["parsed"]["data_parallel_size"] == 2  # one engine per GPU group
 
 
 def test_removed_flag_is_rejected_by_the_same_parser(answer: dict[str, Any]) -> None:

@@ -37,6 +37,20 @@ def test_endpoint_config_has_primary_and_canary_from_the_seeds(default_synth: Sy
         assert "VolumeSizeInGB" not in variant
 
 
+def test_prefix_aware_routing_synthesizes_both_derived_fields(tmp_path: Path) -> None:
+    # The derivation (tests/unit/test_prefix_routing.py): PrefixLength = 64 bytes of JSON + (600 system +
+    # 64 conversation tokens) x 4 bytes; ConcurrencyThreshold = the instance's concurrency at the SLO.
+    measured = '{"ml.g5.xlarge": {"concurrency": 6, "requests_per_minute": 150, "ttft_p50_ms": 90}}'
+    synth = synthesize(tmp_path, {"capacity.routing": "prefix_aware", "capacity.measured": measured})
+    variants = _variants(synth)
+    assert variants
+    for variant in variants:
+        assert variant["RoutingConfig"] == {
+            "RoutingStrategy": "PREFIX_AWARE",
+            "PrefixAwareRoutingConfig": {"PrefixLength": 64 + (600 + 64) * 4, "ConcurrencyThreshold": 6},
+        }
+
+
 def test_each_variant_has_its_own_model(default_synth: Synth) -> None:
     template = default_synth.template("Serving")
     models = template.find_resources("AWS::SageMaker::Model")
@@ -252,9 +266,9 @@ def test_models_wait_for_the_roles_grants(default_synth: Synth, components_synth
         assert all(policy_id in model.get("DependsOn", []) for model in models)
 
 
-def test_gpu_memory_alarm_scales_by_the_engines_gpus_and_idle_gpus_warn(tmp_path: Path) -> None:
-    # ml.g5.12xlarge has 4 A10Gs; a tensor_parallel_size 2 engine fills 2 of them. SageMaker sums
-    # GPUMemoryUtilization over all 4 (0-400 %), the idle two adding ~0: a full engine reads ~200 %.
+def test_multi_gpu_instances_run_one_engine_per_gpu_group_and_the_gpu_alarm_counts_them(tmp_path: Path) -> None:
+    # ml.g5.12xlarge has 4 A10Gs; tensor_parallel_size 2 makes 2 data-parallel engines of 2 GPUs
+    # each. SageMaker sums GPUMemoryUtilization over all 4 (0-400 %), and every one fills up.
     synth = synthesize(
         tmp_path,
         {
@@ -268,13 +282,17 @@ def test_gpu_memory_alarm_scales_by_the_engines_gpus_and_idle_gpus_warn(tmp_path
         for a in synth.template("Observability").find_resources("AWS::CloudWatch::Alarm").values()
         if a["Properties"].get("AlarmName", "").endswith("gpu-memory-high")
     ]
-    assert alarm["Threshold"] == 98 * 2
-    warning = (
-        "serving.primary.instance_type = ml.g5.12xlarge has 4 GPUs and engine.tensor_parallel_size = 2: one engine "
-        "per instance leaves 2 GPU(s) idle; raise tensor_parallel_size, pick a 2-GPU instance, or use serving.mode "
-        "= inference_components to run one copy per GPU"
-    )
-    _has_warning(synth, warning)
+    assert alarm["Threshold"] == 98 * 4
+    models = synth.template("Serving").find_resources("AWS::SageMaker::Model").values()
+    environments = [m["Properties"]["PrimaryContainer"]["Environment"] for m in models]
+    assert environments and all(e["ENGINE_DATA_PARALLEL_SIZE"] == "2" for e in environments)
+    assert all(e["ENGINE_TENSOR_PARALLEL_SIZE"] == "2" for e in environments)
+
+
+def test_a_single_gpu_instance_sets_no_data_parallel_size(default_synth: Synth) -> None:
+    models = default_synth.template("Serving").find_resources("AWS::SageMaker::Model").values()
+    assert models
+    assert all("ENGINE_DATA_PARALLEL_SIZE" not in m["Properties"]["PrimaryContainer"]["Environment"] for m in models)
 
 
 def test_each_mode_gives_the_stack_the_same_face(default_synth: Synth, components_synth: Synth) -> None:

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from app_config import AppConfig
-from app_config.capacity import CapacityConfig, MeasuredCapacity, instance_capacity
-from app_config.gpu_instances import A10G, H100_80GB, H200, INSTANCE_GPUS, Gpu
-from devtools import capacity_model, capacity_plan
+from app_config.capacity import CapacityConfig, MeasuredCapacity, capacity_at_slos, instance_capacity
+from app_config.gpu_instances import A10G, H100_80GB, H200, Gpu
+from devtools import capacity_model, capacity_plan, ttft_model
 
 
 def test_the_committed_projection_is_what_the_model_makes() -> None:
@@ -44,14 +44,49 @@ def test_the_step_floor_is_recovered_from_two_bandwidths() -> None:
         capacity_model.fit_step_floor(_measurement(H200, 5.0, 4.0), _measurement(H200, 5.0, 4.0))
 
 
-def test_a_slower_gpu_gets_a_later_first_token_and_fewer_requests() -> None:
+def test_a_slower_gpu_scales_the_compute_part_not_the_fixed_part() -> None:
     reference, _, floor = capacity_model.load_measurements()
-    on_h200 = capacity_model.project(reference, H200, floor, "fresh")
-    on_a10g = capacity_model.project(reference, A10G, floor, "fresh")
+    fit = ttft_model.default_fit()
+    on_h200 = capacity_model.project(reference, H200, floor, "fresh", fit)
+    on_a10g = capacity_model.project(reference, A10G, floor, "fresh", fit)
+    ratio = 989 / 70  # dense FP16 tensor TFLOPS, H200 / A10G
     for fast, slow in zip(on_h200, on_a10g, strict=True):
-        # Prefill scales with dense FP16 tensor throughput: 989 / 70 TFLOPS.
-        assert slow["ttft_p95_ms"] == pytest.approx(fast["ttft_p95_ms"] * 989 / 70, rel=0.01)
+        assert slow["cold_ttft_p95_ms"] > fast["cold_ttft_p95_ms"]
+        # Not the whole TTFT: the fixed part (launches, HTTP, the LoRA path at one request) stays.
+        assert slow["cold_ttft_p95_ms"] < fast["cold_ttft_p95_ms"] * ratio
         assert slow["requests_per_minute"] < fast["requests_per_minute"]
+    # What load adds over one request is GPU work: it scales whole.
+    for fast, slow in zip(on_h200[1:], on_a10g[1:], strict=True):
+        extra_fast = fast["cold_ttft_p95_ms"] - on_h200[0]["cold_ttft_p95_ms"]
+        extra_slow = slow["cold_ttft_p95_ms"] - on_a10g[0]["cold_ttft_p95_ms"]
+        assert extra_slow == pytest.approx(extra_fast * ratio, rel=0.01, abs=2.0)
+
+
+def test_the_ttft_model_is_within_15_percent_of_every_4_cpu_run() -> None:
+    # The 12-CPU run is the one it cannot explain (the model has no CPU term): +34 %.
+    fit = ttft_model.default_fit()
+    errors = {
+        what: predicted / measured - 1 for what, predicted, measured in ttft_model.check(fit, ttft_model.load_runs())
+    }
+    assert len(errors) == 10
+    for what, error in errors.items():
+        if "12 CPUs" in what:
+            assert error > 0.25, what
+        else:
+            assert abs(error) <= 0.15, (what, error)
+    assert fit.fixed_ms == pytest.approx(17.4, abs=0.1)  # launches, scheduling, HTTP
+
+
+def test_capacity_holds_both_classes() -> None:
+    rows = [
+        {"concurrency": 1, "ttft_p95_ms": 90, "cold_ttft_p95_ms": 100, "warm_ttft_p95_ms": 40},
+        {"concurrency": 4, "ttft_p95_ms": 300, "cold_ttft_p95_ms": 450, "warm_ttft_p95_ms": 200},
+        {"concurrency": 8, "ttft_p95_ms": 500, "cold_ttft_p95_ms": 700, "warm_ttft_p95_ms": 300},
+    ]
+    assert capacity_at_slos(rows, 500, 500) == (rows[1], True)
+    assert capacity_at_slos(rows, 800, 500) == (rows[2], True)  # a looser cold SLO buys concurrency
+    assert capacity_at_slos(rows, 800, 250) == (rows[1], True)  # the warm class binds
+    assert capacity_at_slos(rows, 50, 500) == (rows[0], False)
 
 
 def test_a_measured_capacity_overrides_the_projection() -> None:
@@ -75,8 +110,14 @@ def test_the_projection_answers_at_the_configured_slo() -> None:
 
 
 def test_session_affinity_reads_the_conversation_curve() -> None:
-    fresh = AppConfig().capacity_of("ml.p5.48xlarge")
-    sessions = capacity_plan.load(["capacity.routing=session_affinity"]).capacity_of("ml.p5.48xlarge")
+    # One engine of 8 GPUs: data-parallel engines would send follow-ups elsewhere (the fresh curve).
+    p5 = [
+        "serving.primary.instance_type=ml.p5.48xlarge",
+        "serving.canary.enabled=false",
+        "engine.tensor_parallel_size=8",
+    ]
+    fresh = capacity_plan.load(p5).capacity_of("ml.p5.48xlarge")
+    sessions = capacity_plan.load([*p5, "capacity.routing=session_affinity"]).capacity_of("ml.p5.48xlarge")
     assert sessions.requests_per_minute > fresh.requests_per_minute
     assert "conversations curve" in sessions.source
 
@@ -85,16 +126,3 @@ def test_an_explicit_concurrency_target_is_kept() -> None:
     config = capacity_plan.load(["scaling.primary.target_tracking.concurrent_requests_target=12"])
     assert config.scaling.primary.target_tracking.target_value == 12
     assert config.scaling.canary.target_tracking.target_value == config.capacity_of("ml.g5.xlarge").concurrency
-
-
-def test_the_plan_prices_a_million_requests_at_the_slo_for_every_instance_type() -> None:
-    measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 200, "ttft_p50_ms": 90}}'
-    config = capacity_plan.load([f"capacity.measured={measured}"])
-    choices = {choice.instance_type: choice for choice in capacity_plan.instance_choices(config, 8000)}
-    assert set(choices) == set(INSTANCE_GPUS)
-    g5 = choices["ml.g5.xlarge"]
-    assert g5.usd_per_million_requests == pytest.approx(1.408 / (200 * 60) * 1e6)
-    assert g5.instances_at_peak == 40
-    assert choices["ml.g6.xlarge"].usd_per_million_requests is None  # L4: cannot hold the SLO
-    text = capacity_plan.format_choices(config)
-    assert f"{g5.usd_per_million_requests:,.0f}" in text and "cannot hold" in text

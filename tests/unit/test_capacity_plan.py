@@ -2,9 +2,10 @@
 
 import pytest
 
+from app_config import instance_prices
 from devtools import capacity_plan
 
-PRICE = 1.408  # ml.g5.xlarge on-demand, USD per hour (seed 003)
+PRICE = 1.4084  # ml.g5.xlarge on-demand, USD per hour (app_config/instance_prices.json)
 
 
 def _primary(*overrides: str) -> capacity_plan.VariantPlan:
@@ -31,8 +32,8 @@ def test_primary_week_matches_the_hand_calculation() -> None:
     # A month is 730 h, i.e. 730 / 168 weeks.
     assert plan.floor_hours_per_month == pytest.approx(week_floor * 730 / 168)
     low, high = plan.monthly_cost_band_usd
-    assert low == pytest.approx(week_floor * 730 / 168 * PRICE)  # about $4,282.67
-    assert high == pytest.approx(week_ceiling * 730 / 168 * PRICE)  # about $20,556.80
+    assert low == pytest.approx(week_floor * 730 / 168 * PRICE)  # about $4,283.88
+    assert high == pytest.approx(week_ceiling * 730 / 168 * PRICE)  # about $20,562.64
 
 
 def test_hourly_grid_shows_the_bounds_after_every_action() -> None:
@@ -58,11 +59,17 @@ def test_variant_without_scaling_runs_its_initial_count() -> None:
     assert plan.floor_hours_per_week == plan.ceiling_hours_per_week == 4 * 168
 
 
-def test_missing_price_is_a_config_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_price_is_a_config_error(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every accepted type is priced (tests/unit/test_instance_prices.py); a table that lost a row
+    # makes the plan stop with the type named, not print a blank.
+    table = instance_prices.price_table()
+    prices = {name: row for name, row in table["prices"].items() if name != "ml.g6.xlarge"}
+    monkeypatch.setattr(instance_prices, "price_table", lambda: {**table, "prices": prices})
     code = capacity_plan.main(["-c", "serving.primary.instance_type=ml.g6.xlarge"])
     assert code == 2
     assert capsys.readouterr().err.strip() == (
-        "config error: scaling.hourly_price_usd: no price for ml.g6.xlarge (primary); known: ml.g5.xlarge"
+        "config error: primary: no price for ml.g6.xlarge in instance_prices.json (as of 2026-11-26); add it with "
+        "make prices or -c 'scaling.hourly_price_usd={\"ml.g6.xlarge\": USD}'"
     )
 
 
@@ -71,7 +78,7 @@ def test_command_prints_the_week_and_the_band(capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert "times in Asia/Tokyo" in out
     assert "MON 16:00  min   8  max  20  shonen-jump-prescale" in out
-    assert "On-demand cost band per month: $4,282.67 .. $20,556.80" in out
+    assert "On-demand cost band per month: $4,283.88 .. $20,562.64" in out
 
 
 def test_compare_prints_baseline_against_the_override(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,7 @@ def test_all_contract_names_but_the_per_variant_and_optional_ones_are_set() -> N
     # LORA_RUNTIME_ADAPTERS and ADAPTER_SHA256 are set in inference_components mode only.
     assert set(env.ALL) - set(variables) == {
         env.VARIANT_NAME,
+        env.ENGINE_DATA_PARALLEL_SIZE,  # per variant, on multi-GPU instance types only (serving_model)
         env.LORA_MAX_CPU_LORAS,
         env.LORA_RUNTIME_ADAPTERS,
         env.ADAPTER_SHA256,

@@ -1,9 +1,11 @@
 """The scaling simulation's engine and policies on small, hand-checkable scenarios."""
 
 import pytest
+from pydantic import ValidationError
 
 from app_config.capacity_timeline import Bounds
 from app_config.scaling_policies import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
+from app_config.traffic import TrafficConfig
 from devtools.scaling_sim import demand, report
 from devtools.scaling_sim.engine import MinuteRecord, SimInputs, run
 from devtools.scaling_sim.fleet import ServiceModel
@@ -137,11 +139,31 @@ def test_scheduled_min_raise_lifts_desired_at_the_cron_minute() -> None:
     assert records[30 + PROVISION + STARTUP].in_service == 5
 
 
-def test_default_week_has_the_seed_floor_and_release_spikes() -> None:
+def test_default_week_carries_seed_003s_volume_with_the_release_spikes() -> None:
     week = demand.default_week()
     assert len(week) == 10_080
-    assert week[3 * 60] == pytest.approx(500)  # MON 03:00 (seed 001 user story 4)
+    assert sum(week) / 7 == pytest.approx(50_000)  # seed 003: ~50K requests/day
     friday_1815 = 4 * 1440 + 18 * 60 + 15
     assert week[friday_1815] == pytest.approx(2 * demand.base_rate(18 * 60 + 15))
     thursday_1815 = 3 * 1440 + 18 * 60 + 15
     assert week[thursday_1815] == pytest.approx(demand.base_rate(18 * 60 + 15))
+
+
+def test_a_peak_rate_replays_seed_001s_week() -> None:
+    # The week the simulation used before the traffic section: 8,000 req/min at the busiest
+    # minute, 500 at 03:00 (seed 001 user story 4).
+    week = demand.week(TrafficConfig(peak_requests_per_minute=8000))
+    assert max(week) == pytest.approx(8000)
+    assert week[3 * 60] == pytest.approx(500)
+    assert sum(week) / 7 == pytest.approx(3.23e6, rel=0.01)  # ~65x seed 003 50K a day
+
+
+def test_traffic_errors_name_the_key_and_what_is_allowed() -> None:
+    with pytest.raises(ValidationError) as error:
+        TrafficConfig.model_validate({"daily_shape": [["00:00", 1.0], ["12:00", 2.0]]})
+    assert "must start at 00:00 and end at 24:00" in str(error.value)
+    with pytest.raises(ValidationError) as error:
+        TrafficConfig.model_validate(
+            {"releases": [{"name": "x", "day_of_week": "MON", "time": "25:00", "multiplier": 2}]}
+        )
+    assert "'25:00': must be HH:MM between 00:00 and 24:00" in str(error.value)

@@ -41,7 +41,9 @@ def test_default_week_prints_the_headline_figures(capsys: pytest.CaptureFixture[
 def test_a_measured_capacity_overrides_the_projection(capsys: pytest.CaptureFixture[str]) -> None:
     # What `ops load` prints after measuring 8 concurrent requests within the SLO on a g5.
     measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 250, "ttft_p50_ms": 90}}'
-    assert cli.main(["--compare", "-c", f"capacity.measured={measured}"]) == 0
+    # --demand-scale 65: about seed 001's volume (app_config/traffic.py), for baseline and override alike,
+    # so that the capacity, not the floors, sizes the fleet.
+    assert cli.main(["--compare", "--demand-scale", "65", "-c", f"capacity.measured={measured}"]) == 0
     out = capsys.readouterr().out
     assert "C = 8 concurrent, R = 250 req/min at the TTFT SLO" in out
     assert "target 8," in out  # the concurrency target follows the measured capacity

@@ -36,6 +36,10 @@ def _figure(out: str, label: str) -> int:
     return int(match.group(1).replace(",", ""))
 
 
+SEED_001_WEEK = ["-c", "traffic.peak_requests_per_minute=8000"]
+"""Seed 001's volume (app_config/traffic.py): the surge checks need a week that fills the fleet."""
+
+
 def test_surge_triples_the_curve_after_a_15_minute_ramp() -> None:
     week = demand.default_week()
     surged = surge.overlay(week, TUE_0200)
@@ -46,14 +50,24 @@ def test_surge_triples_the_curve_after_a_15_minute_ramp() -> None:
 
 
 def test_surge_at_night_scales_to_the_hard_max(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["--scenario", "surge", "--instance-rpm", MEASURED_RPM]) == 0
+    assert cli.main(["--scenario", "surge", "--instance-rpm", MEASURED_RPM, *SEED_001_WEEK]) == 0
     after = capsys.readouterr().out
     assert "Unforeseen surge: x3 from TUE 02:00" in after
     assert _figure(after, "max_capacity at the start") == 20
     assert _figure(after, "peak instances InService") > 6
 
     assert (
-        cli.main(["--scenario", "surge", "--instance-rpm", MEASURED_RPM, "-c", f"scaling.primary.schedule={NIGHT_CAP}"])
+        cli.main(
+            [
+                "--scenario",
+                "surge",
+                "--instance-rpm",
+                MEASURED_RPM,
+                *SEED_001_WEEK,
+                "-c",
+                f"scaling.primary.schedule={NIGHT_CAP}",
+            ]
+        )
         == 0
     )
     before = capsys.readouterr().out
@@ -80,6 +94,7 @@ def test_surge_prints_queue_minutes_with_a_cold_and_a_cached_start(capsys: pytes
     """Issue 25: the instance start comes from config (cold 206 s -> 4 min, cached 83 s -> 2 min); with
     demand the fleet's ceiling can meet, the cached start queues for fewer minutes."""
     args = ["--scenario", "surge", "--demand-scale", "0.1", "--instance-rpm", "60", "--base-ttft-ms", "300"]
+    args += SEED_001_WEEK
     assert cli.main(args) == 0
     out = capsys.readouterr().out
     rows = _by_start(out)
@@ -92,7 +107,7 @@ def test_surge_prints_queue_minutes_with_a_cold_and_a_cached_start(capsys: pytes
 
 
 def test_the_start_minutes_follow_the_configured_seconds(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["--scenario", "surge", "--demand-scale", "0.1", "--instance-rpm", "60"]
+    args = ["--scenario", "surge", "--demand-scale", "0.1", "--instance-rpm", "60", *SEED_001_WEEK]
     assert cli.main([*args, "-c", "scaling.instance_start_cached_s=30", "-c", "scaling.instance_start_cold_s=301"]) == 0
     rows = _by_start(capsys.readouterr().out)
     assert rows["cold"][0] == 6 and rows["cached"][0] == 1

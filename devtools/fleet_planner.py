@@ -1,0 +1,286 @@
+"""The cheapest fleet that holds both TTFT classes at the configured week's demand.
+
+For every instance type the config accepts (app_config/gpu_instances.py) and each routing it
+could use, one instance's capacity where first turns (cold) hold ``cold_p95_ms`` and follow-ups
+(warm) hold ``warm_p95_ms`` (app_config/capacity.py: measured, else projected per engine and
+multiplied by the engines the instance runs), its price (app_config/instance_prices.py) and the
+``traffic`` week (devtools/scaling_sim/demand.py) give:
+
+* **count at peak**: the fewest instances that keep the requests in flight within what they hold
+  at the SLO (``concurrency`` each) at least ``IN_FLIGHT_QUANTILE`` of the time. Arrivals are
+  random, so the requests in flight at a mean load of ``rate x concurrency / requests per
+  minute`` are Poisson-distributed (an infinite-server queue: vLLM batches every request it
+  gets, none waits for a slot); sizing at the mean alone (rate / requests per minute) would put
+  a fleet of one-request instances above its SLO concurrency about half of the time;
+* **warm floor**: the instances kept InService at the quietest minute, at least
+  ``MIN_WARM_INSTANCES`` (seed 001 user story 3: never fewer than 2 warm in production);
+* **$/month**: the instance-hours of a fleet that follows the demand minute by minute between
+  the warm floor and what each minute needs (a lower bound on what autoscaling with lead times
+  costs; ``make simulate`` runs the policies), times the price, scaled to ``scaling.hours_per_month``;
+* **$/1M requests**: that month's cost over its requests.
+
+The SLOs are parameters (``cold_p95_ms``, ``warm_p95_ms``), not config reads, so the call site
+picks their source: today ``monitoring.high_ttft.threshold`` for both classes.
+"""
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app_config import AppConfig
+from app_config.capacity import InstanceCapacity, instance_capacity
+from app_config.capacity_timeline import effective_bounds
+from app_config.gpu_instances import INSTANCE_GPUS, engines_per_instance
+from app_config.instance_prices import hourly_price, price_table
+from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
+from devtools.scaling_sim import demand as demand_module
+
+MIN_WARM_INSTANCES = 2
+"""Seed 001 user story 3: production keeps at least 2 instances warm (one may fail or roll)."""
+
+IN_FLIGHT_QUANTILE = 0.95
+"""The SLOs are p95s: at most 5 % of the time may the fleet hold more than it can at the SLO."""
+
+ROUTINGS = ("least_outstanding", "prefix_aware")
+"""Routings a fleet can use with no client change (session_affinity needs stateful-session clients)."""
+
+LOOSER_COLD_P95_MS = (500.0, 800.0, 1200.0)
+"""Cold TTFT p95 SLOs the plan prices side by side (issue 34): the user chooses."""
+
+
+@functools.lru_cache(maxsize=65536)
+def in_flight_quantile(mean: float, quantile: float = IN_FLIGHT_QUANTILE) -> int:
+    """The smallest ``k`` with P(Poisson(``mean``) <= k) >= ``quantile`` (normal approximation
+    with continuity correction above a mean of 200, where the exact sum underflows)."""
+    if mean <= 0:
+        return 0
+    if mean > 200:
+        z = {0.95: 1.6449, 0.99: 2.3263}.get(quantile, 1.6449)
+        return math.ceil(mean + z * math.sqrt(mean) - 0.5)
+    term = math.exp(-mean)
+    total, k = term, 0
+    while total < quantile:
+        k += 1
+        term *= mean / k
+        total += term
+    return k
+
+
+def instances_needed(rate_rpm: float, capacity: InstanceCapacity) -> int:
+    """Instances whose ``capacity.concurrency`` each holds the requests in flight at ``rate_rpm``
+    (requests per minute) ``IN_FLIGHT_QUANTILE`` of the time (module docstring)."""
+    mean_in_flight = rate_rpm * capacity.concurrency / max(capacity.requests_per_minute, 1e-9)
+    return max(math.ceil(in_flight_quantile(mean_in_flight) / capacity.concurrency), 1)
+
+
+@functools.lru_cache(maxsize=8)
+def _minutes_at_rate(week: tuple[float, ...]) -> dict[float, int]:
+    """Minutes of ``week`` at each rate rounded to 0.1 requests per minute."""
+    return dict(Counter(round(rate, 1) for rate in week))
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """One instance type and routing, sized for the week."""
+
+    instance_type: str
+    gpu_name: str
+    engines: int
+    routing: str
+    holds: bool
+    concurrency: int
+    requests_per_minute: float
+    base_ttft_ms: float
+    price_usd_per_hour: float
+    count_at_peak: int
+    warm_floor: int
+    instance_hours_per_week: float
+    usd_per_month: float
+    usd_per_million_requests: float
+
+
+def size_fleet(
+    config: AppConfig,
+    instance_type: str,
+    routing: str,
+    week: Sequence[float],
+    *,
+    cold_p95_ms: float,
+    warm_p95_ms: float,
+) -> Fleet:
+    """``instance_type`` behind ``routing`` at ``week`` (requests per minute, minute 0 = MON 00:00).
+
+    Raises:
+        ValueError: the type has no price or no capacity projection (one line naming it).
+    """
+    engines = engines_per_instance(instance_type, config.engine.tensor_parallel_size)
+    capacity = instance_capacity(
+        instance_type,
+        cold_p95_ms,
+        config.capacity.model_copy(update={"routing": routing}),
+        engines,
+        warm_slo_ms=warm_p95_ms,
+    )
+    price = hourly_price(instance_type, config.scaling.hourly_price_usd).usd_per_hour
+    minutes_at = _minutes_at_rate(tuple(week))
+    needed = {rate: instances_needed(rate, capacity) for rate in minutes_at}
+    floor = max(MIN_WARM_INSTANCES, needed[round(min(week), 1)])
+    instance_minutes = sum(count * max(floor, needed[rate]) for rate, count in minutes_at.items())
+    hours_per_week = instance_minutes / 60 * MINUTES_PER_WEEK / len(week)
+    per_month = config.scaling.hours_per_month / (MINUTES_PER_WEEK / 60)
+    usd_per_month = hours_per_week * per_month * price
+    requests_per_month = sum(week) * MINUTES_PER_WEEK / len(week) * per_month
+    return Fleet(
+        instance_type=instance_type,
+        gpu_name=INSTANCE_GPUS[instance_type].gpu.name,
+        engines=engines,
+        routing=routing,
+        holds=capacity.holds_slo,
+        concurrency=capacity.concurrency,
+        requests_per_minute=capacity.requests_per_minute,
+        base_ttft_ms=capacity.base_ttft_ms,
+        price_usd_per_hour=price,
+        count_at_peak=needed[round(max(week), 1)],
+        warm_floor=floor,
+        instance_hours_per_week=hours_per_week,
+        usd_per_month=usd_per_month,
+        usd_per_million_requests=usd_per_month / (requests_per_month / 1e6) if requests_per_month else math.inf,
+    )
+
+
+def plan_fleets(
+    config: AppConfig, cold_p95_ms: float, warm_p95_ms: float, routings: Sequence[str] = ROUTINGS
+) -> list[Fleet]:
+    """Every instance type under each of ``routings``: the fleets that hold both classes, cheapest
+    per month first, then those that cannot (lowest one-request TTFT first)."""
+    week = demand_module.week(config.traffic)
+    fleets = [
+        size_fleet(config, instance_type, routing, week, cold_p95_ms=cold_p95_ms, warm_p95_ms=warm_p95_ms)
+        for instance_type in INSTANCE_GPUS
+        for routing in routings
+    ]
+    return sorted(fleets, key=lambda f: (not f.holds, f.usd_per_month if f.holds else f.base_ttft_ms))
+
+
+def cheapest(fleets: Sequence[Fleet]) -> Fleet | None:
+    """The cheapest fleet that holds both classes, or None."""
+    holding = [fleet for fleet in fleets if fleet.holds]
+    return min(holding, key=lambda f: f.usd_per_month) if holding else None
+
+
+def loses_because(fleet: Fleet, best: Fleet | None, cold_p95_ms: float, warm_p95_ms: float) -> str:
+    """Why ``fleet`` is not the recommendation, in a few words."""
+    if not fleet.holds:
+        return (
+            f"cannot hold cold p95 {cold_p95_ms:g} / warm p95 {warm_p95_ms:g} ms even at one request per engine "
+            f"(TTFT p50 {fleet.base_ttft_ms:,.0f} ms there)"
+        )
+    if best is None or fleet == best:
+        return "recommended"
+    return f"${fleet.usd_per_month - best.usd_per_month:,.0f}/month more than {best.instance_type}"
+
+
+def scheduled_floors(config: AppConfig, fleet: Fleet) -> list[tuple[str, int, int]]:
+    """``(when and which action, configured floor, floor the week needs)`` for each segment of the
+    primary's scheduled week: the busiest minute of the segment over ``fleet``'s requests per
+    minute, at least its warm floor."""
+    variant = config.variant("primary")
+    week = demand_module.week(config.traffic)
+    timeline = effective_bounds(
+        variant.scaling.resolved_schedule, variant.serving.min_capacity, variant.serving.max_capacity
+    )
+    rows = []
+    for index, bounds in enumerate(timeline):
+        end = timeline[index + 1].start if index + 1 < len(timeline) else MINUTES_PER_WEEK
+        if end <= bounds.start:
+            continue
+        busiest = max(week[bounds.start : end])
+        capacity = InstanceCapacity(
+            fleet.instance_type, fleet.concurrency, fleet.requests_per_minute, fleet.base_ttft_ms, True, ""
+        )
+        needed = max(fleet.warm_floor, instances_needed(busiest, capacity))
+        rows.append((f"{format_minute_of_week(bounds.start)} {bounds.set_by}", bounds.min_capacity, needed))
+    return rows
+
+
+def _row(fleet: Fleet) -> str:
+    return (
+        f"  {fleet.instance_type:<18} {fleet.gpu_name:<15} {fleet.engines:>3} {fleet.routing:<17} "
+        f"{fleet.concurrency:>5} {fleet.requests_per_minute:>8,.0f} {fleet.price_usd_per_hour:>8.3f} "
+        + (
+            f"{fleet.count_at_peak:>5} {fleet.warm_floor:>5} {fleet.usd_per_month:>10,.0f} "
+            f"{fleet.usd_per_million_requests:>9,.0f}"
+            if fleet.holds
+            else f"{'-':>5} {'-':>5} {'-':>10} {'-':>9}"
+        )
+    )
+
+
+HEADER = (
+    f"  {'instance type':<18} {'GPU':<15} {'eng':>3} {'routing':<17} {'conc':>5} {'req/min':>8} {'$/h':>8} "
+    f"{'peak':>5} {'floor':>5} {'$/month':>10} {'$/1M req':>9}"
+)
+
+
+def format_planner(
+    config: AppConfig, cold_p95_ms: float, warm_p95_ms: float, runners_up: int = 6, slo_source: str = ""
+) -> str:
+    """The recommendation, its runners-up with why each loses, the verdict of every instance type
+    under the configured routing, the scheduled floors the week needs, and what a looser cold SLO buys."""
+    week = demand_module.week(config.traffic)
+    fleets = plan_fleets(config, cold_p95_ms, warm_p95_ms)
+    best = cheapest(fleets)
+    volume = sum(week) / 7
+    lines = [
+        f"Fleet plan (devtools/fleet_planner.py): traffic {volume:,.0f} requests/day, peak {max(week):,.0f} req/min, "
+        f"quietest {min(week):,.0f} req/min (app_config/traffic.py); TTFT p95 cold {cold_p95_ms:g} ms, warm "
+        f"{warm_p95_ms:g} ms{f' ({slo_source})' if slo_source else ''}; prices as of {price_table()['as_of']}; "
+        f"{config.engine.tensor_parallel_size} GPU(s) per engine",
+    ]
+    if best is None:
+        lines.append("Recommendation: none: no instance type holds both classes at this SLO (see the verdicts below)")
+    else:
+        lines += [
+            f"Recommendation: {best.instance_type} ({best.engines} x {best.gpu_name} engine(s)), routing "
+            f"{best.routing}: {best.count_at_peak} at peak, warm floor {best.warm_floor}, "
+            f"${best.usd_per_month:,.0f}/month, ${best.usd_per_million_requests:,.0f} per 1M requests",
+            HEADER,
+            _row(best),
+        ]
+        ceiling = config.serving.primary.max_capacity
+        if best.count_at_peak > ceiling:
+            lines.append(
+                f"  NOTE: {best.count_at_peak} at peak is above serving.primary.max_capacity = {ceiling}: raise it "
+                "(and the account's endpoint-usage quota for the type) with this fleet"
+            )
+    lines += ["Runners-up and why each loses:", HEADER]
+    for fleet in [f for f in fleets if f != best][:runners_up]:
+        lines.append(_row(fleet) + f"  <- {loses_because(fleet, best, cold_p95_ms, warm_p95_ms)}")
+    configured = config.capacity.routing
+    lines += [f"Every instance type, routing {configured} (capacity.routing):", HEADER]
+    for fleet in plan_fleets(config, cold_p95_ms, warm_p95_ms, routings=(configured,)):
+        verdict = "holds" if fleet.holds else "cannot hold"
+        lines.append(_row(fleet) + f"  {verdict}")
+    if best is not None:
+        lines += [f"Scheduled floors of scaling.primary for {best.instance_type} (configured -> the week needs):"]
+        for when, configured_floor, needed in scheduled_floors(config, best):
+            lines.append(f"  {when:<48} {configured_floor:>3} -> {needed}")
+    lines.append(f"Loosening the cold p95 (warm stays {warm_p95_ms:g} ms):")
+    for cold in LOOSER_COLD_P95_MS:
+        choice = cheapest(plan_fleets(config, cold, warm_p95_ms))
+        lines.append(
+            f"  cold p95 {cold:>6,.0f} ms: "
+            + (
+                f"{choice.instance_type} x {choice.count_at_peak} at peak (floor {choice.warm_floor}), "
+                f"{choice.routing}, ${choice.usd_per_month:,.0f}/month"
+                if choice
+                else "no instance type holds"
+            )
+        )
+    lines.append(
+        f"  ($/month: a fleet that follows the week minute by minute above its warm floor (>= {MIN_WARM_INSTANCES}, "
+        "seed 001); make simulate runs the scaling policies with their lead times)"
+    )
+    return "\n".join(lines)

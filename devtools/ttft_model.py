@@ -1,0 +1,207 @@
+"""TTFT of one engine as a fixed part plus a part that scales with the GPU's tensor throughput.
+
+Fitted from the H100 runs of 2026-11-26 (benchmarks/results/h100-2026-11-26, copied from the
+shared measurements) and the H200 reference curve (benchmarks/results/h200-2026-11-25). At one
+request, with ``N`` uncached prompt tokens (prompt x (1 - prefix-cache hit rate)):
+
+    TTFT_1 = F + (L x adapters + C_fmt x T_ref / T_gpu) x N
+
+* ``F``, ms: launches, scheduling, sampling, HTTP; what a request costs whatever its length. The
+  intercept of the H200's TTFT p50 at one request against ``N``: fresh requests (~1,833 uncached
+  tokens, 77.3 ms) and conversation follow-ups whose history is cached (~220 tokens, 24.8 ms).
+* ``L``, ms per token: the LoRA path (adapters minus base model, per format, averaged). It does
+  not move with the weight format's tensor throughput (LoRA runs in 16 bits over any kernel) and
+  at one request much of it is CPU: 12 CPUs instead of 4 cut AWQ + adapters from 88 to 66 ms.
+* ``C_fmt``, ms per token on the reference GPU: the base model's prefill (base-only runs minus
+  ``F``), per weight format; it scales with ``T``, the GPU's dense FP16 tensor TFLOPS (AWQ-INT4
+  dequantizes into FP16 tensor cores, bf16 runs on them, and FP8 W8A8's measured gain on Hopper
+  is kept as measured, not the datasheet's 2x).
+
+Under load (concurrency ``c``) the extra TTFT over one request is other requests' prefill and
+LoRA work on the GPU (the 12-CPU run did not move c = 4: 237 vs 234 ms), so it scales whole:
+
+    TTFT_c = TTFT_1 + (TTFT_ref(c) - TTFT_ref(1)) x T_ref / T_gpu
+
+:func:`check` reports the model's error against every run it can be checked on.
+
+Usage::
+
+    python -m devtools.ttft_model
+"""
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from app_config.gpu_instances import H100_80GB, H200, Gpu
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = REPO / "benchmarks" / "results" / "h100-2026-11-26"
+REFERENCE = REPO / "benchmarks" / "results" / "h200-2026-11-25" / "capacity.json"
+FORMATS = ("awq", "bf16", "fp8")
+MODEL_PARAMETERS = 8.03e9
+"""Llama-3-8B's parameters (Meta's model card), for the implied tensor utilization only."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """The one-request level of one measured engine."""
+
+    name: str
+    fmt: str
+    adapters: bool
+    cpus: int
+    ttft_p50_ms: float
+    uncached_tokens: float
+    gpu: Gpu = H100_80GB
+
+
+def _level_one(path: Path, key: str) -> dict[str, float]:
+    data = json.loads(path.read_text())
+    (level,) = [row for row in data["configs"][key]["fresh"] if row["concurrency"] == 1]
+    return {name: float(value) for name, value in level.items() if isinstance(value, int | float)}
+
+
+def load_runs(folder: Path = RUNS) -> list[Run]:
+    """Every H100 run at one request (``fresh``), named by file and engine."""
+    specs = [
+        ("quant-awq-fp8-lora.json", "awq", "awq", True, 4),
+        ("quant-awq-fp8-lora.json", "fp8", "fp8", True, 4),
+        ("bf16-lora.json", "bf16", "bf16", True, 4),
+        ("awq-base-requests.json", "awq", "awq", False, 4),
+        ("base-only-fp8-awq.json", "awq", "awq", False, 4),
+        ("base-only-fp8-awq.json", "fp8", "fp8", False, 4),
+        ("base-only-bf16.json", "bf16", "bf16", False, 4),
+        ("awq-lora-12cpus.json", "awq", "awq", True, 12),
+    ]
+    runs = []
+    for file, key, fmt, adapters, cpus in specs:
+        level = _level_one(folder / file, key)
+        uncached = float(level["prompt_tokens_mean"]) * (1 - float(level["prefix_cache_hit_rate"]))
+        runs.append(Run(f"{file}:{key}", fmt, adapters, cpus, float(level["ttft_p50_ms"]), uncached))
+    return runs
+
+
+@dataclass(frozen=True)
+class TtftFit:
+    """The fitted parts (module docstring); per-token figures are ms per uncached token."""
+
+    fixed_ms: float
+    lora_ms_per_token: float
+    compute_ms_per_token: dict[str, float]
+    reference_gpu: Gpu
+
+    def one_request_ms(self, gpu: Gpu, fmt: str, adapters: bool, uncached_tokens: float) -> float:
+        """TTFT at one request on ``gpu``, ms."""
+        compute = self.compute_ms_per_token[fmt] * self.reference_gpu.dense_fp16_tflops / gpu.dense_fp16_tflops
+        lora = self.lora_ms_per_token if adapters else 0.0
+        return self.fixed_ms + (lora + compute) * uncached_tokens
+
+    def compute_share(self, fmt: str, adapters: bool, uncached_tokens: float) -> float:
+        """The share of the reference GPU's one-request TTFT that scales with tensor throughput."""
+        total = self.one_request_ms(self.reference_gpu, fmt, adapters, uncached_tokens)
+        return self.compute_ms_per_token[fmt] * uncached_tokens / total
+
+
+def fixed_part_ms(reference: Path = REFERENCE) -> tuple[float, float, float]:
+    """``(F, fresh tokens, follow-up tokens)`` from the reference's one-request levels.
+
+    Follow-ups carry the last answer and the new user turn uncached (180 + 40 tokens at the
+    measured shape); fresh requests their whole prompt less the measured prefix-cache hits.
+    """
+    data = json.loads(reference.read_text())
+    shape = data["shape"]
+    (fresh,) = [row for row in data["fresh"] if row["concurrency"] == 1]
+    (conversation,) = [row for row in data["conversations"] if row["concurrency"] == 1]
+    fresh_tokens = float(fresh["prompt_tokens_mean"]) * (1 - float(fresh["prefix_cache_hit_rate"]))
+    follow_tokens = float(shape["output_tokens"] + shape["turn_tokens"])
+    fresh_ms, follow_ms = float(fresh["ttft_p50_ms"]), float(conversation["follow_up_ttft_p50_ms"])
+    slope = (fresh_ms - follow_ms) / (fresh_tokens - follow_tokens)
+    return follow_ms - slope * follow_tokens, fresh_tokens, follow_tokens
+
+
+def fit(runs: list[Run], fixed_ms: float) -> TtftFit:
+    """``C_fmt`` from the base-only runs on 4 CPUs, ``L`` from adapters minus base per format."""
+    base = [r for r in runs if not r.adapters and r.cpus == 4]
+    compute = {
+        fmt: sum((r.ttft_p50_ms - fixed_ms) / r.uncached_tokens for r in base if r.fmt == fmt)
+        / sum(1 for r in base if r.fmt == fmt)
+        for fmt in FORMATS
+    }
+    lora = [(r.ttft_p50_ms - fixed_ms) / r.uncached_tokens - compute[r.fmt] for r in runs if r.adapters and r.cpus == 4]
+    return TtftFit(fixed_ms, sum(lora) / len(lora), compute, H100_80GB)
+
+
+def check(model: TtftFit, runs: list[Run], reference: Path = REFERENCE) -> list[tuple[str, float, float]]:
+    """``(what, predicted ms, measured ms)`` for every run the model can be checked on: the H100
+    runs (including the 12-CPU one, which the model has no term for) and the H200's one-request
+    levels (same dense FP16 throughput as the H100, so the model predicts the H100's figure)."""
+    rows = [
+        (
+            f"H100 {r.name} ({'adapters' if r.adapters else 'base'}, {r.cpus} CPUs, {r.uncached_tokens:,.0f} tok)",
+            model.one_request_ms(r.gpu, r.fmt, r.adapters, r.uncached_tokens),
+            r.ttft_p50_ms,
+        )
+        for r in runs
+    ]
+    _, fresh_tokens, follow_tokens = fixed_part_ms(reference)
+    data = json.loads(reference.read_text())
+    (fresh,) = [row for row in data["fresh"] if row["concurrency"] == 1]
+    (conversation,) = [row for row in data["conversations"] if row["concurrency"] == 1]
+    rows.append(
+        (
+            f"H200 fresh, AWQ + adapters ({fresh_tokens:,.0f} tok)",
+            model.one_request_ms(H200, "awq", True, fresh_tokens),
+            float(fresh["ttft_p50_ms"]),
+        )
+    )
+    rows.append(
+        (
+            f"H200 follow-up with history cached ({follow_tokens:,.0f} tok)",
+            model.one_request_ms(H200, "awq", True, follow_tokens),
+            float(conversation["follow_up_ttft_p50_ms"]),
+        )
+    )
+    return rows
+
+
+def default_fit() -> TtftFit:
+    """The fit of the committed measurements."""
+    fixed, _, _ = fixed_part_ms()
+    return fit(load_runs(), fixed)
+
+
+def report(model: TtftFit, runs: list[Run]) -> list[str]:
+    """The fitted parts, the implied tensor utilization and the error against every run."""
+    lines = [
+        f"fixed part F = {model.fixed_ms:.1f} ms (launches, scheduling, HTTP; H200 fresh vs follow-up intercept)",
+        f"LoRA part L = {model.lora_ms_per_token * 1000:.1f} us per uncached token (adapters minus base, mean of "
+        f"{', '.join(FORMATS)})",
+    ]
+    for fmt in FORMATS:
+        per_token = model.compute_ms_per_token[fmt]
+        tflops = 2 * MODEL_PARAMETERS / (per_token / 1000) / 1e12
+        lines.append(
+            f"compute part C_{fmt} = {per_token * 1000:.1f} us per uncached token on the H100 "
+            f"(= {tflops:,.0f} TFLOPS of 2 x 8B x tokens, {tflops / model.reference_gpu.dense_fp16_tflops:.0%} of its "
+            f"dense FP16 {model.reference_gpu.dense_fp16_tflops:g})"
+        )
+    lines.append(
+        "  (dense GEMMs rarely pass ~70-80 % of peak in a prefill, so part of F or L is likely compute too: on a "
+        "slower GPU the projected TTFT is then a floor; ops load measures the real instance type)"
+    )
+    lines.append("error against every run it can be checked on (TTFT p50 at one request):")
+    for what, predicted, measured in check(model, runs):
+        lines.append(f"  {what:<78} {predicted:6.1f} vs {measured:6.1f} ms ({predicted / measured - 1:+.0%})")
+    return lines
+
+
+def main() -> int:
+    runs = load_runs()
+    print("\n".join(report(default_fit(), runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
