@@ -26,6 +26,7 @@ from pydantic import Field
 
 from app_config.base import ConfigModel
 from app_config.gpu_instances import instance_gpus
+from serving_contract.request_classes import RequestClass
 
 PROJECTION = Path(__file__).with_name("instance_capacity.json")
 
@@ -34,6 +35,13 @@ CURVES: dict[str, str] = {"least_outstanding": "fresh", "session_affinity": "con
 instance holding its conversation's prefix about 1/N of the time, so requests reuse only the
 shared system prefix (the ``fresh`` curve, ~25 % prefix-cache hits); with SageMaker stateful
 sessions every turn of a conversation reaches one engine (``conversations``, ~80 % hits)."""
+
+CURVE_CLASSES: dict[str, RequestClass] = {"fresh": RequestClass.COLD, "conversations": RequestClass.WARM}
+"""Curve -> the request class whose SLO it is judged by: ``fresh`` requests reuse only the shared
+system prefix, as a conversation's first turn does (cold); ``conversations`` is the curve with the
+history in the prefix cache (warm). The conversations curve mixes in the first turns (~24 % of its
+requests), so it overstates a warm request's TTFT: a conservative projection for warm."""
+CLASS_CURVES: dict[RequestClass, str] = {klass: curve for curve, klass in CURVE_CLASSES.items()}
 
 
 class MeasuredCapacity(ConfigModel):
@@ -75,6 +83,9 @@ class InstanceCapacity:
         holds_slo: False when even one concurrent request misses the SLO; the other figures are
             then those of one concurrent request, the lowest TTFT the instance offers.
         source: where the figures come from, for reports.
+        ttft_p95_ms: the projected TTFT p95 at ``concurrency``, ms; None for a measurement
+            (``ops load`` gives the concurrency at the SLO, not the curve).
+        curve: the projected curve read (``fresh`` or ``conversations``); None for a measurement.
     """
 
     instance_type: str
@@ -83,6 +94,8 @@ class InstanceCapacity:
     base_ttft_ms: float
     holds_slo: bool
     source: str
+    ttft_p95_ms: float | None = None
+    curve: str | None = None
 
 
 @cache
@@ -92,8 +105,13 @@ def projection() -> dict[str, Any]:
     return data
 
 
-def instance_capacity(instance_type: str, slo_ms: float, config: CapacityConfig) -> InstanceCapacity:
+def instance_capacity(
+    instance_type: str, slo_ms: float, config: CapacityConfig, *, curve: str | None = None
+) -> InstanceCapacity:
     """The capacity of one ``instance_type`` instance at TTFT p95 <= ``slo_ms``.
+
+    ``curve``: ``fresh`` or ``conversations``; None takes the routing's (:data:`CURVES`). A
+    measurement (``capacity.measured``) is one figure for every curve.
 
     Raises:
         ValueError: the instance type's GPU has no projection (one line naming it).
@@ -112,7 +130,7 @@ def instance_capacity(instance_type: str, slo_ms: float, config: CapacityConfig)
     curves = projection()["gpus"].get(gpu.name)
     if curves is None:
         raise ValueError(f"{instance_type}: no capacity projection for its GPU {gpu.name} (make capacity)")
-    mode = CURVES[config.routing]
+    mode = curve or CURVES[config.routing]
     rows = curves[mode]
     holding = [row for row in rows if row["ttft_p95_ms"] <= slo_ms]
     row = max(holding, key=lambda r: r["concurrency"]) if holding else min(rows, key=lambda r: r["concurrency"])
@@ -123,4 +141,6 @@ def instance_capacity(instance_type: str, slo_ms: float, config: CapacityConfig)
         float(rows[0]["ttft_p50_ms"]),
         bool(holding),
         f"projected from {projection()['reference']} to {gpu.name} ({mode} curve, devtools/capacity_model.py)",
+        float(row["ttft_p95_ms"]),
+        mode,
     )

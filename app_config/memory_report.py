@@ -118,7 +118,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
                 concurrency_target=target,
                 concurrency_target_key=target_key,
                 concurrency_target_active=active,
-                ttft_slo_ms=config.monitoring.high_ttft.threshold,
+                ttft_slo_ms=config.ttft_slo_ms,
                 slo_concurrency=capacity.concurrency,
                 slo_requests_per_minute=capacity.requests_per_minute,
                 slo_base_ttft_ms=capacity.base_ttft_ms,
@@ -167,7 +167,7 @@ def render(reports: list[VariantMemory]) -> list[str]:
         else:
             lines.append(
                 f"    WARNING: {r.instance_type} cannot hold TTFT p95 <= {r.ttft_slo_ms:g} ms "
-                f"(monitoring.high_ttft.threshold) at MangaAssist's request shape: TTFT p50 "
+                f"(slo.<class>.ttft_p95_ms) at MangaAssist's request shape: TTFT p50 "
                 f"{r.slo_base_ttft_ms:,.0f} ms at 1 concurrent request, {r.slo_requests_per_minute:,.0f} req/min "
                 f"({r.slo_source}); make plan ranks the instance types, python -m ops load measures it"
             )

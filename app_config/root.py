@@ -7,7 +7,14 @@ from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
 from app_config.bedrock import BedrockConfig
-from app_config.capacity import CapacityConfig, InstanceCapacity, instance_capacity
+from app_config.capacity import (
+    CLASS_CURVES,
+    CURVE_CLASSES,
+    CURVES,
+    CapacityConfig,
+    InstanceCapacity,
+    instance_capacity,
+)
 from app_config.container import ContainerConfig
 from app_config.cross_section_checks import check_cross_sections
 from app_config.engine import EngineConfig
@@ -19,7 +26,9 @@ from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
 from app_config.scaling import ScalingConfig, VariantScalingConfig
 from app_config.serving import ServingConfig
+from app_config.slo import SloConfig
 from app_config.variants import VARIANT_KEYS, Variant, VariantKey
+from serving_contract.request_classes import RequestClass
 
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
@@ -69,6 +78,10 @@ class AppConfig(ConfigModel):
     serving: ServingConfig = Field(default=ServingConfig(), description="Endpoint and production variants.")
     image: ImageConfig = Field(default=ImageConfig(), description="ECR repository and image references.")
     observability: ObservabilityConfig = Field(default=ObservabilityConfig(), description="Logs and metrics.")
+    slo: SloConfig = Field(
+        default=SloConfig(),
+        description="Service-level objectives, declared once: TTFT per request class (cold, warm), error rate.",
+    )
     monitoring: MonitoringConfig = Field(
         default=MonitoringConfig(), description="Alarms, notifications and the SLO dashboard."
     )
@@ -101,13 +114,30 @@ class AppConfig(ConfigModel):
             object.__setattr__(self, "scaling", self.scaling.model_copy(update=updates))
         return self
 
-    def capacity_of(self, instance_type: str) -> InstanceCapacity:
-        """One ``instance_type`` instance's capacity at TTFT p95 <= ``monitoring.high_ttft.threshold``.
+    @property
+    def routed_class(self) -> RequestClass:
+        """The request class whose curve ``capacity.routing`` sizes the fleet by: least_outstanding
+        (the fresh curve) -> cold, session_affinity (the conversations curve) -> warm."""
+        return CURVE_CLASSES[CURVES[self.capacity.routing]]
+
+    @property
+    def ttft_slo_ms(self) -> float:
+        """The TTFT p95 objective the fleet is sized by: ``slo.<routed_class>.ttft_p95_ms``."""
+        return self.slo.of(self.routed_class).ttft_p95_ms
+
+    def capacity_of(self, instance_type: str, request_class: RequestClass | None = None) -> InstanceCapacity:
+        """One ``instance_type`` instance's capacity at TTFT p95 <= ``slo.<class>.ttft_p95_ms``.
+
+        ``request_class`` None: the routing's curve and class (:attr:`routed_class`); cold: the fresh
+        (first-turn) curve; warm: the conversations (session-affinity) curve.
 
         Raises:
             ValueError: no measurement and no projection for the instance type's GPU.
         """
-        return instance_capacity(instance_type, self.monitoring.high_ttft.threshold, self.capacity)
+        klass = request_class or self.routed_class
+        return instance_capacity(
+            instance_type, self.slo.of(klass).ttft_p95_ms, self.capacity, curve=CLASS_CURVES[klass]
+        )
 
     @model_validator(mode="after")
     def _cross_section_checks(self) -> "AppConfig":

@@ -246,7 +246,7 @@ def instance_choices(config: AppConfig, peak_requests_per_minute: float) -> list
 def format_choices(config: AppConfig) -> str:
     """The instance-type table: capacity at the SLO, cost per million requests, instances at peak."""
     peak = max(demand_module.default_week(1.0))
-    slo = config.monitoring.high_ttft.threshold
+    slo = config.ttft_slo_ms
     lines = [
         f"Instance types at TTFT p95 <= {slo:g} ms, routing {config.capacity.routing} (app_config/capacity.py; one "
         f"engine per instance); instances for the default week's peak of {peak:,.0f} req/min:",
