@@ -11,6 +11,7 @@ from pathlib import Path
 
 from app_config import AppConfig
 from app_config.gpu_instances import GIB, instance_gpus
+from app_config.slo_holds import class_holds
 from app_config.variants import Variant
 
 REPORT_FILE = "memory-plan.json"
@@ -51,6 +52,8 @@ class VariantMemory:
     slo_base_ttft_ms: float
     slo_holds: bool
     slo_source: str
+    class_slo_lines: tuple[str, ...] = ()
+    """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (app_config/slo_holds.py)."""
 
     @property
     def warning(self) -> str | None:
@@ -88,6 +91,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
     """The report of every production variant of ``config``, primary first (inference_components
     mode: the one variant, where each copy of the base component is one engine)."""
     reports = []
+    holds = class_holds(config)
     for deployed in config.deployed_variants():
         variant = deployed.serving
         plan = config.memory_plan_of(variant.instance_type)
@@ -124,6 +128,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
                 slo_base_ttft_ms=capacity.base_ttft_ms,
                 slo_holds=capacity.holds_slo,
                 slo_source=capacity.source,
+                class_slo_lines=tuple(h.line for h in holds if h.variant_name == variant.variant_name),
             )
         )
     return reports
@@ -166,11 +171,11 @@ def render(reports: list[VariantMemory]) -> list[str]:
             )
         else:
             lines.append(
-                f"    WARNING: {r.instance_type} cannot hold TTFT p95 <= {r.ttft_slo_ms:g} ms "
-                f"(slo.<class>.ttft_p95_ms) at MangaAssist's request shape: TTFT p50 "
-                f"{r.slo_base_ttft_ms:,.0f} ms at 1 concurrent request, {r.slo_requests_per_minute:,.0f} req/min "
-                f"({r.slo_source}); make plan ranks the instance types, python -m ops load measures it"
+                f"    sized at 1 concurrent request per instance ({r.slo_requests_per_minute:,.0f} req/min, TTFT p50 "
+                f"{r.slo_base_ttft_ms:,.0f} ms): it cannot hold TTFT p95 <= {r.ttft_slo_ms:g} ms at MangaAssist's "
+                "request shape; make plan ranks the instance types, python -m ops load measures them"
             )
+        lines += [f"    {line}" for line in r.class_slo_lines]
         if r.warning:
             lines.append(f"    WARNING: {r.warning}")
     return lines

@@ -81,6 +81,14 @@ class SloConfig(ConfigModel):
             "turn hits only the 600-token shared prefix of ~2,380 (~25 %), a cached follow-up ~90 %."
         ),
     )
+    require_holdable: bool = Field(
+        default=False,
+        description=(
+            "True: a variant whose instance type cannot hold a class's ttft_p95_ms (by its measured or projected "
+            "curve) stops synth with a config error; False: the synth summary warns. False while the default fleet "
+            "(ml.g5.xlarge) cannot hold it (app_config/slo_holds.py)."
+        ),
+    )
     availability_percent: float = Field(
         default=99.9, gt=0, le=100, description="Availability target, percent (30-day rolling). Source: seed 002."
     )
