@@ -26,6 +26,7 @@ from pydantic import Field
 
 from app_config.base import ConfigModel
 from app_config.gpu_instances import instance_gpus
+from serving_contract.request_classes import RequestClass
 
 PROJECTION = Path(__file__).with_name("instance_capacity.json")
 
@@ -59,6 +60,14 @@ def capacity_at_slos(rows: list[dict[str, Any]], cold_p95_ms: float, warm_p95_ms
     if holding:
         return max(holding, key=lambda r: r["concurrency"]), True
     return min(rows, key=lambda r: r["concurrency"]), False
+
+
+CURVE_CLASSES: dict[str, RequestClass] = {"fresh": RequestClass.COLD, "conversations": RequestClass.WARM}
+"""Curve -> the request class whose SLO it is judged by: ``fresh`` requests reuse only the shared
+system prefix, as a conversation's first turn does (cold); ``conversations`` is the curve with the
+history in the prefix cache (warm). The conversations curve mixes in the first turns (~24 % of its
+requests), so it overstates a warm request's TTFT: a conservative projection for warm."""
+CLASS_CURVES: dict[RequestClass, str] = {klass: curve for curve, klass in CURVE_CLASSES.items()}
 
 
 class MeasuredCapacity(ConfigModel):
@@ -102,6 +111,9 @@ class InstanceCapacity:
         holds_slo: False when even one concurrent request misses the SLO; the other figures are
             then those of one concurrent request, the lowest TTFT the instance offers.
         source: where the figures come from, for reports.
+        ttft_p95_ms: the projected TTFT p95 at ``concurrency``, ms; None for a measurement
+            (``ops load`` gives the concurrency at the SLO, not the curve).
+        curve: the projected curve read (``fresh`` or ``conversations``); None for a measurement.
     """
 
     instance_type: str
@@ -110,6 +122,8 @@ class InstanceCapacity:
     base_ttft_ms: float
     holds_slo: bool
     source: str
+    ttft_p95_ms: float | None = None
+    curve: str | None = None
 
 
 @cache
@@ -125,14 +139,18 @@ def instance_capacity(
     config: CapacityConfig,
     engines: int = 1,
     warm_slo_ms: float | None = None,
+    *,
+    curve: str | None = None,
 ) -> InstanceCapacity:
     """The capacity of one ``instance_type`` instance where first turns hold TTFT p95 <= ``slo_ms``
-    and follow-up turns <= ``warm_slo_ms`` (default: ``slo_ms``).
+    and follow-up turns <= ``warm_slo_ms`` (default: ``slo_ms``), on the routing's curve.
 
-    A projection is one engine's; ``engines`` (data-parallel engines per instance,
-    ``gpu_instances.engines_per_instance``) multiplies its concurrency and requests per minute,
-    each engine serving on GPUs of its own. A measurement (``capacity.measured``) is the whole
-    instance's already.
+    ``curve`` (``fresh`` or ``conversations``) judges one class on its own curve instead: first turns
+    (cold) on ``fresh``, follow-ups (warm) on ``conversations``, against ``slo_ms`` alone
+    (``app_config.slo_holds``). A projection is one engine's; ``engines`` (data-parallel engines per
+    instance, ``gpu_instances.engines_per_instance``) multiplies its concurrency and requests per
+    minute, each engine serving on GPUs of its own. A measurement (``capacity.measured``) is the whole
+    instance's already, and one figure for every curve.
 
     Raises:
         ValueError: the instance type's GPU has no projection (one line naming it).
@@ -151,9 +169,16 @@ def instance_capacity(
     curves = projection()["gpus"].get(gpu.name)
     if curves is None:
         raise ValueError(f"{instance_type}: no capacity projection for its GPU {gpu.name} (make capacity)")
-    mode = CURVES[config.routing] if engines == 1 else "fresh"
+    mode = curve or (CURVES[config.routing] if engines == 1 else "fresh")
     rows = curves[mode]
-    row, holds = capacity_at_slos(rows, slo_ms, slo_ms if warm_slo_ms is None else warm_slo_ms)
+    if curve is None:
+        row, holds = capacity_at_slos(rows, slo_ms, slo_ms if warm_slo_ms is None else warm_slo_ms)
+        ttft_p95_ms = float(row["ttft_p95_ms"])
+    else:  # one class, on its own curve, by its own column where the projection carries one
+        column = f"{CURVE_CLASSES[curve]}_ttft_p95_ms"
+        holding = [r for r in rows if r.get(column, r["ttft_p95_ms"]) <= slo_ms]
+        row = max(holding, key=lambda r: r["concurrency"]) if holding else min(rows, key=lambda r: r["concurrency"])
+        holds, ttft_p95_ms = bool(holding), float(row.get(column, row["ttft_p95_ms"]))
     per_engine = "" if engines == 1 else f" x {engines} engines"
     return InstanceCapacity(
         instance_type,
@@ -163,4 +188,6 @@ def instance_capacity(
         holds,
         f"projected from {projection()['reference']} to {gpu.name} ({mode} curve, devtools/capacity_model.py)"
         + per_engine,
+        ttft_p95_ms,
+        mode,
     )

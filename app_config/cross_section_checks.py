@@ -16,6 +16,7 @@ from app_config.gpu_instances import instance_gpus
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
 from app_config.memory_plan import gib, minimum_utilization
 from app_config.memory_plan_config import engine_memory_inputs
+from app_config.slo_holds import check_holdable
 from app_config.variants import VARIANT_KEYS
 from serving_contract.components import adapter_component_name, base_component_name
 
@@ -43,6 +44,7 @@ def check_cross_sections(config: "AppConfig") -> None:
         )
     _kernel_checks(config)
     _memory_plan_checks(config)
+    check_holdable(config)  # app_config/slo_holds.py: only with slo.require_holdable
     if config.image.source == "build" and not config.serving.hosts_inference_components:
         _check_artifact_pins(config)
     prefix = docker_hub_cache_prefix(config.project_name, config.stage)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from app_config import AppConfig
 from app_config.gpu_instances import GIB, engines_per_instance, instance_gpus
+from app_config.slo_holds import class_holds
 from app_config.variants import Variant
 
 REPORT_FILE = "memory-plan.json"
@@ -52,6 +53,8 @@ class VariantMemory:
     slo_holds: bool
     slo_source: str
     engines_per_instance: int = 1
+    class_slo_lines: tuple[str, ...] = ()
+    """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (app_config/slo_holds.py)."""
 
     @property
     def warning(self) -> str | None:
@@ -91,6 +94,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
     """The report of every production variant of ``config``, primary first (inference_components
     mode: the one variant, where each copy of the base component is one engine)."""
     reports = []
+    holds = class_holds(config)
     for deployed in config.deployed_variants():
         variant = deployed.serving
         plan = config.memory_plan_of(variant.instance_type)
@@ -121,7 +125,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
                 concurrency_target=target,
                 concurrency_target_key=target_key,
                 concurrency_target_active=active,
-                ttft_slo_ms=config.monitoring.high_ttft.threshold,
+                ttft_slo_ms=config.ttft_slo_ms,
                 slo_concurrency=capacity.concurrency,
                 slo_requests_per_minute=capacity.requests_per_minute,
                 slo_base_ttft_ms=capacity.base_ttft_ms,
@@ -131,6 +135,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
                 engines_per_instance=1
                 if config.serving.hosts_inference_components
                 else engines_per_instance(variant.instance_type, config.engine.tensor_parallel_size),
+                class_slo_lines=tuple(h.line for h in holds if h.variant_name == variant.variant_name),
             )
         )
     return reports
@@ -175,11 +180,11 @@ def render(reports: list[VariantMemory]) -> list[str]:
             )
         else:
             lines.append(
-                f"    WARNING: {r.instance_type} cannot hold TTFT p95 <= {r.ttft_slo_ms:g} ms "
-                f"(monitoring.high_ttft.threshold) at MangaAssist's request shape: TTFT p50 "
-                f"{r.slo_base_ttft_ms:,.0f} ms at 1 concurrent request, {r.slo_requests_per_minute:,.0f} req/min "
-                f"({r.slo_source}); make plan ranks the instance types, python -m ops load measures it"
+                f"    sized at 1 concurrent request per instance ({r.slo_requests_per_minute:,.0f} req/min, TTFT p50 "
+                f"{r.slo_base_ttft_ms:,.0f} ms): it cannot hold TTFT p95 <= {r.ttft_slo_ms:g} ms at MangaAssist's "
+                "request shape; make plan ranks the instance types, python -m ops load measures them"
             )
+        lines += [f"    {line}" for line in r.class_slo_lines]
         if r.warning:
             lines.append(f"    WARNING: {r.warning}")
     return lines

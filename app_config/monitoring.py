@@ -1,7 +1,9 @@
 """Alarms, notifications and the SLO dashboard of one endpoint.
 
-Defaults are the seeds' values: seed 002 "Alerting rules" (thresholds, windows, severity)
-and its SLO table (dashboard annotations), seed 000 "Quality Gate Details" (canary gates).
+Defaults are the seeds' values: seed 002 "Alerting rules" (thresholds, windows, severity),
+seed 000 "Quality Gate Details" (canary gates). The SLO figures themselves (TTFT per request
+class, error rate, the dashboard's targets) live in one place, ``app_config.slo``; the alarms
+here that judge them take only their windows from this section.
 Where a seed gives no number (4xx rate, GPU memory), the description says where the
 default comes from.
 """
@@ -52,14 +54,13 @@ PREFIX_CACHE_DEGRADED_PERCENT = round(
 most of a prompt was shared; at ~600 of ~2,380 tokens fresh traffic alone would sit in ALARM."""
 
 
-class AlarmRuleConfig(ConfigModel):
-    """Threshold and window of one metric alarm.
+class AlarmWindowConfig(ConfigModel):
+    """The window of one metric alarm whose threshold comes from elsewhere (the ``slo`` section).
 
     The alarm fires when ``datapoints_to_alarm`` of the last ``evaluation_periods`` periods
-    of ``period_s`` seconds breach ``threshold`` ("for 5 min" = 5 periods of 60 s).
+    of ``period_s`` seconds breach its threshold ("for 5 min" = 5 periods of 60 s).
     """
 
-    threshold: float = Field(ge=0, description="Threshold in the unit of the alarm's metric (see each alarm).")
     period_s: int = Field(
         gt=0,
         le=86_400,
@@ -73,7 +74,7 @@ class AlarmRuleConfig(ConfigModel):
     )
 
     @model_validator(mode="after")
-    def _window_is_valid(self) -> "AlarmRuleConfig":
+    def _window_is_valid(self) -> "AlarmWindowConfig":
         if self.period_s % _METRIC_RESOLUTION_S != 0:
             raise ValueError(
                 f"period_s = {self.period_s}: must be a multiple of {_METRIC_RESOLUTION_S} (the alarmed metrics are "
@@ -96,6 +97,12 @@ class AlarmRuleConfig(ConfigModel):
     def window_s(self) -> int:
         """Seconds covered by the evaluated periods."""
         return self.period_s * self.evaluation_periods
+
+
+class AlarmRuleConfig(AlarmWindowConfig):
+    """Threshold and window of one metric alarm."""
+
+    threshold: float = Field(ge=0, description="Threshold in the unit of the alarm's metric (see each alarm).")
 
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -124,28 +131,15 @@ class NotificationsConfig(ConfigModel):
         return self
 
 
-class SloTargetsConfig(ConfigModel):
-    """SLO targets drawn as threshold annotations on the dashboard. Source: seed 002 SLO table."""
-
-    availability_percent: float = Field(
-        default=99.9, gt=0, le=100, description="Availability target, percent (30-day rolling). Source: seed 002."
-    )
-    ttft_p50_ms: float = Field(default=200, gt=0, description="p50 time to first token, ms (1 h). Source: seed 002.")
-    latency_p99_ms: float = Field(
-        default=2000, gt=0, description="p99 total latency, ms (1 h rolling). Source: seed 002."
-    )
-    queue_wait_p95_ms: float = Field(default=100, gt=0, description="p95 queue wait, ms (1 h). Source: seed 002.")
-    error_rate_percent: float = Field(
-        default=0.1, ge=0, le=100, description="Error (5xx) rate target, percent (24 h rolling). Source: seed 002."
-    )
-
-
 class MonitoringConfig(ConfigModel):
     """Every alarm of one endpoint, its notifications and its dashboard."""
 
-    high_ttft: AlarmRuleConfig = Field(
-        default=AlarmRuleConfig(threshold=500, period_s=60, evaluation_periods=5),
-        description="p95 TimeToFirstToken in ms; warning. Source: seed 002 (p95 TTFT > 500 ms for 5 min).",
+    high_ttft: AlarmWindowConfig = Field(
+        default=AlarmWindowConfig(period_s=60, evaluation_periods=5),
+        description=(
+            "Window of the TTFT p95 alarms, one per request class (threshold: slo.<class>.ttft_p95_ms); warning. "
+            "Source: seed 002 (p95 TTFT > 500 ms for 5 min)."
+        ),
     )
     queue_build_up: AlarmRuleConfig = Field(
         default=AlarmRuleConfig(threshold=80, period_s=60, evaluation_periods=2),
@@ -212,16 +206,18 @@ class MonitoringConfig(ConfigModel):
             "start, so the alarm must sit above it; 98 % leaves only the CUDA context."
         ),
     )
-    canary_error_rate: AlarmRuleConfig = Field(
-        default=AlarmRuleConfig(threshold=0.5, period_s=60, evaluation_periods=5),
+    canary_error_rate: AlarmWindowConfig = Field(
+        default=AlarmWindowConfig(period_s=60, evaluation_periods=5),
         description=(
-            "Canary variant 5xx rate, percent; rolls a deployment back. Source: seed 000 canary gate (< 0.5 %)."
+            "Window of each variant's 5xx-rate rollback alarm (threshold: slo.max_error_rate). Source: seed 000 "
+            "canary gate (< 0.5 %)."
         ),
     )
-    canary_ttft_p95: AlarmRuleConfig = Field(
-        default=AlarmRuleConfig(threshold=500, period_s=60, evaluation_periods=5),
+    canary_ttft_p95: AlarmWindowConfig = Field(
+        default=AlarmWindowConfig(period_s=60, evaluation_periods=5),
         description=(
-            "Canary variant p95 TimeToFirstToken, ms; rolls a deployment back. Source: seed 000 canary gate (< 500 ms)."
+            "Window of each variant's TTFT p95 rollback alarms, one per request class (threshold: "
+            "slo.<class>.ttft_p95_ms). Source: seed 000 canary gate (TTFT p95 < 500 ms)."
         ),
     )
     canary_model_latency_p99: AlarmRuleConfig = Field(
@@ -235,7 +231,6 @@ class MonitoringConfig(ConfigModel):
     notifications: NotificationsConfig = Field(
         default=NotificationsConfig(), description="Subscriptions of the alarm topic."
     )
-    slo: SloTargetsConfig = Field(default=SloTargetsConfig(), description="SLO targets shown on the dashboard.")
     dashboard_period_s: int = Field(
         default=60, ge=60, le=3600, description="Default period of the dashboard's graphs, in seconds."
     )

@@ -7,7 +7,14 @@ from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
 from app_config.bedrock import BedrockConfig
-from app_config.capacity import CapacityConfig, InstanceCapacity, instance_capacity
+from app_config.capacity import (
+    CLASS_CURVES,
+    CURVE_CLASSES,
+    CURVES,
+    CapacityConfig,
+    InstanceCapacity,
+    instance_capacity,
+)
 from app_config.container import ContainerConfig
 from app_config.cross_section_checks import check_cross_sections
 from app_config.engine import EngineConfig
@@ -21,8 +28,10 @@ from app_config.observability import ObservabilityConfig
 from app_config.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
 from app_config.scaling import ScalingConfig, VariantScalingConfig
 from app_config.serving import ServingConfig
+from app_config.slo import SloConfig
 from app_config.traffic import TrafficConfig
 from app_config.variants import VARIANT_KEYS, Variant, VariantKey
+from serving_contract.request_classes import RequestClass
 
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
@@ -72,6 +81,10 @@ class AppConfig(ConfigModel):
     serving: ServingConfig = Field(default=ServingConfig(), description="Endpoint and production variants.")
     image: ImageConfig = Field(default=ImageConfig(), description="ECR repository and image references.")
     observability: ObservabilityConfig = Field(default=ObservabilityConfig(), description="Logs and metrics.")
+    slo: SloConfig = Field(
+        default=SloConfig(),
+        description="Service-level objectives, declared once: TTFT per request class (cold, warm), error rate.",
+    )
     monitoring: MonitoringConfig = Field(
         default=MonitoringConfig(), description="Alarms, notifications and the SLO dashboard."
     )
@@ -108,15 +121,41 @@ class AppConfig(ConfigModel):
             object.__setattr__(self, "scaling", self.scaling.model_copy(update=updates))
         return self
 
-    def capacity_of(self, instance_type: str) -> InstanceCapacity:
-        """One ``instance_type`` instance's capacity at TTFT p95 <= ``monitoring.high_ttft.threshold``:
-        one engine per ``engine.tensor_parallel_size`` GPUs (vLLM data parallel).
+    @property
+    def routed_class(self) -> RequestClass:
+        """The request class whose curve ``capacity.routing`` reads: least_outstanding (the fresh
+        curve) -> cold; session_affinity and prefix_aware (the conversations curve) -> warm."""
+        return CURVE_CLASSES[CURVES[self.capacity.routing]]
+
+    @property
+    def ttft_slo_ms(self) -> float:
+        """The TTFT p95 objective of :attr:`routed_class`: ``slo.<routed_class>.ttft_p95_ms``."""
+        return self.slo.of(self.routed_class).ttft_p95_ms
+
+    def capacity_of(self, instance_type: str, request_class: RequestClass | None = None) -> InstanceCapacity:
+        """One ``instance_type`` instance's capacity at the TTFT SLOs: one engine per
+        ``engine.tensor_parallel_size`` GPUs (vLLM data parallel).
+
+        ``request_class`` None: the routing's curve, where first turns hold ``slo.cold.ttft_p95_ms``
+        and follow-ups ``slo.warm.ttft_p95_ms`` (the projection carries both classes per level,
+        devtools/ttft_model.py); cold: first turns on the fresh curve; warm: follow-ups on the
+        conversations curve (each against its own class's objective).
 
         Raises:
             ValueError: no measurement and no projection for the instance type's GPU.
         """
         engines = engines_per_instance(instance_type, self.engine.tensor_parallel_size)
-        return instance_capacity(instance_type, self.monitoring.high_ttft.threshold, self.capacity, engines)
+        if request_class is None:
+            return instance_capacity(
+                instance_type, self.slo.cold.ttft_p95_ms, self.capacity, engines, warm_slo_ms=self.slo.warm.ttft_p95_ms
+            )
+        return instance_capacity(
+            instance_type,
+            self.slo.of(request_class).ttft_p95_ms,
+            self.capacity,
+            engines,
+            curve=CLASS_CURVES[request_class],
+        )
 
     def prefix_routing(self) -> PrefixRouting | None:
         """The endpoint config's ``PrefixAwareRoutingConfig`` when ``capacity.routing`` is

@@ -58,6 +58,12 @@ from typing import Any, Literal
 
 import aiohttp
 
+from serving_contract.request_classes import (
+    WARM_MIN_CACHED_FRACTION_DEFAULT,
+    RequestClass,
+    cached_prompt_tokens,
+    request_class,
+)
 from serving_load import percentile
 
 Mode = Literal["fresh", "conversations"]
@@ -148,6 +154,9 @@ class Sample:
     ttft_s: float | None = None
     prompt_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    """vLLM's ``usage.prompt_tokens_details.cached_tokens`` (the engines run the container's argv,
+    which asks for it): the request class, as the gateway classifies it."""
     error: str | None = None
 
 
@@ -244,6 +253,7 @@ async def _send(session: aiohttp.ClientSession, url: str, body: dict[str, Any], 
                     if payload.get("usage"):
                         sample.prompt_tokens = payload["usage"]["prompt_tokens"]
                         sample.output_tokens = payload["usage"]["completion_tokens"]
+                        sample.cached_tokens = cached_prompt_tokens(payload["usage"])
     except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as exc:
         sample.status = 0
         sample.error = f"{exc.__class__.__name__}: {exc}"[:200]
@@ -379,6 +389,16 @@ class LevelSummary:
     follow_ups_on_previous_engine: float | None = None
     """Share of follow-up turns sent to the engine that served the conversation's previous turn
     (1.0 under affinity; about 1/engines for a router that ignores conversations)."""
+    cold_requests: int | None = None
+    """Requests of each class (serving_contract.request_classes: warm when at least
+    ``WARM_MIN_CACHED_FRACTION_DEFAULT`` of the prompt came from the prefix cache, by vLLM's own
+    count), and each class's TTFT p50/p95: what the per-class alarms read. None in results written
+    before the classes existed."""
+    cold_ttft_p50_ms: float | None = None
+    cold_ttft_p95_ms: float | None = None
+    warm_requests: int | None = None
+    warm_ttft_p50_ms: float | None = None
+    warm_ttft_p95_ms: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -392,8 +412,9 @@ def summarise(
     concurrency: int,
     engines: int,
     hit_rate: float | None,
+    warm_min_cached_fraction: float = WARM_MIN_CACHED_FRACTION_DEFAULT,
 ) -> LevelSummary:
-    """Percentiles over successful requests; throughput over ``wall_s``."""
+    """Percentiles over successful requests, also per request class; throughput over ``wall_s``."""
     ok = [s for s in samples if s.status == 200 and s.ttft_s is not None]
     ttft = [s.ttft_s * 1000 for s in ok if s.ttft_s is not None]
     first = [s.ttft_s * 1000 for s in ok if s.ttft_s is not None and s.turn == 0]
@@ -416,6 +437,13 @@ def summarise(
 
     def pct(values: list[float], q: float) -> float:
         return round(percentile(values, q), 1)
+
+    by_class: dict[RequestClass, list[float]] = {klass: [] for klass in RequestClass}
+    for s in ok:
+        if s.ttft_s is not None and s.prompt_tokens:
+            klass = request_class(s.prompt_tokens, s.cached_tokens, warm_min_cached_fraction)
+            by_class[klass].append(s.ttft_s * 1000)
+    cold, warm = by_class[RequestClass.COLD], by_class[RequestClass.WARM]
 
     return LevelSummary(
         label=label,
@@ -440,6 +468,12 @@ def summarise(
         requests_per_engine=per_engine,
         error_samples=[s.error for s in samples if s.error][:5],
         follow_ups_on_previous_engine=round(sum(a == b for a, b in previous) / len(previous), 4) if previous else None,
+        cold_requests=len(cold),
+        cold_ttft_p50_ms=pct(cold, 50) if cold else None,
+        cold_ttft_p95_ms=pct(cold, 95) if cold else None,
+        warm_requests=len(warm),
+        warm_ttft_p50_ms=pct(warm, 50) if warm else None,
+        warm_ttft_p95_ms=pct(warm, 95) if warm else None,
     )
 
 
@@ -491,6 +525,11 @@ def format_summary(level: LevelSummary) -> str:
     hits = "" if level.prefix_cache_hit_rate is None else f" prefix hits {level.prefix_cache_hit_rate:.1%}"
     same = level.follow_ups_on_previous_engine
     hits += "" if same is None else f" follow-ups on previous engine {same:.0%}"
+    for name, count, p95 in (
+        ("cold", level.cold_requests, level.cold_ttft_p95_ms),
+        ("warm", level.warm_requests, level.warm_ttft_p95_ms),
+    ):
+        follow += "" if not count else f" {name} n={count} p95 {p95:.0f}"
     return (
         f"{level.label:<28} c={level.concurrency:<4} {level.requests_per_s:7.2f} req/s "
         f"({level.requests_per_min:7.1f}/min) "

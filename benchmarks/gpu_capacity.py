@@ -14,7 +14,9 @@ Runs on one NVIDIA GPU with the image's vLLM 0.22.0, no network, no model downlo
        instances) and one with whole ``conversations`` on the engine (session affinity's best
        case), ``conversations.py`` has the request shape;
     3. the largest concurrency whose TTFT p95 holds ``--ttft-slo-ms`` (seed 002: 500 ms) and
-       the requests per minute there, for each sweep.
+       the requests per minute there, for each sweep; and per request class (cold/warm, from
+       vLLM's cached prompt tokens, as the gateway classifies) at that class's objective
+       (``--cold-ttft-slo-ms``/``--warm-ttft-slo-ms``, defaults from the config's ``slo``).
 
 ``sessions``
     ``--engines`` bare engines on the same GPU, each on its own CPU set, loaded with whole
@@ -59,9 +61,10 @@ from gpu_serving import GPU, SMOKE, Profile, ensure_model, gpu_total_mib, use_cp
 from servers_under_test import ServerRun, start
 from serving_app.settings import Settings
 from serving_contract import env
+from serving_contract.request_classes import RequestClass
 
-TTFT_SLO_MS = 500.0
-"""The TTFT SLO the alarms hold: p95 <= 500 ms (seed 002; ``monitoring.high_ttft.threshold``)."""
+SLO = AppConfig().slo
+"""The SLO the alarms hold, from the one declaration (config ``slo``; seed 002: TTFT p95 <= 500 ms)."""
 THINK_S = 4.0
 """Mean pause between turns in ``sessions``, seconds: about one answer's own time (180 tokens at
 the 20-25 ms per token three engines on one GPU measured), so other conversations' turns reach
@@ -116,20 +119,28 @@ def start_engines(
     return servers
 
 
-def at_slo(levels: Sequence[LevelSummary], slo_ms: float) -> dict[str, Any]:
+def at_slo(levels: Sequence[LevelSummary], slo_ms: float, request_class: str | None = None) -> dict[str, Any]:
     """The largest measured concurrency whose TTFT p95 is within ``slo_ms``, and its throughput.
 
-    Levels are in increasing concurrency; the first level above the SLO ends the search (a
-    noisy level further up does not count).
+    ``request_class`` (``cold`` or ``warm``): that class's TTFT p95 (a level without requests of
+    the class does not limit it); None: every turn's. Levels are in increasing concurrency; the
+    first level above the SLO ends the search (a noisy level further up does not count).
     """
     best: LevelSummary | None = None
     for level in levels:
-        if level.errors or level.ttft_p95_ms > slo_ms:
+        p95 = level.ttft_p95_ms if request_class is None else getattr(level, f"{request_class}_ttft_p95_ms")
+        if level.errors or (p95 is not None and p95 > slo_ms):
             break
         best = level
     if best is None:
         return {"concurrency": 0, "requests_per_min": 0.0, "ttft_p95_ms": None}
-    return {"concurrency": best.concurrency, "requests_per_min": best.requests_per_min, "ttft_p95_ms": best.ttft_p95_ms}
+    p95 = best.ttft_p95_ms if request_class is None else getattr(best, f"{request_class}_ttft_p95_ms")
+    return {"concurrency": best.concurrency, "requests_per_min": best.requests_per_min, "ttft_p95_ms": p95}
+
+
+def at_class_slos(levels: Sequence[LevelSummary], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """:func:`at_slo` per request class, each at its own objective (``--cold/--warm-ttft-slo-ms``)."""
+    return {klass: at_slo(levels, getattr(args, f"{klass}_ttft_slo_ms"), klass) for klass in ("cold", "warm")}
 
 
 def capacity(args: argparse.Namespace, profile: Profile, shape: RequestShape, adapters: list[str]) -> dict[str, Any]:
@@ -146,6 +157,7 @@ def capacity(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
         "ready_s": server.ready_s,
         "vllm": server.figures,
         "ttft_slo_ms": args.ttft_slo_ms,
+        "class_ttft_slo_ms": {"cold": args.cold_ttft_slo_ms, "warm": args.warm_ttft_slo_ms},
         "probes": [],
         "fresh": [],
         "conversations": [],
@@ -185,7 +197,9 @@ def capacity(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
         for mode in ("fresh", "conversations"):
             summaries = [LevelSummary(**lv) for lv in result[mode]]
             result[f"{mode}_at_slo"] = at_slo(summaries, args.ttft_slo_ms)
+            result[f"{mode}_at_class_slo"] = at_class_slos(summaries, args)
             print(f"{mode}: at TTFT p95 <= {args.ttft_slo_ms:g} ms: {result[f'{mode}_at_slo']}", flush=True)
+            print(f"{mode}: per class at its SLO: {result[f'{mode}_at_class_slo']}", flush=True)
     finally:
         server.stop()
         out.write_text(json.dumps(result, indent=2))
@@ -212,6 +226,7 @@ def sessions(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
         "gpu_memory_utilization": args.gpu_memory_utilization,
         "vllm": [s.figures for s in servers],
         "ttft_slo_ms": args.ttft_slo_ms,
+        "class_ttft_slo_ms": {"cold": args.cold_ttft_slo_ms, "warm": args.warm_ttft_slo_ms},
         "least_outstanding": [],
         "affinity": [],
     }
@@ -245,7 +260,9 @@ def sessions(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
             slo["concurrency_per_engine"] = slo["concurrency"] / args.engines
             slo["requests_per_min_per_engine"] = slo["requests_per_min"] / args.engines
             result[f"{route}_at_slo"] = slo
+            result[f"{route}_at_class_slo"] = at_class_slos(levels, args)
             print(f"{route}: at TTFT p95 <= {args.ttft_slo_ms:g} ms: {slo}", flush=True)
+            print(f"{route}: per class at its SLO: {result[f'{route}_at_class_slo']}", flush=True)
     finally:
         for server in servers:
             server.stop()
@@ -305,7 +322,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per level")
     parser.add_argument("--warmup-s", type=float, default=3.0, help="unmeasured seconds before each level")
-    parser.add_argument("--ttft-slo-ms", type=float, default=TTFT_SLO_MS)
+    parser.add_argument(
+        "--ttft-slo-ms",
+        type=float,
+        default=min(SLO.cold.ttft_p95_ms, SLO.warm.ttft_p95_ms),
+        help="every turn's TTFT p95 objective, ms (default: the stricter of the config's slo.<class>.ttft_p95_ms)",
+    )
+    for klass in ("cold", "warm"):
+        parser.add_argument(
+            f"--{klass}-ttft-slo-ms",
+            type=float,
+            default=SLO.of(RequestClass(klass)).ttft_p95_ms,
+            help=f"{klass} requests' TTFT p95 objective, ms (default: the config's slo.{klass}.ttft_p95_ms)",
+        )
     parser.add_argument(
         "--think-s",
         type=_think_s,

@@ -47,7 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app_config.capacity import CURVE_CLASSES
 from app_config.gpu_instances import H100_80GB, H200, INSTANCE_GPUS, Gpu
+from app_config.slo import SloConfig
 from devtools import ttft_model
 from devtools.ttft_model import TtftFit
 
@@ -242,18 +244,27 @@ def load_measurements() -> tuple[Measurement, Measurement, tuple[float, float]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="capacity_model", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help=f"regenerate {TABLE.relative_to(REPO)}")
-    parser.add_argument("--slo-ms", type=float, default=500.0, help="TTFT p95 SLO for the summary (ms)")
+    parser.add_argument(
+        "--slo-ms",
+        type=float,
+        default=None,
+        help="TTFT p95 SLO for the summary, ms (default: the config's slo.<class>.ttft_p95_ms, fresh = cold, "
+        "conversations = warm)",
+    )
     args = parser.parse_args(argv)
     reference, other, floor = load_measurements()
     print("\n".join(ttft_model.report(ttft_model.default_fit(), ttft_model.load_runs())) + "\n")
     print(f"decode step floor o(c) = {floor[0]:.2f} + {floor[1]:.4f} x c ms (fitted from the H100 and H200 probes)")
     print("\n".join(check(reference, other, floor)))
     generated = table(reference, floor)
-    print(f"\nper GPU at TTFT p95 <= {args.slo_ms:g} ms (one engine, TP = 1):")
+    slo = SloConfig()
+    slo_ms = {mode: args.slo_ms or slo.of(CURVE_CLASSES[mode]).ttft_p95_ms for mode in MODES}
+    at = ", ".join(f"{mode} {ms:g} ms" for mode, ms in slo_ms.items())
+    print(f"\nper GPU at TTFT p95 <= the SLO ({at}; one engine, TP = 1):")
     for name, curves in generated["gpus"].items():
         cells = []
         for mode in MODES:
-            row = at_slo(curves[mode], args.slo_ms)
+            row = at_slo(curves[mode], slo_ms[mode])
             cells.append(
                 f"{mode} " + (f"c={row['concurrency']} {row['requests_per_minute']:.0f}/min" if row else "none")
             )

@@ -197,10 +197,13 @@ def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
         high = sum(p.monthly_cost_band_usd[1] for p in plans)
         lines += ["", f"Endpoint total per month: ${low:,.2f} .. ${high:,.2f}"]
     lines += ["", *memory_report.render(memory_report.build(config))]
-    # The class SLOs: monitoring's one TTFT threshold for both until the config declares each
-    # class's (issue 33); fleet_planner takes them as parameters.
-    slo = config.monitoring.high_ttft.threshold
-    lines += ["", fleet_planner.format_planner(config, slo, slo, slo_source="monitoring.high_ttft.threshold, both")]
+    slo = config.slo
+    lines += [
+        "",
+        fleet_planner.format_planner(
+            config, slo.cold.ttft_p95_ms, slo.warm.ttft_p95_ms, slo_source="slo.cold / slo.warm .ttft_p95_ms"
+        ),
+    ]
     return "\n".join(lines)
 
 

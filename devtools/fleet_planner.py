@@ -20,7 +20,8 @@ multiplied by the engines the instance runs), its price (app_config/instance_pri
 * **$/1M requests**: that month's cost over its requests.
 
 The SLOs are parameters (``cold_p95_ms``, ``warm_p95_ms``), not config reads, so the call site
-picks their source: today ``monitoring.high_ttft.threshold`` for both classes.
+picks their source: ``slo.cold.ttft_p95_ms`` and ``slo.warm.ttft_p95_ms`` (``make plan``), or a looser cold
+objective for the table of what loosening it buys.
 """
 
 import functools

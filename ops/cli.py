@@ -22,6 +22,7 @@ from typing import Any, Final
 from app_config import ConfigError, load_config
 from app_config.loader import cdk_json_context
 from app_config.root import AppConfig
+from app_config.slo import SloConfig
 from ops.capacity import CanaryLimit
 from ops.component_rollout import rollback_refusal, watch_rolling_update
 from ops.components import describe_component
@@ -154,7 +155,7 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
         return run_preflight(config, deps.preflight_clients, checks, deps.out)
     adapters = tuple(a.name for a in config.model.adapters)
     if args.command == "load" and args.url:
-        plan = _load_plan(args, _adapter_routes(args, adapters), instances=args.instances or 1)
+        plan = _load_plan(args, _adapter_routes(args, adapters), instances=args.instances or 1, slo=config.slo)
         plan = replace(plan, copies=args.copies)  # a local container is one copy: --copies 1 suggests per copy
         target: Target = HttpTarget(args.url, clock=deps.clock, timeout_s=args.timeout_s)
         return run_load(target, plan, clock=deps.clock, out=deps.out)
@@ -211,7 +212,7 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
             max_tokens=32,
         )
         return _smoke(clients, ref, options, deps)
-    return _load_endpoint(args, clients, ref, adapters, deps)
+    return _load_endpoint(args, clients, ref, adapters, deps, config.slo)
 
 
 def _smoke(clients: Clients, ref: EndpointRef, options: SmokeOptions, deps: Deps) -> ExitCode:
@@ -226,8 +227,8 @@ def _smoke(clients: Clients, ref: EndpointRef, options: SmokeOptions, deps: Deps
     )
 
 
-def _load_endpoint(
-    args: argparse.Namespace, clients: Clients, ref: EndpointRef, adapters: tuple[str, ...], deps: Deps
+def _load_endpoint(  # noqa: PLR0917 - the command's context, passed through
+    args: argparse.Namespace, clients: Clients, ref: EndpointRef, adapters: tuple[str, ...], deps: Deps, slo: SloConfig
 ) -> ExitCode:
     target = SageMakerTarget(clients.runtime, ref.endpoint_name, clock=deps.clock)
     if ref.hosts_components:
@@ -241,7 +242,7 @@ def _load_endpoint(
                 ExitCode.NOT_READY,
             )
         copies = args.copies or base.current_copies or 1
-        plan = replace(_load_plan(args, routes, instances=1), copies=copies)
+        plan = replace(_load_plan(args, routes, instances=1, slo=slo), copies=copies)
         return run_load(target, plan, clock=deps.clock, out=deps.out)
     state = describe(clients.sagemaker, ref.endpoint_name)
     if args.variant:
@@ -251,7 +252,8 @@ def _load_endpoint(
         counted = variant.current_instances
     else:
         counted = sum(v.current_instances for v in state.variants if v.current_weight > 0)
-    plan = _load_plan(args, _adapter_routes(args, adapters), instances=args.instances or max(1, counted))
+    instances = args.instances or max(1, counted)
+    plan = _load_plan(args, _adapter_routes(args, adapters), instances=instances, slo=slo)
     return run_load(target, plan, clock=deps.clock, out=deps.out)
 
 
@@ -261,7 +263,7 @@ def _adapter_routes(args: argparse.Namespace, adapters: tuple[str, ...]) -> tupl
     return tuple(Route(adapter) for adapter in chosen)
 
 
-def _load_plan(args: argparse.Namespace, routes: tuple[Route, ...], *, instances: int) -> LoadPlan:
+def _load_plan(args: argparse.Namespace, routes: tuple[Route, ...], *, instances: int, slo: SloConfig) -> LoadPlan:
     if not routes:
         raise OpsError("--adapter: no adapter configured; name one", ExitCode.USAGE)
     return LoadPlan(
@@ -273,9 +275,11 @@ def _load_plan(args: argparse.Namespace, routes: tuple[Route, ...], *, instances
         prompt=args.prompt,
         max_tokens=args.max_tokens,
         variant=args.variant,
-        ttft_slo_ms=args.ttft_slo_ms,
+        cold_ttft_slo_ms=args.cold_ttft_slo_ms or slo.cold.ttft_p95_ms,
+        warm_ttft_slo_ms=args.warm_ttft_slo_ms or slo.warm.ttft_p95_ms,
         latency_slo_ms=args.latency_slo_ms,
-        max_error_rate=args.max_error_rate,
+        max_error_rate=slo.max_error_rate if args.max_error_rate is None else args.max_error_rate,
+        warm_min_cached_fraction=slo.warm_min_cached_fraction,
         instances=instances,
         turns=args.turns,
     )

@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -55,6 +55,13 @@ class Answer:
     ttft_s: float | None = None
     content: str = ""
     detail: str = ""
+    usage: Mapping[str, Any] | None = None
+    """vLLM's ``usage`` object (token counts, ``prompt_tokens_details.cached_tokens``): the request
+    class (serving_contract.request_classes); None when the answer carried none."""
+
+
+STREAM_USAGE_OPTION: Final[Mapping[str, Any]] = {"stream_options": {"include_usage": True}}
+"""Asks vLLM for the usage event at a stream's end (its cached prompt tokens give the request class)."""
 
 
 def chat_body(*, model: str, prompt: str, max_tokens: int, stream: bool) -> bytes:
@@ -66,6 +73,7 @@ def chat_body(*, model: str, prompt: str, max_tokens: int, stream: bool) -> byte
             "max_tokens": max_tokens,
             "temperature": 0,
             "stream": stream,
+            **(STREAM_USAGE_OPTION if stream else {}),
         }
     ).encode()
 
@@ -105,6 +113,12 @@ def content_of(payload: Any, *, streaming: bool) -> str:
 
 def check_completion(body: bytes) -> str:
     """Content of a non-streaming answer body; raises AnswerError unless it is non-empty."""
+    return read_completion(body)[0]
+
+
+def read_completion(body: bytes) -> tuple[str, Mapping[str, Any] | None]:
+    """(content, ``usage`` or None) of a non-streaming answer body; raises AnswerError unless the
+    content is non-empty."""
     try:
         payload = json.loads(body)
     except ValueError as error:
@@ -112,7 +126,8 @@ def check_completion(body: bytes) -> str:
     content = content_of(payload, streaming=False)
     if not content.strip():
         raise AnswerError("answer content is empty")
-    return content
+    usage = payload.get("usage")
+    return content, usage if isinstance(usage, Mapping) else None
 
 
 class SseDecoder:
@@ -159,6 +174,7 @@ class StreamResult:
     first_content_at: float | None
     done: bool
     chunks: int
+    usage: Mapping[str, Any] | None = None
 
 
 def read_sse_chunks(chunks: Iterable[bytes], *, clock: Clock) -> StreamResult:
@@ -172,6 +188,7 @@ def read_sse_chunks(chunks: Iterable[bytes], *, clock: Clock) -> StreamResult:
     first_at: float | None = None
     done = False
     count = 0
+    usage: Mapping[str, Any] | None = None
     for chunk in chunks:
         for data in decoder.feed(chunk):
             if data.strip() == "[DONE]":
@@ -182,6 +199,10 @@ def read_sse_chunks(chunks: Iterable[bytes], *, clock: Clock) -> StreamResult:
             except ValueError as error:
                 raise AnswerError(f"stream chunk is not JSON: {data[:80]!r}") from error
             count += 1
+            if isinstance(payload, Mapping) and isinstance(payload.get("usage"), Mapping):
+                usage = payload["usage"]
+                if not payload.get("choices"):
+                    continue  # the usage-only event of stream_options.include_usage
             content = content_of(payload, streaming=True)
             if content and first_at is None:
                 first_at = clock()
@@ -191,7 +212,7 @@ def read_sse_chunks(chunks: Iterable[bytes], *, clock: Clock) -> StreamResult:
     content = "".join(parts)
     if not content.strip():
         raise AnswerError(f"stream content is empty ({count} chunk(s))")
-    return StreamResult(content=content, first_content_at=first_at, done=done, chunks=count)
+    return StreamResult(content=content, first_content_at=first_at, done=done, chunks=count, usage=usage)
 
 
 class StreamError(AnswerError):
@@ -300,10 +321,10 @@ class SageMakerTarget:
                 result = read_event_stream(response["Body"], clock=self._clock)
                 ended = self._clock()
                 ttft = None if result.first_content_at is None else result.first_content_at - started
-                return Answer(True, "ok", ended - started, ttft, result.content)
+                return Answer(True, "ok", ended - started, ttft, result.content, usage=result.usage)
             response = self._runtime.invoke_endpoint(**params, Accept="application/json")
-            content = check_completion(response["Body"].read())
-            return Answer(True, "ok", self._clock() - started, None, content)
+            content, usage = read_completion(response["Body"].read())
+            return Answer(True, "ok", self._clock() - started, None, content, usage=usage)
         except StreamError as error:
             return Answer(False, f"stream {error.kind}", self._clock() - started, detail=str(error))
         except AnswerError as error:
@@ -367,9 +388,9 @@ class HttpTarget:
                 if stream:
                     result = read_sse_chunks(iter(lambda: response.read1(65536), b""), clock=self._clock)
                     ttft = None if result.first_content_at is None else result.first_content_at - started
-                    return Answer(True, "ok", self._clock() - started, ttft, result.content)
-                content = check_completion(response.read())
-                return Answer(True, "ok", self._clock() - started, None, content)
+                    return Answer(True, "ok", self._clock() - started, ttft, result.content, usage=result.usage)
+                content, usage = read_completion(response.read())
+                return Answer(True, "ok", self._clock() - started, None, content, usage=usage)
         except urllib.error.HTTPError as error:
             return Answer(False, f"HTTP {error.code}", self._clock() - started, detail=str(error.reason))
         except AnswerError as error:

@@ -32,10 +32,12 @@ from pydantic import ValidationError
 
 from app_config.capacity import MeasuredCapacity
 from app_config.errors import to_config_error
+from app_config.slo import SloConfig
 from ops.conversation import ConversationPlan, run_conversation
 from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import Answer, Target, chat_body
 from ops.table import format_table, ms
+from serving_contract.request_classes import RequestClass, classify_usage
 
 DEFAULT_LEVELS = (1, 4, 16, 32)
 MAX_CONCURRENCY = 64  # hard limit per level; ENGINE max_num_seqs is 128 per instance (seed 003)
@@ -46,8 +48,7 @@ HEADROOM = 1.3  # seed 001 calculate_required_instances: "Add 30% headroom buffe
 # The metric the stacks' target tracking follows (scaling.*.target_tracking.metric's default).
 INSTANCE_SCALING_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 COPY_SCALING_METRIC = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
-DEFAULT_TTFT_SLO_MS = 500.0  # seed 000 canary gate: TTFT P95 < 500 ms
-DEFAULT_MAX_ERROR_RATE = 0.005  # seed 000 canary gate: error rate < 0.5 %
+_SLO = SloConfig()  # the defaults of the one SLO declaration; the CLI passes the loaded config's
 SIGNIFICANT_DIGITS = 3  # of the measured figures ops load prints as config (see significant())
 MAX_TURNS = 16  # per conversation; seed 002: MangaAssist conversations average 4.2 turns
 
@@ -68,6 +69,10 @@ class Route:
 class LoadPlan:
     """Levels (concurrent requests), budgets per level, where requests go and the SLO a level must meet.
 
+    The SLO is the config's ``slo`` section (``<class>.ttft_p95_ms``, ``max_error_rate``,
+    ``warm_min_cached_fraction``): each answer's class comes from the usage vLLM reports with it
+    (serving_contract.request_classes), and each class's TTFT p95 is held to its own objective.
+
     ``copies`` is set in inference_components mode (copies of the base component): the
     suggestion is then concurrent requests per copy instead of invocations per instance.
     """
@@ -80,9 +85,11 @@ class LoadPlan:
     prompt: str = ""
     max_tokens: int = 128
     variant: str | None = None
-    ttft_slo_ms: float = DEFAULT_TTFT_SLO_MS
+    cold_ttft_slo_ms: float = _SLO.cold.ttft_p95_ms
+    warm_ttft_slo_ms: float = _SLO.warm.ttft_p95_ms
     latency_slo_ms: float | None = None
-    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
+    max_error_rate: float = _SLO.max_error_rate
+    warm_min_cached_fraction: float = _SLO.warm_min_cached_fraction
     instances: int = 1
     copies: int | None = None
     instance_type: str | None = None
@@ -158,6 +165,15 @@ class LevelResult:
         """TTFT percentile of successful streamed answers, seconds."""
         return percentile([a.ttft_s for a in self.ok if a.ttft_s is not None], q)
 
+    def class_ttft(self, q: float, request_class: RequestClass | None, fraction: float) -> float | None:
+        """TTFT percentile of the successful streamed answers of ``request_class`` (None: those
+        without usage), classified at ``fraction`` (``LoadPlan.warm_min_cached_fraction``), seconds."""
+        return percentile([a.ttft_s for a in self.of_class(request_class, fraction) if a.ttft_s is not None], q)
+
+    def of_class(self, request_class: RequestClass | None, fraction: float) -> list[Answer]:
+        """Successful answers of ``request_class`` (None: those whose answer carried no usage)."""
+        return [a for a in self.ok if (a.usage and classify_usage(a.usage, fraction)) == request_class]
+
     def latency(self, q: float) -> float | None:
         """Latency percentile of successful answers, seconds."""
         return percentile([a.latency_s for a in self.ok], q)
@@ -174,9 +190,17 @@ class LevelResult:
             return False, "no successful request"
         if self.error_rate > plan.max_error_rate:
             return False, f"error rate {self.error_rate:.1%} > {plan.max_error_rate:.1%}"
-        ttft95 = self.ttft(95)
-        if ttft95 is not None and ttft95 * 1000 > plan.ttft_slo_ms:
-            return False, f"TTFT p95 {ttft95 * 1000:.0f} ms > {plan.ttft_slo_ms:g} ms"
+        # Answers without usage have no class: held to the stricter objective.
+        objectives: tuple[tuple[RequestClass | None, float], ...] = (
+            (RequestClass.COLD, plan.cold_ttft_slo_ms),
+            (RequestClass.WARM, plan.warm_ttft_slo_ms),
+            (None, min(plan.cold_ttft_slo_ms, plan.warm_ttft_slo_ms)),
+        )
+        for klass, slo_ms in objectives:
+            ttft95 = self.class_ttft(95, klass, plan.warm_min_cached_fraction)
+            if ttft95 is not None and ttft95 * 1000 > slo_ms:
+                name = klass.value if klass else "unclassified"
+                return False, f"{name} TTFT p95 {ttft95 * 1000:.0f} ms > {slo_ms:g} ms"
         lat95 = self.latency(95)
         if plan.latency_slo_ms is not None and lat95 is not None and lat95 * 1000 > plan.latency_slo_ms:
             return False, f"latency p95 {lat95 * 1000:.0f} ms > {plan.latency_slo_ms:g} ms"
@@ -370,11 +394,21 @@ def report(results: Sequence[LevelResult], plan: LoadPlan) -> list[str]:
                 ms(r.latency(50)),
                 ms(r.latency(95)),
                 ms(r.latency(99)),
+                *(
+                    cell
+                    for klass in RequestClass
+                    for cell in (
+                        str(len(r.of_class(klass, plan.warm_min_cached_fraction))),
+                        ms(r.class_ttft(95, klass, plan.warm_min_cached_fraction)),
+                    )
+                ),
                 "yes" if met else f"no: {why}",
             ]
         )
     headers = ["conc", "sent", "errors", "req/s", "ttft p50", "ttft p95", "ttft p99"]
-    headers += ["lat p50", "lat p95", "lat p99", "meets SLO"]
+    headers += ["lat p50", "lat p95", "lat p99"]
+    headers += [h for klass in RequestClass for h in (f"{klass.value} n", f"{klass.value} p95")]
+    headers += ["meets SLO"]
     lines = [format_table(headers, rows)]
     for r in results:
         for status, count in sorted(r.errors_by_status.items()):
@@ -401,6 +435,11 @@ def run_load(target: Target, plan: LoadPlan, *, clock: Callable[[], float], out:
         result = run_level(target, plan, level, clock=clock)
         out(f"concurrency {level}: {len(result.answers)} sent, {result.throughput_rps:.2f} req/s")
         results.append(result)
+    out(
+        f"SLO (config slo): TTFT p95 cold <= {plan.cold_ttft_slo_ms:g} ms, warm <= {plan.warm_ttft_slo_ms:g} ms "
+        f"(warm: >= {plan.warm_min_cached_fraction:.0%} of the prompt from the prefix cache, vLLM's usage), "
+        f"error rate <= {plan.max_error_rate:.1%}"
+    )
     for line in report(results, plan):
         out(line)
     return ExitCode.OK if _best(results, plan) else ExitCode.CHECK_FAILED

@@ -13,8 +13,6 @@ from pathlib import Path
 from ops.invoke import DEFAULT_PROMPT
 from ops.load import (
     DEFAULT_LEVELS,
-    DEFAULT_MAX_ERROR_RATE,
-    DEFAULT_TTFT_SLO_MS,
     MAX_CONCURRENCY,
     MAX_TOTAL_DURATION_S,
     MAX_TOTAL_REQUESTS,
@@ -281,15 +279,17 @@ def _add_load(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -
     load.add_argument("--variant", help="Send to this variant only (TargetVariant; variants mode).")
     load.add_argument("--prompt", default=DEFAULT_PROMPT, help="User message.")
     load.add_argument("--max-tokens", type=_positive_int(4096), default=128, help="max_tokens (default 128).")
-    load.add_argument(
-        "--ttft-slo-ms", type=_positive_float, default=DEFAULT_TTFT_SLO_MS, help="TTFT p95 SLO (default 500)."
-    )
+    for klass in ("cold", "warm"):
+        load.add_argument(
+            f"--{klass}-ttft-slo-ms",
+            type=_positive_float,
+            help=f"TTFT p95 objective of {klass} requests, ms (default: the config's slo.{klass}.ttft_p95_ms).",
+        )
     load.add_argument("--latency-slo-ms", type=_positive_float, help="Latency p95 SLO (default: none).")
     load.add_argument(
         "--max-error-rate",
         type=_non_negative_float,
-        default=DEFAULT_MAX_ERROR_RATE,
-        help="Largest error fraction a level may have and still count (default 0.005).",
+        help="Largest error fraction a level may have and still count (default: the config's slo.max_error_rate).",
     )
     load.add_argument(
         "--instances",

@@ -63,9 +63,10 @@ def conversation_body(*, model: str, history: list[dict[str, str]], turn: str, m
     """A chat body laid out for the prefix cache: the shared system prefix, then this
     conversation's earlier turns in order (never rewritten), then the new turn."""
     messages = [{"role": "system", "content": SYSTEM_PREFIX}, *history, {"role": "user", "content": turn}]
-    return json.dumps(
-        {"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0, "stream": stream}
-    ).encode()
+    body = {"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0, "stream": stream}
+    if stream:  # the usage event carries the cached prompt tokens: the request class
+        body["stream_options"] = {"include_usage": True}
+    return json.dumps(body).encode()
 
 
 def follow_up(index: int, first: str) -> str:

@@ -5,15 +5,18 @@ commands (``promote`` stops at the first alarm in ALARM) find these alarms by na
 names are derived here from the endpoint and variant, never typed twice.
 """
 
+from serving_contract.request_classes import RequestClass
+
 
 def canary_error_rate_alarm_name(endpoint_name: str, variant_name: str) -> str:
     """Alarm on a variant's 5xx rate (Invocation5XXErrors / Invocations), used for rollback."""
     return f"{endpoint_name}-{variant_name}-5xx-rate"
 
 
-def canary_latency_alarm_name(endpoint_name: str, variant_name: str) -> str:
-    """Alarm on a variant's p95 time to first token (streaming requests only), used for rollback."""
-    return f"{endpoint_name}-{variant_name}-latency-p95"
+def canary_latency_alarm_name(endpoint_name: str, variant_name: str, request_class: str) -> str:
+    """Alarm on a variant's p95 time to first token of one request class (``cold`` or ``warm``,
+    serving_contract.request_classes; streaming requests only), used for rollback."""
+    return f"{endpoint_name}-{variant_name}-ttft-p95-{request_class}"
 
 
 def canary_model_latency_alarm_name(endpoint_name: str, variant_name: str) -> str:
@@ -21,13 +24,14 @@ def canary_model_latency_alarm_name(endpoint_name: str, variant_name: str) -> st
     return f"{endpoint_name}-{variant_name}-model-latency-p99"
 
 
-def rollback_alarm_names(endpoint_name: str, variant_name: str) -> tuple[str, str, str]:
+def rollback_alarm_names(endpoint_name: str, variant_name: str) -> tuple[str, ...]:
     """Every alarm that must roll a deployment back, for the given (canary) variant: the 5xx
-    rate, the TTFT p95 (streaming requests) and the ModelLatency p99 (every request: a
-    canary that only slows non-streaming calls shows there and nowhere else)."""
+    rate, the TTFT p95 of each request class (streaming requests; cold then warm) and the
+    ModelLatency p99 (every request: a canary that only slows non-streaming calls shows there
+    and nowhere else)."""
     return (
         canary_error_rate_alarm_name(endpoint_name, variant_name),
-        canary_latency_alarm_name(endpoint_name, variant_name),
+        *(canary_latency_alarm_name(endpoint_name, variant_name, klass.value) for klass in RequestClass),
         canary_model_latency_alarm_name(endpoint_name, variant_name),
     )
 

@@ -71,6 +71,9 @@ SESSIONS_MAX: Final = "SESSIONS_MAX"
 SESSION_TTL_S: Final = "SESSION_TTL_S"
 
 # Metrics: where EMF lines go and which dimensions they carry.
+# A request is "warm" when at least this fraction of its prompt came from the prefix cache, else
+# "cold" (serving_contract.request_classes; the stack sets it from slo.warm_min_cached_fraction).
+REQUEST_CLASS_WARM_MIN_CACHED_FRACTION: Final = "REQUEST_CLASS_WARM_MIN_CACHED_FRACTION"
 METRICS_NAMESPACE: Final = "METRICS_NAMESPACE"
 METRICS_INTERVAL_S: Final = "METRICS_INTERVAL_S"
 ENDPOINT_NAME: Final = "ENDPOINT_NAME"

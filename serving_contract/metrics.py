@@ -28,6 +28,8 @@ class Dimension(StrEnum):
     VARIANT = "VariantName"
     ADAPTER = "Adapter"
     COMPONENT = "InferenceComponentName"  # AWS/SageMaker and /aws/sagemaker/InferenceComponents
+    # cold | warm (serving_contract.request_classes): the SLO, its alarms and guardrails are per class.
+    REQUEST_CLASS = "RequestClass"
 
 
 class EngineMetric(StrEnum):
@@ -51,7 +53,8 @@ class EngineMetric(StrEnum):
 class RequestMetric(StrEnum):
     """Per-request figures measured at the serving layer.
 
-    Dimensions: (EndpointName, VariantName) and (EndpointName, VariantName, Adapter).
+    Dimensions: (EndpointName, VariantName), (EndpointName, VariantName, Adapter) and, for a
+    request whose usage vLLM reported, (EndpointName, VariantName, RequestClass).
     """
 
     TIME_TO_FIRST_TOKEN = "TimeToFirstToken"  # streaming requests only

@@ -65,6 +65,7 @@ class ObservabilityStack(cdk.Stack):
             "Alarms",
             metrics=metrics,
             config=monitoring,
+            slo=config.slo,
             adapters=adapters,
             gpus_per_instance=topology.gpu_memory_scale,
             topic=self.topic,
@@ -76,6 +77,7 @@ class ObservabilityStack(cdk.Stack):
             "Dashboard",
             metrics=metrics,
             config=monitoring,
+            slo=config.slo,
             adapters=adapters,
             capacities=[
                 VariantCapacity(

@@ -141,6 +141,7 @@ class ServingStack(cdk.Stack):
             ),
             variant_names=self.topology.variant_names,
             labels=self.topology.guardrail_labels,
+            slo=config.slo,
             error_rate=config.monitoring.canary_error_rate,
             ttft_p95=config.monitoring.canary_ttft_p95,
             model_latency_p99=config.monitoring.canary_model_latency_p99,

@@ -33,6 +33,7 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         **config.container.request_limits_environment(),
         env.SESSIONS_MAX: str(config.container.sessions_max),
         env.SESSION_TTL_S: str(config.container.session_ttl_s),
+        env.REQUEST_CLASS_WARM_MIN_CACHED_FRACTION: f"{config.slo.warm_min_cached_fraction:g}",
         env.METRICS_NAMESPACE: config.observability.metrics_namespace,
         env.METRICS_INTERVAL_S: str(config.container.metrics_interval_s),
         env.ENDPOINT_NAME: config.endpoint_name,

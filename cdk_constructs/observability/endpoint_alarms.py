@@ -9,7 +9,8 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from app_config.monitoring import AlarmRuleConfig, MonitoringConfig
+from app_config.monitoring import AlarmRuleConfig, AlarmWindowConfig, MonitoringConfig
+from app_config.slo import SloConfig
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import (
@@ -19,6 +20,7 @@ from serving_contract.metrics import (
     SageMakerMetric,
 )
 from serving_contract.outputs import pascal_case
+from serving_contract.request_classes import RequestClass
 
 Missing = cloudwatch.TreatMissingData
 Comparison = cloudwatch.ComparisonOperator
@@ -32,11 +34,21 @@ class _Rule:
     slug: str
     description: str
     metric: cloudwatch.IMetric
-    rule: AlarmRuleConfig
+    rule: AlarmWindowConfig
     comparison: cloudwatch.ComparisonOperator
     missing: cloudwatch.TreatMissingData
     critical: bool
-    threshold: float | None = None  # overrides rule.threshold (unit conversions, per-adapter ceilings)
+    # Overrides rule.threshold (unit conversions, per-adapter ceilings); required when the rule is a
+    # window only (the threshold is an SLO, from the slo section).
+    threshold: float | None = None
+
+    @property
+    def alarm_threshold(self) -> float:
+        if self.threshold is not None:
+            return self.threshold
+        if not isinstance(self.rule, AlarmRuleConfig):
+            raise TypeError(f"{self.slug}: a window-only rule needs a threshold")
+        return self.rule.threshold
 
 
 class EndpointAlarms(Construct):
@@ -85,6 +97,7 @@ class EndpointAlarms(Construct):
         *,
         metrics: EndpointMetrics,
         config: MonitoringConfig,
+        slo: SloConfig,
         adapters: Sequence[str],
         gpus_per_instance: int,
         topic: sns.ITopic,
@@ -95,6 +108,8 @@ class EndpointAlarms(Construct):
         Args:
             metrics: metric factory of the endpoint (names from ``serving_contract.metrics``).
             config: thresholds and windows (defaults from seed 002).
+            slo: the objectives whose alarms take their thresholds from it (TTFT p95 per
+                request class: one ``ttft-p95-high-<class>`` alarm each).
             adapters: LoRA adapter names; one latency alarm each.
             gpus_per_instance: GPUs per instance; SageMaker reports GPU memory as percent x
                 device count, so the per-GPU threshold is multiplied by it.
@@ -108,8 +123,9 @@ class EndpointAlarms(Construct):
         action = cloudwatch_actions.SnsAction(topic)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         self.critical: list[cloudwatch.Alarm] = []
-        for rule in self._rules(metrics, config, adapters, gpus_per_instance, idle_may_be_silent=idle_may_be_silent):
-            threshold = rule.threshold if rule.threshold is not None else rule.rule.threshold
+        rules = self._rules(metrics, config, slo, adapters, gpus_per_instance, idle_may_be_silent=idle_may_be_silent)
+        for rule in rules:
+            threshold = rule.alarm_threshold
             alarm = cloudwatch.Alarm(
                 self,
                 rule.construct_id,
@@ -161,6 +177,7 @@ class EndpointAlarms(Construct):
     def _rules(
         metrics: EndpointMetrics,
         config: MonitoringConfig,
+        slo: SloConfig,
         adapters: Sequence[str],
         gpus_per_instance: int,
         *,
@@ -171,20 +188,27 @@ class EndpointAlarms(Construct):
         def worst(
             metric: EngineMetric | RequestMetric,
             statistic: str,
-            rule: AlarmRuleConfig,
+            rule: AlarmWindowConfig,
             label: str,
+            *,
             adapter: str | None = None,
+            request_class: RequestClass | None = None,
         ) -> cloudwatch.IMetric:
             return metrics.across_variants(
                 lambda v: metrics.custom(
-                    metric, variant=v, statistic=statistic, period_s=rule.period_s, adapter=adapter
+                    metric,
+                    variant=v,
+                    statistic=statistic,
+                    period_s=rule.period_s,
+                    adapter=adapter,
+                    request_class=request_class,
                 ),
                 combine="MAX",
                 period_s=rule.period_s,
                 label=label,
             )
 
-        def errors_sum(rule: AlarmRuleConfig) -> cloudwatch.IMetric:
+        def errors_sum(rule: AlarmWindowConfig) -> cloudwatch.IMetric:
             using: dict[str, cloudwatch.IMetric] = {}
             for i, variant in enumerate(variants):
                 using[f"o{i}"] = metrics.custom(
@@ -200,18 +224,32 @@ class EndpointAlarms(Construct):
                 label="OOM + engine errors",
             )
 
+        ttft_hints = {
+            RequestClass.COLD: "First turns prefill their whole history: check queueing and the instance type.",
+            RequestClass.WARM: "Follow-ups should hit the prefix cache: check the prefix cache hit rate and routing.",
+        }
         rules = [
             _Rule(
-                "HighTtft",
-                "ttft-p95-high",
-                f"p95 time to first token > {config.high_ttft.threshold:g} ms for {config.high_ttft.window_s} s. "
-                "Check the prefix cache hit rate.",
-                worst(RequestMetric.TIME_TO_FIRST_TOKEN, "p95", config.high_ttft, "TTFT p95 (ms)"),
+                f"HighTtft{pascal_case(klass.value)}",
+                f"ttft-p95-high-{klass.value}",
+                f"p95 time to first token of {klass.value} requests > {slo.of(klass).ttft_p95_ms:g} ms "
+                f"(slo.{klass.value}.ttft_p95_ms) for {config.high_ttft.window_s} s. {ttft_hints[klass]}",
+                worst(
+                    RequestMetric.TIME_TO_FIRST_TOKEN,
+                    "p95",
+                    config.high_ttft,
+                    f"TTFT p95 {klass.value} (ms)",
+                    request_class=klass,
+                ),
                 config.high_ttft,
                 Comparison.GREATER_THAN_THRESHOLD,
                 Missing.NOT_BREACHING,
                 critical=False,
-            ),
+                threshold=slo.of(klass).ttft_p95_ms,
+            )
+            for klass in RequestClass
+        ]
+        rules += [
             _Rule(
                 "QueueBuildUp",
                 "queue-build-up",

@@ -8,6 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from app_config.monitoring import MonitoringConfig
+from app_config.slo import SloConfig
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract.metrics import (
     EngineMetric,
@@ -15,6 +16,7 @@ from serving_contract.metrics import (
     SageMakerInstanceMetric,
     SageMakerMetric,
 )
+from serving_contract.request_classes import RequestClass
 
 _FULL_WIDTH = 24
 _HALF_WIDTH = 12
@@ -62,6 +64,7 @@ class EndpointDashboard(Construct):
         *,
         metrics: EndpointMetrics,
         config: MonitoringConfig,
+        slo: SloConfig,
         adapters: Sequence[str],
         capacities: Sequence[VariantCapacity],
         gpus_per_instance: int,
@@ -70,7 +73,8 @@ class EndpointDashboard(Construct):
         """
         Args:
             metrics: metric factory of the endpoint.
-            config: SLO targets, alarm thresholds (drawn as lines) and the graph period.
+            config: alarm thresholds (drawn as lines) and the graph period.
+            slo: the SLO targets (lines; TTFT per request class, one graph each).
             adapters: LoRA adapter names (one line each on the per-adapter graphs).
             capacities: min/max instances of each variant.
             gpus_per_instance: GPU memory is percent x device count; the line is scaled by it.
@@ -78,13 +82,21 @@ class EndpointDashboard(Construct):
         """
         super().__init__(scope, construct_id)
         period = config.dashboard_period_s
-        slo = config.slo
         variants = metrics.variant_names
         units = capacities[0].unit if capacities else "instances"
 
-        def per_variant(metric: EngineMetric | RequestMetric, statistic: str) -> list[cloudwatch.IMetric]:
+        def per_variant(
+            metric: EngineMetric | RequestMetric, statistic: str, request_class: RequestClass | None = None
+        ) -> list[cloudwatch.IMetric]:
             return [
-                metrics.custom(metric, variant=v, statistic=statistic, period_s=period, label=f"{v} {statistic}")
+                metrics.custom(
+                    metric,
+                    variant=v,
+                    statistic=statistic,
+                    period_s=period,
+                    request_class=request_class,
+                    label=f"{v} {statistic}",
+                )
                 for v in variants
             ]
 
@@ -146,12 +158,18 @@ class EndpointDashboard(Construct):
                 ],
                 left_label="%",
             ),
-            graph(
-                "Time to first token (ms)",
-                per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p50")
-                + per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p95"),
-                [_line(slo.ttft_p50_ms, "p50 SLO"), _line(config.high_ttft.threshold, "p95 alarm")],
-                left_label="ms",
+            *(
+                graph(
+                    f"Time to first token, {klass.value} requests (ms)",
+                    per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p50", klass)
+                    + per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p95", klass),
+                    [
+                        _line(slo.of(klass).ttft_p50_ms, "p50 SLO"),
+                        _line(slo.of(klass).ttft_p95_ms, "p95 SLO = alarm"),
+                    ],
+                    left_label="ms",
+                )
+                for klass in RequestClass
             ),
             graph(
                 "Request latency p99 (ms)",
@@ -268,10 +286,10 @@ class EndpointDashboard(Construct):
                 width=_HALF_WIDTH,
                 left_label="ms",
             ),
+            # Both classes mixed (no per-adapter-and-class dimension set): for comparing adapters, not the SLO.
             graph(
-                "Per adapter: TTFT p95 (ms)",
+                "Per adapter: TTFT p95, both classes (ms)",
                 per_adapter(RequestMetric.TIME_TO_FIRST_TOKEN, "p95"),
-                [_line(config.high_ttft.threshold, "p95 alarm")],
                 width=_HALF_WIDTH,
                 left_label="ms",
             ),
@@ -297,8 +315,12 @@ class EndpointDashboard(Construct):
                     cloudwatch.TextWidget(
                         markdown=(
                             f"# {metrics.endpoint_name}\n"
-                            f"SLOs (seed 002): availability {slo.availability_percent:g} %, "
-                            f"TTFT p50 < {slo.ttft_p50_ms:g} ms, p99 latency < {slo.latency_p99_ms:g} ms, "
+                            f"SLOs (config slo; seeds 000, 002): availability {slo.availability_percent:g} %, "
+                            + ", ".join(
+                                f"{k.value} TTFT p50 < {slo.of(k).ttft_p50_ms:g} ms, p95 < {slo.of(k).ttft_p95_ms:g} ms"
+                                for k in RequestClass
+                            )
+                            + f", p99 latency < {slo.latency_p99_ms:g} ms, "
                             f"queue wait p95 < {slo.queue_wait_p95_ms:g} ms, error rate < {slo.error_rate_percent:g} %."
                             " Runbook: docs/observability.md."
                         ),

@@ -32,6 +32,7 @@ from serving_contract.metrics import (
     SageMakerInstanceMetric,
     SageMakerMetric,
 )
+from serving_contract.request_classes import RequestClass
 
 # An instance metric's counterpart per inference component (same meaning, plain percent).
 _COMPONENT_METRIC = {
@@ -118,10 +119,14 @@ class EndpointMetrics:
         statistic: str,
         period_s: int,
         adapter: str | None = None,
+        request_class: RequestClass | None = None,
         label: str | None = None,
     ) -> cloudwatch.Metric:
-        """A metric the container emits (``serving_contract.metrics``), for one variant."""
+        """A metric the container emits (``serving_contract.metrics``), for one variant; with
+        ``request_class``, that class's series (the ``RequestClass`` dimension)."""
         dimensions = self._dimensions(variant, adapter)
+        if request_class is not None:
+            dimensions[Dimension.REQUEST_CLASS.value] = request_class.value
         return self._metric(
             self.namespace, metric.value, dimensions=dimensions, statistic=statistic, period_s=period_s, label=label
         )

@@ -89,12 +89,15 @@ class Gateway:
         self.models = ModelRegistry(settings.served_model_name, settings.lora_adapters)
         self.monitor = EngineMonitor(self.readiness, self.pool, engine)
         self.sessions = SessionStore(max_live=settings.sessions_max, ttl_s=settings.session_ttl_s)
+        self.exposition = MetricsExposition(self.pool, GatewayCollector(self.sessions.__len__, self._inflight))
         self.invocations = InvocationService(
             models=self.models,
             readiness=self.readiness,
             pool=self.pool,
             monitor=self.monitor,
-            metrics=RequestMetrics(self.emf),
+            metrics=RequestMetrics(
+                self.emf, self.exposition.histograms, warm_min_cached_fraction=settings.warm_min_cached_fraction
+            ),
             sessions=SessionService(self.sessions),
             request_timeout_s=settings.request_timeout_s,
             limits=RequestLimits.from_settings(settings),
@@ -106,7 +109,6 @@ class Gateway:
             pool=self.pool,
             monitor=self.monitor,
         )
-        self.exposition = MetricsExposition(self.pool, GatewayCollector(self.sessions.__len__, self._inflight))
         self._tasks: list[asyncio.Task[None]] = []
         self._drain_task: asyncio.Task[None] | None = None
         self._started = time.monotonic()

@@ -20,6 +20,7 @@ from serving_contract import engine_settings as spec
 from serving_contract import env
 from serving_contract import request_limits as limits
 from serving_contract.metrics import DEFAULT_NAMESPACE
+from serving_contract.request_classes import WARM_MIN_CACHED_FRACTION_DEFAULT
 
 SAGEMAKER_SIGKILL_AFTER_S: Final = env.SAGEMAKER_SIGKILL_AFTER_S
 """SageMaker sends SIGKILL this long after SIGTERM (docs/sources.md, "Container contract")."""
@@ -206,6 +207,16 @@ class Settings(BaseModel):
         description="Stateful session lifetime from NEW_SESSION, seconds.",
     )
 
+    warm_min_cached_fraction: float = Field(
+        WARM_MIN_CACHED_FRACTION_DEFAULT,
+        alias=env.REQUEST_CLASS_WARM_MIN_CACHED_FRACTION,
+        gt=0,
+        le=1,
+        description=(
+            "A request is warm when at least this fraction of its prompt tokens came from the prefix cache, "
+            "else cold (serving_contract.request_classes)."
+        ),
+    )
     metrics_namespace: str = Field(DEFAULT_NAMESPACE, alias=env.METRICS_NAMESPACE)
     metrics_interval_s: float = Field(
         10.0,

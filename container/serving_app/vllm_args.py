@@ -79,6 +79,9 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
         spec.LOG_LEVEL.flag,
         settings.log_level,
         "--disable-uvicorn-access-log",
+        # usage.prompt_tokens_details.cached_tokens: the gateway's cold/warm request class
+        # (serving_contract.request_classes); off by default in vLLM 0.22 (cli_args.py).
+        "--enable-prompt-tokens-details",
         "--shutdown-timeout",
         str(env.ENGINE_STOP_GRACE_S - 1),
     ]

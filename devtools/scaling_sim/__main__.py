@@ -98,7 +98,7 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         timeline=timeline,
         target_tracking=policies[0],
         step_scaling=policies[1],
-        ttft_slo_ms=config.monitoring.high_ttft.threshold,
+        ttft_slo_ms=config.ttft_slo_ms,
     )
     tt, step = scaling.target_tracking, scaling.step_scaling
     lines = [
@@ -113,7 +113,7 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         "scale-in immediate (no draining)",
         f"demand: {scenario.demand_source}",
         f"TTFT: base {service.base_ttft_ms:g} ms + queue wait; SLO {inputs.ttft_slo_ms:g} ms "
-        "(monitoring.high_ttft.threshold)",
+        f"(slo.{config.routed_class.value}.ttft_p95_ms)",
         f"target tracking: {'on' if scaling.enabled and tt.enabled else 'off'}, {tt.metric} target "
         f"{tt.target_value:g}, cooldowns out {tt.scale_out_cooldown_s} s / in {tt.scale_in_cooldown_s} s",
         f"step scaling: {'on' if scaling.enabled and step.enabled else 'off'}, QueueDepth {step.statistic} >= "

@@ -277,11 +277,14 @@ def test_emf_lines_are_valid_and_use_contract_names(serve: Serve) -> None:
         EngineMetric.PREEMPTIONS,
         EngineMetric.PROMPT_TOKENS_PER_SECOND,
     } <= names
-    # Per request: fleet-wide and per-adapter dimension sets.
+    # Per request: fleet-wide, per-adapter and (usage reported) per-class dimension sets.
     assert request["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [
         [Dimension.ENDPOINT, Dimension.VARIANT],
         [Dimension.ENDPOINT, Dimension.VARIANT, Dimension.ADAPTER],
+        [Dimension.ENDPOINT, Dimension.VARIANT, Dimension.REQUEST_CLASS],
     ]
+    # The fake reports no prompt_tokens_details: as vLLM with 0 cached tokens, a cold request.
+    assert request[Dimension.REQUEST_CLASS] == "cold"
     assert request[RequestMetric.REQUESTS] == 1 and request["StatusCode"] == 200
     assert request[RequestMetric.REQUEST_LATENCY] > 0
     assert request[RequestMetric.OUTPUT_TOKENS] == 3

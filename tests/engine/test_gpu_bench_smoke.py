@@ -85,6 +85,13 @@ def test_capacity_smoke_run_measures_both_request_mixes(tmp_path: Path) -> None:
     fresh = max(lv["prefix_cache_hit_rate"] for lv in run["fresh"])
     conversations = max(lv["prefix_cache_hit_rate"] for lv in run["conversations"])
     assert conversations > fresh
+    # Every request is classified from the usage the engine reports (the container's argv asks for
+    # cached tokens), and the capacity at each class's objective is reported (issue 33).
+    for mode in ("fresh", "conversations"):
+        for level in run[mode]:
+            assert level["cold_requests"] + level["warm_requests"] == level["requests"], (mode, level)
+        assert set(run[f"{mode}_at_class_slo"]) == {"cold", "warm"}
+    assert sum(lv["warm_requests"] for lv in run["conversations"]) >= sum(lv["warm_requests"] for lv in run["fresh"])
 
 
 def test_startup_smoke_makes_a_compile_cache_and_starts_from_it_with_a_hit(startup_smoke_run: SmokeRun) -> None:

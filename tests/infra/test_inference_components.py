@@ -75,7 +75,8 @@ def test_base_component_reserves_one_gpu_and_rolls_back_on_its_guardrails(compon
         "AutoRollbackConfiguration": {
             "Alarms": [
                 {"AlarmName": f"{BASE}-5xx-rate"},
-                {"AlarmName": f"{BASE}-latency-p95"},
+                {"AlarmName": f"{BASE}-ttft-p95-cold"},
+                {"AlarmName": f"{BASE}-ttft-p95-warm"},
                 {"AlarmName": f"{BASE}-model-latency-p99"},
             ]
         },
@@ -84,7 +85,12 @@ def test_base_component_reserves_one_gpu_and_rolls_back_on_its_guardrails(compon
         a["Properties"]["AlarmName"]
         for a in resources(components_synth.template_json("Serving"), "AWS::CloudWatch::Alarm").values()
     }
-    assert {f"{BASE}-5xx-rate", f"{BASE}-latency-p95", f"{BASE}-model-latency-p99"} <= alarm_names
+    assert {
+        f"{BASE}-5xx-rate",
+        f"{BASE}-ttft-p95-cold",
+        f"{BASE}-ttft-p95-warm",
+        f"{BASE}-model-latency-p99",
+    } <= alarm_names
 
 
 def test_one_adapter_component_per_adapter_on_its_pinned_archive(components_synth: Synth) -> None:

@@ -11,9 +11,10 @@ from typing import Any, NamedTuple
 import pytest
 from aws_cdk import assertions
 
-from app_config.monitoring import AlarmRuleConfig
+from app_config.monitoring import AlarmRuleConfig, AlarmWindowConfig
 from serving_contract import alarms as alarm_names
 from serving_contract import metrics
+from serving_contract.request_classes import RequestClass
 from tests.metric_refs import dashboard_bodies, dashboard_metrics, metric_refs, metrics_read, resources
 from tests.synth_helpers import Synth
 
@@ -62,8 +63,9 @@ _dashboard_metrics = dashboard_metrics
 _metric_refs = metric_refs
 
 
-def _check_rule(alarm: dict[str, Any], rule: AlarmRuleConfig, threshold: float | None = None) -> None:
-    assert alarm["Threshold"] == (rule.threshold if threshold is None else threshold)
+def _check_rule(alarm: dict[str, Any], rule: AlarmWindowConfig, threshold: float | None = None) -> None:
+    assert threshold is not None or isinstance(rule, AlarmRuleConfig)
+    assert alarm["Threshold"] == (threshold if threshold is not None else getattr(rule, "threshold", None))
     assert alarm["EvaluationPeriods"] == rule.evaluation_periods
     for _, _, _, period, _ in _metric_stats(alarm):
         assert period == rule.period_s
@@ -86,7 +88,6 @@ class AlarmCase(NamedTuple):
 
 
 ALARMS = [
-    AlarmCase("ttft-p95-high", "high_ttft", {"TimeToFirstToken"}, "p95", "GreaterThanThreshold", "notBreaching", False),
     AlarmCase("queue-build-up", "queue_build_up", {"QueueDepth"}, "Average", "GreaterThanThreshold", "breaching", True),
     AlarmCase(
         "kv-cache-pressure",
@@ -174,11 +175,25 @@ def test_alarm_semantics(default_synth: Synth, case: AlarmCase) -> None:
     assert bool(alarm.get("AlarmActions")) is not case.critical
 
 
+@pytest.mark.parametrize("klass", list(RequestClass), ids=[k.value for k in RequestClass])
+def test_one_ttft_alarm_per_request_class_at_its_slo(default_synth: Synth, klass: RequestClass) -> None:
+    config = default_synth.config
+    alarm = _alarms_by_name(default_synth, "Observability")[f"{config.endpoint_name}-ttft-p95-high-{klass.value}"]
+    read = _metric_stats(alarm)
+    assert {(name, stat) for _, name, stat, _, _ in read} == {("TimeToFirstToken", "p95")}
+    assert {dims["VariantName"] for *_, dims in read} == {v.variant_name for v in config.serving.variants}
+    assert {dims["RequestClass"] for *_, dims in read} == {klass.value}
+    _check_rule(alarm, config.monitoring.high_ttft, config.slo.of(klass).ttft_p95_ms)
+    assert (alarm["ComparisonOperator"], alarm["TreatMissingData"]) == ("GreaterThanThreshold", "notBreaching")
+    assert alarm["AlarmDescription"].startswith("[warning]") and alarm.get("AlarmActions")
+
+
 def test_seed_defaults_reach_the_template(default_synth: Synth) -> None:
     alarms = _alarms_by_name(default_synth, "Observability")
     name = default_synth.config.endpoint_name
     # Seed 002 "Alerting rules" and the ModelLatency unit (microseconds).
-    assert alarms[f"{name}-ttft-p95-high"]["Threshold"] == 500
+    assert alarms[f"{name}-ttft-p95-high-cold"]["Threshold"] == 500
+    assert alarms[f"{name}-ttft-p95-high-warm"]["Threshold"] == 500
     assert alarms[f"{name}-queue-build-up"]["Threshold"] == 80
     assert alarms[f"{name}-queue-build-up"]["EvaluationPeriods"] * 60 == 120
     assert alarms[f"{name}-kv-cache-pressure"]["Threshold"] == 95
@@ -232,22 +247,25 @@ def test_guardrail_alarms_are_named_for_rollback_and_precede_the_endpoint(defaul
     alarms = _alarms_by_name(default_synth, "Serving")
     for variant in config.serving.variants:
         names = alarm_names.rollback_alarm_names(config.endpoint_name, variant.variant_name)
-        error_alarm, latency_alarm, model_latency_alarm = (alarms[name] for name in names)
+        error_alarm, cold_alarm, warm_alarm, model_latency_alarm = (alarms[name] for name in names)
         assert "Invocation5XXErrors" in {n for _, n, _, _, _ in _metric_stats(error_alarm)}
         assert {d["VariantName"] for *_, d in _metric_stats(error_alarm)} == {variant.variant_name}
-        _check_rule(error_alarm, config.monitoring.canary_error_rate)
-        assert [(n, s) for _, n, s, _, _ in _metric_stats(latency_alarm)] == [("TimeToFirstToken", "p95")]
-        _check_rule(latency_alarm, config.monitoring.canary_ttft_p95)
+        _check_rule(error_alarm, config.monitoring.canary_error_rate, config.slo.max_error_rate_percent)
+        for klass, latency_alarm in zip(RequestClass, (cold_alarm, warm_alarm), strict=True):
+            assert [(n, s, d["RequestClass"]) for _, n, s, _, d in _metric_stats(latency_alarm)] == [
+                ("TimeToFirstToken", "p95", klass.value)
+            ]
+            _check_rule(latency_alarm, config.monitoring.canary_ttft_p95, config.slo.of(klass).ttft_p95_ms)
         # TTFT exists for streaming requests only; ModelLatency for every request.
         assert [(ns, n, s) for ns, n, s, _, _ in _metric_stats(model_latency_alarm)] == [
             ("AWS/SageMaker", "ModelLatency", "p99")
         ]
         assert {d["VariantName"] for *_, d in _metric_stats(model_latency_alarm)} == {variant.variant_name}
         _check_rule(model_latency_alarm, config.monitoring.canary_model_latency_p99)
-        for alarm in (error_alarm, latency_alarm, model_latency_alarm):
+        for alarm in (error_alarm, cold_alarm, warm_alarm, model_latency_alarm):
             assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
             assert alarm["TreatMissingData"] == "notBreaching"
-    assert config.monitoring.canary_error_rate.threshold == 0.5  # seed 000 canary gate
+    assert error_alarm["Threshold"] == 0.5  # seed 000 canary gate
     template = default_synth.template_json("Serving")
     guardrail_ids = {
         k for k, v in _resources(template, "AWS::CloudWatch::Alarm").items() if "AlarmName" in v["Properties"]
@@ -331,10 +349,15 @@ def test_dashboard_shows_the_slos_capacity_and_adapters(default_synth: Synth) ->
     def lines(title: str) -> set[float]:
         return {a["value"] for a in graphs[title].get("annotations", {}).get("horizontal", [])}
 
-    slo = config.monitoring.slo
+    slo = config.slo
     assert slo.availability_percent in lines("Availability (%)")
     assert slo.error_rate_percent in lines("Error rate (%)")
-    assert slo.ttft_p50_ms in lines("Time to first token (ms)")
+    for klass in RequestClass:
+        title = f"Time to first token, {klass.value} requests (ms)"
+        assert {slo.of(klass).ttft_p50_ms, slo.of(klass).ttft_p95_ms} <= lines(title)
+        assert {row[row.index("RequestClass") + 1] for row in graphs[title]["metrics"] if "RequestClass" in row} == {
+            klass.value
+        }
     assert slo.latency_p99_ms in lines("Request latency p99 (ms)")
     assert slo.queue_wait_p95_ms in lines("Queue wait, worst interval mean (ms)")
     for variant in config.serving.variants:

@@ -214,7 +214,8 @@ def test_single_variant_endpoint_rolls_back_on_the_primary_alarms(vpc_single_var
     assert endpoint["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]["Type"] == "CANARY"
     assert endpoint["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"] == [
         {"AlarmName": f"{ENDPOINT}-primary-5xx-rate"},
-        {"AlarmName": f"{ENDPOINT}-primary-latency-p95"},
+        {"AlarmName": f"{ENDPOINT}-primary-ttft-p95-cold"},
+        {"AlarmName": f"{ENDPOINT}-primary-ttft-p95-warm"},
         {"AlarmName": f"{ENDPOINT}-primary-model-latency-p99"},
     ]
     assert list(_targets(vpc_single_variant_synth)) == [f"endpoint/{ENDPOINT}/variant/primary"]

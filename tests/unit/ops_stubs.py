@@ -181,7 +181,8 @@ class Stubs:
         """The rollback alarms of ``guarded`` (the canary variant, or ``base``), looked up by name."""
         names = [
             f"{ENDPOINT}-{guarded}-5xx-rate",
-            f"{ENDPOINT}-{guarded}-latency-p95",
+            f"{ENDPOINT}-{guarded}-ttft-p95-cold",
+            f"{ENDPOINT}-{guarded}-ttft-p95-warm",
             f"{ENDPOINT}-{guarded}-model-latency-p99",
         ]
         self.cloudwatch.add_response(

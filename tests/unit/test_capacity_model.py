@@ -98,7 +98,9 @@ def test_a_measured_capacity_overrides_the_projection() -> None:
 
 def test_the_projection_answers_at_the_configured_slo() -> None:
     strict = AppConfig().capacity_of("ml.p5.48xlarge")
-    lenient = capacity_plan.load(["monitoring.high_ttft.threshold=2000"]).capacity_of("ml.p5.48xlarge")
+    lenient = capacity_plan.load(["slo.cold.ttft_p95_ms=2000", "slo.warm.ttft_p95_ms=2000"]).capacity_of(
+        "ml.p5.48xlarge"
+    )
     assert strict.holds_slo and lenient.holds_slo
     assert lenient.concurrency > strict.concurrency
     assert lenient.requests_per_minute > strict.requests_per_minute

@@ -37,7 +37,8 @@ def test_defaults_of_a_section_are_shown_not_required() -> None:
     defaults set by their section, but the class-level field has none: "(required)" or `[]` printed."""
     assert _default_of("serving.primary.max_capacity") == "`20`"
     assert _default_of("serving.canary.max_capacity") == "`2`"
-    assert _default_of("monitoring.high_ttft.threshold") == "`500.0`"
+    assert _default_of("monitoring.server_error_rate.threshold") == "`0.1`"
+    assert _default_of("slo.cold.ttft_p95_ms") == "`500.0`"
     schedule = _default_of("scaling.primary.schedule")
     events = _default_of("scaling.primary.events")
     assert all(name in schedule for name in ("off-peak", "business-hours", "jp-evening-peak", "jp-evening-end"))

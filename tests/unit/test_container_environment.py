@@ -104,3 +104,8 @@ def test_an_unknown_host_ami_is_refused_naming_the_accepted_ones() -> None:
     assert message.startswith("config error: serving.inference_ami_version = 'al2023-ami-sagemaker-inference-gpu-5'")
     assert "al2-ami-sagemaker-inference-gpu-3-1" in message
     assert "al2023-ami-sagemaker-inference-gpu-4-1" in message
+
+
+def test_the_request_class_threshold_reaches_the_container_from_the_slo() -> None:
+    config = load_config({**cdk_json_context(), "slo.warm_min_cached_fraction": "0.7"})
+    assert container_environment(config)[env.REQUEST_CLASS_WARM_MIN_CACHED_FRACTION] == "0.7"

@@ -95,3 +95,22 @@ def test_a_bad_think_time_stops_the_sessions_benchmark_with_one_line(
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"gpu_capacity.py: error: argument --think-s: {value!r}: expected seconds >= 0 (0: the next turn at once)"
     )
+
+
+def test_the_summary_reports_ttft_per_request_class_from_the_cached_tokens() -> None:
+    from conversations import Sample
+
+    def sample(turn: int, ttft_s: float, prompt: int, cached: int) -> Sample:
+        return Sample(0, turn, 0, 200, 0.0, ttft_s + 1.0, ttft_s, prompt, 4, cached)
+
+    # First turns hit only the shared prefix (592 of 2,380); follow-ups their history (1,984 of 2,200).
+    samples = [sample(0, 1.2, 2380, 592) for _ in range(4)] + [sample(1, 0.15, 2200, 1984) for _ in range(12)]
+    level = summarise("x", samples, 10.0, concurrency=4, engines=1, hit_rate=None)
+    assert (level.cold_requests, level.cold_ttft_p95_ms) == (4, 1200.0)
+    assert (level.warm_requests, level.warm_ttft_p95_ms) == (12, 150.0)
+    # The threshold decides: at 0.95 every request is cold.
+    strict = summarise("x", samples, 10.0, concurrency=4, engines=1, hit_rate=None, warm_min_cached_fraction=0.95)
+    assert (strict.cold_requests, strict.warm_requests, strict.warm_ttft_p95_ms) == (16, 0, None)
+    # The capacity at each class's SLO reads that class's p95.
+    assert gpu_capacity.at_slo([level], 500.0, "warm")["concurrency"] == 4
+    assert gpu_capacity.at_slo([level], 500.0, "cold")["concurrency"] == 0

@@ -25,12 +25,17 @@ def test_make_deploy_runs_the_preflight_before_cdk_deploy() -> None:
     assert commands == [
         "npx cdk synth --quiet -c stage=dev",
         ".venv/bin/python -m ops preflight -c stage=dev",
-        "npx cdk deploy --all -c stage=dev",
+        "npx cdk deploy --all --outputs-file cdk-outputs.json -c stage=dev",
     ]
 
 
 def test_make_deploy_foundation_deploys_only_the_stacks_that_hold_data() -> None:
-    assert _dry_run("deploy-foundation") == ["npx cdk deploy -c stage=dev '*-ImageRepository' '*-ModelArtifacts'"]
+    # The foundation's own preflight first (region, credentials, bootstrap), then only the data stacks.
+    assert _dry_run("deploy-foundation") == [
+        "npx cdk synth --quiet -c stage=dev",
+        ".venv/bin/python -m ops preflight --foundation -c stage=dev",
+        "npx cdk deploy -c stage=dev --outputs-file cdk-outputs.json '*-ImageRepository' '*-ModelArtifacts'",
+    ]
 
 
 def test_the_quick_start_names_the_deploy_path_and_links_the_deploy_page() -> None:

@@ -34,3 +34,16 @@ def test_report_of_the_committed_results_prints_every_table() -> None:
     assert "gateway-ab:gateway vs gateway-ab:direct" in text
     assert "gateway-ab-4cpu:gateway vs gateway-ab-4cpu:direct" in text
     assert "| bare | miss |" in text and "| bare-readonly-cache | hit |" in text
+
+
+def test_the_request_class_figures_the_docs_cite_are_the_committed_run() -> None:
+    """docs/performance.md and docs/observability.md, "Request classes" (issue 33)."""
+    run = json.loads((REPO / "benchmarks/results/h100-2026-11-26-sessions/sessions-3engines.json").read_text())
+    follow_up = {
+        route: [round(level["follow_up_ttft_p95_ms"]) for level in run[route]]
+        for route in ("affinity", "least_outstanding")
+    }
+    assert follow_up == {"affinity": [121, 162, 150], "least_outstanding": [284, 335, 453]}
+    all_turns = [level["ttft_p95_ms"] for route in ("affinity", "least_outstanding") for level in run[route]]
+    assert (round(min(all_turns) / 1000, 2), round(max(all_turns) / 1000, 2)) == (1.26, 3.75)
+    assert [level["concurrency"] // run["engines"] for level in run["affinity"]] == [8, 16, 24]

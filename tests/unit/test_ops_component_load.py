@@ -70,7 +70,7 @@ def _level(concurrency: int, count: int, wall_s: float, latency_s: float) -> Lev
 
 
 def test_per_copy_suggestion_is_littles_law_over_copies_with_headroom():
-    plan = LoadPlan(copies=2, ttft_slo_ms=500)
+    plan = LoadPlan(copies=2, cold_ttft_slo_ms=500, warm_ttft_slo_ms=500)
     results = [
         _level(4, 40, 10.0, 1.0),  # 4 req/s
         _level(16, 200, 10.0, 1.2),  # 20 req/s x 1.2 s = 24 in flight, TTFT 300 ms

@@ -40,7 +40,8 @@ def test_watches_the_update_until_it_ends_in_service(args):
     assert clock.sleeps == [30.0, 30.0]
     assert stubs.lines == [
         f"watching the rolling update of {BASE} (up to 28800 s; rollback alarms: {FIVE_XX}, "
-        f"{ENDPOINT}-base-latency-p95, {ENDPOINT}-base-model-latency-p99): Updating, 2 copies (desired 2), {OLD_IMAGE}",
+        f"{ENDPOINT}-base-ttft-p95-cold, {ENDPOINT}-base-ttft-p95-warm, {ENDPOINT}-base-model-latency-p99): "
+        f"Updating, 2 copies (desired 2), {OLD_IMAGE}",
         f"{BASE}: Updating, 3 copies (desired 2)",
         f"rolling update of {BASE} ended: InService, 2 copies (desired 2), {IMAGE}",
         f"promoted: the rolling update of {BASE} finished with no rollback alarm in ALARM",
@@ -168,7 +169,8 @@ def test_promote_refuses_without_the_base_components_rollback_alarms(args, capsy
         code = main(args, stubs.deps(FakeClock()))
     assert code == ExitCode.NOT_READY
     assert capsys.readouterr().err.strip() == (
-        f"error: rollback alarm(s) not found: {FIVE_XX}, {ENDPOINT}-base-latency-p95, "
+        f"error: rollback alarm(s) not found: {FIVE_XX}, {ENDPOINT}-base-ttft-p95-cold, "
+        f"{ENDPOINT}-base-ttft-p95-warm, "
         f"{ENDPOINT}-base-model-latency-p99; "
         "deploy the alarms or pass --allow-missing-alarms"
     )

@@ -16,6 +16,7 @@ from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
 from ops.invoke import Answer
 from ops.load import LevelResult, LoadPlan, Suggestion, capacity_override_line, percentile, significant, suggest
+from serving_contract.request_classes import RequestClass
 from tests.unit.ops_stubs import ENDPOINT, FakeClock, stubbed
 
 
@@ -74,7 +75,7 @@ def server() -> Iterator[_Server]:
     srv.server_close()
 
 
-GENEROUS_SLO = ("--ttft-slo-ms", "60000")
+GENEROUS_SLO = ("--cold-ttft-slo-ms", "60000", "--warm-ttft-slo-ms", "60000")
 
 
 def _url(srv: _Server) -> str:
@@ -150,7 +151,7 @@ def _level(concurrency: int, count: int, wall_s: float, ttft_s: float, failed: i
 
 
 def test_suggestion_is_the_in_flight_requests_per_instance_of_the_best_level_within_slo():
-    plan = LoadPlan(instances=2, ttft_slo_ms=500)
+    plan = LoadPlan(instances=2, cold_ttft_slo_ms=500, warm_ttft_slo_ms=500)
     results = [
         _level(1, 10, 10.0, 0.1),  # 1 req/s
         _level(16, 100, 10.0, 0.3),  # 10 req/s, within SLO
@@ -162,7 +163,29 @@ def test_suggestion_is_the_in_flight_requests_per_instance_of_the_best_level_wit
     assert best.per_instance_per_minute == pytest.approx(300.0)  # 10 req/s x 60 / 2 instances
     # Little's law: 10 req/s x 1.2 s mean latency (4 x TTFT) = 12 in flight over 2 instances.
     assert best.target == 6
-    assert results[2].meets(plan) == (False, "TTFT p95 900 ms > 500 ms")
+    # These answers carry no usage, so no class: held to the stricter of the two objectives.
+    assert results[2].meets(plan) == (False, "unclassified TTFT p95 900 ms > 500 ms")
+
+
+def _answer(ttft_s: float, prompt: int, cached: int) -> Answer:
+    usage = {"prompt_tokens": prompt, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": cached}}
+    return Answer(True, "ok", ttft_s * 4, ttft_s, usage=usage)
+
+
+def test_each_request_class_is_held_to_its_own_objective():
+    # First turns (592 of 2,380 cached) at 1.2 s; follow-ups (1,984 of 2,200) at 150 ms.
+    answers = [_answer(1.2, 2380, 592) for _ in range(5)] + [_answer(0.15, 2200, 1984) for _ in range(15)]
+    level = LevelResult(8, tuple(answers), 10.0)
+    assert [len(level.of_class(k, 0.5)) for k in RequestClass] == [5, 15]
+    assert level.class_ttft(95, RequestClass.WARM, 0.5) == pytest.approx(0.15)
+    assert level.meets(LoadPlan()) == (False, "cold TTFT p95 1200 ms > 500 ms")
+    assert level.meets(LoadPlan(cold_ttft_slo_ms=1500)) == (True, "ok")
+    assert level.meets(LoadPlan(cold_ttft_slo_ms=1500, warm_ttft_slo_ms=100)) == (
+        False,
+        "warm TTFT p95 150 ms > 100 ms",
+    )
+    # The threshold is the config's: at 0.95 the follow-ups are cold too.
+    assert [len(level.of_class(k, 0.95)) for k in RequestClass] == [20, 0]
 
 
 def test_level_with_errors_above_budget_is_not_sustainable():
@@ -239,7 +262,7 @@ def test_every_command_has_help(capsys):
     ("args", "message"),
     [
         (["--level-duration-s", "nan"], "argument --level-duration-s: 'nan' is not a finite number"),
-        (["--ttft-slo-ms", "inf"], "argument --ttft-slo-ms: 'inf' is not a finite number"),
+        (["--cold-ttft-slo-ms", "inf"], "argument --cold-ttft-slo-ms: 'inf' is not a finite number"),
         (["--timeout-s=-Infinity"], "argument --timeout-s: '-Infinity' is not a finite number"),
         (["--max-error-rate", "NaN"], "argument --max-error-rate: 'NaN' is not a finite number"),
         (["--level-duration-s", "0"], "argument --level-duration-s: 0 must be > 0"),

@@ -110,8 +110,8 @@ def test_promote_refuses_without_rollback_alarms(capsys):
         code = main(["promote", *VARIANTS, *FAST], stubs.deps(FakeClock()))
     assert code == ExitCode.NOT_READY
     assert capsys.readouterr().err.strip() == (
-        f"error: rollback alarm(s) not found: {ENDPOINT}-canary-5xx-rate, {ENDPOINT}-canary-latency-p95, "
-        f"{ENDPOINT}-canary-model-latency-p99; "
+        f"error: rollback alarm(s) not found: {ENDPOINT}-canary-5xx-rate, {ENDPOINT}-canary-ttft-p95-cold, "
+        f"{ENDPOINT}-canary-ttft-p95-warm, {ENDPOINT}-canary-model-latency-p99; "
         "deploy the alarms or pass --allow-missing-alarms"
     )
 

@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 from botocore.exceptions import EventStreamError
 
-from ops.invoke import AnswerError, SseDecoder, StreamError, check_completion, content_of, read_event_stream
+from ops.invoke import (
+    AnswerError,
+    SseDecoder,
+    StreamError,
+    check_completion,
+    content_of,
+    read_completion,
+    read_event_stream,
+)
 from tests.unit.ops_stubs import FakeClock, sse_events
 
 
@@ -144,3 +152,17 @@ def test_invalid_utf8_stream_is_one_bad_answer_not_a_traceback():
         server.server_close()
     assert not answer.ok and answer.status == "bad answer"
     assert answer.detail.startswith("stream is not valid UTF-8: ")
+
+
+def test_the_usage_only_event_gives_the_usage_and_no_content():
+    # vLLM's last event with stream_options.include_usage: no choices, the usage with cached tokens.
+    usage = {"prompt_tokens": 2200, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 1984}}
+    raw = (
+        b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'
+        + f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode()
+        + b"data: [DONE]\n\n"
+    )
+    result = read_event_stream([{"PayloadPart": {"Bytes": raw}}], clock=FakeClock())
+    assert (result.content, result.usage) == ("x", usage)
+    body = json.dumps({"choices": [{"message": {"content": "y"}}], "usage": usage}).encode()
+    assert read_completion(body) == ("y", usage)

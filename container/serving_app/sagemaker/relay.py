@@ -3,7 +3,8 @@
 Bodies are forwarded as vLLM wrote them (no JSON re-serialisation on the hot path); streams are
 relayed read by read as vLLM produces them: a read of whole events that carry no ``usage`` and no
 ``error`` (almost every token) goes out as it came in, without being split into events. Token
-counts for the request's EMF line come from the ``usage`` vLLM reports; only that object is decoded.
+counts and the cached prompt tokens (the request's class) for its EMF line come from the ``usage``
+vLLM reports; only that object is decoded.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def is_oom(text: bytes) -> bool:
 
 
 def read_usage(content: bytes, record: RequestRecord) -> None:
-    """Token counts from a completion body without parsing all of it: only the ``usage``
+    """Token counts (and cached prompt tokens) from a completion body without parsing all of it: only the ``usage``
     object is decoded (the answer text can be large; usage is a few numbers)."""
     index = content.rfind(b'"usage":')
     if index < 0:
@@ -44,8 +45,7 @@ def read_usage(content: bytes, record: RequestRecord) -> None:
         tail = content[index + 8 :].decode().lstrip()
         usage, _ = _DECODER.raw_decode(tail)
         if isinstance(usage, dict):
-            record.input_tokens = usage.get("prompt_tokens")
-            record.output_tokens = usage.get("completion_tokens")
+            record.read_usage(usage)
 
 
 class RelayResponse(Response):
@@ -172,8 +172,7 @@ def _keep(event: bytes, record: RequestRecord, strip_usage: bool) -> bool:
             payload = json.loads(event[6:])
             usage = payload.get("usage")
             if usage:
-                record.input_tokens = usage.get("prompt_tokens")
-                record.output_tokens = usage.get("completion_tokens")
+                record.read_usage(usage)
                 if strip_usage and not payload.get("choices"):
                     return False
     elif b'"error"' in event and event.startswith(b"data: {"):

@@ -1,0 +1,79 @@
+"""At synth, per variant and request class: can the instance type hold the class's TTFT SLO
+(issue 33)? The exact lines, the projection they read, and the flag that makes it stop synth."""
+
+import pytest
+
+from app_config import AppConfig, ConfigError, load_config, memory_report
+from app_config.capacity import instance_capacity
+from app_config.slo_holds import class_holds
+from serving_contract.request_classes import RequestClass
+from tests.synth_helpers import cdk_json_context
+
+G5_COLD = (
+    "slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it, projected TTFT p95 523 ms at 1 "
+    "concurrent request (fresh curve projected to A10G); would hold: slo.cold.ttft_p95_ms >= 523 or "
+    "serving.primary.instance_type = ml.g6.xlarge (projected 322 ms)"
+)
+
+
+def _load(**overrides: str) -> AppConfig:
+    return load_config({**cdk_json_context(), **overrides})
+
+
+def test_the_default_g5_fleet_is_warned_for_each_class_and_variant() -> None:
+    lines = [hold.line for hold in class_holds(AppConfig())]
+    assert lines == [
+        f"WARNING: {G5_COLD}",
+        "slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 138 ms at 1 "
+        "concurrent request",
+        f"WARNING: {G5_COLD}".replace("variant primary", "variant canary").replace("serving.primary", "serving.canary"),
+        "slo.warm.ttft_p95_ms = 500 ms: variant canary (ml.g5.xlarge) holds it up to TTFT p95 138 ms at 1 "
+        "concurrent request",
+    ]
+    # The synth summary prints them under each variant.
+    rendered = memory_report.render(memory_report.build(AppConfig()))
+    assert f"    WARNING: {G5_COLD}" in rendered
+
+
+def test_the_figures_are_the_class_curves_of_the_projection() -> None:
+    config = AppConfig()
+    cold, warm = (h for h in class_holds(config) if h.variant_name == "primary")
+    fresh = instance_capacity("ml.g5.xlarge", 500, config.capacity, curve="fresh")
+    conversations = instance_capacity("ml.g5.xlarge", 500, config.capacity, curve="conversations")
+    assert (cold.ttft_p95_ms, warm.ttft_p95_ms) == (fresh.ttft_p95_ms, conversations.ttft_p95_ms)
+    assert config.capacity_of("ml.g5.xlarge", RequestClass.COLD) == fresh
+
+
+def test_the_suggested_slo_holds() -> None:
+    (cold, *_) = class_holds(_load(**{"slo.cold.ttft_p95_ms": "523"}))
+    assert cold.holds
+    assert cold.line == (
+        "slo.cold.ttft_p95_ms = 523 ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 523 ms at 1 "
+        "concurrent request"
+    )
+
+
+def test_an_instance_type_that_holds_both_classes_says_so() -> None:
+    config = _load(**{"serving.primary.instance_type": "ml.p5.48xlarge", "serving.canary.enabled": "false"})
+    assert [hold.line for hold in class_holds(config)] == [
+        "slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.p5.48xlarge) holds it up to TTFT p95 409 ms at 64 "
+        "concurrent requests",
+        "slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.p5.48xlarge) holds it up to TTFT p95 236 ms at 192 "
+        "concurrent requests",
+    ]
+
+
+def test_require_holdable_turns_the_warning_into_a_one_line_config_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        _load(**{"slo.require_holdable": "true"})
+    assert str(info.value) == (
+        f"config error: {G5_COLD} (slo.require_holdable: a guardrail that always fires is an outage trap)"
+    )
+    # A fleet that holds both classes passes with the flag on.
+    _load(
+        **{
+            "slo.require_holdable": "true",
+            "serving.primary.instance_type": "ml.p5.48xlarge",
+            "serving.canary.instance_type": "ml.p5.48xlarge",
+        }
+    )
