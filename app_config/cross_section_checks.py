@@ -274,8 +274,8 @@ def _scaling_checks(config: "AppConfig") -> None:
             warm_floor if variant.is_primary else None,
         )
     _rollout_fits_in_timeout(config)
-    _scale_in_below_full_load(config)
     # Both variants' targets, the canary's even while it is disabled: enabling it must not meet a bad one.
+    # Before the scale-in checks, which derive their threshold from the target.
     for key in VARIANT_KEYS:
         tracking = config.variant(key).scaling.target_tracking
         if tracking.metric == "concurrent_requests_high_resolution" and (
@@ -286,6 +286,7 @@ def _scaling_checks(config: "AppConfig") -> None:
                 f"{tracking.target_value:g} must be below engine.max_num_seqs = "
                 f"{config.engine.max_num_seqs}, or the engine queues before the fleet scales"
             )
+    _scale_in_below_full_load(config)
 
 
 def _scale_in_below_full_load(config: "AppConfig") -> None:
@@ -301,11 +302,20 @@ def _scale_in_below_full_load(config: "AppConfig") -> None:
         step = variant.scaling.step_scaling
         if not (variant.scaling.enabled and step.enabled):
             continue
+        target = variant.scaling.target_tracking.target_value
+        if variant.scaling.target_tracking.metric == "concurrent_requests_high_resolution" and (
+            step.scale_in_threshold >= target
+        ):
+            raise ValueError(
+                f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_threshold:g}: must "
+                f"be below scaling.{variant.key}.target_tracking.concurrent_requests_target = {target:g}, or step "
+                "scale-in removes the instances target tracking adds (leave it unset: a quarter of the target)"
+            )
         plan = config.memory_plan_of(variant.serving.instance_type)
         bound = plan.concurrency_ceiling / 2
-        if step.scale_in_running_requests > bound:
+        if step.scale_in_threshold > bound:
             raise ValueError(
-                f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_running_requests:g}: "
+                f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_threshold:g}: "
                 f"must be <= {bound:g}, half the {plan.concurrency_ceiling} sequences the engine runs on "
                 f"{variant.serving.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
                 f"engine.max_num_seqs = {config.engine.max_num_seqs}); removing one of two instances doubles "

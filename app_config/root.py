@@ -27,6 +27,7 @@ from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
 from app_config.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
 from app_config.scaling import ScalingConfig, VariantScalingConfig
+from app_config.scaling_policies import SCALE_IN_TARGET_FRACTION
 from app_config.serving import ServingConfig
 from app_config.slo import SloConfig
 from app_config.traffic import TrafficConfig
@@ -105,7 +106,8 @@ class AppConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _derive_concurrency_targets(self) -> "AppConfig":
-        """Fill each unset ``concurrent_requests_target`` with the variant's capacity at the SLO.
+        """Fill each unset ``concurrent_requests_target`` with the variant's capacity at the SLO, and each
+        unset ``step_scaling.scale_in_running_requests`` with a quarter of the target it tracks.
 
         The sections are frozen and pydantic keeps ``self`` from an ``__init__`` validator, so the
         derived section replaces the field in place, once, before any other check reads it.
@@ -116,7 +118,20 @@ class AppConfig(ConfigModel):
             if scaling.target_tracking.concurrent_requests_target is None:
                 target = float(self.capacity_of(variant.serving.instance_type).concurrency)
                 tracking = scaling.target_tracking.model_copy(update={"concurrent_requests_target": target})
-                updates[variant.key] = scaling.model_copy(update={"target_tracking": tracking})
+                scaling = scaling.model_copy(update={"target_tracking": tracking})
+                updates[variant.key] = scaling
+            if scaling.step_scaling.scale_in_running_requests is None:
+                # A quarter of the requests in flight per instance the variant tracks: its concurrency
+                # target, or its capacity at the SLO under another metric (SCALE_IN_TARGET_FRACTION).
+                tracking = scaling.target_tracking
+                in_flight = (
+                    tracking.target_value
+                    if tracking.metric == "concurrent_requests_high_resolution"
+                    else float(self.capacity_of(variant.serving.instance_type).concurrency)
+                )
+                threshold = in_flight * SCALE_IN_TARGET_FRACTION
+                steps = scaling.step_scaling.model_copy(update={"scale_in_running_requests": threshold})
+                updates[variant.key] = scaling.model_copy(update={"step_scaling": steps})
         if updates:
             object.__setattr__(self, "scaling", self.scaling.model_copy(update=updates))
         return self

@@ -17,6 +17,9 @@ LAUNCH_TIME_S = 660
 "SageMaker scale-up: 5-8 minutes", the slow end; AWS publishes no figure) plus the measured
 ~168 s cold start of the A10G-sized engine (docs/performance.md), rounded to 11 min. The default
 scale-out cooldowns: shorter ones compound while instances boot (make simulate)."""
+SCALE_IN_TARGET_FRACTION = 0.25
+"""Derived scale-in threshold / concurrency target: removing one of N >= 2 instances below it leaves at
+most half the target per instance (StepScalingConfig.scale_in_running_requests)."""
 
 
 class TargetTrackingConfig(ConfigModel):
@@ -143,16 +146,17 @@ class StepScalingConfig(ConfigModel):
     # Scale-in keys on low load, not on a short queue: a healthy vLLM keeps QueueDepth near 0
     # under ordinary load (it queues only when its max_num_seqs slots or KV cache are full), so
     # seed 003's "queue < 5 for 300 s" would remove an instance every cooldown while target
-    # tracking adds it back. 8 running sequences per instance is 1/16 of max_num_seqs (128) and
-    # well below target tracking's 32 concurrent: removing one of N >= 2 instances leaves at most
-    # 8 x N / (N - 1) <= 16 per instance, still half the scale-out target.
-    scale_in_running_requests: float = Field(
-        default=8,
+    # tracking adds it back. The threshold follows the variant's concurrency target (a quarter of
+    # it): removing one of N >= 2 instances leaves at most threshold x N / (N - 1) <= half the
+    # target per instance, so target tracking never adds back what scale-in removed.
+    scale_in_running_requests: float | None = Field(
+        default=None,
         gt=0,
         description=(
             "Scale in while RunningRequests (vLLM sequences in the batch, Average per instance) stays below this. "
-            "Source: a quarter of target tracking's default 32. Must be <= half the sequences the engine runs "
-            "(memory plan concurrency ceiling, 42 on an ml.g5.xlarge): at or above it the alarm fires at full load."
+            "None: a quarter of the variant's target_tracking.concurrent_requests_target (derived at synth). Set, "
+            "it must be below that target (or scale-in removes what target tracking adds) and <= half the "
+            "sequences the engine runs (memory plan concurrency ceiling): at or above it the alarm fires at full load."
         ),
     )
     scale_in_adjustment: int = Field(default=-1, ge=-100, le=-1, description="Instances removed per scale-in.")
@@ -191,6 +195,14 @@ class StepScalingConfig(ConfigModel):
                 f"scale_out_steps[{len(steps) - 1}].upper = {steps[-1].upper:g}: the last step must be unbounded (null)"
             )
         return self
+
+    @property
+    def scale_in_threshold(self) -> float:
+        """RunningRequests below which the variant scales in: set, or derived from the concurrency target
+        (``AppConfig._derive_concurrency_targets`` fills it before anything reads it)."""
+        if self.scale_in_running_requests is None:
+            raise ValueError("step_scaling.scale_in_running_requests is derived from the concurrency target")
+        return self.scale_in_running_requests
 
     @property
     def scale_out_threshold(self) -> float:

@@ -196,13 +196,13 @@ class VariantAutoscaling(Construct):
                 variant=variant,
                 period_s=config.scale_in_period_s,
             ),
-            threshold=config.scale_in_running_requests,
+            threshold=config.scale_in_threshold,
             evaluation_periods=config.scale_in_evaluation_periods,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             # A broken metrics pipeline must not shrink the fleet.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             alarm_description=(
-                f"{variant}: running requests per instance < {config.scale_in_running_requests:g} for "
+                f"{variant}: running requests per instance < {config.scale_in_threshold:g} for "
                 f"{config.scale_in_evaluation_periods} x {config.scale_in_period_s} s (low load); slow step scale-in"
             ),
         )

@@ -160,7 +160,7 @@ class StepScalingPolicy:
             config.statistic,
         )
         self.in_alarm = Alarm(
-            config.scale_in_running_requests,
+            config.scale_in_threshold,
             "<",
             config.scale_in_evaluation_periods,
             cooldown_minutes(config.scale_in_period_s),

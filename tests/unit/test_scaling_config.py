@@ -203,9 +203,13 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
             "= 600 + traffic shifting (5 step(s) x scaling.rollout.wait_interval_s = 600) = 4080 s",
         ),
         (
-            # At or above the sequences a full engine runs, the low-load alarm fires at full load.
-            {"scaling.primary.step_scaling.scale_in_running_requests": "128"},
-            "config error: scaling.primary.step_scaling.scale_in_running_requests = 128: must be <= 21, half the "
+            # At or above the sequences a full engine runs, the low-load alarm fires at full load (below the
+            # target, so the target check passes).
+            {
+                "scaling.primary.target_tracking.concurrent_requests_target": "40",
+                "scaling.primary.step_scaling.scale_in_running_requests": "30",
+            },
+            "config error: scaling.primary.step_scaling.scale_in_running_requests = 30: must be <= 21, half the "
             "42 sequences the engine runs on ml.g5.xlarge (memory plan at 2,560 tokens, engine.max_num_seqs = 128); "
             "removing one of two instances doubles the survivor's load, and a threshold at the ceiling scales in at "
             "full load",
@@ -214,6 +218,7 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
             # The canary's own instance type sets its bound (ml.g6e.xlarge: an L40S with 48 GB).
             {
                 "serving.canary.instance_type": "ml.g6e.xlarge",
+                "scaling.canary.target_tracking.concurrent_requests_target": "120",
                 "scaling.canary.step_scaling.scale_in_running_requests": "100",
             },
             "config error: scaling.canary.step_scaling.scale_in_running_requests = 100: must be <= 54.5, half the "
@@ -381,3 +386,30 @@ def test_an_explicit_scheduled_ceiling_is_still_honoured() -> None:
     schedule = _schedule({"name": "night", "schedule": "cron(0 1 * * ? *)", "min_capacity": 2, "max_capacity": 6})
     config = load_config(_context({"scaling.primary.schedule": schedule, "scaling.primary.events": "[]"}))
     assert _ceilings(config) == {6}
+
+
+def test_the_scale_in_threshold_follows_the_concurrency_target() -> None:
+    # Issue 37 item 3: 'RunningRequests < 8' sat above a derived target of 1, so step scale-in removed
+    # what target tracking added. Unset, it is a quarter of the target the variant tracks.
+    config = load_config(cdk_json_context())
+    for variant in config.variants():
+        target = variant.scaling.target_tracking.target_value
+        assert variant.scaling.step_scaling.scale_in_threshold == target / 4
+    raised = load_config({**cdk_json_context(), "scaling.primary.target_tracking.concurrent_requests_target": "16"})
+    assert raised.scaling.primary.step_scaling.scale_in_threshold == 4
+
+
+def test_a_scale_in_threshold_at_the_target_stops_synth() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(
+            {
+                **cdk_json_context(),
+                "scaling.primary.target_tracking.concurrent_requests_target": "4",
+                "scaling.primary.step_scaling.scale_in_running_requests": "4",
+            }
+        )
+    assert str(info.value) == (
+        "config error: scaling.primary.step_scaling.scale_in_running_requests = 4: must be below "
+        "scaling.primary.target_tracking.concurrent_requests_target = 4, or step scale-in removes the instances "
+        "target tracking adds (leave it unset: a quarter of the target)"
+    )

@@ -33,7 +33,7 @@ def _inputs(
         startup_min=STARTUP,
         timeline=bounds,
         target_tracking=tt,
-        step_scaling=step if step is not None else StepScalingConfig(scale_out_steps=STEPS),
+        step_scaling=step if step is not None else StepScalingConfig(scale_in_running_requests=8, scale_out_steps=STEPS),
         ttft_slo_ms=500,
         initial_capacity=initial,
     )
@@ -71,7 +71,7 @@ def test_long_cooldown_does_not_compound_steps_a_short_one_overshoots() -> None:
     flood = [20_000.0] * 12
 
     def desired_after(cooldown_s: int) -> list[int]:
-        step = StepScalingConfig(scale_out_steps=STEPS, scale_out_cooldown_s=cooldown_s)
+        step = StepScalingConfig(scale_in_running_requests=8, scale_out_steps=STEPS, scale_out_cooldown_s=cooldown_s)
         return _desired(run(_inputs(bounds=bounds, step=step), flood))
 
     long = desired_after(3600)
@@ -84,7 +84,7 @@ def test_long_cooldown_does_not_compound_steps_a_short_one_overshoots() -> None:
 
 
 def test_larger_step_during_cooldown_adds_only_the_difference() -> None:
-    step = StepScalingConfig(scale_out_steps=STEPS, scale_out_cooldown_s=3600)
+    step = StepScalingConfig(scale_in_running_requests=8, scale_out_steps=STEPS, scale_out_cooldown_s=3600)
     # Minute 0 leaves 60 queued (+2 step); minute 1 leaves 150 (+4 step); minute 2 keeps 150.
     records = run(_inputs(step=step), [1260.0, 1290.0, 1200.0, 1200.0])
     assert [r.queued for r in records[:3]] == [60, 150, 150]
@@ -95,7 +95,7 @@ def test_target_tracking_scales_out_after_three_breaching_minutes_proportionally
     tt = TargetTrackingConfig(
         metric="invocations_per_instance", invocations_per_instance_target=600, scale_out_cooldown_s=600
     )
-    step = StepScalingConfig(scale_out_steps=STEPS, enabled=False)
+    step = StepScalingConfig(scale_in_running_requests=8, scale_out_steps=STEPS, enabled=False)
     records = run(_inputs(tt=tt, step=step, initial=2), [2400.0] * 20)
     # 1,200 invocations per instance = 2x the target: 2 -> ceil(2 x 1200 / 600) = 4 on the third datapoint.
     assert _desired(records)[:4] == [2, 2, 4, 4]
@@ -105,7 +105,7 @@ def test_target_tracking_scales_out_after_three_breaching_minutes_proportionally
 
 def test_high_resolution_concurrency_target_scales_out_on_the_first_minute() -> None:
     tt = TargetTrackingConfig(metric="concurrent_requests_high_resolution", concurrent_requests_target=20)
-    step = StepScalingConfig(scale_out_steps=STEPS, enabled=False)
+    step = StepScalingConfig(scale_in_running_requests=8, scale_out_steps=STEPS, enabled=False)
     records = run(_inputs(tt=tt, step=step, initial=2), [2400.0] * 5)
     # 41 in flight per instance against a target of 20: ceil(2 x 41 / 20) = 5.
     assert records[0].desired == 5
