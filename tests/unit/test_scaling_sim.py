@@ -33,7 +33,9 @@ def _inputs(
         startup_min=STARTUP,
         timeline=bounds,
         target_tracking=tt,
-        step_scaling=step if step is not None else StepScalingConfig(scale_in_running_requests=8, scale_out_steps=STEPS),
+        step_scaling=step
+        if step is not None
+        else StepScalingConfig(scale_in_running_requests=8, scale_out_steps=STEPS),
         ttft_slo_ms=500,
         initial_capacity=initial,
     )
