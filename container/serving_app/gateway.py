@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from serving_app.adapters.registry import ModelRegistry
 from serving_app.adapters.serving import AdapterService
+from serving_app.context_budget.serving import ContextBudget
 from serving_app.engine.monitor import EngineMonitor
 from serving_app.engine.process import EngineProcess
 from serving_app.engine.readiness import Phase, Readiness
@@ -98,6 +99,7 @@ class Gateway:
             sessions=SessionService(self.sessions),
             request_timeout_s=settings.request_timeout_s,
             limits=RequestLimits.from_settings(settings),
+            budget=ContextBudget(settings, pool=self.pool, emf=self.emf, base_model=settings.served_model_name),
         )
         self.adapters = AdapterService(
             settings=settings,

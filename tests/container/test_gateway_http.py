@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from serving_contract.metrics import EMITTED, UNITS, Dimension, EngineMetric, RequestMetric
+from serving_contract.metrics import EMITTED, UNITS, BudgetMetric, Dimension, EngineMetric, RequestMetric
 from tests.container.conftest import ADAPTERS, Serve
+from tests.container.conversations import long_conversation
 
 CHAT = {"messages": [{"role": "user", "content": "hello"}]}
 
@@ -134,12 +135,16 @@ def test_client_errors_have_status_and_message(serve: Serve, kwargs: dict[str, A
     assert "manga_domain_v3" not in response.text  # no list of the adapters served
 
 
-def test_engine_failure_is_a_clear_502_and_counted(serve: Serve) -> None:
+def test_engine_out_of_memory_is_the_fallback_503_and_counted(serve: Serve) -> None:
+    """A completions request has no turns to compress: the OOM gets the fallback at once."""
     response = post(serve, {"prompt": "boom"})
-    assert response.status_code == 502
-    assert message(response) == "engine error 500"  # vLLM's text stays in the log
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"  # container.context_budget.oom_retry_after_s
+    assert message(response) == (
+        "engine out of memory on this request, also after compressing the older turns; retry later"
+    )  # vLLM's text stays in the log
     serve.log_line("engine answered 500", "out of memory")
-    line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 502)
+    line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 503 and d.get(RequestMetric.OUT_OF_MEMORY_ERRORS) == 1)
     assert line[RequestMetric.OUT_OF_MEMORY_ERRORS] == 1
     assert line[RequestMetric.ENGINE_ERRORS] == 1
     assert line[RequestMetric.SERVER_ERRORS] == 1
@@ -303,7 +308,8 @@ def test_a_scripted_run_emits_every_contract_metric(serve: Serve) -> None:
         assert response.status_code == 200
         response.read()
     assert post(serve, {**CHAT, "model": "jp_style_v1"}).status_code == 200  # unary, tokens
-    assert post(serve, {"prompt": "boom"}).status_code == 502  # engine error, OOM
+    assert post(serve, {"prompt": "boom"}).status_code == 503  # engine error, OOM
+    assert post(serve, long_conversation()).headers["x-amzn-sagemaker-custom-attributes"]  # context budget
     assert post(serve, {**CHAT, "model": "nope"}).status_code == 400  # client error
     # Requests went through between two scrapes: the interval's queue wait p95 appears.
     wait_for_emf(serve, lambda d: EngineMetric.QUEUE_WAIT_AVERAGE in d and EngineMetric.PREFIX_CACHE_HIT_RATE in d)
@@ -312,7 +318,7 @@ def test_a_scripted_run_emits_every_contract_metric(serve: Serve) -> None:
         check_emf(document)
     emitted = {m["Name"] for d in lines for m in d["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     request_names = {m["Name"] for d in lines if "Adapter" in d for m in d["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
-    assert request_names == set(RequestMetric)
+    assert request_names == set(RequestMetric) | set(BudgetMetric)
     assert emitted == EMITTED
 
 
