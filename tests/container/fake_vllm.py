@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -214,8 +215,9 @@ def text_of(body: dict[str, Any]) -> str:
 
 async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scripted flow)
     chat = request.url.path.endswith("chat/completions")
+    raw = await request.body()
     try:
-        body = json.loads(await request.body())
+        body = json.loads(raw)
     except ValueError:
         return error(400, "invalid JSON")
     if not isinstance(body, dict):
@@ -259,6 +261,7 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
         "stream_options": options,
         "cache_salt": body.get("cache_salt"),
         "messages": body.get("messages"),
+        "sha256": hashlib.sha256(raw).hexdigest(),  # the exact bytes that arrived
         "t": time.monotonic(),
     }
     arrived = time.monotonic()
