@@ -155,6 +155,16 @@ class MonitoringConfig(ConfigModel):
         default=AlarmRuleConfig(threshold=95, period_s=60, evaluation_periods=5),
         description="Average KvCacheUsagePercent, percent; warning. Source: seed 002 (> 95 % for 5 min).",
     )
+    context_budget_drift: AlarmRuleConfig = Field(
+        default=AlarmRuleConfig(threshold=10, period_s=300, evaluation_periods=3),
+        description=(
+            "Share of requests whose older turns the gateway's context budget replaced (TokenBudgetTrimmed / "
+            "Requests x 100), percent; warning. Seed 002's 'GPU memory pressure: check for context budget drift' "
+            "read as a number: with the default budget a conversation is trimmed only past ~10 turns of ~190 "
+            "tokens, and seed 002 puts conversations beyond 8 turns at 12 % of sessions, so more than 10 % of "
+            "requests trimmed for 15 minutes means prompts grew (longer retrieval, histories or system prompts)."
+        ),
+    )
     engine_errors: AlarmRuleConfig = Field(
         default=AlarmRuleConfig(threshold=1, period_s=300, evaluation_periods=1),
         description=(
