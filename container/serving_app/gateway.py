@@ -6,6 +6,8 @@
 * ``lifecycle/``: start-up (wait for ``/health``, warm every adapter) and the SIGTERM drain;
 * ``metrics/``: EMF lines, the ``/metrics`` scraper, one line per request, ``GET /metrics``;
 * ``sessions/``: SageMaker stateful sessions on ``/invocations``;
+* ``context_budget/``: trims a conversation vLLM refuses for the context length, contains
+  per-request out-of-memory errors (retry once, compressed; 503 with ``Retry-After``);
 * ``sagemaker/``: ``/ping`` and ``/invocations``;
 * ``adapters/``: the model names requests may use; ``POST /adapters`` and
   ``DELETE /adapters/{name}`` when SageMaker loads adapters at runtime.
