@@ -205,7 +205,7 @@ class InvocationService:
         self, status: int, content: bytes, record: RequestRecord, attempt: BudgetAttempt | None = None
     ) -> Response:
         record.engine_error = True
-        record.oom = is_oom(content)
+        record.oom = record.oom or is_oom(content)  # the budget may have seen an OOM before a retry
         if reports_dead_engine(content):
             self.monitor.report_engine_down("engine core dead (EngineDeadError)")
         else:
