@@ -112,6 +112,24 @@ def oom() -> JSONResponse:
     return error(500, OOM_MESSAGE, "InternalServerError")
 
 
+class RaisedError(Exception):
+    """An error vLLM 0.22 answers through its catch-all handler (``app.exception_handler(Exception)``
+    in vllm/entrypoints/openai/api_server.py). Starlette runs that handler in
+    ``ServerErrorMiddleware``, which re-raises after answering, so uvicorn closes the connection
+    without a ``Connection: close`` header: checked on the CPU engine for the context-length 400
+    (the next request on the socket got ECONNRESET). The fake answers the same way."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+async def raised_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, RaisedError):
+        return exc.response
+    return error(500, f"{exc.__class__.__name__}: {exc}", "InternalServerError")
+
+
 def count_tokens(messages: list[dict[str, Any]]) -> int:
     """The fake's tokenizer: words of every text content, 4 template tokens per message, 1 for the
     generation prompt (deterministic, so the tests can predict a trim)."""
@@ -239,20 +257,22 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
         prompt = count_tokens(body["messages"])
         output = body.get("max_completion_tokens") or body.get("max_tokens") or 0
         if prompt + output > ARGS.max_model_len:  # vLLM 0.22: TokenizeParams._token_len_check
-            return error(
-                400,
-                f"This model's maximum context length is {ARGS.max_model_len} tokens. However, you requested "
-                f"{output} output tokens and your prompt contains {prompt} input tokens, for a total of "
-                f"{prompt + output} tokens. Please reduce the length of the input prompt or the number of "
-                "requested output tokens.",
-                param="input_tokens",
+            raise RaisedError(
+                error(
+                    400,
+                    f"This model's maximum context length is {ARGS.max_model_len} tokens. However, you requested "
+                    f"{output} output tokens and your prompt contains {prompt} input tokens, for a total of "
+                    f"{prompt + output} tokens. Please reduce the length of the input prompt or the number of "
+                    "requested output tokens.",
+                    param="input_tokens",
+                )
             )
         first = body["messages"][0].get("content") if body["messages"] else None
         if isinstance(first, str) and first.startswith("Summarise") and "slow-summary" in text:
             await asyncio.sleep(3)  # a summary request (serving_app.context_budget) that is late
         if text.startswith("oom-over:") and prompt > int(text.split(":", 1)[1]):
             STATE["requests"].append({"path": request.url.path, "model": model, "messages": body["messages"]})
-            return oom()
+            raise RaisedError(oom())
     entry = {
         "path": request.url.path,
         "model": model,
@@ -269,7 +289,7 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
     await GATE.wait()
     STATE["queue_times"].append(time.monotonic() - arrived)
     if text == "boom":
-        return oom()
+        raise RaisedError(oom())
     if text.startswith("slow:"):
         await asyncio.sleep(float(text.split(":", 1)[1]))
     n_out = min(max_tokens, 3)
@@ -396,6 +416,7 @@ async def control_release(request: Request) -> Response:
 
 
 app = Starlette(
+    exception_handlers={Exception: raised_error},
     routes=[
         Route("/health", health),
         Route("/v1/models", models),
@@ -408,7 +429,7 @@ app = Starlette(
         Route("/_control/state", control_state),
         Route("/_control/open", control_open, methods=["POST"]),
         Route("/_control/release", control_release, methods=["POST"]),
-    ]
+    ],
 )
 
 if __name__ == "__main__":

@@ -108,11 +108,17 @@ class ContextBudget:
         engine's tokenizer. Raises :class:`BudgetUnavailableError`."""
         body: dict[str, Any] = {"model": self.base_model, "messages": messages}
         body.update({key: data[key] for key in TOKENIZE_FIELDS if key in data})
-        try:
-            upstream = await self.pool.request("POST", TOKENIZE_PATH, json.dumps(body).encode())
-            content = await upstream.read()
-        except UpstreamError as exc:
-            raise BudgetUnavailableError(str(exc)) from None
+        payload = json.dumps(body).encode()
+        for attempt in range(2):
+            try:
+                upstream = await self.pool.request("POST", TOKENIZE_PATH, payload)
+                content = await upstream.read()
+                break
+            except UpstreamError as exc:
+                # Counting is idempotent: one more try on a fresh connection. The first call after
+                # vLLM's context-length 400 found that connection reset on the CPU engine.
+                if attempt:
+                    raise BudgetUnavailableError(str(exc)) from None
         if upstream.status_code != 200:
             raise BudgetUnavailableError(f"/tokenize answered {upstream.status_code}: {content[:200]!r}")
         try:
