@@ -64,10 +64,8 @@ def main() -> None:
     assert first.status_code == 200, first.text
     attributes = dict(item.split("=", 1) for item in first.headers["x-amzn-sagemaker-custom-attributes"].split(";"))
     dropped = int(attributes["turns"])
-    pre_trimmed = {
-        **whole,
-        "messages": [messages[0], {"role": "system", "content": marker_text(dropped)}, *messages[1 + 2 * dropped :]],
-    }
+    kept = [messages[0], {"role": "system", "content": marker_text(dropped)}, *messages[1 + 2 * dropped :]]
+    pre_trimmed = {**whole, "messages": kept}
     direct_tokenize = []
     for _ in range(args.rounds):
         started = time.perf_counter()
@@ -92,7 +90,7 @@ def main() -> None:
         "max_model_len": max_model_len,
         "turns": args.turns,
         "prompt_tokens_whole": count(client, args.engine_url, messages),
-        "prompt_tokens_trimmed": count(client, args.engine_url, pre_trimmed["messages"]),
+        "prompt_tokens_trimmed": count(client, args.engine_url, kept),
         "turns_dropped": dropped,
         "rounds": args.rounds,
         "added_ms_p50": round(statistics.median(added), 1),
