@@ -7,6 +7,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from app_config.monitoring import AlarmRuleConfig
+from cdk_constructs.common.nag import guard_suppress
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import RequestMetric, SageMakerMetric
@@ -106,7 +107,7 @@ class DeploymentGuardrailAlarms(Construct):
         self, node_id: str, name: str, condition: str, metric: cloudwatch.IMetric, rule: AlarmRuleConfig
     ) -> cloudwatch.Alarm:
         """One named rollback alarm: above ``rule.threshold``, missing data not breaching."""
-        return cloudwatch.Alarm(
+        alarm = cloudwatch.Alarm(
             self,
             node_id,
             alarm_name=name,
@@ -118,6 +119,13 @@ class DeploymentGuardrailAlarms(Construct):
             datapoints_to_alarm=rule.datapoints_to_alarm,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
+        guard_suppress(
+            alarm,
+            "CT.CLOUDWATCH.PR.1",
+            "Deployment guardrail: SageMaker's AutoRollbackConfiguration acts on it by name; the observability "
+            "stack's deployment-rollback composite alarm notifies for every guardrail alarm at once.",
+        )
+        return alarm
 
     @property
     def alarm_names(self) -> list[str]:
