@@ -11,6 +11,7 @@ from constructs import Construct
 
 from app_config.monitoring import AlarmRuleConfig, AlarmWindowConfig, MonitoringConfig
 from app_config.slo import SloConfig
+from cdk_constructs.common.nag import guard_suppress
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import (
@@ -143,6 +144,12 @@ class EndpointAlarms(Construct):
             self.alarms[rule.slug] = alarm
             if rule.critical:
                 self.critical.append(alarm)
+                guard_suppress(
+                    alarm,
+                    "CT.CLOUDWATCH.PR.1",
+                    f"Critical alarm: pages through the composite alarm {prefix}critical, which carries the action, "
+                    "so an incident that trips several critical alarms pages once; an action here would page again.",
+                )
             else:
                 alarm.add_alarm_action(action)
                 alarm.add_ok_action(action)
