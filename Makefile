@@ -32,6 +32,8 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
 	touch $@
 
+# The CDK CLI, the template diff library, Node 22, and AWS Control Tower's cfn-guard rules with the
+# cfn-guard binary (tests/infra/test_control_tower.py): all pinned in package.json/package-lock.json.
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@

@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import Field
 
 from app_config.base import ConfigModel
+from app_config.context_budget import ContextBudgetConfig
 from serving_contract import env
 from serving_contract import request_limits as limits
 from serving_contract.env import DRAIN_TIMEOUT_MAX_S, SAGEMAKER_INVOCATION_TIMEOUT_S
@@ -86,4 +87,8 @@ class ContainerConfig(ConfigModel):
             "Lifetime of a stateful session from NEW_SESSION, seconds (the Expires SageMaker is told). 1200 is "
             "model-hosting-container-standards' default, which vLLM's own /invocations uses."
         ),
+    )
+    context_budget: ContextBudgetConfig = Field(
+        default=ContextBudgetConfig(),
+        description="Per-request context budget and OOM containment in the gateway (seed 002, scenario 5).",
     )

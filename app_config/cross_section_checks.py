@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from app_config.bedrock import check_import_region
 from app_config.capacity_timeline import check_schedule
+from app_config.context_budget import check_context_budget
 from app_config.gpu_instances import instance_gpus
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
 from app_config.memory_plan import gib, minimum_utilization
@@ -44,6 +45,7 @@ def check_cross_sections(config: "AppConfig") -> None:
         )
     _kernel_checks(config)
     _memory_plan_checks(config)
+    check_context_budget(config)
     check_holdable(config)  # app_config/slo_holds.py: only with slo.require_holdable
     if config.image.source == "build" and not config.serving.hosts_inference_components:
         _check_artifact_pins(config)

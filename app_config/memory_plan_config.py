@@ -7,6 +7,23 @@ from app_config.engine import EngineConfig
 from app_config.gpu_instances import GIB, instance_gpus
 from app_config.llm import ModelConfig
 from app_config.memory_plan import EngineMemoryInputs, MemoryPlan, plan_engine_memory
+from serving_contract import context_budget as budget
+
+SAFETY_PROMPT_TOKENS = 200
+"""Guardrail rules after the system prompt (seed 002 §3: ~200 tokens)."""
+RECENT_TURN_TOKENS = 190
+"""One recent turn of a typical conversation (seed 002 §3)."""
+TYPICAL_ANSWER_TOKENS = 180
+"""A typical answer (seed 003 median)."""
+TYPICAL_SEQUENCE_TOKENS = (
+    budget.SYSTEM.default
+    + SAFETY_PROMPT_TOKENS
+    + budget.RETRIEVAL.default
+    + 2 * RECENT_TURN_TOKENS
+    + TYPICAL_ANSWER_TOKENS
+)
+"""2,560: the context budget's system and retrieval shares (serving_contract.context_budget, seed 002
+§5), the safety rules, two recent turns and the answer."""
 
 
 class MemoryPlanConfig(ConfigModel):
@@ -40,7 +57,7 @@ class MemoryPlanConfig(ConfigModel):
         ),
     )
     typical_sequence_tokens: int = Field(
-        default=2560,
+        default=TYPICAL_SEQUENCE_TOKENS,
         ge=16,
         le=1048576,
         description=(

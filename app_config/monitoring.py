@@ -14,6 +14,8 @@ from typing import cast
 from pydantic import Field, model_validator
 
 from app_config.base import AdapterName, ConfigModel
+from app_config.memory_plan_config import SAFETY_PROMPT_TOKENS, TYPICAL_ANSWER_TOKENS, TYPICAL_SEQUENCE_TOKENS
+from serving_contract import context_budget as budget
 from serving_contract.engine_settings import BLOCK_SIZE
 
 # CloudWatch alarm periods are 10 s, 30 s or a multiple of 60 s (PutMetricAlarm API reference,
@@ -24,9 +26,10 @@ from serving_contract.engine_settings import BLOCK_SIZE
 _METRIC_RESOLUTION_S = 60
 _MAX_ALARM_WINDOW_S = 86_400
 
-SHARED_PREFIX_TOKENS = 400 + 200
-"""Tokens every prompt starts with: system prompt 400 + safety instructions 200 (seed 002 §3 context budget)."""
-TYPICAL_PROMPT_TOKENS = 2560 - 180
+SHARED_PREFIX_TOKENS = budget.SYSTEM.default + SAFETY_PROMPT_TOKENS
+"""Tokens every prompt starts with: system prompt 400 (the context budget's share) + safety instructions 200
+(seed 002 §3)."""
+TYPICAL_PROMPT_TOKENS = TYPICAL_SEQUENCE_TOKENS - TYPICAL_ANSWER_TOKENS
 """Prompt of a typical request: memory.typical_sequence_tokens' 2,560 less its 180-token answer (seed 003 median)."""
 PREFIX_ALARM_MARGIN = 0.8
 """Alarm below 80 % of the fresh-request floor: room for noise and evictions under KV pressure,
@@ -148,6 +151,16 @@ class MonitoringConfig(ConfigModel):
     kv_cache_pressure: AlarmRuleConfig = Field(
         default=AlarmRuleConfig(threshold=95, period_s=60, evaluation_periods=5),
         description="Average KvCacheUsagePercent, percent; warning. Source: seed 002 (> 95 % for 5 min).",
+    )
+    context_budget_drift: AlarmRuleConfig = Field(
+        default=AlarmRuleConfig(threshold=10, period_s=300, evaluation_periods=3),
+        description=(
+            "Share of requests whose older turns the gateway's context budget replaced (TokenBudgetTrimmed / "
+            "Requests x 100), percent; warning. Seed 002's 'GPU memory pressure: check for context budget drift' "
+            "read as a number: with the default budget a conversation is trimmed only past ~10 turns of ~190 "
+            "tokens, and seed 002 puts conversations beyond 8 turns at 12 % of sessions, so more than 10 % of "
+            "requests trimmed for 15 minutes means prompts grew (longer retrieval, histories or system prompts)."
+        ),
     )
     engine_errors: AlarmRuleConfig = Field(
         default=AlarmRuleConfig(threshold=1, period_s=300, evaluation_periods=1),

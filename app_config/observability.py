@@ -24,8 +24,12 @@ class ObservabilityConfig(ConfigModel):
         description="CloudWatch namespace of the container's EMF metrics.",
     )
     log_retention_days: LogRetentionDays = Field(
-        default=30,
-        description="Retention of the endpoint's log group (CloudWatch's allowed values).",
+        default=365,
+        description=(
+            "Retention of every log group of the app, in days (CloudWatch's allowed values). 365 is the least "
+            "AWS Control Tower's proactive control CT.CLOUDWATCH.PR.2 accepts; a stage that sets less is reasoned "
+            "for it (docs/deploy.md)."
+        ),
     )
     retain_logs_on_delete: bool = Field(
         default=True,

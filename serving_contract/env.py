@@ -70,6 +70,16 @@ REQUEST_MAX_TOKEN_IDS: Final = "REQUEST_MAX_TOKEN_IDS"
 SESSIONS_MAX: Final = "SESSIONS_MAX"
 SESSION_TTL_S: Final = "SESSION_TTL_S"
 
+# Context budget and OOM containment (serving_contract.context_budget, container/serving_app/context_budget).
+CONTEXT_BUDGET_ENABLED: Final = "CONTEXT_BUDGET_ENABLED"
+# The stack derives the reserve from engine.max_model_len and the budget's parts; the container
+# needs only it and the summary's share.
+CONTEXT_BUDGET_GENERATION_RESERVE_TOKENS: Final = "CONTEXT_BUDGET_GENERATION_RESERVE_TOKENS"
+CONTEXT_BUDGET_SUMMARY_TOKENS: Final = "CONTEXT_BUDGET_SUMMARY_TOKENS"
+CONTEXT_BUDGET_SUMMARIZE: Final = "CONTEXT_BUDGET_SUMMARIZE"
+CONTEXT_BUDGET_SUMMARY_TIMEOUT_S: Final = "CONTEXT_BUDGET_SUMMARY_TIMEOUT_S"
+OOM_RETRY_AFTER_S: Final = "OOM_RETRY_AFTER_S"
+
 # Metrics: where EMF lines go and which dimensions they carry.
 # A request is "warm" when at least this fraction of its prompt came from the prefix cache, else
 # "cold" (serving_contract.request_classes; the stack sets it from slo.warm_min_cached_fraction).

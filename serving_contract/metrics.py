@@ -89,6 +89,20 @@ UNITS: Final[dict[str, str]] = {
 }
 """CloudWatch unit of every emitted metric."""
 
+
+class BudgetMetric(StrEnum):
+    """What the context budget and OOM containment did to a request (one EMF line per request they
+    changed; container/serving_app/context_budget).
+
+    Dimensions: (EndpointName, VariantName) and (EndpointName, VariantName, Adapter).
+    """
+
+    TOKEN_BUDGET_TRIMMED = "TokenBudgetTrimmed"  # requests whose older turns were replaced (seed 002)
+    TRIMMED_TOKENS = "TrimmedTokens"  # prompt tokens those requests lost
+
+
+UNITS.update({BudgetMetric.TOKEN_BUDGET_TRIMMED: "Count", BudgetMetric.TRIMMED_TOKENS: "Count"})
+
 EMITTED: Final[frozenset[str]] = frozenset(UNITS)
 """Every custom metric name the container emits."""
 

@@ -1,5 +1,6 @@
 """Synthesize the app the way ``npx cdk synth`` does, for tests and benchmarks."""
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from stacks.composition import AppStacks, build_app
 REPO = Path(__file__).resolve().parent.parent
 
 
-__all__ = ["Synth", "cdk_json_context", "synthesize"]
+__all__ = ["Synth", "cdk_json_context", "distinct_templates", "synthesize"]
 
 
 @dataclass(frozen=True)
@@ -45,3 +46,20 @@ def synthesize(outdir: Path, overrides: Mapping[str, Any] | None = None) -> Synt
     memory_report.write(memory_report.build(config), outdir)  # as app.py does
     templates = {stack.stack_name: assertions.Template.from_json(stack.template) for stack in assembly.stacks}
     return Synth(config=config, stacks=stacks, outdir=outdir, templates=templates)
+
+
+def distinct_templates(synths: list[Synth], into: Path) -> dict[str, str]:
+    """Copy each distinct template of ``synths`` into ``into`` once (many configs share one, e.g.
+    the ECR stack's); returns file name -> the synth it came from (stage / serving mode / outdir)."""
+    seen: set[str] = set()
+    origin: dict[str, str] = {}
+    for synth in synths:
+        for template in sorted(synth.outdir.glob("*.template.json")):
+            digest = hashlib.sha256(template.read_bytes()).hexdigest()
+            if digest in seen:
+                continue
+            name = f"{synth.outdir.name}-{template.name}"
+            (into / name).write_bytes(template.read_bytes())
+            seen.add(digest)
+            origin[name] = f"{synth.config.stage} / {synth.config.serving.mode} ({synth.outdir.name})"
+    return origin

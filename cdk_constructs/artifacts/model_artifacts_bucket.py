@@ -2,16 +2,21 @@
 
 from collections.abc import Sequence
 
+import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from cdk_constructs.common.nag import acknowledge, checkov_skip
+from cdk_constructs.common.bucket_defaults import abort_incomplete_uploads, send_events_to_eventbridge
+from cdk_constructs.common.nag import acknowledge, checkov_skip, guard_suppress
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
+
+NONCURRENT_LOGS_KEPT_DAYS = 90
+"""Days a deleted or overwritten access-log object's old version is kept (a quarter's audit look-back)."""
 
 
 class ModelArtifactsBucket(Construct):
-    """A versioned, encrypted, TLS-only, private bucket with server access logging.
+    """A versioned, encrypted, TLS-only, private bucket with server access logging and events to EventBridge.
 
     Layout and digest: serving_contract/model_artifacts.py. Both buckets are retained when
     the stack is deleted: they hold the only copy of trained weights and their audit trail;
@@ -30,6 +35,15 @@ class ModelArtifactsBucket(Construct):
             "AccessLogs",
             encryption=s3.BucketEncryption.S3_MANAGED,  # server access logging supports SSE-S3 only
             enforce_ssl=True,
+            # S3's log delivery writes each log object once under a new key, so versions cost nothing until a log
+            # is deleted or overwritten: then the old version stays NONCURRENT_LOGS_KEPT_DAYS, an audit trail
+            # that outlives a mistaken (or hostile) delete.
+            versioned=True,
+            lifecycle_rules=[
+                abort_incomplete_uploads(
+                    "ExpireDeletedLogs", noncurrent_version_expiration=cdk.Duration.days(NONCURRENT_LOGS_KEPT_DAYS)
+                )
+            ],
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             removal_policy=RETAIN_EXCEPT_ON_CREATE,
         )
@@ -38,11 +52,12 @@ class ModelArtifactsBucket(Construct):
         )
         acknowledge(self.access_logs, "AwsSolutions-S1", self_logging)
         checkov_skip(self.access_logs, "CKV_AWS_18", self_logging)
-        checkov_skip(
+        guard_suppress(self.access_logs, "CT.S3.PR.2", self_logging)
+        guard_suppress(
             self.access_logs,
-            "CKV_AWS_21",
-            "S3's log delivery writes each log object once under a new key; nothing overwrites one, so versions "
-            "would only double storage.",
+            "CT.S3.PR.10",
+            "S3 server access logging delivers only to a destination bucket encrypted with SSE-S3 (S3 user guide, "
+            "'Enabling Amazon S3 server access logging'): SSE-KMS here would stop the logs.",
         )
         self.bucket = s3.Bucket(
             self,
@@ -50,11 +65,34 @@ class ModelArtifactsBucket(Construct):
             encryption=s3.BucketEncryption.S3_MANAGED,
             enforce_ssl=True,
             versioned=True,  # an overwritten CURRENT pointer or version folder can be recovered
+            lifecycle_rules=[abort_incomplete_uploads()],
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix="model-artifacts/",
             removal_policy=RETAIN_EXCEPT_ON_CREATE,
+        )
+        guard_suppress(
+            self.bucket,
+            "CT.S3.PR.10",
+            "SSE-S3: the build (CodeBuild), the compile-cache jobs (SageMaker), Bedrock Custom Model Import and the "
+            "ops tooling read the weights with IAM alone, across stacks and service roles; a customer-managed key "
+            "would need each of them in its key policy. Access is already limited by prefix (grant_archive_read).",
+        )
+        for bucket in (self.bucket, self.access_logs):
+            send_events_to_eventbridge(bucket)
+        guard_suppress(
+            self.bucket,
+            "CT.S3.PR.9",
+            "No S3 Object Lock: it is one-way (it cannot be turned off again, S3 user guide 'Configuring S3 Object "
+            "Lock'); without a default retention it adds nothing to versioning and this retained bucket, and with one "
+            "superseded weights (GBs each) could not be removed until it ran out.",
+        )
+        guard_suppress(
+            self.access_logs,
+            "CT.S3.PR.9",
+            "A bucket with S3 Object Lock cannot be a server access logging destination (S3 user guide, "
+            "'Configuring S3 Object Lock').",
         )
 
 

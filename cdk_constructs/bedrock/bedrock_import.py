@@ -14,8 +14,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
+from cdk_constructs.common.bucket_defaults import abort_incomplete_uploads, send_events_to_eventbridge
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
-from cdk_constructs.common.nag import acknowledge, arn_placeholder, checkov_skip
+from cdk_constructs.common.kms_keys import deny_grants_except_for_aws_services
+from cdk_constructs.common.nag import acknowledge, arn_placeholder, checkov_skip, guard_suppress
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 RESOURCE_TYPE = "Custom::BedrockModelImport"
@@ -92,14 +94,30 @@ class ModelImportStore(Construct):
                 enforce_ssl=True,
                 block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
                 versioned=True,  # an overwritten weight file can be recovered (checkov CKV_AWS_21)
+                lifecycle_rules=[abort_incomplete_uploads()],
                 removal_policy=RETAIN_EXCEPT_ON_CREATE,
             )
+            send_events_to_eventbridge(bucket)
             no_access_logs = (
                 "Holds model weights written by the training pipeline and read by Bedrock import jobs; reads are "
                 "audited through CloudTrail (CreateModelImportJob) rather than S3 server access logs."
             )
             acknowledge(bucket, "AwsSolutions-S1", no_access_logs)
             checkov_skip(bucket, "CKV_AWS_18", no_access_logs)
+            guard_suppress(bucket, "CT.S3.PR.2", no_access_logs)
+            guard_suppress(
+                bucket,
+                "CT.S3.PR.9",
+                "No S3 Object Lock: it is one-way (S3 user guide, 'Configuring S3 Object Lock'); without a default "
+                "retention it adds nothing to versioning and this retained bucket, and with one superseded weights "
+                "(GBs each) could not be removed until it ran out.",
+            )
+            guard_suppress(
+                bucket,
+                "CT.S3.PR.10",
+                "SSE-S3: the training pipeline that writes the weights and Bedrock Custom Model Import's service role "
+                "read them with IAM alone; the imported models themselves are encrypted with model_key.",
+            )
             self.bucket: s3.IBucket = bucket
         else:
             self.bucket = s3.Bucket.from_bucket_name(self, "ArtifactBucket", bucket_name)
@@ -111,6 +129,7 @@ class ModelImportStore(Construct):
             description="Encrypts models imported into Bedrock Custom Model Import",
             removal_policy=RETAIN_EXCEPT_ON_CREATE,
         )
+        deny_grants_except_for_aws_services(self.model_key)
 
         # Trust only Bedrock import jobs of this account and region (confused-deputy guard).
         self.import_role = iam.Role(

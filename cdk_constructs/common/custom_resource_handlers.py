@@ -3,8 +3,8 @@
 Every custom resource of the app (the serving image, the Bedrock imports, the scheduled capacity)
 runs through :class:`CustomResourceHandlers`, so what a provider needs is decided here once: the
 runtime, a role and a log group per function, the framework's roles and logs, the DependsOn fix
-and the acknowledgements of the cdk-nag and checkov findings that do not apply to one.
-:func:`acknowledge_provider_checkov_findings` and :func:`drop_role_depends_on` also finish CDK's
+and the acknowledgements of the cdk-nag, checkov and Control Tower findings that do not apply to one.
+:func:`acknowledge_provider_findings` and :func:`drop_role_depends_on` also finish CDK's
 own LogRetention provider (``fixed_name_log_group``).
 """
 
@@ -22,7 +22,9 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
-from cdk_constructs.common.nag import acknowledge, arn_placeholder, checkov_skip
+from cdk_constructs.common.kms_keys import stack_logs_key
+from cdk_constructs.common.log_retention import reason_short_retention
+from cdk_constructs.common.nag import acknowledge, arn_placeholder, checkov_skip, guard_suppress
 
 LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
 """One folder per handler, ``lambdas/<folder>/index.py`` (lambdas/README.md)."""
@@ -57,7 +59,10 @@ class CustomResourceHandlers(Construct):
     AWSLambdaBasicExecutionRole, AwsSolutions-IAM4); the framework's functions get two more roles, as
     CDK advises, so the waiter and the onEvent function do not form a cycle, writing one framework log
     group. With an ``is_complete`` handler the provider is asynchronous: CDK's waiter state machine
-    polls it every ``query_interval`` and logs ALL its events to a log group of its own.
+    polls it every ``query_interval``, logs ALL its events to a log group of its own and is traced
+    with X-Ray (AWS Control Tower's CT.STEPFUNCTIONS.PR.2; CDK's Provider has no option for it).
+    Every log group is kept ``log_retention`` and encrypted with a customer-managed key (Control
+    Tower's CT.CLOUDWATCH.PR.2 and PR.3).
 
     Callers usually add it under the id ``Default``, which CDK leaves out of logical ids: the
     functions, roles and log groups then keep the ids they had as the caller's own children, so
@@ -98,11 +103,12 @@ class CustomResourceHandlers(Construct):
             log_retention / log_removal_policy: of every log group made here
                 (``observability.log_retention_days`` / ``retain_logs_on_delete``).
             encryption_key: a KMS key for the log groups and the functions' environments; None
-                leaves CloudWatch Logs' and Lambda's service-managed encryption.
+                takes the stack's logs key (:func:`cdk_constructs.common.kms_keys.stack_logs_key`).
             query_interval / total_timeout: how often and how long the waiter polls ``is_complete``
                 (CDK's defaults, 5 s and 30 min, when None; CDK allows at most 2 hours).
         """
         super().__init__(scope, construct_id)
+        encryption_key = encryption_key or stack_logs_key(self, removal_policy=log_removal_policy)
         self._encryption_key = encryption_key
         self._log_retention = log_retention
         self._log_removal_policy = log_removal_policy
@@ -152,11 +158,35 @@ class CustomResourceHandlers(Construct):
             provider_function_env_encryption=encryption_key,
         )
         self.service_token = self.provider.service_token
+        self._trace_waiter()
         self._stable_framework_descriptions()
         framework_roles = [framework_on_event_role] + ([framework_waiter_role] if framework_waiter_role else [])
         self._acknowledge_framework(framework_roles)
-        acknowledge_provider_checkov_findings(self)
+        acknowledge_provider_findings(self)
         drop_role_depends_on(self)
+
+    def _trace_waiter(self) -> None:
+        """X-Ray tracing of CDK's waiter state machine, with the permissions Step Functions needs for it
+        (Step Functions developer guide, "AWS X-Ray and Step Functions": the four actions below on "*")."""
+        waiter = self.provider.node.try_find_child("waiter-state-machine")
+        if waiter is None:
+            return
+        state_machine = waiter.node.default_child
+        assert isinstance(state_machine, sfn.CfnStateMachine), f"{waiter.node.path}: CDK's waiter changed shape"
+        state_machine.tracing_configuration = sfn.CfnStateMachine.TracingConfigurationProperty(enabled=True)
+        role = waiter.node.find_child("Role")
+        assert isinstance(role, iam.Role), f"{waiter.node.path}: CDK's waiter has no role of its own"
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "xray:PutTraceSegments",
+                    "xray:PutTelemetryRecords",
+                    "xray:GetSamplingRules",
+                    "xray:GetSamplingTargets",
+                ],
+                resources=["*"],
+            )
+        )
 
     def _stable_framework_descriptions(self) -> None:
         """Leave the ``Default`` ids out of the construct path CDK writes into each framework function's
@@ -172,13 +202,15 @@ class CustomResourceHandlers(Construct):
             resource.description = resource.description.replace(f"({path})", f"({stable})")
 
     def _log_group(self, construct_id: str) -> logs.LogGroup:
-        return logs.LogGroup(
+        log_group = logs.LogGroup(
             self,
             construct_id,
             encryption_key=self._encryption_key,
             retention=self._log_retention,
             removal_policy=self._log_removal_policy,
         )
+        reason_short_retention(log_group)
+        return log_group
 
     def _role(self, construct_id: str, writes_to: logs.LogGroup) -> iam.Role:
         """A Lambda role allowed to write ``writes_to`` only."""
@@ -197,13 +229,12 @@ class CustomResourceHandlers(Construct):
                     "CDK's provider framework invokes the handler by any version/alias (<function ARN>:*) of this "
                     "one function.",
                 )
-        if self._encryption_key is not None:
-            for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
-                acknowledge(
-                    self,
-                    f"AwsSolutions-IAM5[Action::{action}]",
-                    "KMS data-key actions on the one key of the functions' environments and log groups.",
-                )
+        for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+            acknowledge(
+                self,
+                f"AwsSolutions-IAM5[Action::{action}]",
+                "KMS data-key actions on the one key of the functions' environments and log groups.",
+            )
         waiter = self.provider.node.try_find_child("waiter-state-machine")
         if waiter is None:
             return
@@ -213,19 +244,7 @@ class CustomResourceHandlers(Construct):
                 f"AwsSolutions-IAM5[Resource::{arn_placeholder(self.provider.node.find_child(child))}:*]",
                 "CDK's waiter state machine invokes its own framework function by any version (<function ARN>:*).",
             )
-        acknowledge(
-            waiter,
-            "AwsSolutions-IAM5[Resource::*]",
-            "Step Functions log delivery (logs:CreateLogDelivery, PutResourcePolicy, ...) supports no resource-level "
-            "permissions (Step Functions developer guide, 'IAM policies for logging to CloudWatch Logs'); CDK adds it "
-            "so the waiter can log ALL events to its log group.",
-        )
-        acknowledge(
-            waiter,
-            "AwsSolutions-SF2",
-            "CDK's provider waiter state machine has no tracing option; it only polls isComplete, whose calls are "
-            "logged in the handler's log group and the waiter's execution log.",
-        )
+        acknowledge(waiter, "AwsSolutions-IAM5[Resource::*]", _WAITER_WILDCARDS)
 
 
 def _role_of(function: lambda_.Function) -> iam.Role:
@@ -234,6 +253,12 @@ def _role_of(function: lambda_.Function) -> iam.Role:
     return role
 
 
+_OUTSIDE_A_VPC = (
+    "Custom-resource handler: calls only AWS control-plane APIs over their public endpoints, during this stack's "
+    "CloudFormation operations; the app has no VPC of its own for them (serving.vpc places the endpoint only), and "
+    "a VPC would need NAT or interface endpoints while protecting nothing here."
+)
+
 # Why checkov's Lambda and log checks do not apply to a custom-resource provider's functions
 # (its own handlers and CDK's framework functions alike); check id -> reason.
 _PROVIDER_FUNCTION_FINDINGS = {
@@ -241,8 +266,7 @@ _PROVIDER_FUNCTION_FINDINGS = {
     "invocations each; reserved concurrency would take capacity from the account's pool for nothing.",
     "CKV_AWS_116": "Custom-resource handler: a failure is reported to CloudFormation by the provider framework "
     "(stack event, rollback); a DLQ would hold a request nothing replays.",
-    "CKV_AWS_117": "Custom-resource handler: calls only AWS control-plane APIs over their public endpoints; a VPC "
-    "would need NAT or interface endpoints and protects nothing here.",
+    "CKV_AWS_117": _OUTSIDE_A_VPC,
 }
 _UNENCRYPTED_ENV = (
     "CKV_AWS_173",
@@ -253,27 +277,31 @@ _UNENCRYPTED_LOGS = (
     "Handler logs hold request ids, resource names and API errors, no customer data; CloudWatch Logs encrypts "
     "them at rest with service-managed keys.",
 )
-_WAITER_LOG_DELIVERY = (
-    "CKV_AWS_111",
+_WAITER_WILDCARDS = (
     "CDK's waiter state machine role: Step Functions log delivery (logs:CreateLogDelivery, PutResourcePolicy, ...) "
-    "supports no resource-level permissions (Step Functions developer guide, 'IAM policies for logging to "
-    "CloudWatch Logs').",
+    "and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets) support "
+    "no resource-level permissions (Step Functions developer guide, 'IAM policies for logging to CloudWatch Logs' "
+    "and 'AWS X-Ray and Step Functions')."
 )
+_WAITER_LOG_DELIVERY = ("CKV_AWS_111", _WAITER_WILDCARDS)
 
 
-def acknowledge_provider_checkov_findings(scope: IConstruct) -> None:
-    """Acknowledge checkov's findings that do not apply to a custom-resource provider under ``scope``.
+def acknowledge_provider_findings(scope: IConstruct) -> None:
+    """Acknowledge checkov's and AWS Control Tower's findings that do not apply to a custom-resource
+    provider under ``scope``.
 
     Walks ``scope``'s resources once they exist (call it after the ``cr.Provider``): every Lambda
-    function gets the reasons above; one without ``KmsKeyArn`` also CKV_AWS_173, a log group
-    without ``KmsKeyId`` CKV_AWS_158, and the waiter state machine's role policy CKV_AWS_111.
-    Each entry lands in that resource's own ``Metadata`` (:func:`cdk_constructs.common.nag.checkov_skip`).
+    function gets the checkov reasons above and Control Tower's CT.LAMBDA.PR.3 (outside a VPC); one
+    without ``KmsKeyArn`` also CKV_AWS_173, a log group without ``KmsKeyId`` CKV_AWS_158, and the
+    waiter state machine's role policy CKV_AWS_111. Each entry lands in that resource's own
+    ``Metadata`` (:func:`cdk_constructs.common.nag.checkov_skip`, :func:`~cdk_constructs.common.nag.guard_suppress`).
     """
     for node in scope.node.find_all():
         # By type name: CDK's LogRetention provider writes its function as a plain CfnResource.
         if isinstance(node, cdk.CfnResource) and node.cfn_resource_type == lambda_.CfnFunction.CFN_RESOURCE_TYPE_NAME:
             for check, reason in _PROVIDER_FUNCTION_FINDINGS.items():
                 checkov_skip(node, check, reason)
+            guard_suppress(node, "CT.LAMBDA.PR.3", _OUTSIDE_A_VPC)
             if not isinstance(node, lambda_.CfnFunction) or node.kms_key_arn is None:
                 checkov_skip(node, *_UNENCRYPTED_ENV)
         elif isinstance(node, logs.CfnLogGroup) and node.kms_key_id is None:

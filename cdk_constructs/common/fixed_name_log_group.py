@@ -4,7 +4,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_constructs.common.custom_resource_handlers import acknowledge_provider_checkov_findings, drop_role_depends_on
+from cdk_constructs.common.custom_resource_handlers import acknowledge_provider_findings, drop_role_depends_on
 from cdk_constructs.common.nag import acknowledge, acknowledge_all, checkov_skip, log_group_arn_placeholder
 
 # CDK's singleton provider of Custom::LogRetention (one per stack, at the stack's root).
@@ -72,7 +72,7 @@ def finish_log_retention_provider(stack: cdk.Stack) -> None:
     provider = stack.node.try_find_child(_PROVIDER_ID)
     if provider is None:
         return
-    acknowledge_provider_checkov_findings(provider)
+    acknowledge_provider_findings(provider)
     drop_role_depends_on(provider)
     checkov_skip(
         provider.node.find_child("ServiceRole").node.find_child("DefaultPolicy"),

@@ -3,6 +3,7 @@
 import aws_cdk as cdk
 from aws_cdk import aws_logs as logs
 
+from cdk_constructs.common.nag import guard_suppress
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 _RETENTION_BY_DAYS = {
@@ -27,6 +28,11 @@ _RETENTION_BY_DAYS = {
 }
 
 
+CONTROL_TOWER_MIN_RETENTION_DAYS = 365
+"""AWS Control Tower's CT.CLOUDWATCH.PR.2 refuses a log group kept fewer days (its rule file,
+``ct-cloudwatch-pr-2.guard``: ``RetentionInDays`` absent or >= 365)."""
+
+
 def retention_days(days: int) -> logs.RetentionDays:
     """The ``RetentionDays`` for ``days`` (config validates that the value is one CloudWatch offers)."""
     return _RETENTION_BY_DAYS[days]
@@ -41,3 +47,22 @@ def log_removal_policy(retain_on_delete: bool) -> cdk.RemovalPolicy:
     (CloudFormation user guide, "DeletionPolicy attribute"; issue 20).
     """
     return RETAIN_EXCEPT_ON_CREATE if retain_on_delete else cdk.RemovalPolicy.DESTROY
+
+
+def reason_short_retention(log_group: logs.LogGroup) -> None:
+    """Reason Control Tower's CT.CLOUDWATCH.PR.2 on ``log_group`` when a stage keeps it fewer days.
+
+    ``observability.log_retention_days`` defaults to :data:`CONTROL_TOWER_MIN_RETENTION_DAYS`; a
+    stage that sets less (the dev overlay: 7) chose it, and the reason names the value.
+    """
+    resource = log_group.node.default_child
+    assert isinstance(resource, logs.CfnLogGroup), f"{log_group.node.path} has no AWS::Logs::LogGroup"
+    days = resource.retention_in_days
+    if isinstance(days, int) and days < CONTROL_TOWER_MIN_RETENTION_DAYS:
+        guard_suppress(
+            log_group,
+            "CT.CLOUDWATCH.PR.2",
+            f"Kept {days} days: this stage sets observability.log_retention_days = {days} (the default, "
+            f"{CONTROL_TOWER_MIN_RETENTION_DAYS}, passes); a stage deployed where the control is enforced keeps the "
+            "default.",
+        )

@@ -1,4 +1,6 @@
-"""Record a cdk-nag (v3) acknowledgement next to the resource it concerns."""
+"""Record an acknowledgement (cdk-nag, checkov, Control Tower's cfn-guard rules) next to its resource."""
+
+import re
 
 import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
@@ -101,3 +103,39 @@ def checkov_skip(scope: IConstruct, check: str, reason: str) -> None:
     existing = resource.get_metadata("checkov") or {}
     skips = [entry for entry in existing.get("skip", []) if entry["id"] != check]
     resource.add_metadata("checkov", {"skip": [*skips, {"id": check, "comment": reason}]})
+
+
+GUARD_RULES_PACKAGE = "@cdklabs/cdk-validator-cfnguard"
+"""The npm package (pinned in ``package.json``) that ships AWS Control Tower's proactive controls as
+cfn-guard rule files, and the cfn-guard binary that runs them (``tests/infra/test_control_tower.py``)."""
+
+
+def guard_suppress(scope: IConstruct, control: str, reason: str) -> None:
+    """Reason an AWS Control Tower proactive-control finding on ``scope``'s CloudFormation resource.
+
+    Writes the cfn-guard suppression form, ``Metadata.guard.SuppressedRules`` (a list of rule ids,
+    the form of the AWS Guard Rules Registry's rules), with the control id as the rule id, and
+    the reason beside it in ``Metadata.guard.Reasons`` (control id -> reason). Calls for the same
+    resource add to both.
+
+    The Control Tower rule files (:data:`GUARD_RULES_PACKAGE` 0.0.62) read no suppression, and
+    neither do the CloudFormation hooks Control Tower runs them in: ``tests/infra/test_control_tower.py``
+    drops a finding only when this metadata reasons it, and an account that enforces the control
+    refuses the resource all the same (docs/deploy.md lists the controls such a team exempts).
+
+    Args:
+        scope: an L1 resource or a construct whose default child is one (keep it narrow).
+        control: the control id as the rule's message names it, e.g. ``CT.LAMBDA.PR.3``.
+        reason: why the control does not fit this resource, specific enough for a reviewer to check.
+
+    Raises:
+        AssertionError: ``scope`` has no CloudFormation resource, or ``control`` or ``reason`` is malformed.
+    """
+    assert re.fullmatch(r"CT\.[A-Z0-9]+\.PR\.\d+", control), f"{control!r} is not a Control Tower control id"
+    assert reason.strip(), f"{control} on {scope.node.path}: a suppression needs a reason"
+    resource = scope if isinstance(scope, cdk.CfnResource) else scope.node.default_child
+    assert isinstance(resource, cdk.CfnResource), f"{scope.node.path} has no CloudFormation resource"
+    existing = resource.get_metadata("guard") or {}
+    rules = [rule for rule in existing.get("SuppressedRules", []) if rule != control]
+    reasons = {**existing.get("Reasons", {}), control: reason}
+    resource.add_metadata("guard", {"SuppressedRules": [*rules, control], "Reasons": reasons})

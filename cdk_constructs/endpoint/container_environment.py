@@ -31,6 +31,7 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.REQUEST_TIMEOUT_S: str(config.container.request_timeout_s),
         env.REQUEST_READ_TIMEOUT_S: str(config.container.request_read_timeout_s),
         **config.container.request_limits_environment(),
+        **config.container.context_budget.environment(config.engine.max_model_len),
         env.SESSIONS_MAX: str(config.container.sessions_max),
         env.SESSION_TTL_S: str(config.container.session_ttl_s),
         env.REQUEST_CLASS_WARM_MIN_CACHED_FRACTION: f"{config.slo.warm_min_cached_fraction:g}",

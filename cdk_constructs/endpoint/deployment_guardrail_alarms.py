@@ -8,6 +8,7 @@ from constructs import Construct
 
 from app_config.monitoring import AlarmRuleConfig, AlarmWindowConfig
 from app_config.slo import SloConfig
+from cdk_constructs.common.nag import guard_suppress
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import RequestMetric, SageMakerMetric
@@ -132,7 +133,7 @@ class DeploymentGuardrailAlarms(Construct):
         threshold: float,
     ) -> cloudwatch.Alarm:
         """One named rollback alarm: above ``threshold`` over ``rule``'s window, missing data not breaching."""
-        return cloudwatch.Alarm(
+        alarm = cloudwatch.Alarm(
             self,
             node_id,
             alarm_name=name,
@@ -144,6 +145,13 @@ class DeploymentGuardrailAlarms(Construct):
             datapoints_to_alarm=rule.datapoints_to_alarm,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
+        guard_suppress(
+            alarm,
+            "CT.CLOUDWATCH.PR.1",
+            "Deployment guardrail: SageMaker's AutoRollbackConfiguration acts on it by name; the observability "
+            "stack's deployment-rollback composite alarm notifies for every guardrail alarm at once.",
+        )
+        return alarm
 
     @property
     def alarm_names(self) -> list[str]:

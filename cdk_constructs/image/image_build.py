@@ -16,10 +16,13 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.kms_keys import logs_key
+from cdk_constructs.common.log_retention import reason_short_retention
 from cdk_constructs.common.nag import (
     acknowledge,
     acknowledge_all,
     bucket_arn_placeholder,
+    guard_suppress,
     pseudo_placeholder,
     ref_placeholder,
 )
@@ -111,6 +114,7 @@ class ImageBuild(Construct):
         build_logs = logs.LogGroup(
             self, "BuildLogs", encryption_key=self.key, retention=log_retention, removal_policy=log_removal_policy
         )
+        reason_short_retention(build_logs)
         self.project = self._project(
             repository=repository,
             sources=sources,
@@ -135,34 +139,10 @@ class ImageBuild(Construct):
 
     def _logs_key(self) -> kms.Key:
         """The KMS key of every log group, artifact and handler environment here."""
-        stack = cdk.Stack.of(self)
         # Retained with the logs it encrypts, except when the first create rolls back.
-        key = kms.Key(
-            self,
-            "Key",
-            enable_key_rotation=True,
-            description="Image build logs and artifacts",
-            removal_policy=RETAIN_EXCEPT_ON_CREATE,
+        return logs_key(
+            self, "Key", description="Image build logs and artifacts", removal_policy=RETAIN_EXCEPT_ON_CREATE
         )
-        # CloudWatch Logs needs the key policy to name it (Logs user guide, "Encrypt log data with KMS").
-        key.add_to_resource_policy(
-            iam.PolicyStatement(
-                actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
-                principals=[iam.ServicePrincipal(f"logs.{stack.region}.{stack.url_suffix}")],
-                resources=["*"],  # in a key policy "*" means this key
-                conditions={
-                    "ArnLike": {
-                        "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
-                            service="logs",
-                            resource="log-group",
-                            resource_name="*",
-                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
-                        )
-                    }
-                },
-            )
-        )
-        return key
 
     def _project(
         self,
@@ -201,12 +181,12 @@ class ImageBuild(Construct):
             timeout=build_timeout,
             logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=build_logs)),
         )
-        acknowledge(
-            project,
-            "AwsSolutions-CB3",
+        privileged = (
             "Privileged mode runs the Docker daemon that builds the serving image; the project builds only the "
-            "sources asset of this app and runs only when a deploy asks for a new image tag.",
+            "sources asset of this app and runs only when a deploy asks for a new image tag."
         )
+        acknowledge(project, "AwsSolutions-CB3", privileged)
+        guard_suppress(project, "CT.CODEBUILD.PR.4", privileged)
         # The S3 source already grants the project read on exactly the sources asset object.
         artifacts_bucket.grant_read(project, f"{recipe.base_models_prefix}/*")
         artifacts_bucket.grant_read(project, f"{recipe.adapters_prefix}/*")

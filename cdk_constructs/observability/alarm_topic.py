@@ -9,6 +9,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from cdk_constructs.common.kms_keys import deny_grants_except_for_aws_services
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 _CLOUDWATCH = "cloudwatch.amazonaws.com"
@@ -71,6 +72,7 @@ class AlarmTopic(Construct):
                 conditions=source_conditions,
             )
         )
+        deny_grants_except_for_aws_services(self.key)
         self.topic = sns.Topic(self, "Topic", master_key=self.key, enforce_ssl=True)
         self.topic.add_to_resource_policy(
             iam.PolicyStatement(

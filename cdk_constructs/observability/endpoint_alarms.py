@@ -11,9 +11,11 @@ from constructs import Construct
 
 from app_config.monitoring import AlarmRuleConfig, AlarmWindowConfig, MonitoringConfig
 from app_config.slo import SloConfig
+from cdk_constructs.common.nag import guard_suppress
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import (
+    BudgetMetric,
     EngineMetric,
     RequestMetric,
     SageMakerInstanceMetric,
@@ -80,6 +82,7 @@ class EndpointAlarms(Construct):
       only when requests arrive: no traffic is healthy, and a dead container with traffic
       shows up as SageMaker 5xx errors.
     * OOM / engine errors: ``notBreaching``. Event counts: no event means no error.
+    * context budget drift: ``notBreaching``. A share of requests: no traffic, no datapoint.
     * prefix cache hit rate: ``notBreaching``. Only defined when the engine saw prefix
       queries in the interval (hits / queries); idle is not degraded.
 
@@ -141,6 +144,12 @@ class EndpointAlarms(Construct):
             self.alarms[rule.slug] = alarm
             if rule.critical:
                 self.critical.append(alarm)
+                guard_suppress(
+                    alarm,
+                    "CT.CLOUDWATCH.PR.1",
+                    f"Critical alarm: pages through the composite alarm {prefix}critical, which carries the action, "
+                    "so an incident that trips several critical alarms pages once; an action here would page again.",
+                )
             else:
                 alarm.add_alarm_action(action)
                 alarm.add_ok_action(action)
@@ -269,11 +278,28 @@ class EndpointAlarms(Construct):
                 "KvCachePressure",
                 "kv-cache-pressure",
                 f"KV cache usage > {config.kv_cache_pressure.threshold:g} % for "
-                f"{config.kv_cache_pressure.window_s} s. Check for context budget drift.",
+                f"{config.kv_cache_pressure.window_s} s. Check for context budget drift (context-budget-drift, "
+                "TokenBudgetTrimmed).",
                 worst(EngineMetric.KV_CACHE_USAGE, "Average", config.kv_cache_pressure, "KV cache usage (%)"),
                 config.kv_cache_pressure,
                 Comparison.GREATER_THAN_THRESHOLD,
                 Missing.MISSING,
+                critical=False,
+            ),
+            _Rule(
+                "ContextBudgetDrift",
+                "context-budget-drift",
+                f"GPU memory pressure: the context budget trimmed > {config.context_budget_drift.threshold:g} % of "
+                f"requests for {config.context_budget_drift.window_s} s. Check for context budget drift: prompts "
+                "(retrieval, history, system) grew past engine.max_model_len.",
+                metrics.request_share(
+                    BudgetMetric.TOKEN_BUDGET_TRIMMED,
+                    period_s=config.context_budget_drift.period_s,
+                    label="Requests trimmed by the context budget (%)",
+                ),
+                config.context_budget_drift,
+                Comparison.GREATER_THAN_THRESHOLD,
+                Missing.NOT_BREACHING,
                 critical=False,
             ),
             _Rule(

@@ -25,6 +25,7 @@ from serving_contract.metrics import (
     SAGEMAKER_COMPONENT_NAMESPACE,
     SAGEMAKER_INSTANCE_NAMESPACE,
     SAGEMAKER_NAMESPACE,
+    BudgetMetric,
     Dimension,
     EngineMetric,
     RequestMetric,
@@ -113,7 +114,7 @@ class EndpointMetrics:
 
     def custom(
         self,
-        metric: EngineMetric | RequestMetric,
+        metric: EngineMetric | RequestMetric | BudgetMetric,
         *,
         variant: str,
         statistic: str,
@@ -214,6 +215,26 @@ class EndpointMetrics:
         total_invocations = "SUM([" + ", ".join(f"FILL({prefix}i{i}, 0)" for i in range(len(variants))) + "])"
         return cloudwatch.MathExpression(
             expression=f"IF({total_invocations} > 0, 100 * {total_errors} / {total_invocations})",
+            using_metrics=using,
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )
+
+    def request_share(self, metric: BudgetMetric, *, period_s: int, label: str) -> cloudwatch.MathExpression:
+        """``metric / Requests x 100`` (percent of the container's requests) summed over every variant;
+        no datapoint in periods without requests (as :meth:`error_rate`)."""
+        prefix = self._ids()
+        using: dict[str, cloudwatch.IMetric] = {}
+        for i, variant in enumerate(self.variant_names):
+            using[f"{prefix}b{i}"] = self.custom(metric, variant=variant, statistic="Sum", period_s=period_s)
+            using[f"{prefix}r{i}"] = self.custom(
+                RequestMetric.REQUESTS, variant=variant, statistic="Sum", period_s=period_s
+            )
+        count = len(self.variant_names)
+        part = "SUM([" + ", ".join(f"FILL({prefix}b{i}, 0)" for i in range(count)) + "])"
+        total = "SUM([" + ", ".join(f"FILL({prefix}r{i}, 0)" for i in range(count)) + "])"
+        return cloudwatch.MathExpression(
+            expression=f"IF({total} > 0, 100 * {part} / {total})",
             using_metrics=using,
             period=cdk.Duration.seconds(period_s),
             label=label,

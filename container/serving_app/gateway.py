@@ -6,6 +6,8 @@
 * ``lifecycle/``: start-up (wait for ``/health``, warm every adapter) and the SIGTERM drain;
 * ``metrics/``: EMF lines, the ``/metrics`` scraper, one line per request, ``GET /metrics``;
 * ``sessions/``: SageMaker stateful sessions on ``/invocations``;
+* ``context_budget/``: trims a conversation vLLM refuses for the context length, contains
+  per-request out-of-memory errors (retry once, compressed; 503 with ``Retry-After``);
 * ``sagemaker/``: ``/ping`` and ``/invocations``;
 * ``adapters/``: the model names requests may use; ``POST /adapters`` and
   ``DELETE /adapters/{name}`` when SageMaker loads adapters at runtime.
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 
 from serving_app.adapters.registry import ModelRegistry
 from serving_app.adapters.serving import AdapterService
+from serving_app.context_budget.serving import ContextBudget
 from serving_app.engine.monitor import EngineMonitor
 from serving_app.engine.process import EngineProcess
 from serving_app.engine.readiness import Phase, Readiness
@@ -101,6 +104,7 @@ class Gateway:
             sessions=SessionService(self.sessions),
             request_timeout_s=settings.request_timeout_s,
             limits=RequestLimits.from_settings(settings),
+            budget=ContextBudget(settings, pool=self.pool, emf=self.emf, base_model=settings.served_model_name),
         )
         self.adapters = AdapterService(
             settings=settings,

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from serving_app.context_budget.settings import BudgetSettings
 from serving_contract import engine_settings as spec
 from serving_contract import env
 from serving_contract import request_limits as limits
@@ -71,7 +72,7 @@ def _bool(value: Any) -> Any:
 Bool = Annotated[bool, Field(strict=False)]
 
 
-class Settings(BaseModel):
+class Settings(BudgetSettings):
     """Everything the entrypoint reads from the environment, with defaults.
 
     Engine defaults, bounds and sources: ``serving_contract.engine_settings`` (the seed design,

@@ -17,7 +17,16 @@ Scripting (all under ``/_control``, used by the tests only):
 - user content or prompt ``hold``: stream one chunk (or, without streaming, send nothing), then wait
   for ``POST /_control/release``;
 - user content ``slow:<seconds>``: sleep before answering;
-- user content ``boom``: answer 500 with a CUDA out-of-memory message;
+- user content ``boom``: answer 500 with a CUDA out-of-memory message, in the exact shape vLLM 0.22's
+  API server answers a per-request ``torch.OutOfMemoryError`` (``create_error_response`` in
+  vllm/entrypoints/utils.py: ``InternalServerError``, ``param`` null, code 500);
+- user content ``oom-over:<n>``: the same answer while the chat prompt counts more than ``n`` tokens
+  (an OOM that a shorter context avoids);
+- a summary request (system message starting "Summarise") whose transcript holds ``slow-summary``:
+  sleep 3 s first;
+- ``POST /tokenize`` with ``messages``: ``{"count", "max_model_len", "tokens"}`` as vLLM's, counted
+  by :func:`count_tokens` (words + 4 per message + 1); a chat prompt whose count + ``max_tokens``
+  exceeds ``--max-model-len`` gets vLLM 0.22's 400 ("This model's maximum context length is ...");
 - a ``fake_vllm.json`` file in an adapter folder scripts its load: ``load_delay_s`` (sleep
   first), ``load_status`` + ``load_message`` (answer that error), ``chat_status`` (the loaded
   adapter answers every completion with that error status).
@@ -39,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -57,6 +67,7 @@ parser.add_argument("--host", default="127.0.0.1")
 parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--served-model-name", default="base")
 parser.add_argument("--lora-modules", nargs="+", default=[])
+parser.add_argument("--max-model-len", type=int, default=4096)
 # Imported by the unit tests for its exposition (no argv there); run as the engine otherwise.
 ARGS, REST = parser.parse_known_args() if __name__ == "__main__" else parser.parse_known_args(["--port", "0"])
 ADAPTERS = [item.split("=", 1)[0] for item in ARGS.lora_modules]
@@ -70,6 +81,7 @@ STATE: dict[str, Any] = {
     "counters": {"prompt": 0, "generation": 0, "queries": 0, "hits": 0, "preemptions": 0},
     "queue_times": [],  # seconds each completion waited at the gate (vLLM: WAITING phase)
     "lora_calls": [],  # one dict per /v1/load_lora_adapter or /v1/unload_lora_adapter call
+    "tokenize_calls": 0,
 }
 FAILING_ADAPTERS: dict[str, int] = {}  # adapter name -> status of its every completion (chat_status)
 QUEUE_TIME_BUCKETS: tuple[float, ...] = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0)
@@ -82,11 +94,58 @@ if os.environ.get("FAKE_GATE") != "closed":
     GATE.set()
 
 
-def error(status: int, message: str) -> JSONResponse:
+def error(status: int, message: str, kind: str = "BadRequestError", param: str | None = None) -> JSONResponse:
     return JSONResponse(
-        {"error": {"message": message, "type": "BadRequestError", "code": status}},
+        {"error": {"message": message, "type": kind, "param": param, "code": status}},
         status_code=status,
     )
+
+
+OOM_MESSAGE = (
+    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 22.05 GiB of which "
+    "892.00 MiB is free. Including non-PyTorch memory, this process has 21.17 GiB memory in use."
+)
+"""``str(torch.OutOfMemoryError)`` as torch 2.11's caching allocator words it."""
+
+
+def oom() -> JSONResponse:
+    """vLLM 0.22's answer to a per-request ``torch.OutOfMemoryError`` raised in its API server."""
+    return error(500, OOM_MESSAGE, "InternalServerError")
+
+
+class RaisedError(Exception):
+    """An error vLLM 0.22 answers through its catch-all handler (``app.exception_handler(Exception)``
+    in vllm/entrypoints/openai/api_server.py). Starlette runs that handler in
+    ``ServerErrorMiddleware``, which re-raises after answering, so uvicorn closes the connection
+    without a ``Connection: close`` header: checked on the CPU engine for the context-length 400
+    (the next request on the socket got ECONNRESET). The fake answers the same way."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+async def raised_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, RaisedError):
+        return exc.response
+    return error(500, f"{exc.__class__.__name__}: {exc}", "InternalServerError")
+
+
+def count_tokens(messages: list[dict[str, Any]]) -> int:
+    """The fake's tokenizer: words of every text content, 4 template tokens per message, 1 for the
+    generation prompt (deterministic, so the tests can predict a trim)."""
+    total = 1
+    for message in messages:
+        content = message.get("content")
+        total += 4 + (len(content.split()) if isinstance(content, str) else 0)
+    return total
+
+
+async def tokenize(request: Request) -> Response:
+    body = json.loads(await request.body())
+    STATE["tokenize_calls"] += 1
+    count = count_tokens(body["messages"])
+    return JSONResponse({"count": count, "max_model_len": ARGS.max_model_len, "tokens": list(range(count))})
 
 
 async def health(request: Request) -> Response:
@@ -175,8 +234,9 @@ def text_of(body: dict[str, Any]) -> str:
 
 async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scripted flow)
     chat = request.url.path.endswith("chat/completions")
+    raw = await request.body()
     try:
-        body = json.loads(await request.body())
+        body = json.loads(raw)
     except ValueError:
         return error(400, "invalid JSON")
     if not isinstance(body, dict):
@@ -194,6 +254,26 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
     if options is not None and not stream:
         return error(400, "Stream options can only be defined when `stream=True`.")
     text = text_of(body)
+    if chat and isinstance(body.get("messages"), list):
+        prompt = count_tokens(body["messages"])
+        output = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        if prompt + output > ARGS.max_model_len:  # vLLM 0.22: TokenizeParams._token_len_check
+            raise RaisedError(
+                error(
+                    400,
+                    f"This model's maximum context length is {ARGS.max_model_len} tokens. However, you requested "
+                    f"{output} output tokens and your prompt contains {prompt} input tokens, for a total of "
+                    f"{prompt + output} tokens. Please reduce the length of the input prompt or the number of "
+                    "requested output tokens.",
+                    param="input_tokens",
+                )
+            )
+        first = body["messages"][0].get("content") if body["messages"] else None
+        if isinstance(first, str) and first.startswith("Summarise") and "slow-summary" in text:
+            await asyncio.sleep(3)  # a summary request (serving_app.context_budget) that is late
+        if text.startswith("oom-over:") and prompt > int(text.split(":", 1)[1]):
+            STATE["requests"].append({"path": request.url.path, "model": model, "messages": body["messages"]})
+            raise RaisedError(oom())
     entry = {
         "path": request.url.path,
         "model": model,
@@ -201,6 +281,8 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
         "text": text,
         "stream_options": options,
         "cache_salt": body.get("cache_salt"),
+        "messages": body.get("messages"),
+        "sha256": hashlib.sha256(raw).hexdigest(),  # the exact bytes that arrived
         "t": time.monotonic(),
     }
     arrived = time.monotonic()
@@ -208,7 +290,7 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
     await GATE.wait()
     STATE["queue_times"].append(time.monotonic() - arrived)
     if text == "boom":
-        return error(500, "CUDA out of memory. Tried to allocate 2.00 GiB")
+        raise RaisedError(oom())
     if text.startswith("slow:"):
         await asyncio.sleep(float(text.split(":", 1)[1]))
     release = RELEASE[0]
@@ -336,10 +418,12 @@ async def control_release(request: Request) -> Response:
 
 
 app = Starlette(
+    exception_handlers={Exception: raised_error},
     routes=[
         Route("/health", health),
         Route("/v1/models", models),
         Route("/metrics", metrics),
+        Route("/tokenize", tokenize, methods=["POST"]),
         Route("/v1/chat/completions", completions, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/v1/load_lora_adapter", load_lora_adapter, methods=["POST"]),
@@ -347,7 +431,7 @@ app = Starlette(
         Route("/_control/state", control_state),
         Route("/_control/open", control_open, methods=["POST"]),
         Route("/_control/release", control_release, methods=["POST"]),
-    ]
+    ],
 )
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from serving_contract.metrics import EMITTED, UNITS, Dimension, EngineMetric, RequestMetric
+from serving_contract.metrics import EMITTED, UNITS, BudgetMetric, Dimension, EngineMetric, RequestMetric
 from tests.container.conftest import ADAPTERS, Serve
+from tests.container.conversations import long_conversation
 
 CHAT = {"messages": [{"role": "user", "content": "hello"}]}
 
@@ -134,12 +135,16 @@ def test_client_errors_have_status_and_message(serve: Serve, kwargs: dict[str, A
     assert "manga_domain_v3" not in response.text  # no list of the adapters served
 
 
-def test_engine_failure_is_a_clear_502_and_counted(serve: Serve) -> None:
+def test_engine_out_of_memory_is_the_fallback_503_and_counted(serve: Serve) -> None:
+    """A completions request has no turns to compress: the OOM gets the fallback at once."""
     response = post(serve, {"prompt": "boom"})
-    assert response.status_code == 502
-    assert message(response) == "engine error 500"  # vLLM's text stays in the log
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"  # container.context_budget.oom_retry_after_s
+    assert message(response) == (
+        "engine out of memory on this request, also after compressing the older turns; retry later"
+    )  # vLLM's text stays in the log
     serve.log_line("engine answered 500", "out of memory")
-    line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 502)
+    line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 503 and d.get(RequestMetric.OUT_OF_MEMORY_ERRORS) == 1)
     assert line[RequestMetric.OUT_OF_MEMORY_ERRORS] == 1
     assert line[RequestMetric.ENGINE_ERRORS] == 1
     assert line[RequestMetric.SERVER_ERRORS] == 1
@@ -313,7 +318,8 @@ def test_a_scripted_run_emits_every_contract_metric(serve: Serve) -> None:
         assert response.status_code == 200
         response.read()
     assert post(serve, {**CHAT, "model": "jp_style_v1"}).status_code == 200  # unary, tokens
-    assert post(serve, {"prompt": "boom"}).status_code == 502  # engine error, OOM
+    assert post(serve, {"prompt": "boom"}).status_code == 503  # engine error, OOM
+    assert post(serve, long_conversation()).headers["x-amzn-sagemaker-custom-attributes"]  # context budget
     assert post(serve, {**CHAT, "model": "nope"}).status_code == 400  # client error
 
     def names(lines: list[dict[str, Any]], *, requests_only: bool) -> set[str]:
@@ -324,14 +330,14 @@ def test_a_scripted_run_emits_every_contract_metric(serve: Serve) -> None:
     # the engine's queue-wait figures need a scrape after the requests: wait for the whole state.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and (
-        names(serve.emf_lines(), requests_only=True) != set(RequestMetric)
+        names(serve.emf_lines(), requests_only=True) != set(RequestMetric) | set(BudgetMetric)
         or names(serve.emf_lines(), requests_only=False) != EMITTED
     ):
         time.sleep(0.05)
     lines = serve.emf_lines()
     for document in lines:
         check_emf(document)
-    assert names(lines, requests_only=True) == set(RequestMetric)
+    assert names(lines, requests_only=True) == set(RequestMetric) | set(BudgetMetric)
     assert names(lines, requests_only=False) == EMITTED
 
 

@@ -150,7 +150,14 @@ def test_artifact_bucket_is_encrypted_tls_only_private_and_retained(template: as
 
 
 def test_model_key_rotates_and_is_passed_to_the_import_handler(template: assertions.Template) -> None:
-    key_id, _ = _only(_resources(template, "AWS::KMS::Key", {"EnableKeyRotation": True}))
+    # The stack's other key encrypts the handlers' logs and environments (stack_logs_key).
+    key_id, _ = _only(
+        _resources(
+            template,
+            "AWS::KMS::Key",
+            {"EnableKeyRotation": True, "Description": "Encrypts models imported into Bedrock Custom Model Import"},
+        )
+    )
     template.has_resource_properties(
         "AWS::Lambda::Function",
         {
@@ -217,6 +224,8 @@ def test_provider_waits_long_enough_for_an_import(template: assertions.Template,
         assert service_timeout <= CUSTOM_RESOURCE_MAX_TIMEOUT_MIN * 60
     machine_logging = machine["Properties"]["LoggingConfiguration"]
     assert machine_logging["Level"] == "ALL"
+    # Control Tower's CT.STEPFUNCTIONS.PR.2; CDK's Provider has no option for it (CustomResourceHandlers).
+    assert machine["Properties"]["TracingConfiguration"] == {"Enabled": True}
 
 
 def test_one_import_per_model_with_its_prefix_and_an_arn_output(

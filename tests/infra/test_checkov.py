@@ -6,7 +6,6 @@ findings are acknowledged next to their resource with :func:`cdk_constructs.comm
 which writes the ``Metadata.checkov.skip`` entries checkov's CloudFormation runner reads.
 """
 
-import hashlib
 import json
 import os
 import subprocess
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.synth_helpers import REPO, Synth
+from tests.synth_helpers import REPO, Synth, distinct_templates
 
 CHECKOV = REPO / ".venv-checkov" / "bin" / "checkov"
 
@@ -23,22 +22,6 @@ pytestmark = pytest.mark.skipif(
     not CHECKOV.exists() and not os.environ.get("REQUIRE_CHECKOV"),
     reason=f"{CHECKOV} is absent: run `make setup` (installs requirements-checkov.txt into .venv-checkov)",
 )
-
-
-def _distinct_templates(synths: list[Synth], into: Path) -> dict[str, str]:
-    """Copy each distinct template into ``into``; returns file name -> the synths it came from."""
-    seen: dict[str, str] = {}
-    origin: dict[str, str] = {}
-    for synth in synths:
-        for template in sorted(synth.outdir.glob("*.template.json")):
-            digest = hashlib.sha256(template.read_bytes()).hexdigest()
-            if digest in seen:
-                continue
-            name = f"{synth.outdir.name}-{template.name}"
-            (into / name).write_bytes(template.read_bytes())
-            seen[digest] = name
-            origin[name] = f"{synth.config.stage} / {synth.config.serving.mode} ({synth.outdir.name})"
-    return origin
 
 
 def _run_checkov(directory: Path, *, quiet: bool = True) -> list[dict[str, Any]]:
@@ -79,7 +62,7 @@ def test_checkov_finds_nothing_unacknowledged(
 ) -> None:
     # The same stages and modes as cfn-lint and cdk-nag (tests/infra/test_checks.py); identical
     # templates (e.g. the ECR stack) are scanned once, in one checkov run.
-    origin = _distinct_templates([*all_synths, vpc_single_variant_synth, *extra_synths], tmp_path)
+    origin = distinct_templates([*all_synths, vpc_single_variant_synth, *extra_synths], tmp_path)
     reports = _run_checkov(tmp_path)
     summary = [report.get("summary", {}) for report in reports]
     assert sum(part.get("passed", 0) for part in summary) > 0, f"checkov checked nothing: {summary}"

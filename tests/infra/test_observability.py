@@ -99,6 +99,15 @@ ALARMS = [
         False,
     ),
     AlarmCase(
+        "context-budget-drift",
+        "context_budget_drift",
+        {"TokenBudgetTrimmed", "Requests"},
+        "Sum",
+        "GreaterThanThreshold",
+        "notBreaching",
+        False,
+    ),
+    AlarmCase(
         "engine-errors",
         "engine_errors",
         {"OutOfMemoryErrors", "EngineErrors"},
@@ -204,7 +213,8 @@ def test_seed_defaults_reach_the_template(default_synth: Synth) -> None:
 def test_error_rates_are_math_over_invocations(default_synth: Synth) -> None:
     alarms = _alarms_by_name(default_synth, "Observability")
     name = default_synth.config.endpoint_name
-    for slug in ("5xx-rate", "4xx-rate"):
+    assert alarms[f"{name}-context-budget-drift"]["Threshold"] == 10
+    for slug in ("5xx-rate", "4xx-rate", "context-budget-drift"):
         expression = _expression(alarms[f"{name}-{slug}"])
         assert expression.startswith("IF(SUM([")
         assert "100 * SUM([FILL(" in expression

@@ -164,7 +164,7 @@ def test_log_group_is_the_one_sagemaker_writes_to_and_is_adopted_when_it_exists(
         "Custom::LogRetention",
         {
             "LogGroupName": "/aws/sagemaker/Endpoints/mangaassist-vllm-prod",
-            "RetentionInDays": 30,
+            "RetentionInDays": 365,
             "RemovalPolicy": "retain",
         },
     )

@@ -287,7 +287,7 @@ def test_a_log_group_left_without_its_endpoint_is_reported_as_adopted_and_a_long
         )
     assert [f.line for f in findings] == [
         f"ok    log-groups: {group}: left by an earlier deploy while endpoint {ENDPOINT} does not exist; the stack "
-        "adopts it (its events stay, retention set to 30 days)",
+        "adopts it (its events stay, retention set to 365 days)",
         f"ok    log-groups: {base_group}: absent",
     ]
 

@@ -18,6 +18,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from serving_app.adapters.registry import ModelRegistry
+from serving_app.context_budget.serving import BudgetAttempt, ContextBudget
 from serving_app.engine.monitor import EngineMonitor, reports_dead_engine
 from serving_app.engine.readiness import Phase, Readiness
 from serving_app.errors import error_response
@@ -65,8 +66,10 @@ class InvocationService:
         sessions: SessionService,
         request_timeout_s: float,
         limits: RequestLimits | None = None,
+        budget: ContextBudget | None = None,
     ) -> None:
         self.limits = limits or RequestLimits()
+        self.budget = budget
         self.models = models
         self.readiness = readiness
         self.pool = pool
@@ -161,9 +164,10 @@ class InvocationService:
             except (ValueError, RecursionError):
                 return error_response(422, "invalid request: body is nested too deeply")
         path = "/v1/chat/completions" if is_chat else "/v1/completions"
+        attempt = None if self.budget is None else self.budget.attempt(body, request.headers, record, is_chat=is_chat)
         if parsed.stream:
-            return await self._stream(path, body, record, started, strip_usage)
-        return await self._unary(path, body, record)
+            return await self._stream(path, body, record, started, strip_usage, attempt=attempt)
+        return await self._unary(path, body, record, attempt)
 
     def _unavailable(self, record: RequestRecord, exc: UpstreamError) -> Response:
         record.engine_error = True
@@ -175,42 +179,62 @@ class InvocationService:
         record.engine_error = True
         return error_response(504, f"engine did not answer within REQUEST_TIMEOUT_S={self.timeout_s:g} s")
 
-    async def _unary(self, path: str, body: bytes, record: RequestRecord) -> Response:
+    async def _unary(self, path: str, body: bytes, record: RequestRecord, attempt: BudgetAttempt | None) -> Response:
         try:
             async with asyncio.timeout(self.timeout_s):
                 upstream = await self.pool.request("POST", path, body)
-                content = await upstream.read()
+                content: bytes | None = await upstream.read()
+                if attempt is not None and upstream.status_code != 200:  # the context budget, OOM containment
+                    upstream, content = await attempt.recover(path, upstream, content or b"", stream=False)
         except TimeoutError:
             return self._timed_out(record)
         except UpstreamError as exc:
             return self._unavailable(record, exc)
+        content = content or b""
         status = upstream.status_code
         if status >= 500:
-            return self._engine_failure(status, content, record)
+            return self._engine_failure(status, content, record, attempt)
+        response = Response(content, status_code=status, media_type="application/json")
         if status == 200:
             read_usage(content, record)
-        return Response(content, status_code=status, media_type="application/json")
+            if attempt is not None:
+                attempt.annotate(response)
+        return response
 
-    def _engine_failure(self, status: int, content: bytes, record: RequestRecord) -> Response:
+    def _engine_failure(
+        self, status: int, content: bytes, record: RequestRecord, attempt: BudgetAttempt | None = None
+    ) -> Response:
         record.engine_error = True
-        record.oom = is_oom(content)
+        record.oom = record.oom or is_oom(content)  # the budget may have seen an OOM before a retry
         if reports_dead_engine(content):
             self.monitor.report_engine_down("engine core dead (EngineDeadError)")
         else:
             self.monitor.report_engine_error()
         # vLLM's 5xx text (stack traces, CUDA errors, paths) is for the log, not the caller.
         log.warning("engine answered %d: %s", status, content[:300])
+        if attempt is not None and attempt.gave_up:
+            return attempt.fallback()
         return error_response(503 if status == 503 else 502, f"engine error {status}")
 
     async def _stream(
-        self, path: str, body: bytes, record: RequestRecord, started: float, strip_usage: bool
+        self,
+        path: str,
+        body: bytes,
+        record: RequestRecord,
+        started: float,
+        strip_usage: bool,
+        *,
+        attempt: BudgetAttempt | None = None,
     ) -> Response:
         upstream: UpstreamResponse | None = None
+        content: bytes | None = None
         try:
             async with asyncio.timeout(self.timeout_s):
                 upstream = await self.pool.request("POST", path, body)
                 if upstream.status_code != 200:
                     content = await upstream.read()
+                    if attempt is not None:  # the context budget, OOM containment
+                        upstream, content = await attempt.recover(path, upstream, content, stream=True)
         except TimeoutError:
             if upstream is not None:
                 await upstream.aclose()
@@ -218,8 +242,9 @@ class InvocationService:
         except UpstreamError as exc:
             return self._unavailable(record, exc)
         if upstream.status_code != 200:
+            content = content or b""
             if upstream.status_code >= 500:
-                return self._engine_failure(upstream.status_code, content, record)
+                return self._engine_failure(upstream.status_code, content, record, attempt)
             return Response(content, status_code=upstream.status_code, media_type="application/json")
         record.status = 200
         stream = upstream
@@ -237,7 +262,10 @@ class InvocationService:
         relay = relay_events(
             stream, record, started, timeout_s=self.timeout_s, strip_usage=strip_usage, finish=self.metrics.emit
         )
-        return RelayResponse(relay, on_disconnect, on_close)
+        response = RelayResponse(relay, on_disconnect, on_close)
+        if attempt is not None:
+            attempt.annotate(response)
+        return response
 
 
 def ask_for_usage(data: dict[str, Any], body: bytes, rewrite: bool) -> tuple[bytes, bool]:
