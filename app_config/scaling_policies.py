@@ -51,7 +51,7 @@ class TargetTrackingConfig(ConfigModel):
             "Target concurrent requests per instance (high-resolution metric); unset (the default) = the instance "
             "type's concurrency at the TTFT SLO (app_config/capacity.py: measured with ops load, else projected from "
             "the GPU measurement at MangaAssist's request shape, docs/performance.md). Above it, TTFT p95 passes "
-            "monitoring.high_ttft.threshold. The earlier 32 came from what the KV cache fits (42 typical requests "
+            "monitoring.high_ttft.threshold. The earlier 32 came from what the KV cache fits (43 typical requests "
             "on a g5); measured on an H100 at the request shape, TTFT p95 at 32 concurrent is ~1.7 s."
         ),
     )
@@ -151,7 +151,7 @@ class StepScalingConfig(ConfigModel):
         description=(
             "Scale in while RunningRequests (vLLM sequences in the batch, Average per instance) stays below this. "
             "Source: a quarter of target tracking's default 32. Must be <= half the sequences the engine runs "
-            "(memory plan concurrency ceiling, 42 on an ml.g5.xlarge): at or above it the alarm fires at full load."
+            "(memory plan concurrency ceiling, 43 on an ml.g5.xlarge): at or above it the alarm fires at full load."
         ),
     )
     scale_in_adjustment: int = Field(default=-1, ge=-100, le=-1, description="Instances removed per scale-in.")

@@ -41,6 +41,8 @@ ENGINE_ENV: Mapping[str, str] = {
     "ENGINE_MAX_NUM_SEQS": "16",
     "ENGINE_MAX_MODEL_LEN": "2048",
     "WARMUP_NUM_REQUESTS": "4",
+    # The prefill warm-up (issue 35) within ENGINE_MAX_MODEL_LEN 2048, small for 2 CPU cores.
+    "WARMUP_PREFILL_TOKENS": "256",
     "METRICS_INTERVAL_S": "1",
     "DRAIN_TIMEOUT_S": "20",
     "REQUEST_TIMEOUT_S": "30",
