@@ -48,7 +48,10 @@ for path in (HERE, HERE.parent, HERE.parent / "container", HERE.parent / "benchm
 from app_config.root import AppConfig  # noqa: E402
 from conversations import TOKEN_ID_RANGE, LevelSummary, RequestShape, format_summary, run_level, warm_up  # noqa: E402
 from gpu_capacity import at_slo, start_engines  # noqa: E402
+from gpu_report import container_environment  # noqa: E402
 from gpu_serving import GPU  # noqa: E402
+from servers_under_test import ServerRun, start  # noqa: E402
+from serving_contract import env  # noqa: E402
 
 KV_CACHE_BYTES = 14403239936
 """An ml.g5.xlarge's KV cache in the memory plan (109,888 tokens; ../shared/measurements, 2026-11-26)."""
@@ -125,30 +128,56 @@ def jit_lines(log_path: Path) -> list[str]:
     return JIT_LINE.findall(log_path.read_text(errors="replace"))
 
 
-def run_config(args: argparse.Namespace, name: str, adapters: list[str], base_name: str) -> dict[str, Any]:
-    """Start one engine with configuration ``name``, warm it, sweep the levels; return the results."""
-    extra_args, extra_env = lever_setup(name, args.tuned_dir)
-    os.environ.update(extra_env)  # start() passes os.environ to the engine
+def _start_server(args: argparse.Namespace, name: str, kv_args: list[str]) -> tuple[ServerRun, str]:
+    """The engine of configuration ``name``, ready, and the URL the load goes to (vLLM itself)."""
+    if args.gateway:
+        # The container itself: its argv and engine environment, its warm-up (prefill included)
+        # before /ping; the load then goes straight to vLLM, as in the bare runs.
+        overrides = {env.ENGINE_GPU_MEMORY_UTILIZATION: f"{args.gpu_memory_utilization:g}"}
+        if args.tuned_dir and "tuned" in name.split("+"):
+            overrides[env.LORA_TUNED_CONFIG_DIR] = args.tuned_dir
+        server = start(
+            name="gateway",
+            kind="gateway",
+            settings_env=container_environment(AppConfig(), overrides),
+            model_root=Path(args.model_dir),
+            port=args.port,
+            engine_port=args.port + 1,
+            log_dir=Path(args.log_dir),
+            cpus=args.server_cpus,
+            extra_args=kv_args,
+        )
+        server.wait_ready(GPU.ready_timeout_s)
+        return server, f"http://127.0.0.1:{args.port + 1}"
     ns = argparse.Namespace(
         gpu_memory_utilization=args.gpu_memory_utilization,
         model_dir=args.model_dir,
         out_dir=args.log_dir,
         port=args.port,
     )
+    [server] = start_engines(ns, GPU, 1, [args.server_cpus], kv_args)
+    return server, server.base_url
+
+
+def run_config(args: argparse.Namespace, name: str, adapters: list[str], base_name: str) -> dict[str, Any]:
+    """Start one engine with configuration ``name``, warm it, sweep the levels; return the results."""
+    extra_args, extra_env = lever_setup(name, args.tuned_dir)
+    if args.gateway:  # the container passes the tuned folder itself (LORA_TUNED_CONFIG_DIR)
+        extra_env.pop("VLLM_TUNED_CONFIG_FOLDER", None)
+    os.environ.update(extra_env)  # start() passes os.environ to the engine
     label = name.replace("+", "_")
     result: dict[str, Any] = {"config": name, "extra_args": extra_args, "extra_env": extra_env}
     started = time.monotonic()
-    [server] = start_engines(
-        ns, GPU, 1, [args.server_cpus], ["--kv-cache-memory-bytes", str(args.kv_cache_bytes), *extra_args]
-    )
+    server, url = _start_server(args, name, ["--kv-cache-memory-bytes", str(args.kv_cache_bytes), *extra_args])
     final_log = Path(args.log_dir, f"{label}.log")
     try:
         result["ready_s"] = server.ready_s
         result["vllm"] = server.figures
         result["jit_before_prefill_warmup"] = jit_lines(server.log_path)
-        if not args.no_prefill_warmup:
-            result["prefill_warmup"] = prefill_warm_up(server.base_url, [*adapters, base_name])
-        warm_up(server.base_url, adapters)
+        if not args.no_prefill_warmup and not args.gateway:
+            result["prefill_warmup"] = prefill_warm_up(url, [*adapters, base_name])
+        if not args.gateway:
+            warm_up(url, adapters)
         result["jit_at_ready"] = jit_lines(server.log_path)
         result["triton_cache_at_ready"] = triton_cache_entries()
         result["start_s"] = round(time.monotonic() - started, 1)
@@ -161,7 +190,7 @@ def run_config(args: argparse.Namespace, name: str, adapters: list[str], base_na
             order = sweeps if index % 2 == 0 else list(reversed(sweeps))
             for key, models in order:
                 level = run_level(
-                    [server.base_url],
+                    [url],
                     RequestShape(),
                     models,
                     label=f"{label}:{key}",
@@ -249,6 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server-cpus", default="0-3")
     parser.add_argument("--client-cpus", default=None)
     parser.add_argument("--no-prefill-warmup", action="store_true", help="the old warm-up only (short chats)")
+    parser.add_argument(
+        "--gateway",
+        action="store_true",
+        help="start the container (serving_app serve: its defaults, argv and warm-up) instead of bare vLLM; "
+        "'tuned' then sets LORA_TUNED_CONFIG_DIR",
+    )
     parser.add_argument("--port", type=int, default=18280)
     args = parser.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",")]
