@@ -20,6 +20,7 @@ from app_config.memory_plan_config import engine_memory_inputs
 from app_config.slo_holds import check_holdable
 from app_config.variants import VARIANT_KEYS
 from serving_contract.components import adapter_component_name, base_component_name
+from serving_contract.env import WARMUP_PREFILL_MAX_TOKENS, WARMUP_PREFILL_MIN_TOKENS
 
 if TYPE_CHECKING:
     from app_config.root import AppConfig
@@ -43,6 +44,7 @@ def check_cross_sections(config: "AppConfig") -> None:
             f"engine.max_cpu_loras = {config.engine.max_cpu_loras} is below the {len(config.model.adapters)} "
             "configured adapters; every adapter must fit the CPU cache"
         )
+    _check_prefill_warmup(config)
     _kernel_checks(config)
     _memory_plan_checks(config)
     check_context_budget(config)
@@ -357,3 +359,14 @@ def _check_artifact_pins(config: "AppConfig") -> None:
                 f"image.build.{variant}.adapters pins [{', '.join(pinned)}] but model.adapters is "
                 f"[{', '.join(expected)}]; pin exactly one version per configured adapter"
             )
+
+
+def _check_prefill_warmup(config: "AppConfig") -> None:
+    """The container refuses the same values at start (serving_app.settings); synth says it first."""
+    tokens, max_len = config.container.warmup_prefill_tokens, config.engine.max_model_len
+    if 0 < tokens < WARMUP_PREFILL_MIN_TOKENS or tokens + WARMUP_PREFILL_MAX_TOKENS > max_len:
+        raise ValueError(
+            f"container.warmup_prefill_tokens = {tokens}: must be 0 (off) or from {WARMUP_PREFILL_MIN_TOKENS} to "
+            f"engine.max_model_len - {WARMUP_PREFILL_MAX_TOKENS} = {max_len - WARMUP_PREFILL_MAX_TOKENS} "
+            "(the warm-up prompt and its answer must fit one sequence)"
+        )

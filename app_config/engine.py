@@ -54,6 +54,7 @@ class EngineConfig(ConfigModel):
     max_loras: int = _field(spec.MAX_LORAS)
     max_lora_rank: Annotated[int, _one_of(spec.MAX_LORA_RANK)] = _field(spec.MAX_LORA_RANK)
     max_cpu_loras: int | None = _field(spec.MAX_CPU_LORAS)
+    specialize_active_lora: bool = _field(spec.SPECIALIZE_ACTIVE_LORA)
     log_level: Annotated[str, _one_of(spec.LOG_LEVEL)] = _field(spec.LOG_LEVEL)
 
     @model_validator(mode="after")

@@ -61,7 +61,7 @@ class ComponentScalingConfig(ConfigModel):
         le=1024,
         description=(
             "Target of SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution (10 s datapoints). "
-            "Source: the memory plan, as scaling.*.target_tracking.concurrent_requests_target: 42 typical "
+            "Source: the memory plan, as scaling.*.target_tracking.concurrent_requests_target: 43 typical "
             "requests fit one copy's KV cache on an ml.g5.xlarge; 32 keeps ~20 % headroom."
         ),
     )

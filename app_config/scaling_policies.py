@@ -55,7 +55,7 @@ class TargetTrackingConfig(ConfigModel):
             "type's concurrency at the TTFT SLO (app_config/capacity.py: measured with ops load, else projected from "
             "the GPU measurement at MangaAssist's request shape, docs/performance.md). Above it, TTFT p95 passes "
             "slo.<class>.ttft_p95_ms of the routing's class (capacity.routing). The earlier 32 came from what the KV "
-            "cache fits (42 typical requests on a g5); measured on an H100 at the request shape, TTFT p95 at 32 "
+            "cache fits (43 typical requests on a g5); measured on an H100 at the request shape, TTFT p95 at 32 "
             "concurrent is ~1.7 s."
         ),
     )

@@ -28,7 +28,7 @@ class VariantConfig(ConfigModel):
         default="ml.g5.xlarge",
         description=(
             "GPU hosting instance type (app_config/gpu_instances.py lists the accepted ones). Source: seed 003 "
-            "(ml.g5.xlarge, one A10G). What fits on it is the memory plan `make synth` prints: about 26 sequences "
+            "(ml.g5.xlarge, one A10G). What fits on it is the memory plan `make synth` prints: about 27 sequences "
             "of 4,096 tokens at the defaults, not the seed's 128. Changing it on a deployed, autoscaled variant "
             "fails the endpoint update until its scalable target is deregistered (SageMaker developer guide, "
             "'Update endpoints that use auto scaling')."

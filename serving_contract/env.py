@@ -35,6 +35,11 @@ LORA_ADAPTERS: Final = "LORA_ADAPTERS"
 LORA_MAX_LORAS: Final = "LORA_MAX_LORAS"
 LORA_MAX_RANK: Final = "LORA_MAX_RANK"
 LORA_MAX_CPU_LORAS: Final = "LORA_MAX_CPU_LORAS"
+LORA_SPECIALIZE_ACTIVE: Final = "LORA_SPECIALIZE_ACTIVE"
+# A folder of vLLM's tuned LoRA kernel configs (benchmarks/lora_tune.py's output, one file per
+# kernel and GPU name); the engine process gets it as VLLM_TUNED_CONFIG_FOLDER. Unset: vLLM's
+# default kernel configs.
+LORA_TUNED_CONFIG_DIR: Final = "LORA_TUNED_CONFIG_DIR"
 # "true" in inference_components mode: the engine starts with LoRA on and no adapter, and
 # SageMaker loads each adapter component's adapter at runtime (POST /adapters, DELETE
 # /adapters/{name}); LORA_ADAPTERS is then empty.
@@ -55,6 +60,16 @@ CUDA_FORWARD_COMPAT: Final = "CUDA_FORWARD_COMPAT"
 # Lifecycle of the serving process.
 STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"
 WARMUP_NUM_REQUESTS: Final = "WARMUP_NUM_REQUESTS"
+WARMUP_PREFILL_TOKENS: Final = "WARMUP_PREFILL_TOKENS"
+WARMUP_PREFILL_TOKENS_DEFAULT: Final = 2048
+"""Prefill warm-up prompt, tokens: MangaAssist's first turn is 2,040 (seed 002: a 600-token system
+prompt + 1,400 of context + a 40-token turn; benchmarks/conversations.py RequestShape)."""
+WARMUP_PREFILL_MIN_TOKENS: Final = 128
+"""Smallest prefill warm-up: vLLM 0.22's LoRA shrink kernel switches to its prefill config at 128
+tokens (vllm/lora/ops/triton_ops/utils.py), and engine.max_cudagraph_capture_size (64) caps the
+batches compiled at start."""
+WARMUP_PREFILL_MAX_TOKENS: Final = 2
+"""Tokens a prefill warm-up request asks for: its prompt is the work; one decode step follows."""
 DRAIN_TIMEOUT_S: Final = "DRAIN_TIMEOUT_S"
 REQUEST_TIMEOUT_S: Final = "REQUEST_TIMEOUT_S"
 REQUEST_READ_TIMEOUT_S: Final = "REQUEST_READ_TIMEOUT_S"

@@ -27,6 +27,7 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         env.LORA_ADAPTERS: "" if runtime_adapters else ",".join(adapter.name for adapter in config.model.adapters),
         env.STARTUP_TIMEOUT_S: str(env.startup_budget_s(config.serving.container_startup_health_check_timeout_s)),
         env.WARMUP_NUM_REQUESTS: str(config.container.warmup_num_requests),
+        env.WARMUP_PREFILL_TOKENS: str(config.container.warmup_prefill_tokens),
         env.DRAIN_TIMEOUT_S: str(config.container.drain_timeout_s),
         env.REQUEST_TIMEOUT_S: str(config.container.request_timeout_s),
         env.REQUEST_READ_TIMEOUT_S: str(config.container.request_read_timeout_s),

@@ -166,6 +166,7 @@ class Gateway:
                 self.settings.warmup_num_requests,
                 deadline,
                 self.readiness.warmed_up_adapters.append,
+                prefill_tokens=self.settings.warmup_prefill_tokens,
             )
         except StartupError as exc:
             if not self.readiness.draining:

@@ -23,6 +23,9 @@ from serving_contract import request_limits as limits
 from serving_contract.metrics import DEFAULT_NAMESPACE
 from serving_contract.request_classes import WARM_MIN_CACHED_FRACTION_DEFAULT
 
+WARMUP_PREFILL_MAX_TOKENS: Final = env.WARMUP_PREFILL_MAX_TOKENS
+WARMUP_PREFILL_MIN_TOKENS: Final = env.WARMUP_PREFILL_MIN_TOKENS
+
 SAGEMAKER_SIGKILL_AFTER_S: Final = env.SAGEMAKER_SIGKILL_AFTER_S
 """SageMaker sends SIGKILL this long after SIGTERM (docs/sources.md, "Container contract")."""
 
@@ -109,6 +112,17 @@ class Settings(BudgetSettings):
     max_loras: int = _field(spec.MAX_LORAS)
     max_lora_rank: int = _field(spec.MAX_LORA_RANK)
     max_cpu_loras: int | None = _field(spec.MAX_CPU_LORAS)
+    specialize_active_lora: Bool = _field(spec.SPECIALIZE_ACTIVE_LORA)
+    lora_tuned_config_dir: Path | None = Field(
+        None,
+        alias=env.LORA_TUNED_CONFIG_DIR,
+        description=(
+            "Folder of vLLM's tuned LoRA kernel configs (benchmarks/lora_tune.py's output: "
+            "<GPU name>_SHRINK.json, <GPU name>_EXPAND_TRUE.json), passed to the engine as "
+            "VLLM_TUNED_CONFIG_FOLDER. vLLM reads only the files named after the GPU it runs on and "
+            "logs 'Using default LoRA kernel configs' without them. Unset: vLLM's defaults."
+        ),
+    )
     lora_runtime_adapters: Bool = Field(
         False,
         alias=env.LORA_RUNTIME_ADAPTERS,
@@ -149,6 +163,18 @@ class Settings(BudgetSettings):
         ge=1,
         le=1000,
         description="Warmup requests (seeds/003: 10); at least one per adapter is always sent.",
+    )
+    warmup_prefill_tokens: int = Field(
+        env.WARMUP_PREFILL_TOKENS_DEFAULT,
+        alias=env.WARMUP_PREFILL_TOKENS,
+        ge=0,
+        description=(
+            "Prompt tokens of the prefill warm-up: before /ping goes green every model name (base and each "
+            "adapter) gets one prompt of this many tokens and one of one fewer, so Triton compiles the "
+            "prefill-sized LoRA kernels (it compiles once for token counts divisible by 16 and once for the "
+            "rest) before the first user's long prompt does (issue 35). 2,048: MangaAssist's first turn is "
+            "2,040 tokens (seed 002's 600-token system prompt + 1,400 of context + a 40-token turn). 0: off."
+        ),
     )
     drain_timeout_s: float = Field(
         20.0,
@@ -235,6 +261,7 @@ class Settings(BudgetSettings):
         "cudagraph_memory_estimate",
         "lora_runtime_adapters",
         "cuda_forward_compat",
+        "specialize_active_lora",
         mode="before",
     )
     @classmethod
@@ -304,6 +331,23 @@ class Settings(BudgetSettings):
                 raise ValueError(f"entry {name!r} = {digest!r}: must be 64 lowercase hex characters")
         return value
 
+    @field_validator("warmup_prefill_tokens")
+    @classmethod
+    def _check_prefill_tokens(cls, value: int) -> int:
+        if 0 < value < WARMUP_PREFILL_MIN_TOKENS:
+            raise ValueError(
+                f"must be 0 (off) or at least {WARMUP_PREFILL_MIN_TOKENS} (shorter batches are not prefill-sized: "
+                "vLLM captures them as CUDA graphs at start)"
+            )
+        return value
+
+    @field_validator("lora_tuned_config_dir")
+    @classmethod
+    def _check_tuned_dir(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_dir():
+            raise ValueError("must be an existing folder (benchmarks/lora_tune.py's output)")
+        return value
+
     @field_validator("metrics_namespace")
     @classmethod
     def _check_namespace(cls, value: str) -> str:
@@ -330,6 +374,12 @@ class Settings(BudgetSettings):
             raise SettingsError(
                 f"{env.LORA_ADAPTERS}={','.join(self.lora_adapters)!r} is invalid: must be empty when "
                 f"{env.LORA_RUNTIME_ADAPTERS}=true (SageMaker then loads every adapter through POST /adapters)"
+            )
+        if self.warmup_prefill_tokens and self.warmup_prefill_tokens + WARMUP_PREFILL_MAX_TOKENS > self.max_model_len:
+            raise SettingsError(
+                f"{env.WARMUP_PREFILL_TOKENS}={self.warmup_prefill_tokens!r} is invalid: must be at most "
+                f"{env.ENGINE_MAX_MODEL_LEN}={self.max_model_len} - {WARMUP_PREFILL_MAX_TOKENS} "
+                "(the warm-up prompt and its answer must fit one sequence), or 0 (off)"
             )
         if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
             raise SettingsError(

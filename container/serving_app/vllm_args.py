@@ -23,6 +23,9 @@ ENGINE_MODULE: Final = "vllm.entrypoints.openai.api_server"
 ENGINE_HOST: Final = "127.0.0.1"
 """vLLM listens on loopback only: every client goes through the gateway on :8080."""
 
+TUNED_CONFIG_FOLDER: Final = "VLLM_TUNED_CONFIG_FOLDER"
+"""Where vLLM 0.22 reads tuned LoRA kernel configs (vllm/envs.py; vllm/lora/ops/triton_ops/utils.py)."""
+
 CUDAGRAPH_ESTIMATE: Final = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 """vLLM 0.22's switch for reserving its CUDA-graph memory estimate out of the KV cache (vllm/envs.py)."""
 
@@ -114,6 +117,8 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
             spec.MAX_CPU_LORAS.flag,
             str(cpu_loras),
         ]
+        specialize = spec.SPECIALIZE_ACTIVE_LORA.flag
+        args.append(specialize if settings.specialize_active_lora else specialize.replace("--", "--no-", 1))
     if settings.lora_adapters:
         args += ["--lora-modules", *(f"{name}={paths.adapter_dir / name}" for name in settings.lora_adapters)]
     return args
@@ -122,7 +127,8 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
 def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, str]:
     """Environment for the vLLM process: the parent's, vLLM's logging level, its CUDA-graph
     memory estimate switch (``engine.cudagraph_memory_estimate``), the runtime-LoRA
-    gate when SageMaker loads adapters at runtime, and the CUDA forward-compatibility
+    gate when SageMaker loads adapters at runtime, the tuned LoRA kernel configs' folder
+    (``LORA_TUNED_CONFIG_DIR`` as ``VLLM_TUNED_CONFIG_FOLDER``), and the CUDA forward-compatibility
     libraries first on ``LD_LIBRARY_PATH`` when enabled.
 
     vLLM 0.22 itself only edits ``os.environ`` before importing torch
@@ -142,6 +148,10 @@ def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, st
         # Here vLLM listens on 127.0.0.1 only (ENGINE_HOST); the gateway owns the public routes
         # (POST /adapters, DELETE /adapters/{name}) and checks every request before it calls these.
         environ[RUNTIME_LORA_UPDATING] = "true"
+    if settings.lora_tuned_config_dir is not None:
+        # vLLM reads <GPU name>_SHRINK.json / _EXPAND_<add_inputs>.json from it at the first LoRA
+        # kernel launch (load_lora_op_config) and falls back to its defaults per missing file.
+        environ[TUNED_CONFIG_FOLDER] = str(settings.lora_tuned_config_dir)
     environ.setdefault("PYTHONUNBUFFERED", "1")
     if settings.cuda_forward_compat is not None:
         # The stack knows the host's driver (InferenceAmiVersion); vLLM's env_override reads this too.

@@ -11,6 +11,8 @@ already has or does not know; every call is recorded in ``lora_calls``).
 Scripting (all under ``/_control``, used by the tests only):
 - env ``FAKE_STARTUP_DELAY_S``: sleep before listening (vLLM listens only after loading);
 - env ``FAKE_GATE=closed``: completions wait until ``POST /_control/open``;
+- env ``FAKE_PREFILL_GATE=closed``: completions of a token-id prompt (the gateway's prefill
+  warm-up) wait until ``POST /_control/open_prefill``;
 - env ``FAKE_PID_FILE``: write the pid there;
 - env ``FAKE_COMPILE_KEY``: "compile" like vLLM: write ``torch_compile_cache/<key>/graph`` under
   ``VLLM_CACHE_ROOT`` unless it is there (a hit writes nothing);
@@ -92,6 +94,9 @@ GATE = asyncio.Event()
 RELEASE = [asyncio.Event()]  # a fresh event after each release: later holds hold again
 if os.environ.get("FAKE_GATE") != "closed":
     GATE.set()
+PREFILL_GATE = asyncio.Event()
+if os.environ.get("FAKE_PREFILL_GATE") != "closed":
+    PREFILL_GATE.set()
 
 
 def error(status: int, message: str, kind: str = "BadRequestError", param: str | None = None) -> JSONResponse:
@@ -283,11 +288,15 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915 (one scrip
         "cache_salt": body.get("cache_salt"),
         "messages": body.get("messages"),
         "sha256": hashlib.sha256(raw).hexdigest(),  # the exact bytes that arrived
+        # A token-id prompt's length (the gateway's prefill warm-up sends token ids).
+        "prompt_token_count": len(body["prompt"]) if isinstance(body.get("prompt"), list) else None,
         "t": time.monotonic(),
     }
     arrived = time.monotonic()
     STATE["requests"].append(entry)
     await GATE.wait()
+    if entry["prompt_token_count"] is not None:
+        await PREFILL_GATE.wait()
     STATE["queue_times"].append(time.monotonic() - arrived)
     if text == "boom":
         raise RaisedError(oom())
@@ -411,6 +420,11 @@ async def control_open(request: Request) -> Response:
     return Response(status_code=204)
 
 
+async def control_open_prefill(request: Request) -> Response:
+    PREFILL_GATE.set()
+    return Response(status_code=204)
+
+
 async def control_release(request: Request) -> Response:
     RELEASE[0].set()
     RELEASE[0] = asyncio.Event()
@@ -430,6 +444,7 @@ app = Starlette(
         Route("/v1/unload_lora_adapter", unload_lora_adapter, methods=["POST"]),
         Route("/_control/state", control_state),
         Route("/_control/open", control_open, methods=["POST"]),
+        Route("/_control/open_prefill", control_open_prefill, methods=["POST"]),
         Route("/_control/release", control_release, methods=["POST"]),
     ],
 )

@@ -208,6 +208,8 @@ def test_each_load_of_an_adapter_salts_its_prefix_cache_apart_from_earlier_loads
     def salts_sent(since: int) -> list[tuple[str, str | None]]:
         return [(r["model"], r["cache_salt"]) for r in runtime_serve.engine_state()["requests"][since:]]
 
+    warmups = 3  # the chat, then 2,048 and 2,047 token ids (WARMUP_PREFILL_TOKENS, issue 35)
+
     def invoke(model: str, **extra: str) -> None:
         body = {"prompt": "hello", "max_tokens": 2, **extra}
         headers = {"X-Amzn-SageMaker-Adapter-Identifier": model} if model != "base" else {}
@@ -221,9 +223,16 @@ def test_each_load_of_an_adapter_salts_its_prefix_cache_apart_from_earlier_loads
     invoke("salted")
     invoke("salted", cache_salt="tenant-7")  # the client's own salt is kept, the load's appended
     invoke("base")
-    (_, first), *rest = salts_sent(before)  # the warmup request first
+    sent = salts_sent(before)  # the warm-up requests first
+    first = sent[0][1]
     assert first is not None and first.startswith("adapter-load-")
-    assert rest == [("salted", first), ("salted", f"tenant-7:{first}"), ("base", None)]
+    assert sent[:warmups] == [("salted", first)] * warmups
+    assert sent[warmups:] == [("salted", first), ("salted", f"tenant-7:{first}"), ("base", None)]
+    prefill = runtime_serve.engine_state()["requests"][before + 1 : before + warmups]
+    assert [(r["path"], r["prompt_token_count"]) for r in prefill] == [
+        ("/v1/completions", 2048),
+        ("/v1/completions", 2047),
+    ]
 
     before = len(runtime_serve.engine_state()["requests"])
     new_version = register(
@@ -231,7 +240,8 @@ def test_each_load_of_an_adapter_salts_its_prefix_cache_apart_from_earlier_loads
     )
     assert new_version.status_code == 200, new_version.text
     invoke("salted")
-    (_, second), after = salts_sent(before)
+    sent = salts_sent(before)
+    second = sent[0][1]
     assert second not in (None, first)
-    assert after == ("salted", second)
+    assert sent == [("salted", second)] * (warmups + 1)
     assert httpx.delete(runtime_serve.url + "/adapters/salted", timeout=10).status_code == 200

@@ -49,12 +49,48 @@ def test_ping_is_503_until_warmup_through_every_adapter(tmp_path: Path) -> None:
         assert "not ready: warming_up" in refused.json()["error"]["message"]
         httpx.post(serve.engine_url + "/_control/open", timeout=5)
         serve.wait_ready()
-        warmed = {r["model"] for r in engine_requests(serve)}
-        assert warmed == {"base", *ADAPTERS}
-        assert len(engine_requests(serve)) == 4  # WARMUP_NUM_REQUESTS=4 covers all 4 names
+        chats = [r for r in engine_requests(serve) if r["path"] == "/v1/chat/completions"]
+        assert {r["model"] for r in chats} == {"base", *ADAPTERS}
+        assert len(chats) == 4  # WARMUP_NUM_REQUESTS=4 covers all 4 names
     finally:
         serve.stop()
     assert serve.proc.returncode == 0
+
+
+def test_warmup_sends_prefill_sized_prompts_through_every_adapter_before_ping(tmp_path: Path) -> None:
+    # Issue 35: short chats leave vLLM's prefill-sized LoRA kernels to be compiled on the first
+    # user's long prompt; WARMUP_PREFILL_TOKENS (default 2048) sends 2048 and 2047 token ids
+    # (both Triton specialisations of the token count) through every name, one at a time.
+    serve = Serve(tmp_path, fake_env={"FAKE_PREFILL_GATE": "closed"})
+    names = ("base", *ADAPTERS)
+    try:
+
+        def prefill() -> list[dict[str, Any]]:
+            return [r for r in engine_requests(serve) if r["path"] == "/v1/completions"]
+
+        wait_until(lambda: len(prefill()) >= 1)
+        response = serve.ping()
+        assert response is not None and response.status_code == 503
+        assert response.json()["status"] == "warming_up"
+        # The chat warm-up is done and the first prefill prompt is held: no second one is sent.
+        assert len([r for r in engine_requests(serve) if r["path"] == "/v1/chat/completions"]) == 4
+        assert len(prefill()) == 1
+        httpx.post(serve.engine_url + "/_control/open_prefill", timeout=5)
+        serve.wait_ready()
+        sizes = {name: [r["prompt_token_count"] for r in prefill() if r["model"] == name] for name in names}
+        assert sizes == {name: [2048, 2047] for name in names}
+        assert len(prefill()) == 8
+    finally:
+        serve.stop()
+
+
+def test_warmup_prefill_tokens_0_sends_no_prefill_prompt(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, env={"WARMUP_PREFILL_TOKENS": "0"})
+    try:
+        serve.wait_ready()
+        assert [r["path"] for r in engine_requests(serve)] == ["/v1/chat/completions"] * 4
+    finally:
+        serve.stop()
 
 
 def test_sigterm_drains_in_flight_requests_then_exits_0(tmp_path: Path) -> None:

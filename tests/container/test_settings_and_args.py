@@ -138,6 +138,30 @@ def test_data_parallel_engines_get_their_flag_only_above_one() -> None:
         Settings.from_env({"ENGINE_DATA_PARALLEL_SIZE": "3"})
 
 
+def test_lora_kernel_grids_follow_the_active_adapters_by_default() -> None:
+    # Issue 35 (H200, docs/performance.md, multi-LoRA): 62.8 vs 82.5 ms adapters' TTFT p50 at 1 request.
+    argv = build_vllm_args(
+        Settings.from_env({"LORA_ADAPTERS": "manga_domain_v3,jp_style_v1,general_support_v2"}), PATHS
+    )
+    assert "--specialize-active-lora" in argv
+    assert flag(argv, "--max-loras") == "3"
+    off = Settings.from_env({"LORA_ADAPTERS": "manga_domain_v3", "LORA_SPECIALIZE_ACTIVE": "false"})
+    assert "--no-specialize-active-lora" in build_vllm_args(off, PATHS)
+    # Without LoRA there is no LoRA kernel to specialise.
+    assert not [a for a in build_vllm_args(Settings.from_env({}), PATHS) if "specialize" in a]
+
+
+def test_the_tuned_lora_config_folder_becomes_vllms_variable(tmp_path: Path) -> None:
+    settings = Settings.from_env({"LORA_TUNED_CONFIG_DIR": str(tmp_path)})
+    assert engine_environment(settings, {})["VLLM_TUNED_CONFIG_FOLDER"] == str(tmp_path)
+    assert "VLLM_TUNED_CONFIG_FOLDER" not in engine_environment(Settings.from_env({}), {})
+
+
+def test_the_prefill_warmup_defaults_to_the_first_turn_and_can_be_off() -> None:
+    assert Settings.from_env({}).warmup_prefill_tokens == 2048
+    assert Settings.from_env({"WARMUP_PREFILL_TOKENS": "0"}).warmup_prefill_tokens == 0
+
+
 def test_empty_values_take_defaults() -> None:
     assert Settings.from_env({"ENGINE_MAX_NUM_SEQS": ""}).max_num_seqs == 128
 
@@ -186,6 +210,25 @@ def test_empty_values_take_defaults() -> None:
         ({"STARTUP_TIMEOUT_S": "0"}, "STARTUP_TIMEOUT_S='0' is invalid: must be > 0"),
         ({"WARMUP_NUM_REQUESTS": "0"}, "WARMUP_NUM_REQUESTS='0' is invalid: must be >= 1"),
         ({"SESSIONS_MAX": "0"}, "SESSIONS_MAX='0' is invalid: must be >= 1"),
+        (
+            {"WARMUP_PREFILL_TOKENS": "100"},
+            "WARMUP_PREFILL_TOKENS='100' is invalid: must be 0 (off) or at least 128 (shorter batches are not "
+            "prefill-sized: vLLM captures them as CUDA graphs at start)",
+        ),
+        (
+            {"WARMUP_PREFILL_TOKENS": "4096"},
+            "WARMUP_PREFILL_TOKENS=4096 is invalid: must be at most ENGINE_MAX_MODEL_LEN=4096 - 2 (the warm-up "
+            "prompt and its answer must fit one sequence), or 0 (off)",
+        ),
+        (
+            {"LORA_TUNED_CONFIG_DIR": "/nonexistent/lora-configs"},
+            "LORA_TUNED_CONFIG_DIR='/nonexistent/lora-configs' is invalid: must be an existing folder "
+            "(benchmarks/lora_tune.py's output)",
+        ),
+        (
+            {"LORA_SPECIALIZE_ACTIVE": "perhaps"},
+            "LORA_SPECIALIZE_ACTIVE='perhaps' is invalid: must be one of true, false, 1, 0, yes, no, on, off",
+        ),
         ({"CUDA_FORWARD_COMPAT": "sometimes"}, "CUDA_FORWARD_COMPAT='sometimes' is invalid: "),
         ({"SESSION_TTL_S": "86401"}, "SESSION_TTL_S='86401' is invalid: must be <= 86400"),
         (

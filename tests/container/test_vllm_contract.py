@@ -34,7 +34,7 @@ PATHS = EnginePaths(model_dir=Path("/opt/model/base"), adapter_dir=Path("/opt/mo
 FULL_ENV = {
     "LORA_ADAPTERS": "manga_domain_v3,general_support_v2,jp_style_v1",
     "LORA_MAX_RANK": "16",
-    "LORA_MAX_LORAS": "4",
+    "LORA_MAX_LORAS": "3",
     "DRAIN_TIMEOUT_S": "20",
 }
 RUNTIME_ADAPTERS_ENV = {
@@ -43,6 +43,7 @@ RUNTIME_ADAPTERS_ENV = {
     "LORA_MAX_LORAS": "2",
     "LORA_MAX_CPU_LORAS": "3",
     "LORA_MAX_RANK": "32",
+    "LORA_SPECIALIZE_ACTIVE": "false",
 }
 MINIMAL_ENV = {
     "ENGINE_QUANTIZATION": "awq",
@@ -85,7 +86,7 @@ def test_default_argv_parses_to_every_declared_default(answer: dict[str, Any]) -
         if setting in (spec.QUANTIZATION, spec.ATTENTION_BACKEND):
             expected = None  # auto: no flag, vLLM decides (Marlin for AWQ; its own attention backend)
         if setting is spec.MAX_CPU_LORAS:
-            expected = 4  # unset: room for every adapter, max(max_loras 4, 3 adapters)
+            expected = 3  # unset: room for every adapter, max(max_loras 3, 3 adapters)
         assert parsed[_dest(setting)] == expected, setting.key
     assert parsed["model"] == "/opt/model/base"
     assert parsed["served_model_name"] == ["base"]
@@ -124,6 +125,7 @@ def test_runtime_adapter_argv_enables_lora_with_no_adapter(answer: dict[str, Any
     assert parsed["enable_lora"] is True
     assert parsed["lora_modules"] is None
     assert (parsed["max_loras"], parsed["max_cpu_loras"], parsed["max_lora_rank"]) == (2, 3, 32)
+    assert parsed["specialize_active_lora"] is False  # --no-specialize-active-lora
 
 
 def test_declared_choices_are_values_vllm_accepts(answer: dict[str, Any]) -> None:

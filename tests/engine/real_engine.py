@@ -41,6 +41,8 @@ ENGINE_ENV: Mapping[str, str] = {
     "ENGINE_MAX_NUM_SEQS": "16",
     "ENGINE_MAX_MODEL_LEN": "2048",
     "WARMUP_NUM_REQUESTS": "4",
+    # The prefill warm-up (issue 35) within ENGINE_MAX_MODEL_LEN 2048, small for 2 CPU cores.
+    "WARMUP_PREFILL_TOKENS": "256",
     "METRICS_INTERVAL_S": "1",
     # A drain budget far above what the SIGTERM test's streams need on any runner (its docstring):
     # the gateway reads SHUTDOWN_BUDGET_S in place of SageMaker's 30 s, which bounds the drain to 22 s.

@@ -69,6 +69,17 @@ def test_ping_is_503_until_the_engine_is_up_and_every_adapter_is_warmed(shared_g
         if sample.name == "vllm:request_success_total"
     )
     assert finished >= int(ENGINE_ENV["WARMUP_NUM_REQUESTS"])
+    # The prefill warm-up (issue 35): 256 and 255 token ids through every name, logged before ready.
+    for name in MODELS:
+        line = f"warmup: {name} prefill done (256, 255 tokens)"
+        assert stderr.index(line) < stderr.index("startup: ready after"), line
+    prompt_tokens = sum(
+        sample.value
+        for family in text_string_to_metric_families(httpx.get(shared_gateway.engine_url + "/metrics").text)
+        for sample in family.samples
+        if sample.name == "vllm:prompt_tokens_total"
+    )
+    assert prompt_tokens >= len(MODELS) * (256 + 255)
 
 
 def _select(selector: str, name: str) -> tuple[dict[str, Any], dict[str, str]]:

@@ -145,6 +145,16 @@ def test_bad_value_names_key_value_and_allowed(key: str, value: str, expected: s
             "config error: model.adapters rank 32 exceeds engine.max_lora_rank = 16",
         ),
         (
+            {"container.warmup_prefill_tokens": "4095"},
+            "config error: container.warmup_prefill_tokens = 4095: must be 0 (off) or from 128 to "
+            "engine.max_model_len - 2 = 4094 (the warm-up prompt and its answer must fit one sequence)",
+        ),
+        (
+            {"container.warmup_prefill_tokens": "100"},
+            "config error: container.warmup_prefill_tokens = 100: must be 0 (off) or from 128 to "
+            "engine.max_model_len - 2 = 4094 (the warm-up prompt and its answer must fit one sequence)",
+        ),
+        (
             {"model.adapters": json.dumps([{"name": "a"}, {"name": "a"}])},
             "config error: model: adapters: duplicate adapter name(s) a; each name must be unique",
         ),

@@ -32,7 +32,7 @@ def llama3_8b_awq(vocab_size: int) -> ModelShape:
 
 
 def container_engine(utilization: float) -> EngineMemoryInputs:
-    """The container's default argv with three rank-16 adapters (max_loras 4)."""
+    """The container's argv with three rank-16 adapters and max_loras 4 (the default before issue 35)."""
     return EngineMemoryInputs(
         gpu_memory_utilization=utilization,
         tensor_parallel_size=1,
@@ -83,12 +83,12 @@ def test_default_shape_matches_the_awq_layout_of_llama3_8b() -> None:
     assert shape.lora_slot_bytes(max_loras=4, max_lora_rank=16) == 4 * 16 * (32 * 81_920 + 2 * 132_352) * 2
 
 
-def test_default_config_fits_26_sequences_of_max_model_len_on_a_g5_xlarge() -> None:
+def test_default_config_fits_27_sequences_of_max_model_len_on_a_g5_xlarge() -> None:
     plan = load_config(cdk_json_context()).memory_plan_of("ml.g5.xlarge")
     # The seeds promised 128 sequences of 4,096 tokens; the KV cache holds about a fifth of that.
-    assert plan.sequences_at_max_len == 26
-    assert plan.sequences_at_typical_len == 42
-    assert plan.concurrency_ceiling == 42
+    assert plan.sequences_at_max_len == 27
+    assert plan.sequences_at_typical_len == 43
+    assert plan.concurrency_ceiling == 43
     assert plan.kv_tokens == plan.sequences_at_max_len * 4096 + plan.kv_tokens % 4096
 
 
@@ -145,13 +145,13 @@ def test_utilization_without_room_for_one_sequence_stops_synth() -> None:
     assert _error(engine__gpu_memory_utilization="0.2") == (
         "config error: engine.gpu_memory_utilization = 0.2: on serving.primary.instance_type = ml.g5.xlarge (A10G) "
         "it leaves 0 KV-cache tokens, fewer than one engine.max_model_len = 4096 sequence (budget 4.50 GiB - "
-        "weights 5.33 - LoRA slots 0.34 - runtime 1.60); it needs >= 0.35 (vLLM refuses to start)"
+        "weights 5.33 - LoRA slots 0.26 - runtime 1.60); it needs >= 0.34 (vLLM refuses to start)"
     )
 
 
 def test_max_model_len_above_the_kv_cache_even_at_full_utilization_stops_synth() -> None:
-    # A long-context model on a T4: 15,360 MiB x 0.98 - 5.33 - 0.34 - 1.6 GiB = 7.43 GiB of KV cache,
-    # 60,832 tokens of 128 KiB in whole blocks; not one 65,536-token sequence.
+    # A long-context model on a T4: 15,360 MiB x 0.98 - 5.33 - 0.26 - 1.6 GiB = 7.51 GiB of KV cache,
+    # 61,536 tokens of 128 KiB in whole blocks; not one 65,536-token sequence (3 LoRA slots).
     message = _error(
         engine__max_model_len="65536",
         engine__gpu_memory_utilization="0.98",
@@ -161,9 +161,9 @@ def test_max_model_len_above_the_kv_cache_even_at_full_utilization_stops_synth()
         monitoring__gpu_memory_utilization__threshold="99",
     )
     assert message.startswith(
-        "config error: engine.max_model_len = 65536: only 60,832 KV-cache tokens fit on "
+        "config error: engine.max_model_len = 65536: only 61,536 KV-cache tokens fit on "
         "serving.primary.instance_type = ml.g4dn.xlarge (T4) even at engine.gpu_memory_utilization = 0.98; "
-        "lower it to <= 60832"
+        "lower it to <= 61536"
     ), message
 
 
@@ -248,7 +248,7 @@ def test_report_warns_only_when_the_active_target_is_above_the_fit() -> None:
     )
     assert loud[0].warning == (
         "scaling.primary.target_tracking.concurrent_requests_target = 60 (the active target-tracking metric) is "
-        "above the 42 requests of 2,560 tokens whose KV cache fits on ml.g5.xlarge: vLLM preempts and queues "
+        "above the 43 requests of 2,560 tokens whose KV cache fits on ml.g5.xlarge: vLLM preempts and queues "
         "before the fleet scales out"
     )
     assert loud[1].warning is None

@@ -209,8 +209,8 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
                 "scaling.primary.target_tracking.concurrent_requests_target": "40",
                 "scaling.primary.step_scaling.scale_in_running_requests": "30",
             },
-            "config error: scaling.primary.step_scaling.scale_in_running_requests = 30: must be <= 21, half the "
-            "42 sequences the engine runs on ml.g5.xlarge (memory plan at 2,560 tokens, engine.max_num_seqs = 128); "
+            "config error: scaling.primary.step_scaling.scale_in_running_requests = 30: must be <= 21.5, half the "
+            "43 sequences the engine runs on ml.g5.xlarge (memory plan at 2,560 tokens, engine.max_num_seqs = 128); "
             "removing one of two instances doubles the survivor's load, and a threshold at the ceiling scales in at "
             "full load",
         ),

@@ -48,7 +48,7 @@ def test_default_environment_reaches_vllm_as_the_declared_defaults(stage: str) -
         # The stack states every set value itself: the container's own defaults never decide.
         assert variables.get(setting.env_var) == setting.to_env(expected), setting.key
         assert getattr(settings, setting.key) == expected, setting.key
-    assert _flag(argv, "--max-cpu-loras") == "4"  # max(max_loras 4, 3 adapters)
+    assert _flag(argv, "--max-cpu-loras") == "3"  # max(max_loras 3, 3 adapters)
     # The fast kernel: no --quantization, vLLM upgrades the AWQ checkpoint to Marlin itself.
     assert "--quantization" not in argv
     modules = argv[argv.index("--lora-modules") + 1 : argv.index("--lora-modules") + 4]
@@ -102,6 +102,7 @@ NON_DEFAULTS: dict[str, tuple[str, dict[str, str]]] = {
     "max_loras": ("8", {}),
     "max_lora_rank": ("32", {}),
     "max_cpu_loras": ("12", {}),
+    "specialize_active_lora": ("false", {}),
 }
 
 

@@ -69,7 +69,7 @@ from serving_app.artifacts import ArtifactError, adapter_rank
 from serving_app.engine.monitor import EngineMonitor, reports_dead_engine
 from serving_app.engine.readiness import Phase, Readiness
 from serving_app.errors import error_response
-from serving_app.lifecycle.warmup import warmup_body
+from serving_app.lifecycle.warmup import prefill_body, prefill_prompt, prefill_sizes, warmup_body
 from serving_app.settings import Settings
 from serving_app.upstream import UpstreamError, UpstreamPool
 from serving_contract import env
@@ -272,8 +272,9 @@ class AdapterService:
             )
 
     async def _load_and_warm(self, name: str, src: str, cache_salt: str) -> None:
-        """Load ``name`` in vLLM and send it one warmup request, within ``REQUEST_TIMEOUT_S``
-        (the bound of a request; SageMaker documents no limit for its adapter calls).
+        """Load ``name`` in vLLM and send it the warm-up (one chat, then the prefill prompts of
+        ``WARMUP_PREFILL_TOKENS``), within ``REQUEST_TIMEOUT_S`` (the bound of a request;
+        SageMaker documents no limit for its adapter calls).
 
         vLLM is first asked to forget the name (a 404 when it does not know it): it may still
         know it when an earlier load finished after the gateway gave up on it, and would then
@@ -300,10 +301,20 @@ class AdapterService:
             raise AdapterRefusedError(
                 502, f"engine failed to load adapter {name!r} ({status}): {engine_message(content)}"
             )
-        warmup = {**warmup_body(name, 0), "cache_salt": cache_salt}
+        # The chat, then the prefill-sized prompts of the start-up warm-up (WARMUP_PREFILL_TOKENS):
+        # in inference_components mode no adapter exists at start, so the first adapter loaded
+        # is the first to reach vLLM's prefill-sized LoRA kernels (issue 35).
+        requests = [("/v1/chat/completions", warmup_body(name, 0))]
+        requests += [
+            ("/v1/completions", prefill_body(name, prefill_prompt(0, index, size)))
+            for index, size in enumerate(prefill_sizes(self.settings.warmup_prefill_tokens))
+        ]
         try:
             async with asyncio.timeout_at(deadline):
-                status, content = await self._post("/v1/chat/completions", warmup)
+                for path, body in requests:
+                    status, content = await self._post(path, {**body, "cache_salt": cache_salt})
+                    if status != 200:
+                        break
         except TimeoutError:
             await self._forget(name)
             raise AdapterRefusedError(

@@ -1,0 +1,76 @@
+"""``LORA_TUNED_CONFIG_DIR`` reaches vLLM 0.22.0 as ``VLLM_TUNED_CONFIG_FOLDER`` and vLLM reads it.
+
+The folder is the tuner's real output from an H200 (``benchmarks/lora_tune.py``, committed under
+``benchmarks/results/h200-2026-11-26-lora-levers/``). vLLM's CPU build runs no Triton kernel, so
+the check calls vLLM's own config lookup (``vllm/lora/ops/triton_ops/utils.py``
+``get_lora_op_configs``, what every LoRA kernel launch calls) in the engine's environment, with
+the GPU name it keys the files by set to the H200's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from serving_app.settings import Settings
+from serving_app.vllm_args import TUNED_CONFIG_FOLDER, engine_environment
+from tests.container.conftest import REPO, VLLM_PYTHON
+
+pytestmark = pytest.mark.skipif(
+    not VLLM_PYTHON.exists() and not os.environ.get("REQUIRE_VLLM_CONTRACT"),
+    reason=f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh",
+)
+
+TUNER_OUTPUT = REPO / "benchmarks" / "results" / "h200-2026-11-26-lora-levers"
+
+LOOKUP = """
+import json, sys, torch
+torch.cuda.get_device_name = lambda *args: sys.argv[1]  # the name vLLM keys the files by
+from vllm.lora.ops.triton_ops.utils import get_lora_op_configs
+# A 2,040-token prefill through the down projection (k = 14336) and the gate_up expand, max_loras 3.
+shrink = get_lora_op_configs("shrink", max_loras=4, batch=2040, hidden_size=14336, rank=16, num_slices=1)
+expand = get_lora_op_configs(
+    "expand", max_loras=4, batch=2040, hidden_size=14336, rank=16, num_slices=2, add_inputs=True
+)
+print(json.dumps({"shrink": shrink, "expand": expand}))
+"""
+
+
+def lookup(environ: dict[str, str], gpu_name: str) -> tuple[dict[str, dict[str, object]], str]:
+    done = subprocess.run(
+        [str(VLLM_PYTHON), "-c", LOOKUP, gpu_name],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    # vLLM logs to stdout; the lookup's answer is the last line.
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stdout + done.stderr
+
+
+def test_the_tuned_folder_is_passed_to_vllm_and_read(tmp_path: Path) -> None:
+    folder = tmp_path / "lora-configs"
+    folder.mkdir()
+    for name in ("NVIDIA_H200_SHRINK.json", "NVIDIA_H200_EXPAND_TRUE.json"):
+        (folder / name).write_text((TUNER_OUTPUT / name).read_text())
+    settings = Settings.from_env({"LORA_ADAPTERS": "manga_domain_v3", "LORA_TUNED_CONFIG_DIR": str(folder)})
+    environ = engine_environment(settings, dict(os.environ))
+    assert environ[TUNED_CONFIG_FOLDER] == str(folder)
+
+    configs, log = lookup(environ, "NVIDIA H200")
+    table = json.loads((folder / "NVIDIA_H200_SHRINK.json").read_text())
+    # The tuner writes one prefill config under batch key 128; vLLM takes the nearest key.
+    assert configs["shrink"] == table["4"]["1"]["128"]["14336"]["16"]
+    expand_table = json.loads((folder / "NVIDIA_H200_EXPAND_TRUE.json").read_text())
+    assert configs["expand"] == expand_table["4"]["2"]["128"]["16"]["14336"]
+    assert f"Using tuned LoRA kernel configs from {folder}/NVIDIA_H200_SHRINK.json" in log
+
+    # Another GPU finds no file of its name and keeps vLLM's defaults (logged, not fatal).
+    defaults, log = lookup(environ, "NVIDIA A10G")
+    assert defaults["shrink"] != configs["shrink"]
+    assert f"No LoRA kernel configs found in {folder}/NVIDIA_A10G_SHRINK.json" in log
