@@ -33,6 +33,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     """A gateway whose fake engine has a 1,024-token context, summaries on with a short bound."""
     env = {
         "ENGINE_MAX_MODEL_LEN": str(MAX_MODEL_LEN),
+        "WARMUP_PREFILL_TOKENS": "256",  # the prefill warm-up fits the short context (issue 35's check)
         "REQUEST_TIMEOUT_S": "10",
         "CONTEXT_BUDGET_GENERATION_RESERVE_TOKENS": "100",
     }
@@ -48,6 +49,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
 def summarizing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     env = {
         "ENGINE_MAX_MODEL_LEN": str(MAX_MODEL_LEN),
+        "WARMUP_PREFILL_TOKENS": "256",  # the prefill warm-up fits the short context (issue 35's check)
         "REQUEST_TIMEOUT_S": "10",
         "CONTEXT_BUDGET_SUMMARIZE": "true",
         "CONTEXT_BUDGET_SUMMARY_TOKENS": "50",
