@@ -82,7 +82,7 @@ class CapacityConfig(ConfigModel):
     """Where the per-instance capacity at the TTFT SLO comes from (see app_config/capacity.py)."""
 
     routing: Literal["least_outstanding", "session_affinity", "prefix_aware"] = Field(
-        default="least_outstanding",
+        default="prefix_aware",
         description=(
             "How follow-up turns reach engines: least_outstanding (SageMaker's routing without sessions: the fresh "
             "curve), session_affinity (clients use stateful sessions: the conversations curve) or prefix_aware "

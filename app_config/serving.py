@@ -25,13 +25,15 @@ class VariantConfig(ConfigModel):
 
     variant_name: VariantName = Field(description="Production variant name (the scaling ResourceId uses it).")
     instance_type: InstanceType = Field(
-        default="ml.g5.xlarge",
+        default="ml.g6.xlarge",
         description=(
-            "GPU hosting instance type (app_config/gpu_instances.py lists the accepted ones). Source: seed 003 "
-            "(ml.g5.xlarge, one A10G). What fits on it is the memory plan `make synth` prints: about 27 sequences "
-            "of 4,096 tokens at the defaults, not the seed's 128. Changing it on a deployed, autoscaled variant "
-            "fails the endpoint update until its scalable target is deregistered (SageMaker developer guide, "
-            "'Update endpoints that use auto scaling')."
+            "GPU hosting instance type (app_config/gpu_instances.py lists the accepted ones). Default: the "
+            "cheapest fleet that holds both TTFT SLO classes at the default traffic, as `make plan` recommends "
+            "(ml.g6.xlarge, one L4, with capacity.routing prefix_aware; docs/planning.md). Seed 003's ml.g5.xlarge "
+            "(one A10G) cannot hold slo.cold.ttft_p95_ms = 500 ms (first turn ~523 ms at one request): the "
+            "seeds' fleet stays documented with the cold SLO it holds (docs/planning.md). Changing it on a "
+            "deployed, autoscaled variant fails the endpoint update until its scalable target is deregistered "
+            "(SageMaker developer guide, 'Update endpoints that use auto scaling')."
         ),
     )
     initial_instance_count: int = Field(

@@ -82,11 +82,12 @@ class SloConfig(ConfigModel):
         ),
     )
     require_holdable: bool = Field(
-        default=False,
+        default=True,
         description=(
             "True: a variant whose instance type cannot hold a class's ttft_p95_ms (by its measured or projected "
-            "curve) stops synth with a config error; False: the synth summary warns. False while the default fleet "
-            "(ml.g5.xlarge) cannot hold it (app_config/slo_holds.py)."
+            "curve) stops synth with a config error, since its TTFT alarm and rollback guardrail would always fire "
+            "(every update rolled back); False: the synth summary only warns, for a deliberate experiment "
+            "(app_config/slo_holds.py). The default fleet holds both classes (make plan)."
         ),
     )
     availability_percent: float = Field(

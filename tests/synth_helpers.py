@@ -16,7 +16,33 @@ from stacks.composition import AppStacks, build_app
 REPO = Path(__file__).resolve().parent.parent
 
 
-__all__ = ["Synth", "cdk_json_context", "distinct_templates", "synthesize"]
+__all__ = [
+    "SEEDS_G5",
+    "SEEDS_G5_ARGS",
+    "SEEDS_G5_FLAGS",
+    "Synth",
+    "cdk_json_context",
+    "distinct_templates",
+    "synthesize",
+]
+
+SEEDS_G5: dict[str, str] = {
+    "serving.primary.instance_type": "ml.g5.xlarge",
+    "serving.canary.instance_type": "ml.g5.xlarge",
+    "slo.cold.ttft_p95_ms": "800",
+}
+"""The seeds' fleet: seed 003's ml.g5.xlarge (one A10G), with the cold TTFT objective it holds.
+
+The defaults are the fleet ``make plan`` recommends (ml.g6.xlarge); a test whose figures are the
+A10G's (memory plan, quotas, the scaling simulation) pins these overrides (docs/planning.md,
+"The seeds' fleet").
+"""
+
+SEEDS_G5_ARGS: tuple[str, ...] = tuple(f"{key}={value}" for key, value in SEEDS_G5.items())
+"""``SEEDS_G5`` as ``key=value`` overrides (``capacity_plan.load``, the scaling simulation)."""
+
+SEEDS_G5_FLAGS: tuple[str, ...] = tuple(arg for pair in SEEDS_G5_ARGS for arg in ("-c", pair))
+"""``SEEDS_G5`` as command-line flags: ``-c key=value`` each, as ``make plan`` or ``ops`` take them."""
 
 
 @dataclass(frozen=True)

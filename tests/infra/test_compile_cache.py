@@ -41,7 +41,8 @@ def test_each_model_reads_the_cache_made_for_it_on_its_instance_type(default_syn
         assert environment.pop(contract.COMPILE_CACHE_KEY) == {"Fn::GetAtt": [cache_id, "Key"]}
         assert cache["Environment"] == environment
         assert cache["ImageUri"] == container["Image"]
-        assert cache["InstanceType"] == "ml.g5.xlarge"
+        serving = default_synth.config.serving
+        assert cache["InstanceType"] == {"Primary": serving.primary, "Canary": serving.canary}[variant].instance_type
         assert (cache["MaxRuntimeInSeconds"], cache["VolumeSizeInGB"]) == ("3600", "30")
         assert container["ModelDataSource"] == {
             "S3DataSource": {

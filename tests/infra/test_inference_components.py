@@ -28,6 +28,16 @@ def _components(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_endpoint_config_hosts_components_on_one_managed_variant(components_synth: Synth) -> None:
+    config = components_synth.config
+    prefix = config.prefix_routing()  # capacity.routing = prefix_aware by default (make plan)
+    assert prefix is not None
+    routing = {
+        "RoutingStrategy": "PREFIX_AWARE",
+        "PrefixAwareRoutingConfig": {
+            "PrefixLength": prefix.prefix_length_bytes,
+            "ConcurrencyThreshold": prefix.concurrency_threshold,
+        },
+    }
     template = components_synth.template("Serving")
     template.resource_count_is("AWS::SageMaker::EndpointConfig", 1)
     template.has_resource_properties(
@@ -38,10 +48,10 @@ def test_endpoint_config_hosts_components_on_one_managed_variant(components_synt
                 Match.object_equals(
                     {
                         "VariantName": "primary",
-                        "InstanceType": "ml.g5.xlarge",
+                        "InstanceType": config.serving.primary.instance_type,
                         "InitialInstanceCount": 2,
                         "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 2, "MaxInstanceCount": 20},
-                        "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+                        "RoutingConfig": routing,
                         "InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1",
                     }
                 )

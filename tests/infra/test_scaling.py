@@ -157,16 +157,18 @@ def test_queue_depth_alarms_drive_the_step_policies(default_synth: Synth) -> Non
 def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_synth: Synth) -> None:
     target = _targets(default_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
+    # The floors are the config's (make plan's, tests/unit/test_scaling_config.py); the times the seeds'.
+    floor = {a.name: a.min_capacity for a in default_synth.config.scaling.primary.resolved_schedule}
     expected = {
-        # Every ceiling is serving.primary.max_capacity (issue 21, finding 3): the night floor is 2,
-        # and an unforeseen surge at night can still scale to 20.
-        "off-peak": ("cron(0 1 * * ? *)", 2, 20),
-        "business-hours": ("cron(0 8 * * ? *)", 4, 20),
-        "jp-evening-peak": ("cron(45 17 ? * TUE,THU,SAT,SUN *)", 6, 20),
-        "jp-evening-end": ("cron(0 23 * * ? *)", 4, 20),
-        "shonen-jump-prescale": ("cron(0 16 ? * MON *)", 8, 20),
-        "shonen-magazine-prescale": ("cron(0 16 ? * WED *)", 8, 20),
-        "friday-release-prescale": ("cron(0 16 ? * FRI *)", 8, 20),
+        # Every ceiling is serving.primary.max_capacity (issue 21, finding 3): an unforeseen surge at
+        # night can still scale to 20.
+        "off-peak": ("cron(0 1 * * ? *)", floor["off-peak"], 20),
+        "business-hours": ("cron(0 8 * * ? *)", floor["business-hours"], 20),
+        "jp-evening-peak": ("cron(45 17 ? * TUE,THU,SAT,SUN *)", floor["jp-evening-peak"], 20),
+        "jp-evening-end": ("cron(0 23 * * ? *)", floor["jp-evening-end"], 20),
+        "shonen-jump-prescale": ("cron(0 16 ? * MON *)", floor["shonen-jump-prescale"], 20),
+        "shonen-magazine-prescale": ("cron(0 16 ? * WED *)", floor["shonen-magazine-prescale"], 20),
+        "friday-release-prescale": ("cron(0 16 ? * FRI *)", floor["friday-release-prescale"], 20),
     }
     assert set(actions) == set(expected)
     for name, (schedule, low, high) in expected.items():
@@ -242,9 +244,14 @@ def test_one_scaling_override_reaches_the_template_and_the_plan(
 
     baseline = capacity_plan.plan(capacity_plan.load([]))[0]
     changed = capacity_plan.plan(capacity_plan.load([f"{key}={value}"]))[0]
-    # One more hour at the event floor 8 instead of business hours' 4, on MON, WED and FRI.
-    assert changed.floor_hours_per_week - baseline.floor_hours_per_week == 3 * (8 - 4) * 1
-    assert changed.hourly[0][15] == (8, 20) and baseline.hourly[0][15] == (4, 20)
+    # One more hour at each event's floor instead of business hours', on MON, WED and FRI.
+    floor = {a.name: a.min_capacity for a in default_synth.config.scaling.primary.resolved_schedule}
+    releases = ("shonen-jump-prescale", "shonen-magazine-prescale", "friday-release-prescale")
+    extra = sum(floor[name] - floor["business-hours"] for name in releases)
+    assert extra > 0
+    assert changed.floor_hours_per_week - baseline.floor_hours_per_week == extra * 1
+    assert changed.hourly[0][15] == (floor["shonen-jump-prescale"], 20)
+    assert baseline.hourly[0][15] == (floor["business-hours"], 20)
 
 
 def _diff(a: Any, b: Any, path: str = "") -> list[str]:

@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match
 from cdk_constructs.endpoint.components_serving import ComponentsServing
 from cdk_constructs.endpoint.variants_serving import VariantsServing
 from serving_contract import env, outputs
-from tests.synth_helpers import Synth, synthesize
+from tests.synth_helpers import SEEDS_G5, Synth, synthesize
 
 
 def _variants(synth: Synth) -> list[dict[str, Any]]:
@@ -21,27 +21,46 @@ def _variants(synth: Synth) -> list[dict[str, Any]]:
     return variants
 
 
-def test_endpoint_config_has_primary_and_canary_from_the_seeds(default_synth: Synth) -> None:
+def test_endpoint_config_has_primary_and_canary_from_the_config(default_synth: Synth) -> None:
+    config = default_synth.config
     variants = {v["VariantName"]: v for v in _variants(default_synth)}
     assert set(variants) == {"primary", "canary"}
-    assert variants["primary"]["InstanceType"] == "ml.g5.xlarge"
+    # The fleet make plan recommends (tests/unit/test_default_fleet.py); the counts and weights are the seeds'.
+    assert variants["primary"]["InstanceType"] == config.serving.primary.instance_type
+    assert variants["canary"]["InstanceType"] == config.serving.canary.instance_type
     assert variants["primary"]["InitialInstanceCount"] == 4
     assert variants["primary"]["InitialVariantWeight"] == 95
     assert variants["canary"]["InitialInstanceCount"] == 1
     assert variants["canary"]["InitialVariantWeight"] == 5
+    prefix = config.prefix_routing()  # capacity.routing = prefix_aware by default
+    assert prefix is not None
     for variant in variants.values():
         assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 600
-        assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+        assert variant["RoutingConfig"] == {
+            "RoutingStrategy": "PREFIX_AWARE",
+            "PrefixAwareRoutingConfig": {
+                "PrefixLength": prefix.prefix_length_bytes,
+                "ConcurrencyThreshold": prefix.concurrency_threshold,
+            },
+        }
         assert variant["InferenceAmiVersion"] == "al2023-ami-sagemaker-inference-gpu-4-1"
-        # g5 has local NVMe: SageMaker rejects VolumeSizeInGB there.
+        # g5 and g6 have local NVMe: SageMaker rejects VolumeSizeInGB there.
         assert "VolumeSizeInGB" not in variant
+
+
+def test_least_outstanding_routing_synthesizes_the_strategy_alone(tmp_path: Path) -> None:
+    synth = synthesize(tmp_path, {"capacity.routing": "least_outstanding"})
+    variants = _variants(synth)
+    assert len(variants) == 2
+    assert all(v["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"} for v in variants)
 
 
 def test_prefix_aware_routing_synthesizes_both_derived_fields(tmp_path: Path) -> None:
     # The derivation (tests/unit/test_prefix_routing.py): PrefixLength = 64 bytes of JSON + (600 system +
-    # 64 conversation tokens) x 4 bytes; ConcurrencyThreshold = the instance's concurrency at the SLO.
+    # 64 conversation tokens) x 4 bytes; ConcurrencyThreshold = the instance's concurrency at the SLO,
+    # here measured on the seeds' fleet.
     measured = '{"ml.g5.xlarge": {"concurrency": 6, "requests_per_minute": 150, "ttft_p50_ms": 90}}'
-    synth = synthesize(tmp_path, {"capacity.routing": "prefix_aware", "capacity.measured": measured})
+    synth = synthesize(tmp_path, {**SEEDS_G5, "capacity.routing": "prefix_aware", "capacity.measured": measured})
     variants = _variants(synth)
     assert variants
     for variant in variants:
@@ -272,6 +291,7 @@ def test_multi_gpu_instances_run_one_engine_per_gpu_group_and_the_gpu_alarm_coun
     synth = synthesize(
         tmp_path,
         {
+            **SEEDS_G5,  # the cold SLO four A10Gs hold
             "serving.primary.instance_type": "ml.g5.12xlarge",
             "serving.canary.instance_type": "ml.g5.12xlarge",
             "engine.tensor_parallel_size": "2",

@@ -60,6 +60,13 @@ def _event(request_type: str = "Update", timezone: str = "Asia/Tokyo") -> dict[s
     }
 
 
+def _floor(action: str) -> int:
+    """The default primary floor that ``action`` sets (app_config/scaling.py)."""
+    schedule = load_config(cdk_json_context()).scaling.primary.resolved_schedule
+    (found,) = [a.min_capacity for a in schedule if a.name == action]
+    return found
+
+
 def _expect_register(stubber: Stubber, min_capacity: int, max_capacity: int) -> None:
     stubber.add_response(
         "register_scalable_target",
@@ -75,24 +82,26 @@ def _expect_register(stubber: Stubber, min_capacity: int, max_capacity: int) -> 
 
 
 def test_a_deploy_at_friday_17_jst_keeps_the_release_floor(handler: ModuleType, autoscaling: Stubber) -> None:
-    # FRI 17:00 JST = 08:00 UTC: friday-release-prescale set min 8 at 16:00; the template says 2.
-    _expect_register(autoscaling, 8, 20)
+    # FRI 17:00 JST = 08:00 UTC: friday-release-prescale set its floor at 16:00; the template says 2.
+    floor = _floor("friday-release-prescale")
+    assert floor > 2
+    _expect_register(autoscaling, floor, 20)
     result = handler.on_event(_event(), now=datetime(2026, 11, 27, 8, 0, tzinfo=UTC))
-    assert result["Data"] == {"MinCapacity": "8", "MaxCapacity": "20", "SetBy": "friday-release-prescale"}
+    assert result["Data"] == {"MinCapacity": str(floor), "MaxCapacity": "20", "SetBy": "friday-release-prescale"}
     assert result["PhysicalResourceId"] == f"{RESOURCE_ID}/scheduled-capacity"
 
 
 def test_off_peak_on_creation_registers_the_night_bounds(handler: ModuleType, autoscaling: Stubber) -> None:
-    # TUE 03:00 JST = MON 18:00 UTC: off-peak (01:00) holds floor 2; its ceiling is the hard max 20, so a
+    # TUE 03:00 JST = MON 18:00 UTC: off-peak (01:00) holds its floor; its ceiling is the hard max 20, so a
     # surge at night can scale to it (issue 21, finding 3: it used to be re-applied as 2-6 after every deploy).
-    _expect_register(autoscaling, 2, 20)
+    _expect_register(autoscaling, _floor("off-peak"), 20)
     result = handler.on_event(_event("Create"), now=datetime(2026, 11, 23, 18, 0, tzinfo=UTC))
     assert result["Data"]["SetBy"] == "off-peak"
 
 
 def test_monday_before_the_first_action_has_last_weeks_bounds(handler: ModuleType, autoscaling: Stubber) -> None:
     # MON 00:30 JST: still the SUN 23:00 jp-evening-end bounds (the week wraps).
-    _expect_register(autoscaling, 4, 20)
+    _expect_register(autoscaling, _floor("jp-evening-end"), 20)
     result = handler.on_event(_event(), now=datetime(2026, 11, 22, 15, 30, tzinfo=UTC))
     assert result["Data"]["SetBy"] == "jp-evening-end (previous week)"
 

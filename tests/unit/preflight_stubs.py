@@ -16,6 +16,7 @@ from botocore.stub import Stubber
 
 from app_config import AppConfig, load_config
 from ops.preflight import PreflightClients
+from tests.synth_helpers import SEEDS_G5
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -32,8 +33,9 @@ ADAPTERS = ("general_support_v2", "jp_style_v1", "manga_domain_v3")
 
 
 def config(**overrides: Any) -> AppConfig:
-    """The prod config with context overrides (dotted keys or section blocks, as cdk.json holds them)."""
-    return load_config({"stage": "prod", "stages": {"prod": {}}, **overrides})
+    """The prod config on the seeds' fleet (ml.g5.xlarge, the quota names the stubs answer for), with
+    context overrides (dotted keys or section blocks, as cdk.json holds them)."""
+    return load_config({"stage": "prod", "stages": {"prod": {}}, **SEEDS_G5, **overrides})
 
 
 def pinned(**overrides: Any) -> AppConfig:

@@ -118,7 +118,7 @@ def test_session_affinity_reads_the_conversation_curve() -> None:
         "serving.canary.enabled=false",
         "engine.tensor_parallel_size=8",
     ]
-    fresh = capacity_plan.load(p5).capacity_of("ml.p5.48xlarge")
+    fresh = capacity_plan.load([*p5, "capacity.routing=least_outstanding"]).capacity_of("ml.p5.48xlarge")
     sessions = capacity_plan.load([*p5, "capacity.routing=session_affinity"]).capacity_of("ml.p5.48xlarge")
     assert sessions.requests_per_minute > fresh.requests_per_minute
     assert "conversations curve" in sessions.source
@@ -127,4 +127,5 @@ def test_session_affinity_reads_the_conversation_curve() -> None:
 def test_an_explicit_concurrency_target_is_kept() -> None:
     config = capacity_plan.load(["scaling.primary.target_tracking.concurrent_requests_target=12"])
     assert config.scaling.primary.target_tracking.target_value == 12
-    assert config.scaling.canary.target_tracking.target_value == config.capacity_of("ml.g5.xlarge").concurrency
+    canary_type = config.serving.canary.instance_type
+    assert config.scaling.canary.target_tracking.target_value == config.capacity_of(canary_type).concurrency

@@ -1,11 +1,23 @@
-"""The capacity plan's numbers against a hand calculation of the seeds' schedule."""
+"""The capacity plan's numbers against a hand calculation of the default schedule (the seeds' times, its floors)."""
 
 import pytest
 
-from app_config import instance_prices
+from app_config import AppConfig, instance_prices
 from devtools import capacity_plan
 
-PRICE = 1.4084  # ml.g5.xlarge on-demand, USD per hour (app_config/instance_prices.json)
+
+def _floors() -> dict[str, int]:
+    """The primary's default floors by scheduled action or release day (app_config/scaling.py)."""
+    scaling = AppConfig().scaling.primary
+    return {
+        **{action.name: action.min_capacity for action in scaling.schedule},
+        **{event.day_of_week: event.min_capacity for event in scaling.events},
+    }
+
+
+def _price() -> float:
+    """USD per hour of the default primary's instance type (app_config/instance_prices.json)."""
+    return instance_prices.hourly_price(AppConfig().serving.primary.instance_type).usd_per_hour
 
 
 def _primary(*overrides: str) -> capacity_plan.VariantPlan:
@@ -13,16 +25,19 @@ def _primary(*overrides: str) -> capacity_plan.VariantPlan:
 
 
 def test_primary_week_matches_the_hand_calculation() -> None:
+    f = _floors()
+    off, business, peak, end = f["off-peak"], f["business-hours"], f["jp-evening-peak"], f["jp-evening-end"]
     # Release days (MON, WED, FRI), hours in JST:
-    #   00-01 4 (jp-evening-end of the day before), 01-08 2 (off-peak), 08-16 4 (business hours),
-    #   16-23 8 (2 h pre-scale before the 18:00 release), 23-24 4 (jp-evening-end).
-    release_day_floor = 1 * 4 + 7 * 2 + 8 * 4 + 7 * 8 + 1 * 4  # = 110
+    #   00-01 jp-evening-end (of the day before), 01-08 off-peak, 08-16 business hours,
+    #   16-23 the release floor (2 h pre-scale before the 18:00 release), 23-24 jp-evening-end.
+    release_day_floor = sum(1 * end + 7 * off + 8 * business + 7 * f[day] + 1 * end for day in ("MON", "WED", "FRI"))
     # Ceilings: serving.primary.max_capacity (20) all day; no scheduled action caps it (issue 21, finding 3).
     release_day_ceiling = 24 * 20  # = 480
-    # Other days (TUE, THU, SAT, SUN): 08-17:45 4 (9.75 h), 17:45-23 6 (5.25 h, evening peak 15 min early).
-    other_day_floor = 1 * 4 + 7 * 2 + 9.75 * 4 + 5.25 * 6 + 1 * 4  # = 92.5
+    # Other days (TUE, THU, SAT, SUN): 08-17:45 business hours (9.75 h), 17:45-23 evening peak
+    # (5.25 h, 15 min early).
+    other_day_floor = 1 * end + 7 * off + 9.75 * business + 5.25 * peak + 1 * end
     other_day_ceiling = 24 * 20  # = 480
-    week_floor = 3 * release_day_floor + 4 * other_day_floor  # = 700
+    week_floor = release_day_floor + 4 * other_day_floor
     week_ceiling = 3 * release_day_ceiling + 4 * other_day_ceiling  # = 3360
 
     plan = _primary()
@@ -32,19 +47,20 @@ def test_primary_week_matches_the_hand_calculation() -> None:
     # A month is 730 h, i.e. 730 / 168 weeks.
     assert plan.floor_hours_per_month == pytest.approx(week_floor * 730 / 168)
     low, high = plan.monthly_cost_band_usd
-    assert low == pytest.approx(week_floor * 730 / 168 * PRICE)  # about $4,283.88
-    assert high == pytest.approx(week_ceiling * 730 / 168 * PRICE)  # about $20,562.64
+    assert low == pytest.approx(week_floor * 730 / 168 * _price())
+    assert high == pytest.approx(week_ceiling * 730 / 168 * _price())
 
 
 def test_hourly_grid_shows_the_bounds_after_every_action() -> None:
+    f = _floors()
     plan = _primary()
     monday, tuesday = plan.hourly[0], plan.hourly[1]
-    assert monday[0] == (4, 20)  # carried over from SUN 23:00
-    assert monday[3] == (2, 20)  # off-peak: floor 2, the hard max stays the ceiling
-    assert monday[16] == (8, 20)  # Shonen Jump pre-scale at 16:00
-    assert tuesday[16] == (4, 20)
-    assert tuesday[17] == (6, 20)  # evening peak at 17:45 is in force at 17:59
-    assert tuesday[23] == (4, 20)
+    assert monday[0] == (f["jp-evening-end"], 20)  # carried over from SUN 23:00
+    assert monday[3] == (f["off-peak"], 20)  # off-peak floor; the hard max stays the ceiling
+    assert monday[16] == (f["MON"], 20)  # Shonen Jump pre-scale at 16:00
+    assert tuesday[16] == (f["business-hours"], 20)
+    assert tuesday[17] == (f["jp-evening-peak"], 20)  # evening peak at 17:45 is in force at 17:59
+    assert tuesday[23] == (f["jp-evening-end"], 20)
 
 
 def test_canary_runs_within_its_hard_bounds_all_week() -> None:
@@ -77,18 +93,22 @@ def test_command_prints_the_week_and_the_band(capsys: pytest.CaptureFixture[str]
     assert capacity_plan.main([]) == 0
     out = capsys.readouterr().out
     assert "times in Asia/Tokyo" in out
-    assert "MON 16:00  min   8  max  20  shonen-jump-prescale" in out
-    assert "On-demand cost band per month: $4,283.88 .. $20,562.64" in out
+    assert f"MON 16:00  min {_floors()['MON']:3}  max  20  shonen-jump-prescale" in out
+    low, high = _primary().monthly_cost_band_usd
+    assert f"On-demand cost band per month: ${low:,.2f} .. ${high:,.2f}" in out
 
 
 def test_compare_prints_baseline_against_the_override(capsys: pytest.CaptureFixture[str]) -> None:
     assert capacity_plan.main(["--compare", "-c", "scaling.primary.release_lead_time_min=180"]) == 0
     out = capsys.readouterr().out
     comparison = out[out.index("Comparison: baseline -> override") :]
-    # One extra hour at floor 8 instead of 4 on three release days: +12 instance-hours.
-    assert "floor hours/week:   700.00 -> 712.00 (+12.00)" in comparison
+    # One extra hour at the release floor instead of business hours' on each of three release days.
+    f = _floors()
+    week = _primary().floor_hours_per_week
+    extra = sum(f[day] - f["business-hours"] for day in ("MON", "WED", "FRI"))
+    assert f"floor hours/week:   {week:.2f} -> {week + extra:.2f} (+{extra:.2f})" in comparison
     assert "hours whose min-max changed: 3" in comparison
-    assert "MON 15:00  4-20 -> 8-20" in comparison
+    assert f"MON 15:00  {f['business-hours']}-20 -> {f['MON']}-20" in comparison
 
 
 def test_bad_override_syntax_is_reported(capsys: pytest.CaptureFixture[str]) -> None:

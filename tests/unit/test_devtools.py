@@ -19,13 +19,15 @@ def test_summary_names_stacks_endpoint_variants_and_instance_types(default_synth
     assert "MangaAssist-prod-Serving" in text
     assert "MangaAssist-prod-ImageRepository" in text
     assert "Endpoint: mangaassist-vllm-prod" in text
-    assert "variant primary    ml.g5.xlarge   x4   at creation, weight  95.0%  scales 2..20" in text
-    assert "variant canary     ml.g5.xlarge   x1   at creation, weight   5.0%  scales 1..2" in text
+    serving = default_synth.config.serving
+    primary, canary = serving.primary.instance_type, serving.canary.instance_type  # make plan's fleet
+    assert f"variant primary    {primary}   x4   at creation, weight  95.0%  scales 2..20" in text
+    assert f"variant canary     {canary}   x1   at creation, weight   5.0%  scales 1..2" in text
 
 
 def test_summary_prints_the_memory_plan_of_each_variant(default_synth: Synth) -> None:
     text = summarize(default_synth.outdir)
-    plan = default_synth.config.memory_plan_of("ml.g5.xlarge")
+    plan = default_synth.config.memory_plan_of(default_synth.config.serving.primary.instance_type)
     assert "Memory plan per engine" in text
     assert text.count(f"KV cache {plan.kv_tokens:,} tokens (128 KiB each)") == 2  # primary and canary
     assert f"{plan.sequences_at_max_len} sequences of 4,096 (max_model_len)" in text

@@ -48,7 +48,8 @@ def test_the_plan_recommends_the_cheapest_holding_fleet_and_says_why_the_others_
 def test_make_plan_prints_a_price_and_a_verdict_for_every_instance_type(capsys: pytest.CaptureFixture[str]) -> None:
     assert capacity_plan.main([]) == 0
     out = capsys.readouterr().out
-    verdicts = out[out.index("Every instance type, routing least_outstanding") :]
+    routing = capacity_plan.load([]).capacity.routing  # prefix_aware by default, make plan's choice
+    verdicts = out[out.index(f"Every instance type, routing {routing} (capacity.routing)") :]
     for instance_type in INSTANCE_GPUS:
         (line,) = [row for row in verdicts.splitlines() if row.startswith(f"  {instance_type} ")]
         assert line.endswith(("holds", "cannot hold")), line

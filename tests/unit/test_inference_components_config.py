@@ -69,13 +69,13 @@ def _error(overrides: dict[str, str]) -> str:
         (
             {"serving.inference_components.max_copy_count": "30"},
             "config error: serving.inference_components.max_copy_count = 30 needs more than "
-            "serving.inference_components.max_instance_count = 20 instances of 1 copy each (ml.g5.xlarge, 1 GPU(s), "
+            "serving.inference_components.max_instance_count = 20 instances of 1 copy each (ml.g6.xlarge, 1 GPU(s), "
             "engine.tensor_parallel_size = 1)",
         ),
         (
             {"serving.inference_components.memory_per_copy_mib": "20000"},
             "config error: serving.inference_components.memory_per_copy_mib = 20000 x 1 copy(ies) per instance is "
-            "above the 16384 MiB of ml.g5.xlarge",
+            "above the 16384 MiB of ml.g6.xlarge",
         ),
         (
             {"image.source": "prebuilt", "image.primary.tag": "v1"},

@@ -25,9 +25,16 @@ def test_gpu_table(instance_type: str, gpu: str, count: int) -> None:
 
 
 def test_every_table_entry_is_a_valid_variant_instance_type() -> None:
+    # Valid as a type: whether it holds the TTFT SLOs is app_config/slo_holds.py's question (the
+    # T4s and A10Gs do not at 500 ms, and slo.require_holdable would stop synth on them).
     for instance_type in INSTANCE_GPUS:
         config = load_config(
-            {**cdk_json_context(), "serving.primary.instance_type": instance_type, "image.source": "build"}
+            {
+                **cdk_json_context(),
+                "serving.primary.instance_type": instance_type,
+                "image.source": "build",
+                "slo.require_holdable": "false",
+            }
         )
         assert config.serving.primary.instance_type == instance_type
 

@@ -13,7 +13,7 @@ from app_config.memory_plan import (
     minimum_utilization,
     plan_engine_memory,
 )
-from tests.synth_helpers import cdk_json_context
+from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 LLAMA3_8B = {
     "num_hidden_layers": 32,
@@ -24,6 +24,10 @@ LLAMA3_8B = {
     "head_dim": 128,
     "max_position_embeddings": 8192,
 }
+
+
+SEEDS = {key.replace(".", "__"): value for key, value in SEEDS_G5.items()}
+"""The seeds' fleet (ml.g5.xlarge) as ``_error`` keywords: these tests' figures are the A10G's."""
 
 
 def llama3_8b_awq(vocab_size: int) -> ModelShape:
@@ -101,6 +105,7 @@ def test_fp8_kv_cache_and_tensor_parallelism_move_the_plan_the_right_way() -> No
     tp4 = load_config(
         {
             **cdk_json_context(),
+            **SEEDS_G5,
             "engine.tensor_parallel_size": "4",
             "serving.primary.instance_type": "ml.g5.12xlarge",
             "serving.canary.instance_type": "ml.g5.12xlarge",
@@ -142,7 +147,7 @@ def test_max_model_len_above_the_models_positions_stops_synth() -> None:
 
 
 def test_utilization_without_room_for_one_sequence_stops_synth() -> None:
-    assert _error(engine__gpu_memory_utilization="0.2") == (
+    assert _error(**SEEDS, engine__gpu_memory_utilization="0.2") == (
         "config error: engine.gpu_memory_utilization = 0.2: on serving.primary.instance_type = ml.g5.xlarge (A10G) "
         "it leaves 0 KV-cache tokens, fewer than one engine.max_model_len = 4096 sequence (budget 4.50 GiB - "
         "weights 5.33 - LoRA slots 0.26 - runtime 1.60); it needs >= 0.34 (vLLM refuses to start)"
@@ -168,7 +173,7 @@ def test_max_model_len_above_the_kv_cache_even_at_full_utilization_stops_synth()
 
 
 def test_tensor_parallel_above_the_instances_gpus_stops_synth() -> None:
-    assert _error(engine__tensor_parallel_size="2") == (
+    assert _error(**SEEDS, engine__tensor_parallel_size="2") == (
         "config error: engine.tensor_parallel_size = 2: serving.primary.instance_type = ml.g5.xlarge has 1 GPU(s) "
         "(A10G); the engine cannot span more GPUs than the instance has"
     )
@@ -204,7 +209,8 @@ def test_fp8_kv_cache_on_hopper_needs_an_attention_backend_that_starts() -> None
     config = load_config({**cdk_json_context(), **chosen, "engine.attention_backend": "FLASHINFER"})
     assert config.engine.environment()["ENGINE_ATTENTION_BACKEND"] == "FLASHINFER"
     # An A10G: FlashAttention 2 refuses fp8 itself and vLLM falls through to a backend that takes it.
-    assert load_config({**cdk_json_context(), "engine.kv_cache_dtype": "fp8"}).engine.attention_backend == "auto"
+    a10g = load_config({**cdk_json_context(), **SEEDS_G5, "engine.kv_cache_dtype": "fp8"})
+    assert a10g.engine.attention_backend == "auto"
 
 
 @pytest.mark.parametrize(
@@ -235,12 +241,13 @@ def test_bad_values_of_the_new_keys_get_one_line(key: str, value: str, expected:
 
 
 def test_report_warns_only_when_the_active_target_is_above_the_fit() -> None:
-    quiet = memory_report.build(load_config(cdk_json_context()))
+    quiet = memory_report.build(load_config({**cdk_json_context(), **SEEDS_G5}))
     assert [r.warning for r in quiet] == [None, None]
     loud = memory_report.build(
         load_config(
             {
                 **cdk_json_context(),
+                **SEEDS_G5,
                 "scaling.primary.target_tracking.metric": "concurrent_requests_high_resolution",
                 "scaling.primary.target_tracking.concurrent_requests_target": "60",
             }

@@ -118,8 +118,10 @@ def test_load_reports_each_level_and_a_target(server):
     measured = json.loads(override.split("-c 'capacity.measured=", 1)[1].rstrip("'"))
     assert measured["<instance type>"]["concurrency"] == int(match.group(1))
     # The printed override is a value the config accepts, as the loader parses it from -c.
-    config = capacity_plan.load([f"capacity.measured={json.dumps({'ml.g5.xlarge': measured['<instance type>']})}"])
-    assert config.capacity_of("ml.g5.xlarge").concurrency == int(match.group(1))
+    # Measured on the primary's instance type, it sets the primary's target.
+    instance_type = capacity_plan.load([]).serving.primary.instance_type
+    config = capacity_plan.load([f"capacity.measured={json.dumps({instance_type: measured['<instance type>']})}"])
+    assert config.capacity_of(instance_type).concurrency == int(match.group(1))
     assert config.scaling.primary.target_tracking.concurrent_requests_target == int(match.group(1))
 
 

@@ -11,6 +11,7 @@ from ops.preflight import placeholder_pin_lines
 from ops.preflight.account import check_bootstrap, check_quotas, check_region, quota_demands
 from ops.preflight.command import check_pins
 from ops.preflight.report import Finding, exit_code
+from tests.synth_helpers import SEEDS_G5_FLAGS
 from tests.unit.preflight_stubs import BUCKET, DIGEST, FILES, REGION, config, pinned, preflight_stubbed
 
 ZEROS = "0" * 64
@@ -267,7 +268,7 @@ def _argv(tmp_path: Path, *extra: str) -> list[str]:
     pins = json.dumps(pinned().image.build.primary.model_dump())
     return ["preflight", "--cdk-out", str(tmp_path), "-c", f"image.build.primary={pins}", "-c",
             f"image.build.artifacts_bucket_name={BUCKET}", "-c", f"image.build.uv_image={UV_PINNED}",
-            *extra]  # fmt: skip
+            *SEEDS_G5_FLAGS, *extra]  # fmt: skip
 
 
 def test_cli_preflight_all_ok(tmp_path):
@@ -304,7 +305,7 @@ def test_cli_preflight_reports_every_class_and_exits_with_the_first(tmp_path):
         # -c serving.canary.enabled=false: one variant, so the quota needs 2 x 20; unpinned adapters stay.
         argv = ["preflight", "--cdk-out", str(tmp_path), "-c", f"image.build.primary.base_model=v1/{DIGEST}",
                 "-c", f"image.build.artifacts_bucket_name={BUCKET}", "-c", "serving.canary.enabled=false",
-                "-c", f"image.build.uv_image={UV_PINNED}"]  # fmt: skip
+                "-c", f"image.build.uv_image={UV_PINNED}", *SEEDS_G5_FLAGS]  # fmt: skip
         code = main(argv, Deps(out=lines.append, preflight_clients=stubs.factory))
     assert code == ExitCode.PREFLIGHT_CONFIG
     assert sum(line.startswith("FAIL  pins: image.build.primary.adapters.") for line in lines) == 3

@@ -9,6 +9,7 @@ from ops.cli import main
 from ops.endpoint import wait_in_service
 from ops.exit_codes import ExitCode, OpsError
 from ops.rollout import WEIGHTS_KEPT
+from tests.synth_helpers import SEEDS_G5
 from tests.unit.ops_stubs import ADAPTERS, ENDPOINT, FakeClock, stubbed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,18 +241,19 @@ def test_wait_ends_at_once_on_a_terminal_status(status):
 
 
 # --- finding 1: the traffic a promotion shifts must fit in what the canary can scale to ---------
-# Stage prod: canary max_capacity 2; each ml.g5.xlarge carries the capacity ops load measured,
-# 937 req/min within the SLO (capacity.measured, read through ops.capacity).
+# Stage prod on the seeds' fleet (SEEDS_G5): canary max_capacity 2; each ml.g5.xlarge carries the
+# capacity ops load measured, 937 req/min within the SLO (capacity.measured, read through ops.capacity).
 MEASURED = {"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 937, "ttft_p50_ms": 90}}
 
 
 @pytest.fixture(autouse=True)
 def _measured_capacity(tmp_path_factory, monkeypatch):
-    """Run in a folder whose cdk.json is the repo's plus the measured g5 capacity above: with the
-    projected g5 capacity (19 req/min) no promotion of these tests' traffic would fit."""
+    """Run in a folder whose cdk.json is the repo's on the seeds' fleet plus the measured g5 capacity
+    above: with the projected g5 capacity (19 req/min) no promotion of these tests' traffic would fit."""
     folder = tmp_path_factory.mktemp("cdk")
     context = json.loads((REPO / "cdk.json").read_text())
     context["context"]["stages"]["prod"].setdefault("capacity", {})["measured"] = MEASURED
+    context["context"].update(SEEDS_G5)
     (folder / "cdk.json").write_text(json.dumps(context))
     monkeypatch.chdir(folder)
 
@@ -259,7 +261,7 @@ def _measured_capacity(tmp_path_factory, monkeypatch):
 def _cdk_json(tmp_path, **serving):
     path = tmp_path / "cdk.json"
     overlay = {"capacity": {"measured": MEASURED}, "serving": serving}
-    path.write_text(json.dumps({"context": {"stage": "prod", "stages": {"prod": overlay}}}))
+    path.write_text(json.dumps({"context": {"stage": "prod", "stages": {"prod": overlay}, **SEEDS_G5}}))
     return str(path)
 
 

@@ -6,6 +6,7 @@ from app_config import prefix_routing
 from app_config.traffic import RequestShapeConfig
 from devtools import capacity_plan
 from devtools.scaling_sim import __main__ as cli
+from tests.synth_helpers import SEEDS_G5_ARGS, SEEDS_G5_FLAGS
 
 MEASURED_G5 = '{"ml.g5.xlarge": {"concurrency": 6, "requests_per_minute": 150, "ttft_p50_ms": 90}}'
 
@@ -31,15 +32,17 @@ def test_a_layout_that_repeats_too_little_is_refused_in_one_line() -> None:
 def test_the_threshold_is_the_instances_capacity_at_the_slo() -> None:
     assert prefix_routing.concurrency_threshold(0) == 1
     assert prefix_routing.concurrency_threshold(9000) == 1024
-    config = capacity_plan.load(["capacity.routing=prefix_aware", f"capacity.measured={MEASURED_G5}"])
+    config = capacity_plan.load([*SEEDS_G5_ARGS, "capacity.routing=prefix_aware", f"capacity.measured={MEASURED_G5}"])
     derived = config.prefix_routing()
     assert derived == prefix_routing.PrefixRouting(prefix_length_bytes=2720, concurrency_threshold=6)
-    assert capacity_plan.load([]).prefix_routing() is None  # least_outstanding: no prefix config
+    assert capacity_plan.load(["capacity.routing=least_outstanding"]).prefix_routing() is None  # no prefix config
+    assert capacity_plan.load([]).prefix_routing() is not None  # the default fleet routes by prefix (make plan)
 
 
 def test_the_simulation_says_how_turns_are_routed(capsys: pytest.CaptureFixture[str]) -> None:
 
-    assert cli.main(["-c", "capacity.routing=prefix_aware", "-c", f"capacity.measured={MEASURED_G5}"]) == 0
+    flags = [*SEEDS_G5_FLAGS, "-c", "capacity.routing=prefix_aware", "-c", f"capacity.measured={MEASURED_G5}"]
+    assert cli.main(flags) == 0
     assert (
         "routing: prefix_aware (capacity.routing; app_config/capacity.py picks the measured curve): RoutingStrategy "
         "PREFIX_AWARE, PrefixLength 2720 bytes, ConcurrencyThreshold 6" in capsys.readouterr().out

@@ -9,7 +9,15 @@ from app_config.capacity_timeline import effective_bounds
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ReleaseEventConfig
 from app_config.weekly_cron import parse_weekly_cron, weekly_cron
-from tests.synth_helpers import cdk_json_context
+from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
+from tests.synth_helpers import SEEDS_G5, cdk_json_context
+
+_DEFAULT_PRIMARY = AppConfig().scaling.primary
+_FLOOR = {
+    **{action.name: action.min_capacity for action in _DEFAULT_PRIMARY.schedule},
+    **{event.name: event.min_capacity for event in _DEFAULT_PRIMARY.events},
+}
+"""The primary's default floors by scheduled action or release event (app_config/scaling.py)."""
 
 
 def _error(overrides: dict[str, str]) -> str:
@@ -176,7 +184,7 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
                 )
             },
             "config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is 6 (set by jp-evening-peak), "
-            "below the event's min_capacity = 8; a later scheduled action undoes the pre-scale",
+            f"below the event's min_capacity = {_FLOOR['shonen-jump']}; a later scheduled action undoes the pre-scale",
         ),
         (
             {
@@ -204,8 +212,9 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
         ),
         (
             # At or above the sequences a full engine runs, the low-load alarm fires at full load (below the
-            # target, so the target check passes).
+            # target, so the target check passes). On the seeds' fleet: the bound is the A10G's memory plan.
             {
+                **SEEDS_G5,
                 "scaling.primary.target_tracking.concurrent_requests_target": "40",
                 "scaling.primary.step_scaling.scale_in_running_requests": "30",
             },
@@ -319,22 +328,27 @@ def test_bad_scaling_value_names_key_value_and_allowed(key: str, value: str, exp
     assert _error({key: value}).startswith(expected)
 
 
-def test_defaults_hold_the_seeds_schedule() -> None:
+def test_defaults_hold_the_seeds_times_at_the_floors_the_plan_needs() -> None:
     config = load_config(cdk_json_context())
     actions = {a.name: a for a in config.scaling.primary.resolved_schedule}
     # Floors only (issue 21, finding 3): every ceiling is serving.primary.max_capacity.
-    assert (actions["off-peak"].schedule, actions["off-peak"].min_capacity, actions["off-peak"].max_capacity) == (
-        "cron(0 1 * * ? *)",
-        2,
-        None,
-    )
+    assert (actions["off-peak"].schedule, actions["off-peak"].max_capacity) == ("cron(0 1 * * ? *)", None)
     assert {a.ceiling(20) for a in actions.values()} == {20}
-    assert actions["business-hours"].min_capacity == 4
+    assert actions["business-hours"].schedule == "cron(0 8 * * ? *)"
     assert actions["jp-evening-peak"].schedule == "cron(45 17 ? * TUE,THU,SAT,SUN *)"
     # 18:00 release minus the 2 h lead (seed 001 user story 7).
     assert actions["shonen-jump-prescale"].schedule == "cron(0 16 ? * MON *)"
     assert actions["shonen-magazine-prescale"].schedule == "cron(0 16 ? * WED *)"
     assert actions["friday-release-prescale"].schedule == "cron(0 16 ? * FRI *)"
+    # Each floor is what make plan says the busiest of its segments needs on the default fleet, no
+    # more (tests/unit/test_default_fleet.py checks that none is less).
+    best = cheapest(plan_fleets(config, config.slo.cold.ttft_p95_ms, config.slo.warm.ttft_p95_ms))
+    assert best is not None
+    needs: dict[str, int] = {}
+    for when_and_action, _, needed in scheduled_floors(config, best):
+        name = when_and_action.split(" ", 2)[2].removesuffix(" (previous week)")
+        needs[name] = max(needs.get(name, 0), needed)
+    assert {name: action.min_capacity for name, action in actions.items()} == needs
 
 
 def test_a_lead_time_past_midnight_moves_the_lift_to_the_previous_day() -> None:
@@ -350,8 +364,9 @@ def test_a_lift_that_the_nightly_floor_undoes_is_rejected() -> None:
     # With the seeds' schedule, a lift at SUN 23:30 is undone by MON 01:00 off-peak and 08:00 business hours.
     message = _error({"scaling.primary.release_lead_time_min": str(18 * 60 + 30)})
     assert message == (
-        "config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is 4 (set by business-hours), "
-        "below the event's min_capacity = 8; a later scheduled action undoes the pre-scale"
+        f"config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is {_FLOOR['business-hours']} "
+        f"(set by business-hours), below the event's min_capacity = {_FLOOR['shonen-jump']}; a later scheduled "
+        "action undoes the pre-scale"
     )
 
 
@@ -375,10 +390,12 @@ def test_lowering_max_capacity_is_one_edit() -> None:
 
 
 def test_lowering_max_capacity_below_a_scheduled_floor_names_every_floor() -> None:
+    above = [a for a in _DEFAULT_PRIMARY.resolved_schedule if a.min_capacity > 6]
+    assert len(above) >= 3  # the evening peak and the three releases at the defaults
+    floors = ", ".join(f"{a.name} min_capacity = {a.min_capacity}" for a in above)
     assert _error({"serving.primary.max_capacity": "6"}) == (
-        "config error: scaling.primary: scheduled action(s) shonen-jump-prescale min_capacity = 8, "
-        "shonen-magazine-prescale min_capacity = 8, friday-release-prescale min_capacity = 8 exceed "
-        "serving.primary.max_capacity = 6; lower those floors or raise the hard max"
+        f"config error: scaling.primary: scheduled action(s) {floors} exceed serving.primary.max_capacity = 6; "
+        "lower those floors or raise the hard max"
     )
 
 

@@ -5,31 +5,56 @@ seeds' Friday release window, no scale-in while the engine is full, and no scale
 instances the demand needs (the overshoot that seed 001's 60 s cooldowns produced while new
 instances were still booting).
 
-They check the policies' dynamics, so the fleet must be able to carry the week: an instance
-that holds the SLO at 8 concurrent requests and 248 requests a minute (the H100 projection of
-app_config/instance_capacity.json, given as a measured capacity) and seed 001's week
-(traffic.peak_requests_per_minute = 8,000; the default traffic is seed 003's 50,000 a day) scaled by
-248 / 1,200, the ratio to seed 001's per-instance figure that the scheduled floors (8 on release
-evenings) were sized with; re-deriving those floors from the capacity is open work (issue 23's
-closing note). On the default ml.g5.xlarge the projection
-holds no concurrency within the SLO at MangaAssist's request shape (docs/performance.md), which
-test_capacity_model.py covers.
+They check the policies' dynamics, so the fleet must be able to carry the week: the seeds' fleet
+(tests/synth_helpers.py SEEDS_G5) with an instance that holds the SLO at 8 concurrent requests and
+248 requests a minute (the H100 projection of app_config/instance_capacity.json, given as a measured
+capacity) and seed 001's week (traffic.peak_requests_per_minute = 8,000; the default traffic is seed
+003's 50,000 a day) scaled by 248 / 1,200, the ratio to seed 001's per-instance figure that the
+seeds' scheduled floors (SEEDS_FLOORS: 8 on release evenings) were sized with. The default floors
+are make plan's for the default fleet and traffic (tests/unit/test_default_fleet.py); under this
+scaled week they would sit above what the demand needs and hide an overshoot. On ml.g5.xlarge the
+projection holds no concurrency within the SLO at MangaAssist's request shape (docs/performance.md),
+which test_capacity_model.py covers.
 """
 
+import json
 import math
 
 import pytest
 
+from app_config import AppConfig
 from devtools import capacity_plan
 from devtools.scaling_sim import __main__ as cli
 from devtools.scaling_sim import report
 from devtools.scaling_sim.engine import MinuteRecord
+from tests.synth_helpers import SEEDS_G5_ARGS
+
+SEEDS_FLOORS = {
+    "off-peak": 2,
+    "business-hours": 4,
+    "jp-evening-peak": 6,
+    "jp-evening-end": 4,
+    "shonen-jump": 8,
+    "shonen-magazine": 8,
+    "friday-release": 8,
+}
+"""Seed 001 user stories 4 and 7 and seed 003 §9: the floors before make plan sized them."""
+
+
+def _seeds_schedule() -> list[str]:
+    """The default schedule's times and names with ``SEEDS_FLOORS``, as ``key=value`` overrides."""
+    primary = AppConfig().scaling.primary
+    schedule = [{**a.model_dump(), "min_capacity": SEEDS_FLOORS[a.name]} for a in primary.schedule]
+    events = [{**e.model_dump(), "min_capacity": SEEDS_FLOORS[e.name]} for e in primary.events]
+    return [f"scaling.primary.schedule={json.dumps(schedule)}", f"scaling.primary.events={json.dumps(events)}"]
 
 
 @pytest.fixture(scope="module")
 def default_week() -> tuple[cli.Scenario, report.Summary, list[MinuteRecord]]:
     measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 248, "ttft_p50_ms": 77}}'
-    config = capacity_plan.load([f"capacity.measured={measured}", "traffic.peak_requests_per_minute=8000"])
+    config = capacity_plan.load(
+        [*SEEDS_G5_ARGS, *_seeds_schedule(), f"capacity.measured={measured}", "traffic.peak_requests_per_minute=8000"]
+    )
     scenario = cli._scenario(cli.parse_args(["--demand-scale", f"{248 / 1200:.4f}"]), config)
     summary, records, _ = cli.simulate(scenario, "default")
     return scenario, summary, records

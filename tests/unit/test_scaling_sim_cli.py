@@ -7,6 +7,7 @@ import pytest
 from app_config import AppConfig
 from devtools.scaling_sim import __main__ as cli
 from devtools.scaling_sim import demand
+from tests.synth_helpers import SEEDS_G5_FLAGS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -21,7 +22,8 @@ def test_default_week_prints_the_headline_figures(capsys: pytest.CaptureFixture[
     assert cli.main([]) == 0
     out = capsys.readouterr().out
     # The per-instance figures are the config's capacity at the SLO, not seed 001's 1,200/min.
-    capacity = AppConfig().capacity_of("ml.g5.xlarge")
+    config = AppConfig()
+    capacity = config.capacity_of(config.serving.primary.instance_type)
     for text in (
         f"C = {capacity.concurrency} concurrent",
         f"R = {capacity.requests_per_minute:,.0f} req/min at the TTFT SLO",
@@ -43,7 +45,8 @@ def test_a_measured_capacity_overrides_the_projection(capsys: pytest.CaptureFixt
     measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 250, "ttft_p50_ms": 90}}'
     # --demand-scale 65: about seed 001's volume (app_config/traffic.py), for baseline and override alike,
     # so that the capacity, not the floors, sizes the fleet.
-    assert cli.main(["--compare", "--demand-scale", "65", "-c", f"capacity.measured={measured}"]) == 0
+    flags = [*SEEDS_G5_FLAGS, "-c", f"capacity.measured={measured}"]
+    assert cli.main(["--compare", "--demand-scale", "65", *flags]) == 0
     out = capsys.readouterr().out
     assert "C = 8 concurrent, R = 250 req/min at the TTFT SLO" in out
     assert "target 8," in out  # the concurrency target follows the measured capacity

@@ -7,7 +7,7 @@ from app_config import AppConfig, ConfigError, load_config, memory_report
 from app_config.capacity import instance_capacity
 from app_config.slo_holds import class_holds
 from serving_contract.request_classes import RequestClass
-from tests.synth_helpers import cdk_json_context
+from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 G5_COLD = (
     "slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it, projected TTFT p95 523 ms at 1 "
@@ -16,12 +16,20 @@ G5_COLD = (
 )
 
 
+G5_TYPES = {key: value for key, value in SEEDS_G5.items() if key.startswith("serving.")}
+"""The seeds' ml.g5.xlarge on both variants, at the default SLOs (which it cannot hold at 500 ms cold)."""
+
+G5_WARNED = {**G5_TYPES, "slo.require_holdable": "false"}
+"""The same, with the check a warning: an experiment on a fleet that cannot hold the cold SLO."""
+
+
 def _load(**overrides: str) -> AppConfig:
     return load_config({**cdk_json_context(), **overrides})
 
 
-def test_the_default_g5_fleet_is_warned_for_each_class_and_variant() -> None:
-    lines = [hold.line for hold in class_holds(AppConfig())]
+def test_an_unholdable_fleet_is_warned_for_each_class_and_variant() -> None:
+    config = _load(**G5_WARNED)
+    lines = [hold.line for hold in class_holds(config)]
     assert lines == [
         f"WARNING: {G5_COLD}",
         "slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 138 ms at 1 "
@@ -31,12 +39,12 @@ def test_the_default_g5_fleet_is_warned_for_each_class_and_variant() -> None:
         "concurrent request",
     ]
     # The synth summary prints them under each variant.
-    rendered = memory_report.render(memory_report.build(AppConfig()))
+    rendered = memory_report.render(memory_report.build(config))
     assert f"    WARNING: {G5_COLD}" in rendered
 
 
 def test_the_figures_are_the_class_curves_of_the_projection() -> None:
-    config = AppConfig()
+    config = _load(**G5_WARNED)
     cold, warm = (h for h in class_holds(config) if h.variant_name == "primary")
     fresh = instance_capacity("ml.g5.xlarge", 500, config.capacity, curve="fresh")
     conversations = instance_capacity("ml.g5.xlarge", 500, config.capacity, curve="conversations")
@@ -45,7 +53,7 @@ def test_the_figures_are_the_class_curves_of_the_projection() -> None:
 
 
 def test_the_suggested_slo_holds() -> None:
-    (cold, *_) = class_holds(_load(**{"slo.cold.ttft_p95_ms": "523"}))
+    (cold, *_) = class_holds(_load(**G5_TYPES, **{"slo.cold.ttft_p95_ms": "523"}))
     assert cold.holds
     assert cold.line == (
         "slo.cold.ttft_p95_ms = 523 ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 523 ms at 1 "
@@ -65,7 +73,7 @@ def test_an_instance_type_that_holds_both_classes_says_so() -> None:
 
 def test_require_holdable_turns_the_warning_into_a_one_line_config_error() -> None:
     with pytest.raises(ConfigError) as info:
-        _load(**{"slo.require_holdable": "true"})
+        _load(**G5_TYPES, **{"slo.require_holdable": "true"})
     assert str(info.value) == (
         f"config error: {G5_COLD} (slo.require_holdable: a guardrail that always fires is an outage trap)"
     )

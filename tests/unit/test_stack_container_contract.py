@@ -21,7 +21,7 @@ from serving_app.settings import Settings
 from serving_app.vllm_args import EnginePaths, build_vllm_args, engine_environment
 from serving_contract import engine_settings as spec
 from serving_contract import env
-from tests.synth_helpers import cdk_json_context
+from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 PATHS = EnginePaths(model_dir=Path("/opt/model/base"), adapter_dir=Path("/opt/model/adapters"), port=8081)
 
@@ -93,7 +93,12 @@ NON_DEFAULTS: dict[str, tuple[str, dict[str, str]]] = {
     "attention_backend": ("TRITON_ATTN", {}),
     "tensor_parallel_size": (
         "4",
-        {"serving.primary.instance_type": "ml.g5.12xlarge", "serving.canary.instance_type": "ml.g5.12xlarge"},
+        # Four A10Gs, with the cold SLO the seeds' fleet holds (SEEDS_G5).
+        {
+            **SEEDS_G5,
+            "serving.primary.instance_type": "ml.g5.12xlarge",
+            "serving.canary.instance_type": "ml.g5.12xlarge",
+        },
     ),
     "enforce_eager": ("true", {}),
     "max_cudagraph_capture_size": ("128", {}),

@@ -1,0 +1,55 @@
+"""The default config is a fleet that holds its own SLOs, the one the planner recommends (issues 33, 34).
+
+The TTFT alarms and rollback guardrails read ``slo``; a default fleet that cannot hold them would page
+all day and roll back every update. These tests tie the defaults to ``make plan``'s answer, so a
+change to the traffic, the prices or the projection that moves the answer fails here until the
+defaults (or the reasons) follow.
+"""
+
+import pytest
+
+from app_config import AppConfig, ConfigError, load_config
+from app_config.slo_holds import class_holds
+from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
+from tests.synth_helpers import SEEDS_G5, cdk_json_context
+
+
+def _recommended(config: AppConfig):
+    best = cheapest(plan_fleets(config, config.slo.cold.ttft_p95_ms, config.slo.warm.ttft_p95_ms))
+    assert best is not None
+    return best
+
+
+def test_the_default_fleet_is_the_planners_recommendation() -> None:
+    config = AppConfig()
+    best = _recommended(config)
+    assert (config.serving.primary.instance_type, config.capacity.routing) == (best.instance_type, best.routing)
+    assert config.serving.canary.instance_type == config.serving.primary.instance_type  # a comparable canary
+
+
+def test_every_variant_holds_both_class_slos() -> None:
+    holds = class_holds(AppConfig())
+    assert holds and all(hold.holds for hold in holds), [hold.line for hold in holds]
+
+
+def test_every_scheduled_floor_is_at_least_what_the_week_needs() -> None:
+    config = AppConfig()
+    short = [row for row in scheduled_floors(config, _recommended(config)) if row[1] < row[2]]
+    assert short == []
+
+
+def test_an_override_that_makes_a_guardrail_unholdable_stops_synth() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config({**cdk_json_context(), "serving.primary.instance_type": "ml.g5.xlarge"})
+    message = str(info.value)
+    assert message.count("\n") == 0
+    assert message.startswith(
+        "config error: slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it, projected TTFT "
+        "p95 523 ms at 1 concurrent request"
+    )
+    assert message.endswith("(slo.require_holdable: a guardrail that always fires is an outage trap)")
+
+
+def test_the_seeds_g5_fleet_holds_the_cold_slo_it_is_documented_with() -> None:
+    config = load_config({**cdk_json_context(), **SEEDS_G5})
+    assert all(hold.holds for hold in class_holds(config))
