@@ -17,6 +17,7 @@ from app_config.memory_plan import MemoryPlan
 from app_config.memory_plan_config import MemoryPlanConfig, plan_for_instance
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
+from app_config.release import ReleaseConfig
 from app_config.scaling import ScalingConfig, VariantScalingConfig
 from app_config.serving import ServingConfig
 from app_config.variants import VARIANT_KEYS, Variant, VariantKey
@@ -81,6 +82,10 @@ class AppConfig(ConfigModel):
     capacity: CapacityConfig = Field(
         default=CapacityConfig(),
         description="Per-instance capacity at the TTFT SLO: routing assumption and measured overrides.",
+    )
+    release: ReleaseConfig = Field(
+        default=ReleaseConfig(),
+        description="ModelRelease stack: the quality-gated release pipelines of base-model and adapter versions.",
     )
 
     @model_validator(mode="after")
