@@ -55,6 +55,7 @@ class Answer:
     ttft_s: float | None = None
     content: str = ""
     detail: str = ""
+    versions: str | None = None  # the answer's CustomAttributes: the versions that answered (ops.served_versions)
 
 
 def chat_body(*, model: str, prompt: str, max_tokens: int, stream: bool) -> bytes:
@@ -300,10 +301,12 @@ class SageMakerTarget:
                 result = read_event_stream(response["Body"], clock=self._clock)
                 ended = self._clock()
                 ttft = None if result.first_content_at is None else result.first_content_at - started
-                return Answer(True, "ok", ended - started, ttft, result.content)
+                return Answer(
+                    True, "ok", ended - started, ttft, result.content, versions=response.get("CustomAttributes")
+                )
             response = self._runtime.invoke_endpoint(**params, Accept="application/json")
             content = check_completion(response["Body"].read())
-            return Answer(True, "ok", self._clock() - started, None, content)
+            return Answer(True, "ok", self._clock() - started, None, content, versions=response.get("CustomAttributes"))
         except StreamError as error:
             return Answer(False, f"stream {error.kind}", self._clock() - started, detail=str(error))
         except AnswerError as error:
