@@ -28,6 +28,7 @@ class Dimension(StrEnum):
     VARIANT = "VariantName"
     ADAPTER = "Adapter"
     COMPONENT = "InferenceComponentName"  # AWS/SageMaker and /aws/sagemaker/InferenceComponents
+    MODEL_VERSION = "ModelVersion"  # the base (+ adapter) versions that answered (container/serving_app/versions.py)
 
 
 class EngineMetric(StrEnum):

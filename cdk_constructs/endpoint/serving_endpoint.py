@@ -1,7 +1,7 @@
 """SageMaker models, endpoint config and endpoint for the production variants."""
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
@@ -21,6 +21,8 @@ class VariantDeployment:
 
     config: VariantConfig
     image_uri: str
+    versions_environment: Mapping[str, str] = field(default_factory=dict)
+    """``MODEL_VERSIONS`` of the pins its image bakes in (container_environment.model_versions_environment)."""
 
 
 class ServingEndpoint(Construct):
@@ -88,6 +90,7 @@ class ServingEndpoint(Construct):
                 role=role,
                 environment=environment,
                 hosting=hosting,
+                versions_environment=variant.versions_environment,
             )
             self.models[name] = model
             production_variants.append(

@@ -91,11 +91,14 @@ def serving_model(
     role: iam.IRole,
     environment: Mapping[str, str],
     hosting: EndpointHosting,
+    versions_environment: Mapping[str, str] | None = None,
 ) -> sagemaker.CfnModel:
     """The ``AWS::SageMaker::Model`` of one variant: the image, its environment plus
     ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement; with
-    ``hosting.compile_cache``, the compile cache made for it on ``instance_type`` as model data."""
-    container_environment = {**environment, env.VARIANT_NAME: variant_name}
+    ``hosting.compile_cache``, the compile cache made for it on ``instance_type`` as model data.
+    ``versions_environment`` (``MODEL_VERSIONS``) is part of the environment the cache job runs with: the image
+    that bakes those versions is the one it compiles for."""
+    container_environment = {**environment, **(versions_environment or {}), env.VARIANT_NAME: variant_name}
     cache = (
         hosting.compile_cache.cache_for(
             scope,

@@ -13,7 +13,7 @@ from app_config.capacity_timeline import effective_bounds
 from app_config.gpu_instances import instance_gpus
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
-from cdk_constructs.endpoint.container_environment import container_environment
+from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
 from cdk_constructs.endpoint.deployment_guardrails import deployment_config
 from cdk_constructs.endpoint.serving_endpoint import ServingEndpoint, VariantDeployment
 from cdk_constructs.endpoint.serving_mode import VariantImages
@@ -61,7 +61,14 @@ class VariantsServing(Construct):
         super().__init__(scope, construct_id)
         serving = config.serving
         self._warn_idle_gpus(config)
-        variants = [VariantDeployment(config=v.serving, image_uri=images.uri(v.key)) for v in config.variants()]
+        variants = [
+            VariantDeployment(
+                config=v.serving,
+                image_uri=images.uri(v.key),
+                versions_environment=model_versions_environment(config, v.key),
+            )
+            for v in config.variants()
+        ]
         self.endpoint_construct = ServingEndpoint(
             self,
             "Endpoint",

@@ -15,6 +15,7 @@ class RequestRecord:
     """What one ``/invocations`` call reports; filled in along the request path."""
 
     adapter: str = "none"
+    version: str | None = None  # ModelVersion dimension (serving_app/versions.py); None: not a served model
     status: int = 0
     stream: bool = False
     ttft_ms: float | None = None
@@ -51,11 +52,16 @@ class RequestMetrics:
             metrics[RequestMetric.INPUT_TOKENS] = record.input_tokens
         if isinstance(record.output_tokens, int):
             metrics[RequestMetric.OUTPUT_TOKENS] = record.output_tokens
+        dimension_sets = self._dimension_sets
+        dimensions: dict[str, str] = {Dimension.ADAPTER: record.adapter}
+        if record.version is not None:  # which versions answered, beside the sets alarms read (issue 36)
+            dimension_sets = [*dimension_sets, [*dimension_sets[-1], Dimension.MODEL_VERSION]]
+            dimensions[Dimension.MODEL_VERSION] = record.version
         # stdout closed or a non-finite value: drop the line, never the request.
         with contextlib.suppress(OSError, ValueError):
             self._emf.emit(
                 metrics,
-                dimension_sets=self._dimension_sets,
-                dimensions={Dimension.ADAPTER: record.adapter},
+                dimension_sets=dimension_sets,
+                dimensions=dimensions,
                 properties={"StatusCode": status, "Stream": record.stream},
             )
