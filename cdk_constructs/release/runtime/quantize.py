@@ -137,7 +137,31 @@ def quantize(
         num_calibration_samples=len(samples),
     )
     model.save_pretrained(str(out_dir), save_compressed=True)
-    tokenizer.save_pretrained(str(out_dir))
+    copy_tokenizer(model_dir, out_dir)
+
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "generation_config.json",
+)
+
+
+def copy_tokenizer(model_dir: Path, out_dir: Path) -> None:
+    """The source's tokenizer files, copied as they are.
+
+    Not ``tokenizer.save_pretrained``: transformers 5 (llm-compressor's) writes ``tokenizer_class:
+    TokenizersBackend``, which the serving image's transformers 4.57 (vLLM 0.22) cannot load: the engine
+    then fails at start with "Failed to load the tokenizer" (seen on the real CPU engine, 2026-11-26).
+    """
+    import shutil
+
+    for name in TOKENIZER_FILES:
+        if (model_dir / name).is_file():
+            shutil.copy2(model_dir / name, out_dir / name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
