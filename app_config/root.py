@@ -26,6 +26,7 @@ from app_config.memory_plan_config import MemoryPlanConfig, plan_for_instance
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
 from app_config.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
+from app_config.release import ReleaseConfig
 from app_config.scaling import ScalingConfig, VariantScalingConfig
 from app_config.scaling_policies import SCALE_IN_TARGET_FRACTION
 from app_config.serving import ServingConfig
@@ -102,6 +103,10 @@ class AppConfig(ConfigModel):
     traffic: TrafficConfig = Field(
         default=TrafficConfig(),
         description="The week's demand: volume, daily shape, release evenings, request shape (plan and simulation).",
+    )
+    release: ReleaseConfig = Field(
+        default=ReleaseConfig(),
+        description="ModelRelease stack: the quality-gated release pipelines of base-model and adapter versions.",
     )
 
     @model_validator(mode="after")

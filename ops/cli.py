@@ -40,7 +40,9 @@ from ops.invoke import DEFAULT_PROMPT, HttpTarget, SageMakerTarget, Target
 from ops.load import LoadPlan, Route, run_load
 from ops.parser import DEFAULT_PROMOTE_STEPS, DEFAULT_WATCH_S, SAGEMAKER_INVOKE_TIMEOUT_S, build_parser
 from ops.preflight import PreflightClients, PreflightOptions, boto3_preflight_clients, run_preflight
+from ops.release import ReleaseRequest, run_release
 from ops.rollout import Runtime, Timing, promote, rollback
+from ops.served_versions import expected_versions
 from ops.smoke import MODES, SmokeOptions, WakeOptions, run_smoke
 
 __all__ = ["Clients", "Deps", "build_parser", "main"]
@@ -153,6 +155,27 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
     if args.command == "preflight":
         checks = PreflightOptions(args.region, args.profile, args.cdk_out, args.download_digests, args.foundation)
         return run_preflight(config, deps.preflight_clients, checks, deps.out)
+    if args.command == "release":
+        request = ReleaseRequest(
+            args.kind,
+            args.version,
+            args.base_model_version,
+            args.eval_set,
+            adapter=args.adapter,
+            source_model=args.source_model,
+            calibration=args.calibration,
+        )
+        sagemaker = deps.clients(args.region, args.profile).sagemaker
+        return run_release(
+            sagemaker,
+            config,
+            request,
+            timeout_s=args.timeout_s,
+            poll_s=args.poll_s,
+            clock=deps.clock,
+            sleep=deps.sleep,
+            out=deps.out,
+        )
     adapters = tuple(a.name for a in config.model.adapters)
     if args.command == "load" and args.url:
         plan = _load_plan(args, _adapter_routes(args, adapters), instances=args.instances or 1, slo=config.slo)
@@ -174,6 +197,7 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
             base_model=config.model.name,
             wake=WakeOptions(args.wake, args.wake_timeout_s, args.poll_s),
             session=args.session,
+            expected_versions=expected_versions(config),
         )
         return _smoke(clients, ref, options, deps)
     if args.command == "promote":
@@ -210,6 +234,8 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
             modes=MODES,
             prompt=DEFAULT_PROMPT,
             max_tokens=32,
+            base_model=config.model.name,
+            expected_versions=expected_versions(config),
         )
         return _smoke(clients, ref, options, deps)
     return _load_endpoint(args, clients, ref, adapters, deps, config.slo)

@@ -58,6 +58,7 @@ class Answer:
     usage: Mapping[str, Any] | None = None
     """vLLM's ``usage`` object (token counts, ``prompt_tokens_details.cached_tokens``): the request
     class (serving_contract.request_classes); None when the answer carried none."""
+    versions: str | None = None  # the answer's CustomAttributes: the versions that answered (ops.served_versions)
 
 
 STREAM_USAGE_OPTION: Final[Mapping[str, Any]] = {"stream_options": {"include_usage": True}}
@@ -321,10 +322,26 @@ class SageMakerTarget:
                 result = read_event_stream(response["Body"], clock=self._clock)
                 ended = self._clock()
                 ttft = None if result.first_content_at is None else result.first_content_at - started
-                return Answer(True, "ok", ended - started, ttft, result.content, usage=result.usage)
+                return Answer(
+                    True,
+                    "ok",
+                    ended - started,
+                    ttft,
+                    result.content,
+                    usage=result.usage,
+                    versions=response.get("CustomAttributes"),
+                )
             response = self._runtime.invoke_endpoint(**params, Accept="application/json")
             content, usage = read_completion(response["Body"].read())
-            return Answer(True, "ok", self._clock() - started, None, content, usage=usage)
+            return Answer(
+                True,
+                "ok",
+                self._clock() - started,
+                None,
+                content,
+                usage=usage,
+                versions=response.get("CustomAttributes"),
+            )
         except StreamError as error:
             return Answer(False, f"stream {error.kind}", self._clock() - started, detail=str(error))
         except AnswerError as error:

@@ -19,6 +19,7 @@ from ops.load import (
     MAX_TURNS,
 )
 from ops.preflight import add_preflight_parser
+from ops.release import add_release_parser
 from ops.smoke import DEFAULT_WAKE_POLL_S, DEFAULT_WAKE_TIMEOUT_S, MODES
 from serving_contract.env import SAGEMAKER_INVOCATION_TIMEOUT_S
 
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_load(commands)
     add_preflight_parser(commands)
+    add_release_parser(commands)
     return parser
 
 

@@ -14,8 +14,8 @@ Every answer's shape is checked (OpenAI chat completion, non-empty content; stre
 session (``ops.conversation``): NEW_SESSION, two turns with the session id, CLOSE.
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ops.components import (
@@ -30,6 +30,7 @@ from ops.conversation import ConversationPlan, run_conversation
 from ops.endpoint import EndpointRef, describe, require_in_service
 from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import Answer, SageMakerTarget, chat_body
+from ops.served_versions import version_problem
 from ops.table import format_table, ms
 
 MODES = ("sync", "stream")
@@ -64,6 +65,8 @@ class SmokeOptions:
     base_model: str = ""
     wake: WakeOptions = WakeOptions()
     session: bool = False
+    expected_versions: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """``{variant name: {model: pin}}`` each answer's named versions must match (ops.served_versions)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,11 @@ def run_smoke(
             body = chat_body(model=case.model, prompt=options.prompt, max_tokens=options.max_tokens, stream=stream)
             for _ in range(options.requests_per_case):
                 answer = target.invoke(body, stream=stream, variant=case.variant, component=case.component)
+                expected = options.expected_versions.get(case.variant or "")
+                if answer.ok and expected:
+                    problem = version_problem(answer.versions, expected, base=options.base_model, model=case.model)
+                    if problem is not None:
+                        answer = replace(answer, ok=False, status="wrong version", detail=problem)
                 rows.append([case.label, case.where, mode, answer.status, ms(answer.ttft_s), ms(answer.latency_s)])
                 if not answer.ok:
                     failures.append((case, mode, answer))

@@ -44,6 +44,9 @@ LORA_TUNED_CONFIG_DIR: Final = "LORA_TUNED_CONFIG_DIR"
 # SageMaker loads each adapter component's adapter at runtime (POST /adapters, DELETE
 # /adapters/{name}); LORA_ADAPTERS is then empty.
 LORA_RUNTIME_ADAPTERS: Final = "LORA_RUNTIME_ADAPTERS"
+# JSON object {served model or adapter name: "<version>/<sha256>"}: the pins this variant's image bakes in.
+# Every answer names the versions that produced it (container/serving_app/versions.py; issue 36).
+MODEL_VERSIONS: Final = "MODEL_VERSIONS"
 # The only folder tree POST /adapters may load from (the container's default: /opt/ml, where
 # SageMaker places model data); the stack leaves it unset, tests point it at a temp dir.
 ADAPTER_SRC_ROOT: Final = "ADAPTER_SRC_ROOT"

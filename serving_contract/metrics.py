@@ -30,6 +30,7 @@ class Dimension(StrEnum):
     COMPONENT = "InferenceComponentName"  # AWS/SageMaker and /aws/sagemaker/InferenceComponents
     # cold | warm (serving_contract.request_classes): the SLO, its alarms and guardrails are per class.
     REQUEST_CLASS = "RequestClass"
+    MODEL_VERSION = "ModelVersion"  # the base (+ adapter) versions that answered (container/serving_app/versions.py)
 
 
 class EngineMetric(StrEnum):

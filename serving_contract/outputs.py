@@ -33,6 +33,21 @@ IMPORTED_MODEL_ARN_PREFIX: Final = "ImportedModelArn"
 """One output per imported model, ``ImportedModelArn<PascalCaseName>`` (see :func:`imported_model_output`)."""
 
 
+# ModelRelease stack: per release kind (base_model, adapter), its pipeline and model package group.
+RELEASE_PIPELINE_PREFIX: Final = "ReleasePipeline"
+MODEL_PACKAGE_GROUP_PREFIX: Final = "ModelPackageGroup"
+
+
+def release_pipeline_output(kind: str) -> str:
+    """Output key of one release kind's pipeline name, e.g. ``ReleasePipelineBaseModel``."""
+    return RELEASE_PIPELINE_PREFIX + pascal_case(kind)
+
+
+def model_package_group_output(kind: str) -> str:
+    """Output key of one release kind's model package group name, e.g. ``ModelPackageGroupAdapter``."""
+    return MODEL_PACKAGE_GROUP_PREFIX + pascal_case(kind)
+
+
 def adapter_component_output(adapter: str) -> str:
     """Output key of an adapter's component (``manga_domain_v3`` -> ``AdapterInferenceComponentMangaDomainV3``)."""
     return ADAPTER_COMPONENT_PREFIX + pascal_case(adapter)

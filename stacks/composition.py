@@ -18,6 +18,7 @@ from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_build_stack import ImageBuildStack
 from stacks.image_repository_stack import ImageRepositoryStack
 from stacks.model_artifacts_stack import ModelArtifactsStack
+from stacks.model_release_stack import ModelReleaseStack
 from stacks.observability_stack import ObservabilityStack
 from stacks.serving_stack import ServingStack
 
@@ -37,6 +38,7 @@ class AppStacks:
     observability: ObservabilityStack
     bedrock_import: BedrockImportStack | None = None
     image_build: ImageBuildStack | None = None
+    model_release: ModelReleaseStack | None = None
 
 
 def prebuilt_image(
@@ -163,8 +165,22 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             env=env,
             description=f"{config.project_name} ({config.stage}): Bedrock Custom Model Import of merged models",
         )
+    model_release = None
+    if config.release.enabled:
+        assert artifacts_bucket is not None  # release.enabled needs one (_artifacts_bucket)
+        model_release = ModelReleaseStack(
+            app,
+            config.stack_name("ModelRelease"),
+            config=config,
+            bucket=artifacts_bucket,
+            repository=repository,
+            serving_image_uri=images.primary,
+            env=env,
+            description=f"{config.project_name} ({config.stage}): quality-gated release pipelines of model versions",
+        )
     return AppStacks(
         image_repository=image_repository,
+        model_release=model_release,
         model_artifacts=model_artifacts,
         serving=serving,
         observability=observability,
@@ -178,15 +194,16 @@ def _artifacts_bucket(
 ) -> tuple[ModelArtifactsStack | None, s3.IBucket | None]:
     """The model-artifacts bucket, and the stack that owns it when this app does.
 
-    Needed by the image build (``image.source = build``), by adapter components
-    (``serving.mode = inference_components``) and by the compile cache
+    Needed by the release pipelines (``release.enabled``), the image build (``image.source = build``), by adapter
+    components (``serving.mode = inference_components``) and by the compile cache
     (``serving.compile_cache``). ``image.build.artifacts_bucket_name`` names an existing bucket,
     imported by name (``importer`` only scopes the import: the name is a literal, so no stack
     exports it); otherwise the ModelArtifacts stack creates one, deployed before the stacks that
     read it (docs/deploy.md).
     """
     needed = (
-        config.image.source == "build"
+        config.release.enabled
+        or config.image.source == "build"
         or config.serving.hosts_inference_components
         or config.serving.compile_cache.enabled
     )

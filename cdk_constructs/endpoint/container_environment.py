@@ -4,6 +4,7 @@ import json
 
 from app_config import AppConfig
 from app_config.image_build import pin_sha256
+from app_config.pins import built_artifact_sets
 from app_config.serving import needs_cuda_forward_compat
 from serving_contract import env
 from serving_contract.components import adapter_component_name
@@ -49,3 +50,17 @@ def container_environment(config: AppConfig) -> dict[str, str]:
         digests = {adapter_component_name(config.endpoint_name, name): pin_sha256(pin) for name, pin in pins.items()}
         variables[env.ADAPTER_SHA256] = json.dumps(digests, sort_keys=True, separators=(",", ":"))
     return variables
+
+
+def model_versions_environment(config: AppConfig, variant: str) -> dict[str, str]:
+    """``{MODEL_VERSIONS: JSON}`` of the pins ``variant``'s image bakes in (base model and adapters), so every
+    answer names the versions that produced it (container/serving_app/versions.py); empty when the image is
+    prebuilt."""
+    sets = built_artifact_sets(config)
+    artifacts = sets.get(variant, sets.get("primary"))  # a canary without a set of its own runs the primary's image
+    if artifacts is None:
+        return {}
+    pins = {config.model.name: artifacts.base_model}
+    if not config.serving.hosts_inference_components:  # runtime adapters are loaded, not baked
+        pins |= dict(artifacts.adapters)
+    return {env.MODEL_VERSIONS: json.dumps(pins, sort_keys=True, separators=(",", ":"))}

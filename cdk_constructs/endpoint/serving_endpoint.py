@@ -1,7 +1,7 @@
 """SageMaker models, endpoint config and endpoint for the production variants."""
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
@@ -23,6 +23,8 @@ class VariantDeployment:
     image_uri: str
     data_parallel_size: int = 1
     """Engines in the variant's container (app_config.gpu_instances.engines_per_instance)."""
+    versions_environment: Mapping[str, str] = field(default_factory=dict)
+    """``MODEL_VERSIONS`` of the pins its image bakes in (container_environment.model_versions_environment)."""
 
 
 class ServingEndpoint(Construct):
@@ -91,6 +93,7 @@ class ServingEndpoint(Construct):
                 environment=environment,
                 hosting=hosting,
                 data_parallel_size=variant.data_parallel_size,
+                versions_environment=variant.versions_environment,
             )
             self.models[name] = model
             production_variants.append(

@@ -103,14 +103,17 @@ def serving_model(
     environment: Mapping[str, str],
     hosting: EndpointHosting,
     data_parallel_size: int = 1,
+    versions_environment: Mapping[str, str] | None = None,
 ) -> sagemaker.CfnModel:
     """The ``AWS::SageMaker::Model`` of one variant: the image, its environment plus
     ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement; with
     ``hosting.compile_cache``, the compile cache made for it on ``instance_type`` as model data.
 
     ``data_parallel_size`` > 1 sets ``ENGINE_DATA_PARALLEL_SIZE``: that many vLLM engines in the
-    container, one per GPU group of a multi-GPU instance (1, vLLM's default, sets nothing)."""
-    container_environment = {**environment, env.VARIANT_NAME: variant_name}
+    container, one per GPU group of a multi-GPU instance (1, vLLM's default, sets nothing).
+    ``versions_environment`` (``MODEL_VERSIONS``) is part of the environment the cache job runs with: the image
+    that bakes those versions is the one it compiles for."""
+    container_environment = {**environment, **(versions_environment or {}), env.VARIANT_NAME: variant_name}
     if data_parallel_size > 1:
         container_environment[env.ENGINE_DATA_PARALLEL_SIZE] = str(data_parallel_size)
     cache = (

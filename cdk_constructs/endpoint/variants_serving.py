@@ -13,7 +13,7 @@ from app_config.capacity_timeline import effective_bounds
 from app_config.gpu_instances import engines_per_instance
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
-from cdk_constructs.endpoint.container_environment import container_environment
+from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
 from cdk_constructs.endpoint.deployment_guardrails import deployment_config
 from cdk_constructs.endpoint.serving_endpoint import ServingEndpoint, VariantDeployment
 from cdk_constructs.endpoint.serving_mode import VariantImages
@@ -66,6 +66,7 @@ class VariantsServing(Construct):
                 image_uri=images.uri(v.key),
                 # One engine per GPU group: vLLM data parallel in the container.
                 data_parallel_size=engines_per_instance(v.serving.instance_type, config.engine.tensor_parallel_size),
+                versions_environment=model_versions_environment(config, v.key),
             )
             for v in config.variants()
         ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
@@ -43,6 +44,7 @@ from serving_app.sessions.manager import SessionStore
 from serving_app.sessions.serving import SessionService
 from serving_app.settings import Settings
 from serving_app.upstream import UpstreamPool
+from serving_app.versions import ModelVersions
 from serving_contract import env
 from serving_contract.metrics import Dimension
 
@@ -105,6 +107,7 @@ class Gateway:
             request_timeout_s=settings.request_timeout_s,
             limits=RequestLimits.from_settings(settings),
             budget=ContextBudget(settings, pool=self.pool, emf=self.emf, base_model=settings.served_model_name),
+            versions=ModelVersions.from_env(os.environ, settings.served_model_name),
         )
         self.adapters = AdapterService(
             settings=settings,

@@ -36,6 +36,7 @@ from serving_app.engine.process import EngineProcess
 from serving_app.gateway import Gateway
 from serving_app.settings import Settings, SettingsError
 from serving_app.transport import KEEP_ALIVE_S, LIMIT_CONCURRENCY, TransportLimits, limited_protocol
+from serving_app.versions import ModelVersions
 from serving_app.vllm_args import (
     ENGINE_HOST,
     EnginePaths,
@@ -116,6 +117,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env(os.environ)
     except SettingsError as exc:
+        print(f"serve: configuration error: {exc}", file=sys.stderr, flush=True)
+        return EXIT_CONFIG
+    try:
+        ModelVersions.from_env(os.environ, settings.served_model_name)  # the gateway reads it again, valid
+    except ValueError as exc:
         print(f"serve: configuration error: {exc}", file=sys.stderr, flush=True)
         return EXIT_CONFIG
     try:

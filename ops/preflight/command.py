@@ -17,12 +17,13 @@ from botocore.exceptions import BotoCoreError
 from app_config.root import AppConfig
 from ops.exit_codes import ExitCode
 from ops.preflight.account import check_bootstrap, check_quotas, check_region, sagemaker_offered
+from ops.preflight.approvals import check_approvals
 from ops.preflight.artifacts import check_artifacts, check_image
 from ops.preflight.conflicts import check_endpoint, check_log_groups
 from ops.preflight.pins import pins_in_effect, placeholder_pin_lines
 from ops.preflight.report import Finding, error, exit_code, fail, ok, skip, summary
 
-AWS_CHECKS: Final = "bootstrap, quotas, artifacts, image, endpoint, log-groups"
+AWS_CHECKS: Final = "bootstrap, quotas, artifacts, approvals, image, endpoint, log-groups"
 FOUNDATION_AWS_CHECKS: Final = "bootstrap"
 
 DESCRIPTION: Final = """\
@@ -42,6 +43,8 @@ skip, or error (an AWS call failed). Every check runs; the exit code is the firs
   artifacts   artifacts: each non-placeholder pin's version folder exists in the artifacts bucket
               (image.build.artifacts_bucket_name, else the ModelArtifacts stack's output); its sha256 is
               rebuilt from S3's full-object SHA-256 checksums, or with --download-digests.
+  approvals   artifacts: each non-placeholder pin is a model package that the release pipeline registered
+              and that is Approved (release.enabled; docs/model-release.md).
   image       artifacts: image.source = prebuilt: each variant's image is in ECR.
   endpoint    conflict: serving.endpoint_name is free or the Serving stack's, in the configured mode.
   log-groups  reported: a /aws/sagemaker/Endpoints/<endpoint> log group left by an earlier deploy (adopted).
@@ -52,7 +55,7 @@ bootstrap only; the foundation stacks (ImageRepository, ModelArtifacts) read no 
 
 EPILOG: Final = (
     "Exit codes: 0 ok, 5 a check could not run (and nothing failed), 6 config (placeholder pins), "
-    "7 account (region, bootstrap, quotas), 8 artifacts (pinned files, prebuilt image), 9 conflict "
+    "7 account (region, bootstrap, quotas), 8 artifacts (pinned files, unapproved pins, prebuilt image), 9 conflict "
     "(endpoint name, serving mode); 2 usage."
 )
 
@@ -121,6 +124,7 @@ def _aws_findings(config: AppConfig, clients: PreflightClients, options: Preflig
     findings = [check_bootstrap(clients.cloudformation, region, options.cdk_out)]
     findings += check_quotas(config, clients.service_quotas, region)
     findings += check_artifacts(config, clients.cloudformation, clients.s3, download=options.download_digests)
+    findings += check_approvals(config, clients.sagemaker)
     findings += check_image(config, clients.cloudformation, clients.ecr_in, region)
     endpoint_findings, endpoint = check_endpoint(config, clients.sagemaker)
     return findings + endpoint_findings + check_log_groups(config, clients.logs, endpoint)

@@ -26,6 +26,9 @@ def pin_command(config: AppConfig) -> str:
     bucket = build.artifacts_bucket_name or "<artifacts bucket>"
     adapters = ",".join(a.name for a in config.model.adapters)
     command = f"python -m ops.pin_artifacts --bucket {bucket} --base-model {config.model.name} --adapters {adapters}"
+    command += f" --stage {config.stage}" if config.release.enabled else " --no-approval-check"
+    if config.release.enabled and config.project_name != "MangaAssist":
+        command += f" --project-name {config.project_name}"
     for flag, value, default in (
         ("--base-models-prefix", build.base_models_prefix, "base-models"),
         ("--adapters-prefix", build.adapters_prefix, "adapters"),

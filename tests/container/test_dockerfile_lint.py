@@ -47,3 +47,10 @@ def test_the_linter_does_fail_on_a_bad_dockerfile(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "DL3006" in result.stdout  # untagged base image
     assert "DL3003" in result.stdout  # cd instead of WORKDIR
+
+
+def test_the_release_tools_dockerfile_has_no_findings() -> None:
+    """The release pipeline's tools image (cdk_constructs/release/runtime/Dockerfile; docs/model-release.md)."""
+    result = lint(DOCKERFILE.parents[1] / "cdk_constructs" / "release" / "runtime" / "Dockerfile")
+    assert result.returncode == 0, result.stdout
+    assert result.stdout == ""

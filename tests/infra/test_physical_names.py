@@ -21,6 +21,9 @@ LIMITS: list[tuple[str, str, int, str]] = [
     ("Custom::LogRetention", "LogGroupName", 512, r"^[.\-_/#A-Za-z0-9]+$"),
     ("AWS::ApplicationAutoScaling::ScalableTarget", "ResourceId", 1600, r"^\S+$"),
     ("AWS::ApplicationAutoScaling::ScalingPolicy", "PolicyName", 256, r"^\S+$"),
+    ("AWS::SageMaker::Pipeline", "PipelineName", 256, r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$"),
+    ("AWS::SageMaker::Pipeline", "PipelineDisplayName", 256, r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$"),
+    ("AWS::SageMaker::ModelPackageGroup", "ModelPackageGroupName", 63, r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"),
 ]
 
 LONGEST = {"project_name": "A" + "b" * 31, "serving.endpoint_name": "e" * 63}

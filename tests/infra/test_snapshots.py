@@ -32,7 +32,9 @@ def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     return snapshot.use_extension(JSONSnapshotExtension)
 
 
-@pytest.mark.parametrize("unit", ["ImageRepository", "ModelArtifacts", "ImageBuild", "Serving", "Observability"])
+@pytest.mark.parametrize(
+    "unit", ["ImageRepository", "ModelArtifacts", "ImageBuild", "Serving", "Observability", "ModelRelease"]
+)
 def test_stack_snapshot(default_synth: Synth, json_snapshot: SnapshotAssertion, unit: str) -> None:
     assert mask_asset_hashes(default_synth.template_json(unit)) == json_snapshot
 

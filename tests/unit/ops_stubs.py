@@ -241,13 +241,20 @@ class Stubs:
     # --- sagemaker-runtime ---------------------------------------------------------------
     # ``variant`` is the TargetVariant; None with ``component=`` (InferenceComponentName) instead.
     def invoke(
-        self, variant: str | None, adapter: str, content: str = "Try Dungeon Meshi.", *, component: str | None = None
+        self,
+        variant: str | None,
+        adapter: str,
+        content: str = "Try Dungeon Meshi.",
+        *,
+        component: str | None = None,
+        custom_attributes: str | None = None,
     ) -> None:
         body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
+        answer: dict[str, Any] = {"Body": StreamingBody(io.BytesIO(body), len(body)), "ContentType": "application/json"}
+        if custom_attributes is not None:  # the container's versions (container/serving_app/versions.py)
+            answer["CustomAttributes"] = custom_attributes
         self.runtime.add_response(
-            "invoke_endpoint",
-            {"Body": StreamingBody(io.BytesIO(body), len(body)), "ContentType": "application/json"},
-            _invoke_params(variant, adapter, stream=False, component=component),
+            "invoke_endpoint", answer, _invoke_params(variant, adapter, stream=False, component=component)
         )
 
     def invoke_model_error(
@@ -281,10 +288,14 @@ class Stubs:
         events: list[dict[str, Any]] | None = None,
         *,
         component: str | None = None,
+        custom_attributes: str | None = None,
     ) -> None:
+        answer: dict[str, Any] = {"Body": {"PayloadPart": {"Bytes": b""}}, "ContentType": "text/event-stream"}
+        if custom_attributes is not None:
+            answer["CustomAttributes"] = custom_attributes
         self.runtime.add_response(
             "invoke_endpoint_with_response_stream",
-            {"Body": {"PayloadPart": {"Bytes": b""}}, "ContentType": "text/event-stream"},
+            answer,
             _invoke_params(variant, adapter, stream=True, component=component),
         )
         self.streams.append(events if events is not None else sse_events("Try ", "Dungeon Meshi."))

@@ -15,8 +15,12 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from app_config import AppConfig, load_config
+from app_config.pins import pins_in_effect
+from app_config.release import model_package_group_name
+from ops.model_packages import pin_kind
 from ops.preflight import PreflightClients
 from tests.synth_helpers import SEEDS_G5
+from tests.unit.model_package_stubs import add_model_package
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -135,6 +139,14 @@ class PreflightStubs:
         self.stubs["s3"].add_response(
             "get_object", {"Body": body, "ContentLength": len(data)}, {"Bucket": BUCKET, "Key": key}
         )
+
+    def approved(self, config: AppConfig) -> None:
+        """Every non-placeholder pin in effect: an Approved model package (the approvals check)."""
+        for ref in pins_in_effect(config):
+            if not ref.placeholder:
+                kind, artifact = pin_kind(config, ref)
+                group = model_package_group_name(config.project_name, config.stage, kind)
+                add_model_package(self.stubs["sagemaker"], group, artifact, ref.pin)
 
     def version_folder(self, prefix: str, files: Mapping[str, bytes] = FILES, kind: str | None = "FULL_OBJECT") -> None:
         """ListObjectsV2 of the folder, then HeadObject of each file (sorted, as listed)."""

@@ -1,9 +1,11 @@
 """The container environment carries every engine setting under a contract name."""
 
+import json
+
 import pytest
 
 from app_config import load_config
-from cdk_constructs.endpoint.container_environment import container_environment
+from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
 from serving_app.settings import Settings
 from serving_contract import env
 from tests.synth_helpers import cdk_json_context
@@ -21,12 +23,34 @@ def test_all_contract_names_but_the_per_variant_and_optional_ones_are_set() -> N
     assert set(env.ALL) - set(variables) == {
         env.VARIANT_NAME,
         env.ENGINE_DATA_PARALLEL_SIZE,  # per variant, on multi-GPU instance types only (serving_model)
+        env.MODEL_VERSIONS,  # per variant: the pins its image bakes in (model_versions_environment)
         env.LORA_MAX_CPU_LORAS,
         env.LORA_RUNTIME_ADAPTERS,
         env.ADAPTER_SHA256,
         env.ADAPTER_SRC_ROOT,  # the container default (/opt/ml) is where SageMaker puts model data
         env.LORA_TUNED_CONFIG_DIR,  # tuned kernel configs exist per GPU; none is shipped for the A10G yet
     }
+
+
+def test_each_variant_names_the_pins_its_image_bakes_in() -> None:
+    sha = "e" * 64
+    names = ("general_support_v2", "jp_style_v1", "manga_domain_v3")
+    adapters = {name: f"v3/{sha}" for name in names}
+    primary = {"base_model": f"v1/{sha}", "adapters": adapters}
+    canary = {"base_model": f"v2/{sha}", "adapters": {**adapters, "manga_domain_v3": f"v4/{sha}"}}
+    config = load_config({**cdk_json_context(), "image.build.primary": primary, "image.build.canary": canary})
+    assert json.loads(model_versions_environment(config, "canary")[env.MODEL_VERSIONS]) == {
+        "llama-3-8b-instruct-awq": f"v2/{sha}",
+        "general_support_v2": f"v3/{sha}",
+        "jp_style_v1": f"v3/{sha}",
+        "manga_domain_v3": f"v4/{sha}",
+    }
+    without_canary_set = load_config({**cdk_json_context(), "image.build.primary": primary})
+    assert model_versions_environment(without_canary_set, "canary") == model_versions_environment(
+        without_canary_set, "primary"
+    )  # it runs the primary's image
+    prebuilt = load_config({**cdk_json_context(), "image.source": "prebuilt", "image.primary.tag": "v1"})
+    assert model_versions_environment(prebuilt, "primary") == {}
 
 
 def test_optional_cpu_lora_cache_is_passed_when_set() -> None:

@@ -31,7 +31,17 @@ def test_cdk_json_is_read_in_one_place() -> None:
     assert readers == ["app_config/loader.py"]
 
 
-CAPABILITIES = {"artifacts", "bedrock", "common", "compile_cache", "endpoint", "image", "observability", "scaling"}
+CAPABILITIES = {
+    "artifacts",
+    "bedrock",
+    "common",
+    "compile_cache",
+    "endpoint",
+    "image",
+    "observability",
+    "release",
+    "scaling",
+}
 
 
 def test_constructs_are_grouped_by_capability() -> None:

@@ -37,7 +37,9 @@ def test_preflight_help_documents_every_check_and_exit_code(repo_root):
     )
     assert result.returncode == 0
     checks = [line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ") and ": " in line[:26]]
-    assert checks[:8] == ["pins", "region", "bootstrap", "quotas", "artifacts", "image", "endpoint", "log-groups"]
+    assert checks[:9] == [
+        "pins", "region", "bootstrap", "quotas", "artifacts", "approvals", "image", "endpoint", "log-groups",
+    ]  # fmt: skip
     text = " ".join(result.stdout.split())
     for code in ExitCode:
         if code >= ExitCode.AWS_ERROR:
@@ -47,5 +49,5 @@ def test_preflight_help_documents_every_check_and_exit_code(repo_root):
 def test_preflight_section_in_docs_lists_every_check(repo_root):
     text = (repo_root / "docs" / "operations.md").read_text()
     section = text.split("## `preflight`")[1].split("\n## ")[0]
-    for check in ("pins", "region", "bootstrap", "quotas", "artifacts", "image", "endpoint", "log-groups"):
+    for check in ("pins", "region", "bootstrap", "quotas", "artifacts", "approvals", "image", "endpoint", "log-groups"):
         assert f"| `{check}` |" in section

@@ -12,12 +12,13 @@ from ops.preflight.account import check_bootstrap, check_quotas, check_region, q
 from ops.preflight.command import check_pins
 from ops.preflight.report import Finding, exit_code
 from tests.synth_helpers import SEEDS_G5_FLAGS
+from tests.unit.model_package_stubs import add_model_package
 from tests.unit.preflight_stubs import BUCKET, DIGEST, FILES, REGION, config, pinned, preflight_stubbed
 
 ZEROS = "0" * 64
 PIN_TOOL = (
     "python -m ops.pin_artifacts --bucket <artifacts bucket> --base-model llama-3-8b-instruct-awq "
-    "--adapters manga_domain_v3,general_support_v2,jp_style_v1"
+    "--adapters manga_domain_v3,general_support_v2,jp_style_v1 --stage prod"
 )
 
 
@@ -248,6 +249,7 @@ def _all_green(stubs, tmp_path: Path) -> None:
         "adapters/manga_domain_v3/v3/",
     ):
         stubs.version_folder(prefix)
+    stubs.approved(pinned())
     stubs.stubs["sagemaker"].add_client_error(
         "describe_endpoint",
         service_error_code="ValidationException",
@@ -283,14 +285,15 @@ def test_cli_preflight_all_ok(tmp_path):
     )
     assert [line.split(":")[0] for line in lines[1:-1]] == [
         "ok    pins", "ok    region", "ok    bootstrap", "ok    quotas", "ok    quotas",
-        "ok    artifacts", "ok    artifacts", "ok    artifacts", "ok    artifacts",
+        "ok    artifacts", "ok    artifacts", "ok    artifacts", "ok    artifacts", "ok    approvals",
         "skip  image", "ok    endpoint", "ok    log-groups",
     ]  # fmt: skip
     assert lines[6] == (
         f"ok    artifacts: image.build.primary.base_model: s3://{BUCKET}/base-models/llama-3-8b-instruct-awq/v1/ "
         f"matches the pin ({len(FILES)} file(s), from S3 checksums)"
     )
-    assert lines[-1] == "preflight passed: 11 ok, 12 line(s); exit 0"
+    assert "ok    approvals: 4 pin(s), each an Approved model package" in lines
+    assert lines[-1] == "preflight passed: 12 ok, 13 line(s); exit 0"
 
 
 def test_cli_preflight_reports_every_class_and_exits_with_the_first(tmp_path):
@@ -299,6 +302,13 @@ def test_cli_preflight_reports_every_class_and_exits_with_the_first(tmp_path):
         stubs.toolkit("21")
         stubs.quotas({"ml.g5.xlarge for endpoint usage": 4.0, "ml.g5.xlarge for processing job usage": 2.0})
         stubs.listing("base-models/llama-3-8b-instruct-awq/v1/", {})
+        package = add_model_package(
+            stubs.stubs["sagemaker"],
+            "mangaassist-prod-base-model",
+            "llama-3-8b-instruct-awq",
+            f"v1/{DIGEST}",
+            status="PendingManualApproval",
+        )
         stubs.stubs["sagemaker"].add_client_error(
             "describe_endpoint", service_error_code="ThrottlingException", service_message="Rate exceeded"
         )
@@ -316,10 +326,15 @@ def test_cli_preflight_reports_every_class_and_exits_with_the_first(tmp_path):
         f"FAIL  artifacts: image.build.primary.base_model = 'v1/{DIGEST}': s3://{BUCKET}/base-models/"
         "llama-3-8b-instruct-awq/v1/ has no objects; upload version v1"
     ) in lines
+    assert (
+        f"FAIL  approvals: image.build.primary.base_model = 'v1/{DIGEST}': model package {package} is "
+        "PendingManualApproval, not Approved; approve it (aws sagemaker update-model-package "
+        "--model-approval-status Approved) or pin an approved version"
+    ) in lines
     assert "error endpoint: endpoint mangaassist-vllm-prod: ThrottlingException: Rate exceeded" in lines
     assert "skip  log-groups: not checked: the endpoint check could not run" in lines
     assert lines[-1] == (
-        "preflight failed: 5 problem(s) (config 3, account 1, artifacts 1), 1 check(s) could not run; "
+        "preflight failed: 6 problem(s) (config 3, account 1, artifacts 2), 1 check(s) could not run; "
         "exit 6 (PREFLIGHT_CONFIG)"
     )
 
@@ -332,7 +347,7 @@ def test_cli_preflight_without_credentials_runs_the_offline_checks(tmp_path):
     assert lines[-3:] == [
         f"ok    region: {REGION}: SageMaker is offered",
         "error aws: no AWS credentials found (environment, --profile, SSO, instance role); not checked: bootstrap, "
-        "quotas, artifacts, image, endpoint, log-groups",
+        "quotas, artifacts, approvals, image, endpoint, log-groups",
         "preflight failed: 5 problem(s) (config 5), 1 check(s) could not run; exit 6 (PREFLIGHT_CONFIG)",
     ]
     with preflight_stubbed(credentials=False) as stubs:

@@ -165,6 +165,33 @@ def test_rollback_sets_primary_to_100_and_smokes_the_primary():
     assert stubs.lines[-1] == "smoke passed: 6 request(s), 3 adapter(s) x 1 variant(s)"
 
 
+def test_rollback_verifies_the_primary_serves_its_pinned_versions(tmp_path):
+    sha = "d" * 64
+    pins = {"base_model": f"v1/{sha}", "adapters": {a: f"v3/{sha}" for a in ADAPTERS}}
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(
+        json.dumps({"context": {"stage": "dev", "stages": {"dev": {"image": {"build": {"primary": pins}}}}}})
+    )
+    with stubbed() as stubs:
+        stubs.describe_endpoint(weights={"primary": 50.0, "canary": 50.0})
+        stubs.update_weights({"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})
+        stubs.describe_endpoint(weights={"primary": 100.0, "canary": 0.0})  # smoke
+        for adapter in ADAPTERS:
+            # The primary still runs the candidate's manga_domain_v3 (v4): the rollback did not take.
+            version = "v4" if adapter == "manga_domain_v3" else "v3"
+            served = f"base_model=llama-3-8b-instruct-awq/v1/{sha};adapter={adapter}/{version}/{sha}"
+            stubs.invoke("primary", adapter, custom_attributes=served)
+            stubs.invoke_stream("primary", adapter, custom_attributes=served)
+        argv = ["rollback", *VARIANTS, *FAST, "--stage", "dev", "--cdk-json", str(cdk_json)]
+        code = main(argv, stubs.deps(FakeClock()))
+    assert code == ExitCode.CHECK_FAILED
+    assert (
+        f"FAIL manga_domain_v3 on primary (sync): wrong version: served adapter 'manga_domain_v3/v4/{sha}', "
+        f"pinned 'manga_domain_v3/v3/{sha}'"
+    ) in stubs.lines
+
+
 def test_rollback_reports_aws_error(capsys):
     with stubbed() as stubs:
         stubs.describe_endpoint()

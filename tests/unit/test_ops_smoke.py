@@ -171,3 +171,51 @@ def test_outputs_file_without_serving_stack_names_the_stacks(tmp_path, capsys):
         f"error: --stack-outputs {outputs}: no stack 'MangaAssist-prod-Serving' with output 'EndpointName' "
         "(stacks: MangaAssist-prod-ImageRepository)"
     )
+
+
+SHA = "c" * 64
+PINS = {"base_model": f"v1/{SHA}", "adapters": {a: f"v3/{SHA}" for a in ADAPTERS}}
+
+
+def _pinned_cdk_json(tmp_path):
+    path = tmp_path / "cdk.json"
+    context = {"stage": "prod", "stages": {"prod": {"image": {"build": {"primary": PINS}}}}}
+    path.write_text(json.dumps({"context": context}))
+    return str(path)
+
+
+def _served(adapter: str, adapter_pin: str = f"v3/{SHA}") -> str:
+    return f"base_model=llama-3-8b-instruct-awq/v1/{SHA};adapter={adapter}/{adapter_pin}"
+
+
+def test_smoke_checks_each_answer_names_the_pinned_versions(tmp_path):
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        for adapter in ADAPTERS:
+            for variant in ("primary", "canary"):
+                stubs.invoke(variant, adapter, custom_attributes=_served(adapter))
+                stubs.invoke_stream(variant, adapter, custom_attributes=_served(adapter))
+        code = main([*ARGS, "--cdk-json", _pinned_cdk_json(tmp_path)], stubs.deps(FakeClock(tick=0.01)))
+    assert code == ExitCode.OK, stubs.output
+
+
+def test_smoke_fails_an_answer_from_another_version(tmp_path):
+    with stubbed() as stubs:
+        stubs.describe_endpoint()
+        for adapter in ADAPTERS:
+            for variant in ("primary", "canary"):
+                old = variant == "canary" and adapter == "jp_style_v1"
+                served = _served(adapter, f"v2/{SHA}" if old else f"v3/{SHA}")
+                stubs.invoke(variant, adapter, custom_attributes=served)
+                stubs.invoke_stream(variant, adapter, custom_attributes=None if old else served)
+        code = main([*ARGS, "--cdk-json", _pinned_cdk_json(tmp_path)], stubs.deps(FakeClock(tick=0.01)))
+    assert code == ExitCode.CHECK_FAILED
+    assert (
+        f"FAIL jp_style_v1 on canary (sync): wrong version: served adapter 'jp_style_v1/v2/{SHA}', pinned "
+        f"'jp_style_v1/v3/{SHA}'"
+    ) in stubs.output
+    assert (
+        "FAIL jp_style_v1 on canary (stream): wrong version: the answer names no versions (no CustomAttributes; "
+        "an image older than issue 36?)"
+    ) in stubs.output
+    assert stubs.output.endswith("smoke FAILED: 2 of 12 request(s) failed")

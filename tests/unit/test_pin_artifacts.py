@@ -8,7 +8,9 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from app_config.image_build import ArtifactSetConfig
-from ops.pin_artifacts import current_pins
+from ops.model_packages import find_package
+from ops.pin_artifacts import current_pins, main, unapproved
+from tests.unit.model_package_stubs import NOW, add_model_package, add_no_package, describe_package, package_arn
 
 SHA = "a" * 64
 
@@ -40,4 +42,63 @@ def test_a_malformed_pointer_names_the_object() -> None:
     assert (
         str(info.value)
         == "s3://b/base-models/llama/CURRENT: pointer 'v2': must be '<version>/<64 lowercase hex sha256>'"
+    )
+
+
+def _sagemaker():
+    return boto3.client("sagemaker", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
+
+
+def test_pins_of_approved_model_packages_pass() -> None:
+    sagemaker = _sagemaker()
+    pins = {"base_model": f"v2/{SHA}", "adapters": {"manga_domain_v3": f"v4/{SHA}"}}
+    with Stubber(sagemaker) as stub:
+        add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}")
+        add_model_package(stub, "mangaassist-prod-adapters", "manga_domain_v3", f"v4/{SHA}")
+        assert unapproved(sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod") == []
+
+
+def test_an_unapproved_or_unreleased_pin_is_refused_in_one_line_each() -> None:
+    sagemaker = _sagemaker()
+    pins = {"base_model": f"v2/{SHA}", "adapters": {"manga_domain_v3": f"v4/{SHA}"}}
+    with Stubber(sagemaker) as stub:
+        arn = add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}", status="Rejected", version=7)
+        add_no_package(stub, "mangaassist-prod-adapters")
+        lines = unapproved(sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod")
+    assert lines == [
+        f"base_model = 'v2/{SHA}': model package {arn} is Rejected, not Approved; approve it (aws sagemaker "
+        "update-model-package --model-approval-status Approved) or pin an approved version",
+        f"adapters.manga_domain_v3 = 'v4/{SHA}': no model package in mangaassist-prod-adapters registers it (not "
+        "released through the quality gates); run `mangaassist-ops release` for manga_domain_v3 v4 "
+        "(docs/model-release.md)",
+    ]
+
+
+def test_a_package_whose_metadata_names_another_pin_does_not_count() -> None:
+    """The description is free text; the customer metadata written by the pipeline decides."""
+    sagemaker = _sagemaker()
+    group = "mangaassist-prod-adapters"
+    with Stubber(sagemaker) as stub:
+        stub.add_response(
+            "list_model_packages",
+            {"ModelPackageSummaryList": [{
+                "ModelPackageArn": package_arn(group, 3), "ModelPackageDescription": f"manga_domain_v3 v4/{SHA}",
+                "CreationTime": NOW, "ModelPackageStatus": "Completed", "ModelApprovalStatus": "Approved",
+            }]},
+            {"ModelPackageGroupName": group, "SortBy": "CreationTime", "SortOrder": "Descending"},
+        )  # fmt: skip
+        stub.add_response(
+            "describe_model_package",
+            describe_package(group, "manga_domain_v3", f"v5/{SHA}", version=3),
+            {"ModelPackageName": package_arn(group, 3)},
+        )
+        assert find_package(sagemaker, group, "manga_domain_v3", f"v4/{SHA}") is None
+
+
+def test_the_command_needs_a_stage_to_check_approvals(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--bucket", "b", "--base-model", "llama", "--adapters", "a"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: --stage is required to check the pins' model packages (or pass --no-approval-check)\n"
     )

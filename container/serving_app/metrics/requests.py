@@ -29,6 +29,7 @@ class RequestRecord:
     """What one ``/invocations`` call reports; filled in along the request path."""
 
     adapter: str = "none"
+    version: str | None = None  # ModelVersion dimension (serving_app/versions.py); None: not a served model
     status: int = 0
     stream: bool = False
     ttft_ms: float | None = None
@@ -102,6 +103,9 @@ class RequestMetrics:
             dimension_sets = self._class_sets
             if self._histograms is not None:
                 self._histograms.observe(klass, ttft_ms=record.ttft_ms, latency_ms=latency_ms)
+        if record.version is not None:  # which versions answered, beside the sets alarms read (issue 36)
+            dimension_sets = [*dimension_sets, [*self._dimension_sets[-1], Dimension.MODEL_VERSION]]
+            dimensions[Dimension.MODEL_VERSION] = record.version
         # stdout closed or a non-finite value: drop the line, never the request.
         with contextlib.suppress(OSError, ValueError):
             self._emf.emit(

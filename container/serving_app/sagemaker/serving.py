@@ -28,6 +28,7 @@ from serving_app.sagemaker.protocol import ChatCompletionBody, CompletionBody, r
 from serving_app.sagemaker.relay import RelayResponse, is_oom, read_usage, relay_events
 from serving_app.sessions.serving import SessionService
 from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
+from serving_app.versions import CUSTOM_ATTRIBUTES_HEADER, ModelVersions
 
 log = logging.getLogger("serving_app.sagemaker")
 
@@ -67,9 +68,11 @@ class InvocationService:
         request_timeout_s: float,
         limits: RequestLimits | None = None,
         budget: ContextBudget | None = None,
+        versions: ModelVersions | None = None,
     ) -> None:
         self.limits = limits or RequestLimits()
         self.budget = budget
+        self.versions = versions or ModelVersions(models.base)
         self.models = models
         self.readiness = readiness
         self.pool = pool
@@ -90,6 +93,11 @@ class InvocationService:
             log.exception("invocations: unhandled error")
             response = error_response(500, "internal error in the serving gateway")
         record.status = response.status_code
+        if record.adapter in self.models:  # a served model took the request: name its versions
+            # After what the context budget reported, in the one header SageMaker returns (k=v;k=v).
+            versions = self.versions.attributes(record.adapter)
+            earlier = response.headers.get(CUSTOM_ATTRIBUTES_HEADER)
+            response.headers[CUSTOM_ATTRIBUTES_HEADER] = f"{earlier};{versions}" if earlier else versions
         if not isinstance(response, RelayResponse):
             self.metrics.emit(record, started)
         return response
@@ -144,6 +152,7 @@ class InvocationService:
             log.info("invocations: unknown adapter %r; available: %s", name[:100], self.models.available)
             return error_response(400, f"unknown adapter {name[:100]!r}")
         record.adapter = name
+        record.version = self.versions.dimension(name) if self.versions.pins else None
         record.stream = parsed.stream
         rewrite = name != parsed.model
         salt = self.models.cache_salt(name)

@@ -1,0 +1,151 @@
+"""The release pipeline of a base-model or adapter version (seed 000 §5 "CI/CD Pipeline For Model Updates").
+
+One SageMaker Pipeline run per version: quantize (base models, optional), validate, load test,
+evaluate against the quality gates, and register in a model package group. The stack is
+``stacks/model_release_stack.py``; docs/model-release.md walks through a run.
+"""
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from app_config.base import ConfigModel, InstanceType
+from serving_contract.quality_gates import SEED_THRESHOLDS, gates_from
+
+
+def _check_gates(value: dict[str, float]) -> dict[str, float]:
+    if not value:
+        raise ValueError("needs at least one quality gate: a release with no gate would register anything")
+    gates_from(value)  # one line naming the metric or the threshold
+    return value
+
+
+def _check_language_mix(value: dict[str, float]) -> dict[str, float]:
+    total = sum(value.values())
+    if not value or abs(total - 1.0) > 1e-6 or any(share <= 0 for share in value.values()):
+        raise ValueError(f"shares {value} must be positive and add up to 1 (e.g. {{'en': 0.7, 'ja': 0.3}})")
+    return value
+
+
+class QuantizeConfig(ConfigModel):
+    """The quantize step: llm-compressor on a GPU Processing job, and seed 000's calibration gotchas as checks."""
+
+    enabled: bool = Field(
+        default=True,
+        description=("Run the quantize step; off when the uploaded base model is already quantized (validated as is)."),
+    )
+    scheme: Literal["W4A16", "W8A8"] = Field(
+        default="W4A16",
+        description=(
+            "llm-compressor preset scheme. W4A16 is AWQ INT4 with group size 128 (seed 000 §3: w_bit 4, "
+            "q_group_size 128, zero_point), served by vLLM's awq_marlin / compressed-tensors kernels; W8A8 is INT8."
+        ),
+    )
+    instance_type: InstanceType = Field(
+        default="ml.g5.2xlarge",
+        description=(
+            "Processing instance. Seed 000: AWQ on Llama-3-8B takes ~15-30 min on one A10G; the 2xlarge's 32 GiB "
+            "of host memory holds the 16 GB fp16 checkpoint while layers move to the GPU one at a time."
+        ),
+    )
+    volume_size_gb: int = Field(default=100, ge=30, le=16384, description="Processing volume, GB (fp16 in, INT4 out).")
+    max_runtime_s: int = Field(default=7200, ge=600, le=432000, description="Processing job stop, seconds.")
+    min_calibration_samples: int = Field(
+        default=256,
+        ge=1,
+        description="Fewer calibration samples stop the step. Source: seed 000 gotcha 1 (< 256 is unstable).",
+    )
+    calibration_samples: int = Field(
+        default=512, ge=1, description="Samples used (the first N). Source: seed 000 build_calibration_dataset."
+    )
+    max_sequence_length: int = Field(default=2048, ge=128, description="Calibration sequence cut, tokens (seed 000).")
+    language_mix: Annotated[dict[str, float], AfterValidator(_check_language_mix)] = Field(
+        default={"en": 0.7, "ja": 0.3},
+        description=(
+            "Production language mix the calibration set must match (its `lang` field). Source: seed 000 gotcha 2 "
+            "(30% of production traffic is Japanese)."
+        ),
+    )
+    language_mix_tolerance: float = Field(
+        default=0.05, gt=0, le=0.5, description="Largest allowed gap between a language's share and language_mix."
+    )
+    llmcompressor_version: str = Field(
+        default="0.14.0.1",
+        pattern=r"^\d+(\.\d+)+$",
+        description=(
+            "llm-compressor release the tools image pins; the step refuses another and records it in the "
+            "checkpoint (seed 000 gotcha 3: pin the quantizer and version its artifacts)."
+        ),
+    )
+
+
+class ReleaseConfig(ConfigModel):
+    """The ModelRelease stack: its pipeline's steps, gates and model registry."""
+
+    enabled: bool = Field(default=True, description="Add the ModelRelease stack (pipeline + model package group).")
+    gates: Annotated[dict[str, float], AfterValidator(_check_gates)] = Field(
+        default=dict(SEED_THRESHOLDS),
+        description=(
+            "Quality gates, metric -> threshold as a fraction 0-1 (serving_contract/quality_gates.py). Source: "
+            "seed 000 'Quality Gate Details'. bleu is sacrebleu's corpus BLEU / 100 (0.85 = BLEU 85)."
+        ),
+    )
+    judge_model_id: str = Field(
+        default="amazon.nova-pro-v1:0",
+        pattern=r"^([a-z]{2,4}\.)?[a-z0-9-]+\.[a-zA-Z0-9.:_-]+$",
+        description=(
+            "Bedrock model (or cross-region inference profile, e.g. apac.amazon.nova-pro-v1:0) that judges "
+            "factual accuracy, language quality, safety and hallucination through Converse."
+        ),
+    )
+    approval_status: Literal["PendingManualApproval", "Approved"] = Field(
+        default="PendingManualApproval",
+        description="Status of a registered model package; only Approved packages deploy (ops preflight).",
+    )
+    eval_instance_type: str = Field(
+        default="ml.m5.xlarge",
+        pattern=r"^ml\.[a-z][a-z0-9-]*\.[0-9]*x?large$",
+        description=(
+            "Processing instance of the validate and evaluate steps (CPU; 16 GiB holds the tools image's "
+            "transformers and a tokenizer)."
+        ),
+    )
+    eval_volume_size_gb: int = Field(default=30, ge=1, le=16384, description="Validate/evaluate volume, GB.")
+    step_max_runtime_s: int = Field(
+        default=3600, ge=300, le=432000, description="Stop of the validate, load-test and evaluate jobs, seconds."
+    )
+    load_test_requests_per_adapter: int = Field(
+        default=10,
+        ge=1,
+        le=10000,
+        description="Requests the load test sends through each adapter and the base. Source: seed 000 (10 requests).",
+    )
+    tools_image_tag: str = Field(
+        default="release-tools",
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$",
+        description=(
+            "Tag, in the app's ECR repository, of the image the validate, quantize and evaluate steps run "
+            "(cdk_constructs/release/runtime/Dockerfile)."
+        ),
+    )
+    quantize: QuantizeConfig = Field(default=QuantizeConfig(), description="The quantize step.")
+
+
+MODEL_PACKAGE_GROUP_SUFFIXES = {"base_model": "base-model", "adapter": "adapters"}
+"""Release kind -> the suffix of its model package group's name."""
+
+
+def model_package_group_name(project_name: str, stage: str, kind: str) -> str:
+    """``<project>-<stage>-<base-model|adapters>`` in lowercase: the model package group of a release kind.
+
+    Shared by the ModelRelease stack, which creates the group, and ``ops`` (preflight, pin_artifacts,
+    release), which looks a pin's model package up in it. Fits ModelPackageGroupName's pattern
+    ``^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`` (project names are alphanumeric, app_config/root.py).
+    """
+    return f"{project_name}-{stage}-{MODEL_PACKAGE_GROUP_SUFFIXES[kind]}".lower()
+
+
+def release_pipeline_name(project_name: str, stage: str, kind: str) -> str:
+    """``<project>-<stage>-release-<base-model|adapter>`` in lowercase: the release pipeline of a kind
+    (the ModelRelease stack names it; ``ops release`` starts it)."""
+    return f"{project_name}-{stage}-release-{kind.replace('_', '-')}".lower()

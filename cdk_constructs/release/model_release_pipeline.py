@@ -1,0 +1,292 @@
+"""The release pipelines of base-model and adapter versions, their model package groups and their role.
+
+Definitions: ``pipeline_definition.py`` (the SageMaker Python SDK, at synth). Step scripts: ``runtime/``.
+docs/model-release.md walks through a run.
+"""
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from app_config.release import ReleaseConfig, model_package_group_name, release_pipeline_name
+from cdk_constructs.common.nag import (
+    acknowledge,
+    acknowledge_all,
+    bucket_arn_placeholder,
+    log_group_arn_placeholder,
+    pseudo_placeholder,
+    resource_arn_placeholder,
+)
+from cdk_constructs.release.pipeline_definition import ReleaseKind, ReleaseTargets, pipeline_definition
+from serving_contract.outputs import pascal_case
+
+SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
+PROCESSING_JOB_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
+RELEASE_INPUTS_PREFIX = "release-inputs"
+"""Eval sets and calibration sets are uploaded under ``s3://<artifacts bucket>/release-inputs/``."""
+RELEASE_REPORTS_PREFIX = "release-reports"
+"""Each run's step outputs: ``release-reports/<pipeline execution id>/<step>/`` (pipeline_definition.py)."""
+KINDS: tuple[ReleaseKind, ...] = ("base_model", "adapter")
+RUNTIME = Path(__file__).parent
+
+
+class ModelReleasePipeline(Construct):
+    """One SageMaker Pipeline per release kind, one model package group per kind, and the role they run as.
+
+    Attributes:
+        role: the pipelines' and their jobs' execution role.
+        pipelines: kind -> ``AWS::SageMaker::Pipeline``.
+        model_package_groups: kind -> ``AWS::SageMaker::ModelPackageGroup``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        release: ReleaseConfig,
+        project_name: str,
+        stage: str,
+        bucket: s3.IBucket,
+        repository: ecr.IRepository,
+        serving_image_uri: str,
+        serving_instance_type: str,
+        base_model_name: str,
+        adapters: Sequence[str],
+        max_lora_rank: int,
+        base_models_prefix: str,
+        adapters_prefix: str,
+        engine_environment: Mapping[str, str],
+    ) -> None:
+        """
+        Args:
+            release: ``release``.
+            project_name / stage: name the pipelines and the model package groups.
+            bucket: the model-artifacts bucket: versions under ``base_models_prefix`` / ``adapters_prefix``,
+                release inputs under ``release-inputs/``, step outputs under ``release-reports/``.
+            repository: the app's ECR repository (the tools image is ``release.tools_image_tag`` in it).
+            serving_image_uri: the image the endpoint runs (the load test runs it).
+            serving_instance_type: the primary variant's instance type (the load test runs on it).
+            base_model_name / adapters / max_lora_rank: ``model.name``, ``model.adapters``, ``engine.max_lora_rank``.
+            base_models_prefix / adapters_prefix: ``image.build``'s.
+            engine_environment: the engine settings' container environment (``engine.environment()``).
+        """
+        super().__init__(scope, construct_id)
+        stack = cdk.Stack.of(self)
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(SAGEMAKER_PRINCIPAL))
+        code = s3_assets.Asset(
+            self,
+            "RuntimeCode",
+            path=str(RUNTIME),
+            # The zip holds runtime/ (Python imports it from the zip); the links into serving_contract/ are followed.
+            exclude=["*", "!runtime", "!runtime/*.py", "runtime/__pycache__"],
+            follow_symlinks=cdk.SymlinkFollowMode.ALWAYS,
+        )
+        code.grant_read(self.role)
+        self.model_package_groups = {
+            kind: sagemaker.CfnModelPackageGroup(
+                self,
+                f"{pascal_case(kind)}Packages",
+                model_package_group_name=model_package_group_name(project_name, stage, kind),
+                model_package_group_description=f"{project_name} ({stage}): {kind.replace('_', ' ')} versions "
+                "that passed the quality gates (docs/model-release.md)",
+            )
+            for kind in KINDS
+        }
+        targets = ReleaseTargets(
+            role_arn=self.role.role_arn,
+            bucket_name=bucket.bucket_name,
+            code_s3_uri=code.s3_object_url,
+            code_zip_name=code.s3_object_key.rsplit("/", 1)[-1],
+            tools_image_uri=repository.repository_uri_for_tag(release.tools_image_tag),
+            serving_image_uri=serving_image_uri,
+            serving_instance_type=serving_instance_type,
+            base_model_name=base_model_name,
+            adapters=tuple(adapters),
+            max_lora_rank=max_lora_rank,
+            base_models_prefix=base_models_prefix,
+            adapters_prefix=adapters_prefix,
+            model_package_groups={kind: g.model_package_group_name for kind, g in self.model_package_groups.items()},
+            engine_environment=dict(engine_environment),
+        )
+        self.pipelines: dict[str, sagemaker.CfnPipeline] = {}
+        for kind in KINDS:
+            pipeline = sagemaker.CfnPipeline(
+                self,
+                f"{pascal_case(kind)}Release",
+                pipeline_name=release_pipeline_name(project_name, stage, kind),
+                pipeline_display_name=f"{project_name}-{stage}-{pascal_case(kind)}Release",
+                pipeline_description=f"Quantize (base models), validate, load-test, evaluate and register a "
+                f"{kind.replace('_', ' ')} version (docs/model-release.md)",
+                role_arn=self.role.role_arn,
+                pipeline_definition={"PipelineDefinitionBody": pipeline_definition(kind, targets, release)},
+            )
+            self.pipelines[kind] = pipeline
+        self._grant(
+            stack=stack,
+            bucket=bucket,
+            repository=repository,
+            release=release,
+            base_models_prefix=base_models_prefix,
+            adapters_prefix=adapters_prefix,
+        )
+        policy = self.role.node.find_child("DefaultPolicy")
+        for pipeline in self.pipelines.values():
+            pipeline.node.add_dependency(policy)  # a first execution right after the deploy needs the permissions
+
+    def _grant(
+        self,
+        *,
+        stack: cdk.Stack,
+        bucket: s3.IBucket,
+        repository: ecr.IRepository,
+        release: ReleaseConfig,
+        base_models_prefix: str,
+        adapters_prefix: str,
+    ) -> None:
+        role = self.role
+        repository.grant_pull(role)
+        # Read: versions (base models, adapters), the run's inputs, earlier steps' outputs (the pipeline reads
+        # property files as the role). Write: quantized checkpoints (a new base-model version folder), outputs.
+        reads = [f"{base_models_prefix}/*", f"{adapters_prefix}/*", f"{RELEASE_INPUTS_PREFIX}/*"]
+        reads.append(f"{RELEASE_REPORTS_PREFIX}/*")
+        writes = [f"{base_models_prefix}/*", f"{RELEASE_REPORTS_PREFIX}/*"]
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadReleaseObjects", actions=["s3:GetObject"], resources=[bucket.arn_for_objects(p) for p in reads]
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListReleaseFolders",
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": reads}},
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteReleaseObjects",
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[bucket.arn_for_objects(p) for p in writes],
+            )
+        )
+        jobs = stack.format_arn(service="sagemaker", resource="processing-job", resource_name="pipelines-*")
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="RunStepJobs",
+                actions=[
+                    "sagemaker:CreateProcessingJob",
+                    "sagemaker:DescribeProcessingJob",
+                    "sagemaker:StopProcessingJob",
+                    "sagemaker:AddTags",
+                ],
+                resources=[jobs],
+            )
+        )
+        packages = [
+            stack.format_arn(
+                service="sagemaker", resource="model-package", resource_name=f"{g.model_package_group_name}/*"
+            )
+            for g in self.model_package_groups.values()
+        ]
+        groups = [
+            stack.format_arn(
+                service="sagemaker", resource="model-package-group", resource_name=g.model_package_group_name
+            )
+            for g in self.model_package_groups.values()
+        ]
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="RegisterModelPackages",
+                actions=["sagemaker:CreateModelPackage", "sagemaker:DescribeModelPackage", "sagemaker:AddTags"],
+                resources=packages + groups,
+            )
+        )
+        role.grant_pass_role(role)  # the pipeline passes its role to each step's job
+        job_logs = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{PROCESSING_JOB_LOG_GROUP}:*",
+            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="StepJobLogs",
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[job_logs],
+            )
+        )
+        # Converse is authorized as bedrock:InvokeModel. A cross-region inference profile (a "us."/"apac."
+        # prefix) routes to the foundation model in any of its regions, so the model's ARN names no region.
+        model = release.judge_model_id
+        foundation = model.split(".", 1)[1] if model.split(".", 1)[0] in ("us", "eu", "apac", "global") else model
+        judge_resources = [f"arn:{stack.partition}:bedrock:*::foundation-model/{foundation}"]
+        if foundation != model:
+            judge_resources.append(
+                stack.format_arn(service="bedrock", resource="inference-profile", resource_name=model)
+            )
+        role.add_to_policy(
+            iam.PolicyStatement(sid="JudgeModel", actions=["bedrock:InvokeModel"], resources=judge_resources)
+        )
+        self._acknowledge(bucket, reads + writes, foundation)
+
+    def _acknowledge(self, bucket: s3.IBucket, folders: list[str], judge_foundation_model: str) -> None:
+        arn = bucket_arn_placeholder(self.role, bucket)
+        acknowledge_all(
+            self.role,
+            [f"AwsSolutions-IAM5[Resource::{arn}/{folder}]" for folder in dict.fromkeys(folders)],
+            "Objects under the release's own folders only: version folders named per release "
+            "(serving_contract/model_artifacts.py), inputs and per-execution reports named at run time.",
+        )
+        partition, account, region = (pseudo_placeholder(self, p) for p in ("Partition", "AccountId", "Region"))
+        assets = f"arn:{partition}:s3:::{cdk.DefaultStackSynthesizer.DEFAULT_FILE_ASSETS_BUCKET_NAME}"
+        assets = assets.replace("${AWS::AccountId}", account).replace("${AWS::Region}", region)
+        assets = assets.replace("${Qualifier}", cdk.DefaultStackSynthesizer.DEFAULT_QUALIFIER)
+        acknowledge_all(
+            self.role,
+            [
+                "AwsSolutions-IAM5[Action::s3:GetObject*]",
+                "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+                "AwsSolutions-IAM5[Action::s3:List*]",
+                f"AwsSolutions-IAM5[Resource::{assets}/*]",
+            ],
+            "Asset.grant_read of the runtime code zip: read-only, in the CDK bootstrap's file-assets bucket, "
+            "which holds this app's deploy assets only.",
+        )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken has no resource-level permissions (grant_pull).",
+        )
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::{resource_arn_placeholder(self, 'sagemaker', 'processing-job/pipelines-*')}]",
+            "SageMaker Pipelines names each step's processing job pipelines-<execution>-<step>-<suffix> at run time.",
+        )
+        for group in self.model_package_groups.values():
+            package = resource_arn_placeholder(self, "sagemaker", f"model-package/{group.model_package_group_name}/*")
+            acknowledge(
+                self.role,
+                f"AwsSolutions-IAM5[Resource::{package}]",
+                "A model package's ARN ends in its version number, assigned at registration, in this group only.",
+            )
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOB_LOG_GROUP)}]",
+            "SageMaker writes a processing job's output to /aws/sagemaker/ProcessingJobs, one stream per job named "
+            "at run time (SageMaker developer guide, 'Log Amazon SageMaker Events with Amazon CloudWatch').",
+        )
+        partition = pseudo_placeholder(self, "Partition")
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:bedrock:*::foundation-model/{judge_foundation_model}]",
+            "The judge model in every region: a cross-region inference profile routes to any of them.",
+        )

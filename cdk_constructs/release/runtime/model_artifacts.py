@@ -1,0 +1,1 @@
+../../../serving_contract/model_artifacts.py

@@ -1,0 +1,1 @@
+../../../serving_contract/quality_gates.py

@@ -1,0 +1,167 @@
+"""``release``: start a version's release pipeline, follow it step by step, then print the pin to set.
+
+The pipelines are the ModelRelease stack's (cdk_constructs/release/; docs/model-release.md): ``base_model``
+(quantize, validate, load test, evaluate, gates, register) and ``adapter`` (the same without quantize).
+On success the Register step's model package holds the pin (``<version>/<sha256>`` of what was validated);
+this prints it as the config line to set, with the package's approval status: a pin deploys only once
+its package is Approved (``ops preflight``, ``ops pin_artifacts``).
+
+Calls: StartPipelineExecution, DescribePipelineExecution, ListPipelineExecutionSteps, DescribeModelPackage.
+"""
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from app_config.release import release_pipeline_name
+from app_config.root import AppConfig
+from ops.exit_codes import ExitCode, OpsError
+
+DONE: Final = ("Succeeded", "Failed", "Stopped")
+REGISTER_STEP: Final = "Register"
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """One release: what kind, which version, and the run's inputs (S3 URIs)."""
+
+    kind: str
+    version: str
+    base_model_version: str
+    eval_set: str
+    adapter: str | None = None
+    source_model: str | None = None
+    calibration: str | None = None
+
+    def parameters(self, config: AppConfig) -> list[dict[str, str]]:
+        """The pipeline's parameters (cdk_constructs/release/pipeline_definition.py) for this release.
+
+        Raises:
+            OpsError: (USAGE) an input the kind needs is missing.
+        """
+        values = {"EvalSetS3Uri": self.eval_set}
+        if self.kind == "adapter":
+            if not self.adapter:
+                raise OpsError("--adapter: an adapter release names the adapter", ExitCode.USAGE)
+            values |= {
+                "AdapterName": self.adapter,
+                "AdapterVersion": self.version,
+                "BaseModelVersion": self.base_model_version,
+            }
+        else:
+            if not self.source_model:
+                raise OpsError("--source-model: a base-model release names the checkpoint to release", ExitCode.USAGE)
+            values |= {"SourceModelS3Uri": self.source_model, "BaseModelVersion": self.version}
+            if config.release.quantize.enabled:
+                if not self.calibration:
+                    raise OpsError("--calibration: release.quantize.enabled needs the calibration set", ExitCode.USAGE)
+                values["CalibrationS3Uri"] = self.calibration
+        return [{"Name": name, "Value": value} for name, value in values.items()]
+
+    def pin_key(self, config: AppConfig) -> str:
+        """The config key the released pin goes to (the canary's set: a new version is a candidate)."""
+        variant = "canary" if config.serving.canary.enabled else "primary"
+        if self.kind == "adapter":
+            return f"image.build.{variant}.adapters.{self.adapter}"
+        return f"image.build.{variant}.base_model"
+
+
+def _steps(sagemaker: Any, execution: str) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for page in sagemaker.get_paginator("list_pipeline_execution_steps").paginate(
+        PipelineExecutionArn=execution, SortOrder="Ascending"
+    ):
+        steps += page["PipelineExecutionSteps"]
+    return steps
+
+
+def run_release(
+    sagemaker: Any,
+    config: AppConfig,
+    request: ReleaseRequest,
+    *,
+    timeout_s: float,
+    poll_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    out: Callable[[str], None] = print,
+) -> ExitCode:
+    """Start, follow (one line per step status change) and report; OK once registered, CHECK_FAILED otherwise.
+
+    Raises:
+        OpsError: NOT_READY when ``timeout_s`` passes before the execution ends (it keeps running).
+    """
+    pipeline = release_pipeline_name(config.project_name, config.stage, request.kind)
+    started = sagemaker.start_pipeline_execution(
+        PipelineName=pipeline,
+        PipelineExecutionDisplayName=f"{request.adapter or config.model.name}-{request.version}".replace("_", "-"),
+        PipelineParameters=request.parameters(config),
+    )
+    execution = started["PipelineExecutionArn"]
+    out(f"release {pipeline}: started {execution}")
+    seen: dict[str, str] = {}
+    deadline = clock() + timeout_s
+    while True:
+        for step in _steps(sagemaker, execution):
+            name, status = step["StepName"], step["StepStatus"]
+            if seen.get(name) != status:
+                seen[name] = status
+                reason = f": {step['FailureReason']}" if step.get("FailureReason") else ""
+                out(f"  {name}: {status}{reason}")
+        status = sagemaker.describe_pipeline_execution(PipelineExecutionArn=execution)
+        if status["PipelineExecutionStatus"] in DONE:
+            break
+        if clock() >= deadline:
+            raise OpsError(
+                f"release {execution}: still {status['PipelineExecutionStatus']} after {timeout_s:g} s; it goes on "
+                "running (aws sagemaker describe-pipeline-execution)",
+                ExitCode.NOT_READY,
+            )
+        sleep(poll_s)
+    if status["PipelineExecutionStatus"] != "Succeeded":
+        reason = status.get("FailureReason", "see the steps above")
+        out(f"release FAILED ({status['PipelineExecutionStatus']}): {reason}")
+        return ExitCode.CHECK_FAILED
+    register = next((s for s in _steps(sagemaker, execution) if s["StepName"] == REGISTER_STEP), None)
+    arn = (register or {}).get("Metadata", {}).get("RegisterModel", {}).get("Arn")
+    if arn is None:
+        out("release FAILED: the execution succeeded without registering a model package")
+        return ExitCode.CHECK_FAILED
+    package = sagemaker.describe_model_package(ModelPackageName=arn)
+    pin = package.get("CustomerMetadataProperties", {}).get("pin")
+    approval = package.get("ModelApprovalStatus", "PendingManualApproval")
+    out(f"registered {arn} ({approval})")
+    out(f"set in cdk.json (stages.{config.stage}): {json.dumps({request.pin_key(config): pin})}")
+    if approval != "Approved":
+        out(
+            "then approve it: aws sagemaker update-model-package --model-approval-status Approved --model-package-arn "
+            + arn
+        )
+    return ExitCode.OK
+
+
+def add_release_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """The ``release`` subcommand's flags."""
+    parser = commands.add_parser(
+        "release",
+        help="Run a version through the quality-gated release pipeline, then print the pin to set.",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--kind", choices=("base_model", "adapter"), required=True)
+    parser.add_argument("--version", required=True, help="The version released, e.g. v4 (its S3 version folder).")
+    parser.add_argument("--base-model-version", default="", help="adapter: the base version it runs on, e.g. v2.")
+    parser.add_argument("--adapter", help="adapter: its name, e.g. manga_domain_v3.")
+    parser.add_argument("--eval-set", required=True, help="s3://.../release-inputs/<eval set>.jsonl")
+    parser.add_argument("--source-model", help="base_model: s3:// prefix of the checkpoint to quantize (or release).")
+    parser.add_argument("--calibration", help="base_model with quantize: s3://.../release-inputs/<set>.jsonl")
+    parser.add_argument("--timeout-s", type=float, default=4 * 3600.0, help="Max wait (default 14400).")
+    parser.add_argument("--poll-s", type=float, default=60.0, help="Status interval (default 60).")
+    parser.add_argument("--stage", default=None, help="Stage (default: cdk.json's `stage`).")
+    parser.add_argument("--cdk-json", type=Path, default=Path("cdk.json"), help="cdk.json to read stages from.")
+    parser.add_argument("--region", help="AWS region (default: the SDK's).")
+    parser.add_argument("--profile", help="AWS profile (default: the SDK's).")

@@ -1,0 +1,185 @@
+"""The ModelRelease stack: its pipelines' definitions step by step, the model package groups, the role."""
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from serving_contract import outputs
+from tests.synth_helpers import Synth
+
+UNIT = "ModelRelease"
+
+
+def _definition(synth: Synth, kind: str) -> dict[str, Any]:
+    """The pipeline's definition JSON, each CloudFormation intrinsic (a CDK token) replaced by ``"<cfn>"``-free text.
+
+    The SDK wrote the definition with CDK tokens in parameter defaults; CloudFormation joins them back in
+    (``Fn::Join``). An intrinsic inside a JSON string becomes ``{cfn}`` here, so the JSON still parses.
+    """
+    resources = synth.template(UNIT).find_resources("AWS::SageMaker::Pipeline")
+    (body,) = (
+        r["Properties"]["PipelineDefinition"]["PipelineDefinitionBody"]
+        for r in resources.values()
+        if r["Properties"]["PipelineName"].endswith(kind.replace("_", "-"))
+    )
+    if isinstance(body, dict):
+        parts = body["Fn::Join"][1]
+        body = "".join(part if isinstance(part, str) else "{cfn}" for part in parts)
+    return json.loads(body)
+
+
+def _steps(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    steps = {step["Name"]: step for step in definition["Steps"]}
+    for step in definition["Steps"]:
+        for branch in ("IfSteps", "ElseSteps"):
+            steps |= {s["Name"]: s for s in step["Arguments"].get(branch, [])}
+    return steps
+
+
+def _join(value: Any) -> str:
+    """A definition's ``Std:Join`` as text: parameters ``{Name}``, other pipeline variables ``{...}``."""
+    if isinstance(value, str):
+        return value
+    if "Get" in value:
+        return "{" + value["Get"].removeprefix("Parameters.") + "}"
+    if "Std:Join" in value:
+        join = value["Std:Join"]
+        return join["On"].join(_join(v) for v in join["Values"])
+    if "Std:JsonGet" in value:
+        return "{" + value["Std:JsonGet"]["PropertyFile"]["Get"] + ":" + value["Std:JsonGet"]["Path"] + "}"
+    raise AssertionError(value)
+
+
+def _inputs(step: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {
+        i["InputName"]: (_join(i["S3Input"]["S3Uri"]), _join(i["S3Input"]["LocalPath"]))
+        for i in step["Arguments"]["ProcessingInputs"]
+    }
+
+
+def test_the_base_model_pipeline_runs_quantize_validate_load_test_evaluate_then_the_gates(default_synth: Synth) -> None:
+    definition = _definition(default_synth, "base_model")
+    assert [s["Name"] for s in definition["Steps"]] == ["Quantize", "Validate", "LoadTest", "Evaluate", "Gates"]
+    assert [p["Name"] for p in definition["Parameters"]] == [
+        "ArtifactsBucket", "RuntimeCodeS3Uri", "ToolsImageUri", "ServingImageUri", "EvalSetS3Uri",
+        "BaseModelVersion", "SourceModelS3Uri", "CalibrationS3Uri",
+    ]  # fmt: skip
+    quantize = _steps(definition)["Quantize"]["Arguments"]
+    assert quantize["ProcessingResources"]["ClusterConfig"]["InstanceType"] == "ml.g5.2xlarge"
+    assert quantize["AppSpecification"]["ContainerEntrypoint"] == [
+        "/opt/release-venv/bin/python",
+        "-m",
+        "runtime.quantize",
+    ]
+    args = quantize["AppSpecification"]["ContainerArguments"]
+    assert args[args.index("--scheme") + 1] == "W4A16"
+    assert args[args.index("--min-samples") + 1] == "256"
+    assert json.loads(args[args.index("--language-mix") + 1]) == {"en": 0.7, "ja": 0.3}
+    assert args[args.index("--llmcompressor-version") + 1] == "0.14.0.1"
+    (output,) = quantize["ProcessingOutputConfig"]["Outputs"]
+    assert (
+        _join(output["S3Output"]["S3Uri"])
+        == "s3://{ArtifactsBucket}/base-models/llama-3-8b-instruct-awq/{BaseModelVersion}/"
+    )
+
+
+def test_validate_reads_the_quantized_checkpoint_and_digests_it(default_synth: Synth) -> None:
+    validate = _steps(_definition(default_synth, "base_model"))["Validate"]["Arguments"]
+    model_uri, local = _inputs({"Arguments": validate})["model"]
+    assert model_uri == "{Steps.Quantize.ProcessingOutputConfig.Outputs['quantized'].S3Output.S3Uri}"
+    args = [_join(a) for a in validate["AppSpecification"]["ContainerArguments"]]
+    assert args[args.index("--max-lora-rank") + 1] == "16"
+    assert args[args.index("--digest-dir") + 1] == local == "/opt/ml/processing/input/model"
+    assert validate["Environment"]["PYTHONPATH"].startswith("/opt/ml/processing/input/code/")
+
+
+def test_the_adapter_pipeline_validates_the_adapter_against_the_pinned_base(default_synth: Synth) -> None:
+    definition = _definition(default_synth, "adapter")
+    assert [s["Name"] for s in definition["Steps"]] == ["Validate", "LoadTest", "Evaluate", "Gates"]
+    inputs = _inputs(_steps(definition)["Validate"])
+    assert inputs["model"] == (
+        "s3://{ArtifactsBucket}/base-models/llama-3-8b-instruct-awq/{BaseModelVersion}/",
+        "/opt/ml/processing/input/model",
+    )
+    assert inputs["adapter"] == (
+        "s3://{ArtifactsBucket}/adapters/{AdapterName}/{AdapterVersion}/",
+        "/opt/ml/processing/input/adapters/{AdapterName}",
+    )
+
+
+def test_the_load_test_runs_the_serving_image_on_the_serving_instance_type(default_synth: Synth) -> None:
+    load_test = _steps(_definition(default_synth, "adapter"))["LoadTest"]["Arguments"]
+    assert _join(load_test["AppSpecification"]["ImageUri"]) == "{ServingImageUri}"
+    assert load_test["ProcessingResources"]["ClusterConfig"]["InstanceType"] == "ml.g5.xlarge"
+    args = [_join(a) for a in load_test["AppSpecification"]["ContainerArguments"]]
+    assert args[:1] == ["--serve"]
+    assert args[args.index("--requests-per-model") + 1] == "10"
+    assert args[args.index("--only-adapter") + 1] == "{AdapterName}"
+    # The engine serves as the endpoint does: the same engine settings.
+    assert load_test["Environment"]["ENGINE_MAX_MODEL_LEN"] == str(default_synth.config.engine.max_model_len)
+
+
+def test_evaluate_scores_the_load_tests_answers_against_the_configured_gates(default_synth: Synth) -> None:
+    evaluate = _steps(_definition(default_synth, "adapter"))["Evaluate"]["Arguments"]
+    assert _inputs({"Arguments": evaluate})["answers"][0] == (
+        "{Steps.LoadTest.ProcessingOutputConfig.Outputs['answers'].S3Output.S3Uri}"
+    )
+    args = [_join(a) for a in evaluate["AppSpecification"]["ContainerArguments"]]
+    assert json.loads(args[args.index("--gates") + 1]) == {
+        "bleu": 0.85, "factual_accuracy": 0.90, "language_quality": 0.88, "safety": 0.99, "hallucination_rate": 0.05,
+    }  # fmt: skip
+    assert args[args.index("--judge-model-id") + 1] == "amazon.nova-pro-v1:0"
+    assert "--exit-zero" in args  # the condition step decides, and the fail step names the metric
+
+
+def test_the_gates_register_a_passing_version_or_fail_with_the_reports_summary(default_synth: Synth) -> None:
+    steps = _steps(_definition(default_synth, "adapter"))
+    gates = steps["Gates"]["Arguments"]
+    (condition,) = gates["Conditions"]
+    assert condition["Type"] == "Equals" and condition["RightValue"] is True
+    assert condition["LeftValue"]["Std:JsonGet"]["Path"] == "passed"
+    assert [s["Name"] for s in gates["IfSteps"]] == ["Register"]
+    assert [s["Name"] for s in gates["ElseSteps"]] == ["GateFailed"]
+    assert (
+        _join(steps["GateFailed"]["Arguments"]["ErrorMessage"]) == "{Steps.Evaluate.PropertyFiles.Evaluation:summary}"
+    )
+    register = steps["Register"]
+    assert register["Type"] == "RegisterModel"
+    args = register["Arguments"]
+    assert args["ModelPackageGroupName"] == "mangaassist-prod-adapters"
+    assert args["ModelApprovalStatus"] == "PendingManualApproval"
+    assert _join(args["CustomerMetadataProperties"]["pin"]) == (
+        "{AdapterVersion}/{Steps.Validate.PropertyFiles.Validation:artifact_sha256}"
+    )
+    assert _join(args["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"]) == (
+        "{Steps.Evaluate.ProcessingOutputConfig.Outputs['report'].S3Output.S3Uri}evaluation.json"
+    )
+
+
+def test_one_model_package_group_per_kind_and_outputs_name_them(default_synth: Synth) -> None:
+    template = default_synth.template(UNIT)
+    template.resource_count_is("AWS::SageMaker::ModelPackageGroup", 2)
+    for name in ("mangaassist-prod-base-model", "mangaassist-prod-adapters"):
+        template.has_resource_properties("AWS::SageMaker::ModelPackageGroup", {"ModelPackageGroupName": name})
+    outputs_ = template.to_json()["Outputs"]
+    assert outputs.release_pipeline_output("adapter") in outputs_
+    assert outputs.model_package_group_output("base_model") in outputs_
+
+
+def test_the_role_runs_only_pipeline_jobs_and_invokes_only_the_judge(default_synth: Synth) -> None:
+    policies = default_synth.template(UNIT).find_resources("AWS::IAM::Policy")
+    statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    by_sid = {s.get("Sid"): s for s in statements if s.get("Sid")}
+    assert by_sid["JudgeModel"]["Action"] == "bedrock:InvokeModel"
+    assert "foundation-model/amazon.nova-pro-v1:0" in json.dumps(by_sid["JudgeModel"]["Resource"])
+    assert "processing-job/pipelines-*" in json.dumps(by_sid["RunStepJobs"]["Resource"])
+    assert all("*FullAccess" not in json.dumps(p) for p in policies.values())
+    default_synth.template(UNIT).has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": {
+                "Statement": [Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]
+            }
+        },
+    )

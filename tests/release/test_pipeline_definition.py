@@ -1,0 +1,63 @@
+"""The release pipelines' definitions from config, without a synth: what config changes in them."""
+
+import json
+from typing import Any
+
+from app_config.release import QuantizeConfig, ReleaseConfig
+from cdk_constructs.release.pipeline_definition import ReleaseTargets, pipeline_definition
+
+TARGETS = ReleaseTargets(
+    role_arn="arn:aws:iam::123456789012:role/release",
+    bucket_name="artifacts",
+    code_s3_uri="s3://assets/abc.zip",
+    code_zip_name="abc.zip",
+    tools_image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/mangaassist:release-tools",
+    serving_image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/mangaassist:v2",
+    serving_instance_type="ml.g5.xlarge",
+    base_model_name="llama-3-8b-instruct-awq",
+    adapters=("manga_domain_v3",),
+    max_lora_rank=16,
+    base_models_prefix="base-models",
+    adapters_prefix="adapters",
+    model_package_groups={"base_model": "p-base-model", "adapter": "p-adapters"},
+)
+
+
+def _steps(definition: dict[str, Any]) -> dict[str, Any]:
+    steps = {s["Name"]: s for s in definition["Steps"]}
+    for step in definition["Steps"]:
+        for branch in ("IfSteps", "ElseSteps"):
+            steps |= {s["Name"]: s for s in step["Arguments"].get(branch, [])}
+    return steps
+
+
+def test_approved_releases_register_as_approved() -> None:
+    definition = json.loads(pipeline_definition("adapter", TARGETS, ReleaseConfig(approval_status="Approved")))
+    assert _steps(definition)["Register"]["Arguments"]["ModelApprovalStatus"] == "Approved"
+
+
+def test_without_quantize_the_base_pipeline_validates_the_uploaded_checkpoint() -> None:
+    release = ReleaseConfig(quantize=QuantizeConfig(enabled=False))
+    definition = json.loads(pipeline_definition("base_model", TARGETS, release))
+    assert [s["Name"] for s in definition["Steps"]] == ["Validate", "LoadTest", "Evaluate", "Gates"]
+    model = _steps(definition)["Validate"]["Arguments"]["ProcessingInputs"][1]
+    assert model["InputName"] == "model" and model["S3Input"]["S3Uri"] == {"Get": "Parameters.SourceModelS3Uri"}
+    assert "CalibrationS3Uri" not in [p["Name"] for p in definition["Parameters"]]
+
+
+def test_w8a8_and_stricter_gates_reach_the_steps() -> None:
+    release = ReleaseConfig(quantize=QuantizeConfig(scheme="W8A8"), gates={"bleu": 0.5, "safety": 1.0})
+    steps = _steps(json.loads(pipeline_definition("base_model", TARGETS, release)))
+    quantize = steps["Quantize"]["Arguments"]["AppSpecification"]["ContainerArguments"]
+    assert quantize[quantize.index("--scheme") + 1] == "W8A8"
+    evaluate = steps["Evaluate"]["Arguments"]["AppSpecification"]["ContainerArguments"]
+    assert json.loads(evaluate[evaluate.index("--gates") + 1]) == {"bleu": 0.5, "safety": 1.0}
+
+
+def test_the_definition_is_written_without_credentials_or_network(monkeypatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "AWS_DEFAULT_REGION", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    definition = json.loads(pipeline_definition("adapter", TARGETS, ReleaseConfig()))
+    assert definition["Version"] == "2020-12-01"
