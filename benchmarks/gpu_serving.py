@@ -131,6 +131,8 @@ SMOKE = Profile(
         "ENGINE_MAX_NUM_BATCHED_TOKENS": "512",
         "ENGINE_MAX_NUM_SEQS": "16",
         "ENGINE_MAX_MODEL_LEN": "2048",
+        # The prefill warm-up (issue 35's 2,048 tokens by default) must fit the 2,048-token context.
+        "WARMUP_PREFILL_TOKENS": "256",
         "VLLM_CPU_KVCACHE_SPACE": "1",
     },
 )
