@@ -111,7 +111,8 @@ def test_the_adapter_pipeline_validates_the_adapter_against_the_pinned_base(defa
 def test_the_load_test_runs_the_serving_image_on_the_serving_instance_type(default_synth: Synth) -> None:
     load_test = _steps(_definition(default_synth, "adapter"))["LoadTest"]["Arguments"]
     assert _join(load_test["AppSpecification"]["ImageUri"]) == "{ServingImageUri}"
-    assert load_test["ProcessingResources"]["ClusterConfig"]["InstanceType"] == "ml.g5.xlarge"
+    serving_type = default_synth.config.serving.primary.instance_type  # the load test runs where it will serve
+    assert load_test["ProcessingResources"]["ClusterConfig"]["InstanceType"] == serving_type
     args = [_join(a) for a in load_test["AppSpecification"]["ContainerArguments"]]
     assert args[:1] == ["--serve"]
     assert args[args.index("--requests-per-model") + 1] == "10"
