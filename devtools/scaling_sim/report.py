@@ -140,6 +140,15 @@ def headline(summary: Summary) -> list[tuple[str, float, str]]:
     return figures
 
 
+def format_grid(grid: Sequence[Sequence[str]]) -> list[str]:
+    """The InService grid's lines: a column per day, each at least one space wider than its widest
+    cell (``100-100`` at 100 or more instances ran into its neighbour at a fixed width of 7)."""
+    days = DAY_NAMES[: len(grid[0]) - 1]
+    width = max(7, 1 + max((len(cell) for row in grid for cell in row[1:]), default=0))
+    header = "  hours " + "".join(f"{day:>{width}}" for day in days)
+    return [header, *("  " + f"{row[0]:<6}" + "".join(f"{cell:>{width}}" for cell in row[1:]) for row in grid)]
+
+
 def format_summary(summary: Summary) -> str:
     """The one-screen plain-text report of one run."""
     lines = [summary.title, *(f"  {line}" for line in summary.inputs), ""]
@@ -150,8 +159,7 @@ def format_summary(summary: Summary) -> str:
             at = format_minute_of_week(summary.peak_queue_minute) if summary.peak_queue > 0 else "none"
             lines.append(f"  {'peak queue at':<28} {at}")
     lines += ["", f"InService instances, min-max per {HOURS_PER_BUCKET} h:"]
-    lines.append("  hours " + "".join(f"{day:>7}" for day in DAY_NAMES[: len(summary.grid[0]) - 1]))
-    lines += ["  " + f"{row[0]:<6}" + "".join(f"{cell:>7}" for cell in row[1:]) for row in summary.grid]
+    lines += format_grid(summary.grid)
     if summary.releases:
         lines += ["", f"Release windows [event, event + {RELEASE_WINDOW_MIN // 60} h):"]
         for w in summary.releases:

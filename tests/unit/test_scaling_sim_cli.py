@@ -7,6 +7,7 @@ import pytest
 from app_config import AppConfig
 from devtools.scaling_sim import __main__ as cli
 from devtools.scaling_sim import demand
+from devtools.scaling_sim.report import format_grid
 from tests.synth_helpers import SEEDS_G5_FLAGS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -106,3 +107,14 @@ def test_config_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str])
     assert cli.main(["-c", "scaling.primary.target_tracking.invocations_per_instance_target=-1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "invocations_per_instance_target" in err and "\n" not in err
+
+
+def test_the_instance_grid_keeps_its_columns_apart_at_a_hundred_instances() -> None:
+    # Issue 40 item 12: '100-100' in 7 columns ran into its neighbour ('100-100100-100').
+    grid = [["00-03", *(["100-100"] * 6), "98-100"], ["03-06", *(["9-9"] * 7)]]
+    header, wide, narrow = format_grid(grid)
+    assert wide.split() == ["00-03", *(["100-100"] * 6), "98-100"]
+    assert header.split() == ["hours", "MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]
+    assert len(header) == len(wide) == len(narrow)  # every row aligned under the days
+    # Small fleets keep the familiar 7-wide columns.
+    assert format_grid([["00-03", *(["3-4"] * 7)]])[1] == "  00-03 " + "".join(f"{'3-4':>7}" for _ in range(7))
