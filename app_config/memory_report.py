@@ -11,6 +11,7 @@ from pathlib import Path
 
 from app_config import AppConfig
 from app_config.gpu_instances import GIB, engines_per_instance, instance_gpus
+from app_config.serving import VariantConfig
 from app_config.slo_holds import class_holds
 from app_config.variants import Variant
 
@@ -55,6 +56,8 @@ class VariantMemory:
     engines_per_instance: int = 1
     class_slo_lines: tuple[str, ...] = ()
     """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (app_config/slo_holds.py)."""
+    comparison_warning: str | None = None
+    """The canary on another instance type than the primary: it measures another GPU (issue 40 item 6)."""
 
     @property
     def warning(self) -> str | None:
@@ -136,9 +139,26 @@ def build(config: AppConfig) -> list[VariantMemory]:
                 if config.serving.hosts_inference_components
                 else engines_per_instance(variant.instance_type, config.engine.tensor_parallel_size),
                 class_slo_lines=tuple(h.line for h in holds if h.variant_name == variant.variant_name),
+                comparison_warning=_canary_comparison(config, variant),
             )
         )
     return reports
+
+
+def _canary_comparison(config: AppConfig, variant: VariantConfig) -> str | None:
+    """A line when the canary runs on another instance type than the primary, else None.
+
+    A canary stands in for the primary's next version on a small share of traffic; on another GPU
+    its TTFT, errors and rollback guardrails measure the GPU as much as the version.
+    """
+    primary = config.serving.primary.instance_type
+    if variant is config.serving.primary or variant.instance_type == primary:
+        return None
+    return (
+        f"serving.canary.instance_type = {variant.instance_type} differs from serving.primary.instance_type = "
+        f"{primary}: the canary's TTFT, errors and guardrails would measure another GPU than the fleet it stands in "
+        "for; set both to the same type"
+    )
 
 
 def write(reports: list[VariantMemory], outdir: str | Path) -> Path:
@@ -187,4 +207,6 @@ def render(reports: list[VariantMemory]) -> list[str]:
         lines += [f"    {line}" for line in r.class_slo_lines]
         if r.warning:
             lines.append(f"    WARNING: {r.warning}")
+        if r.comparison_warning:
+            lines.append(f"    WARNING: {r.comparison_warning}")
     return lines

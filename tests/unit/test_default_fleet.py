@@ -8,7 +8,7 @@ defaults (or the reasons) follow.
 
 import pytest
 
-from app_config import AppConfig, ConfigError, load_config
+from app_config import AppConfig, ConfigError, load_config, memory_report
 from app_config.slo_holds import class_holds
 from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
@@ -53,3 +53,15 @@ def test_an_override_that_makes_a_guardrail_unholdable_stops_synth() -> None:
 def test_the_seeds_g5_fleet_holds_the_cold_slo_it_is_documented_with() -> None:
     config = load_config({**cdk_json_context(), **SEEDS_G5})
     assert all(hold.holds for hold in class_holds(config))
+
+
+def test_a_canary_on_another_gpu_than_the_primary_is_warned() -> None:
+    # Issue 40 item 6: -c serving.primary.instance_type=... left the canary on the old type, unnoted.
+    config = load_config({**cdk_json_context(), "serving.primary.instance_type": "ml.g6e.xlarge"})
+    lines = [line for line in memory_report.render(memory_report.build(config)) if "WARNING: serving.canary" in line]
+    assert lines == [
+        "    WARNING: serving.canary.instance_type = ml.g6.xlarge differs from serving.primary.instance_type = "
+        "ml.g6e.xlarge: the canary's TTFT, errors and guardrails would measure another GPU than the fleet it "
+        "stands in for; set both to the same type"
+    ]
+    assert not [line for line in memory_report.render(memory_report.build(AppConfig())) if "serving.canary." in line]
