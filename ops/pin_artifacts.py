@@ -7,7 +7,9 @@ Run by an operator with AWS credentials (never at synth):
 
 prints ``{"base_model": "v1/<sha>", "adapters": {"manga_domain_v3": "v4/<sha>", ...}}``, the
 value for ``image.build.canary`` (a new candidate) or ``image.build.primary`` (a promotion)
-in cdk.json's stage overlay. Key layout: serving_contract/model_artifacts.py.
+in cdk.json's stage overlay; ``--write primary|canary`` sets it there and prints the diff. Key layout:
+serving_contract/model_artifacts.py. ``--region`` / ``--profile`` pick the session; a failed AWS call
+(no credentials, no such pointer, access denied) is one line and exit 5, as ``ops preflight``.
 
 Each pin must be a model package the release pipeline registered and that is Approved, in the
 stage's model package groups (``--stage``, ``--project-name``; ops/model_packages.py): otherwise it
@@ -16,14 +18,18 @@ prints one line per refused pin, naming it and its status, prints no block and e
 """
 
 import argparse
+import difflib
 import json
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from app_config.release import model_package_group_name
-from ops.exit_codes import ExitCode
+from ops.exit_codes import ExitCode, OpsError, aws_error
 from ops.model_packages import pin_problem
 from serving_contract.model_artifacts import parse_pointer, pointer_key
 
@@ -67,9 +73,44 @@ def unapproved(sagemaker: Any, pins: dict[str, Any], *, base_model: str, project
     return lines
 
 
-def main(argv: list[str] | None = None) -> None:
+def write_pins(cdk_json: Path, stage: str, variant: str, pins: dict[str, Any]) -> list[str]:
+    """Set ``stages.<stage>.image.build.<variant>`` in ``cdk_json`` to ``pins``; return the unified diff.
+
+    Only that block changes; the file keeps its two-space JSON layout. An unchanged file gives ``[]``.
+
+    Raises:
+        OpsError (USAGE): the file has no ``context.stages.<stage>``.
+    """
+    before = cdk_json.read_text()
+    data = json.loads(before)
+    stages = data.get("context", {}).get("stages", {})
+    if stage not in stages:
+        allowed = ", ".join(sorted(stages)) or "(none)"
+        raise OpsError(f"--stage {stage}: not a stage of {cdk_json} (stages: {allowed})", ExitCode.USAGE)
+    overlay = stages[stage] if isinstance(stages[stage], dict) else {}
+    stages[stage] = overlay
+    overlay.setdefault("image", {}).setdefault("build", {})[variant] = pins
+    after = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if after == before:
+        return []
+    cdk_json.write_text(after)
+    return list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), str(cdk_json), f"{cdk_json} (written)", lineterm=""
+        )
+    )
+
+
+def main(argv: list[str] | None = None, session_factory: Callable[..., Any] = boto3.Session) -> int:
+    """Run the command; return its exit code (ops/exit_codes.py): 0, 2 usage, 5 an AWS call failed,
+    8 a pin is not an Approved model package. Every failure is one line on stderr."""
     parser = argparse.ArgumentParser(prog="python -m ops.pin_artifacts", description=__doc__.splitlines()[0])
-    parser.add_argument("--bucket", required=True)
+    parser.add_argument(
+        "--bucket",
+        required=True,
+        help="The model-artifacts bucket: the ModelArtifacts stack's output ModelArtifactsBucketName, or "
+        "image.build.artifacts_bucket_name.",
+    )
     parser.add_argument("--base-model", required=True, help="model.name, e.g. llama-3-8b-instruct-awq")
     parser.add_argument("--adapters", required=True, help="comma-separated adapter names (model.adapters)")
     parser.add_argument("--base-models-prefix", default="base-models")
@@ -79,31 +120,55 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--no-approval-check", action="store_true", help="Print the pins without checking their model packages."
     )
+    parser.add_argument(
+        "--write",
+        choices=("primary", "canary"),
+        help="Also set image.build.<variant> in cdk.json's stages.<stage> overlay, and print the diff.",
+    )
+    parser.add_argument(
+        "--cdk-json", type=Path, default=Path("cdk.json"), help="cdk.json to --write (default ./cdk.json)."
+    )
+    parser.add_argument("--region", help="AWS region (default: the SDK's).")
+    parser.add_argument("--profile", help="AWS profile (default: the SDK's).")
     args = parser.parse_args(argv)
     if not args.no_approval_check and not args.stage:
         parser.error("--stage is required to check the pins' model packages (or pass --no-approval-check)")
-    pins = current_pins(
-        boto3.client("s3"),
-        bucket=args.bucket,
-        base_model=args.base_model,
-        adapters=[a for a in args.adapters.split(",") if a],
-        base_models_prefix=args.base_models_prefix,
-        adapters_prefix=args.adapters_prefix,
-    )
-    if not args.no_approval_check:
-        problems = unapproved(
-            boto3.client("sagemaker"),
-            pins,
+    if args.write and not args.stage:
+        parser.error("--write needs --stage: the pins go to cdk.json's stages.<stage> overlay")
+    try:
+        session = session_factory(region_name=args.region, profile_name=args.profile)
+        pins = current_pins(
+            session.client("s3"),
+            bucket=args.bucket,
             base_model=args.base_model,
-            project_name=args.project_name,
-            stage=args.stage,
+            adapters=[a for a in args.adapters.split(",") if a],
+            base_models_prefix=args.base_models_prefix,
+            adapters_prefix=args.adapters_prefix,
         )
-        if problems:
-            print("\n".join(problems), file=sys.stderr)
-            raise SystemExit(ExitCode.PREFLIGHT_ARTIFACTS)
-    json.dump(pins, sys.stdout, indent=2)
-    print()
+        if not args.no_approval_check:
+            problems = unapproved(
+                session.client("sagemaker"),
+                pins,
+                base_model=args.base_model,
+                project_name=args.project_name,
+                stage=args.stage,
+            )
+            if problems:
+                print("\n".join(problems), file=sys.stderr)
+                return ExitCode.PREFLIGHT_ARTIFACTS
+        json.dump(pins, sys.stdout, indent=2)
+        print()
+        if args.write:
+            diff = write_pins(args.cdk_json, args.stage, args.write, pins)
+            print("\n".join(diff) if diff else f"{args.cdk_json}: image.build.{args.write} already holds these pins")
+    except (BotoCoreError, ClientError) as error:
+        print(f"pin_artifacts: {aws_error(f's3://{args.bucket}', error)}", file=sys.stderr)
+        return ExitCode.AWS_ERROR
+    except OpsError as error:
+        print(f"pin_artifacts: {error}", file=sys.stderr)
+        return error.code
+    return ExitCode.OK
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,8 @@
 """ops.pin_artifacts reads CURRENT pointers into a config block (Stubber-validated S3 calls)."""
 
 import io
+import json
+from pathlib import Path
 
 import boto3
 import pytest
@@ -8,6 +10,7 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from app_config.image_build import ArtifactSetConfig
+from ops.exit_codes import ExitCode
 from ops.model_packages import find_package
 from ops.pin_artifacts import current_pins, main, unapproved
 from tests.unit.model_package_stubs import NOW, add_model_package, add_no_package, describe_package, package_arn
@@ -102,3 +105,85 @@ def test_the_command_needs_a_stage_to_check_approvals(capsys: pytest.CaptureFixt
     assert capsys.readouterr().err.endswith(
         "error: --stage is required to check the pins' model packages (or pass --no-approval-check)\n"
     )
+
+
+class _Session:
+    """A session whose S3 client is stubbed (Stubber: the real GetObject shapes)."""
+
+    def __init__(self, s3: object) -> None:
+        self.s3 = s3
+        self.asked: dict[str, object] = {}
+
+    def __call__(self, **kwargs: object) -> "_Session":
+        self.asked = kwargs
+        return self
+
+    def client(self, service: str) -> object:
+        assert service == "s3"
+        return self.s3
+
+
+def test_without_credentials_it_is_one_line_and_exit_5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 40 item 4: a 51-line NoCredentialsError traceback before.
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    argv = ["--bucket", "b", "--base-model", "llama", "--adapters", "a", "--no-approval-check", "--region", "us-east-1"]
+    assert main(argv) == ExitCode.AWS_ERROR
+    err = capsys.readouterr().err
+    assert err == "pin_artifacts: s3://b: Unable to locate credentials\n"
+
+
+def test_write_sets_the_stage_overlay_and_prints_the_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(
+        json.dumps({"app": "x", "context": {"stages": {"prod": {}, "dev": {"tags": {"a": "b"}}}}}, indent=2)
+    )
+    s3 = boto3.client("s3", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
+    session = _Session(s3)
+    with Stubber(s3) as stub:
+        stub.add_response(
+            "get_object", {"Body": _body(f"v2/{SHA}")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
+        )
+        stub.add_response("get_object", {"Body": _body(f"v4/{SHA}")}, {"Bucket": "b", "Key": "adapters/a/CURRENT"})
+        code = main(
+            [
+                *("--bucket", "b", "--base-model", "llama", "--adapters", "a", "--no-approval-check"),
+                *("--stage", "dev", "--write", "canary", "--cdk-json", str(cdk_json), "--profile", "ops"),
+            ],
+            session_factory=session,
+        )
+    assert code == ExitCode.OK
+    assert session.asked == {"region_name": None, "profile_name": "ops"}
+    written = json.loads(cdk_json.read_text())["context"]["stages"]
+    assert written["dev"] == {
+        "tags": {"a": "b"},
+        "image": {"build": {"canary": {"base_model": f"v2/{SHA}", "adapters": {"a": f"v4/{SHA}"}}}},
+    }
+    assert written["prod"] == {}
+    diff = [line for line in capsys.readouterr().out.splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
+    assert f'+              "base_model": "v2/{SHA}",' in diff
+    assert all(line.startswith("+") or line.strip() == "-      }" for line in diff), diff  # only the block is added
+
+
+def test_write_needs_a_stage_that_exists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(json.dumps({"context": {"stages": {"prod": {}}}}))
+    s3 = boto3.client("s3", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(s3) as stub:
+        stub.add_response(
+            "get_object", {"Body": _body(f"v2/{SHA}")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
+        )
+        code = main(
+            [
+                *("--bucket", "b", "--base-model", "llama", "--adapters", "", "--no-approval-check"),
+                *("--stage", "qa", "--write", "primary", "--cdk-json", str(cdk_json)),
+            ],
+            session_factory=_Session(s3),
+        )
+    assert code == ExitCode.USAGE
+    assert capsys.readouterr().err == f"pin_artifacts: --stage qa: not a stage of {cdk_json} (stages: prod)\n"
