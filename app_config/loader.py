@@ -8,12 +8,13 @@ numbers and booleans, and values that look like JSON lists or objects are parsed
 """
 
 import copy
+import difflib
 import json
 import re
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,37 @@ def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
     if not isinstance(context, dict):
         raise ValueError(f"{path}: context must be an object, got {type(context).__name__}")
     return dict(context)
+
+
+def set_in_stage_overlay(cdk_json: Path, stage: str, keys: Sequence[str], value: Any) -> list[str]:
+    """Set ``stages.<stage>.<keys...>`` in ``cdk_json`` to ``value``; return the unified diff (``[]`` if unchanged).
+
+    The one place that writes cdk.json (``python -m ops.pin_artifacts --write``). Only that block
+    changes; the file keeps its two-space JSON layout.
+
+    Raises:
+        ValueError: the file has no ``context.stages.<stage>`` (one line naming the stages it has).
+    """
+    before = cdk_json.read_text()
+    data = json.loads(before)
+    stages = data.get("context", {}).get(STAGES_KEY, {})
+    if stage not in stages:
+        allowed = ", ".join(sorted(stages)) or "(none)"
+        raise ValueError(f"--stage {stage}: not a stage of {cdk_json} (stages: {allowed})")
+    node = stages[stage] if isinstance(stages[stage], dict) else {}
+    stages[stage] = node
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = value
+    after = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if after == before:
+        return []
+    cdk_json.write_text(after)
+    return list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), str(cdk_json), f"{cdk_json} (written)", lineterm=""
+        )
+    )
 
 
 def _is_cdk_key(key: str) -> bool:

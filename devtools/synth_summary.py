@@ -38,11 +38,12 @@ def summarize(outdir: str | Path) -> str:
     lines.append(f"{'Stack':<40} {'Resources':>9}")
     for stack, template in templates.items():
         resources = template.get("Resources", {})
+        # CDK's own version-reporting resource is not part of the app (and only the CLI adds it).
         kinds = Counter(
             r["Type"].removeprefix("AWS::") for r in resources.values() if r["Type"] != "AWS::CDK::Metadata"
         )
         types = ", ".join(f"{kind} x{count}" if count > 1 else kind for kind, count in sorted(kinds.items()))
-        lines.append(f"{stack:<40} {len(resources):>9}")
+        lines.append(f"{stack:<40} {sum(kinds.values()):>9}")
         lines += textwrap.wrap(types, width=96, initial_indent="    ", subsequent_indent="    ")
     bounds = {}
     for template in templates.values():

@@ -18,7 +18,6 @@ prints one line per refused pin, naming it and its status, prints no block and e
 """
 
 import argparse
-import difflib
 import json
 import sys
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from app_config.loader import set_in_stage_overlay
 from app_config.release import model_package_group_name
 from ops.exit_codes import ExitCode, OpsError, aws_error
 from ops.model_packages import pin_problem
@@ -71,34 +71,6 @@ def unapproved(sagemaker: Any, pins: dict[str, Any], *, base_model: str, project
         if problem is not None:
             lines.append(problem)
     return lines
-
-
-def write_pins(cdk_json: Path, stage: str, variant: str, pins: dict[str, Any]) -> list[str]:
-    """Set ``stages.<stage>.image.build.<variant>`` in ``cdk_json`` to ``pins``; return the unified diff.
-
-    Only that block changes; the file keeps its two-space JSON layout. An unchanged file gives ``[]``.
-
-    Raises:
-        OpsError (USAGE): the file has no ``context.stages.<stage>``.
-    """
-    before = cdk_json.read_text()
-    data = json.loads(before)
-    stages = data.get("context", {}).get("stages", {})
-    if stage not in stages:
-        allowed = ", ".join(sorted(stages)) or "(none)"
-        raise OpsError(f"--stage {stage}: not a stage of {cdk_json} (stages: {allowed})", ExitCode.USAGE)
-    overlay = stages[stage] if isinstance(stages[stage], dict) else {}
-    stages[stage] = overlay
-    overlay.setdefault("image", {}).setdefault("build", {})[variant] = pins
-    after = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    if after == before:
-        return []
-    cdk_json.write_text(after)
-    return list(
-        difflib.unified_diff(
-            before.splitlines(), after.splitlines(), str(cdk_json), f"{cdk_json} (written)", lineterm=""
-        )
-    )
 
 
 def main(argv: list[str] | None = None, session_factory: Callable[..., Any] = boto3.Session) -> int:
@@ -159,7 +131,10 @@ def main(argv: list[str] | None = None, session_factory: Callable[..., Any] = bo
         json.dump(pins, sys.stdout, indent=2)
         print()
         if args.write:
-            diff = write_pins(args.cdk_json, args.stage, args.write, pins)
+            try:
+                diff = set_in_stage_overlay(args.cdk_json, args.stage, ("image", "build", args.write), pins)
+            except ValueError as error:
+                raise OpsError(str(error), ExitCode.USAGE) from None
             print("\n".join(diff) if diff else f"{args.cdk_json}: image.build.{args.write} already holds these pins")
     except (BotoCoreError, ClientError) as error:
         print(f"pin_artifacts: {aws_error(f's3://{args.bucket}', error)}", file=sys.stderr)
