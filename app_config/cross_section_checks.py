@@ -32,6 +32,7 @@ def check_cross_sections(config: "AppConfig") -> None:
     Raises:
         ValueError: one line naming the keys, the values and what is allowed.
     """
+    _routing_strategy_is_free(config)
     rank = config.model.adapter_rank
     if rank is not None and rank > config.engine.max_lora_rank:
         # A rank above --max-lora-rank fails to load (docs/sources.md, "LoRA").
@@ -369,4 +370,15 @@ def _check_prefill_warmup(config: "AppConfig") -> None:
             f"container.warmup_prefill_tokens = {tokens}: must be 0 (off) or from {WARMUP_PREFILL_MIN_TOKENS} to "
             f"engine.max_model_len - {WARMUP_PREFILL_MAX_TOKENS} = {max_len - WARMUP_PREFILL_MAX_TOKENS} "
             "(the warm-up prompt and its answer must fit one sequence)"
+        )
+
+
+def _routing_strategy_is_free(config: "AppConfig") -> None:
+    """``serving.routing_strategy`` applies only when ``capacity.routing`` leaves the strategy open:
+    prefix-aware routing sets the endpoint config's RoutingStrategy itself."""
+    if config.capacity.routing == "prefix_aware" and config.serving.routing_strategy is not None:
+        raise ValueError(
+            f"serving.routing_strategy = {config.serving.routing_strategy!r} has no effect while capacity.routing = "
+            "'prefix_aware' sets RoutingStrategy PREFIX_AWARE; set capacity.routing = least_outstanding (or "
+            "session_affinity) to choose it, or leave it unset"
         )

@@ -55,14 +55,21 @@ class ComponentRolloutConfig(ConfigModel):
 class ComponentScalingConfig(ConfigModel):
     """Target tracking on the base component's copies."""
 
-    concurrent_requests_per_copy_target: float = Field(
-        default=32.0,
+    @property
+    def target_value(self) -> float:
+        """The copy target: set, or derived from the capacity at the SLOs (``AppConfig`` fills it)."""
+        if self.concurrent_requests_per_copy_target is None:
+            raise ValueError("concurrent_requests_per_copy_target is derived from the capacity at the SLOs")
+        return self.concurrent_requests_per_copy_target
+
+    concurrent_requests_per_copy_target: float | None = Field(
+        default=None,
         gt=0,
         le=1024,
         description=(
             "Target of SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution (10 s datapoints). "
-            "Source: the memory plan, as scaling.*.target_tracking.concurrent_requests_target: 43 typical "
-            "requests fit one copy's KV cache on an ml.g5.xlarge; 32 keeps ~20 % headroom."
+            "None: one engine's concurrency at the TTFT SLOs (a copy is one engine), the same capacity figure "
+            "the variants mode's concurrent_requests_target derives from (app_config/capacity.py)."
         ),
     )
     scale_out_cooldown_s: int = Field(

@@ -259,7 +259,8 @@ def load_config(context: Mapping[str, Any]) -> AppConfig:
             data[key] = _parse_cli_value(key, value)
     # Shorter paths first, so a section block never undoes a more specific override.
     warnings: list[str] = []
-    for key, value in sorted(dotted, key=lambda item: item[0].count(".")):
+    # Path depth counts a list index ([0]) as a level, like a dot.
+    for key, value in sorted(dotted, key=lambda item: len(_INDEX.sub(r".\1", item[0]).split("."))):
         root = re.split(r"[.\[]", key, maxsplit=1)[0]
         if root not in AppConfig.model_fields:
             hint = closest_key(key, AppConfig)

@@ -139,6 +139,17 @@ class AppConfig(ConfigModel):
                 updates[variant.key] = scaling.model_copy(update={"step_scaling": steps})
         if updates:
             object.__setattr__(self, "scaling", self.scaling.model_copy(update=updates))
+        components = self.serving.inference_components
+        if components.scaling.concurrent_requests_per_copy_target is None:
+            # A copy is one engine: the instance's capacity at the SLOs over its engines.
+            instance_type = self.serving.primary.instance_type
+            engines = engines_per_instance(instance_type, self.engine.tensor_parallel_size)
+            per_copy = max(1.0, self.capacity_of(instance_type).concurrency / engines)
+            copies = components.scaling.model_copy(update={"concurrent_requests_per_copy_target": per_copy})
+            serving = self.serving.model_copy(
+                update={"inference_components": components.model_copy(update={"scaling": copies})}
+            )
+            object.__setattr__(self, "serving", serving)
         return self
 
     @property

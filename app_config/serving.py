@@ -177,14 +177,18 @@ class ServingConfig(ConfigModel):
             f"log line. At least {STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S}: the slowest measured cold start "
             f"({MEASURED_COLD_START_S} s, A10G-sized engine on 4 CPUs, empty compile cache; "
             f"{MEASURED_COLD_START_SOURCE}) plus that margin. "
-            "Default 600: the g5's A10G and 4 vCPUs start slower than the GPUs measured. Seed 003's 300 s "
-            "raced SageMaker's kill."
+            "Default 600: the default's L4 (and the seeds' A10G) with 4 vCPUs start slower than the H100 "
+            "measured. Seed 003's 300 s raced SageMaker's kill."
         ),
     )
 
-    routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] = Field(
-        default="LEAST_OUTSTANDING_REQUESTS",
-        description="How SageMaker spreads requests across a variant's instances.",
+    routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] | None = Field(
+        default=None,
+        description=(
+            "How SageMaker spreads requests across a variant's instances when capacity.routing is not "
+            "prefix_aware (None: LEAST_OUTSTANDING_REQUESTS). With capacity.routing = prefix_aware the endpoint "
+            "config's RoutingStrategy is PREFIX_AWARE, and setting this stops synth."
+        ),
     )
     inference_ami_version: InferenceAmiVersion = Field(
         default="al2023-ami-sagemaker-inference-gpu-4-1",
@@ -211,7 +215,7 @@ class ServingConfig(ConfigModel):
                 f"must be >= {STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S}: the container gives up "
                 f"{STARTUP_REPORT_MARGIN_S} s before SageMaker, and the slowest measured cold start took "
                 f"{MEASURED_COLD_START_S} s to start ({MEASURED_COLD_START_SOURCE}); "
-                f"an ml.g5.xlarge needs more, keep the default {STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S}"
+                f"a 4-vCPU L4 or A10G instance needs more, keep the default {STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S}"
             )
         return value
 

@@ -177,7 +177,9 @@ def _hosting(config: AppConfig, compile_cache: CompileCacheMaker | None = None) 
     prefix_routing = config.prefix_routing()
     return EndpointHosting(
         startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
-        routing_strategy="PREFIX_AWARE" if prefix_routing is not None else serving.routing_strategy,
+        routing_strategy="PREFIX_AWARE"
+        if prefix_routing is not None
+        else serving.routing_strategy or "LEAST_OUTSTANDING_REQUESTS",
         prefix_routing=prefix_routing,
         inference_ami_version=serving.inference_ami_version,
         network_isolation=serving.network_isolation,

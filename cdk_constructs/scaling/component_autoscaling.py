@@ -73,7 +73,7 @@ class ComponentAutoscaling(Construct):
         self.scalable_target.node.add_dependency(component)
         self.target_tracking_policy = self.scalable_target.scale_to_track_metric(
             "ConcurrencyPerCopy",
-            target_value=scaling.concurrent_requests_per_copy_target,
+            target_value=scaling.target_value,
             predefined_metric=(
                 appscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION
             ),

@@ -222,6 +222,18 @@ def test_unknown_key_in_a_stage_overlay_is_caught() -> None:
     assert str(info.value).startswith("config error: serving.primray: unknown key; did you mean 'serving.primary'")
 
 
+def test_a_routing_strategy_that_prefix_aware_routing_would_ignore_stops_synth() -> None:
+    assert _error(serving__routing_strategy="RANDOM") == (
+        "config error: serving.routing_strategy = 'RANDOM' has no effect while capacity.routing = 'prefix_aware' "
+        "sets RoutingStrategy PREFIX_AWARE; set capacity.routing = least_outstanding (or session_affinity) to "
+        "choose it, or leave it unset"
+    )
+    chosen = load_config(
+        {**cdk_json_context(), "capacity.routing": "least_outstanding", "serving.routing_strategy": "RANDOM"}
+    )
+    assert chosen.serving.routing_strategy == "RANDOM"
+
+
 def test_malformed_json_value_is_reported() -> None:
     context = {**cdk_json_context(), "model.adapters": "[{oops"}
     with pytest.raises(ConfigError) as info:

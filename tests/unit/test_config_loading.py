@@ -1,5 +1,7 @@
 """Defaults, stage overlays, section blocks and dotted overrides, in that precedence."""
 
+import json
+
 import pytest
 
 from app_config import AppConfig, load_config
@@ -150,3 +152,17 @@ def test_a_list_override_that_drops_items_warns(capsys: pytest.CaptureFixture[st
         "config warning: scaling.primary.events: 1 item(s) replace 3; to change one, name it "
         "(scaling.primary.events[0].<key> or scaling.primary.events.<name>.<key>)\n"
     )
+
+
+@pytest.mark.parametrize("item_first", [True, False])
+def test_a_list_item_override_applies_after_the_list_it_belongs_to(item_first: bool) -> None:
+    # A path's depth counts [i] as a level: 'events[0].min_capacity' is deeper than 'events'.
+    events = json.dumps(
+        [
+            {"name": "x", "day_of_week": "MON", "min_capacity": 11},
+            {"name": "y", "day_of_week": "TUE", "min_capacity": 3},
+        ]
+    )
+    pairs = [("scaling.primary.events[0].min_capacity", "12"), ("scaling.primary.events", events)]
+    config = _load(**dict(pairs if item_first else pairs[::-1]))
+    assert [(e.name, e.min_capacity) for e in config.scaling.primary.events] == [("x", 12), ("y", 3)]

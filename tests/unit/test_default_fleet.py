@@ -65,3 +65,11 @@ def test_a_canary_on_another_gpu_than_the_primary_is_warned() -> None:
         "stands in for; set both to the same type"
     ]
     assert not [line for line in memory_report.render(memory_report.build(AppConfig())) if "serving.canary." in line]
+
+
+def test_both_serving_modes_size_from_the_same_capacity_figure() -> None:
+    # Issue 40 item 1: inference_components mode tracked 32 per copy while variants mode derived 1.
+    config = load_config({**cdk_json_context(), "serving.mode": "inference_components"})
+    capacity = config.capacity_of(config.serving.primary.instance_type)
+    assert config.serving.inference_components.scaling.target_value == capacity.concurrency
+    assert config.scaling.primary.target_tracking.target_value == capacity.concurrency

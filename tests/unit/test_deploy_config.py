@@ -45,8 +45,8 @@ def test_a_startup_budget_below_the_measured_cold_start_is_refused_in_one_line()
     assert _error(serving__container_startup_health_check_timeout_s="60") == (
         "config error: serving.container_startup_health_check_timeout_s = '60': must be >= 236: the container "
         "gives up 30 s before SageMaker, and the slowest measured cold start took 205.8 s to start "
-        "(benchmarks/results/h100-2026-11-25-startup/startup-1-default-before.json); an ml.g5.xlarge needs more, "
-        "keep the default 600"
+        "(benchmarks/results/h100-2026-11-25-startup/startup-1-default-before.json); a 4-vCPU L4 or A10G instance "
+        "needs more, keep the default 600"
     )
 
 
