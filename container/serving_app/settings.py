@@ -17,6 +17,7 @@ from typing import Annotated, Any, Final
 from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from serving_app.context_budget.settings import BudgetSettings
+from serving_app.env_values import parse_bool
 from serving_contract import engine_settings as spec
 from serving_contract import env
 from serving_contract import request_limits as limits
@@ -60,16 +61,6 @@ def _limit(limit: limits.RequestLimit) -> Any:
 
 class SettingsError(ValueError):
     """A variable has a value the container cannot run with; ``str()`` is one line."""
-
-
-def _bool(value: Any) -> Any:
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-    return value
 
 
 Bool = Annotated[bool, Field(strict=False)]
@@ -266,7 +257,7 @@ class Settings(BudgetSettings):
     )
     @classmethod
     def _parse_bool(cls, value: Any) -> Any:
-        return _bool(value)
+        return parse_bool(value)
 
     @field_validator(*(s.key for s in spec.ENGINE_SETTINGS if s.choices), mode="after")
     @classmethod

@@ -9,18 +9,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
+from serving_app.env_values import parse_bool
 from serving_contract import context_budget as spec
 from serving_contract import env
-
-
-def _bool(value: object) -> object:
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-    return value
 
 
 class BudgetSettings(BaseModel):
@@ -69,4 +60,4 @@ class BudgetSettings(BaseModel):
     @field_validator("context_budget_enabled", "context_budget_summarize", mode="before")
     @classmethod
     def _parse_bool(cls, value: object) -> object:
-        return _bool(value)
+        return parse_bool(value)
