@@ -58,6 +58,7 @@ from typing import Any, Literal
 
 import aiohttp
 
+from serving_contract import env
 from serving_contract.request_classes import (
     WARM_MIN_CACHED_FRACTION_DEFAULT,
     RequestClass,
@@ -344,6 +345,45 @@ def warm_up(base_url: str, adapters: Sequence[str]) -> None:
                         )
 
     asyncio.run(go())
+
+
+PREFILL_WARMUP_TOKENS = (env.WARMUP_PREFILL_TOKENS_DEFAULT, env.WARMUP_PREFILL_TOKENS_DEFAULT - 1)
+"""Prompt lengths of the prefill warm-up, as the container sends them (serving_contract.env):
+MangaAssist's first turn is 2,040 tokens; Triton compiles a kernel once for batch sizes divisible
+by 16 and once for the rest."""
+
+
+def prefill_warm_up(
+    base_url: str, models: list[str], sizes: Sequence[int] = PREFILL_WARMUP_TOKENS
+) -> list[dict[str, Any]]:
+    """A prefill-sized prompt of each length in ``sizes`` through every model, one at a
+    time; each prompt starts with its own tokens so no prefix-cache hit shortens it."""
+    low, high = TOKEN_ID_RANGE
+    sent: list[dict[str, Any]] = []
+
+    async def go() -> None:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
+            for index, model in enumerate(models):
+                for size_index, size in enumerate(sizes):
+                    offset = 97 * (index * len(sizes) + size_index)
+                    prompt = [low + (offset + 7 * i) % (high - low) for i in range(size)]
+                    body = {"model": model, "prompt": prompt, "max_tokens": 2, "ignore_eos": True, "temperature": 0}
+                    started = time.perf_counter()
+                    async with session.post(base_url + "/v1/completions", json=body) as response:
+                        text = await response.text()
+                        if response.status != 200:
+                            raise RuntimeError(f"prefill warm-up of {model}: {response.status} {text[:200]}")
+                        usage = json.loads(text)["usage"]
+                    sent.append(
+                        {
+                            "model": model,
+                            "prompt_tokens": usage["prompt_tokens"],
+                            "s": round(time.perf_counter() - started, 3),
+                        }
+                    )
+
+    asyncio.run(go())
+    return sent
 
 
 # ----------------------------------------------------------------------------- engine metrics

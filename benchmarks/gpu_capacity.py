@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import time
@@ -55,10 +56,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import engine_probes
 from app_config.root import AppConfig
-from conversations import LevelSummary, Mode, RequestShape, Route, format_summary, run_level, warm_up
+from conversations import (
+    LevelSummary,
+    Mode,
+    RequestShape,
+    Route,
+    format_summary,
+    prefill_warm_up,
+    run_level,
+    warm_up,
+)
 from gpu_report import container_environment
 from gpu_serving import GPU, SMOKE, Profile, ensure_model, gpu_total_mib, use_cpu_engine_shim
-from servers_under_test import ServerRun, start
+from servers_under_test import ServerRun, jit_lines, start
 from serving_app.settings import Settings
 from serving_contract import env
 from serving_contract.request_classes import RequestClass
@@ -111,7 +121,15 @@ def start_engines(
             servers[0].wait_ready(profile.ready_timeout_s)
     for server in servers:
         server.wait_ready(profile.ready_timeout_s)
-        warm_up(server.base_url, [a.name for a in config.model.adapters])
+        adapters = [a.name for a in config.model.adapters]
+        warm_up(server.base_url, adapters)
+        # The container's warm-up reaches prefill-sized LoRA batches before /ping (issue 35);
+        # without this the first measured level pays Triton's JIT compile.
+        tokens = int(settings_env.get(env.WARMUP_PREFILL_TOKENS, env.WARMUP_PREFILL_TOKENS_DEFAULT))
+        server.figures["prefill_warmup"] = prefill_warm_up(
+            server.base_url, [*adapters, config.model.name], sizes=(tokens, tokens - 1)
+        )
+        server.figures["jit_at_ready"] = jit_lines(server.log_path)
         print(
             f"{server.name}: ready after {server.ready_s} s, KV tokens {server.figures.get('kv_cache_tokens')}",
             flush=True,
@@ -156,6 +174,8 @@ def capacity(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
         "server_cpus": args.server_cpus,
         "ready_s": server.ready_s,
         "vllm": server.figures,
+        # Tuned LoRA kernel configs (issue 35), when the session exported the folder.
+        "tuned_config_folder": os.environ.get("VLLM_TUNED_CONFIG_FOLDER"),
         "ttft_slo_ms": args.ttft_slo_ms,
         "class_ttft_slo_ms": {"cold": args.cold_ttft_slo_ms, "warm": args.warm_ttft_slo_ms},
         "probes": [],
@@ -201,6 +221,7 @@ def capacity(args: argparse.Namespace, profile: Profile, shape: RequestShape, ad
             print(f"{mode}: at TTFT p95 <= {args.ttft_slo_ms:g} ms: {result[f'{mode}_at_slo']}", flush=True)
             print(f"{mode}: per class at its SLO: {result[f'{mode}_at_class_slo']}", flush=True)
     finally:
+        result["jit_after_ready"] = jit_lines(server.log_path)[len(server.figures["jit_at_ready"]) :]
         server.stop()
         out.write_text(json.dumps(result, indent=2))
     return result

@@ -4,9 +4,15 @@
 # /root/st by earlier calls: ../shared/gpu/pack_vllm.sh, then `cp .gpu/cN/part-* /root/st/`).
 #
 # usage: benchmarks/gpu_session.sh STEP [OUT_DIR]
-#   install     install vLLM 0.22.0 from /root/st into /tmp/site; make the 8B-shaped AWQ model
-#   capacity    one engine on CPUs 0-3 (an ml.g5.xlarge has 4 vCPUs), cold compile cache:
-#               probes + fresh and conversation sweeps at MangaAssist's request shape
+#   install     install vLLM from ST (default /root/st) into SITE (default /tmp/site); make the
+#               8B-shaped AWQ model (kept if already there)
+#   tune        tuned LoRA kernel configs for this GPU into /root/lora (benchmarks/lora_tune.py)
+#   levers      the LoRA path at the workload's shape, adapters and base-only requests on one engine
+#               with the default config and /root/lora's tuned configs (benchmarks/lora_levers.py;
+#               CONFIGS picks others); run once per vLLM (SITE) to compare engines side by side
+#   capacity    one engine on CPUs 0-3 (an ml.g5.xlarge has 4 vCPUs), cold compile cache, tuned
+#               LoRA configs from /root/lora when there: probes + fresh and conversation sweeps
+#               at MangaAssist's request shape
 #   startup     start-up levers, one after another on CPUs 0-3 (compile cache kept from capacity)
 #   sessions    3 engines on CPUs 0-3, 4-7, 8-11, each with an ml.g5.xlarge's KV cache: least
 #               outstanding vs session affinity, users pausing between turns (levels: users/engine)
@@ -17,9 +23,10 @@
 set -uo pipefail
 step=${1:?usage: gpu_session.sh STEP [OUT_DIR]}
 dest=${2:-${OUT:-/root/out}}
-out=/root/bench/$step
+out=/root/bench/$step${TAG:+-$TAG}
 mkdir -p "$dest" "$out"
-export PYTHONPATH=/tmp/site VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+site=${SITE:-/tmp/site}
+export PYTHONPATH=$site VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 model=/root/model
 total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 util=${UTIL:-$(python3 -c "print(round(0.92 * 23028 / ${total_mib}, 4))")}
@@ -33,7 +40,7 @@ pkill -f 'vllm.entrypoints|serving_app serve|vllm_with_args' 2>/dev/null && slee
 case "$step" in
   install)
     log "install"
-    bash .gpu/install_vllm.sh /root/st /tmp/site || exit 1
+    bash .gpu/install_vllm.sh "${ST:-/root/st}" "$site" || exit 1
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.csv"
     log "model"
     python3 -c "
@@ -42,8 +49,23 @@ from pathlib import Path
 from gpu_serving import GPU, ensure_model
 print(ensure_model(Path('$model'), GPU, device='cuda')['seconds'], 's to make the model')"
     ;;
+  tune)
+    log "tune"
+    timeout "$limit" python3 "$here/lora_tune.py" --out-dir /root/lora --report "$out/lora-tune.json" \
+      --budget-s "${BUDGET_S:-60}"
+    cp /root/lora/*.json "$out"/
+    ;;
+  levers)
+    log "levers util=0.15 configs=${CONFIGS:-max3+tuned+spec}"
+    # PYTHONPATH: the benchmarks import the container's and the config's code.
+    PYTHONPATH=$site:$here/..:$here:$here/../container timeout "$limit" python3 "$here/lora_levers.py" \
+      --model-dir "$model" --out-dir "$out" --tuned-dir /root/lora --configs "${CONFIGS:-max3+tuned+spec}" \
+      --reference "${CONFIGS:-max3+tuned+spec}" --levels "${LEVELS:-1,4,8,10,12}" --seconds 8 --warmup-s 2 \
+      --gpu-memory-utilization 0.15 --server-cpus 0-3 --client-cpus 4-15 ${ARGS:-}
+    ;;
   capacity)
     log "capacity util=$util"
+    [ -d /root/lora ] && export VLLM_TUNED_CONFIG_FOLDER=/root/lora
     timeout "$limit" python3 "$here/gpu_capacity.py" capacity --model-dir "$model" --out-dir "$out" \
       --gpu-memory-utilization "$util" --server-cpus 0-3 --client-cpus 4-15 --seconds 15 --warmup-s 2 \
       --conversation-levels 1,4,8,12,16,24 ${ARGS:-}

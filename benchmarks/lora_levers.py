@@ -28,17 +28,13 @@ Usage (GPU; vLLM 0.22 on PYTHONPATH, model made by ``gpu_session.sh install``)::
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import re
 import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
-
-import aiohttp
 
 HERE = Path(__file__).resolve().parent
 for path in (HERE, HERE.parent, HERE.parent / "container", HERE.parent / "benchmarks"):
@@ -46,20 +42,15 @@ for path in (HERE, HERE.parent, HERE.parent / "container", HERE.parent / "benchm
         sys.path.insert(0, str(path))
 
 from app_config.root import AppConfig  # noqa: E402
-from conversations import TOKEN_ID_RANGE, LevelSummary, RequestShape, format_summary, run_level, warm_up  # noqa: E402
+from conversations import LevelSummary, RequestShape, format_summary, prefill_warm_up, run_level, warm_up  # noqa: E402
 from gpu_capacity import at_slo, start_engines  # noqa: E402
 from gpu_report import container_environment  # noqa: E402
 from gpu_serving import GPU  # noqa: E402
-from servers_under_test import ServerRun, start  # noqa: E402
+from servers_under_test import ServerRun, jit_lines, start, triton_cache_entries  # noqa: E402
 from serving_contract import env  # noqa: E402
 
 KV_CACHE_BYTES = 14403239936
 """An ml.g5.xlarge's KV cache in the memory plan (109,888 tokens; ../shared/measurements, 2026-11-26)."""
-JIT_LINE = re.compile(r"Triton kernel JIT compilation during inference: (\w+)")
-PREFILL_WARMUP_TOKENS = (2048, 2047)
-"""Prompt lengths of the prefill warm-up: MangaAssist's first turn is 2,040 tokens; Triton
-compiles a kernel once for batch sizes divisible by 16 and once for the rest."""
-
 LEVERS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "base": ((), {}),
     "max3": (("--max-loras", "3"), {}),
@@ -83,49 +74,6 @@ def lever_setup(name: str, tuned_dir: str | None) -> tuple[list[str], dict[str, 
                 raise SystemExit(f"--configs: {name!r} needs --tuned-dir")
             environ[key] = tuned_dir if value == "<tuned>" and tuned_dir else value
     return args, environ
-
-
-def prefill_warm_up(base_url: str, models: list[str]) -> list[dict[str, Any]]:
-    """A prefill-sized prompt of each length in PREFILL_WARMUP_TOKENS through every model, one at a
-    time; each prompt starts with its own tokens so no prefix-cache hit shortens it."""
-    low, high = TOKEN_ID_RANGE
-    sent: list[dict[str, Any]] = []
-
-    async def go() -> None:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
-            for index, model in enumerate(models):
-                for size_index, size in enumerate(PREFILL_WARMUP_TOKENS):
-                    offset = 97 * (index * len(PREFILL_WARMUP_TOKENS) + size_index)
-                    prompt = [low + (offset + 7 * i) % (high - low) for i in range(size)]
-                    body = {"model": model, "prompt": prompt, "max_tokens": 2, "ignore_eos": True, "temperature": 0}
-                    started = time.perf_counter()
-                    async with session.post(base_url + "/v1/completions", json=body) as response:
-                        text = await response.text()
-                        if response.status != 200:
-                            raise RuntimeError(f"prefill warm-up of {model}: {response.status} {text[:200]}")
-                        usage = json.loads(text)["usage"]
-                    sent.append(
-                        {
-                            "model": model,
-                            "prompt_tokens": usage["prompt_tokens"],
-                            "s": round(time.perf_counter() - started, 3),
-                        }
-                    )
-
-    asyncio.run(go())
-    return sent
-
-
-def triton_cache_entries() -> int:
-    """Kernels in Triton's on-disk cache (TRITON_CACHE_DIR, else ~/.triton/cache): one more after
-    readiness is a compile that no warm-up and no earlier engine made."""
-    root = Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
-    return sum(1 for _ in root.iterdir()) if root.is_dir() else 0
-
-
-def jit_lines(log_path: Path) -> list[str]:
-    """Kernel names of vLLM's post-warm-up JIT warnings in the engine log, in order."""
-    return JIT_LINE.findall(log_path.read_text(errors="replace"))
 
 
 def _start_server(args: argparse.Namespace, name: str, kv_args: list[str]) -> tuple[ServerRun, str]:

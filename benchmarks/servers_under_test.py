@@ -164,3 +164,19 @@ def start(
         list(command), env=environ, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
     )
     return ServerRun(name=name, kind=kind, port=port, log_path=log_path, process=process, spawned=time.monotonic())
+
+
+JIT_LINE = re.compile(r"Triton kernel JIT compilation during inference: (\w+)")
+"""vLLM's JIT monitor: a Triton kernel compiled while serving (issue 35: none once /ping is green)."""
+
+
+def triton_cache_entries() -> int:
+    """Kernels in Triton's on-disk cache (TRITON_CACHE_DIR, else ~/.triton/cache): one more after
+    readiness is a compile that no warm-up and no earlier engine made."""
+    root = Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
+    return sum(1 for _ in root.iterdir()) if root.is_dir() else 0
+
+
+def jit_lines(log_path: Path) -> list[str]:
+    """Kernel names of vLLM's post-warm-up JIT warnings in the engine log, in order."""
+    return JIT_LINE.findall(log_path.read_text(errors="replace"))
