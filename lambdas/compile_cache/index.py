@@ -268,7 +268,13 @@ def is_complete(event: Mapping[str, Any], _context: Any = None) -> dict[str, Any
     if status == "Completed":
         manifest = read_manifest(request.bucket, key)
         if manifest is not None and manifest.status == contract.STATUS_READY and manifest.key == key:
-            LOG.info("job %s made the cache: %d files, %d bytes", name, manifest.files, manifest.bytes)
+            LOG.info(
+                "job %s made the cache: %d files, %d bytes; lora tuning: %s",
+                name,
+                manifest.files,
+                manifest.bytes,
+                manifest.lora_tuning or "not run",
+            )
             return {"IsComplete": True, "Data": {"Status": contract.STATUS_READY, "Reason": ""}}
         reason = f"job {name} completed without a ready manifest for key {key}"
     else:

@@ -6,7 +6,8 @@ vLLM's own lookup can read what the job published. Scripting by environment:
 
 - ``FAKE_TUNER=fail``: print a line and exit 1 (a tuner that cannot run: no GPU);
 - ``FAKE_TUNER=hang``: never finish (the job's budget must stop it);
-- ``FAKE_TUNER=wrong-gpu``: write files named for another GPU;
+- ``FAKE_TUNER=wrong-gpu``: name the files for another GPU than the H200;
+- ``FAKE_TUNER=no-expand``: write no ``EXPAND_TRUE`` file;
 - ``FAKE_TUNER_ARGS``: write the arguments it got there (JSON).
 """
 
@@ -41,7 +42,7 @@ if mode == "hang":
 out = Path(args.out_dir)
 out.mkdir(parents=True, exist_ok=True)
 prefix = "NVIDIA_A10G" if mode == "wrong-gpu" else "NVIDIA_H200"
-for stem in ("SHRINK", "EXPAND_TRUE"):
+for stem in ("SHRINK",) if mode == "no-expand" else ("SHRINK", "EXPAND_TRUE"):
     shutil.copyfile(TUNER_OUTPUT / f"NVIDIA_H200_{stem}.json", out / f"{prefix}_{stem}.json")
 if args.report:
     shutil.copyfile(TUNER_OUTPUT / "lora-tune.json", args.report)
