@@ -157,8 +157,16 @@ def tune(
             configs[key] = config
         best_key = min(totals, key=lambda k: totals[k])
         prefill = configs[best_key] if totals[best_key] < len(PREFILL_MS) else default_config(shape.op, PREFILL_KEY)
-        for bench, default_us in zip(benches, defaults, strict=True):
-            tuned_us = bench.time_us(prefill)
+        tuned = [b.time_us(prefill) for b in benches]
+        if sum(t / d for t, d in zip(tuned, defaults, strict=True)) >= len(PREFILL_MS):
+            # Timed again it is no faster than vLLM's default (the H200 run's shrink o came out 3x
+            # slower at this step, lora-tune.log): publish no config that loses to the default.
+            log(
+                f"{shape.op} {shape.name}: the chosen prefill config lost to the default when timed again; default kept"
+            )
+            prefill = default_config(shape.op, PREFILL_KEY)
+            tuned = [b.time_us(prefill) for b in benches]
+        for bench, default_us, tuned_us in zip(benches, defaults, tuned, strict=True):
             err = check(bench, prefill)
             report["shapes"].append(_row(shape, bench.m, default_us, tuned_us, config=prefill, err=err))
             log(f"{shape.op} {shape.name} m={bench.m}: default {default_us:.1f} us, tuned {tuned_us:.1f} us")
