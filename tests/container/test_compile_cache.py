@@ -2,7 +2,7 @@
 write into ``VLLM_CACHE_ROOT`` the way vLLM compiles, and write nothing on a hit): the
 cache-making job's command, and a model started with a made, stale, failed or absent cache. A
 bad cache is a cold start with a log line, never a failed container. The real engine's make
-and hit: ``tests/engine/test_real_compile_cache.py``.
+and hit: ``tests/engine/test_gpu_bench_smoke.py``.
 
 The job's LoRA tuning step runs ``fake_lora_tuner.py`` (the real tuner needs a CUDA GPU), which
 writes the real tuner's H200 files; ``test_lora_tuned_configs.py`` has vLLM itself read them
