@@ -267,3 +267,29 @@ def test_an_environment_file_that_is_not_an_object_of_strings_exits_2_with_one_l
     message = f"serve: configuration error: --environment-file {env_file}: must be a JSON object of strings to strings"
     assert server.log_line(message) == message
     assert server.stderr_lines[-1] == message  # the last line: nothing after the error
+
+
+def test_a_negative_tuning_budget_is_refused_in_one_line() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "serving_app",
+            "make-compile-cache",
+            "--environment-file",
+            "e",
+            "--output-dir",
+            "o",
+            contract.LORA_TUNING_BUDGET_ARG,
+            "-5",
+        ],
+        env={"PYTHONPATH": f"{REPO}:{REPO / 'container'}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip().splitlines()[-1] == "serve: error: --lora-tuning-budget-s -5: must be >= 0 (0: no tuning)"
+    )
