@@ -59,7 +59,7 @@ from serving_contract import compile_cache as cache_contract
 from serving_contract import env
 
 CACHE_VERDICT = re.compile(r"compile cache: (hit|miss|cold|made) after ([\d.]+) s")
-LORA_TUNING = re.compile(r"lora tuning: ((?:tuned|skipped|failed): .+)$", re.MULTILINE)
+LORA_TUNING = re.compile(r"lora tuning: ((?:tuned|skipped|failed): .+?)(?:; the compile cache is published .*)?$", re.M)
 """The job's LoRA tuning step's result line (serving_app.lora_tuning.job_step)."""
 LORA_KERNEL_CONFIGS = re.compile(r"Using (tuned LoRA kernel configs from \S+?|default LoRA kernel configs)\.?$", re.M)
 """vLLM 0.22's line at the first LoRA kernel launch (vllm/lora/ops/triton_ops/utils.py)."""

@@ -61,11 +61,16 @@ def test_a_start_reads_the_jobs_lora_tuning_and_the_configs_vllm_used(tmp_path: 
         "2026 INFO serving_app.lora_tuning: lora tuning: | shrink qkv m=256: default 18.4 us, tuned 14.6 us\n"
         "2026 INFO serving_app.lora_tuning: lora tuning: tuned: NVIDIA_A10G_EXPAND_TRUE.json, "
         "NVIDIA_A10G_SHRINK.json in 212.3 s\n"
+        "2026 WARNING serving_app.lora_tuning: lora tuning: failed: the tuner exited with 1: RuntimeError: no GPU; "
+        "the compile cache is published without tuned configs\n"
         "(EngineCore pid=7) INFO 11-26 08:00:00 [utils.py:180] Using tuned LoRA kernel configs from "
         "/opt/ml/model/lora-configs/NVIDIA_A10G_SHRINK.json.\n"
     )
     start = read_start(SimpleNamespace(log_path=log, figures={"kv_tokens": 1}))  # type: ignore[arg-type]
     assert start["lora_tuning"] == "tuned: NVIDIA_A10G_EXPAND_TRUE.json, NVIDIA_A10G_SHRINK.json in 212.3 s"
+    log.write_text(log.read_text().replace("lora tuning: tuned:", "lora tuning: | tuned:"))
+    start = read_start(SimpleNamespace(log_path=log, figures={"kv_tokens": 1}))  # type: ignore[arg-type]
+    assert start["lora_tuning"] == "failed: the tuner exited with 1: RuntimeError: no GPU"
     assert start["lora_kernel_configs"] == (
         "tuned LoRA kernel configs from /opt/ml/model/lora-configs/NVIDIA_A10G_SHRINK.json"
     )
