@@ -1,9 +1,13 @@
 """``serving.compile_cache``: the torch.compile cache each model starts from (issue 25)."""
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
 from app_config.scaling import ScalingConfig
+
+MEASURED_LORA_TUNING_S = 127.6
+"""The tuner's full search with a cold Triton cache on an H200, seconds
+(benchmarks/results/h200-2026-11-26-lora-levers/lora-tune-first-stale-pointers.json)."""
 
 
 class CompileCacheConfig(ConfigModel):
@@ -43,6 +47,42 @@ class CompileCacheConfig(ConfigModel):
             "environment file) and output (the cache, ~56 MB per engine configuration), not the image."
         ),
     )
+    lora_tuning: bool = Field(
+        default=True,
+        description=(
+            "After the job's engine stops, tune vLLM's LoRA kernels (shrink/expand) on the job's GPU and publish "
+            "the configs as lora-configs/ beside the cache; each model whose cache loads passes them to vLLM "
+            "(VLLM_TUNED_CONFIG_FOLDER). Measured on an H200: ITL at 8 concurrent 7.7 -> 6.7 ms, requests a minute "
+            "278 -> 309 (docs/performance.md, 'Multi-LoRA'). Skipped for a model that serves no LoRA adapter; a "
+            "failed or timed-out tuning still publishes the cache, without the configs."
+        ),
+    )
+    lora_tuning_budget_s: int = Field(
+        default=600,
+        ge=60,
+        le=1800,
+        description=(
+            "Seconds the job's LoRA tuning step may take; it is stopped at this and the cache is published without "
+            f"configs. The full search took {MEASURED_LORA_TUNING_S} s on an H200 with a cold Triton cache; an "
+            "ml.g5.xlarge compiles on 4 vCPUs. At most half of max_runtime_s: the engine's cold start needs the rest."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_tuning_fits_the_job(self) -> "CompileCacheConfig":
+        if self.lora_tuning and 2 * self.lora_tuning_budget_s > self.max_runtime_s:
+            raise ValueError(
+                f"lora_tuning_budget_s = {self.lora_tuning_budget_s} must be at most half of max_runtime_s = "
+                f"{self.max_runtime_s}: the job's engine cold start needs the rest (lower the budget, raise "
+                "max_runtime_s or set lora_tuning to false)"
+            )
+        return self
+
+    @property
+    def job_lora_tuning_budget_s(self) -> int:
+        """The job's LoRA tuning budget in seconds: ``lora_tuning_budget_s``, or 0 when ``lora_tuning`` is off
+        (``serving_contract.compile_cache.job_arguments``)."""
+        return self.lora_tuning_budget_s if self.lora_tuning else 0
 
 
 def instance_start_s(cache: CompileCacheConfig, scaling: ScalingConfig, *, cached: bool | None = None) -> float:

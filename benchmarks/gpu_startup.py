@@ -13,6 +13,10 @@
     and ``gateway-made-hit`` then starts the gateway with only that made cache, copied read-only
     to where SageMaker puts model data (``COMPILE_CACHE_DIR``) and an empty ``VLLM_CACHE_ROOT``:
     the path a SageMaker instance takes. ``-tuned`` variants do the same with the tuned levers.
+    ``gateway-make-lora`` adds the job's LoRA kernel tuning step (``--lora-tuning-budget-s``,
+    issue 35) and ``gateway-made-hit-lora`` starts from that cache; each result's ``start`` then
+    holds ``lora_tuning`` (the job's line: tuned, skipped or failed) and ``lora_kernel_configs``
+    (what vLLM logged: tuned from which file, or its defaults).
 ``matrix``
     starts the engine once per value of every option that changes what vLLM builds, one at a
     time over the default, and records started / failed (vLLM's error line) / KV tokens /
@@ -55,6 +59,10 @@ from serving_contract import compile_cache as cache_contract
 from serving_contract import env
 
 CACHE_VERDICT = re.compile(r"compile cache: (hit|miss|cold|made) after ([\d.]+) s")
+LORA_TUNING = re.compile(r"lora tuning: ((?:tuned|skipped|failed): .+?)(?:; the compile cache is published .*)?$", re.M)
+"""The job's LoRA tuning step's result line (serving_app.lora_tuning.job_step)."""
+LORA_KERNEL_CONFIGS = re.compile(r"Using (tuned LoRA kernel configs from \S+?|default LoRA kernel configs)\.?$", re.M)
+"""vLLM 0.22's line at the first LoRA kernel launch (vllm/lora/ops/triton_ops/utils.py)."""
 
 START_FIGURES = {
     "weights_load_s": re.compile(r"Loading weights took ([\d.]+) seconds"),
@@ -77,6 +85,7 @@ class Variant:
     clear_cache: bool = False
     made_cache: str = ""  # "make": run make-compile-cache into <out>/made-<config>; "read": start from it
     config: str = "default"  # names the made cache a "make" lever writes and its "read" lever starts from
+    lora_tuning_budget_s: int = 0  # "make": the job's LoRA tuning step; both: part of the cache key
 
 
 COMPILED = {env.ENGINE_ENFORCE_EAGER: "false"}
@@ -87,6 +96,8 @@ TUNED_ENV = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}
 # piece from Inductor's cache; on by default only from torch 2.12 (vllm/envs.py,
 # use_mega_aot_artifact), so with the image's torch 2.11 it is an opt-in to measure.
 MEGA_AOT_ENV = {"VLLM_USE_MEGA_AOT_ARTIFACT": "1"}
+LORA_TUNING_BUDGET_S = AppConfig().serving.compile_cache.lora_tuning_budget_s
+"""The job's LoRA tuning budget as the stack passes it (serving.compile_cache.lora_tuning_budget_s)."""
 LEVERS: dict[str, Variant] = {
     "cold": Variant(clear_cache=True),
     "hit": Variant(),
@@ -107,6 +118,12 @@ LEVERS: dict[str, Variant] = {
     ),
     "gateway-made-hit-tuned": Variant(
         kind="gateway", args=TUNED_ARGS, engine_env=TUNED_ENV, made_cache="read", config="tuned"
+    ),
+    "gateway-make-lora": Variant(
+        kind="gateway", settings=COMPILED, made_cache="make", config="lora", lora_tuning_budget_s=LORA_TUNING_BUDGET_S
+    ),
+    "gateway-made-hit-lora": Variant(
+        kind="gateway", settings=COMPILED, made_cache="read", config="lora", lora_tuning_budget_s=LORA_TUNING_BUDGET_S
     ),
     "gateway-make-mega": Variant(
         kind="gateway", settings=COMPILED, engine_env=MEGA_AOT_ENV, made_cache="make", config="mega"
@@ -186,6 +203,10 @@ def read_start(server: ServerRun) -> dict[str, Any]:
         match = pattern.search(text)
         if match:
             found[key] = match.group(1) if key == "attention_backend" else float(match.group(1))
+    for key, pattern in (("lora_tuning", LORA_TUNING), ("lora_kernel_configs", LORA_KERNEL_CONFIGS)):
+        match = pattern.search(text)
+        if match:
+            found[key] = match.group(1)
     return found
 
 
@@ -239,14 +260,27 @@ def made_cache_setup(
     config = variant.config
     made, model_data, root = out_dir / f"made-{config}", out_dir / f"model-data-{config}", out_dir / f"root-{name}"
     shutil.rmtree(root, ignore_errors=True)
-    key = cache_contract.cache_key(image_uri="bench", instance_type="bench-gpu", environment=environ)
+    key = cache_contract.cache_key(
+        image_uri="bench",
+        instance_type="bench-gpu",
+        environment=environ,
+        lora_tuning_budget_s=variant.lora_tuning_budget_s,
+    )
     extra = {"VLLM_CACHE_ROOT": str(root), cache_contract.COMPILE_CACHE_KEY: key}
     if variant.made_cache == "make":
         shutil.rmtree(made, ignore_errors=True)
         made.mkdir(parents=True)
         env_file = out_dir / f"environment-{config}.json"
         env_file.write_text(json.dumps({**environ, **variant.engine_env, cache_contract.COMPILE_CACHE_KEY: key}))
-        command = ("make-compile-cache", "--environment-file", str(env_file), "--output-dir", str(made))
+        command: tuple[str, ...] = (
+            "make-compile-cache",
+            "--environment-file",
+            str(env_file),
+            "--output-dir",
+            str(made),
+        )
+        if variant.lora_tuning_budget_s:
+            command += (cache_contract.LORA_TUNING_BUDGET_ARG, str(variant.lora_tuning_budget_s))
         return command, extra
     shutil.rmtree(model_data, ignore_errors=True)
     shutil.copytree(made, model_data)

@@ -227,6 +227,8 @@ class CompileCacheMaker(Construct):
                 "JobNamePrefix": job_name_prefix(self._endpoint_name, variant_name),
                 "VolumeSizeInGB": str(self._config.volume_size_gb),
                 "MaxRuntimeInSeconds": str(self._config.max_runtime_s),
+                # 0: no LoRA tuning step (serving.compile_cache.lora_tuning off).
+                "LoraTuningBudgetS": str(self._config.job_lora_tuning_budget_s),
             },
         )
         # SageMaker downloads the model data with the model's execution role.

@@ -10,7 +10,11 @@ ready. SIGTERM drains (see :mod:`serving_app.lifecycle.drain`) and exits 0.
 ``make-compile-cache`` (the cache-making job's command) starts the same way with the model's
 environment read from ``--environment-file`` (a JSON object: a processing job's own
 environment values stop at 256 characters), and once ready copies the engine's compile cache
-and a manifest to ``--output-dir`` and exits 0 (1 when the copy fails).
+and a manifest to ``--output-dir`` and exits 0 (1 when the copy fails). With
+``--lora-tuning-budget-s N`` (N > 0) it then, once the engine has stopped and the GPU is free,
+tunes vLLM's LoRA kernels on that GPU within N seconds into ``--output-dir``/lora-configs
+(:mod:`serving_app.lora_tuning.job_step`). That step never changes the exit status: without
+tuned configs models use vLLM's defaults.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from serving_app.artifacts import ArtifactError, check_adapters, check_base_mode
 from serving_app.engine import compile_cache
 from serving_app.engine.process import EngineProcess
 from serving_app.gateway import Gateway
+from serving_app.lora_tuning import job_step
 from serving_app.settings import Settings, SettingsError
 from serving_app.transport import KEEP_ALIVE_S, LIMIT_CONCURRENCY, TransportLimits, limited_protocol
 from serving_app.versions import ModelVersions
@@ -79,6 +84,19 @@ def _parser() -> argparse.ArgumentParser:
         help="make-compile-cache: JSON object of the model's container environment, applied before anything is read",
     )
     parser.add_argument("--output-dir", type=Path, help="make-compile-cache: where the cache and its manifest go")
+    parser.add_argument(
+        cache_contract.LORA_TUNING_BUDGET_ARG,
+        dest="lora_tuning_budget_s",
+        type=int,
+        default=0,
+        help="make-compile-cache: after the engine stops, tune vLLM's LoRA kernels within this many seconds (0: no)",
+    )
+    parser.add_argument(
+        "--tuner-command",
+        default=None,
+        help="make-compile-cache: tuner executable + leading args (default: python -m serving_app.lora_tuning); "
+        "tests point it at a fake",
+    )
     parser.add_argument("--host", default="0.0.0.0", help="gateway bind address")
     parser.add_argument("--port", type=int, default=8080, help="SageMaker contract port")
     parser.add_argument("--engine-port", type=int, default=8081, help="vLLM's port on 127.0.0.1")
@@ -100,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     making = args.command == MAKE_COMPILE_CACHE
     if making and (args.environment_file is None or args.output_dir is None):
         parser.error(f"{MAKE_COMPILE_CACHE} needs --environment-file and --output-dir")
+    if args.lora_tuning_budget_s < 0:
+        parser.error(
+            f"{cache_contract.LORA_TUNING_BUDGET_ARG} {args.lora_tuning_budget_s}: must be >= 0 (0: no tuning)"
+        )
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
@@ -136,7 +158,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = compile_cache.prepare(environ)
     engine = EngineProcess([*command, *build_vllm_args(settings, paths)], environ)
     on_ready = _make_cache(plan, args.output_dir) if making else plan.report_after_ready
-    return _run(settings, engine, args.host, args.port, f"http://{ENGINE_HOST}:{args.engine_port}", on_ready=on_ready)
+    code = _run(settings, engine, args.host, args.port, f"http://{ENGINE_HOST}:{args.engine_port}", on_ready=on_ready)
+    if making and code == 0:
+        # The engine has stopped (the gateway's lifespan waits for its exit): the GPU is the tuner's.
+        _tune_lora_kernels(settings, args.output_dir, args.lora_tuning_budget_s, args.tuner_command)
+    return code
+
+
+def _tune_lora_kernels(settings: Settings, output_dir: Path, budget_s: int, tuner_command: str | None) -> None:
+    """The job's LoRA tuning step and its line in the manifest; any failure is logged, never raised:
+    the compile cache is already made and is published either way."""
+    try:
+        outcome = job_step.run(
+            output_dir,
+            budget_s=budget_s,
+            serves_lora=bool(settings.lora_adapters or settings.lora_runtime_adapters),
+            max_loras=settings.max_loras,
+            gpu_name=compile_cache.gpu_name(),
+            command=shlex.split(tuner_command) if tuner_command else None,
+        )
+        compile_cache.record_lora_tuning(output_dir, files=outcome.files, line=outcome.line)
+    except Exception as exc:  # an optimisation: nothing here may cost the job its cache
+        log.exception("lora tuning: failed (%s); the compile cache is published without tuned configs", exc)
 
 
 def _environment_file(path: Path) -> dict[str, str]:

@@ -13,7 +13,8 @@ Driven by CDK's ``custom_resources.Provider`` with ``is_complete`` polling (a jo
 Resource properties (CloudFormation passes numbers as strings):
     ``ImageUri``, ``InstanceType``, ``Environment`` (the model's container environment, a map),
     ``Bucket``, ``RoleArn`` (the job's role), ``JobNamePrefix`` (<= 32 characters),
-    ``VolumeSizeInGB``, ``MaxRuntimeInSeconds``.
+    ``VolumeSizeInGB``, ``MaxRuntimeInSeconds``, ``LoraTuningBudgetS`` (optional; > 0 adds the job's
+    LoRA kernel tuning step, bounded by that many seconds, and is part of the key).
 
 Returns ``PhysicalResourceId`` = ``s3://<bucket>/compile-cache/<key>/`` (a new key is a new
 resource, so CloudFormation deletes the old one after an update) and ``Data``: ``CacheUri``
@@ -76,6 +77,7 @@ class JobRequest:
     job_name_prefix: str
     volume_size_gb: int
     max_runtime_s: int
+    lora_tuning_budget_s: int = 0
 
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> JobRequest:
@@ -94,12 +96,16 @@ class JobRequest:
             job_name_prefix=prefix,
             volume_size_gb=int(props["VolumeSizeInGB"]),
             max_runtime_s=int(props["MaxRuntimeInSeconds"]),
+            lora_tuning_budget_s=int(props.get("LoraTuningBudgetS") or 0),
         )
 
     @property
     def key(self) -> str:
         return contract.cache_key(
-            image_uri=self.image_uri, instance_type=self.instance_type, environment=self.environment
+            image_uri=self.image_uri,
+            instance_type=self.instance_type,
+            environment=self.environment,
+            lora_tuning_budget_s=self.lora_tuning_budget_s,
         )
 
     @property
@@ -174,7 +180,10 @@ def start_job(request: JobRequest, now: float) -> str:
         ProcessingJobName=name,
         RoleArn=request.role_arn,
         # ContainerArguments replace the image's CMD ("serve"); its ENTRYPOINT stays.
-        AppSpecification={"ImageUri": request.image_uri, "ContainerArguments": contract.job_arguments()},
+        AppSpecification={
+            "ImageUri": request.image_uri,
+            "ContainerArguments": contract.job_arguments(lora_tuning_budget_s=request.lora_tuning_budget_s),
+        },
         ProcessingResources={
             "ClusterConfig": {
                 "InstanceCount": 1,
@@ -259,7 +268,13 @@ def is_complete(event: Mapping[str, Any], _context: Any = None) -> dict[str, Any
     if status == "Completed":
         manifest = read_manifest(request.bucket, key)
         if manifest is not None and manifest.status == contract.STATUS_READY and manifest.key == key:
-            LOG.info("job %s made the cache: %d files, %d bytes", name, manifest.files, manifest.bytes)
+            LOG.info(
+                "job %s made the cache: %d files, %d bytes; lora tuning: %s",
+                name,
+                manifest.files,
+                manifest.bytes,
+                manifest.lora_tuning or "not run",
+            )
             return {"IsComplete": True, "Data": {"Status": contract.STATUS_READY, "Reason": ""}}
         reason = f"job {name} completed without a ready manifest for key {key}"
     else:

@@ -80,6 +80,8 @@ STATE: dict[str, Any] = {
     "streams_open": 0,
     "streams_finished": 0,
     "argv": sys.argv[1:],
+    # Where vLLM would read its tuned LoRA kernel configs (vllm/envs.py); None: its defaults.
+    "tuned_config_folder": os.environ.get("VLLM_TUNED_CONFIG_FOLDER"),
     "counters": {"prompt": 0, "generation": 0, "queries": 0, "hits": 0, "preemptions": 0},
     "queue_times": [],  # seconds each completion waited at the gate (vLLM: WAITING phase)
     "lora_calls": [],  # one dict per /v1/load_lora_adapter or /v1/unload_lora_adapter call

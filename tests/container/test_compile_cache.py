@@ -2,7 +2,11 @@
 write into ``VLLM_CACHE_ROOT`` the way vLLM compiles, and write nothing on a hit): the
 cache-making job's command, and a model started with a made, stale, failed or absent cache. A
 bad cache is a cold start with a log line, never a failed container. The real engine's make
-and hit: ``tests/engine/test_real_compile_cache.py``."""
+and hit: ``tests/engine/test_gpu_bench_smoke.py``.
+
+The job's LoRA tuning step runs ``fake_lora_tuner.py`` (the real tuner needs a CUDA GPU), which
+writes the real tuner's H200 files; ``test_lora_tuned_configs.py`` has vLLM itself read them
+from a loaded cache, and ``test_lora_tuning.py`` the step's own cases."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from serving_contract import compile_cache as contract
 from tests.container.conftest import REPO, Serve
 
 KEY = "0123456789abcdef"
+FAKE_TUNER = Path(__file__).with_name("fake_lora_tuner.py")
 
 
 def wait_for_line(server: Serve, fragment: str, timeout_s: float = 15.0) -> str:
@@ -24,8 +29,13 @@ def wait_for_line(server: Serve, fragment: str, timeout_s: float = 15.0) -> str:
     return server.log_line(fragment, timeout_s=timeout_s).split("compile cache: ", 1)[-1]
 
 
-def make_cache(tmp: Path, fake_key: str = "graph-a") -> tuple[Serve, Path]:
-    """Run ``make-compile-cache`` to its exit; return the process and the output folder."""
+def make_cache(
+    tmp: Path, fake_key: str = "graph-a", *, tuning_budget_s: int = 0, fake_tuner: str = ""
+) -> tuple[Serve, Path]:
+    """Run ``make-compile-cache`` to its exit; return the process and the output folder.
+
+    ``tuning_budget_s`` > 0 adds the LoRA tuning step with the fake tuner (``FAKE_TUNER=fake_tuner``).
+    """
     out = tmp / "made"
     env_file = tmp / "environment.json"
     # The model's environment as the job gets it, COMPILE_CACHE_DIR included: make ignores it.
@@ -34,12 +44,16 @@ def make_cache(tmp: Path, fake_key: str = "graph-a") -> tuple[Serve, Path]:
             {contract.COMPILE_CACHE_KEY: KEY, contract.COMPILE_CACHE_DIR: "/opt/ml/model", "FAKE_COMPILE_KEY": fake_key}
         )
     )
+    command: tuple[str, ...] = ("make-compile-cache", "--environment-file", str(env_file), "--output-dir", str(out))
+    if tuning_budget_s:
+        tuner = f"{sys.executable} {FAKE_TUNER}"
+        command += (contract.LORA_TUNING_BUDGET_ARG, str(tuning_budget_s), "--tuner-command", tuner)
     server = Serve(
         tmp,
-        env={"VLLM_CACHE_ROOT": str(tmp / "job-root")},
-        command=("make-compile-cache", "--environment-file", str(env_file), "--output-dir", str(out)),
+        env={"VLLM_CACHE_ROOT": str(tmp / "job-root"), "FAKE_TUNER": fake_tuner},
+        command=command,
     )
-    server.proc.wait(timeout=30)
+    server.proc.wait(timeout=60)
     return server, out
 
 
@@ -52,20 +66,64 @@ def serve_with(tmp: Path, made: Path | None, key: str = KEY, fake_key: str = "gr
     return server
 
 
-@pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache made by the job's command, read-only as SageMaker's model data is."""
-    server, out = make_cache(tmp_path_factory.mktemp("make"))
-    assert server.proc.returncode == 0, server.stderr_lines[-5:]
+def read_only(out: Path) -> Path:
+    """``out`` read-only, as SageMaker's model data is."""
     for path in [out, *out.rglob("*")]:
         path.chmod(path.stat().st_mode & ~0o222)
     return out
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache made by the job's command with its LoRA tuning step, read-only as model data is."""
+    server, out = make_cache(tmp_path_factory.mktemp("make"), tuning_budget_s=60)
+    assert server.proc.returncode == 0, server.stderr_lines[-5:]
+    return read_only(out)
+
+
+@pytest.fixture(scope="module")
+def made_untuned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache made with the tuning step off (``serving.compile_cache.lora_tuning`` false)."""
+    server, out = make_cache(tmp_path_factory.mktemp("make-untuned"))
+    assert server.proc.returncode == 0, server.stderr_lines[-5:]
+    return read_only(out)
 
 
 def test_make_compile_cache_copies_the_engines_cache_and_a_ready_manifest_then_exits_0(made: Path) -> None:
     manifest = contract.Manifest.from_json((made / "manifest.json").read_text())
     assert (manifest.key, manifest.status, manifest.files) == (KEY, "ready", 1)
     assert (made / "vllm-cache" / "torch_compile_cache" / "graph-a" / "graph").read_text() == "compiled"
+
+
+def test_make_then_tunes_the_lora_kernels_into_lora_configs_beside_the_cache(made: Path) -> None:
+    """The upload's layout: SageMaker uploads the output folder as compile-cache/<key>/."""
+    assert sorted(p.name for p in (made / "lora-configs").iterdir()) == [
+        "NVIDIA_H200_EXPAND_TRUE.json",
+        "NVIDIA_H200_SHRINK.json",
+        "lora-tune.json",
+    ]
+    manifest = contract.Manifest.from_json((made / "manifest.json").read_text())
+    assert manifest.lora_configs == 2
+    assert manifest.lora_tuning.startswith("tuned: NVIDIA_H200_EXPAND_TRUE.json, NVIDIA_H200_SHRINK.json in ")
+
+
+def test_make_with_tuning_off_publishes_the_cache_alone_and_says_so(made_untuned: Path) -> None:
+    assert sorted(p.name for p in made_untuned.iterdir()) == ["manifest.json", "vllm-cache"]
+    manifest = contract.Manifest.from_json((made_untuned / "manifest.json").read_text())
+    assert (manifest.status, manifest.lora_configs) == ("ready", 0)
+    assert manifest.lora_tuning == "skipped: off (serving.compile_cache.lora_tuning is false)"
+
+
+def test_a_failed_tuner_still_publishes_the_cache_exits_0_and_logs_why(tmp_path: Path) -> None:
+    server, out = make_cache(tmp_path, tuning_budget_s=60, fake_tuner="fail")
+    assert server.proc.returncode == 0, server.stderr_lines[-5:]
+    why = "failed: the tuner exited with 1: RuntimeError: Found no NVIDIA driver on your system."
+    assert server.log_line("lora tuning: failed").endswith(
+        f"lora tuning: {why}; the compile cache is published without tuned configs"
+    )
+    manifest = contract.Manifest.from_json((out / "manifest.json").read_text())
+    assert (manifest.status, manifest.files, manifest.lora_configs, manifest.lora_tuning) == ("ready", 1, 0, why)
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "vllm-cache"]
 
 
 def test_a_made_cache_for_the_models_key_is_loaded_and_hit(tmp_path: Path, made: Path) -> None:
@@ -75,6 +133,52 @@ def test_a_made_cache_for_the_models_key_is_loaded_and_hit(tmp_path: Path, made:
         assert "vLLM loaded every graph from it" in wait_for_line(server, "compile cache: hit after")
         copied = tmp_path / "root" / "torch_compile_cache" / "graph-a" / "graph"
         assert copied.read_text() == "compiled" and copied.stat().st_mode & 0o200
+    finally:
+        server.stop()
+
+
+def test_a_loaded_cache_with_tuned_configs_passes_their_folder_to_the_engine(tmp_path: Path, made: Path) -> None:
+    server = serve_with(tmp_path, made)
+    try:
+        assert server.engine_state()["tuned_config_folder"] == str(made / "lora-configs")
+        assert server.log_line("lora configs: VLLM_TUNED_CONFIG_FOLDER=").endswith(
+            f"lora configs: VLLM_TUNED_CONFIG_FOLDER={made / 'lora-configs'} "
+            "(NVIDIA_H200_EXPAND_TRUE.json, NVIDIA_H200_SHRINK.json)"
+        )
+    finally:
+        server.stop()
+
+
+def test_a_loaded_cache_without_tuned_configs_leaves_vllms_defaults(tmp_path: Path, made_untuned: Path) -> None:
+    server = serve_with(tmp_path, made_untuned)
+    try:
+        assert server.engine_state()["tuned_config_folder"] is None
+        assert server.log_line("lora configs: none").endswith(
+            "lora configs: none in the cache (skipped: off (serving.compile_cache.lora_tuning is false)); "
+            "vLLM's default kernel configs"
+        )
+    finally:
+        server.stop()
+
+
+def test_an_explicit_tuned_folder_wins_over_the_caches(tmp_path: Path, made: Path) -> None:
+    own = tmp_path / "own-configs"
+    own.mkdir()
+    env = {"VLLM_CACHE_ROOT": str(tmp_path / "root"), contract.COMPILE_CACHE_KEY: KEY, "FAKE_COMPILE_KEY": "graph-a"}
+    env |= {contract.COMPILE_CACHE_DIR: str(made), "LORA_TUNED_CONFIG_DIR": str(own)}
+    server = Serve(tmp_path, env=env)
+    try:
+        server.wait_ready()
+        assert server.engine_state()["tuned_config_folder"] == str(own)
+    finally:
+        server.stop()
+
+
+def test_a_stale_cache_does_not_pass_its_tuned_configs(tmp_path: Path, made: Path) -> None:
+    """Another key may be another instance type: its files could be for another GPU."""
+    server = serve_with(tmp_path, made, key="fedcba9876543210")
+    try:
+        assert server.engine_state()["tuned_config_folder"] is None
     finally:
         server.stop()
 
@@ -163,3 +267,29 @@ def test_an_environment_file_that_is_not_an_object_of_strings_exits_2_with_one_l
     message = f"serve: configuration error: --environment-file {env_file}: must be a JSON object of strings to strings"
     assert server.log_line(message) == message
     assert server.stderr_lines[-1] == message  # the last line: nothing after the error
+
+
+def test_a_negative_tuning_budget_is_refused_in_one_line() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "serving_app",
+            "make-compile-cache",
+            "--environment-file",
+            "e",
+            "--output-dir",
+            "o",
+            contract.LORA_TUNING_BUDGET_ARG,
+            "-5",
+        ],
+        env={"PYTHONPATH": f"{REPO}:{REPO / 'container'}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip().splitlines()[-1] == "serve: error: --lora-tuning-budget-s -5: must be >= 0 (0: no tuning)"
+    )

@@ -4,7 +4,9 @@ The folder is the tuner's real output from an H200 (``benchmarks/lora_tune.py``,
 ``benchmarks/results/h200-2026-11-26-lora-levers/``). vLLM's CPU build runs no Triton kernel, so
 the check calls vLLM's own config lookup (``vllm/lora/ops/triton_ops/utils.py``
 ``get_lora_op_configs``, what every LoRA kernel launch calls) in the engine's environment, with
-the GPU name it keys the files by set to the H200's.
+the GPU name it keys the files by set to the H200's. The folder reaches vLLM either by hand
+(``LORA_TUNED_CONFIG_DIR``) or from a loaded compile cache, whose job tuned it
+(``lora-configs/``, issue 35).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from serving_app.engine import compile_cache
 from serving_app.settings import Settings
 from serving_app.vllm_args import TUNED_CONFIG_FOLDER, engine_environment
+from serving_contract import compile_cache as contract
 from tests.container.conftest import REPO, VLLM_PYTHON
 
 pytestmark = pytest.mark.skipif(
@@ -74,3 +78,32 @@ def test_the_tuned_folder_is_passed_to_vllm_and_read(tmp_path: Path) -> None:
     defaults, log = lookup(environ, "NVIDIA A10G")
     assert defaults["shrink"] != configs["shrink"]
     assert f"No LoRA kernel configs found in {folder}/NVIDIA_A10G_SHRINK.json" in log
+
+
+def test_a_loaded_compile_cache_passes_its_lora_configs_and_vllm_reads_them(tmp_path: Path) -> None:
+    """The compile-cache job's output (``lora-configs/`` beside ``vllm-cache/``, made by the job's
+    tuning step) as SageMaker downloads it: the container's cache check points vLLM at it."""
+    made = tmp_path / "model-data"
+    (made / contract.CACHE_SUBDIR).mkdir(parents=True)
+    (made / contract.CACHE_SUBDIR / "graph").write_text("compiled")
+    folder = made / contract.LORA_CONFIGS_SUBDIR
+    folder.mkdir()
+    for name in ("NVIDIA_H200_SHRINK.json", "NVIDIA_H200_EXPAND_TRUE.json", "lora-tune.json"):
+        (folder / name).write_text((TUNER_OUTPUT / name).read_text())
+    manifest = contract.Manifest(key="0123456789abcdef", status=contract.STATUS_READY, files=1, lora_configs=2)
+    (made / contract.MANIFEST_NAME).write_text(manifest.to_json())
+    settings = Settings.from_env({"LORA_ADAPTERS": "manga_domain_v3"})
+    environ = engine_environment(settings, dict(os.environ))
+    environ |= {
+        contract.COMPILE_CACHE_DIR: str(made),
+        contract.COMPILE_CACHE_KEY: manifest.key,
+        "VLLM_CACHE_ROOT": str(tmp_path / "root"),
+    }
+    plan = compile_cache.prepare(environ)
+    assert (plan.state, plan.lora_configs) == ("loaded", folder)
+    assert environ[TUNED_CONFIG_FOLDER] == str(folder)
+
+    configs, log = lookup(environ, "NVIDIA H200")
+    table = json.loads((folder / "NVIDIA_H200_SHRINK.json").read_text())
+    assert configs["shrink"] == table["4"]["1"]["128"]["14336"]["16"]
+    assert f"Using tuned LoRA kernel configs from {folder}/NVIDIA_H200_SHRINK.json" in log

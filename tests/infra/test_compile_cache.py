@@ -44,6 +44,8 @@ def test_each_model_reads_the_cache_made_for_it_on_its_instance_type(default_syn
         serving = default_synth.config.serving
         assert cache["InstanceType"] == {"Primary": serving.primary, "Canary": serving.canary}[variant].instance_type
         assert (cache["MaxRuntimeInSeconds"], cache["VolumeSizeInGB"]) == ("3600", "30")
+        # serving.compile_cache.lora_tuning_budget_s: the job's LoRA tuning step (0 when lora_tuning is off).
+        assert cache["LoraTuningBudgetS"] == "600"
         assert container["ModelDataSource"] == {
             "S3DataSource": {
                 "S3Uri": {"Fn::GetAtt": [cache_id, "CacheUri"]},

@@ -2,6 +2,7 @@
 against the real SageMaker and S3 models): a job started once per key, reused, adopted, stopped,
 and a manifest that always lets the model start."""
 
+import hashlib
 import importlib
 import io
 import json
@@ -275,3 +276,52 @@ def test_the_key_follows_image_instance_type_and_environment_but_not_its_own_var
     assert key(environment={**ENVIRONMENT, "ENGINE_MAX_MODEL_LEN": "8192"}) != key()
     own = {contract.COMPILE_CACHE_KEY: key(), contract.COMPILE_CACHE_DIR: "/opt/ml/model"}
     assert key(environment={**ENVIRONMENT, **own}) == key()
+
+
+def test_a_tuning_budget_adds_the_jobs_tuning_step_and_makes_a_cache_of_its_own(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    """serving.compile_cache.lora_tuning_budget_s reaches the job as an argument; a cache made
+    without tuning (no lora-configs/) is not reused for a model that wants it."""
+    tuned_key = contract.cache_key(
+        image_uri=IMAGE, instance_type="ml.g5.xlarge", environment=ENVIRONMENT, lora_tuning_budget_s=600
+    )
+    assert tuned_key != KEY
+    # Tuning off keeps the key caches had before the step existed: those caches stay in use.
+    before = json.dumps({"image": IMAGE, "instance": "ml.g5.xlarge", "env": ENVIRONMENT}, sort_keys=True)
+    assert hashlib.sha256(before.encode()).hexdigest()[:16] == KEY
+    sagemaker, s3 = stubs
+    _running(sagemaker)
+    manifest_key = f"compile-cache/{tuned_key}/manifest.json"
+    s3.add_response("list_objects_v2", {"KeyCount": 0}, {"Bucket": BUCKET, "Prefix": manifest_key, "MaxKeys": 1})
+    s3.add_response("put_object", {}, {"Bucket": BUCKET, "Key": manifest_key, "Body": ANY, "ContentType": ANY})
+    s3.add_response("put_object", {}, {"Bucket": BUCKET, "Key": ANY, "Body": ANY, "ContentType": ANY})
+    name = f"{PREFIX}-{tuned_key}-1700000000"
+    sagemaker.add_response(
+        "create_processing_job",
+        {"ProcessingJobArn": f"arn:aws:sagemaker:ap-northeast-1:123456789012:processing-job/{name}"},
+        {
+            "ProcessingJobName": name,
+            "RoleArn": ANY,
+            "AppSpecification": {
+                "ImageUri": IMAGE,
+                "ContainerArguments": [
+                    "make-compile-cache",
+                    "--environment-file",
+                    "/opt/ml/processing/input/environment/environment.json",
+                    "--output-dir",
+                    "/opt/ml/processing/output/cache",
+                    "--lora-tuning-budget-s",
+                    "600",
+                ],
+            },
+            "ProcessingResources": ANY,
+            "ProcessingInputs": ANY,
+            "ProcessingOutputConfig": ANY,
+            "StoppingCondition": ANY,
+            "NetworkConfig": ANY,
+        },
+    )
+    result = handler.on_event(_event(LoraTuningBudgetS="600"), now=1_700_000_000)
+    assert result["Data"]["Key"] == tuned_key
+    assert result["PhysicalResourceId"] == f"s3://{BUCKET}/compile-cache/{tuned_key}/"

@@ -188,8 +188,33 @@ def test_the_docker_hub_cache_prefix_must_fit_ecrs_30_characters() -> None:
             "serving.compile_cache.max_runtime_s = '6000': must be <= 5400",
         ),
         ("serving.compile_cache.volume_size_gb", "0", "serving.compile_cache.volume_size_gb = '0': must be >= 1"),
+        (
+            "serving.compile_cache.lora_tuning_budget_s",
+            "30",
+            "serving.compile_cache.lora_tuning_budget_s = '30': must be >= 60",
+        ),
+        (
+            "serving.compile_cache.lora_tuning_budget_s",
+            "3600",
+            "serving.compile_cache.lora_tuning_budget_s = '3600': must be <= 1800",
+        ),
         ("scaling.instance_start_cached_s", "0", "scaling.instance_start_cached_s = '0': must be > 0.0"),
     ],
 )
 def test_compile_cache_and_start_time_keys_are_bounded_in_one_line(key: str, value: str, message: str) -> None:
     assert _error(**{key.replace(".", "__"): value}) == f"config error: {message}"
+
+
+def test_the_lora_tuning_budget_must_leave_the_job_half_its_runtime_for_the_engine() -> None:
+    assert _error(serving__compile_cache__max_runtime_s="1200", serving__compile_cache__lora_tuning_budget_s="900") == (
+        "config error: serving.compile_cache: lora_tuning_budget_s = 900 must be at most half of max_runtime_s = "
+        "1200: the job's engine cold start needs the rest (lower the budget, raise max_runtime_s or set lora_tuning "
+        "to false)"
+    )
+    # With tuning off the budget is not used, so it does not have to fit.
+    config = _load(
+        serving__compile_cache__max_runtime_s="1200",
+        serving__compile_cache__lora_tuning_budget_s="900",
+        serving__compile_cache__lora_tuning="false",
+    )
+    assert config.serving.compile_cache.job_lora_tuning_budget_s == 0

@@ -47,3 +47,30 @@ def test_the_request_class_figures_the_docs_cite_are_the_committed_run() -> None
     all_turns = [level["ttft_p95_ms"] for route in ("affinity", "least_outstanding") for level in run[route]]
     assert (round(min(all_turns) / 1000, 2), round(max(all_turns) / 1000, 2)) == (1.26, 3.75)
     assert [level["concurrency"] // run["engines"] for level in run["affinity"]] == [8, 16, 24]
+
+
+def test_a_start_reads_the_jobs_lora_tuning_and_the_configs_vllm_used(tmp_path: Path) -> None:
+    """gpu_startup.py's gateway-make-lora / gateway-made-hit-lora levers: what a start records."""
+    from types import SimpleNamespace
+
+    from gpu_startup import read_start
+
+    log = tmp_path / "server.log"
+    log.write_text(
+        "2026 INFO serving_app.lora_tuning: lora tuning: started, at most 600 s: python -m serving_app.lora_tuning\n"
+        "2026 INFO serving_app.lora_tuning: lora tuning: | shrink qkv m=256: default 18.4 us, tuned 14.6 us\n"
+        "2026 INFO serving_app.lora_tuning: lora tuning: tuned: NVIDIA_A10G_EXPAND_TRUE.json, "
+        "NVIDIA_A10G_SHRINK.json in 212.3 s\n"
+        "2026 WARNING serving_app.lora_tuning: lora tuning: failed: the tuner exited with 1: RuntimeError: no GPU; "
+        "the compile cache is published without tuned configs\n"
+        "(EngineCore pid=7) INFO 11-26 08:00:00 [utils.py:180] Using tuned LoRA kernel configs from "
+        "/opt/ml/model/lora-configs/NVIDIA_A10G_SHRINK.json.\n"
+    )
+    start = read_start(SimpleNamespace(log_path=log, figures={"kv_tokens": 1}))  # type: ignore[arg-type]
+    assert start["lora_tuning"] == "tuned: NVIDIA_A10G_EXPAND_TRUE.json, NVIDIA_A10G_SHRINK.json in 212.3 s"
+    log.write_text(log.read_text().replace("lora tuning: tuned:", "lora tuning: | tuned:"))
+    start = read_start(SimpleNamespace(log_path=log, figures={"kv_tokens": 1}))  # type: ignore[arg-type]
+    assert start["lora_tuning"] == "failed: the tuner exited with 1: RuntimeError: no GPU"
+    assert start["lora_kernel_configs"] == (
+        "tuned LoRA kernel configs from /opt/ml/model/lora-configs/NVIDIA_A10G_SHRINK.json"
+    )

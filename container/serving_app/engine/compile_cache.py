@@ -12,7 +12,9 @@ At start, :func:`prepare` decides, and logs one line saying which:
 * ``off``: ``COMPILE_CACHE_DIR`` unset (a local run, or the cache disabled in config);
 * ``absent``: no manifest, or the job did not make the cache (status pending or failed);
 * ``stale``: the manifest was made for another key than ``COMPILE_CACHE_KEY``;
-* ``loaded``: the manifest matches; the cache is copied into the engine's ``VLLM_CACHE_ROOT``.
+* ``loaded``: the manifest matches; the cache is copied into the engine's ``VLLM_CACHE_ROOT``,
+  and when the job also tuned the LoRA kernels (``lora-configs/``, issue 35) that folder is
+  passed to vLLM as ``VLLM_TUNED_CONFIG_FOLDER`` (an explicit ``LORA_TUNED_CONFIG_DIR`` wins).
 
 Every case but ``loaded`` is a normal cold start, never a failure. The cache is copied rather
 than read in place (which works, docs/performance.md) so that a vLLM-level miss, one whose key
@@ -23,6 +25,7 @@ the read-only model data. Whether vLLM really hit is known only after the start:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import os
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from serving_app.vllm_args import TUNED_CONFIG_FOLDER
 from serving_contract import compile_cache as contract
 
 log = logging.getLogger("serving_app.compile_cache")
@@ -61,12 +65,14 @@ class CachePlan:
         reason: one line saying why.
         root: the engine's ``VLLM_CACHE_ROOT``.
         files_before: the files under ``root`` before the engine started.
+        lora_configs: the tuned LoRA kernel configs' folder passed to vLLM, or None.
     """
 
     state: str
     reason: str
     root: Path
     files_before: frozenset[str]
+    lora_configs: Path | None = None
 
     def report_after_ready(self, ready_s: float) -> str:
         """Log and return whether vLLM used the cache: any file it wrote means it compiled."""
@@ -106,9 +112,41 @@ def prepare(environ: MutableMapping[str, str]) -> CachePlan:
         for path in [root, *root.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o200)
         environ[CACHE_ROOT_VAR] = str(root)
-    plan = CachePlan(state=state, reason=reason, root=root, files_before=_files(root))
     log.info("compile cache: %s (%s)", state, reason)
-    return plan
+    lora_configs = _lora_configs(Path(made), environ) if state == "loaded" else None
+    return CachePlan(state=state, reason=reason, root=root, files_before=_files(root), lora_configs=lora_configs)
+
+
+def _lora_configs(made: Path, environ: MutableMapping[str, str]) -> Path | None:
+    """Point vLLM at the cache's tuned LoRA kernel configs, if the job made them; log which case.
+
+    Read in place: vLLM only reads them (``load_lora_op_config``), and names the file it uses or
+    the one it missed for this GPU in its own log.
+    """
+    folder = made / contract.LORA_CONFIGS_SUBDIR
+    configs = sorted(p.name for p in folder.glob("*.json") if p.name != contract.LORA_TUNING_REPORT)
+    if not configs:
+        detail = _manifest_field(made, "lora_tuning") or "the job made none"
+        log.info("lora configs: none in the cache (%s); vLLM's default kernel configs", detail)
+        return None
+    if environ.get(TUNED_CONFIG_FOLDER):
+        log.info(
+            "lora configs: %s set to %s (LORA_TUNED_CONFIG_DIR); the cache's %s not used",
+            TUNED_CONFIG_FOLDER,
+            environ[TUNED_CONFIG_FOLDER],
+            folder,
+        )
+        return None
+    environ[TUNED_CONFIG_FOLDER] = str(folder)
+    log.info("lora configs: %s=%s (%s)", TUNED_CONFIG_FOLDER, folder, ", ".join(configs))
+    return folder
+
+
+def _manifest_field(made: Path, field: str) -> str:
+    try:
+        return str(getattr(contract.Manifest.from_json((made / contract.MANIFEST_NAME).read_text()), field))
+    except (OSError, contract.ManifestError):
+        return ""
 
 
 def _check(made: Path, key: str) -> tuple[str, str]:
@@ -152,6 +190,18 @@ def write_made_cache(root: Path, output_dir: Path, *, key: str, gpu_name: str) -
     )
     (output_dir / contract.MANIFEST_NAME).write_text(manifest.to_json())
     log.info("compile cache: made %d files (%d bytes) for key %s in %s", len(files), manifest.bytes, key, output_dir)
+    return manifest
+
+
+def record_lora_tuning(output_dir: Path, *, files: int, line: str) -> contract.Manifest:
+    """Add the LoRA tuning step's result to the made cache's manifest (``lora_configs``, ``lora_tuning``).
+
+    Raises ``OSError`` or :class:`serving_contract.compile_cache.ManifestError` when the manifest
+    cannot be read or written.
+    """
+    path = output_dir / contract.MANIFEST_NAME
+    manifest = dataclasses.replace(contract.Manifest.from_json(path.read_text()), lora_configs=files, lora_tuning=line)
+    path.write_text(manifest.to_json())
     return manifest
 
 
