@@ -20,7 +20,8 @@ from app_config.memory_plan_config import engine_memory_inputs
 from app_config.slo_holds import check_holdable
 from app_config.variants import VARIANT_KEYS
 from serving_contract.components import adapter_component_name, base_component_name
-from serving_contract.env import WARMUP_PREFILL_MAX_TOKENS, WARMUP_PREFILL_MIN_TOKENS
+from serving_contract.lifecycle import warmup_prefill_problem
+from serving_contract.validation import line
 
 if TYPE_CHECKING:
     from app_config.root import AppConfig
@@ -364,13 +365,10 @@ def _check_artifact_pins(config: "AppConfig") -> None:
 
 def _check_prefill_warmup(config: "AppConfig") -> None:
     """The container refuses the same values at start (serving_app.settings); synth says it first."""
-    tokens, max_len = config.container.warmup_prefill_tokens, config.engine.max_model_len
-    if 0 < tokens < WARMUP_PREFILL_MIN_TOKENS or tokens + WARMUP_PREFILL_MAX_TOKENS > max_len:
-        raise ValueError(
-            f"container.warmup_prefill_tokens = {tokens}: must be 0 (off) or from {WARMUP_PREFILL_MIN_TOKENS} to "
-            f"engine.max_model_len - {WARMUP_PREFILL_MAX_TOKENS} = {max_len - WARMUP_PREFILL_MAX_TOKENS} "
-            "(the warm-up prompt and its answer must fit one sequence)"
-        )
+    tokens = config.container.warmup_prefill_tokens
+    problem = warmup_prefill_problem(tokens, config.engine.max_model_len, length_name="engine.max_model_len")
+    if problem:
+        raise ValueError(line("container.warmup_prefill_tokens", tokens, problem))
 
 
 def _routing_strategy_is_free(config: "AppConfig") -> None:

@@ -188,7 +188,7 @@ def test_the_docker_hub_cache_prefix_must_fit_ecrs_30_characters() -> None:
             "serving.compile_cache.max_runtime_s = '6000': must be <= 5400",
         ),
         ("serving.compile_cache.volume_size_gb", "0", "serving.compile_cache.volume_size_gb = '0': must be >= 1"),
-        ("scaling.instance_start_cached_s", "0", "scaling.instance_start_cached_s = '0': must be > 0.0"),
+        ("scaling.instance_start_cached_s", "0", "scaling.instance_start_cached_s = '0': must be > 0"),
     ],
 )
 def test_compile_cache_and_start_time_keys_are_bounded_in_one_line(key: str, value: str, message: str) -> None:

@@ -331,6 +331,5 @@ def test_a_level_slower_than_one_request_a_minute_keeps_its_rate():
 def test_a_rate_the_config_refuses_is_explained_not_printed():
     line = capacity_override_line(Suggestion(4, 5000.0, 300000.0, 4), 1e-4, None)
     assert line == (
-        "no capacity.measured override: the config would refuse it "
-        "(requests_per_minute = 300000.0: must be <= 100000.0)"
+        "no capacity.measured override: the config would refuse it (requests_per_minute = 300000.0: must be <= 100000)"
     )
