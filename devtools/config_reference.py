@@ -10,7 +10,7 @@ import json
 import sys
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from pydantic.fields import FieldInfo
 from app_config import AppConfig
 from app_config.base import OneOf
 from serving_contract import context_budget, lifecycle, request_limits
-from serving_contract.engine_settings import ENGINE_SETTINGS
+from serving_contract.engine_settings import ENGINE_SETTINGS, EngineSetting
 from serving_contract.setting import Setting
 
 REPO = Path(__file__).resolve().parent.parent
@@ -170,41 +170,21 @@ def _allowed_env(setting: Setting[Any]) -> str:
         return ", ".join(str(choice) for choice in setting.choices)
     if isinstance(setting.default, bool):
         return "true/false/1/0/yes/no/on/off"
-    low = (
-        f"> {_num(setting.gt)}"
-        if setting.gt is not None
-        else f">= {_num(setting.ge)}"
-        if setting.ge is not None
-        else ""
-    )
-    high = (
-        f"<= {_num(setting.le)}"
-        if setting.le is not None
-        else f"< {_num(setting.lt)}"
-        if setting.lt is not None
-        else ""
-    )
-    return ", ".join(part for part in (low, high) if part)
+    bounds = ((">", setting.gt), (">=", setting.ge), ("<=", setting.le), ("<", setting.lt))
+    return ", ".join(f"{symbol} {_num(value)}" for symbol, value in bounds if value is not None)
 
 
-def render_engine_env_table() -> str:
-    """The engine rows of the container's environment table (serving_contract.engine_settings)."""
-    lines = ["| variable | vLLM flag | default | allowed | meaning and source |", "| --- | --- | --- | --- | --- |"]
-    for setting in ENGINE_SETTINGS:
+def render_env_table(settings: Iterable[Setting[Any]]) -> str:
+    """Rows of the container's environment table, one per declaration; engine settings name their vLLM flag."""
+    settings = tuple(settings)
+    flags = all(isinstance(setting, EngineSetting) for setting in settings)
+    header = ["variable", *(["vLLM flag"] if flags else []), "default", "allowed", "meaning and source"]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    for setting in settings:
         default = "(unset)" if setting.default is None else setting.to_env(setting.default)
-        meaning = setting.description.replace("|", "/")
-        lines.append(f"| `{setting.env_var}` | `{setting.flag}` | {default} | {_allowed_env(setting)} | {meaning} |")
-    return "\n".join(lines)
-
-
-def render_settings_env_table() -> str:
-    """The lifecycle, request-limit and context-budget rows of the container's environment table."""
-    lines = ["| variable | default | allowed | meaning and source |", "| --- | --- | --- | --- |"]
-    for setting in CONTAINER_SETTINGS:
-        meaning = setting.description.replace("|", "/")
-        lines.append(
-            f"| `{setting.env_var}` | {setting.to_env(setting.default)} | {_allowed_env(setting)} | {meaning} |"
-        )
+        flag = [f"`{setting.flag}`"] if isinstance(setting, EngineSetting) and flags else []
+        cells = [f"`{setting.env_var}`", *flag, str(default), _allowed_env(setting), setting.description]
+        lines.append("| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |")
     return "\n".join(lines)
 
 
@@ -215,8 +195,8 @@ def _replace_block(current: str, start_marker: str, end_marker: str, block: str)
 
 def render_container_readme(current: str) -> str:
     """``container/README.md`` with the generated blocks between their markers replaced."""
-    engine = _replace_block(current, ENV_TABLE_START, ENV_TABLE_END, render_engine_env_table())
-    return _replace_block(engine, SETTINGS_TABLE_START, SETTINGS_TABLE_END, render_settings_env_table())
+    engine = _replace_block(current, ENV_TABLE_START, ENV_TABLE_END, render_env_table(ENGINE_SETTINGS))
+    return _replace_block(engine, SETTINGS_TABLE_START, SETTINGS_TABLE_END, render_env_table(CONTAINER_SETTINGS))
 
 
 def main(argv: list[str]) -> int:
