@@ -85,8 +85,8 @@ METRICS_INTERVAL: Final = Setting(
     gt=0,
     le=60,
     description=(
-        "Seconds between scrapes of vLLM /metrics into EMF lines. 10: six samples in each one-minute period the "
-        "alarms evaluate, so a short spike of queue depth or KV-cache use shows in the period's maximum. At most "
+        "Seconds between scrapes of vLLM /metrics into EMF lines. 10: six samples of queue depth and KV-cache use "
+        "in each one-minute period their alarms average (cdk_constructs/observability/endpoint_alarms.py). At most "
         "60: the EMF metrics are standard resolution and every alarm period is a multiple of 60 s "
         "(app_config.monitoring), so a longer interval leaves minutes without a datapoint."
     ),
