@@ -9,6 +9,7 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     GetCoreSchemaHandler,
     ValidationError,
     ValidatorFunctionWrapHandler,
@@ -17,6 +18,8 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from app_config.gpu_instances import instance_gpus
+from serving_contract.setting import Setting
+from serving_contract.validation import one_of
 
 
 class ConfigModel(BaseModel):
@@ -39,6 +42,19 @@ def _int_from_digits(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         except ValidationError:
             pass
     return handler(value)
+
+
+def spec_field(setting: Setting[Any]) -> Any:
+    """A config field from its one declaration (``serving_contract.setting``): default, bounds and
+    description. Choices go in the annotation, ``Annotated[int, OneOf(setting.choices)]``."""
+    return Field(
+        default=setting.default,
+        description=setting.description,
+        ge=setting.ge,
+        gt=setting.gt,
+        le=setting.le,
+        lt=setting.lt,
+    )
 
 
 _Choice = TypeVar("_Choice")
@@ -67,8 +83,7 @@ class OneOf:
 
     def _check(self, value: Any) -> Any:
         if value not in self.values:
-            *rest, last = (str(v) for v in self.values)
-            raise ValueError(f"must be one of {', '.join(rest)} or {last}" if rest else f"must be {last}")
+            raise ValueError(one_of(self.values))
         return value
 
 

@@ -6,13 +6,10 @@ never a copy of it: :func:`check_context_budget` stops synth when the parts leav
 reserve.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from app_config.base import ConfigModel
+from app_config.base import ConfigModel, spec_field
 from serving_contract import context_budget as spec
-from serving_contract import env
 
 if TYPE_CHECKING:
     from app_config.root import AppConfig
@@ -20,50 +17,18 @@ if TYPE_CHECKING:
 SECTION = "container.context_budget"
 
 
-def _part(part: spec.BudgetPart) -> Any:
-    return Field(default=part.default, ge=0, description=part.description)
-
-
 class ContextBudgetConfig(ConfigModel):
     """How the gateway keeps a long conversation inside ``engine.max_model_len``, and what it does
     when the engine runs out of memory on a request (container/serving_app/context_budget)."""
 
-    enabled: bool = Field(
-        default=spec.ENABLED_DEFAULT,
-        description=(
-            "Trim a chat request's older turns when vLLM refuses it for the context length (prompt + max_tokens "
-            "above engine.max_model_len), instead of answering that 400. On by default: a request that fits is "
-            "forwarded byte for byte and costs nothing extra. A caller opts one request out with "
-            "CustomAttributes 'context_budget=off'."
-        ),
-    )
-    system_tokens: int = _part(spec.SYSTEM)
-    retrieval_tokens: int = _part(spec.RETRIEVAL)
-    recent_turns_tokens: int = _part(spec.RECENT_TURNS)
-    summary_tokens: int = _part(spec.SUMMARY)
-    summarize: bool = Field(
-        default=spec.SUMMARIZE_DEFAULT,
-        description=(
-            "Replace the dropped turns with a summary from the same engine (at most summary_tokens, within "
-            "summary_timeout_s; the marker when it fails or is late) instead of the truncation marker. Off by "
-            "default: the summary is one more generation on the request's path."
-        ),
-    )
-    summary_timeout_s: float = Field(
-        default=spec.SUMMARY_TIMEOUT_DEFAULT_S,
-        gt=0,
-        le=30,
-        description="Seconds the summary request may take before the marker is used instead.",
-    )
-    oom_retry_after_s: int = Field(
-        default=spec.OOM_RETRY_AFTER_DEFAULT_S,
-        ge=1,
-        le=3600,
-        description=(
-            "Retry-After of the 503 answered when a request hit an engine out-of-memory error and its retry with "
-            "the older half of the history compressed failed too (or nothing could be compressed)."
-        ),
-    )
+    enabled: bool = spec_field(spec.ENABLED)
+    system_tokens: int = spec_field(spec.SYSTEM)
+    retrieval_tokens: int = spec_field(spec.RETRIEVAL)
+    recent_turns_tokens: int = spec_field(spec.RECENT_TURNS)
+    summary_tokens: int = spec_field(spec.SUMMARY)
+    summarize: bool = spec_field(spec.SUMMARIZE)
+    summary_timeout_s: float = spec_field(spec.SUMMARY_TIMEOUT)
+    oom_retry_after_s: int = spec_field(spec.OOM_RETRY_AFTER)
 
     def parts(self) -> dict[str, int]:
         """The four shares, key -> tokens."""
@@ -76,14 +41,11 @@ class ContextBudgetConfig(ConfigModel):
     def environment(self, max_model_len: int) -> dict[str, str]:
         """The section as the container's environment variables; the generation reserve is derived
         from ``max_model_len`` (``engine.max_model_len``) here, so the container holds no copy of the parts."""
-        return {
-            env.CONTEXT_BUDGET_ENABLED: "true" if self.enabled else "false",
-            env.CONTEXT_BUDGET_GENERATION_RESERVE_TOKENS: str(self.generation_reserve(max_model_len)),
-            env.CONTEXT_BUDGET_SUMMARY_TOKENS: str(self.summary_tokens),
-            env.CONTEXT_BUDGET_SUMMARIZE: "true" if self.summarize else "false",
-            env.CONTEXT_BUDGET_SUMMARY_TIMEOUT_S: f"{self.summary_timeout_s:g}",
-            env.OOM_RETRY_AFTER_S: str(self.oom_retry_after_s),
-        }
+        variables = {spec.GENERATION_RESERVE.env_var: str(self.generation_reserve(max_model_len))}
+        for setting in spec.CONTAINER_SETTINGS:
+            if setting is not spec.GENERATION_RESERVE:
+                variables[setting.env_var] = str(setting.to_env(getattr(self, setting.key)))
+        return variables
 
 
 def check_context_budget(config: "AppConfig") -> None:

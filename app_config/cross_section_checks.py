@@ -17,10 +17,12 @@ from app_config.gpu_instances import instance_gpus
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
 from app_config.memory_plan import gib, minimum_utilization
 from app_config.memory_plan_config import engine_memory_inputs
+from app_config.scaling import PROD_WARM_FLOOR
 from app_config.slo_holds import check_holdable
 from app_config.variants import VARIANT_KEYS
 from serving_contract.components import adapter_component_name, base_component_name
-from serving_contract.env import WARMUP_PREFILL_MAX_TOKENS, WARMUP_PREFILL_MIN_TOKENS
+from serving_contract.lifecycle import warmup_prefill_problem
+from serving_contract.validation import line
 
 if TYPE_CHECKING:
     from app_config.root import AppConfig
@@ -61,11 +63,10 @@ def check_cross_sections(config: "AppConfig") -> None:
         )
     if config.serving.hosts_inference_components:
         _component_checks(config)
-    elif config.stage == "prod" and config.serving.primary.min_capacity < 2:
-        # Seed 001 user story 3: never fewer than 2 warm instances in production.
+    elif config.stage == "prod" and config.serving.primary.min_capacity < PROD_WARM_FLOOR:
         raise ValueError(
-            f"serving.primary.min_capacity = {config.serving.primary.min_capacity}: must be >= 2 in prod "
-            "(the warm floor that keeps cold starts off the request path)"
+            f"serving.primary.min_capacity = {config.serving.primary.min_capacity}: must be >= {PROD_WARM_FLOOR} in "
+            "prod (the warm floor that keeps cold starts off the request path, seed 001)"
         )
     _monitoring_checks(config)
     _scaling_checks(config)
@@ -97,11 +98,10 @@ def _component_checks(config: "AppConfig") -> None:
             f"model.adapters has {len(config.model.adapters)} adapters but {capacity_key} = {capacity}: the engine "
             "holds that many runtime adapters; raise engine.max_cpu_loras"
         )
-    if config.stage == "prod" and (components.scale_to_zero or components.min_copy_count < 2):
-        # Seed 001 user story 3: never fewer than 2 warm copies in production.
+    if config.stage == "prod" and (components.scale_to_zero or components.min_copy_count < PROD_WARM_FLOOR):
         raise ValueError(
             f"{key}.min_copy_count = {components.min_copy_count}, scale_to_zero = "
-            f"{str(components.scale_to_zero).lower()}: prod keeps at least 2 warm copies (seed 001)"
+            f"{str(components.scale_to_zero).lower()}: prod keeps at least {PROD_WARM_FLOOR} warm copies (seed 001)"
         )
     instance_type = config.serving.primary.instance_type
     gpus = instance_gpus(instance_type)
@@ -268,8 +268,8 @@ def _monitoring_checks(config: "AppConfig") -> None:
 def _scaling_checks(config: "AppConfig") -> None:
     if config.serving.hosts_inference_components:
         return  # copies scale by target tracking; schedules and blue/green are variants-mode features
-    # The warm floor also binds every scheduled floor of the primary (seed 001 user story 3).
-    warm_floor = 2 if config.stage == "prod" else None
+    # The warm floor also binds every scheduled floor of the primary.
+    warm_floor = PROD_WARM_FLOOR if config.stage == "prod" else None
     for variant in config.variants():
         check_schedule(
             variant.key,
@@ -364,13 +364,10 @@ def _check_artifact_pins(config: "AppConfig") -> None:
 
 def _check_prefill_warmup(config: "AppConfig") -> None:
     """The container refuses the same values at start (serving_app.settings); synth says it first."""
-    tokens, max_len = config.container.warmup_prefill_tokens, config.engine.max_model_len
-    if 0 < tokens < WARMUP_PREFILL_MIN_TOKENS or tokens + WARMUP_PREFILL_MAX_TOKENS > max_len:
-        raise ValueError(
-            f"container.warmup_prefill_tokens = {tokens}: must be 0 (off) or from {WARMUP_PREFILL_MIN_TOKENS} to "
-            f"engine.max_model_len - {WARMUP_PREFILL_MAX_TOKENS} = {max_len - WARMUP_PREFILL_MAX_TOKENS} "
-            "(the warm-up prompt and its answer must fit one sequence)"
-        )
+    tokens = config.container.warmup_prefill_tokens
+    problem = warmup_prefill_problem(tokens, config.engine.max_model_len, length_name="engine.max_model_len")
+    if problem:
+        raise ValueError(line("container.warmup_prefill_tokens", tokens, problem))
 
 
 def _routing_strategy_is_free(config: "AppConfig") -> None:

@@ -7,24 +7,13 @@ Names, defaults, bounds, allowed values and sources are declared once in
 
 from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
-from app_config.base import ConfigModel, OneOf
+from app_config.base import ConfigModel, OneOf, spec_field
 from serving_contract import engine_settings as spec
 
 
-def _field(setting: spec.EngineSetting) -> Any:
-    return Field(
-        default=setting.default,
-        description=setting.description,
-        ge=setting.ge,
-        gt=setting.gt,
-        le=setting.le,
-        lt=setting.lt,
-    )
-
-
-def _one_of(setting: spec.EngineSetting) -> OneOf:
+def _one_of(setting: spec.EngineSetting[Any]) -> OneOf:
     assert setting.choices is not None
     return OneOf(setting.choices)
 
@@ -38,24 +27,24 @@ class EngineConfig(ConfigModel):
     checked at synth.
     """
 
-    gpu_memory_utilization: float = _field(spec.GPU_MEMORY_UTILIZATION)
-    max_num_seqs: int = _field(spec.MAX_NUM_SEQS)
-    max_model_len: int = _field(spec.MAX_MODEL_LEN)
-    max_num_batched_tokens: int = _field(spec.MAX_NUM_BATCHED_TOKENS)
-    block_size: Annotated[int, _one_of(spec.BLOCK_SIZE)] = _field(spec.BLOCK_SIZE)
-    enable_prefix_caching: bool = _field(spec.ENABLE_PREFIX_CACHING)
-    quantization: Annotated[str, _one_of(spec.QUANTIZATION)] = _field(spec.QUANTIZATION)
-    kv_cache_dtype: Annotated[str, _one_of(spec.KV_CACHE_DTYPE)] = _field(spec.KV_CACHE_DTYPE)
-    attention_backend: Annotated[str, _one_of(spec.ATTENTION_BACKEND)] = _field(spec.ATTENTION_BACKEND)
-    tensor_parallel_size: Annotated[int, _one_of(spec.TENSOR_PARALLEL_SIZE)] = _field(spec.TENSOR_PARALLEL_SIZE)
-    enforce_eager: bool = _field(spec.ENFORCE_EAGER)
-    max_cudagraph_capture_size: int = _field(spec.MAX_CUDAGRAPH_CAPTURE_SIZE)
-    cudagraph_memory_estimate: bool = _field(spec.CUDAGRAPH_MEMORY_ESTIMATE)
-    max_loras: int = _field(spec.MAX_LORAS)
-    max_lora_rank: Annotated[int, _one_of(spec.MAX_LORA_RANK)] = _field(spec.MAX_LORA_RANK)
-    max_cpu_loras: int | None = _field(spec.MAX_CPU_LORAS)
-    specialize_active_lora: bool = _field(spec.SPECIALIZE_ACTIVE_LORA)
-    log_level: Annotated[str, _one_of(spec.LOG_LEVEL)] = _field(spec.LOG_LEVEL)
+    gpu_memory_utilization: float = spec_field(spec.GPU_MEMORY_UTILIZATION)
+    max_num_seqs: int = spec_field(spec.MAX_NUM_SEQS)
+    max_model_len: int = spec_field(spec.MAX_MODEL_LEN)
+    max_num_batched_tokens: int = spec_field(spec.MAX_NUM_BATCHED_TOKENS)
+    block_size: Annotated[int, _one_of(spec.BLOCK_SIZE)] = spec_field(spec.BLOCK_SIZE)
+    enable_prefix_caching: bool = spec_field(spec.ENABLE_PREFIX_CACHING)
+    quantization: Annotated[str, _one_of(spec.QUANTIZATION)] = spec_field(spec.QUANTIZATION)
+    kv_cache_dtype: Annotated[str, _one_of(spec.KV_CACHE_DTYPE)] = spec_field(spec.KV_CACHE_DTYPE)
+    attention_backend: Annotated[str, _one_of(spec.ATTENTION_BACKEND)] = spec_field(spec.ATTENTION_BACKEND)
+    tensor_parallel_size: Annotated[int, _one_of(spec.TENSOR_PARALLEL_SIZE)] = spec_field(spec.TENSOR_PARALLEL_SIZE)
+    enforce_eager: bool = spec_field(spec.ENFORCE_EAGER)
+    max_cudagraph_capture_size: int = spec_field(spec.MAX_CUDAGRAPH_CAPTURE_SIZE)
+    cudagraph_memory_estimate: bool = spec_field(spec.CUDAGRAPH_MEMORY_ESTIMATE)
+    max_loras: int = spec_field(spec.MAX_LORAS)
+    max_lora_rank: Annotated[int, _one_of(spec.MAX_LORA_RANK)] = spec_field(spec.MAX_LORA_RANK)
+    max_cpu_loras: int | None = spec_field(spec.MAX_CPU_LORAS)
+    specialize_active_lora: bool = spec_field(spec.SPECIALIZE_ACTIVE_LORA)
+    log_level: Annotated[str, _one_of(spec.LOG_LEVEL)] = spec_field(spec.LOG_LEVEL)
 
     @model_validator(mode="after")
     def _check_vllm_invariants(self) -> "EngineConfig":

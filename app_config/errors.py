@@ -1,5 +1,6 @@
 """Turn pydantic validation errors into one line per problem that names the key,
-the value and what is allowed."""
+the value and what is allowed (the line itself: ``serving_contract.validation``, shared with the
+container's settings)."""
 
 import difflib
 from collections.abc import Iterator
@@ -7,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
+
+from serving_contract.validation import allowed, describe
 
 
 class ConfigError(ValueError):
@@ -41,32 +44,6 @@ def closest_key(key: str, model: type[BaseModel]) -> str | None:
     return leaf_matches[0] if leaf_matches else None
 
 
-# What is allowed, per pydantic error type; placeholders come from the error's ``ctx``.
-_ALLOWED: dict[str, str] = {
-    "greater_than_equal": "must be >= {ge}",
-    "less_than_equal": "must be <= {le}",
-    "greater_than": "must be > {gt}",
-    "less_than": "must be < {lt}",
-    "int_parsing": "must be a whole number",
-    "int_type": "must be a whole number",
-    "int_from_float": "must be a whole number",
-    "float_parsing": "must be a number",
-    "float_type": "must be a number",
-    "bool_parsing": "must be true or false",
-    "bool_type": "must be true or false",
-    "literal_error": "must be one of {expected}",
-    "string_pattern_mismatch": "must match {pattern}",
-    "string_too_short": "must have at least {min_length} character(s)",
-    "string_too_long": "must have at most {max_length} characters",
-    "too_short": "must have at least {min_length} item(s)",
-    "too_long": "must have at most {max_length} items",
-    "model_type": "must be a mapping of keys to values",
-    "dict_type": "must be a mapping of keys to values",
-    "tuple_type": "must be a list",
-    "string_type": "must be a string",
-}
-
-
 REMOVED_KEYS = {
     "image.keep_last_images": (
         "removed: a 'keep the newest N' rule could expire the image a variant runs or a rollback returns to; "
@@ -84,7 +61,6 @@ def _path(loc: tuple[int | str, ...]) -> str:
 def _describe(error: ErrorDetails, root: type[BaseModel]) -> str:
     path = _path(error["loc"])
     kind = error["type"]
-    ctx = error.get("ctx", {})
     value = error.get("input")
     if kind == "extra_forbidden" and path in REMOVED_KEYS:
         return f"{path}: {REMOVED_KEYS[path]}"
@@ -92,17 +68,11 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> str:
         hint = closest_key(path, root)
         suggestion = f"; did you mean '{hint}'?" if hint else ""
         return f"{path}: unknown key{suggestion}"
-    if kind == "missing":
-        return f"{path}: required key is missing"
-    if kind == "value_error":
-        # Raised by our own validators, whose messages already name the fields and values.
-        message = str(ctx.get("error", error["msg"]))
-        if isinstance(value, dict):
-            return f"{path}: {message}" if path else message
-        return f"{path} = {value!r}: {message}"
-    template = _ALLOWED.get(kind)
-    allowed = template.format(**ctx) if template else error["msg"]
-    return f"{path} = {value!r}: {allowed}"
+    if kind == "value_error" and isinstance(value, dict):
+        # A section's own validator: its message already names the fields and values.
+        message = allowed(error)
+        return f"{path}: {message}" if path else message
+    return describe(error, path, value)
 
 
 def to_config_error(error: ValidationError, root: type[BaseModel]) -> ConfigError:

@@ -9,7 +9,6 @@ default comes from.
 """
 
 import re
-from typing import cast
 
 from pydantic import Field, model_validator
 
@@ -49,7 +48,7 @@ def fresh_prefix_hit_percent(shared_prefix_tokens: int, prompt_tokens: int, bloc
     return 100.0 * (shared_prefix_tokens // block_tokens) * block_tokens / prompt_tokens
 
 
-_DEFAULT_BLOCK_TOKENS = cast(int, BLOCK_SIZE.default)
+_DEFAULT_BLOCK_TOKENS = BLOCK_SIZE.default
 PREFIX_CACHE_DEGRADED_PERCENT = round(
     PREFIX_ALARM_MARGIN * fresh_prefix_hit_percent(SHARED_PREFIX_TOKENS, TYPICAL_PROMPT_TOKENS, _DEFAULT_BLOCK_TOKENS)
 )

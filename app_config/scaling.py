@@ -19,6 +19,11 @@ from app_config.scheduled_actions import ReleaseEventConfig, ResolvedAction, Sch
 from app_config.weekly_cron import MINUTES_PER_WEEK, weekly_cron
 from serving_contract.env import MEASURED_CACHED_START_S, MEASURED_COLD_START_S, MEASURED_COLD_START_SOURCE
 
+PROD_WARM_FLOOR = 2
+"""Instances (variants mode) or copies (inference_components mode) production never goes below, and the
+floor every scheduled action of the primary keeps in prod. Source: seed 001 user story 3, step 3 ("Minimum
+Instance Count = 2 (Never Scale to Zero)": one may fail or roll while the other serves warm)."""
+
 
 class VariantScalingConfig(ConfigModel):
     """Scaling of one production variant (its hard bounds are serving.<variant>.min/max_capacity)."""

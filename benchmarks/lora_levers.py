@@ -220,7 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--levels", default="1,4,8,12,16", help="concurrency levels, increasing")
     parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per level")
     parser.add_argument("--warmup-s", type=float, default=2.0, help="unmeasured seconds before each level")
-    parser.add_argument("--ttft-slo-ms", type=float, default=500.0, help="seed 002: TTFT p95 <= 500 ms")
+    parser.add_argument(
+        "--ttft-slo-ms",
+        type=float,
+        default=AppConfig().slo.cold.ttft_p95_ms,
+        help="TTFT p95 objective of the fresh (cold) requests, ms (default: the config's slo.cold.ttft_p95_ms)",
+    )
     parser.add_argument("--gpu-memory-utilization", type=float, default=None)
     parser.add_argument("--kv-cache-bytes", type=int, default=KV_CACHE_BYTES)
     parser.add_argument("--server-cpus", default="0-3")

@@ -48,9 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from app_config.capacity import CURVE_CLASSES
+from app_config.errors import ConfigError
 from app_config.gpu_instances import H100_80GB, H200, INSTANCE_GPUS, Gpu
-from app_config.slo import SloConfig
-from devtools import ttft_model
+from devtools import capacity_plan, ttft_model
 from devtools.ttft_model import TtftFit
 
 REPO = Path(__file__).resolve().parent.parent
@@ -251,13 +251,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="TTFT p95 SLO for the summary, ms (default: the config's slo.<class>.ttft_p95_ms, fresh = cold, "
         "conversations = warm)",
     )
+    parser.add_argument(
+        "-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="context override (as cdk synth -c)"
+    )
     args = parser.parse_args(argv)
+    try:
+        slo = capacity_plan.load(args.context).slo  # cdk.json's context, as synth reads it
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
     reference, other, floor = load_measurements()
     print("\n".join(ttft_model.report(ttft_model.default_fit(), ttft_model.load_runs())) + "\n")
     print(f"decode step floor o(c) = {floor[0]:.2f} + {floor[1]:.4f} x c ms (fitted from the H100 and H200 probes)")
     print("\n".join(check(reference, other, floor)))
     generated = table(reference, floor)
-    slo = SloConfig()
     slo_ms = {mode: args.slo_ms or slo.of(CURVE_CLASSES[mode]).ttft_p95_ms for mode in MODES}
     at = ", ".join(f"{mode} {ms:g} ms" for mode, ms in slo_ms.items())
     print(f"\nper GPU at TTFT p95 <= the SLO ({at}; one engine, TP = 1):")

@@ -35,11 +35,12 @@ from app_config.capacity import InstanceCapacity, instance_capacity
 from app_config.capacity_timeline import effective_bounds
 from app_config.gpu_instances import INSTANCE_GPUS, engines_per_instance
 from app_config.instance_prices import hourly_price, price_table
+from app_config.scaling import PROD_WARM_FLOOR
 from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from devtools.scaling_sim import demand as demand_module
 
-MIN_WARM_INSTANCES = 2
-"""Seed 001 user story 3: production keeps at least 2 instances warm (one may fail or roll)."""
+MIN_WARM_INSTANCES = PROD_WARM_FLOOR
+"""The config's prod warm floor (seed 001 user story 3: one may fail or roll while the other serves)."""
 
 IN_FLIGHT_QUANTILE = 0.95
 """The SLOs are p95s: at most 5 % of the time may the fleet hold more than it can at the SLO."""
@@ -47,8 +48,13 @@ IN_FLIGHT_QUANTILE = 0.95
 ROUTINGS = ("least_outstanding", "prefix_aware")
 """Routings a fleet can use with no client change (session_affinity needs stateful-session clients)."""
 
-LOOSER_COLD_P95_MS = (500.0, 800.0, 1200.0)
-"""Cold TTFT p95 SLOs the plan prices side by side (issue 34): the user chooses."""
+LOOSER_COLD_P95_MS = (800.0, 1200.0)
+"""Looser cold TTFT p95 SLOs the plan prices beside the configured one (issue 34): the user chooses."""
+
+
+def cold_p95_options(cold_p95_ms: float) -> tuple[float, ...]:
+    """The configured cold TTFT p95 (``slo.cold.ttft_p95_ms``), then each looser one of :data:`LOOSER_COLD_P95_MS`."""
+    return (cold_p95_ms, *(looser for looser in LOOSER_COLD_P95_MS if looser > cold_p95_ms))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -269,7 +275,7 @@ def format_planner(
         for when, configured_floor, needed in scheduled_floors(config, best):
             lines.append(f"  {when:<48} {configured_floor:>3} -> {needed}")
     lines.append(f"Loosening the cold p95 (warm stays {warm_p95_ms:g} ms):")
-    for cold in LOOSER_COLD_P95_MS:
+    for cold in cold_p95_options(cold_p95_ms):
         choice = cheapest(plan_fleets(config, cold, warm_p95_ms))
         lines.append(
             f"  cold p95 {cold:>6,.0f} ms: "

@@ -20,35 +20,35 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from serving_contract import env
 from serving_contract.engine_settings import MAX_MODEL_LEN
+from serving_contract.setting import Setting
 
 SEED = "seed 002, scenario 5 (context budgeting)"
 
 
-@dataclass(frozen=True, slots=True)
-class BudgetPart:
-    """One share of ``max_model_len``, in tokens.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetPart(Setting[int]):
+    """One share of ``max_model_len``, in tokens (key under ``container.context_budget.``; ``env_var``
+    "" where the container does not read it).
 
     Attributes:
-        key: the config key under ``container.context_budget.`` (also the container's field).
-        default: tokens when neither config nor environment sets a value.
         label: how messages name the part.
-        description: what the part holds and the source of the default.
     """
 
-    key: str
-    default: int
     label: str
-    description: str
+    ge: float | None = 0
 
 
-SYSTEM = BudgetPart(
+SYSTEM: Final = BudgetPart(
+    env_var="",
     key="system_tokens",
     default=400,
     label="system",
     description=f"Tokens the system messages are planned to take. Source: {SEED} (system 400).",
 )
-RETRIEVAL = BudgetPart(
+RETRIEVAL: Final = BudgetPart(
+    env_var="",
     key="retrieval_tokens",
     default=1400,
     label="retrieval",
@@ -57,7 +57,8 @@ RETRIEVAL = BudgetPart(
         f"Source: {SEED} (retrieval 1,400)."
     ),
 )
-RECENT_TURNS = BudgetPart(
+RECENT_TURNS: Final = BudgetPart(
+    env_var="",
     key="recent_turns_tokens",
     default=1200,
     label="recent turns",
@@ -66,7 +67,8 @@ RECENT_TURNS = BudgetPart(
         f"within their shares and it asks for no more than the generation reserve. Source: {SEED} (recent 1,200)."
     ),
 )
-SUMMARY = BudgetPart(
+SUMMARY: Final = BudgetPart(
+    env_var=env.CONTEXT_BUDGET_SUMMARY_TOKENS,
     key="summary_tokens",
     default=400,
     label="older-turn summary",
@@ -78,16 +80,52 @@ SUMMARY = BudgetPart(
 
 PARTS: Final[tuple[BudgetPart, ...]] = (SYSTEM, RETRIEVAL, RECENT_TURNS, SUMMARY)
 
-ENABLED_DEFAULT: Final = True
-"""On: a request that fits is forwarded untouched, and the budget acts only where vLLM answers 400
-for the context length (the failure seed 001 user story 5 is about)."""
-SUMMARIZE_DEFAULT: Final = False
-"""Off: a summary is one more generation on the request path (up to ``summary_tokens`` decode steps,
-~12 s at the ~30 ms a token of an A10G under load); the marker costs nothing."""
-SUMMARY_TIMEOUT_DEFAULT_S: Final = 5.0
-OOM_RETRY_AFTER_DEFAULT_S: Final = 5
-"""``Retry-After`` of the fallback 503: about one SageMaker health-check cycle, after which a
-failed instance is out of rotation or the memory spike has passed."""
+ENABLED: Final = Setting(
+    key="enabled",
+    env_var=env.CONTEXT_BUDGET_ENABLED,
+    default=True,
+    description=(
+        "Trim a chat request's older turns when vLLM refuses it for the context length (prompt + max_tokens "
+        "above engine.max_model_len), instead of answering that 400. On by default: a request that fits is "
+        "forwarded byte for byte and costs nothing extra, and the budget acts only where the failure seed 001 "
+        "user story 5 is about occurs. A caller opts one request out with CustomAttributes 'context_budget=off'."
+    ),
+)
+SUMMARIZE: Final = Setting(
+    key="summarize",
+    env_var=env.CONTEXT_BUDGET_SUMMARIZE,
+    default=False,
+    description=(
+        "Replace the dropped turns with a summary from the same engine (at most summary_tokens, within "
+        "summary_timeout_s; the marker when it fails or is late) instead of the truncation marker. Off by "
+        "default: a summary is one more generation on the request's path (up to summary_tokens decode steps, "
+        "~12 s at the ~30 ms a token of an A10G under load); the marker costs nothing."
+    ),
+)
+SUMMARY_TIMEOUT: Final = Setting(
+    key="summary_timeout_s",
+    env_var=env.CONTEXT_BUDGET_SUMMARY_TIMEOUT_S,
+    default=5.0,
+    gt=0,
+    le=30,
+    description=(
+        "Seconds the summary request may take before the marker is used instead. At most 30: half of "
+        "SageMaker's 60 s for the whole /invocations call, which still has the answer to generate."
+    ),
+)
+OOM_RETRY_AFTER: Final = Setting(
+    key="oom_retry_after_s",
+    env_var=env.OOM_RETRY_AFTER_S,
+    default=5,
+    ge=1,
+    le=3600,
+    description=(
+        "Retry-After of the 503 answered when a request hit an engine out-of-memory error and its retry with "
+        "the older half of the history compressed failed too (or nothing could be compressed). 5: about one "
+        "SageMaker health-check cycle, after which a failed instance is out of rotation or the memory spike "
+        "has passed. At most an hour."
+    ),
+)
 
 OPT_OUT_ATTRIBUTE: Final = "context_budget"
 """``X-Amzn-SageMaker-Custom-Attributes: context_budget=off`` (the only request header SageMaker
@@ -140,8 +178,25 @@ def budget_error(
     return None
 
 
-_MAX_MODEL_LEN_DEFAULT = MAX_MODEL_LEN.default
-assert isinstance(_MAX_MODEL_LEN_DEFAULT, int)
-GENERATION_RESERVE_DEFAULT: Final = _MAX_MODEL_LEN_DEFAULT - sum(part.default for part in PARTS)
-"""The reserve with every default (4,096 - 3,400 = 696 tokens, ``engine.max_model_len``'s default
-less the four parts): the container's value when the stack sets none."""
+GENERATION_RESERVE: Final = Setting(
+    key="generation_reserve_tokens",
+    env_var=env.CONTEXT_BUDGET_GENERATION_RESERVE_TOKENS,
+    default=MAX_MODEL_LEN.default - sum(part.default for part in PARTS),
+    ge=1,
+    description=(
+        "Answer tokens a trimmed request without max_tokens is given room for: engine.max_model_len less the "
+        "budget's parts. Not a config key: the stack derives it (generation_reserve); unset, the defaults' "
+        "4,096 - 3,400 = 696."
+    ),
+)
+"""Container-only: the stack sends the derived reserve, never the parts."""
+
+CONTAINER_SETTINGS: Final[tuple[Setting[bool] | Setting[int] | Setting[float], ...]] = (
+    ENABLED,
+    GENERATION_RESERVE,
+    SUMMARY,
+    SUMMARIZE,
+    SUMMARY_TIMEOUT,
+    OOM_RETRY_AFTER,
+)
+"""Every setting the container reads from its environment, in its settings' order."""

@@ -12,47 +12,22 @@ Standard library only: the image copies this package as it is (``container/Docke
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from serving_contract import env
+from serving_contract.setting import Setting, T
 
 
-@dataclass(frozen=True, slots=True)
-class EngineSetting:
-    """One setting of vLLM 0.22.0's OpenAI server as both sides see it.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineSetting(Setting[T]):
+    """One setting of vLLM 0.22.0's OpenAI server: a :class:`~serving_contract.setting.Setting`
+    (key under ``engine.``) with the flag the container passes.
 
     Attributes:
-        key: the config key under ``engine.`` (also the container's field name).
-        env_var: the environment variable the stack sets on each SageMaker model.
         flag: vLLM's command-line flag ("" for a setting vLLM reads from its environment).
-        default: the value used when neither config nor environment sets one.
-        description: meaning and unit, ending with the source of the default.
-        ge, gt, le, lt: numeric bounds (None where unbounded).
-        choices: the allowed values (None where any value within the bounds is allowed).
     """
 
-    key: str
-    env_var: str
     flag: str
-    default: object
-    description: str
-    ge: float | None = None
-    gt: float | None = None
-    le: float | None = None
-    lt: float | None = None
-    choices: tuple[object, ...] | None = None
-
-    def allowed_text(self) -> str:
-        """The allowed values as one phrase, e.g. ``16, 32, 64, 128``."""
-        return ", ".join(str(choice) for choice in self.choices or ())
-
-    def to_env(self, value: object) -> str | None:
-        """The environment-variable text of ``value`` (None: leave the variable unset)."""
-        if value is None:
-            return None
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
 
 
 LORA_RANKS: Final[tuple[int, ...]] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -272,7 +247,7 @@ MAX_LORA_RANK: Final = EngineSetting(
     choices=LORA_RANKS,
     description="Largest LoRA rank the GPU slots hold; an adapter of a higher rank fails to load. Source: seed 003.",
 )
-MAX_CPU_LORAS: Final = EngineSetting(
+MAX_CPU_LORAS: Final[EngineSetting[int | None]] = EngineSetting(
     key="max_cpu_loras",
     env_var=env.LORA_MAX_CPU_LORAS,
     flag="--max-cpu-loras",
@@ -300,7 +275,7 @@ SPECIALIZE_ACTIVE_LORA: Final = EngineSetting(
     ),
 )
 
-ENGINE_SETTINGS: Final[tuple[EngineSetting, ...]] = (
+ENGINE_SETTINGS: Final[tuple[EngineSetting[Any], ...]] = (
     GPU_MEMORY_UTILIZATION,
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
@@ -322,7 +297,7 @@ ENGINE_SETTINGS: Final[tuple[EngineSetting, ...]] = (
 )
 """Every engine setting, in the order the config reference lists them."""
 
-BY_KEY: Final[dict[str, EngineSetting]] = {setting.key: setting for setting in ENGINE_SETTINGS}
+BY_KEY: Final[dict[str, EngineSetting[Any]]] = {setting.key: setting for setting in ENGINE_SETTINGS}
 
 
 def effective_max_cpu_loras(max_cpu_loras: int | None, max_loras: int, adapter_count: int) -> int:

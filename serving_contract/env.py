@@ -60,13 +60,10 @@ ADAPTER_SHA256: Final = "ADAPTER_SHA256"
 # Unset (a local run): the image's own VLLM_ENABLE_CUDA_COMPATIBILITY stands.
 CUDA_FORWARD_COMPAT: Final = "CUDA_FORWARD_COMPAT"
 
-# Lifecycle of the serving process.
+# Lifecycle of the serving process (defaults and bounds: serving_contract.lifecycle).
 STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"
 WARMUP_NUM_REQUESTS: Final = "WARMUP_NUM_REQUESTS"
 WARMUP_PREFILL_TOKENS: Final = "WARMUP_PREFILL_TOKENS"
-WARMUP_PREFILL_TOKENS_DEFAULT: Final = 2048
-"""Prefill warm-up prompt, tokens: MangaAssist's first turn is 2,040 (seed 002: a 600-token system
-prompt + 1,400 of context + a 40-token turn; benchmarks/conversations.py RequestShape)."""
 WARMUP_PREFILL_MIN_TOKENS: Final = 128
 """Smallest prefill warm-up: vLLM 0.22's LoRA shrink kernel switches to its prefill config at 128
 tokens (vllm/lora/ops/triton_ops/utils.py), and engine.max_cudagraph_capture_size (64) caps the
@@ -84,7 +81,7 @@ REQUEST_MAX_STOP_SEQUENCES: Final = "REQUEST_MAX_STOP_SEQUENCES"
 REQUEST_MAX_STOP_SEQUENCE_CHARS: Final = "REQUEST_MAX_STOP_SEQUENCE_CHARS"
 REQUEST_MAX_TOKEN_IDS: Final = "REQUEST_MAX_TOKEN_IDS"
 
-# SageMaker stateful sessions (container/serving_app/sessions).
+# SageMaker stateful sessions (container/serving_app/sessions; defaults in serving_contract.lifecycle).
 SESSIONS_MAX: Final = "SESSIONS_MAX"
 SESSION_TTL_S: Final = "SESSION_TTL_S"
 
@@ -183,16 +180,3 @@ def startup_budget_s(health_check_timeout_s: int) -> int:
             f"{STARTUP_REPORT_MARGIN_S} s report margin"
         )
     return budget
-
-
-# Stateful sessions: defaults and bounds shared by the config model and the container.
-SESSIONS_MAX_DEFAULT: Final = 4096
-"""Live sessions one instance keeps. At the measured ~4.5 req/s per instance that holds the TTFT
-SLO (docs/sources.md, "Capacity") and seed 002's 4.2 turns per conversation, ~1.07 conversations
-start per second; with SESSION_TTL_DEFAULT_S and clients that never CLOSE that is ~1,290 live
-sessions, so 4096 leaves 3x headroom. One session is one dict entry (~200 bytes)."""
-SESSIONS_MAX_LIMIT: Final = 1_000_000
-SESSION_TTL_DEFAULT_S: Final = 1200
-"""Session lifetime: model_hosting_container_standards' default (``SageMakerConfig.sessions_expiration``,
-20 minutes), which vLLM 0.22's own /invocations uses."""
-SESSION_TTL_MAX_S: Final = 86_400

@@ -13,17 +13,17 @@ Why the gateway and not vLLM: vLLM 0.22's only cap on ``n`` is ``VLLM_MAX_N_SEQU
 lists have no cap at all, and a completions ``prompt`` list fans out into one engine request
 per element (advisory PYSEC-2026-3704, "Completion prompt lists fan out into unbounded engine
 requests"). One request with ``n = 1000`` occupies 1000 of the engine's
-``max_num_seqs`` slots (seed 003: 32).
+``max_num_seqs`` slots (``engine.max_num_seqs``).
 
 Standard library only: the image copies this package as it is (``container/Dockerfile``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from serving_contract import env
+from serving_contract.setting import Setting
 
 VLLM_MAX_N_SEQUENCES: Final = 16_384
 """vLLM 0.22's own cap on ``n`` (``VLLM_MAX_N_SEQUENCES`` in vllm/envs.py): the upper bound here."""
@@ -32,28 +32,7 @@ VLLM_MAX_LOGPROBS_DEFAULT: Final = 20
 """vLLM 0.22's ``--max-logprobs`` default (vllm/config/model.py); the engine refuses more."""
 
 
-@dataclass(frozen=True, slots=True)
-class RequestLimit:
-    """One per-request limit as the config model and the container see it.
-
-    Attributes:
-        key: the config key under ``container.`` (also the container's field name).
-        env_var: the environment variable the stack sets on each SageMaker model.
-        default: the limit when neither config nor environment sets one.
-        le: the highest value either side accepts.
-        ge: the lowest value either side accepts.
-        description: what is counted, in which request fields, and the source of the default.
-    """
-
-    key: str
-    env_var: str
-    default: int
-    le: int
-    ge: int
-    description: str
-
-
-MAX_SEQUENCES = RequestLimit(
+MAX_SEQUENCES = Setting(
     key="request_max_sequences",
     env_var=env.REQUEST_MAX_SEQUENCES,
     default=4,
@@ -66,7 +45,7 @@ MAX_SEQUENCES = RequestLimit(
         "engine's only cap; prompt lists fan out per element (PYSEC-2026-3704)."
     ),
 )
-MAX_LOGPROBS = RequestLimit(
+MAX_LOGPROBS = Setting(
     key="request_max_logprobs",
     env_var=env.REQUEST_MAX_LOGPROBS,
     default=5,
@@ -78,7 +57,7 @@ MAX_LOGPROBS = RequestLimit(
         "completions limit; at most vLLM's --max-logprobs default (20)."
     ),
 )
-MAX_STOP_SEQUENCES = RequestLimit(
+MAX_STOP_SEQUENCES = Setting(
     key="request_max_stop_sequences",
     env_var=env.REQUEST_MAX_STOP_SEQUENCES,
     default=4,
@@ -89,7 +68,7 @@ MAX_STOP_SEQUENCES = RequestLimit(
         "Source: OpenAI's API allows up to 4 stop sequences."
     ),
 )
-MAX_STOP_SEQUENCE_CHARS = RequestLimit(
+MAX_STOP_SEQUENCE_CHARS = Setting(
     key="request_max_stop_sequence_chars",
     env_var=env.REQUEST_MAX_STOP_SEQUENCE_CHARS,
     default=256,
@@ -100,7 +79,7 @@ MAX_STOP_SEQUENCE_CHARS = RequestLimit(
         "sequence to find a stop string. Gateway choice; MangaAssist's stop strings are a few characters."
     ),
 )
-MAX_TOKEN_IDS = RequestLimit(
+MAX_TOKEN_IDS = Setting(
     key="request_max_token_ids",
     env_var=env.REQUEST_MAX_TOKEN_IDS,
     default=256,
@@ -112,7 +91,7 @@ MAX_TOKEN_IDS = RequestLimit(
     ),
 )
 
-REQUEST_LIMITS: Final[tuple[RequestLimit, ...]] = (
+REQUEST_LIMITS: Final[tuple[Setting[int], ...]] = (
     MAX_SEQUENCES,
     MAX_LOGPROBS,
     MAX_STOP_SEQUENCES,

@@ -17,46 +17,21 @@ from typing import Annotated, Any, Final
 from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from serving_app.context_budget.settings import BudgetSettings
-from serving_app.env_values import parse_bool
+from serving_app.env_values import env_field, parse_bool
 from serving_contract import engine_settings as spec
-from serving_contract import env
+from serving_contract import env, lifecycle
 from serving_contract import request_limits as limits
+from serving_contract.lifecycle import drain_timeout_problem, warmup_prefill_problem
 from serving_contract.metrics import DEFAULT_NAMESPACE
 from serving_contract.request_classes import WARM_MIN_CACHED_FRACTION_DEFAULT
+from serving_contract.validation import allowed, describe, line, one_of
 
 WARMUP_PREFILL_MAX_TOKENS: Final = env.WARMUP_PREFILL_MAX_TOKENS
-WARMUP_PREFILL_MIN_TOKENS: Final = env.WARMUP_PREFILL_MIN_TOKENS
-
-SAGEMAKER_SIGKILL_AFTER_S: Final = env.SAGEMAKER_SIGKILL_AFTER_S
-"""SageMaker sends SIGKILL this long after SIGTERM (docs/sources.md, "Container contract")."""
-
-SAGEMAKER_INVOCATION_LIMIT_S: Final = env.SAGEMAKER_INVOCATION_TIMEOUT_S
-"""SageMaker's limit for answering one ``/invocations`` call."""
-
-MAX_DRAIN_TIMEOUT_S: Final = env.DRAIN_TIMEOUT_MAX_S
-"""Drain budget cap (22 s): with vLLM's stop grace (3 s) and uvicorn's (2 s) it leaves 3 s of
-the 30 s SIGKILL window spare (budget in ``serving_contract.env``)."""
 
 NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 """Rule for every name clients and dimensions see: the served model, each adapter, the endpoint."""
 _NAMESPACE_RE: Final = re.compile(r"^[A-Za-z0-9.\-_/#: ]{1,255}$")
 _SHA256_RE: Final = re.compile(r"^[0-9a-f]{64}$")
-
-
-def _field(setting: spec.EngineSetting) -> Any:
-    return Field(
-        setting.default,
-        alias=setting.env_var,
-        description=setting.description,
-        ge=setting.ge,
-        gt=setting.gt,
-        le=setting.le,
-        lt=setting.lt,
-    )
-
-
-def _limit(limit: limits.RequestLimit) -> Any:
-    return Field(limit.default, alias=limit.env_var, description=limit.description, ge=limit.ge, le=limit.le)
 
 
 class SettingsError(ValueError):
@@ -69,30 +44,31 @@ Bool = Annotated[bool, Field(strict=False)]
 class Settings(BudgetSettings):
     """Everything the entrypoint reads from the environment, with defaults.
 
-    Engine defaults, bounds and sources: ``serving_contract.engine_settings`` (the seed design,
-    corrected where a GPU measurement contradicted it). Lifecycle bounds follow SageMaker's
-    limits (60 s invocation, SIGKILL 30 s after SIGTERM).
+    Every setting the stack also configures is built from its one declaration: the engine's in
+    ``serving_contract.engine_settings``, the lifecycle's in ``serving_contract.lifecycle``, the
+    per-request limits in ``serving_contract.request_limits`` and the context budget's in
+    ``serving_contract.context_budget`` (defaults, bounds and their sources there).
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=False)
 
     # The engine flags: names, defaults, bounds and allowed values from serving_contract
     # (shared with the config model, so a value that passes synth is one accepted here).
-    gpu_memory_utilization: float = _field(spec.GPU_MEMORY_UTILIZATION)
-    max_model_len: int = _field(spec.MAX_MODEL_LEN)
-    max_num_seqs: int = _field(spec.MAX_NUM_SEQS)
-    max_num_batched_tokens: int = _field(spec.MAX_NUM_BATCHED_TOKENS)
-    block_size: int = _field(spec.BLOCK_SIZE)
-    enable_prefix_caching: Bool = _field(spec.ENABLE_PREFIX_CACHING)
-    quantization: str = _field(spec.QUANTIZATION)
-    kv_cache_dtype: str = _field(spec.KV_CACHE_DTYPE)
-    attention_backend: str = _field(spec.ATTENTION_BACKEND)
-    tensor_parallel_size: int = _field(spec.TENSOR_PARALLEL_SIZE)
-    data_parallel_size: int = _field(spec.DATA_PARALLEL_SIZE)
-    enforce_eager: Bool = _field(spec.ENFORCE_EAGER)
-    max_cudagraph_capture_size: int = _field(spec.MAX_CUDAGRAPH_CAPTURE_SIZE)
-    cudagraph_memory_estimate: Bool = _field(spec.CUDAGRAPH_MEMORY_ESTIMATE)
-    log_level: str = _field(spec.LOG_LEVEL)
+    gpu_memory_utilization: float = env_field(spec.GPU_MEMORY_UTILIZATION)
+    max_model_len: int = env_field(spec.MAX_MODEL_LEN)
+    max_num_seqs: int = env_field(spec.MAX_NUM_SEQS)
+    max_num_batched_tokens: int = env_field(spec.MAX_NUM_BATCHED_TOKENS)
+    block_size: int = env_field(spec.BLOCK_SIZE)
+    enable_prefix_caching: Bool = env_field(spec.ENABLE_PREFIX_CACHING)
+    quantization: str = env_field(spec.QUANTIZATION)
+    kv_cache_dtype: str = env_field(spec.KV_CACHE_DTYPE)
+    attention_backend: str = env_field(spec.ATTENTION_BACKEND)
+    tensor_parallel_size: int = env_field(spec.TENSOR_PARALLEL_SIZE)
+    data_parallel_size: int = env_field(spec.DATA_PARALLEL_SIZE)
+    enforce_eager: Bool = env_field(spec.ENFORCE_EAGER)
+    max_cudagraph_capture_size: int = env_field(spec.MAX_CUDAGRAPH_CAPTURE_SIZE)
+    cudagraph_memory_estimate: Bool = env_field(spec.CUDAGRAPH_MEMORY_ESTIMATE)
+    log_level: str = env_field(spec.LOG_LEVEL)
     served_model_name: str = Field(
         "base",
         alias=env.ENGINE_SERVED_MODEL_NAME,
@@ -100,10 +76,10 @@ class Settings(BudgetSettings):
     )
 
     lora_adapters: tuple[str, ...] = Field((), alias=env.LORA_ADAPTERS, description="Comma-separated adapter names.")
-    max_loras: int = _field(spec.MAX_LORAS)
-    max_lora_rank: int = _field(spec.MAX_LORA_RANK)
-    max_cpu_loras: int | None = _field(spec.MAX_CPU_LORAS)
-    specialize_active_lora: Bool = _field(spec.SPECIALIZE_ACTIVE_LORA)
+    max_loras: int = env_field(spec.MAX_LORAS)
+    max_lora_rank: int = env_field(spec.MAX_LORA_RANK)
+    max_cpu_loras: int | None = env_field(spec.MAX_CPU_LORAS)
+    specialize_active_lora: Bool = env_field(spec.SPECIALIZE_ACTIVE_LORA)
     lora_tuned_config_dir: Path | None = Field(
         None,
         alias=env.LORA_TUNED_CONFIG_DIR,
@@ -138,92 +114,31 @@ class Settings(BudgetSettings):
         ),
     )
 
-    startup_timeout_s: float = Field(
-        float(env.startup_budget_s(env.STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S)),
-        alias=env.STARTUP_TIMEOUT_S,
-        gt=0,
-        le=3600,
-        description=(
-            "Engine load + warmup budget, seconds; the stack sets it STARTUP_REPORT_MARGIN_S below the endpoint's "
-            "ContainerStartupHealthCheckTimeoutInSeconds (serving_contract.env.startup_budget_s)."
-        ),
-    )
-    warmup_num_requests: int = Field(
-        10,
-        alias=env.WARMUP_NUM_REQUESTS,
-        ge=1,
-        le=1000,
-        description="Warmup requests (seeds/003: 10); at least one per adapter is always sent.",
-    )
-    warmup_prefill_tokens: int = Field(
-        env.WARMUP_PREFILL_TOKENS_DEFAULT,
-        alias=env.WARMUP_PREFILL_TOKENS,
-        ge=0,
-        description=(
-            "Prompt tokens of the prefill warm-up: before /ping goes green every model name (base and each "
-            "adapter) gets one prompt of this many tokens and one of one fewer, so Triton compiles the "
-            "prefill-sized LoRA kernels (it compiles once for token counts divisible by 16 and once for the "
-            "rest) before the first user's long prompt does (issue 35). 2,048: MangaAssist's first turn is "
-            "2,040 tokens (seed 002's 600-token system prompt + 1,400 of context + a 40-token turn). 0: off."
-        ),
-    )
-    drain_timeout_s: float = Field(
-        20.0,
-        alias=env.DRAIN_TIMEOUT_S,
-        gt=0,
-        description=(
-            "In-flight drain budget after SIGTERM, seconds; at most drain_timeout_max_s(SHUTDOWN_BUDGET_S) "
-            "(22 s on SageMaker)."
-        ),
-    )
-    shutdown_budget_s: float = Field(
-        SAGEMAKER_SIGKILL_AFTER_S,
-        alias=env.SHUTDOWN_BUDGET_S,
-        ge=SAGEMAKER_SIGKILL_AFTER_S,
-        le=env.SHUTDOWN_BUDGET_MAX_S,
-        description="SIGTERM to SIGKILL, seconds: SageMaker's 30 unless a local run gives the drain more.",
-    )
-    request_timeout_s: float = Field(
-        55.0,
-        alias=env.REQUEST_TIMEOUT_S,
-        gt=0,
-        lt=SAGEMAKER_INVOCATION_LIMIT_S,
-        description="Per-request bound, < SageMaker's 60 s.",
-    )
+    # Lifecycle: serving_contract.lifecycle (shared with the config's container section).
+    startup_timeout_s: float = env_field(lifecycle.STARTUP_TIMEOUT)
+    warmup_num_requests: int = env_field(lifecycle.WARMUP_NUM_REQUESTS)
+    warmup_prefill_tokens: int = env_field(lifecycle.WARMUP_PREFILL_TOKENS)
+    shutdown_budget_s: float = env_field(lifecycle.SHUTDOWN_BUDGET)
+    # The stack's bound (22 s) holds inside SageMaker's SIGKILL window; a local run with a longer
+    # SHUTDOWN_BUDGET_S drains longer, so the upper bound follows it (_drain_fits_the_budget).
+    drain_timeout_s: int = env_field(lifecycle.DRAIN_TIMEOUT, le=None)
+    request_timeout_s: int = env_field(lifecycle.REQUEST_TIMEOUT)
 
     # Per-request limits: serving_contract.request_limits; enforced by serving_app.sagemaker.limits.
-    request_max_sequences: int = _limit(limits.MAX_SEQUENCES)
-    request_max_logprobs: int = _limit(limits.MAX_LOGPROBS)
-    request_max_stop_sequences: int = _limit(limits.MAX_STOP_SEQUENCES)
-    request_max_stop_sequence_chars: int = _limit(limits.MAX_STOP_SEQUENCE_CHARS)
-    request_max_token_ids: int = _limit(limits.MAX_TOKEN_IDS)
+    request_max_sequences: int = env_field(limits.MAX_SEQUENCES)
+    request_max_logprobs: int = env_field(limits.MAX_LOGPROBS)
+    request_max_stop_sequences: int = env_field(limits.MAX_STOP_SEQUENCES)
+    request_max_stop_sequence_chars: int = env_field(limits.MAX_STOP_SEQUENCE_CHARS)
+    request_max_token_ids: int = env_field(limits.MAX_TOKEN_IDS)
 
-    request_read_timeout_s: float = Field(
-        10.0,
-        alias=env.REQUEST_READ_TIMEOUT_S,
-        gt=0,
-        le=MAX_DRAIN_TIMEOUT_S,
-        description="A request's headers and body must arrive within this, seconds (serving_app.transport).",
-    )
+    request_read_timeout_s: int = env_field(lifecycle.REQUEST_READ_TIMEOUT)
     cuda_forward_compat: Bool | None = Field(
         None,
         alias=env.CUDA_FORWARD_COMPAT,
         description="Load cuda-compat-13-0 for the engine (host driver < 580); unset: the image's default.",
     )
-    sessions_max: int = Field(
-        env.SESSIONS_MAX_DEFAULT,
-        alias=env.SESSIONS_MAX,
-        ge=1,
-        le=env.SESSIONS_MAX_LIMIT,
-        description="Most live stateful sessions; NEW_SESSION past it answers 429 (serving_contract.env).",
-    )
-    session_ttl_s: int = Field(
-        env.SESSION_TTL_DEFAULT_S,
-        alias=env.SESSION_TTL_S,
-        ge=1,
-        le=env.SESSION_TTL_MAX_S,
-        description="Stateful session lifetime from NEW_SESSION, seconds.",
-    )
+    sessions_max: int = env_field(lifecycle.SESSIONS_MAX)
+    session_ttl_s: int = env_field(lifecycle.SESSION_TTL)
 
     warm_min_cached_fraction: float = Field(
         WARM_MIN_CACHED_FRACTION_DEFAULT,
@@ -236,13 +151,7 @@ class Settings(BudgetSettings):
         ),
     )
     metrics_namespace: str = Field(DEFAULT_NAMESPACE, alias=env.METRICS_NAMESPACE)
-    metrics_interval_s: float = Field(
-        10.0,
-        alias=env.METRICS_INTERVAL_S,
-        gt=0,
-        le=300,
-        description="vLLM /metrics scrape period, seconds.",
-    )
+    metrics_interval_s: float = env_field(lifecycle.METRICS_INTERVAL)
     endpoint_name: str = Field("local", alias=env.ENDPOINT_NAME, min_length=1, max_length=63)
     variant_name: str = Field("AllTraffic", alias=env.VARIANT_NAME, min_length=1, max_length=63)
 
@@ -264,7 +173,7 @@ class Settings(BudgetSettings):
     def _one_of(cls, value: Any, info: ValidationInfo) -> Any:
         setting = spec.BY_KEY[str(info.field_name)]
         if value not in (setting.choices or ()):
-            raise ValueError(f"allowed values are {setting.allowed_text()}")
+            raise ValueError(one_of(setting.choices or ()))
         return value
 
     @field_validator("data_parallel_size", mode="after")
@@ -272,7 +181,7 @@ class Settings(BudgetSettings):
     def _data_parallel(cls, value: int) -> int:
         # Not in ENGINE_SETTINGS (no config key: the stack derives it), so checked here.
         if value not in (spec.DATA_PARALLEL_SIZE.choices or ()):
-            raise ValueError(f"allowed values are {spec.DATA_PARALLEL_SIZE.allowed_text()}")
+            raise ValueError(one_of(spec.DATA_PARALLEL_SIZE.choices or ()))
         return value
 
     @field_validator("lora_adapters", mode="before")
@@ -322,16 +231,6 @@ class Settings(BudgetSettings):
                 raise ValueError(f"entry {name!r} = {digest!r}: must be 64 lowercase hex characters")
         return value
 
-    @field_validator("warmup_prefill_tokens")
-    @classmethod
-    def _check_prefill_tokens(cls, value: int) -> int:
-        if 0 < value < WARMUP_PREFILL_MIN_TOKENS:
-            raise ValueError(
-                f"must be 0 (off) or at least {WARMUP_PREFILL_MIN_TOKENS} (shorter batches are not prefill-sized: "
-                "vLLM captures them as CUDA graphs at start)"
-            )
-        return value
-
     @field_validator("lora_tuned_config_dir")
     @classmethod
     def _check_tuned_dir(cls, value: Path | None) -> Path | None:
@@ -346,37 +245,52 @@ class Settings(BudgetSettings):
             raise ValueError("must be 1-255 of letters, digits, . - _ / # : space, not AWS/...")
         return value
 
+    @field_validator("drain_timeout_s")
+    @classmethod
+    def _drain_fits_the_budget(cls, value: int, info: ValidationInfo) -> int:
+        budget = info.data.get("shutdown_budget_s")
+        problem = None if budget is None else drain_timeout_problem(value, budget)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @model_validator(mode="after")
     def _cross_checks(self) -> Settings:
-        drain_max = env.drain_timeout_max_s(self.shutdown_budget_s)
-        if self.drain_timeout_s > drain_max:
-            raise SettingsError(
-                f"{env.DRAIN_TIMEOUT_S}='{self.drain_timeout_s:g}' is invalid: must be <= {drain_max:g} "
-                f"({env.SHUTDOWN_BUDGET_S} {self.shutdown_budget_s:g} s less vLLM's {env.ENGINE_STOP_GRACE_S} s, "
-                f"uvicorn's {env.UVICORN_SHUTDOWN_GRACE_S} s and {env.SHUTDOWN_SPARE_S} s spare)"
-            )
-        if self.served_model_name in self.lora_adapters:
-            raise SettingsError(
-                f"{env.LORA_ADAPTERS}={','.join(self.lora_adapters)!r} is invalid: "
-                f"adapter names must differ from {env.ENGINE_SERVED_MODEL_NAME}="
-                f"{self.served_model_name!r}"
-            )
-        if self.lora_runtime_adapters and self.lora_adapters:
-            raise SettingsError(
-                f"{env.LORA_ADAPTERS}={','.join(self.lora_adapters)!r} is invalid: must be empty when "
-                f"{env.LORA_RUNTIME_ADAPTERS}=true (SageMaker then loads every adapter through POST /adapters)"
-            )
-        if self.warmup_prefill_tokens and self.warmup_prefill_tokens + WARMUP_PREFILL_MAX_TOKENS > self.max_model_len:
-            raise SettingsError(
-                f"{env.WARMUP_PREFILL_TOKENS}={self.warmup_prefill_tokens!r} is invalid: must be at most "
-                f"{env.ENGINE_MAX_MODEL_LEN}={self.max_model_len} - {WARMUP_PREFILL_MAX_TOKENS} "
-                "(the warm-up prompt and its answer must fit one sequence), or 0 (off)"
-            )
-        if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
-            raise SettingsError(
-                f"{env.LORA_MAX_CPU_LORAS}={self.max_cpu_loras!r} is invalid: must be >= "
-                f"{env.LORA_MAX_LORAS}={self.max_loras}"
-            )
+        adapters = ",".join(self.lora_adapters)
+        problems = (
+            (
+                env.WARMUP_PREFILL_TOKENS,
+                self.warmup_prefill_tokens,
+                warmup_prefill_problem(
+                    self.warmup_prefill_tokens, self.max_model_len, length_name=env.ENGINE_MAX_MODEL_LEN
+                ),
+            ),
+            (
+                env.LORA_ADAPTERS,
+                adapters,
+                f"adapter names must differ from {env.ENGINE_SERVED_MODEL_NAME} = {self.served_model_name!r}"
+                if self.served_model_name in self.lora_adapters
+                else None,
+            ),
+            (
+                env.LORA_ADAPTERS,
+                adapters,
+                f"must be empty when {env.LORA_RUNTIME_ADAPTERS} = true (SageMaker then loads every adapter "
+                "through POST /adapters)"
+                if self.lora_runtime_adapters and self.lora_adapters
+                else None,
+            ),
+            (
+                env.LORA_MAX_CPU_LORAS,
+                self.max_cpu_loras,
+                f"must be >= {env.LORA_MAX_LORAS} = {self.max_loras}"
+                if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras
+                else None,
+            ),
+        )
+        for name, value, problem in problems:
+            if problem:
+                raise SettingsError(line(name, value, problem))
         return self
 
     @property
@@ -426,32 +340,7 @@ class Settings(BudgetSettings):
 def _one_line(exc: ValidationError, data: Mapping[str, str]) -> str:
     error = exc.errors(include_url=False)[0]
     loc = error.get("loc") or ()
-    name = str(loc[0]) if loc else "environment"
-    if name not in data and not loc:
-        return str(error.get("msg", exc)).removeprefix("Value error, ")
-    value = data.get(name, "<unset>")
-    ctx = error.get("ctx") or {}
-    allowed = _allowed(error["type"], ctx, str(error.get("msg", "")))
-    return f"{name}={value!r} is invalid: {allowed}"
-
-
-def _allowed(kind: str, ctx: Mapping[str, Any], msg: str) -> str:
-    if kind == "literal_error":
-        return f"allowed values are {ctx.get('expected', '')}"
-    bounds = {
-        "greater_than": "must be > {gt}",
-        "greater_than_equal": "must be >= {ge}",
-        "less_than": "must be < {lt}",
-        "less_than_equal": "must be <= {le}",
-        "string_too_short": "must have at least {min_length} characters",
-        "string_too_long": "must have at most {max_length} characters",
-    }
-    if kind in bounds:
-        return bounds[kind].format(**ctx)
-    if kind in ("int_parsing", "int_from_float"):
-        return "must be an integer"
-    if kind == "float_parsing":
-        return "must be a number"
-    if kind in ("bool_parsing", "bool_type"):
-        return "must be one of true, false, 1, 0, yes, no, on, off"
-    return msg.removeprefix("Value error, ")
+    if not loc:  # a cross-check: its message is already the whole line
+        return allowed(error)
+    name = str(loc[0])
+    return describe(error, name, data.get(name, "<unset>"))

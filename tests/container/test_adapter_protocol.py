@@ -38,9 +38,9 @@ def test_without_a_json_body_the_query_parameters_are_the_request(body: bytes) -
             {"src": SRC},
             "src is missing: POST /adapters needs 'name' and 'src' in a JSON body or as query parameters",
         ),
-        (b'{"name": 7, "src": "/a"}', {}, "name=7 is invalid: must be a string"),
-        (b'{"name": "manga", "src": ""}', {}, "src='' is invalid: must not be empty"),
-        (b'{"name": "manga", "src": "/a", "pin": "maybe"}', {}, "pin='maybe' is invalid: must be true or false"),
+        (b'{"name": 7, "src": "/a"}', {}, "name = 7: must be a string"),
+        (b'{"name": "manga", "src": ""}', {}, "src = '': must have at least 1 character(s)"),
+        (b'{"name": "manga", "src": "/a", "pin": "maybe"}', {}, "pin = 'maybe': must be true or false"),
         (
             b'["manga", "/a"]',
             {},
@@ -61,16 +61,15 @@ def test_malformed_registrations_name_the_field_and_the_value(body: bytes, query
     [
         (
             "manga domain",
-            "name='manga domain' is invalid: must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ "
-            "(letters, digits, . _ -; at most 64)",
+            "name = 'manga domain': must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ (letters, digits, . _ -; at most 64)",
         ),
         (
             "x" * 200,
             # Quoted back cut to 100 characters: a client could send megabytes.
-            "name='" + "x" * 99 + "... is invalid: must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ "
+            "name = '" + "x" * 99 + "...: must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ "
             "(letters, digits, . _ -; at most 64)",
         ),
-        ("base", "name='base' is invalid: it is the base model's name (ENGINE_SERVED_MODEL_NAME); pick another"),
+        ("base", "name = 'base': it is the base model's name (ENGINE_SERVED_MODEL_NAME); pick another"),
     ],
     ids=["space", "too-long", "base-model"],
 )

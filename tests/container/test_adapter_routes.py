@@ -66,12 +66,11 @@ def test_registrations_the_gateway_can_judge_alone_never_reach_the_engine(runtim
     cases = [
         (
             {"name": "manga domain", "src": valid},
-            "name='manga domain' is invalid: must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ "
-            "(letters, digits, . _ -; at most 64)",
+            "name = 'manga domain': must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ (letters, digits, . _ -; at most 64)",
         ),
         (
             {"name": "base", "src": valid},
-            "name='base' is invalid: it is the base model's name (ENGINE_SERVED_MODEL_NAME); pick another",
+            "name = 'base': it is the base model's name (ENGINE_SERVED_MODEL_NAME); pick another",
         ),
         (
             {"name": "manga", "src": str(tmp_path / "absent")},

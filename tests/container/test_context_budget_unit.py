@@ -96,9 +96,7 @@ def test_settings_default_to_the_seed_budget_and_name_a_bad_variable() -> None:
     assert Settings.from_env({"CONTEXT_BUDGET_ENABLED": "off"}).context_budget_enabled is False
     with pytest.raises(SettingsError) as caught:
         Settings.from_env({"CONTEXT_BUDGET_GENERATION_RESERVE_TOKENS": "0"})
-    assert str(caught.value) == "CONTEXT_BUDGET_GENERATION_RESERVE_TOKENS='0' is invalid: must be >= 1"
+    assert str(caught.value) == "CONTEXT_BUDGET_GENERATION_RESERVE_TOKENS = '0': must be >= 1"
     with pytest.raises(SettingsError) as caught:
         Settings.from_env({"CONTEXT_BUDGET_SUMMARIZE": "maybe"})
-    assert str(caught.value) == (
-        "CONTEXT_BUDGET_SUMMARIZE='maybe' is invalid: must be one of true, false, 1, 0, yes, no, on, off"
-    )
+    assert str(caught.value) == "CONTEXT_BUDGET_SUMMARIZE = 'maybe': must be true or false"

@@ -95,21 +95,21 @@ def test_custom_attributes_header_picks_the_adapter(serve: Serve) -> None:
         ({"body": [1, 2]}, 422, "body must be a JSON object"),
         ({"body": {"model": "base"}}, 422, "exactly one of 'messages'"),
         ({"body": {"prompt": "x", "messages": []}}, 422, "exactly one of 'messages'"),
-        ({"body": {"messages": []}}, 422, "invalid request: messages: List should have at least 1"),
+        ({"body": {"messages": []}}, 422, "invalid request: messages = []: must have at least 1 item(s)"),
         (
             {"body": {**CHAT, "stream": "yes"}},
             422,
-            "invalid request: stream: Input should be a valid boolean",
+            "invalid request: stream = 'yes': must be true or false",
         ),
         (
             {"body": {"messages": [{"role": "wizard", "content": "x"}]}},
             422,
-            "invalid request: messages.0.role",
+            "invalid request: messages.0.role = 'wizard': must be one of",
         ),
         (
             {"body": {"prompt": "x", "max_tokens": 0}},
             422,
-            "max_tokens: Input should be greater than",
+            "max_tokens = 0: must be >= 1",
         ),
         (
             {"body": {**CHAT, "model": "nope"}},

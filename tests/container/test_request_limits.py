@@ -66,5 +66,5 @@ def test_limits_come_from_the_environment() -> None:
 
 
 def test_a_limit_above_vllms_own_cap_stops_the_container() -> None:
-    with pytest.raises(ValueError, match=r"REQUEST_MAX_SEQUENCES='16385' is invalid: must be <= 16384"):
+    with pytest.raises(ValueError, match=r"REQUEST_MAX_SEQUENCES = '16385': must be <= 16384"):
         Settings.from_env({env.REQUEST_MAX_SEQUENCES: str(spec.VLLM_MAX_N_SEQUENCES + 1)})

@@ -71,7 +71,7 @@ def answer() -> dict[str, Any]:
     return contract_answer(contract_argvs())
 
 
-def _dest(setting: spec.EngineSetting) -> str:
+def _dest(setting: spec.EngineSetting[Any]) -> str:
     return setting.flag.removeprefix("--").replace("-", "_")
 
 

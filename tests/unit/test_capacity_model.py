@@ -129,3 +129,24 @@ def test_an_explicit_concurrency_target_is_kept() -> None:
     assert config.scaling.primary.target_tracking.target_value == 12
     canary_type = config.serving.canary.instance_type
     assert config.scaling.canary.target_tracking.target_value == config.capacity_of(canary_type).concurrency
+
+
+def _summary(capsys: pytest.CaptureFixture[str], *context: str) -> list[str]:
+    overrides = [arg for item in context for arg in ("-c", item)]
+    assert capacity_model.main(overrides) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("per GPU at TTFT p95 <= the SLO"))
+    return lines[start:]
+
+
+def test_the_per_gpu_summary_judges_against_the_configs_slo(capsys: pytest.CaptureFixture[str]) -> None:
+    """Tuning slo.cold.ttft_p95_ms (cdk.json or -c) changes the verdict; no copy of 500 ms decides it."""
+    slo = capacity_plan.load([]).slo
+    configured = _summary(capsys)
+    looser = _summary(capsys, "slo.cold.ttft_p95_ms=1500")
+    warm = f"conversations {slo.warm.ttft_p95_ms:g} ms;"
+    assert configured[0].startswith(f"per GPU at TTFT p95 <= the SLO (fresh {slo.cold.ttft_p95_ms:g} ms, {warm}")
+    assert looser[0].startswith(f"per GPU at TTFT p95 <= the SLO (fresh 1500 ms, {warm}")
+    a10g = [next(line for line in summary if line.strip().startswith("A10G")) for summary in (configured, looser)]
+    assert "fresh none" in a10g[0]
+    assert "fresh none" not in a10g[1]

@@ -38,7 +38,7 @@ def _error(**overrides: str) -> str:
         (
             "engine.gpu_memory_utilization",
             "0",
-            "config error: engine.gpu_memory_utilization = '0': must be > 0.0",
+            "config error: engine.gpu_memory_utilization = '0': must be > 0",
         ),
         (
             "engine.enable_prefix_caching",
@@ -147,12 +147,14 @@ def test_bad_value_names_key_value_and_allowed(key: str, value: str, expected: s
         (
             {"container.warmup_prefill_tokens": "4095"},
             "config error: container.warmup_prefill_tokens = 4095: must be 0 (off) or from 128 to "
-            "engine.max_model_len - 2 = 4094 (the warm-up prompt and its answer must fit one sequence)",
+            "engine.max_model_len - 2 = 4094 (shorter prompts are not prefill-sized; the warm-up prompt and its "
+            "answer must fit one sequence)",
         ),
         (
             {"container.warmup_prefill_tokens": "100"},
             "config error: container.warmup_prefill_tokens = 100: must be 0 (off) or from 128 to "
-            "engine.max_model_len - 2 = 4094 (the warm-up prompt and its answer must fit one sequence)",
+            "engine.max_model_len - 2 = 4094 (shorter prompts are not prefill-sized; the warm-up prompt and its "
+            "answer must fit one sequence)",
         ),
         (
             {"model.adapters": json.dumps([{"name": "a"}, {"name": "a"}])},

@@ -198,7 +198,7 @@ def test_the_docker_hub_cache_prefix_must_fit_ecrs_30_characters() -> None:
             "3600",
             "serving.compile_cache.lora_tuning_budget_s = '3600': must be <= 1800",
         ),
-        ("scaling.instance_start_cached_s", "0", "scaling.instance_start_cached_s = '0': must be > 0.0"),
+        ("scaling.instance_start_cached_s", "0", "scaling.instance_start_cached_s = '0': must be > 0"),
     ],
 )
 def test_compile_cache_and_start_time_keys_are_bounded_in_one_line(key: str, value: str, message: str) -> None:

@@ -61,8 +61,8 @@ def test_make_plan_prints_a_price_and_a_verdict_for_every_instance_type(capsys: 
 def test_a_looser_cold_slo_never_costs_more() -> None:
     config = capacity_plan.load([])
     costs = []
-    for cold in fleet_planner.LOOSER_COLD_P95_MS:
-        fleet = fleet_planner.cheapest(fleet_planner.plan_fleets(config, cold, 500))
+    for cold in fleet_planner.cold_p95_options(config.slo.cold.ttft_p95_ms):
+        fleet = fleet_planner.cheapest(fleet_planner.plan_fleets(config, cold, config.slo.warm.ttft_p95_ms))
         assert fleet is not None
         costs.append(fleet.usd_per_month)
     assert costs == sorted(costs, reverse=True)

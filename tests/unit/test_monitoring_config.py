@@ -91,7 +91,7 @@ def test_adapter_ceiling_overrides_the_default() -> None:
         ),
         (
             {"monitoring.kv_cache_pressure.threshold": "-1"},
-            "config error: monitoring.kv_cache_pressure.threshold = '-1': must be >= 0.0",
+            "config error: monitoring.kv_cache_pressure.threshold = '-1': must be >= 0",
         ),
         (
             {"monitoring.notifications.emails": '["not-an-email"]'},

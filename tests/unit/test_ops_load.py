@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app_config.loader import cdk_json_context
 from devtools import capacity_plan
 from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
@@ -136,6 +137,22 @@ def test_load_counts_errors_and_refuses_to_suggest(server):
     assert "no: error rate 25.0% > 0.5%" in lines[header + 2]
     assert "concurrency 1: 2 x HTTP 500" in lines
     assert lines[-1] == "no level met the SLO: no target-tracking suggestion"
+
+
+@pytest.mark.parametrize(("max_error_rate", "code"), [(0.005, ExitCode.CHECK_FAILED), (0.3, ExitCode.OK)])
+def test_the_verdict_follows_the_configs_slo(server, tmp_path, max_error_rate, code):
+    """ops load judges against the config's slo section (the one SLO declaration), not a copy of it."""
+    server.fail_every = 4  # 25 % errors
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(json.dumps({"context": {**cdk_json_context(), "slo.max_error_rate": max_error_rate}}))
+    args = ["--url", _url(server), "--levels", "1", "--requests-per-level", "8", "--mode", "sync"]
+    exit_code, lines = _run([*args, "--cdk-json", str(cdk_json)])
+    assert exit_code == code
+    verdict = lines[next(i for i, line in enumerate(lines) if line.startswith("conc  sent")) + 2]
+    if code == ExitCode.OK:
+        assert verdict.endswith("yes"), verdict
+    else:
+        assert verdict.endswith(f"no: error rate 25.0% > {max_error_rate:.1%}"), verdict
 
 
 def test_percentile_interpolates():
@@ -331,6 +348,5 @@ def test_a_level_slower_than_one_request_a_minute_keeps_its_rate():
 def test_a_rate_the_config_refuses_is_explained_not_printed():
     line = capacity_override_line(Suggestion(4, 5000.0, 300000.0, 4), 1e-4, None)
     assert line == (
-        "no capacity.measured override: the config would refuse it "
-        "(requests_per_minute = 300000.0: must be <= 100000.0)"
+        "no capacity.measured override: the config would refuse it (requests_per_minute = 300000.0: must be <= 100000)"
     )

@@ -430,3 +430,33 @@ def test_a_scale_in_threshold_at_the_target_stops_synth() -> None:
         "scaling.primary.target_tracking.concurrent_requests_target = 4, or step scale-in removes the instances "
         "target tracking adds (leave it unset: a quarter of the target)"
     )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({}, "config error: serving.primary.min_capacity = 2: must be >= 3 in prod"),
+        (
+            {"serving.mode": "inference_components"},
+            "config error: serving.inference_components.min_copy_count = 2, scale_to_zero = false: prod keeps at "
+            "least 3 warm copies",
+        ),
+        (
+            {
+                "serving.primary.min_capacity": "3",
+                "scaling.primary.events": "[]",
+                "scaling.primary.schedule": _schedule(
+                    {"name": "night", "schedule": "cron(0 1 * * ? *)", "min_capacity": 2, "max_capacity": 4}
+                ),
+            },
+            "config error: scaling.primary: scheduled action night min_capacity = 2: must be >= 3 in prod",
+        ),
+    ],
+    ids=["instances", "copies", "scheduled-floors"],
+)
+def test_every_warm_floor_check_reads_the_one_declaration(
+    monkeypatch: pytest.MonkeyPatch, overrides: dict[str, str], expected: str
+) -> None:
+    """Raising PROD_WARM_FLOOR (seed 001's 2) moves all three prod checks: none holds its own copy."""
+    monkeypatch.setattr("app_config.cross_section_checks.PROD_WARM_FLOOR", 3)
+    assert _error({"stage": "prod", **overrides}).startswith(expected)

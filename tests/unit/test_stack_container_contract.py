@@ -2,25 +2,27 @@
 
 Both sides are real code: the stack's ``container_environment`` and the container's
 ``Settings.from_env`` / ``build_vllm_args`` (the argv is checked against vLLM's own parser in
-tests/container/test_vllm_contract.py). Engine settings are declared once
-(``serving_contract.engine_settings``); these tests prove each one travels from a context value
-to vLLM's argv.
+tests/container/test_vllm_contract.py). Every shared setting is declared once
+(``serving_contract.setting``: engine settings, lifecycle, request limits, context budget); these
+tests prove each engine setting travels from a context value to vLLM's argv, and that a value at
+a declared bound passes both sides while one past it gets the same line from both.
 """
 
 from pathlib import Path
 from typing import Any
 
-import annotated_types
 import pytest
-from pydantic import BaseModel
 
 from app_config import load_config
-from app_config.container import ContainerConfig
+from app_config.errors import ConfigError
 from cdk_constructs.endpoint.container_environment import container_environment
-from serving_app.settings import Settings
+from serving_app.settings import Settings, SettingsError
 from serving_app.vllm_args import EnginePaths, build_vllm_args, engine_environment
+from serving_contract import context_budget as budget
 from serving_contract import engine_settings as spec
-from serving_contract import env
+from serving_contract import env, lifecycle
+from serving_contract import request_limits as limits
+from serving_contract.setting import Setting
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 PATHS = EnginePaths(model_dir=Path("/opt/model/base"), adapter_dir=Path("/opt/model/adapters"), port=8081)
@@ -112,7 +114,7 @@ NON_DEFAULTS: dict[str, tuple[str, dict[str, str]]] = {
 
 
 @pytest.mark.parametrize("setting", spec.ENGINE_SETTINGS, ids=lambda s: s.key)
-def test_every_engine_setting_travels_from_context_to_the_vllm_flag(setting: spec.EngineSetting) -> None:
+def test_every_engine_setting_travels_from_context_to_the_vllm_flag(setting: spec.EngineSetting[Any]) -> None:
     value, extra = NON_DEFAULTS[setting.key]
     settings, argv = _container_view({f"engine.{setting.key}": value, **extra})
     parsed = getattr(settings, setting.key)
@@ -141,23 +143,96 @@ def test_shutdown_budget_fits_sagemakers_sigkill() -> None:
     assert budget < env.SAGEMAKER_SIGKILL_AFTER_S
 
 
-def _bounds(model: type[BaseModel]) -> list[tuple[str, Any]]:
-    """(field, value) for the lowest and highest value config accepts of each bounded field."""
-    cases: list[tuple[str, Any]] = []
-    for name, field in model.model_fields.items():
-        for meta in field.metadata:
-            if isinstance(meta, annotated_types.Ge):
-                cases.append((name, meta.ge))
-            if isinstance(meta, annotated_types.Le):
-                cases.append((name, meta.le))
-            if isinstance(meta, annotated_types.Lt):
-                cases.append((name, meta.lt - 1))  # type: ignore[operator]
-    return cases
+# Every setting the stack passes from a config key to the container, with the config section it sits in.
+SHARED_SETTINGS: list[tuple[str, Setting[Any]]] = [
+    *(("container", setting) for setting in (*lifecycle.LIFECYCLE_SETTINGS, *limits.REQUEST_LIMITS)),
+    *(("container.context_budget", s) for s in budget.CONTAINER_SETTINGS if s is not budget.GENERATION_RESERVE),
+]
 
 
-@pytest.mark.parametrize(("key", "value"), _bounds(ContainerConfig))
-def test_every_lifecycle_value_config_accepts_the_container_accepts_too(key: str, value: float) -> None:
-    # The lifecycle settings are declared on each side (types differ: whole seconds in
-    # config, float in the container); a value that passes synth but makes every container
-    # exit at start would take the endpoint down on deploy.
-    _container_view({f"container.{key}": str(value)})
+def _edges(setting: Setting[Any]) -> list[tuple[str, str]]:
+    """(a value at each declared bound, the nearest value past it), as context/environment text."""
+    if isinstance(setting.default, bool):
+        return []
+    step = 1
+    edges = []
+    if setting.ge is not None:
+        edges.append((setting.ge, setting.ge - step))
+    if setting.gt is not None:
+        edges.append((setting.gt + step, setting.gt))
+    if setting.le is not None:
+        edges.append((setting.le, setting.le + step))
+    if setting.lt is not None:
+        edges.append((setting.lt - step, setting.lt))
+    return [(_text(inside), _text(outside)) for inside, outside in edges]
+
+
+def _text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _case_id(case: Any) -> str:
+    return case if isinstance(case, str) else getattr(case, "key", "")
+
+
+EDGES = [
+    (section, setting, inside, outside) for section, setting in SHARED_SETTINGS for inside, outside in _edges(setting)
+]
+
+
+def _container_field(setting: Setting[Any]) -> str:
+    return next(name for name, field in Settings.model_fields.items() if field.alias == setting.env_var)
+
+
+@pytest.mark.parametrize(("section", "setting", "inside", "outside"), EDGES, ids=_case_id)
+def test_a_value_at_a_declared_bound_passes_synth_and_reaches_the_container(
+    section: str, setting: Setting[Any], inside: str, outside: str
+) -> None:
+    settings, _ = _container_view({f"{section}.{setting.key}": inside})
+    assert getattr(settings, _container_field(setting)) == float(inside)
+
+
+@pytest.mark.parametrize(("section", "setting", "inside", "outside"), EDGES, ids=_case_id)
+def test_a_value_past_a_declared_bound_gets_the_same_line_at_synth_and_at_start(
+    section: str, setting: Setting[Any], inside: str, outside: str
+) -> None:
+    with pytest.raises(ConfigError) as at_synth:
+        load_config({**cdk_json_context(), f"{section}.{setting.key}": outside})
+    with pytest.raises(SettingsError) as at_start:
+        Settings.from_env({setting.env_var: outside})
+    line = str(at_start.value)
+    assert line.startswith(f"{setting.env_var} = '{outside}': must be ")
+    assert str(at_synth.value) == f"config error: {section}.{setting.key}{line.removeprefix(setting.env_var)}"
+
+
+WHOLE_NUMBER_SETTINGS = [
+    (section, setting)
+    for section, setting in SHARED_SETTINGS
+    if isinstance(setting.default, int) and not isinstance(setting.default, bool)
+]
+
+
+@pytest.mark.parametrize(("section", "setting"), WHOLE_NUMBER_SETTINGS, ids=_case_id)
+def test_a_whole_number_setting_refuses_a_fraction_on_both_sides(section: str, setting: Setting[Any]) -> None:
+    with pytest.raises(ConfigError) as at_synth:
+        load_config({**cdk_json_context(), f"{section}.{setting.key}": "1.5"})
+    with pytest.raises(SettingsError) as at_start:
+        Settings.from_env({setting.env_var: "1.5"})
+    assert str(at_start.value) == f"{setting.env_var} = '1.5': must be a whole number"
+    assert str(at_synth.value) == f"config error: {section}.{setting.key} = '1.5': must be a whole number"
+
+
+def test_the_stack_sets_every_shared_setting_as_declared() -> None:
+    variables = container_environment(load_config(cdk_json_context()))
+    for _, setting in SHARED_SETTINGS:
+        assert variables[setting.env_var] == setting.to_env(setting.default), setting.key
+
+
+def test_a_local_run_with_a_longer_shutdown_budget_gets_a_longer_drain_and_says_why() -> None:
+    assert Settings.from_env({env.SHUTDOWN_BUDGET_S: "300", env.DRAIN_TIMEOUT_S: "292"}).drain_timeout_s == 292
+    with pytest.raises(SettingsError) as error:
+        Settings.from_env({env.SHUTDOWN_BUDGET_S: "300", env.DRAIN_TIMEOUT_S: "293"})
+    assert str(error.value) == (
+        "DRAIN_TIMEOUT_S = '293': must be <= 292 (SHUTDOWN_BUDGET_S = 300 s less vLLM's 3 s stop grace, "
+        "uvicorn's 2 s and 3 s spare)"
+    )

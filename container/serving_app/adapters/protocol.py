@@ -25,11 +25,9 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from serving_app.settings import NAME_RE
+from serving_contract.validation import describe, line, shown
 
 ADAPTER_ALIAS_HEADER: Final = "x-amzn-sagemaker-adapter-alias"
-
-_MAX_SHOWN_CHARS: Final = 100
-"""Longest value quoted back in an error message (a client could send megabytes)."""
 
 
 class AdapterRequestError(ValueError):
@@ -66,7 +64,7 @@ def parse_registration(body: bytes, query: Mapping[str, str]) -> AdapterRegistra
         data = dict(query)
     if not isinstance(data, dict):
         raise AdapterRequestError(
-            f"body must be a JSON object with 'name' and 'src', got {_shown(data)}; "
+            f"body must be a JSON object with 'name' and 'src', got {shown(data)}; "
             "or send no body and ?name=...&src=..."
         )
     try:
@@ -83,29 +81,17 @@ def check_adapter_name(name: str, base_model: str) -> None:
     """
     if not NAME_RE.match(name):
         raise AdapterRequestError(
-            f"name={_shown(name)} is invalid: must match {NAME_RE.pattern} (letters, digits, . _ -; at most 64)"
+            line("name", name, f"must match {NAME_RE.pattern} (letters, digits, . _ -; at most 64)")
         )
     if name == base_model:
         raise AdapterRequestError(
-            f"name={name!r} is invalid: it is the base model's name (ENGINE_SERVED_MODEL_NAME); pick another"
+            line("name", name, "it is the base model's name (ENGINE_SERVED_MODEL_NAME); pick another")
         )
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN_CHARS else text[:_MAX_SHOWN_CHARS] + "..."
 
 
 def _one_line(exc: ValidationError, data: Mapping[str, Any]) -> str:
     error = exc.errors(include_url=False)[0]
     field = str((error.get("loc") or ("body",))[0])
-    kind = error["type"]
-    if kind == "missing":
+    if error["type"] == "missing":
         return f"{field} is missing: POST /adapters needs 'name' and 'src' in a JSON body or as query parameters"
-    allowed = {
-        "string_type": "must be a string",
-        "string_too_short": "must not be empty",
-        "bool_type": "must be true or false",
-        "bool_parsing": "must be true or false",
-    }.get(kind, str(error.get("msg", "invalid")))
-    return f"{field}={_shown(data.get(field))} is invalid: {allowed}"
+    return describe(error, field, data.get(field))

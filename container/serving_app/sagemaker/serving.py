@@ -29,6 +29,7 @@ from serving_app.sagemaker.relay import RelayResponse, is_oom, read_usage, relay
 from serving_app.sessions.serving import SessionService
 from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
 from serving_app.versions import CUSTOM_ATTRIBUTES_HEADER, ModelVersions
+from serving_contract.validation import describe
 
 log = logging.getLogger("serving_app.sagemaker")
 
@@ -48,7 +49,7 @@ def _summarise(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors(include_url=False)[:3]:
         loc = ".".join(str(p) for p in error.get("loc", ())) or "body"
-        parts.append(f"{loc}: {error.get('msg', 'invalid')}")
+        parts.append(describe(error, loc, error.get("input")))
     more = exc.error_count() - len(parts)
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
