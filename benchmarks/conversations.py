@@ -58,6 +58,7 @@ from typing import Any, Literal
 
 import aiohttp
 
+from cli_support.sse import DONE, SseDecoder
 from serving_contract.request_classes import (
     WARM_MIN_CACHED_FRACTION_DEFAULT,
     RequestClass,
@@ -236,15 +237,13 @@ async def _send(session: aiohttp.ClientSession, url: str, body: dict[str, Any], 
             if response.status != 200:
                 sample.error = f"{response.status}: {(await response.text())[:200]}"
                 return output
-            buffer = b""
+            decoder = SseDecoder()
             async for chunk in response.content.iter_any():
                 now = time.perf_counter() - started
-                buffer += chunk
-                *events, buffer = buffer.split(b"\n\n")
-                for event in events:
-                    if not event.startswith(b"data: {"):
+                for data in decoder.feed(chunk):
+                    if data == DONE:
                         continue
-                    payload = json.loads(event[6:])
+                    payload = json.loads(data)
                     for choice in payload.get("choices") or ():
                         ids = choice.get("token_ids") or []
                         if ids and sample.ttft_s is None:
@@ -254,7 +253,7 @@ async def _send(session: aiohttp.ClientSession, url: str, body: dict[str, Any], 
                         sample.prompt_tokens = payload["usage"]["prompt_tokens"]
                         sample.output_tokens = payload["usage"]["completion_tokens"]
                         sample.cached_tokens = cached_prompt_tokens(payload["usage"])
-    except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as exc:
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
         sample.status = 0
         sample.error = f"{exc.__class__.__name__}: {exc}"[:200]
     sample.latency_s = time.perf_counter() - started

@@ -27,6 +27,7 @@ from typing import Any
 
 import aiohttp
 
+from cli_support.sse import DONE, SseDecoder
 from conversations import TOKEN_ID_RANGE
 
 
@@ -53,14 +54,12 @@ async def _stream(session: aiohttp.ClientSession, url: str, body: dict[str, Any]
     async with session.post(url, json=body) as response:
         if response.status != 200:
             raise RuntimeError(f"{response.status}: {(await response.text())[:200]}")
-        buffer = b""
+        decoder = SseDecoder()
         async for chunk in response.content.iter_any():
             now = time.perf_counter()
-            buffer += chunk
-            *events, buffer = buffer.split(b"\n\n")
-            for event in events:
-                if event.startswith(b"data: {"):
-                    for choice in json.loads(event[6:]).get("choices") or ():
+            for data in decoder.feed(chunk):
+                if data != DONE:
+                    for choice in json.loads(data).get("choices") or ():
                         times += [now] * len(choice.get("token_ids") or [])
     return times
 

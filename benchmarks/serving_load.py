@@ -19,6 +19,8 @@ from typing import Any
 
 import aiohttp
 
+from cli_support.sse import DONE, SseDecoder
+
 PROMPT = (
     "You are MangaAssist, a manga shopping assistant. Recommend three action manga for a reader who "
     "liked a long-running shonen series, with one sentence on each and its first volume's price."
@@ -109,15 +111,13 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict[str, Any], e
                     prompt_tokens=usage.get("prompt_tokens", 0),
                 )
             sample = Sample(200, 0.0)
-            buffer = b""
+            decoder = SseDecoder()
             async for chunk in response.content.iter_any():
                 now = time.perf_counter() - started
-                buffer += chunk
-                *events, buffer = buffer.split(b"\n\n")
-                for event in events:
-                    if not event.startswith(b"data: {"):
+                for data in decoder.feed(chunk):
+                    if data == DONE:
                         continue
-                    payload = json.loads(event[6:])
+                    payload = json.loads(data)
                     if payload.get("choices"):
                         # vLLM sends its first event (role + first token) when the first token is out.
                         if sample.ttft_s is None:
@@ -128,7 +128,7 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict[str, Any], e
                         sample.prompt_tokens = payload["usage"]["prompt_tokens"]
             sample.latency_s = time.perf_counter() - started
             return sample
-    except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as exc:
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
         errors.append(f"{exc.__class__.__name__}: {exc}"[:200])
         return Sample(0, time.perf_counter() - started)
 

@@ -1,0 +1,9 @@
+"""What the repo's command-line clients share: ``ops/``, ``devtools/`` and ``benchmarks/``.
+
+One declaration of each small utility they all need, so they cannot drift apart (issue 37):
+
+- :mod:`cli_support.sse`: decoding the ``text/event-stream`` bodies the container and vLLM stream.
+
+Standard library only (tests/unit/test_layout.py holds it to that): the benchmarks import it from
+vLLM's environment, which has none of the app's packages.
+"""
