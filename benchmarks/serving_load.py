@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 
+from cli_support.percentiles import percentile
 from cli_support.sse import DONE, SseDecoder
 
 PROMPT = (
@@ -51,8 +52,9 @@ class LevelResult:
     wall_s: float
     requests_per_s: float
     output_tokens_per_s: float
-    latency_p50_ms: float
-    latency_p99_ms: float
+    latency_p50_ms: float | None
+    """None (JSON null) when no request of the level succeeded; so are the other percentiles."""
+    latency_p99_ms: float | None
     ttft_p50_ms: float | None
     ttft_p99_ms: float | None
     itl_mean_ms: float | None
@@ -66,17 +68,6 @@ class LevelResult:
     def to_json(self) -> dict[str, Any]:
         """The level as JSON-ready values (what ``--out-dir/<setup>.json`` stores)."""
         return asdict(self)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) by linear interpolation, as numpy's default."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    rank = (len(ordered) - 1) * q / 100
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def chat_body(model: str, output_tokens: int, stream: bool) -> dict[str, Any]:
@@ -257,6 +248,10 @@ async def run_ab_level(
     }
 
 
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
 def summarise(
     samples: Sequence[Sample], wall: float, *, concurrency: int, stream: bool, errors: list[str]
 ) -> LevelResult:
@@ -277,10 +272,10 @@ def summarise(
         wall_s=round(wall, 3),
         requests_per_s=round(len(ok) / wall, 3) if wall else 0.0,
         output_tokens_per_s=round(sum(s.output_tokens for s in ok) / wall, 1) if wall else 0.0,
-        latency_p50_ms=round(percentile(latencies, 50), 1),
-        latency_p99_ms=round(percentile(latencies, 99), 1),
-        ttft_p50_ms=round(percentile(ttfts, 50), 2) if ttfts else None,
-        ttft_p99_ms=round(percentile(ttfts, 99), 2) if ttfts else None,
+        latency_p50_ms=_rounded(percentile(latencies, 50), 1),
+        latency_p99_ms=_rounded(percentile(latencies, 99), 1),
+        ttft_p50_ms=_rounded(percentile(ttfts, 50), 2),
+        ttft_p99_ms=_rounded(percentile(ttfts, 99), 2),
         itl_mean_ms=round(statistics.fmean(itls), 3) if itls else None,
         prompt_tokens=round(statistics.fmean(s.prompt_tokens for s in ok)) if ok else 0,
         output_tokens=round(statistics.fmean(s.output_tokens for s in ok)) if ok else 0,

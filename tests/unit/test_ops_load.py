@@ -15,7 +15,7 @@ from devtools import capacity_plan
 from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
 from ops.invoke import Answer
-from ops.load import LevelResult, LoadPlan, Suggestion, capacity_override_line, percentile, significant, suggest
+from ops.load import LevelResult, LoadPlan, Suggestion, capacity_override_line, significant, suggest
 from serving_contract.request_classes import RequestClass
 from tests.unit.ops_stubs import ENDPOINT, FakeClock, stubbed
 
@@ -136,14 +136,6 @@ def test_load_counts_errors_and_refuses_to_suggest(server):
     assert "no: error rate 25.0% > 0.5%" in lines[header + 2]
     assert "concurrency 1: 2 x HTTP 500" in lines
     assert lines[-1] == "no level met the SLO: no target-tracking suggestion"
-
-
-def test_percentile_interpolates():
-    values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
-    assert percentile(values, 50) == pytest.approx(0.55)
-    assert percentile(values, 95) == pytest.approx(0.955)
-    assert percentile([3.0], 99) == 3.0
-    assert percentile([], 50) is None
 
 
 def _level(concurrency: int, count: int, wall_s: float, ttft_s: float, failed: int = 0) -> LevelResult:
