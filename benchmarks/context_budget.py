@@ -26,6 +26,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from cli_support.argtypes import int_in  # noqa: E402
 from cli_support.percentiles import percentile  # noqa: E402
 from serving_contract.context_budget import marker_text  # noqa: E402
 from tests.container.conversations import SYSTEM_PROMPT, conversation  # noqa: E402
@@ -47,8 +48,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--gateway-url", required=True)
     parser.add_argument("--engine-url", required=True)
-    parser.add_argument("--turns", type=int, default=12)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--turns", type=int_in(1), default=12)
+    parser.add_argument("--rounds", type=int_in(1), default=20)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     client = httpx.Client(timeout=120)

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import signal
 import sys
 import time
@@ -55,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import engine_probes
 from app_config.root import AppConfig
+from cli_support.argtypes import int_in, int_list, non_negative_float, positive_float
 from conversations import LevelSummary, Mode, RequestShape, Route, format_summary, run_level, warm_up
 from gpu_report import container_environment
 from gpu_serving import GPU, SMOKE, Profile, ensure_model, gpu_total_mib, use_cpu_engine_shim
@@ -279,26 +279,6 @@ def planned_kv_cache_bytes(config: AppConfig) -> int:
     return plan.kv_tokens * plan.kv_bytes_per_token
 
 
-def _levels(text: str) -> list[int]:
-    try:
-        levels = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers such as 1,8,32") from None
-    if not levels or min(levels) < 1 or levels != sorted(levels):
-        raise argparse.ArgumentTypeError(f"{text!r}: levels must be >= 1 and increasing")
-    return levels
-
-
-def _think_s(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value >= 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds >= 0 (0: the next turn at once)")
-    return value
-
-
 def _stop_on_sigterm(signum: int, frame: object) -> None:
     # `timeout` (gpu_session.sh) sends SIGTERM: unwind, so every `finally` stops its servers,
     # which run in sessions of their own and would otherwise outlive this process.
@@ -313,37 +293,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", default="gpu-bench-results")
     parser.add_argument("--name", help="result file name (default: the mode)")
     parser.add_argument("--model-dir", help="reuse a model made earlier (default: <out-dir>/model, made if absent)")
-    parser.add_argument("--gpu-memory-utilization", type=float, help="0.26 on an H100 = an ml.g5.xlarge's KV budget")
-    parser.add_argument("--server-cpus", help="CPU set of the engine (capacity), e.g. 0-3")
-    parser.add_argument("--engines", type=int, default=3, help="engines on the GPU (sessions)")
-    parser.add_argument("--engine-cpus", help="CPU set per engine, ';'-separated (sessions), e.g. '0-3;4-7;8-11'")
-    parser.add_argument("--fresh-levels", type=_levels, help=f"default {','.join(map(str, FRESH_LEVELS))}")
     parser.add_argument(
-        "--conversation-levels", type=_levels, help=f"per engine; default {','.join(map(str, CONVERSATION_LEVELS))}"
+        "--gpu-memory-utilization", type=positive_float, help="0.26 on an H100 = an ml.g5.xlarge's KV budget"
     )
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per level")
-    parser.add_argument("--warmup-s", type=float, default=3.0, help="unmeasured seconds before each level")
+    parser.add_argument("--server-cpus", help="CPU set of the engine (capacity), e.g. 0-3")
+    parser.add_argument("--engines", type=int_in(1), default=3, help="engines on the GPU (sessions)")
+    parser.add_argument("--engine-cpus", help="CPU set per engine, ';'-separated (sessions), e.g. '0-3;4-7;8-11'")
+    parser.add_argument(
+        "--fresh-levels", type=int_list(1, increasing=True), help=f"default {','.join(map(str, FRESH_LEVELS))}"
+    )
+    parser.add_argument(
+        "--conversation-levels",
+        type=int_list(1, increasing=True),
+        help=f"per engine; default {','.join(map(str, CONVERSATION_LEVELS))}",
+    )
+    parser.add_argument("--seconds", type=positive_float, default=20.0, help="measured seconds per level")
+    parser.add_argument("--warmup-s", type=non_negative_float, default=3.0, help="unmeasured seconds before each level")
     parser.add_argument(
         "--ttft-slo-ms",
-        type=float,
+        type=positive_float,
         default=min(SLO.cold.ttft_p95_ms, SLO.warm.ttft_p95_ms),
         help="every turn's TTFT p95 objective, ms (default: the stricter of the config's slo.<class>.ttft_p95_ms)",
     )
     for klass in ("cold", "warm"):
         parser.add_argument(
             f"--{klass}-ttft-slo-ms",
-            type=float,
+            type=positive_float,
             default=SLO.of(RequestClass(klass)).ttft_p95_ms,
             help=f"{klass} requests' TTFT p95 objective, ms (default: the config's slo.{klass}.ttft_p95_ms)",
         )
     parser.add_argument(
         "--think-s",
-        type=_think_s,
+        type=non_negative_float,
         default=THINK_S,
         help=f"sessions: mean pause between a conversation's turns (default {THINK_S:g})",
     )
     parser.add_argument("--client-cpus", help="CPU set of this load generator (taskset semantics)")
-    parser.add_argument("--port", type=int, default=18180)
+    parser.add_argument("--port", type=int_in(1, 65535), default=18180)
     args = parser.parse_args(argv)
 
     profile = SMOKE if args.smoke else GPU

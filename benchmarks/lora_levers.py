@@ -46,6 +46,7 @@ for path in (HERE, HERE.parent, HERE.parent / "container", HERE.parent / "benchm
         sys.path.insert(0, str(path))
 
 from app_config.root import AppConfig  # noqa: E402
+from cli_support.argtypes import int_in, non_negative_float, positive_float  # noqa: E402
 from conversations import TOKEN_ID_RANGE, LevelSummary, RequestShape, format_summary, run_level, warm_up  # noqa: E402
 from gpu_capacity import at_slo, start_engines  # noqa: E402
 from gpu_report import container_environment  # noqa: E402
@@ -270,11 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default="base,max3,max3+tuned", help="comma-separated; levers joined with '+'")
     parser.add_argument("--reference", default="base", help="configs that also run every request to the base model")
     parser.add_argument("--levels", default="1,4,8,12,16", help="concurrency levels, increasing")
-    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per level")
-    parser.add_argument("--warmup-s", type=float, default=2.0, help="unmeasured seconds before each level")
-    parser.add_argument("--ttft-slo-ms", type=float, default=500.0, help="seed 002: TTFT p95 <= 500 ms")
-    parser.add_argument("--gpu-memory-utilization", type=float, default=None)
-    parser.add_argument("--kv-cache-bytes", type=int, default=KV_CACHE_BYTES)
+    parser.add_argument("--seconds", type=positive_float, default=8.0, help="measured seconds per level")
+    parser.add_argument("--warmup-s", type=non_negative_float, default=2.0, help="unmeasured seconds before each level")
+    parser.add_argument("--ttft-slo-ms", type=positive_float, default=500.0, help="seed 002: TTFT p95 <= 500 ms")
+    parser.add_argument("--gpu-memory-utilization", type=positive_float, default=None)
+    parser.add_argument("--kv-cache-bytes", type=int_in(1), default=KV_CACHE_BYTES)
     parser.add_argument("--server-cpus", default="0-3")
     parser.add_argument("--client-cpus", default=None)
     parser.add_argument("--no-prefill-warmup", action="store_true", help="the old warm-up only (short chats)")
@@ -284,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         help="start the container (serving_app serve: its defaults, argv and warm-up) instead of bare vLLM; "
         "'tuned' then sets LORA_TUNED_CONFIG_DIR",
     )
-    parser.add_argument("--port", type=int, default=18280)
+    parser.add_argument("--port", type=int_in(1, 65535), default=18280)
     args = parser.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",")]
     args.reference = set(filter(None, args.reference.split(",")))

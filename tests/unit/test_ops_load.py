@@ -213,7 +213,7 @@ def test_concurrency_above_limit_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
         main(["load", "--url", "http://127.0.0.1:9", "--levels", "1,100"])
     assert info.value.code == 2
-    assert "argument --levels: '1,100': each level must be within 1..64" in capsys.readouterr().err
+    assert "argument --levels: '1,100': each value must be within 1..64" in capsys.readouterr().err
 
 
 def test_load_against_endpoint_counts_the_variants_instances():
