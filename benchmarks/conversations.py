@@ -46,7 +46,6 @@ aiohttp: it is in vLLM's environment (the benchmark runs there) and is the gatew
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import re
 import statistics
@@ -59,7 +58,7 @@ from typing import Any, Literal
 import aiohttp
 
 from cli_support.percentiles import percentile
-from cli_support.sse import DONE, SseDecoder
+from cli_support.sse import timed_json_events
 from serving_contract.request_classes import (
     WARM_MIN_CACHED_FRACTION_DEFAULT,
     RequestClass,
@@ -237,22 +236,17 @@ async def _send(session: aiohttp.ClientSession, url: str, body: dict[str, Any], 
             if response.status != 200:
                 sample.error = f"{response.status}: {(await response.text())[:200]}"
                 return output
-            decoder = SseDecoder()
-            async for chunk in response.content.iter_any():
-                now = time.perf_counter() - started
-                for data in decoder.feed(chunk):
-                    if data == DONE:
-                        continue
-                    payload = json.loads(data)
-                    for choice in payload.get("choices") or ():
-                        ids = choice.get("token_ids") or []
-                        if ids and sample.ttft_s is None:
-                            sample.ttft_s = now
-                        output += ids
-                    if payload.get("usage"):
-                        sample.prompt_tokens = payload["usage"]["prompt_tokens"]
-                        sample.output_tokens = payload["usage"]["completion_tokens"]
-                        sample.cached_tokens = cached_prompt_tokens(payload["usage"])
+            async for arrived, payload in timed_json_events(response.content.iter_any(), time.perf_counter):
+                now = arrived - started
+                for choice in payload.get("choices") or ():
+                    ids = choice.get("token_ids") or []
+                    if ids and sample.ttft_s is None:
+                        sample.ttft_s = now
+                    output += ids
+                if payload.get("usage"):
+                    sample.prompt_tokens = payload["usage"]["prompt_tokens"]
+                    sample.output_tokens = payload["usage"]["completion_tokens"]
+                    sample.cached_tokens = cached_prompt_tokens(payload["usage"])
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
         sample.status = 0
         sample.error = f"{exc.__class__.__name__}: {exc}"[:200]

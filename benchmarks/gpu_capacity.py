@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -58,7 +57,7 @@ from cli_support.argtypes import int_in, int_list, non_negative_float, positive_
 from conversations import LevelSummary, Mode, RequestShape, Route, format_summary, run_level, warm_up
 from gpu_report import container_environment
 from gpu_serving import GPU, SMOKE, Profile, ensure_model, gpu_total_mib, use_cpu_engine_shim
-from servers_under_test import ServerRun, start
+from servers_under_test import ServerRun, start, stop_servers_on_sigterm
 from serving_app.settings import Settings
 from serving_contract import env
 from serving_contract.request_classes import RequestClass
@@ -279,14 +278,8 @@ def planned_kv_cache_bytes(config: AppConfig) -> int:
     return plan.kv_tokens * plan.kv_bytes_per_token
 
 
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    # `timeout` (gpu_session.sh) sends SIGTERM: unwind, so every `finally` stops its servers,
-    # which run in sessions of their own and would otherwise outlive this process.
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    stop_servers_on_sigterm()
     parser = argparse.ArgumentParser(prog="gpu_capacity.py", description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("capacity", "sessions"))
     parser.add_argument("--smoke", action="store_true", help="vLLM's CPU build, tiny model, seconds of load")

@@ -33,7 +33,6 @@ import argparse
 import json
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -50,7 +49,7 @@ from cli_support.argtypes import int_in, positive_float
 from conversations import RequestShape, format_summary, run_level
 from gpu_report import container_environment
 from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, ensure_model, use_cpu_engine_shim
-from servers_under_test import ServerRun, read_figures, start
+from servers_under_test import ServerRun, read_figures, start, stop_servers_on_sigterm
 from serving_app.settings import Settings
 from serving_contract import compile_cache as cache_contract
 from serving_contract import env
@@ -367,14 +366,8 @@ def matrix(
     return results
 
 
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    # `timeout` (gpu_session.sh) sends SIGTERM: unwind, so every `finally` stops its servers,
-    # which run in sessions of their own and would otherwise outlive this process.
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    stop_servers_on_sigterm()
     parser = argparse.ArgumentParser(prog="gpu_startup.py", description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("startup", "matrix"))
     parser.add_argument("--levers", default="cold,hit,gateway-hit", help=f"comma-separated, of {', '.join(LEVERS)}")

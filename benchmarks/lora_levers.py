@@ -32,7 +32,6 @@ import asyncio
 import json
 import os
 import re
-import signal
 import sys
 import time
 from pathlib import Path
@@ -51,7 +50,7 @@ from conversations import TOKEN_ID_RANGE, LevelSummary, RequestShape, format_sum
 from gpu_capacity import at_slo, start_engines  # noqa: E402
 from gpu_report import container_environment  # noqa: E402
 from gpu_serving import GPU  # noqa: E402
-from servers_under_test import ServerRun, start  # noqa: E402
+from servers_under_test import ServerRun, start, stop_servers_on_sigterm  # noqa: E402
 from serving_contract import env  # noqa: E402
 
 KV_CACHE_BYTES = 14403239936
@@ -257,12 +256,8 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
     return " | ".join(parts)
 
 
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    stop_servers_on_sigterm()
     parser = argparse.ArgumentParser(prog="lora_levers.py", description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--out-dir", required=True, help="lora-levers.json goes here")

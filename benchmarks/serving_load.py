@@ -10,7 +10,6 @@ client library.
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -20,7 +19,7 @@ from typing import Any
 import aiohttp
 
 from cli_support.percentiles import percentile
-from cli_support.sse import DONE, SseDecoder
+from cli_support.sse import timed_json_events
 
 PROMPT = (
     "You are MangaAssist, a manga shopping assistant. Recommend three action manga for a reader who "
@@ -102,21 +101,16 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict[str, Any], e
                     prompt_tokens=usage.get("prompt_tokens", 0),
                 )
             sample = Sample(200, 0.0)
-            decoder = SseDecoder()
-            async for chunk in response.content.iter_any():
-                now = time.perf_counter() - started
-                for data in decoder.feed(chunk):
-                    if data == DONE:
-                        continue
-                    payload = json.loads(data)
-                    if payload.get("choices"):
-                        # vLLM sends its first event (role + first token) when the first token is out.
-                        if sample.ttft_s is None:
-                            sample.ttft_s = now
-                        sample.last_token_s = now
-                    if payload.get("usage"):
-                        sample.output_tokens = payload["usage"]["completion_tokens"]
-                        sample.prompt_tokens = payload["usage"]["prompt_tokens"]
+            async for arrived, payload in timed_json_events(response.content.iter_any(), time.perf_counter):
+                now = arrived - started
+                if payload.get("choices"):
+                    # vLLM sends its first event (role + first token) when the first token is out.
+                    if sample.ttft_s is None:
+                        sample.ttft_s = now
+                    sample.last_token_s = now
+                if payload.get("usage"):
+                    sample.output_tokens = payload["usage"]["completion_tokens"]
+                    sample.prompt_tokens = payload["usage"]["prompt_tokens"]
             sample.latency_s = time.perf_counter() - started
             return sample
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: not JSON, not UTF-8

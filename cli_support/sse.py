@@ -21,8 +21,10 @@ callers push chunks from three transports (botocore's ``PayloadPart`` events, ur
 that is independent of the transport; none of those offers one as public API.
 """
 
+import json
 import re
-from typing import Final
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import Any, Final
 
 DONE: Final = "[DONE]"
 """The data of the last event of an OpenAI-style stream (vLLM sends ``data: [DONE]``)."""
@@ -92,3 +94,20 @@ class SseDecoder:
     def pending(self) -> bytes:
         """Bytes of an event not yet ended by a blank line (line ends as LF)."""
         return b"".join(line + b"\n" for line in self._lines) + self._partial
+
+
+async def timed_json_events(
+    chunks: AsyncIterable[bytes], clock: Callable[[], float]
+) -> AsyncIterator[tuple[float, Any]]:
+    """The JSON payload of every event but :data:`DONE`, each with ``clock()`` read when the chunk
+    that completed it arrived (the benchmarks' TTFT and inter-token times, in the clock's unit).
+
+    ``chunks`` is a response body as it comes (aiohttp's ``response.content.iter_any()``). Raises
+    SseDecodeError or json.JSONDecodeError (both ValueError) on an event that is not UTF-8 or not JSON.
+    """
+    decoder = SseDecoder()
+    async for chunk in chunks:
+        now = clock()
+        for data in decoder.feed(chunk):
+            if data != DONE:
+                yield now, json.loads(data)

@@ -1,8 +1,12 @@
 """cli_support.sse: the one text/event-stream decoder (ops and the benchmarks read streams with it)."""
 
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 
-from cli_support.sse import DONE, SseDecodeError, SseDecoder
+from cli_support.sse import DONE, SseDecodeError, SseDecoder, timed_json_events
 
 VLLM_STREAM = (
     b'data: {"choices":[{"delta":{"role":"assistant"}}]}\n\n'
@@ -81,3 +85,28 @@ def test_invalid_utf8_names_the_event_and_the_decoder_goes_on() -> None:
         decoder.feed(b"data: \xff\xfe\n\n")
     assert str(info.value) == "stream is not valid UTF-8: b'data: \\xff\\xfe'"
     assert decoder.feed(b"data: ok\n\n") == ["ok"]
+
+
+def test_timed_json_events_stamps_each_payload_with_its_chunks_arrival_and_skips_done() -> None:
+    chunks = [b'data: {"n": 1}\r\n\r\ndata: {"n"', b": 2}\r\n\r\n: keep-alive\r\n\r\n", b"data: [DONE]\r\n\r\n"]
+    readings = iter([10.0, 20.0, 30.0])
+
+    async def body() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    async def collect() -> list[tuple[float, Any]]:
+        return [event async for event in timed_json_events(body(), lambda: next(readings))]
+
+    assert asyncio.run(collect()) == [(10.0, {"n": 1}), (20.0, {"n": 2})]
+
+
+def test_timed_json_events_raises_on_an_event_that_is_not_json() -> None:
+    async def body() -> AsyncIterator[bytes]:
+        yield b"data: oops\n\n"
+
+    async def collect() -> list[tuple[float, Any]]:
+        return [event async for event in timed_json_events(body(), lambda: 0.0)]
+
+    with pytest.raises(ValueError, match="Expecting value"):
+        asyncio.run(collect())
