@@ -53,10 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import engine_probes
 from app_config.root import AppConfig
-from cli_support.argtypes import int_in, int_list, non_negative_float, positive_float
+from cli_support.argtypes import cpu_set, int_in, int_list, non_negative_float, positive_float
 from conversations import LevelSummary, Mode, RequestShape, Route, format_summary, run_level, warm_up
 from gpu_report import container_environment
-from gpu_serving import GPU, SMOKE, Profile, ensure_model, gpu_total_mib, use_cpu_engine_shim
+from gpu_serving import GPU, SMOKE, Profile, gpu_total_mib, prepare_model, use_cpu_engine_shim
 from servers_under_test import ServerRun, start, stop_servers_on_sigterm
 from serving_app.settings import Settings
 from serving_contract import env
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         default=THINK_S,
         help=f"sessions: mean pause between a conversation's turns (default {THINK_S:g})",
     )
-    parser.add_argument("--client-cpus", help="CPU set of this load generator (taskset semantics)")
+    parser.add_argument("--client-cpus", type=cpu_set, help="CPU set of this load generator (taskset semantics)")
     parser.add_argument("--port", type=int_in(1, 65535), default=18180)
     args = parser.parse_args(argv)
 
@@ -336,13 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.client_cpus:
         import os  # noqa: PLC0415
 
-        from gpu_serving import _cpu_set  # noqa: PLC0415
-
-        os.sched_setaffinity(0, _cpu_set(args.client_cpus))
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    args.model_dir = args.model_dir or str(out / "model")
-    ensure_model(Path(args.model_dir), profile, device="cpu" if args.smoke else "cuda")
+        os.sched_setaffinity(0, args.client_cpus)
+    prepare_model(args, profile)
     adapters = [a.name for a in AppConfig().model.adapters]
     print(f"request shape {shape}: mean prompt {shape.mean_prompt_tokens:.0f} tokens", flush=True)
     started = time.monotonic()

@@ -48,7 +48,7 @@ from app_config.root import AppConfig
 from cli_support.argtypes import int_in, positive_float
 from conversations import RequestShape, format_summary, run_level
 from gpu_report import container_environment
-from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, ensure_model, use_cpu_engine_shim
+from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, prepare_model, use_cpu_engine_shim
 from servers_under_test import ServerRun, read_figures, start, stop_servers_on_sigterm
 from serving_app.settings import Settings
 from serving_contract import compile_cache as cache_contract
@@ -402,10 +402,7 @@ def main(argv: list[str] | None = None) -> int:
                 matrix_entry(entry)
             except argparse.ArgumentTypeError as exc:
                 parser.error(f"--entries: {exc}")
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    args.model_dir = args.model_dir or str(out / "model")
-    ensure_model(Path(args.model_dir), profile, device="cpu" if args.smoke else "cuda")
+    prepare_model(args, profile)
     adapters = [a.name for a in AppConfig().model.adapters]
     began = time.monotonic()
     (startup if args.mode == "startup" else matrix)(args, profile, shape, adapters)

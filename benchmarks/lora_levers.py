@@ -45,7 +45,7 @@ for path in (HERE, HERE.parent, HERE.parent / "container", HERE.parent / "benchm
         sys.path.insert(0, str(path))
 
 from app_config.root import AppConfig  # noqa: E402
-from cli_support.argtypes import int_in, non_negative_float, positive_float  # noqa: E402
+from cli_support.argtypes import cpu_set, int_in, non_negative_float, positive_float  # noqa: E402
 from conversations import TOKEN_ID_RANGE, LevelSummary, RequestShape, format_summary, run_level, warm_up  # noqa: E402
 from gpu_capacity import at_slo, start_engines  # noqa: E402
 from gpu_report import container_environment  # noqa: E402
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-memory-utilization", type=positive_float, default=None)
     parser.add_argument("--kv-cache-bytes", type=int_in(1), default=KV_CACHE_BYTES)
     parser.add_argument("--server-cpus", default="0-3")
-    parser.add_argument("--client-cpus", default=None)
+    parser.add_argument("--client-cpus", type=cpu_set, help="CPU set of this load generator (taskset semantics)")
     parser.add_argument("--no-prefill-warmup", action="store_true", help="the old warm-up only (short chats)")
     parser.add_argument(
         "--gateway",
@@ -288,9 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     Path(args.log_dir).mkdir(parents=True, exist_ok=True)
     if args.client_cpus:
-        from gpu_serving import _cpu_set  # noqa: PLC0415
-
-        os.sched_setaffinity(0, _cpu_set(args.client_cpus))
+        os.sched_setaffinity(0, args.client_cpus)
     config = AppConfig()
     adapters = [a.name for a in config.model.adapters]
     names = [n for n in args.configs.split(",") if n]

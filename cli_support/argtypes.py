@@ -78,3 +78,17 @@ def int_list(low: int, high: int | None = None, *, increasing: bool = False) -> 
         return values
 
     return parse
+
+
+def cpu_set(text: str) -> frozenset[int]:
+    """CPU numbers in taskset's list syntax (``4-15``, ``0,2,4-7``), for ``os.sched_setaffinity``."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CPU numbers and ranges such as 4-15 or 0,2,4-7") from None
+    if not cpus:
+        raise argparse.ArgumentTypeError(f"{text!r}: names no CPU")
+    return frozenset(cpus)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cli_support.argtypes import finite_float, int_in, int_list, non_negative_float, positive_float
+from cli_support.argtypes import cpu_set, finite_float, int_in, int_list, non_negative_float, positive_float
 
 
 def _parse(value_type: Callable[[str], Any], text: str) -> Any:
@@ -44,6 +44,8 @@ def _error(value_type: Callable[[str], Any], text: str, capsys: pytest.CaptureFi
         (int_list(1), "0,8", "'0,8': each value must be >= 1"),
         (int_list(1, increasing=True), "8,1", "'8,1': values must be strictly increasing"),
         (int_list(1, increasing=True), "8,8", "'8,8': values must be strictly increasing"),
+        (cpu_set, "4-x", "'4-x': expected CPU numbers and ranges such as 4-15 or 0,2,4-7"),
+        (cpu_set, "7-4", "'7-4': names no CPU"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_it_and_what_is_allowed(
@@ -62,6 +64,7 @@ def test_a_bad_value_is_one_line_naming_it_and_what_is_allowed(
         (int_in(0), "0", 0),
         (int_list(1, 64), "32,1,4", (32, 1, 4)),
         (int_list(1, increasing=True), "1,8,32", (1, 8, 32)),
+        (cpu_set, "0,2,4-7", frozenset({0, 2, 4, 5, 6, 7})),
     ],
 )
 def test_a_good_value_is_parsed(value_type: Callable[[str], Any], text: str, value: Any) -> None:
