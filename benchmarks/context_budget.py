@@ -26,6 +26,8 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from cli_support.argtypes import int_in  # noqa: E402
+from cli_support.percentiles import percentile  # noqa: E402
 from serving_contract.context_budget import marker_text  # noqa: E402
 from tests.container.conversations import SYSTEM_PROMPT, conversation  # noqa: E402
 
@@ -46,8 +48,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--gateway-url", required=True)
     parser.add_argument("--engine-url", required=True)
-    parser.add_argument("--turns", type=int, default=12)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--turns", type=int_in(1), default=12)
+    parser.add_argument("--rounds", type=int_in(1), default=20)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     client = httpx.Client(timeout=120)
@@ -85,7 +87,6 @@ def main() -> None:
         assert "turns=" in response.headers["x-amzn-sagemaker-custom-attributes"], response.headers
         calls_per_trim.append(tokenize_calls(client, args.engine_url) - before)
         added.append((trimmed - baseline) * 1000)
-    deciles = statistics.quantiles(added, n=10)
     result = {
         "max_model_len": max_model_len,
         "turns": args.turns,
@@ -94,7 +95,7 @@ def main() -> None:
         "turns_dropped": dropped,
         "rounds": args.rounds,
         "added_ms_p50": round(statistics.median(added), 1),
-        "added_ms_p90": round(deciles[8], 1),
+        "added_ms_p90": round(p90, 1) if (p90 := percentile(added, 90)) is not None else None,
         "tokenize_calls_per_trim": statistics.median(calls_per_trim),
         "tokenize_whole_ms_p50": round(statistics.median(direct_tokenize), 1),
     }

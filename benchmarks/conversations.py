@@ -58,14 +58,15 @@ from typing import Any, Literal
 
 import aiohttp
 
-from serving_contract import env
+from cli_support.percentiles import percentile
+from cli_support.sse import timed_json_events
+from serving_contract import lifecycle
 from serving_contract.request_classes import (
     WARM_MIN_CACHED_FRACTION_DEFAULT,
     RequestClass,
     cached_prompt_tokens,
     request_class,
 )
-from serving_load import percentile
 
 Mode = Literal["fresh", "conversations"]
 Route = Literal["least_outstanding", "affinity"]
@@ -237,25 +238,18 @@ async def _send(session: aiohttp.ClientSession, url: str, body: dict[str, Any], 
             if response.status != 200:
                 sample.error = f"{response.status}: {(await response.text())[:200]}"
                 return output
-            buffer = b""
-            async for chunk in response.content.iter_any():
-                now = time.perf_counter() - started
-                buffer += chunk
-                *events, buffer = buffer.split(b"\n\n")
-                for event in events:
-                    if not event.startswith(b"data: {"):
-                        continue
-                    payload = json.loads(event[6:])
-                    for choice in payload.get("choices") or ():
-                        ids = choice.get("token_ids") or []
-                        if ids and sample.ttft_s is None:
-                            sample.ttft_s = now
-                        output += ids
-                    if payload.get("usage"):
-                        sample.prompt_tokens = payload["usage"]["prompt_tokens"]
-                        sample.output_tokens = payload["usage"]["completion_tokens"]
-                        sample.cached_tokens = cached_prompt_tokens(payload["usage"])
-    except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as exc:
+            async for arrived, payload in timed_json_events(response.content.iter_any(), time.perf_counter):
+                now = arrived - started
+                for choice in payload.get("choices") or ():
+                    ids = choice.get("token_ids") or []
+                    if ids and sample.ttft_s is None:
+                        sample.ttft_s = now
+                    output += ids
+                if payload.get("usage"):
+                    sample.prompt_tokens = payload["usage"]["prompt_tokens"]
+                    sample.output_tokens = payload["usage"]["completion_tokens"]
+                    sample.cached_tokens = cached_prompt_tokens(payload["usage"])
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
         sample.status = 0
         sample.error = f"{exc.__class__.__name__}: {exc}"[:200]
     sample.latency_s = time.perf_counter() - started
@@ -347,8 +341,8 @@ def warm_up(base_url: str, adapters: Sequence[str]) -> None:
     asyncio.run(go())
 
 
-PREFILL_WARMUP_TOKENS = (env.WARMUP_PREFILL_TOKENS_DEFAULT, env.WARMUP_PREFILL_TOKENS_DEFAULT - 1)
-"""Prompt lengths of the prefill warm-up, as the container sends them (serving_contract.env):
+PREFILL_WARMUP_TOKENS = (lifecycle.WARMUP_PREFILL_TOKENS.default, lifecycle.WARMUP_PREFILL_TOKENS.default - 1)
+"""Prompt lengths of the prefill warm-up, as the container sends them (serving_contract.lifecycle):
 MangaAssist's first turn is 2,040 tokens; Triton compiles a kernel once for batch sizes divisible
 by 16 and once for the rest."""
 
@@ -414,14 +408,14 @@ class LevelSummary:
     requests_per_min: float
     output_tokens_per_s: float
     prompt_tokens_mean: float
-    ttft_p50_ms: float
-    ttft_p95_ms: float
-    ttft_p99_ms: float
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+    ttft_p99_ms: float | None
     first_turn_ttft_p95_ms: float | None
     follow_up_ttft_p50_ms: float | None
     follow_up_ttft_p95_ms: float | None
-    e2e_p50_ms: float
-    e2e_p95_ms: float
+    e2e_p50_ms: float | None
+    e2e_p95_ms: float | None
     itl_mean_ms: float | None
     prefix_cache_hit_rate: float | None
     requests_per_engine: list[int]
@@ -475,8 +469,9 @@ def summarise(
         if (s.conversation, s.turn - 1) in engine_of
     ]
 
-    def pct(values: list[float], q: float) -> float:
-        return round(percentile(values, q), 1)
+    def pct(values: list[float], q: int) -> float | None:
+        value = percentile(values, q)
+        return None if value is None else round(value, 1)
 
     by_class: dict[RequestClass, list[float]] = {klass: [] for klass in RequestClass}
     for s in ok:
@@ -498,9 +493,9 @@ def summarise(
         ttft_p50_ms=pct(ttft, 50),
         ttft_p95_ms=pct(ttft, 95),
         ttft_p99_ms=pct(ttft, 99),
-        first_turn_ttft_p95_ms=pct(first, 95) if first else None,
-        follow_up_ttft_p50_ms=pct(follow, 50) if follow else None,
-        follow_up_ttft_p95_ms=pct(follow, 95) if follow else None,
+        first_turn_ttft_p95_ms=pct(first, 95),
+        follow_up_ttft_p50_ms=pct(follow, 50),
+        follow_up_ttft_p95_ms=pct(follow, 95),
         e2e_p50_ms=pct(e2e, 50),
         e2e_p95_ms=pct(e2e, 95),
         itl_mean_ms=round(statistics.fmean(itl), 3) if itl else None,
@@ -509,11 +504,11 @@ def summarise(
         error_samples=[s.error for s in samples if s.error][:5],
         follow_ups_on_previous_engine=round(sum(a == b for a, b in previous) / len(previous), 4) if previous else None,
         cold_requests=len(cold),
-        cold_ttft_p50_ms=pct(cold, 50) if cold else None,
-        cold_ttft_p95_ms=pct(cold, 95) if cold else None,
+        cold_ttft_p50_ms=pct(cold, 50),
+        cold_ttft_p95_ms=pct(cold, 95),
         warm_requests=len(warm),
-        warm_ttft_p50_ms=pct(warm, 50) if warm else None,
-        warm_ttft_p95_ms=pct(warm, 95) if warm else None,
+        warm_ttft_p50_ms=pct(warm, 50),
+        warm_ttft_p95_ms=pct(warm, 95),
     )
 
 
@@ -555,6 +550,11 @@ def run_level(
     )
 
 
+def _ms(value: float | None, width: int, digits: int) -> str:
+    """A percentile for the log; ``-`` where the level had no sample for it."""
+    return f"{'-':>{width}}" if value is None else f"{value:{width}.{digits}f}"
+
+
 def format_summary(level: LevelSummary) -> str:
     """One line per level, for the log."""
     follow = (
@@ -573,7 +573,8 @@ def format_summary(level: LevelSummary) -> str:
     return (
         f"{level.label:<28} c={level.concurrency:<4} {level.requests_per_s:7.2f} req/s "
         f"({level.requests_per_min:7.1f}/min) "
-        f"TTFT p50/p95 {level.ttft_p50_ms:7.1f}/{level.ttft_p95_ms:7.1f} ms{follow} e2e p50 {level.e2e_p50_ms:7.0f} ms "
+        f"TTFT p50/p95 {_ms(level.ttft_p50_ms, 7, 1)}/{_ms(level.ttft_p95_ms, 7, 1)} ms{follow} "
+        f"e2e p50 {_ms(level.e2e_p50_ms, 7, 0)} ms "
         f"ITL {level.itl_mean_ms} ms prompt {level.prompt_tokens_mean:.0f}{hits} errors {level.errors}"
         f" per engine {level.requests_per_engine}"
     )

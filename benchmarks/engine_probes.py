@@ -18,7 +18,6 @@ prefix cache.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import statistics
 import time
@@ -27,6 +26,7 @@ from typing import Any
 
 import aiohttp
 
+from cli_support.sse import timed_json_events
 from conversations import TOKEN_ID_RANGE
 
 
@@ -53,15 +53,9 @@ async def _stream(session: aiohttp.ClientSession, url: str, body: dict[str, Any]
     async with session.post(url, json=body) as response:
         if response.status != 200:
             raise RuntimeError(f"{response.status}: {(await response.text())[:200]}")
-        buffer = b""
-        async for chunk in response.content.iter_any():
-            now = time.perf_counter()
-            buffer += chunk
-            *events, buffer = buffer.split(b"\n\n")
-            for event in events:
-                if event.startswith(b"data: {"):
-                    for choice in json.loads(event[6:]).get("choices") or ():
-                        times += [now] * len(choice.get("token_ids") or [])
+        async for now, payload in timed_json_events(response.content.iter_any(), time.perf_counter):
+            for choice in payload.get("choices") or ():
+                times += [now] * len(choice.get("token_ids") or [])
     return times
 
 

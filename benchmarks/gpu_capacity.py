@@ -41,9 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -56,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import engine_probes
 from app_config.root import AppConfig
+from cli_support.argtypes import cpu_set, int_in, int_list, non_negative_float, positive_float
 from conversations import (
     LevelSummary,
     Mode,
@@ -67,10 +66,10 @@ from conversations import (
     warm_up,
 )
 from gpu_report import container_environment
-from gpu_serving import GPU, SMOKE, Profile, ensure_model, gpu_total_mib, use_cpu_engine_shim
-from servers_under_test import ServerRun, jit_lines, start
+from gpu_serving import GPU, SMOKE, Profile, gpu_total_mib, prepare_model, use_cpu_engine_shim
+from servers_under_test import ServerRun, jit_lines, start, stop_servers_on_sigterm
 from serving_app.settings import Settings
-from serving_contract import env
+from serving_contract import env, lifecycle
 from serving_contract.request_classes import RequestClass
 
 SLO = AppConfig().slo
@@ -125,10 +124,12 @@ def start_engines(
         warm_up(server.base_url, adapters)
         # The container's warm-up reaches prefill-sized LoRA batches before /ping (issue 35);
         # without this the first measured level pays Triton's JIT compile.
-        tokens = int(settings_env.get(env.WARMUP_PREFILL_TOKENS, env.WARMUP_PREFILL_TOKENS_DEFAULT))
-        server.figures["prefill_warmup"] = prefill_warm_up(
-            server.base_url, [*adapters, config.model.name], sizes=(tokens, tokens - 1)
-        )
+        # As the container sends it: a multiple of 16 and one fewer; 0 turns it off.
+        tokens = int(settings_env.get(env.WARMUP_PREFILL_TOKENS) or lifecycle.WARMUP_PREFILL_TOKENS.default) // 16 * 16
+        if tokens:
+            server.figures["prefill_warmup"] = prefill_warm_up(
+                server.base_url, [*adapters, config.model.name], sizes=(tokens, tokens - 1)
+            )
         server.figures["jit_at_ready"] = jit_lines(server.log_path)
         print(
             f"{server.name}: ready after {server.ready_s} s, KV tokens {server.figures.get('kv_cache_tokens')}",
@@ -300,71 +301,51 @@ def planned_kv_cache_bytes(config: AppConfig) -> int:
     return plan.kv_tokens * plan.kv_bytes_per_token
 
 
-def _levels(text: str) -> list[int]:
-    try:
-        levels = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers such as 1,8,32") from None
-    if not levels or min(levels) < 1 or levels != sorted(levels):
-        raise argparse.ArgumentTypeError(f"{text!r}: levels must be >= 1 and increasing")
-    return levels
-
-
-def _think_s(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value >= 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds >= 0 (0: the next turn at once)")
-    return value
-
-
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    # `timeout` (gpu_session.sh) sends SIGTERM: unwind, so every `finally` stops its servers,
-    # which run in sessions of their own and would otherwise outlive this process.
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    stop_servers_on_sigterm()
     parser = argparse.ArgumentParser(prog="gpu_capacity.py", description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("capacity", "sessions"))
     parser.add_argument("--smoke", action="store_true", help="vLLM's CPU build, tiny model, seconds of load")
     parser.add_argument("--out-dir", default="gpu-bench-results")
     parser.add_argument("--name", help="result file name (default: the mode)")
     parser.add_argument("--model-dir", help="reuse a model made earlier (default: <out-dir>/model, made if absent)")
-    parser.add_argument("--gpu-memory-utilization", type=float, help="0.26 on an H100 = an ml.g5.xlarge's KV budget")
-    parser.add_argument("--server-cpus", help="CPU set of the engine (capacity), e.g. 0-3")
-    parser.add_argument("--engines", type=int, default=3, help="engines on the GPU (sessions)")
-    parser.add_argument("--engine-cpus", help="CPU set per engine, ';'-separated (sessions), e.g. '0-3;4-7;8-11'")
-    parser.add_argument("--fresh-levels", type=_levels, help=f"default {','.join(map(str, FRESH_LEVELS))}")
     parser.add_argument(
-        "--conversation-levels", type=_levels, help=f"per engine; default {','.join(map(str, CONVERSATION_LEVELS))}"
+        "--gpu-memory-utilization", type=positive_float, help="0.26 on an H100 = an ml.g5.xlarge's KV budget"
     )
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per level")
-    parser.add_argument("--warmup-s", type=float, default=3.0, help="unmeasured seconds before each level")
+    parser.add_argument("--server-cpus", help="CPU set of the engine (capacity), e.g. 0-3")
+    parser.add_argument("--engines", type=int_in(1), default=3, help="engines on the GPU (sessions)")
+    parser.add_argument("--engine-cpus", help="CPU set per engine, ';'-separated (sessions), e.g. '0-3;4-7;8-11'")
+    parser.add_argument(
+        "--fresh-levels", type=int_list(1, increasing=True), help=f"default {','.join(map(str, FRESH_LEVELS))}"
+    )
+    parser.add_argument(
+        "--conversation-levels",
+        type=int_list(1, increasing=True),
+        help=f"per engine; default {','.join(map(str, CONVERSATION_LEVELS))}",
+    )
+    parser.add_argument("--seconds", type=positive_float, default=20.0, help="measured seconds per level")
+    parser.add_argument("--warmup-s", type=non_negative_float, default=3.0, help="unmeasured seconds before each level")
     parser.add_argument(
         "--ttft-slo-ms",
-        type=float,
+        type=positive_float,
         default=min(SLO.cold.ttft_p95_ms, SLO.warm.ttft_p95_ms),
         help="every turn's TTFT p95 objective, ms (default: the stricter of the config's slo.<class>.ttft_p95_ms)",
     )
     for klass in ("cold", "warm"):
         parser.add_argument(
             f"--{klass}-ttft-slo-ms",
-            type=float,
+            type=positive_float,
             default=SLO.of(RequestClass(klass)).ttft_p95_ms,
             help=f"{klass} requests' TTFT p95 objective, ms (default: the config's slo.{klass}.ttft_p95_ms)",
         )
     parser.add_argument(
         "--think-s",
-        type=_think_s,
+        type=non_negative_float,
         default=THINK_S,
         help=f"sessions: mean pause between a conversation's turns (default {THINK_S:g})",
     )
-    parser.add_argument("--client-cpus", help="CPU set of this load generator (taskset semantics)")
-    parser.add_argument("--port", type=int, default=18180)
+    parser.add_argument("--client-cpus", type=cpu_set, help="CPU set of this load generator (taskset semantics)")
+    parser.add_argument("--port", type=int_in(1, 65535), default=18180)
     args = parser.parse_args(argv)
 
     profile = SMOKE if args.smoke else GPU
@@ -378,13 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.client_cpus:
         import os  # noqa: PLC0415
 
-        from gpu_serving import _cpu_set  # noqa: PLC0415
-
-        os.sched_setaffinity(0, _cpu_set(args.client_cpus))
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    args.model_dir = args.model_dir or str(out / "model")
-    ensure_model(Path(args.model_dir), profile, device="cpu" if args.smoke else "cuda")
+        os.sched_setaffinity(0, args.client_cpus)
+    prepare_model(args, profile)
     adapters = [a.name for a in AppConfig().model.adapters]
     print(f"request shape {shape}: mean prompt {shape.mean_prompt_tokens:.0f} tokens", flush=True)
     started = time.monotonic()

@@ -82,18 +82,20 @@ def planned_kv_tokens(model: dict[str, Any], settings: Settings, memory_mib: int
     return plan.kv_tokens
 
 
+def _ms(value: float | None, spec: str = ",.1f") -> str:
+    """A figure in ms; ``-`` where the level had no sample for it (serving_load's percentiles are then null)."""
+    return "-" if value is None else format(value, spec)
+
+
 def format_level(level: dict[str, Any]) -> str:
     """One level (``LevelResult.to_json()``) on one line: req/s, tok/s, latency and TTFT in ms, errors."""
-
-    def ms(value: float | None) -> str:
-        return "-" if value is None else f"{value:,.1f}"
 
     mode = "stream" if level["stream"] else "sync"
     return (
         f"c={level['concurrency']:<4} {mode:<6} {level['requests_per_s']:8.2f} req/s "
-        f"{level['output_tokens_per_s']:9,.0f} tok/s  p50 {ms(level['latency_p50_ms'])} "
-        f"p99 {ms(level['latency_p99_ms'])} ms  TTFT p50 {ms(level['ttft_p50_ms'])} "
-        f"p99 {ms(level['ttft_p99_ms'])} ms  ITL {ms(level['itl_mean_ms'])} ms  "
+        f"{level['output_tokens_per_s']:9,.0f} tok/s  p50 {_ms(level['latency_p50_ms'])} "
+        f"p99 {_ms(level['latency_p99_ms'])} ms  TTFT p50 {_ms(level['ttft_p50_ms'])} "
+        f"p99 {_ms(level['ttft_p99_ms'])} ms  ITL {_ms(level['itl_mean_ms'])} ms  "
         f"errors {level['errors']}/{level['requests']}"
     )
 
@@ -127,7 +129,7 @@ def report(results: list[dict[str, Any]]) -> str:
             lines.append(
                 f"| {result['setup']} | {lv['concurrency']} | {'stream' if lv['stream'] else 'sync'} | "
                 f"{lv['requests_per_s']:.2f} | {lv['output_tokens_per_s']:,.0f} | "
-                f"{lv['latency_p50_ms']:,.0f} / {lv['latency_p99_ms']:,.0f} | {ttft} | {itl} | "
+                f"{_ms(lv['latency_p50_ms'], ',.0f')} / {_ms(lv['latency_p99_ms'], ',.0f')} | {ttft} | {itl} | "
                 f"{lv['errors']}/{lv['requests']} |"
             )
     lines += [

@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from app_config.gpu_instances import GIB
 from app_config.root import AppConfig
+from cli_support.argtypes import cpu_set, int_in, int_list, positive_float
 from gpu_report import container_environment, format_level, report
 from servers_under_test import ServerRun, start
 from serving_app.settings import Settings
@@ -282,15 +283,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="vLLM's CPU build, tiny model, seconds of load")
     parser.add_argument("--out-dir", default="gpu-bench-results", help="per-setup JSON and server logs")
     parser.add_argument("--model-dir", help="reuse a model made earlier (default: <out-dir>/model, made if absent)")
-    parser.add_argument("--vocab-size", type=int, help="vocabulary of the model (default: the preset's)")
-    parser.add_argument("--gpu-memory-utilization", type=float, help="override the config's 0.92")
-    parser.add_argument("--concurrency", type=_levels, help="comma-separated levels (default 1,8,32,128; smoke 1,4)")
+    parser.add_argument("--vocab-size", type=int_in(1), help="vocabulary of the model (default: the preset's)")
+    parser.add_argument("--gpu-memory-utilization", type=positive_float, help="override the config's 0.92")
+    parser.add_argument(
+        "--concurrency", type=int_list(1), help="comma-separated levels (default 1,8,32,128; smoke 1,4)"
+    )
     parser.add_argument("--server-cpus", default="0-3", help="CPU set of the *-4cpu setups (taskset -c)")
     parser.add_argument(
-        "--client-cpus", type=_cpu_set, help="CPU set of this load generator (taskset semantics, e.g. 4-15)"
+        "--client-cpus", type=cpu_set, help="CPU set of this load generator (taskset semantics, e.g. 4-15)"
     )
     parser.add_argument("--clear-compile-cache", action="store_true", help=f"empty {COMPILE_CACHE} first")
-    parser.add_argument("--port", type=int, default=18080)
+    parser.add_argument("--port", type=int_in(1, 65535), default=18080)
     parser.add_argument("--report", nargs="*", help="print the tables of saved results (dirs or files) and exit")
     args = parser.parse_args(argv)
 
@@ -313,10 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         import os  # noqa: PLC0415
 
         os.sched_setaffinity(0, args.client_cpus)
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    args.model_dir = args.model_dir or str(out / "model")
-    model = ensure_model(Path(args.model_dir), profile, device="cpu" if args.smoke else "cuda")
+    model = prepare_model(args, profile)
     print(
         f"model: {profile.preset}, vocabulary {model['shape']['vocab_size']:,}, "
         f"{model['weights_bytes'] / GIB:.2f} GiB of weights; prompt {PROMPT[:40]!r}..., "
@@ -332,6 +332,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: done in {time.monotonic() - started:.0f} s", flush=True)
     print(report(results))
     return 0
+
+
+def prepare_model(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
+    """Make ``--out-dir``; the model at ``--model-dir`` (default and stored in ``args``:
+    ``<out-dir>/model``), made first if absent, on the CPU with ``--smoke``. Returns its summary."""
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    args.model_dir = args.model_dir or str(out / "model")
+    return ensure_model(Path(args.model_dir), profile, device="cpu" if args.smoke else "cuda")
 
 
 def ensure_model(root: Path, profile: Profile, device: str) -> dict[str, Any]:
@@ -352,31 +361,6 @@ def ensure_model(root: Path, profile: Profile, device: str) -> dict[str, Any]:
     summary_path.write_text(json.dumps(summary))
     print(f"made the model in {summary['seconds']} s", flush=True)
     return summary
-
-
-def _levels(text: str) -> list[int]:
-    """``--concurrency``: comma-separated positive integers; argparse shows the error on one line."""
-    try:
-        levels = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers such as 1,8,32") from None
-    if not levels or min(levels) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: every level must be >= 1")
-    return levels
-
-
-def _cpu_set(text: str) -> set[int]:
-    """``--client-cpus``: taskset's list syntax (``4-15`` or ``0,2,4-7``) as a set of CPU numbers."""
-    cpus: set[int] = set()
-    try:
-        for part in text.split(","):
-            low, _, high = part.partition("-")
-            cpus.update(range(int(low), int(high or low) + 1))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected CPU numbers and ranges such as 4-15 or 0,2,4-7") from None
-    if not cpus:
-        raise argparse.ArgumentTypeError(f"{text!r}: names no CPU")
-    return cpus
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ import argparse
 import json
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -50,10 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from app_config.root import AppConfig
+from cli_support.argtypes import int_in, positive_float
 from conversations import RequestShape, format_summary, run_level
 from gpu_report import container_environment
-from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, ensure_model, use_cpu_engine_shim
-from servers_under_test import ServerRun, read_figures, start
+from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, prepare_model, use_cpu_engine_shim
+from servers_under_test import ServerRun, read_figures, start, stop_servers_on_sigterm
 from serving_app.settings import Settings
 from serving_contract import compile_cache as cache_contract
 from serving_contract import env
@@ -400,29 +400,23 @@ def matrix(
     return results
 
 
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    # `timeout` (gpu_session.sh) sends SIGTERM: unwind, so every `finally` stops its servers,
-    # which run in sessions of their own and would otherwise outlive this process.
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    stop_servers_on_sigterm()
     parser = argparse.ArgumentParser(prog="gpu_startup.py", description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("startup", "matrix"))
     parser.add_argument("--levers", default="cold,hit,gateway-hit", help=f"comma-separated, of {', '.join(LEVERS)}")
     parser.add_argument("--entries", help="'|'-separated matrix entries (default: every entry of MATRIX)")
-    parser.add_argument("--parallel", type=int, default=1, help="matrix engines started side by side")
-    parser.add_argument("--kv-cache-memory-bytes", type=int, help="matrix: fixed KV cache per engine")
+    parser.add_argument("--parallel", type=int_in(1), default=1, help="matrix engines started side by side")
+    parser.add_argument("--kv-cache-memory-bytes", type=int_in(1), help="matrix: fixed KV cache per engine")
     parser.add_argument("--smoke", action="store_true", help="vLLM's CPU build, tiny model, seconds of load")
     parser.add_argument("--out-dir", default="gpu-bench-results")
     parser.add_argument("--name", help="result file name (default: the mode)")
     parser.add_argument("--model-dir", help="reuse a model made earlier (default: <out-dir>/model, made if absent)")
-    parser.add_argument("--gpu-memory-utilization", type=float)
+    parser.add_argument("--gpu-memory-utilization", type=positive_float)
     parser.add_argument("--server-cpus", help="CPU set of each server (startup), e.g. 0-3")
-    parser.add_argument("--load-seconds", type=float, default=10.0)
-    parser.add_argument("--load-concurrency", type=int, default=8)
-    parser.add_argument("--port", type=int, default=18280)
+    parser.add_argument("--load-seconds", type=positive_float, default=10.0)
+    parser.add_argument("--load-concurrency", type=int_in(1), default=8)
+    parser.add_argument("--port", type=int_in(1, 65535), default=18280)
     args = parser.parse_args(argv)
 
     profile = SMOKE if args.smoke else GPU
@@ -442,10 +436,7 @@ def main(argv: list[str] | None = None) -> int:
                 matrix_entry(entry)
             except argparse.ArgumentTypeError as exc:
                 parser.error(f"--entries: {exc}")
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    args.model_dir = args.model_dir or str(out / "model")
-    ensure_model(Path(args.model_dir), profile, device="cpu" if args.smoke else "cuda")
+    prepare_model(args, profile)
     adapters = [a.name for a in AppConfig().model.adapters]
     began = time.monotonic()
     (startup if args.mode == "startup" else matrix)(args, profile, shape, adapters)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -42,11 +41,12 @@ for path in (HERE, HERE.parent, HERE.parent / "container", HERE.parent / "benchm
         sys.path.insert(0, str(path))
 
 from app_config.root import AppConfig  # noqa: E402
+from cli_support.argtypes import cpu_set, int_in, non_negative_float, positive_float  # noqa: E402
 from conversations import LevelSummary, RequestShape, format_summary, prefill_warm_up, run_level, warm_up  # noqa: E402
 from gpu_capacity import at_slo, start_engines  # noqa: E402
 from gpu_report import container_environment  # noqa: E402
 from gpu_serving import GPU  # noqa: E402
-from servers_under_test import ServerRun, jit_lines, start, triton_cache_entries  # noqa: E402
+from servers_under_test import ServerRun, jit_lines, start, stop_servers_on_sigterm, triton_cache_entries  # noqa: E402
 from serving_contract import env  # noqa: E402
 
 KV_CACHE_BYTES = 14403239936
@@ -204,12 +204,8 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
     return " | ".join(parts)
 
 
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    stop_servers_on_sigterm()
     parser = argparse.ArgumentParser(prog="lora_levers.py", description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--out-dir", required=True, help="lora-levers.json goes here")
@@ -218,18 +214,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default="base,max3,max3+tuned", help="comma-separated; levers joined with '+'")
     parser.add_argument("--reference", default="base", help="configs that also run every request to the base model")
     parser.add_argument("--levels", default="1,4,8,12,16", help="concurrency levels, increasing")
-    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per level")
-    parser.add_argument("--warmup-s", type=float, default=2.0, help="unmeasured seconds before each level")
+    parser.add_argument("--seconds", type=positive_float, default=8.0, help="measured seconds per level")
+    parser.add_argument("--warmup-s", type=non_negative_float, default=2.0, help="unmeasured seconds before each level")
     parser.add_argument(
         "--ttft-slo-ms",
-        type=float,
+        type=positive_float,
         default=AppConfig().slo.cold.ttft_p95_ms,
         help="TTFT p95 objective of the fresh (cold) requests, ms (default: the config's slo.cold.ttft_p95_ms)",
     )
-    parser.add_argument("--gpu-memory-utilization", type=float, default=None)
-    parser.add_argument("--kv-cache-bytes", type=int, default=KV_CACHE_BYTES)
+    parser.add_argument("--gpu-memory-utilization", type=positive_float, default=None)
+    parser.add_argument("--kv-cache-bytes", type=int_in(1), default=KV_CACHE_BYTES)
     parser.add_argument("--server-cpus", default="0-3")
-    parser.add_argument("--client-cpus", default=None)
+    parser.add_argument("--client-cpus", type=cpu_set, help="CPU set of this load generator (taskset semantics)")
     parser.add_argument("--no-prefill-warmup", action="store_true", help="the old warm-up only (short chats)")
     parser.add_argument(
         "--gateway",
@@ -237,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         help="start the container (serving_app serve: its defaults, argv and warm-up) instead of bare vLLM; "
         "'tuned' then sets LORA_TUNED_CONFIG_DIR",
     )
-    parser.add_argument("--port", type=int, default=18280)
+    parser.add_argument("--port", type=int_in(1, 65535), default=18280)
     args = parser.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",")]
     args.reference = set(filter(None, args.reference.split(",")))
@@ -245,9 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     Path(args.log_dir).mkdir(parents=True, exist_ok=True)
     if args.client_cpus:
-        from gpu_serving import _cpu_set  # noqa: PLC0415
-
-        os.sched_setaffinity(0, _cpu_set(args.client_cpus))
+        os.sched_setaffinity(0, args.client_cpus)
     config = AppConfig()
     adapters = [a.name for a in config.model.adapters]
     names = [n for n in args.configs.split(",") if n]

@@ -99,6 +99,17 @@ class ServerRun:
         self.process.wait()
 
 
+def stop_servers_on_sigterm() -> None:
+    """Turn SIGTERM into KeyboardInterrupt in this process: ``timeout`` (gpu_session.sh) sends
+    SIGTERM, and unwinding lets every ``finally`` stop its servers, which run in sessions of their
+    own and would otherwise outlive this process."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def read_figures(log_path: Path) -> dict[str, Any]:
     """The start-up figures of :data:`LOG_FIGURES` found in a vLLM log (first match each)."""
     text = log_path.read_text(errors="replace")

@@ -10,7 +10,6 @@ client library.
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import aiohttp
+
+from cli_support.percentiles import percentile
+from cli_support.sse import timed_json_events
 
 PROMPT = (
     "You are MangaAssist, a manga shopping assistant. Recommend three action manga for a reader who "
@@ -49,8 +51,9 @@ class LevelResult:
     wall_s: float
     requests_per_s: float
     output_tokens_per_s: float
-    latency_p50_ms: float
-    latency_p99_ms: float
+    latency_p50_ms: float | None
+    """None (JSON null) when no request of the level succeeded; so are the other percentiles."""
+    latency_p99_ms: float | None
     ttft_p50_ms: float | None
     ttft_p99_ms: float | None
     itl_mean_ms: float | None
@@ -64,17 +67,6 @@ class LevelResult:
     def to_json(self) -> dict[str, Any]:
         """The level as JSON-ready values (what ``--out-dir/<setup>.json`` stores)."""
         return asdict(self)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) by linear interpolation, as numpy's default."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    rank = (len(ordered) - 1) * q / 100
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def chat_body(model: str, output_tokens: int, stream: bool) -> dict[str, Any]:
@@ -109,26 +101,19 @@ async def _one(session: aiohttp.ClientSession, url: str, body: dict[str, Any], e
                     prompt_tokens=usage.get("prompt_tokens", 0),
                 )
             sample = Sample(200, 0.0)
-            buffer = b""
-            async for chunk in response.content.iter_any():
-                now = time.perf_counter() - started
-                buffer += chunk
-                *events, buffer = buffer.split(b"\n\n")
-                for event in events:
-                    if not event.startswith(b"data: {"):
-                        continue
-                    payload = json.loads(event[6:])
-                    if payload.get("choices"):
-                        # vLLM sends its first event (role + first token) when the first token is out.
-                        if sample.ttft_s is None:
-                            sample.ttft_s = now
-                        sample.last_token_s = now
-                    if payload.get("usage"):
-                        sample.output_tokens = payload["usage"]["completion_tokens"]
-                        sample.prompt_tokens = payload["usage"]["prompt_tokens"]
+            async for arrived, payload in timed_json_events(response.content.iter_any(), time.perf_counter):
+                now = arrived - started
+                if payload.get("choices"):
+                    # vLLM sends its first event (role + first token) when the first token is out.
+                    if sample.ttft_s is None:
+                        sample.ttft_s = now
+                    sample.last_token_s = now
+                if payload.get("usage"):
+                    sample.output_tokens = payload["usage"]["completion_tokens"]
+                    sample.prompt_tokens = payload["usage"]["prompt_tokens"]
             sample.latency_s = time.perf_counter() - started
             return sample
-    except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as exc:
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
         errors.append(f"{exc.__class__.__name__}: {exc}"[:200])
         return Sample(0, time.perf_counter() - started)
 
@@ -257,6 +242,10 @@ async def run_ab_level(
     }
 
 
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
 def summarise(
     samples: Sequence[Sample], wall: float, *, concurrency: int, stream: bool, errors: list[str]
 ) -> LevelResult:
@@ -277,10 +266,10 @@ def summarise(
         wall_s=round(wall, 3),
         requests_per_s=round(len(ok) / wall, 3) if wall else 0.0,
         output_tokens_per_s=round(sum(s.output_tokens for s in ok) / wall, 1) if wall else 0.0,
-        latency_p50_ms=round(percentile(latencies, 50), 1),
-        latency_p99_ms=round(percentile(latencies, 99), 1),
-        ttft_p50_ms=round(percentile(ttfts, 50), 2) if ttfts else None,
-        ttft_p99_ms=round(percentile(ttfts, 99), 2) if ttfts else None,
+        latency_p50_ms=_rounded(percentile(latencies, 50), 1),
+        latency_p99_ms=_rounded(percentile(latencies, 99), 1),
+        ttft_p50_ms=_rounded(percentile(ttfts, 50), 2),
+        ttft_p99_ms=_rounded(percentile(ttfts, 99), 2),
         itl_mean_ms=round(statistics.fmean(itls), 3) if itls else None,
         prompt_tokens=round(statistics.fmean(s.prompt_tokens for s in ok)) if ok else 0,
         output_tokens=round(statistics.fmean(s.output_tokens for s in ok)) if ok else 0,

@@ -50,6 +50,7 @@ from typing import Any
 from app_config.capacity import CURVE_CLASSES
 from app_config.errors import ConfigError
 from app_config.gpu_instances import H100_80GB, H200, INSTANCE_GPUS, Gpu
+from cli_support.argtypes import positive_float
 from devtools import capacity_plan, ttft_model
 from devtools.ttft_model import TtftFit
 
@@ -246,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help=f"regenerate {TABLE.relative_to(REPO)}")
     parser.add_argument(
         "--slo-ms",
-        type=float,
+        type=positive_float,
         default=None,
         help="TTFT p95 SLO for the summary, ms (default: the config's slo.<class>.ttft_p95_ms, fresh = cold, "
         "conversations = warm)",

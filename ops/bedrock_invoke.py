@@ -12,24 +12,41 @@ read from the stack output ``ImportedModelArn<PascalCaseName>``)::
 
 Prints the assistant's reply (``--raw`` prints the whole JSON response). Needs AWS credentials
 with bedrock:InvokeModel on the model (and kms:Decrypt on the model key) and, with ``--stack``,
-cloudformation:DescribeStacks. A cold imported model answers ModelNotReadyException while
-Bedrock loads it; the script retries that up to ``--attempts`` times.
+cloudformation:DescribeStacks.
+
+A cold imported model answers ModelNotReadyException while Bedrock restores it. botocore retries
+it (the service model marks it retryable; Bedrock user guide, "Invoke your imported model":
+configure the SDK's retries), so the client is configured, not wrapped in a loop of our own:
+standard retry mode, ``--attempts`` tries in all (see :func:`retry_config`).
 """
 
 import argparse
 import json
 import sys
-import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 
+from cli_support.argtypes import int_in, non_negative_float
 from serving_contract.outputs import imported_model_output
 
-# Seconds between attempts while the model is loading (Bedrock: "retry ModelNotReadyException").
-RETRY_WAIT_S = 10.0
+DEFAULT_ATTEMPTS: Final = 15
+"""InvokeModel tries in all while the model is not ready. botocore's standard mode waits
+rand(0, 1) x min(0.05 s x 2^i, 20 s) before retry i for an error that is not throttling
+(botocore/retries/standard.py, ExponentialBackoff; ModelNotReadyException is modelled
+retryable, not throttling): 15 tries wait about a minute in all (at most ~125 s), as the
+former 6 tries 10 s apart did."""
+
+
+def retry_config(attempts: int) -> Config:
+    """botocore client config: standard retry mode, ``attempts`` tries in all (the first included).
+
+    Standard mode, not the legacy one (which an ``AWS_RETRY_MODE`` or profile could select):
+    it retries the errors the service model marks retryable, ModelNotReadyException among them."""
+    return Config(retries={"mode": "standard", "total_max_attempts": attempts})
 
 
 def chat_body(prompt: str, *, system: str | None, max_tokens: int, temperature: float) -> dict[str, Any]:
@@ -50,20 +67,12 @@ def model_arn_from_stack(cloudformation: Any, stack_name: str, model_name: str) 
     return str(found[key])
 
 
-def invoke(runtime: Any, model_arn: str, body: dict[str, Any], *, attempts: int, wait_s: float) -> dict[str, Any]:
-    """InvokeModel, retrying ModelNotReadyException (a cold model) up to ``attempts`` times."""
-    for attempt in range(1, attempts + 1):
-        try:
-            response = runtime.invoke_model(
-                modelId=model_arn, body=json.dumps(body), contentType="application/json", accept="application/json"
-            )
-            return dict(json.loads(response["body"].read()))
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ModelNotReadyException" or attempt == attempts:
-                raise
-            print(f"model not ready (attempt {attempt}/{attempts}); retrying in {wait_s:.0f} s", file=sys.stderr)
-            time.sleep(wait_s)
-    raise AssertionError("unreachable")
+def invoke(runtime: Any, model_arn: str, body: dict[str, Any]) -> dict[str, Any]:
+    """InvokeModel with a JSON body; the client's retry config retries a cold model."""
+    response = runtime.invoke_model(
+        modelId=model_arn, body=json.dumps(body), contentType="application/json", accept="application/json"
+    )
+    return dict(json.loads(response["body"].read()))
 
 
 def reply_text(response: dict[str, Any]) -> str:
@@ -79,9 +88,14 @@ def main(argv: Sequence[str] | None = None, *, runtime: Any = None, cloudformati
     parser.add_argument("--model", help="configured model name (bedrock.models[].name), with --stack")
     parser.add_argument("--region", help="AWS region (default: the SDK's)")
     parser.add_argument("--system", help="system message")
-    parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--temperature", type=float, default=0.2)
-    parser.add_argument("--attempts", type=int, default=6, help="tries while the model is loading")
+    parser.add_argument("--max-tokens", type=int_in(1), default=256)
+    parser.add_argument("--temperature", type=non_negative_float, default=0.2)
+    parser.add_argument(
+        "--attempts",
+        type=int_in(1),
+        default=DEFAULT_ATTEMPTS,
+        help=f"InvokeModel tries in all, botocore's standard retry mode (default {DEFAULT_ATTEMPTS}: about a minute)",
+    )
     parser.add_argument("--raw", action="store_true", help="print the whole JSON response")
     parser.add_argument("prompt", help="user message")
     args = parser.parse_args(argv)
@@ -93,9 +107,13 @@ def main(argv: Sequence[str] | None = None, *, runtime: Any = None, cloudformati
     else:
         cloudformation = cloudformation or boto3.client("cloudformation", region_name=args.region)
         model_arn = model_arn_from_stack(cloudformation, args.stack, args.model)
-    runtime = runtime or boto3.client("bedrock-runtime", region_name=args.region)
+    runtime = runtime or boto3.client("bedrock-runtime", region_name=args.region, config=retry_config(args.attempts))
     body = chat_body(args.prompt, system=args.system, max_tokens=args.max_tokens, temperature=args.temperature)
-    response = invoke(runtime, model_arn, body, attempts=args.attempts, wait_s=RETRY_WAIT_S)
+    try:
+        response = invoke(runtime, model_arn, body)
+    except (ClientError, BotoCoreError) as error:
+        print(f"error: InvokeModel on {model_arn} failed: {error}", file=sys.stderr)
+        return 1
     print(json.dumps(response, indent=2) if args.raw else reply_text(response))
     return 0
 

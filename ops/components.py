@@ -19,8 +19,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ops.exit_codes import ExitCode, OpsError, aws_error
 from ops.invoke import Answer
+from ops.waiting import IN_SERVICE, wait_until_in_service
 
-IN_SERVICE: Final = "InService"
 FAILED: Final = "Failed"
 IN_PROGRESS: Final = frozenset({"Creating", "Updating"})
 """Statuses of a component that SageMaker is still changing (a deployment, a rolling update)."""
@@ -127,19 +127,18 @@ def wait_component(
     Failed or Deleting ends the wait at once (NOT_READY, with FailureReason); so does
     ``timeout_s`` seconds without success (NOT_READY naming ``timeout_flag``).
     """
-    deadline = clock() + timeout_s
-    while True:
-        state = describe_component(sagemaker, name)
-        if state.status == IN_SERVICE and (settled is None or settled(state)):
-            return state
-        if state.status in WAIT_ENDS:
-            raise OpsError(f"inference component {name} is {state.status}{_reason(state)}", ExitCode.NOT_READY)
-        if clock() >= deadline:
-            raise OpsError(
-                f"inference component {name} still {state.brief()} after {timeout_s:g} s ({timeout_flag})",
-                ExitCode.NOT_READY,
-            )
-        sleep(poll_s)
+    return wait_until_in_service(
+        lambda: describe_component(sagemaker, name),
+        what=f"inference component {name}",
+        ends=WAIT_ENDS,
+        timeout_s=timeout_s,
+        poll_s=poll_s,
+        clock=clock,
+        sleep=sleep,
+        timeout_flag=timeout_flag,
+        still=ComponentState.brief,
+        settled=settled,
+    )
 
 
 def has_a_copy(state: ComponentState) -> bool:

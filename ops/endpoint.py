@@ -15,9 +15,8 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ops.exit_codes import ExitCode, OpsError, aws_error
+from ops.waiting import IN_SERVICE, wait_until_in_service
 from serving_contract import components, outputs
-
-IN_SERVICE = "InService"
 
 VARIANTS: Final = "variants"
 INFERENCE_COMPONENTS: Final = "inference_components"
@@ -236,20 +235,18 @@ def wait_in_service(
 
     SageMaker moves the endpoint to ``Updating`` during UpdateEndpointWeightsAndCapacities and
     back to ``InService`` when the new weights are active; ``settled`` guards against reading
-    the old state before the update shows. Raises OpsError (NOT_READY) on Failed or timeout.
+    the old state before the update shows. Raises OpsError (NOT_READY) on a status in
+    :data:`WAIT_ENDS` or timeout (``ops.waiting.wait_until_in_service``).
     """
-    deadline = clock() + timeout_s
-    while True:
-        state = describe(sagemaker, endpoint_name)
-        if state.status == IN_SERVICE and (settled is None or settled(state)):
-            return state
-        if state.status in WAIT_ENDS:
-            reason = f" ({state.failure_reason})" if state.failure_reason else ""
-            raise OpsError(f"endpoint {endpoint_name} is {state.status}{reason}", ExitCode.NOT_READY)
-        if clock() >= deadline:
-            what = state.status if state.status != IN_SERVICE else "InService with the old weights"
-            raise OpsError(
-                f"endpoint {endpoint_name} still {what} after {timeout_s:g} s (--update-timeout-s)",
-                ExitCode.NOT_READY,
-            )
-        sleep(poll_s)
+    return wait_until_in_service(
+        lambda: describe(sagemaker, endpoint_name),
+        what=f"endpoint {endpoint_name}",
+        ends=WAIT_ENDS,
+        timeout_s=timeout_s,
+        poll_s=poll_s,
+        clock=clock,
+        sleep=sleep,
+        timeout_flag="--update-timeout-s",
+        still=lambda state: state.status if state.status != IN_SERVICE else "InService with the old weights",
+        settled=settled,
+    )

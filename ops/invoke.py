@@ -6,8 +6,9 @@ variant with ``TargetVariant``, or sent to one inference component with
 ``InferenceComponentName``) and a plain HTTP URL (local tests, a container on a laptop).
 Both return an :class:`Answer`; neither raises for a bad answer, so callers can count failures.
 
-Stream parsing is split into pure functions (:class:`SseDecoder`, :func:`read_event_stream`)
-that take bytes or an iterable of events shaped like botocore's parsed events
+Stream parsing is split into pure functions (:func:`read_sse_chunks`, :func:`read_event_stream`, over
+the repo's one SSE decoder, :class:`cli_support.sse.SseDecoder`) that take bytes or an iterable of
+events shaped like botocore's parsed events
 (``{"PayloadPart": {"Bytes": b"..."}}``, ``{"ModelStreamError": {...}}``,
 ``{"InternalStreamFailure": {...}}``), so they are tested without an AWS event stream.
 """
@@ -21,6 +22,7 @@ from typing import Any, Final, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cli_support.sse import DONE, SseDecodeError, SseDecoder
 from ops.sessions import (
     CLOSED_SESSION_HEADER,
     NEW_SESSION_HEADER,
@@ -131,42 +133,6 @@ def read_completion(body: bytes) -> tuple[str, Mapping[str, Any] | None]:
     return content, usage if isinstance(usage, Mapping) else None
 
 
-class SseDecoder:
-    """Incremental decoder of ``text/event-stream`` bytes into ``data:`` payload strings.
-
-    Events end at a blank line; one event may span several transport chunks (PayloadParts
-    split anywhere, even inside a UTF-8 character) and one chunk may hold several events.
-    """
-
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    def feed(self, chunk: bytes) -> list[str]:
-        """Add bytes; return the data of every event completed by them.
-
-        Raises AnswerError when a completed event's data is not valid UTF-8."""
-        self._buffer += chunk.replace(b"\r\n", b"\n")
-        events: list[str] = []
-        while b"\n\n" in self._buffer:
-            raw, self._buffer = self._buffer.split(b"\n\n", 1)
-            try:
-                data = [
-                    line[5:].removeprefix(b" ").decode("utf-8")
-                    for line in raw.split(b"\n")
-                    if line.startswith(b"data:")
-                ]
-            except UnicodeDecodeError:  # an answer error (one bad answer), not a traceback
-                raise AnswerError(f"stream is not valid UTF-8: {raw[:80]!r}") from None
-            if data:
-                events.append("\n".join(data))
-        return events
-
-    @property
-    def pending(self) -> bytes:
-        """Bytes of an event not yet terminated by a blank line."""
-        return self._buffer
-
-
 @dataclass(frozen=True)
 class StreamResult:
     """A parsed stream: the concatenated content, when its first content arrived, whether [DONE] came."""
@@ -191,8 +157,12 @@ def read_sse_chunks(chunks: Iterable[bytes], *, clock: Clock) -> StreamResult:
     count = 0
     usage: Mapping[str, Any] | None = None
     for chunk in chunks:
-        for data in decoder.feed(chunk):
-            if data.strip() == "[DONE]":
+        try:
+            events = decoder.feed(chunk)
+        except SseDecodeError as error:  # an answer error (one bad answer), not a traceback
+            raise AnswerError(str(error)) from None
+        for data in events:
+            if data.strip() == DONE:
                 done = True
                 continue
             try:

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from app_config.capacity import MeasuredCapacity
 from app_config.errors import to_config_error
 from app_config.slo import SloConfig
+from cli_support.percentiles import percentile
 from ops.conversation import ConversationPlan, run_conversation
 from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import Answer, Target, chat_body
@@ -126,17 +127,6 @@ class LoadPlan:
             raise OpsError(f"--turns: {self.turns} is outside 1..{MAX_TURNS}", ExitCode.USAGE)
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0-100) with linear interpolation between closest ranks; None if empty."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100.0
-    low = math.floor(rank)
-    high = math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
 @dataclass(frozen=True)
 class LevelResult:
     """One concurrency level: answers and its wall time in seconds."""
@@ -161,11 +151,11 @@ class LevelResult:
         """Successful requests per second of wall time."""
         return len(self.ok) / self.wall_s if self.wall_s > 0 else 0.0
 
-    def ttft(self, q: float) -> float | None:
+    def ttft(self, q: int) -> float | None:
         """TTFT percentile of successful streamed answers, seconds."""
         return percentile([a.ttft_s for a in self.ok if a.ttft_s is not None], q)
 
-    def class_ttft(self, q: float, request_class: RequestClass | None, fraction: float) -> float | None:
+    def class_ttft(self, q: int, request_class: RequestClass | None, fraction: float) -> float | None:
         """TTFT percentile of the successful streamed answers of ``request_class`` (None: those
         without usage), classified at ``fraction`` (``LoadPlan.warm_min_cached_fraction``), seconds."""
         return percentile([a.ttft_s for a in self.of_class(request_class, fraction) if a.ttft_s is not None], q)
@@ -174,7 +164,7 @@ class LevelResult:
         """Successful answers of ``request_class`` (None: those whose answer carried no usage)."""
         return [a for a in self.ok if (a.usage and classify_usage(a.usage, fraction)) == request_class]
 
-    def latency(self, q: float) -> float | None:
+    def latency(self, q: int) -> float | None:
         """Latency percentile of successful answers, seconds."""
         return percentile([a.latency_s for a in self.ok], q)
 

@@ -6,10 +6,9 @@ explicit flag from a default and reject it in the other mode with one line (see
 """
 
 import argparse
-import math
-from collections.abc import Callable
 from pathlib import Path
 
+from cli_support.argtypes import int_in, int_list, non_negative_float, positive_float
 from ops.invoke import DEFAULT_PROMPT
 from ops.load import (
     DEFAULT_LEVELS,
@@ -29,43 +28,6 @@ DEFAULT_WATCH_S = 600.0
 SAGEMAKER_INVOKE_TIMEOUT_S = float(SAGEMAKER_INVOCATION_TIMEOUT_S)  # /invocations response limit
 
 
-def _positive_int(limit: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if not 1 <= value <= limit:
-            raise argparse.ArgumentTypeError(f"{value} is outside 1..{limit}")
-        return value
-
-    return parse
-
-
-def _finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value):  # nan compares False with everything, so check first
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = _finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value:g} must be > 0")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = _finite_float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value:g} must be >= 0")
-    return value
-
-
 def _steps(text: str) -> tuple[float, ...]:
     try:
         steps = tuple(float(part) for part in text.split(","))
@@ -74,16 +36,6 @@ def _steps(text: str) -> tuple[float, ...]:
     if any(not 0 < s <= 100 for s in steps) or list(steps) != sorted(set(steps)):
         raise argparse.ArgumentTypeError(f"{text!r}: steps must be strictly increasing percentages in (0, 100]")
     return steps
-
-
-def _levels(text: str) -> tuple[int, ...]:
-    try:
-        levels = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers, e.g. 1,4,16,32") from None
-    if any(not 1 <= level <= MAX_CONCURRENCY for level in levels):
-        raise argparse.ArgumentTypeError(f"{text!r}: each level must be within 1..{MAX_CONCURRENCY}")
-    return levels
 
 
 def _add_common(parser: argparse.ArgumentParser, *, variants: bool) -> None:
@@ -112,13 +64,13 @@ def _add_common(parser: argparse.ArgumentParser, *, variants: bool) -> None:
 def _add_timing(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--update-timeout-s",
-        type=_positive_float,
+        type=positive_float,
         default=900.0,
         help="Max wait for the endpoint to return to InService after a weight change (default 900; variants mode).",
     )
     parser.add_argument(
         "--poll-s",
-        type=_positive_float,
+        type=positive_float,
         default=30.0,
         help="DescribeEndpoint/DescribeInferenceComponent/DescribeAlarms interval (default 30).",
     )
@@ -183,7 +135,7 @@ def _add_promote(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     prom.add_argument(
         "--watch-s",
-        type=_non_negative_float,
+        type=non_negative_float,
         default=None,
         help=f"Alarm watch after each step, s (default {DEFAULT_WATCH_S:g}; variants mode).",
     )
@@ -194,7 +146,7 @@ def _add_promote(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     prom.add_argument(
         "--rollout-timeout-s",
-        type=_positive_float,
+        type=positive_float,
         help="Max wait for the base component's rolling update to end (default: the stage's "
         "serving.inference_components.rollout.maximum_execution_timeout_s, when SageMaker itself gives up and rolls "
         "back; inference_components mode).",
@@ -213,13 +165,13 @@ def _add_smoke_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", action="append", help="Variant to test; repeat (default: all; variants mode).")
     parser.add_argument(
         "--requests",
-        type=_positive_int(MAX_SMOKE_REQUESTS_PER_CASE),
+        type=int_in(1, MAX_SMOKE_REQUESTS_PER_CASE),
         default=1,
         help=f"Requests per adapter x variant x mode (1..{MAX_SMOKE_REQUESTS_PER_CASE}, default 1).",
     )
     parser.add_argument("--mode", choices=(*MODES, "both"), default="both", help="sync, stream or both (default).")
     parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="User message.")
-    parser.add_argument("--max-tokens", type=_positive_int(4096), default=32, help="max_tokens (default 32).")
+    parser.add_argument("--max-tokens", type=int_in(1, 4096), default=32, help="max_tokens (default 32).")
     parser.add_argument(
         "--session",
         action="store_true",
@@ -234,13 +186,13 @@ def _add_smoke_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--wake-timeout-s",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_WAKE_TIMEOUT_S,
         help=f"Max wait for a copy after the wake-up request, s (default {DEFAULT_WAKE_TIMEOUT_S:g}).",
     )
     parser.add_argument(
         "--poll-s",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_WAKE_POLL_S,
         help=f"DescribeInferenceComponent interval while waking, s (default {DEFAULT_WAKE_POLL_S:g}).",
     )
@@ -258,18 +210,18 @@ def _add_load(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -
     load.add_argument("--url", help="Base URL of a server speaking POST /invocations (no AWS); else the endpoint.")
     load.add_argument(
         "--levels",
-        type=_levels,
+        type=int_list(1, MAX_CONCURRENCY),
         default=DEFAULT_LEVELS,
         help="Concurrency levels (default 1,4,16,32).",
     )
     load.add_argument(
         "--requests-per-level",
-        type=_positive_int(MAX_TOTAL_REQUESTS),
+        type=int_in(1, MAX_TOTAL_REQUESTS),
         default=64,
         help="Request budget per level (default 64).",
     )
     load.add_argument(
-        "--level-duration-s", type=_positive_float, default=60.0, help="Time budget per level, s (default 60)."
+        "--level-duration-s", type=positive_float, default=60.0, help="Time budget per level, s (default 60)."
     )
     load.add_argument("--mode", choices=MODES, default="stream", help="stream measures TTFT (default stream).")
     load.add_argument(
@@ -280,36 +232,36 @@ def _add_load(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -
     )
     load.add_argument("--variant", help="Send to this variant only (TargetVariant; variants mode).")
     load.add_argument("--prompt", default=DEFAULT_PROMPT, help="User message.")
-    load.add_argument("--max-tokens", type=_positive_int(4096), default=128, help="max_tokens (default 128).")
+    load.add_argument("--max-tokens", type=int_in(1, 4096), default=128, help="max_tokens (default 128).")
     for klass in ("cold", "warm"):
         load.add_argument(
             f"--{klass}-ttft-slo-ms",
-            type=_positive_float,
+            type=positive_float,
             help=f"TTFT p95 objective of {klass} requests, ms (default: the config's slo.{klass}.ttft_p95_ms).",
         )
-    load.add_argument("--latency-slo-ms", type=_positive_float, help="Latency p95 SLO (default: none).")
+    load.add_argument("--latency-slo-ms", type=positive_float, help="Latency p95 SLO (default: none).")
     load.add_argument(
         "--max-error-rate",
-        type=_non_negative_float,
+        type=non_negative_float,
         help="Largest error fraction a level may have and still count (default: the config's slo.max_error_rate).",
     )
     load.add_argument(
         "--instances",
-        type=_positive_int(100),
+        type=int_in(1, 100),
         help="Instances behind the target (default: the variant's CurrentInstanceCount; 1 with --url; variants mode).",
     )
     load.add_argument(
         "--copies",
-        type=_positive_int(100),
+        type=int_in(1, 100),
         help="Copies of the base component behind the target (default: its CurrentCopyCount; "
         "inference_components mode).",
     )
     load.add_argument(
-        "--timeout-s", type=_positive_float, default=SAGEMAKER_INVOKE_TIMEOUT_S, help="Per-request timeout with --url."
+        "--timeout-s", type=positive_float, default=SAGEMAKER_INVOKE_TIMEOUT_S, help="Per-request timeout with --url."
     )
     load.add_argument(
         "--turns",
-        type=_positive_int(MAX_TURNS),
+        type=int_in(1, MAX_TURNS),
         default=1,
         help="Turns per conversation: above 1, each worker runs conversations in SageMaker stateful sessions "
         "(open, N turns resending the conversation so far, close; docs/sessions.md). Default 1: single requests.",

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from app_config.release import release_pipeline_name
 from app_config.root import AppConfig
+from cli_support.argtypes import positive_float
 from ops.exit_codes import ExitCode, OpsError
 
 DONE: Final = ("Succeeded", "Failed", "Stopped")
@@ -159,8 +160,8 @@ def add_release_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("--eval-set", required=True, help="s3://.../release-inputs/<eval set>.jsonl")
     parser.add_argument("--source-model", help="base_model: s3:// prefix of the checkpoint to quantize (or release).")
     parser.add_argument("--calibration", help="base_model with quantize: s3://.../release-inputs/<set>.jsonl")
-    parser.add_argument("--timeout-s", type=float, default=4 * 3600.0, help="Max wait (default 14400).")
-    parser.add_argument("--poll-s", type=float, default=60.0, help="Status interval (default 60).")
+    parser.add_argument("--timeout-s", type=positive_float, default=4 * 3600.0, help="Max wait (default 14400).")
+    parser.add_argument("--poll-s", type=positive_float, default=60.0, help="Status interval (default 60).")
     parser.add_argument("--stage", default=None, help="Stage (default: cdk.json's `stage`).")
     parser.add_argument("--cdk-json", type=Path, default=Path("cdk.json"), help="cdk.json to read stages from.")
     parser.add_argument("--region", help="AWS region (default: the SDK's).")

@@ -25,6 +25,7 @@ from app_config.compile_cache import instance_start_s
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.variants import VariantKey
 from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
+from cli_support.argtypes import int_in, positive_float
 from devtools import capacity_plan
 from devtools.scaling_sim import demand as demand_module
 from devtools.scaling_sim import engine, report, surge
@@ -193,20 +194,6 @@ def _scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
     )
 
 
-def _positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be > 0")
-    return value
-
-
-def _minutes(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 0 minutes")
-    return value
-
-
 def _surge_at(text: str) -> int:
     try:
         return surge.parse_at(text)
@@ -221,19 +208,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cdk-json", type=Path, default=capacity_plan.REPO / "cdk.json", help="cdk.json to read")
     parser.add_argument("--variant", choices=("primary", "canary"), default="primary", help="variant to simulate")
     parser.add_argument("--demand-csv", type=Path, help="CSV with requests_per_minute (and optionally minute)")
-    parser.add_argument("--demand-scale", type=_positive, default=1.0, help="multiply the demand (default 1)")
+    parser.add_argument("--demand-scale", type=positive_float, default=1.0, help="multiply the demand (default 1)")
     parser.add_argument(
         "--instance-rpm",
-        type=_positive,
+        type=positive_float,
         help="requests/min per instance at the SLO (default: the config's capacity, app_config/capacity.py)",
     )
     parser.add_argument(
-        "--base-ttft-ms", type=_positive, help="TTFT with no queue (default: the capacity's TTFT p50 at 1 request)"
+        "--base-ttft-ms", type=positive_float, help="TTFT with no queue (default: the capacity's TTFT p50 at 1 request)"
     )
-    parser.add_argument("--provision-min", type=_minutes, default=DEFAULT_PROVISION_MIN, help="provisioning, min")
+    parser.add_argument("--provision-min", type=int_in(0), default=DEFAULT_PROVISION_MIN, help="provisioning, min")
     parser.add_argument(
         "--startup-min",
-        type=_minutes,
+        type=int_in(0),
         help="container start-up, min (default: scaling.instance_start_cached_s with serving.compile_cache.enabled, "
         "else scaling.instance_start_cold_s, rounded up)",
     )

@@ -2,10 +2,12 @@
 
 import io
 import json
+import time
 from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
@@ -80,13 +82,94 @@ def test_invokes_the_stack_output_model_with_a_chat_completions_body(capsys: pyt
     assert capsys.readouterr().out == "Try Chainsaw Man vol. 1.\n"
 
 
-def test_retries_a_cold_model_then_answers() -> None:
+class _Raw(io.BytesIO):
+    """An HTTP body as botocore reads one: ``stream()`` for errors, ``read()`` for a streamed reply."""
+
+    def stream(self, **_: Any) -> Any:
+        yield self.getvalue()
+
+
+def _cold_then_ready(not_ready: int) -> tuple[Any, list[str]]:
+    """A bedrock-runtime client with this script's retry config whose HTTP layer (botocore's
+    ``before-send``) answers ModelNotReadyException ``not_ready`` times, then the reply: botocore's
+    own retry handler decides what is retried."""
+    runtime = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=bedrock_invoke.retry_config(3),
+    )
+    sent: list[str] = []
+
+    def send(request: Any, **_: Any) -> AWSResponse:
+        sent.append(request.url)
+        if len(sent) <= not_ready:
+            error = json.dumps({"message": "Model is not ready for inference. Wait and try your request again."})
+            headers = {"x-amzn-ErrorType": "ModelNotReadyException", "Content-Type": "application/json"}
+            return AWSResponse(request.url, 429, headers, _Raw(error.encode()))
+        return AWSResponse(request.url, 200, {"Content-Type": "application/json"}, _Raw(json.dumps(REPLY).encode()))
+
+    runtime.meta.events.register("before-send.bedrock-runtime.InvokeModel", send)
+    return runtime, sent
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """botocore's backoff sleeps (endpoint.py: ``time.sleep``), recorded instead of slept."""
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    return waits
+
+
+def test_botocore_retries_a_cold_model_then_answers(
+    no_backoff: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    runtime, sent = _cold_then_ready(not_ready=2)
+    assert bedrock_invoke.main(["--model-arn", MODEL_ARN, "Hello"], runtime=runtime) == 0
+    assert capsys.readouterr().out == "Try Chainsaw Man vol. 1.\n"
+    assert len(sent) == 3
+    assert len(no_backoff) == 2 and all(0 <= wait <= 0.1 for wait in no_backoff)  # 0.05 s x 2^i, jittered
+
+
+def test_a_model_still_cold_after_every_attempt_is_one_line(
+    no_backoff: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The client's 3 attempts, and no loop of ours on top (one InvokeModel call, 3 sends)."""
+    runtime, sent = _cold_then_ready(not_ready=10)
+    assert bedrock_invoke.main(["--model-arn", MODEL_ARN, "Hello"], runtime=runtime) == 1
+    assert len(sent) == 3
+    assert capsys.readouterr().err == (
+        f"error: InvokeModel on {MODEL_ARN} failed: An error occurred (ModelNotReadyException) when calling the "
+        "InvokeModel operation (reached max retries: 2): Model is not ready for inference. Wait and try your "
+        "request again.\n"
+    )
+
+
+def test_the_client_is_built_with_standard_retries_and_attempts_in_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: dict[str, Any] = {}
     runtime = _client("bedrock-runtime")
+
+    def client(service: str, **kwargs: Any) -> Any:
+        made.update(kwargs, service=service)
+        return runtime
+
+    monkeypatch.setattr(boto3, "client", client)
     with Stubber(runtime) as rt:
-        rt.add_client_error("invoke_model", "ModelNotReadyException", http_status_code=429)
         rt.add_response("invoke_model", {"body": _body(REPLY), "contentType": "application/json"})
-        response = bedrock_invoke.invoke(runtime, MODEL_ARN, {"messages": []}, attempts=2, wait_s=0)
-    assert bedrock_invoke.reply_text(response) == "Try Chainsaw Man vol. 1."
+        assert bedrock_invoke.main(["--model-arn", MODEL_ARN, "--attempts", "7", "Hello"]) == 0
+    assert made["service"] == "bedrock-runtime"
+    assert made["config"].retries == {"mode": "standard", "total_max_attempts": 7}
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [("--attempts", "0", "0 must be >= 1"), ("--temperature", "nan", "'nan' is not a finite number")],
+)
+def test_bad_numbers_are_one_line(flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bedrock_invoke.main(["--model-arn", MODEL_ARN, flag, value, "Hello"], runtime=_client("bedrock-runtime"))
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: argument {flag}: {message}")
 
 
 def test_missing_output_names_the_known_ones() -> None:

@@ -2,6 +2,7 @@
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,3 +84,12 @@ def test_serving_mode_is_decided_in_one_place() -> None:
         if "mode ==" in line or "mode !=" in line
     )
     assert len(readers) == 1 and readers[0].startswith("app_config/serving.py:")
+
+
+def test_cli_support_needs_only_the_standard_library() -> None:
+    """The benchmarks import it from vLLM's environment, which has none of the app's packages."""
+    modules = sorted((REPO / "cli_support").glob("*.py"))
+    assert len(modules) >= 2  # not an empty glob
+    for path in modules:
+        outside = _imported_roots(path) - set(sys.stdlib_module_names) - {"cli_support"}
+        assert not outside, f"{path.relative_to(REPO)} imports {sorted(outside)}"

@@ -16,7 +16,7 @@ from devtools import capacity_plan
 from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
 from ops.invoke import Answer
-from ops.load import LevelResult, LoadPlan, Suggestion, capacity_override_line, percentile, significant, suggest
+from ops.load import LevelResult, LoadPlan, Suggestion, capacity_override_line, significant, suggest
 from serving_contract.request_classes import RequestClass
 from tests.unit.ops_stubs import ENDPOINT, FakeClock, stubbed
 
@@ -155,14 +155,6 @@ def test_the_verdict_follows_the_configs_slo(server, tmp_path, max_error_rate, c
         assert verdict.endswith(f"no: error rate 25.0% > {max_error_rate:.1%}"), verdict
 
 
-def test_percentile_interpolates():
-    values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
-    assert percentile(values, 50) == pytest.approx(0.55)
-    assert percentile(values, 95) == pytest.approx(0.955)
-    assert percentile([3.0], 99) == 3.0
-    assert percentile([], 50) is None
-
-
 def _level(concurrency: int, count: int, wall_s: float, ttft_s: float, failed: int = 0) -> LevelResult:
     answers = [Answer(True, "ok", ttft_s * 4, ttft_s) for _ in range(count)]
     answers += [Answer(False, "ModelError 500", 0.1) for _ in range(failed)]
@@ -238,7 +230,7 @@ def test_concurrency_above_limit_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
         main(["load", "--url", "http://127.0.0.1:9", "--levels", "1,100"])
     assert info.value.code == 2
-    assert "argument --levels: '1,100': each level must be within 1..64" in capsys.readouterr().err
+    assert "argument --levels: '1,100': each value must be within 1..64" in capsys.readouterr().err
 
 
 def test_load_against_endpoint_counts_the_variants_instances():

@@ -13,7 +13,6 @@ from botocore.exceptions import EventStreamError
 
 from ops.invoke import (
     AnswerError,
-    SseDecoder,
     StreamError,
     check_completion,
     content_of,
@@ -91,13 +90,6 @@ def test_bad_streams_raise(events, message):
     with pytest.raises(AnswerError) as info:
         read_event_stream(events, clock=FakeClock())
     assert str(info.value) == message
-
-
-def test_decoder_keeps_unterminated_event_pending():
-    decoder = SseDecoder()
-    assert decoder.feed(b"data: {}\n\ndata: {") == ["{}"]
-    assert decoder.pending == b"data: {"
-    assert decoder.feed(b'"a": 1}\n\n') == ['{"a": 1}']
 
 
 @pytest.mark.parametrize(

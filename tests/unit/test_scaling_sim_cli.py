@@ -118,3 +118,21 @@ def test_the_instance_grid_keeps_its_columns_apart_at_a_hundred_instances() -> N
     assert len(header) == len(wide) == len(narrow)  # every row aligned under the days
     # Small fleets keep the familiar 7-wide columns.
     assert format_grid([["00-03", *(["3-4"] * 7)]])[1] == "  00-03 " + "".join(f"{'3-4':>7}" for _ in range(7))
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--demand-scale", "nan", "'nan' is not a finite number"),
+        ("--demand-scale", "inf", "'inf' is not a finite number"),
+        ("--instance-rpm", "0", "0 must be > 0"),
+        ("--provision-min", "-1", "-1 must be >= 0"),
+    ],
+)
+def test_a_bad_number_stops_with_one_line(
+    flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.parse_args([flag, value])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"scaling-sim: error: argument {flag}: {message}"
