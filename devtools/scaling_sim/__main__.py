@@ -56,6 +56,8 @@ class Scenario:
     base_ttft_ms: float | None
     provision_min: int
     startup_min: int
+    patience_s: float | None = None
+    """Seconds a client waits on a queued request; None: ``container.request_timeout_s``."""
 
 
 def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[tuple[str, int]]]:
@@ -76,10 +78,14 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
     # One instance serves its capacity at the TTFT SLO (app_config/capacity.py: measured with
     # ops load, else projected from the GPU measurement at the workload's request shape).
     capacity = config.capacity_of(variant.instance_type)
+    # A queued request's client gives up when the container answers 504 (container.request_timeout_s,
+    # under SageMaker's 60 s InvokeEndpoint limit): nobody is still waiting after it (fleet.py).
+    patience_s = scenario.patience_s or float(config.container.request_timeout_s)
     service = ServiceModel(
         capacity.concurrency,
         scenario.instance_rpm or capacity.requests_per_minute,
         scenario.base_ttft_ms or capacity.base_ttft_ms,
+        patience_s,
     )
     if scaling.enabled:
         timeline = tuple(effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity))
@@ -114,6 +120,9 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         f"demand: {scenario.demand_source}",
         f"TTFT: base {service.base_ttft_ms:g} ms + queue wait; SLO {inputs.ttft_slo_ms:g} ms "
         f"(slo.{config.routed_class.value}.ttft_p95_ms)",
+        f"clients give up on a request queued longer than {patience_s:g} s ("
+        + ("--patience-s" if scenario.patience_s else "container.request_timeout_s: the container answers 504")
+        + "); those count as abandoned",
         f"target tracking: {'on' if scaling.enabled and tt.enabled else 'off'}, {tt.metric} target "
         f"{tt.target_value:g}, cooldowns out {tt.scale_out_cooldown_s} s / in {tt.scale_in_cooldown_s} s",
         f"step scaling: {'on' if scaling.enabled and step.enabled else 'off'}, QueueDepth {step.statistic} >= "
@@ -190,6 +199,7 @@ def _scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
         base_ttft_ms=args.base_ttft_ms,
         provision_min=args.provision_min,
         startup_min=startup_minutes(config) if args.startup_min is None else args.startup_min,
+        patience_s=args.patience_s,
     )
 
 
@@ -236,6 +246,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=_minutes,
         help="container start-up, min (default: scaling.instance_start_cached_s with serving.compile_cache.enabled, "
         "else scaling.instance_start_cold_s, rounded up)",
+    )
+    parser.add_argument(
+        "--patience-s",
+        type=_positive,
+        help="seconds a client waits on a queued request before giving up (default: container.request_timeout_s)",
     )
     parser.add_argument("--plot", type=Path, help="write a PNG of the run (the override's with --compare)")
     parser.add_argument(
