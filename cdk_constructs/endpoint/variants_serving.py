@@ -9,7 +9,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from app_config import AppConfig
-from app_config.capacity_timeline import effective_bounds
+from app_config.capacity_timeline import effective_bounds, one_off_actions
 from app_config.gpu_instances import engines_per_instance
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
@@ -127,8 +127,9 @@ class VariantsServing(Construct):
                 schedule=scaling.resolved_schedule,
                 timezone=config.scaling.timezone,
                 metrics_namespace=config.observability.metrics_namespace,
+                one_off=one_off_actions(scaling, bounds.min_capacity, bounds.max_capacity),
             )
-            if scaling.resolved_schedule:
+            if scaling.resolved_schedule or scaling.dated_events:
                 # One handler for the stack, made with the first variant that has a schedule.
                 keeper = keeper or ScheduledCapacityKeeper(
                     self,
@@ -145,4 +146,6 @@ class VariantsServing(Construct):
                     timeline=effective_bounds(scaling.resolved_schedule, bounds.min_capacity, bounds.max_capacity),
                     timezone=config.scaling.timezone,
                     hard_bounds=(bounds.min_capacity, bounds.max_capacity),
+                    dated_events=scaling.dated_events,
+                    lead_time_min=scaling.release_lead_time_min,
                 )

@@ -8,6 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from constructs import Construct
 
+from app_config.dated_events import OneOffAction
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.scheduled_actions import ResolvedAction
 from cdk_constructs.scaling.sagemaker_scaling_role import sagemaker_scaling_role
@@ -70,6 +71,7 @@ class VariantAutoscaling(Construct):
         schedule: Sequence[ResolvedAction],
         timezone: str,
         metrics_namespace: str,
+        one_off: Sequence[OneOffAction] = (),
     ) -> None:
         """
         Args:
@@ -82,6 +84,8 @@ class VariantAutoscaling(Construct):
             schedule: scheduled actions, weekly cron in ``timezone`` (validated in config).
             timezone: IANA name, e.g. ``Asia/Tokyo``.
             metrics_namespace: namespace of the container's EMF metrics.
+            one_off: the dated events' one-time ``at(...)`` actions in ``timezone``
+                (``capacity_timeline.one_off_actions``, validated in config).
         """
         super().__init__(scope, construct_id)
         service_linked_role = sagemaker_scaling_role(self)
@@ -124,6 +128,16 @@ class VariantAutoscaling(Construct):
                 # An action without its own ceiling sets the hard max, so a scheduled action never
                 # holds the fleet below serving.<variant>.max_capacity (issue 21, finding 3).
                 max_capacity=action.ceiling(max_capacity),
+            )
+        for one in one_off:
+            # at(yyyy-mm-ddThh:mm:ss) in the action's Timezone: fires once (Application Auto Scaling
+            # user guide, "Create a one-time scheduled action that specifies a time zone").
+            self.scalable_target.scale_on_schedule(
+                one.name,
+                schedule=appscaling.Schedule.expression(one.schedule),
+                time_zone=cdk.TimeZone.of(timezone),
+                min_capacity=one.min_capacity,
+                max_capacity=one.max_capacity,
             )
 
     @staticmethod
