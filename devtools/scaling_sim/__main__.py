@@ -188,7 +188,8 @@ def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], s
     return values, f"{source} x {args.demand_scale:g} x weight share {share:.0%} for {variant.variant_name}"
 
 
-def _scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
+def build_scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
+    """The run the parsed command line asks for: demand, capacity overrides, launch and patience."""
     values, source = _demand(args, config)
     return Scenario(
         config=config,
@@ -265,7 +266,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
+def with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     """``--scenario surge``: the scenario's demand with the unforeseen spike (devtools.scaling_sim.surge)."""
     if args.scenario != "surge":
         return scenario
@@ -282,7 +283,7 @@ def _surge_by_start(args: argparse.Namespace, config: AppConfig) -> str:
     lines = ["Unforeseen surge by instance start (provisioning + start-up before an instance serves):"]
     for label, cached in (("cold start  ", False), ("cached start", True)):
         minutes = startup_minutes(config, cached=cached)
-        scenario = replace(_with_surge(_scenario(args, config), args), startup_min=minutes)
+        scenario = replace(with_surge(build_scenario(args, config), args), startup_min=minutes)
         _, records, _ = simulate(scenario, label)
         found = surge.window(records, args.surge_at)
         lines.append(
@@ -297,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = capacity_plan.load(args.context, args.cdk_json)
         title = f"Scaling simulation of {config.endpoint_name} (stage {config.stage}), {config.scaling.timezone}"
-        summary, records, events = simulate(_with_surge(_scenario(args, config), args), title)
+        summary, records, events = simulate(with_surge(build_scenario(args, config), args), title)
         print(report.format_summary(summary))
         if args.scenario == "surge":
             print()
@@ -307,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.compare:
             # The baseline keeps the stage: compare one override, not two stages (as capacity_plan).
             baseline_config = capacity_plan.load([o for o in args.context if o.startswith("stage=")], args.cdk_json)
-            baseline, _, _ = simulate(_with_surge(_scenario(args, baseline_config), args), "baseline")
+            baseline, _, _ = simulate(with_surge(build_scenario(args, baseline_config), args), "baseline")
             print()
             print(report.format_comparison(baseline, summary))
     except (ConfigError, demand_module.DemandError) as error:
