@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from app_config import dated_events
 from app_config.bedrock import check_import_region
-from app_config.capacity_timeline import check_dated_events, check_schedule
+from app_config.capacity_timeline import check_schedule
 from app_config.context_budget import check_context_budget
+from app_config.dated_schedule import check_dated_events
 from app_config.gpu_instances import instance_gpus
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
 from app_config.memory_plan import gib, minimum_utilization

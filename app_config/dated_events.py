@@ -19,11 +19,8 @@ A dated event becomes one-off Application Auto Scaling scheduled actions, ``at(y
 with the scalable target's ``Timezone`` (Application Auto Scaling user guide, "Create a one-time
 scheduled action that specifies a time zone"): ``<name>-lift`` raises the floor
 ``release_lead_time_min`` before the event (seed 001: "Pre-scale 2 hours before every known
-high-traffic event"), ``<name>-end`` puts back the weekly bounds in force at its end. A weekly
-action that fires inside the window sets its own floor (scheduled actions set bounds absolutely),
-so one minute after each such action that would lower the floor below the event's, a
-``<name>-hold-<n>`` action raises it again; scale-in needs minutes of low-load datapoints
-(scaling_policies), so the one-minute dip removes no instance.
+high-traffic event"), ``<name>-hold-<n>`` stand in for the weekly actions it pauses, ``<name>-end``
+puts back the weekly bounds in force at its end (app_config/dated_schedule.py says why and how).
 """
 
 import datetime as dt

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app_config import AppConfig, ConfigError, load_config, memory_report
-from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds, one_off_actions
+from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
 from app_config.compile_cache import instance_start_s
 from app_config.dated_events import EVENT_HEADROOM, derived_floor, usual_peak_rpm
+from app_config.dated_schedule import one_off_actions, weekly_segments
 from app_config.instance_prices import hourly_price
 from app_config.loader import CDK_JSON, cdk_json_context
 from app_config.serving import VariantConfig
@@ -194,6 +195,11 @@ def dated_event_lines(config: AppConfig, variant: Variant) -> list[str]:
             f"    {action.schedule}  min {action.min_capacity:>3}  max {action.max_capacity:>3}  {action.name}: "
             f"{action.description}"
         )
+    for segment in weekly_segments(scaling, serving.min_capacity):
+        if segment.start is not None or segment.end is not None:
+            since = f" from {segment.start:%Y-%m-%d %H:%M}" if segment.start else ""
+            until = f" until {segment.end:%Y-%m-%d %H:%M}" if segment.end else " on"
+            lines.append(f"    weekly {segment.name} ({segment.action.schedule}){since}{until} (split around it)")
     return lines
 
 

@@ -9,7 +9,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from app_config import AppConfig
-from app_config.capacity_timeline import effective_bounds, one_off_actions
+from app_config.capacity_timeline import effective_bounds
+from app_config.dated_schedule import one_off_actions, weekly_segments
 from app_config.gpu_instances import engines_per_instance
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
@@ -124,7 +125,7 @@ class VariantsServing(Construct):
                 max_capacity=bounds.max_capacity,
                 target_tracking=scaling.target_tracking,
                 step_scaling=scaling.step_scaling,
-                schedule=scaling.resolved_schedule,
+                schedule=weekly_segments(scaling, bounds.min_capacity),
                 timezone=config.scaling.timezone,
                 metrics_namespace=config.observability.metrics_namespace,
                 one_off=one_off_actions(scaling, bounds.min_capacity, bounds.max_capacity),

@@ -7,6 +7,7 @@ Usage::
     python -m devtools.scaling_sim --demand-csv week.csv --plot week.png
     python -m devtools.scaling_sim --compare -c scaling.primary.target_tracking.metric=invocations_per_instance
     python -m devtools.scaling_sim --scenario surge --surge-at "TUE 02:00"    # unforeseen x3 (surge.py)
+    python -m devtools.scaling_sim --dated-event spring-anime -c ...        # one dated event's week (dated.py)
 
 Config comes from ``cdk.json`` plus ``-c key=value`` through the same loader as
 ``devtools.capacity_plan`` (and ``app.py``). Config and CSV errors print one line and exit 2.
@@ -26,8 +27,8 @@ from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.variants import VariantKey
 from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from devtools import capacity_plan
+from devtools.scaling_sim import dated, engine, report, surge
 from devtools.scaling_sim import demand as demand_module
-from devtools.scaling_sim import engine, report, surge
 from devtools.scaling_sim.fleet import ServiceModel
 
 DEFAULT_PROVISION_MIN = 8
@@ -58,6 +59,8 @@ class Scenario:
     startup_min: int
     patience_s: float | None = None
     """Seconds a client waits on a queued request; None: ``container.request_timeout_s``."""
+    dated_event: dated.EventWeek | None = None
+    """``--dated-event``: the week of that event (its bounds; the demand already carries it)."""
 
 
 def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[tuple[str, int]]]:
@@ -87,12 +90,15 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         scenario.base_ttft_ms or capacity.base_ttft_ms,
         patience_s,
     )
-    if scaling.enabled:
-        timeline = tuple(effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity))
+    if scaling.enabled and scenario.dated_event is not None:
+        timeline = scenario.dated_event.timeline
         policies: tuple[TargetTrackingConfig | None, StepScalingConfig | None] = (
             scaling.target_tracking,
             scaling.step_scaling,
         )
+    elif scaling.enabled:
+        timeline = tuple(effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity))
+        policies = (scaling.target_tracking, scaling.step_scaling)
     else:
         count = variant.initial_instance_count
         timeline = (Bounds(0, count, count, "no autoscaling (initial_instance_count)"),)
@@ -133,6 +139,14 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         f"cooldown {step.scale_in_cooldown_s} s",
     ]
     events = [(event.name, event.minute_of_week) for event in scaling.events]
+    if scenario.dated_event is not None:
+        week = scenario.dated_event
+        lines.append(
+            f"dated event {week.event.name}: {week.event.start:%Y-%m-%d %H:%M} - {week.event.end:%Y-%m-%d %H:%M}, "
+            f"demand x{week.event.demand_multiplier:g}, floor {week.event.min_capacity}; the week from "
+            f"{week.monday:%Y-%m-%d} (MON) with its one-off actions"
+        )
+        events.append((week.event.name, week.first_minute))
     return inputs, lines, events
 
 
@@ -167,10 +181,20 @@ def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engin
     return summary, records, events
 
 
-def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], str]:
+def _share(args: argparse.Namespace, config: AppConfig) -> float:
+    """The variant's share of the endpoint's traffic (its initial weight over all)."""
     variant = config.variant(args.variant).serving
     weights = sum(v.initial_weight for v in config.serving.variants)
-    share = variant.initial_weight / weights if variant in config.serving.variants and weights else 1.0
+    return variant.initial_weight / weights if variant in config.serving.variants and weights else 1.0
+
+
+def _scale(args: argparse.Namespace, config: AppConfig) -> float:
+    return float(args.demand_scale) * _share(args, config)
+
+
+def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], str]:
+    variant = config.variant(args.variant).serving
+    share = _share(args, config)
     scale = args.demand_scale * share
     if args.demand_csv:
         values = demand_module.load_csv(args.demand_csv, scale)
@@ -189,8 +213,17 @@ def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], s
 
 
 def build_scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
-    """The run the parsed command line asks for: demand, capacity overrides, launch and patience."""
+    """The run the parsed command line asks for: demand, capacity overrides, launch and patience.
+
+    Raises:
+        ConfigError: ``--dated-event`` names no configured event.
+    """
     values, source = _demand(args, config)
+    week = None
+    if args.dated_event:
+        week = dated.event_week(config, args.variant, args.dated_event)
+        values = dated.overlay(values, week, config, _scale(args, config))
+        source += f", with dated event {week.event.name} (x{week.event.demand_multiplier:g})"
     return Scenario(
         config=config,
         variant_key=args.variant,
@@ -201,6 +234,7 @@ def build_scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
         provision_min=args.provision_min,
         startup_min=startup_minutes(config) if args.startup_min is None else args.startup_min,
         patience_s=args.patience_s,
+        dated_event=week,
     )
 
 
@@ -252,6 +286,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--patience-s",
         type=_positive,
         help="seconds a client waits on a queued request before giving up (default: container.request_timeout_s)",
+    )
+    parser.add_argument(
+        "--dated-event",
+        metavar="NAME",
+        help="simulate the week (MON-MON) of scaling.<variant>.dated_events NAME with its one-off actions and demand",
     )
     parser.add_argument("--plot", type=Path, help="write a PNG of the run (the override's with --compare)")
     parser.add_argument(

@@ -353,8 +353,15 @@ def test_a_dated_event_becomes_one_off_scheduled_actions_in_the_timezone(
     }
     assert actions["spring-anime-end"]["Schedule"] == "at(2027-04-02T00:00:00)"
     assert actions["spring-anime-end"]["ScalableTargetAction"] == {"MinCapacity": 4, "MaxCapacity": 20}
+    assert actions["spring-anime-hold-3"]["Schedule"] == "at(2027-04-01T08:00:00)"  # business-hours' minute
     assert len([name for name in actions if name.startswith("spring-anime-hold-")]) == 5
-    assert len(actions) == 7 + 7  # the weekly seven are still there
+    # The weekly actions that would lower the floor inside the window pause around it (UTC times).
+    assert actions["business-hours"]["EndTime"] == "2027-03-31T13:00:00Z"
+    assert "StartTime" not in actions["business-hours"]
+    assert actions["business-hours-after-spring-anime"]["StartTime"] == "2027-04-01T15:00:00Z"
+    assert actions["business-hours-after-spring-anime"]["Schedule"] == actions["business-hours"]["Schedule"]
+    assert "EndTime" not in actions["shonen-jump-prescale"]
+    assert len(actions) == 7 + 4 + 7  # the weekly seven, four resumed after the event, the event's seven
     (keeper,) = _scheduled_capacity(synth).values()
     assert keeper["Properties"]["DatedEvents"] == [
         {"Name": "spring-anime", "Lift": "2027-03-31T22:00", "End": "2027-04-02T00:00", "MinCapacity": floor}

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from app_config import AppConfig, ConfigError, dated_events, load_config
-from app_config.capacity_timeline import one_off_actions
 from app_config.dated_events import usual_peak_rpm
+from app_config.dated_schedule import one_off_actions, weekly_segments
 from app_config.demand_week import base_rate
 from tests.synth_helpers import cdk_json_context
 
@@ -74,15 +74,32 @@ def test_a_whole_day_event_lifts_early_holds_through_every_weekly_action_and_res
     assert _actions(config) == [
         # 2 h before (release_lead_time_min); 2027-03-31 is a Wednesday.
         ("spring-anime-lift", "at(2027-03-31T22:00:00)", floor, 20),
-        # One minute after each weekly action that would lower the floor inside the window.
-        ("spring-anime-hold-1", "at(2027-03-31T23:01:00)", floor, 20),  # jp-evening-end
-        ("spring-anime-hold-2", "at(2027-04-01T01:01:00)", floor, 20),  # off-peak
-        ("spring-anime-hold-3", "at(2027-04-01T08:01:00)", floor, 20),  # business-hours
-        ("spring-anime-hold-4", "at(2027-04-01T17:46:00)", floor, 20),  # jp-evening-peak (THU)
-        ("spring-anime-hold-5", "at(2027-04-01T23:01:00)", floor, 20),  # jp-evening-end
+        # In place of each weekly action that would lower the floor inside the window (paused there).
+        ("spring-anime-hold-1", "at(2027-03-31T23:00:00)", floor, 20),  # jp-evening-end
+        ("spring-anime-hold-2", "at(2027-04-01T01:00:00)", floor, 20),  # off-peak
+        ("spring-anime-hold-3", "at(2027-04-01T08:00:00)", floor, 20),  # business-hours
+        ("spring-anime-hold-4", "at(2027-04-01T17:45:00)", floor, 20),  # jp-evening-peak (THU)
+        ("spring-anime-hold-5", "at(2027-04-01T23:00:00)", floor, 20),  # jp-evening-end
         # The weekly bounds in force at FRI 00:00: jp-evening-end's floor of 4.
         ("spring-anime-end", "at(2027-04-02T00:00:00)", 4, 20),
     ]
+
+
+def test_weekly_actions_are_paused_around_the_window_not_undone_a_minute_later() -> None:
+    # Lowering the floor under an over-provisioned fleet scales it in at once (make simulate --dated-event
+    # showed 12 -> 6 at 08:00 when a hold re-raised the floor a minute after business-hours).
+    config = _load(SPRING)
+    variant = config.variant("primary")
+    segments = {s.name: (s.start, s.end) for s in weekly_segments(variant.scaling, variant.serving.min_capacity)}
+    lift, end = dt.datetime(2027, 3, 31, 22, 0), dt.datetime(2027, 4, 2, 0, 0)
+    for paused in ("off-peak", "business-hours", "jp-evening-peak", "jp-evening-end"):
+        assert segments[paused] == (None, lift)
+        assert segments[f"{paused}-after-spring-anime"] == (end, None)
+    for untouched in ("shonen-jump-prescale", "shonen-magazine-prescale", "friday-release-prescale"):
+        assert segments[untouched] == (None, None)  # none fires inside the window (THU)
+    one = next(s for s in weekly_segments(variant.scaling, 2) if s.name == "off-peak")
+    # StartTime/EndTime are UTC: 22:00 JST is 13:00 UTC.
+    assert one.utc(one.end, "Asia/Tokyo") == dt.datetime(2027, 3, 31, 13, 0, tzinfo=dt.UTC)
 
 
 def test_one_release_evening_raised_for_one_week() -> None:
@@ -109,7 +126,7 @@ def test_overlapping_events_stop_synth() -> None:
     later = {"name": "late-night", "date": "2027-04-02", "start_time": "01:00", "demand_multiplier": 2}
     assert _error(SPRING, later) == (
         "config error: scaling.primary.dated_events spring-anime (2027-04-01 00:00 - 2027-04-02 00:00) and "
-        "late-night (lift at 2027-04-01 23:00) overlap; merge them into one event or move one"
+        "late-night (lift at 2027-04-01 23:01) overlap; merge them into one event or move one"
     )
 
 
@@ -153,13 +170,14 @@ def test_repeated_names_and_aws_quota_stop_synth() -> None:
     assert _error(SPRING, {**SPRING, "date": "2027-05-01"}) == (
         "config error: scaling.primary: dated_events: names must be unique; repeated: spring-anime"
     )
-    # Three 20-day events: a hold after every weekly action of every day, beyond 200 actions per target.
+    # Three 20-day events: a hold for every weekly firing of every day and a segment per paused weekly
+    # action and event, beyond 200 actions per target.
     long = [
         {"name": f"season-{i}", "date": f"2027-0{i + 2}-01", "last_date": f"2027-0{i + 2}-20", "demand_multiplier": 2}
         for i in range(3)
     ]
     assert _error(*long) == (
-        "config error: scaling.primary.dated_events: 230 scheduled actions (223 of dated events); Application Auto "
+        "config error: scaling.primary.dated_events: 242 scheduled actions (223 of dated events); Application Auto "
         "Scaling allows 200 per scalable target (not adjustable); shorten or drop an event"
     )
 
