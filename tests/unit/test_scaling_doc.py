@@ -41,3 +41,10 @@ def test_a_changed_figure_is_caught(runs: list[scaling_doc.Run]) -> None:
     current = scaling_doc.SCALING_DOC.read_text()
     retyped = current.replace("| peak instances InService | ", "| peak instances InService | 9", 1)
     assert scaling_doc.render(retyped, capacity_plan.load([]), runs) != retyped
+
+
+def test_the_readme_quotes_the_plans_cost_band() -> None:
+    (primary, *_) = capacity_plan.plan(capacity_plan.load([]))
+    low, high = primary.monthly_cost_band_usd
+    readme = (scaling_doc.REPO / "README.md").read_text()
+    assert f"cost band for the primary's schedule is ${low:,.2f} .. ${high:,.2f} a month" in " ".join(readme.split())
