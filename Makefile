@@ -15,7 +15,7 @@ OUTPUTS ?= cdk-outputs.json
 
 
 .PHONY: deploy-foundation preflight deploy
-.PHONY: setup synth test lint typecheck unit infra container engine diff reference capacity prices bench gpu-bench plan simulate clean
+.PHONY: setup synth test lint typecheck unit infra container engine diff reference scaling-doc capacity prices bench gpu-bench plan simulate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -96,6 +96,10 @@ diff: setup
 ## Regenerate docs/config-reference.md and container/README.md's engine table from the config models.
 reference: setup
 	$(PY) -m devtools.config_reference
+
+## Regenerate docs/scaling.md's cost and simulation blocks and docs/img/scaling-week.png from the tools.
+scaling-doc: setup
+	$(PY) -m devtools.scaling_doc
 
 ## Re-project the GPU capacity measurement to every instance type (app_config/instance_capacity.json).
 capacity: setup

@@ -1,4 +1,5 @@
-"""A variant's capacity bounds over the week, from its scheduled actions, and the checks on them."""
+"""A variant's capacity bounds over the week, from its scheduled actions, and the checks on them
+(the dated events' one-off actions: app_config/dated_schedule.py)."""
 
 from dataclasses import dataclass
 

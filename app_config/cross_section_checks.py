@@ -10,9 +10,11 @@ name, inference components, the prod warm floor, monitoring thresholds and scali
 
 from typing import TYPE_CHECKING
 
+from app_config import dated_events
 from app_config.bedrock import check_import_region
 from app_config.capacity_timeline import check_schedule
 from app_config.context_budget import check_context_budget
+from app_config.dated_schedule import check_dated_events
 from app_config.gpu_instances import instance_gpus
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
 from app_config.memory_plan import gib, minimum_utilization
@@ -278,6 +280,15 @@ def _scaling_checks(config: "AppConfig") -> None:
             variant.serving.max_capacity,
             warm_floor if variant.is_primary else None,
         )
+        if variant.scaling.dated_events:
+            check_dated_events(
+                variant.key,
+                variant.scaling,
+                variant.serving.min_capacity,
+                variant.serving.max_capacity,
+                now=dated_events.clock(config.scaling.timezone),
+                timezone=config.scaling.timezone,
+            )
     _rollout_fits_in_timeout(config)
     # Both variants' targets, the canary's even while it is disabled: enabling it must not meet a bad one.
     # Before the scale-in checks, which derive their threshold from the target.

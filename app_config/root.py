@@ -17,6 +17,7 @@ from app_config.capacity import (
 )
 from app_config.container import ContainerConfig
 from app_config.cross_section_checks import check_cross_sections
+from app_config.dated_events import DatedEventConfig, derived_floor, usual_peak_rpm
 from app_config.engine import EngineConfig
 from app_config.gpu_instances import engines_per_instance
 from app_config.image import ImageConfig
@@ -111,8 +112,9 @@ class AppConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _derive_concurrency_targets(self) -> "AppConfig":
-        """Fill each unset ``concurrent_requests_target`` with the variant's capacity at the SLO, and each
-        unset ``step_scaling.scale_in_running_requests`` with a quarter of the target it tracks.
+        """Fill each unset ``concurrent_requests_target`` with the variant's capacity at the SLO, each
+        unset ``step_scaling.scale_in_running_requests`` with a quarter of the target it tracks, and each
+        dated event's unset ``min_capacity`` with its derived floor (:meth:`_event_floors`).
 
         The sections are frozen and pydantic keeps ``self`` from an ``__init__`` validator, so the
         derived section replaces the field in place, once, before any other check reads it.
@@ -137,6 +139,15 @@ class AppConfig(ConfigModel):
                 threshold = in_flight * SCALE_IN_TARGET_FRACTION
                 steps = scaling.step_scaling.model_copy(update={"scale_in_running_requests": threshold})
                 updates[variant.key] = scaling.model_copy(update={"step_scaling": steps})
+            if any(event.min_capacity is None for event in scaling.dated_events):
+                scaling = updates.get(variant.key, scaling)
+                updates[variant.key] = scaling.model_copy(
+                    update={
+                        "dated_events": self._event_floors(
+                            variant.serving.instance_type, variant.serving.min_capacity, scaling.dated_events
+                        )
+                    }
+                )
         if updates:
             object.__setattr__(self, "scaling", self.scaling.model_copy(update=updates))
         components = self.serving.inference_components
@@ -151,6 +162,25 @@ class AppConfig(ConfigModel):
             )
             object.__setattr__(self, "serving", serving)
         return self
+
+    def _event_floors(
+        self, instance_type: str, hard_min: int, events: tuple[DatedEventConfig, ...]
+    ) -> tuple[DatedEventConfig, ...]:
+        """``events`` with each unset ``min_capacity`` derived (app_config/dated_events.py: seed 001's
+        usual peak x multiplier / one instance's requests per minute at the SLOs x 1.3, rounded up)."""
+        instance_rpm = self.capacity_of(instance_type).requests_per_minute
+        return tuple(
+            event
+            if event.min_capacity is not None
+            else event.model_copy(
+                update={
+                    "min_capacity": derived_floor(
+                        usual_peak_rpm(event, self.traffic), event.demand_multiplier, instance_rpm, hard_min
+                    )
+                }
+            )
+            for event in events
+        )
 
     @property
     def routed_class(self) -> RequestClass:

@@ -13,6 +13,7 @@ import zoneinfo
 from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel
+from app_config.dated_events import DatedEventConfig
 from app_config.rollout import RolloutConfig
 from app_config.scaling_policies import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
 from app_config.scheduled_actions import ReleaseEventConfig, ResolvedAction, ScheduledActionConfig
@@ -37,11 +38,21 @@ class VariantScalingConfig(ConfigModel):
     events: tuple[ReleaseEventConfig, ...] = Field(
         default=(), max_length=20, description="Weekly events, each lifting capacity release_lead_time_min before."
     )
+    dated_events: tuple[DatedEventConfig, ...] = Field(
+        default=(),
+        max_length=20,
+        description=(
+            "One-off events on a date or date range (seed 001's April 1 and October 1 seasons), each lifting the "
+            "floor release_lead_time_min before it with at(...) scheduled actions; none by default."
+        ),
+    )
     release_lead_time_min: int = Field(
         default=120,
         ge=0,
         le=1440,
-        description="Minutes before an event that its capacity lift fires. Source: seed 001 user story 7 (2 h).",
+        description=(
+            "Minutes before a weekly or dated event that its capacity lift fires. Source: seed 001 user story 7 (2 h)."
+        ),
     )
 
     @model_validator(mode="after")
@@ -50,6 +61,10 @@ class VariantScalingConfig(ConfigModel):
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise ValueError(f"scheduled action names must be unique; repeated: {', '.join(duplicates)}")
+        dated = [event.name for event in self.dated_events]
+        repeated = sorted({name for name in dated if dated.count(name) > 1})
+        if repeated:
+            raise ValueError(f"dated_events: names must be unique; repeated: {', '.join(repeated)}")
         return self
 
     @property

@@ -15,7 +15,8 @@ from app_config.base import ConfigModel, IntChoice
 LAUNCH_TIME_S = 660
 """Seconds from a scale-out to a new instance serving: provisioning 8 min (seed 001 user story 7,
 "SageMaker scale-up: 5-8 minutes", the slow end; AWS publishes no figure) plus the measured
-~168 s cold start of the A10G-sized engine (docs/performance.md), rounded to 11 min. The default
+start of the A10G-sized engine, 61-83 s from the compile cache (the default) and 135-206 s cold
+(serving_contract.env.start_up_ranges), rounded up to 11 min: a cold start past ~180 s takes longer. The default
 scale-out cooldowns: shorter ones compound while instances boot (make simulate)."""
 SCALE_IN_TARGET_FRACTION = 0.25
 """Derived scale-in threshold / concurrency target: removing one of N >= 2 instances below it leaves at

@@ -7,7 +7,9 @@ over one week in ``scaling.timezone`` and prints:
 * the transitions (when each action fires and the bounds it sets);
 * the effective min/max per hour and day, as in force at the end of the hour;
 * weekly and monthly instance-hours of the floor (min) and the ceiling (max), and the
-  on-demand cost band floor-hours x price .. ceiling-hours x price.
+  on-demand cost band floor-hours x price .. ceiling-hours x price;
+* each dated event (``scaling.<variant>.dated_events``): its window, how its floor is derived
+  and the one-off ``at(...)`` actions it becomes. They fall outside the weekly figures above.
 
 Actual cost lies inside the band: autoscaling moves between the floor and the ceiling.
 A variant without scaling runs its ``initial_instance_count`` all week.
@@ -29,11 +31,15 @@ from pathlib import Path
 from app_config import AppConfig, ConfigError, load_config, memory_report
 from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
 from app_config.compile_cache import instance_start_s
+from app_config.dated_events import EVENT_HEADROOM, derived_floor, usual_peak_rpm
+from app_config.dated_schedule import one_off_actions, weekly_segments
 from app_config.instance_prices import hourly_price
 from app_config.loader import CDK_JSON, cdk_json_context
 from app_config.serving import VariantConfig
+from app_config.variants import Variant
 from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from devtools import fleet_planner
+from serving_contract.env import start_up_ranges
 
 REPO = Path(__file__).resolve().parent.parent
 HOURS_PER_WEEK = MINUTES_PER_WEEK / 60
@@ -161,6 +167,42 @@ def parse_overrides(overrides: Sequence[str]) -> Mapping[str, str]:
     return parsed
 
 
+def dated_event_lines(config: AppConfig, variant: Variant) -> list[str]:
+    """The variant's dated events: window, demand, floor (derived or set) and one-off actions."""
+    scaling, serving = variant.scaling, variant.serving
+    if not scaling.dated_events or config.serving.hosts_inference_components:
+        return []
+    instance_rpm = config.capacity_of(serving.instance_type).requests_per_minute
+    lines = [f"Dated events (one-off at(...) actions, {config.scaling.timezone}; not in the weekly figures above):"]
+    for event in scaling.dated_events:
+        peak = usual_peak_rpm(event, config.traffic)
+        derived = derived_floor(peak, event.demand_multiplier, instance_rpm, serving.min_capacity)
+        formula = (
+            f"ceil({peak:,.1f} req/min usual peak x {event.demand_multiplier:g} / {instance_rpm:,.1f} req/min per "
+            f"instance x {EVENT_HEADROOM:g}) = {derived} (seed 001 user story 7)"
+        )
+        floor = (
+            f"floor {formula}"
+            if event.min_capacity == derived
+            else f"floor {event.min_capacity} (min_capacity; derived: {formula})"
+        )
+        lines.append(
+            f"  {event.name}: {event.start:%Y-%m-%d %H:%M} - {event.end:%Y-%m-%d %H:%M}, demand "
+            f"x{event.demand_multiplier:g}, {floor}"
+        )
+    for action in one_off_actions(scaling, serving.min_capacity, serving.max_capacity):
+        lines.append(
+            f"    {action.schedule}  min {action.min_capacity:>3}  max {action.max_capacity:>3}  {action.name}: "
+            f"{action.description}"
+        )
+    for segment in weekly_segments(scaling, serving.min_capacity):
+        if segment.start is not None or segment.end is not None:
+            since = f" from {segment.start:%Y-%m-%d %H:%M}" if segment.start else ""
+            until = f" until {segment.end:%Y-%m-%d %H:%M}" if segment.end else " on"
+            lines.append(f"    weekly {segment.name} ({segment.action.schedule}){since}{until} (split around it)")
+    return lines
+
+
 def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
     """Human-readable week: transitions, the hourly grid and the cost band per variant."""
     lines = [
@@ -171,7 +213,11 @@ def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
             if config.serving.compile_cache.enabled
             else f"cold (serving.compile_cache.enabled = false; {config.scaling.instance_start_cached_s:g} s cached)"
         ),
+        "Measured start-up: {} cold, {} from the compile cache (H100 on 4 CPUs; serving_contract/env.py)".format(
+            *start_up_ranges()
+        ),
     ]
+    variants = {v.serving.variant_name: v for v in config.deployed_variants()}
     for p in plans:
         lines += ["", f"== {p.variant_name}: {p.instance_type} at ${p.price_usd_per_hour:.3f}/h =="]
         lines.append("Transitions (bounds from this time on):")
@@ -191,6 +237,7 @@ def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
             f"Instance-hours per month ({p.hours_per_month:g} h): floor {p.floor_hours_per_month:.2f}, "
             f"ceiling {p.ceiling_hours_per_month:.2f}",
             f"On-demand cost band per month: ${low:,.2f} .. ${high:,.2f}",
+            *dated_event_lines(config, variants[p.variant_name]),
         ]
     if len(plans) > 1:
         low = sum(p.monthly_cost_band_usd[0] for p in plans)

@@ -10,6 +10,7 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.capacity_timeline import effective_bounds
+from app_config.dated_schedule import one_off_actions, weekly_segments
 from app_config.gpu_instances import engines_per_instance
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
@@ -124,11 +125,12 @@ class VariantsServing(Construct):
                 max_capacity=bounds.max_capacity,
                 target_tracking=scaling.target_tracking,
                 step_scaling=scaling.step_scaling,
-                schedule=scaling.resolved_schedule,
+                schedule=weekly_segments(scaling, bounds.min_capacity),
                 timezone=config.scaling.timezone,
                 metrics_namespace=config.observability.metrics_namespace,
+                one_off=one_off_actions(scaling, bounds.min_capacity, bounds.max_capacity),
             )
-            if scaling.resolved_schedule:
+            if scaling.resolved_schedule or scaling.dated_events:
                 # One handler for the stack, made with the first variant that has a schedule.
                 keeper = keeper or ScheduledCapacityKeeper(
                     self,
@@ -145,4 +147,6 @@ class VariantsServing(Construct):
                     timeline=effective_bounds(scaling.resolved_schedule, bounds.min_capacity, bounds.max_capacity),
                     timezone=config.scaling.timezone,
                     hard_bounds=(bounds.min_capacity, bounds.max_capacity),
+                    dated_events=scaling.dated_events,
+                    lead_time_min=scaling.release_lead_time_min,
                 )

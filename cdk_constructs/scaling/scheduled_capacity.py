@@ -6,6 +6,7 @@ before a release, say) until the next action fires. A ``Custom::ScheduledCapacit
 each target re-registers the bounds the schedule has in force at deploy time.
 """
 
+import datetime as dt
 from collections.abc import Sequence
 
 import aws_cdk as cdk
@@ -15,6 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from app_config.capacity_timeline import Bounds
+from app_config.dated_events import DatedEventConfig
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
 from cdk_constructs.common.nag import acknowledge, pseudo_placeholder
 
@@ -117,6 +119,8 @@ class ScheduledCapacityKeeper(Construct):
         timeline: Sequence[Bounds],
         timezone: str,
         hard_bounds: tuple[int, int],
+        dated_events: Sequence[DatedEventConfig] = (),
+        lead_time_min: int = 0,
     ) -> cdk.CustomResource:
         """A ``Custom::ScheduledCapacity`` that runs after every create and update of ``target``.
 
@@ -127,7 +131,18 @@ class ScheduledCapacityKeeper(Construct):
             timezone: IANA name the scheduled actions fire in.
             hard_bounds: the target's template (min, max); a change re-registers the target,
                 so it must re-run the handler too.
+            dated_events: the variant's dated events (floors filled in): a deploy during one keeps
+                its floor; ``lead_time_min`` before each start is when its lift fired.
         """
+        events = [
+            {
+                "Name": event.name,
+                "Lift": f"{event.start - dt.timedelta(minutes=lead_time_min):%Y-%m-%dT%H:%M}",
+                "End": f"{event.end:%Y-%m-%dT%H:%M}",
+                "MinCapacity": event.min_capacity,
+            }
+            for event in dated_events
+        ]
         resource = cdk.CustomResource(
             scope,
             construct_id,
@@ -148,6 +163,7 @@ class ScheduledCapacityKeeper(Construct):
                     for bounds in timeline
                 ],
                 "HardBounds": list(hard_bounds),
+                **({"DatedEvents": events} if events else {}),
             },
         )
         resource.node.add_dependency(target)

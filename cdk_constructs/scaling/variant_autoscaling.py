@@ -8,8 +8,9 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from constructs import Construct
 
+from app_config.dated_events import OneOffAction
+from app_config.dated_schedule import WeeklySegment
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
-from app_config.scheduled_actions import ResolvedAction
 from cdk_constructs.scaling.sagemaker_scaling_role import sagemaker_scaling_role
 from serving_contract.metrics import Dimension, EngineMetric
 
@@ -67,9 +68,10 @@ class VariantAutoscaling(Construct):
         max_capacity: int,
         target_tracking: TargetTrackingConfig,
         step_scaling: StepScalingConfig,
-        schedule: Sequence[ResolvedAction],
+        schedule: Sequence[WeeklySegment],
         timezone: str,
         metrics_namespace: str,
+        one_off: Sequence[OneOffAction] = (),
     ) -> None:
         """
         Args:
@@ -79,9 +81,12 @@ class VariantAutoscaling(Construct):
             min_capacity / max_capacity: hard bounds of the target, instances (serving.<variant>).
             target_tracking: target-tracking settings (``enabled=False`` skips the policy).
             step_scaling: queue-depth steps (``enabled=False`` skips both policies and alarms).
-            schedule: scheduled actions, weekly cron in ``timezone`` (validated in config).
+            schedule: the weekly scheduled actions, cron in ``timezone`` (validated in config), each with the
+                StartTime/EndTime that pause it during a dated event (``dated_schedule.weekly_segments``).
             timezone: IANA name, e.g. ``Asia/Tokyo``.
             metrics_namespace: namespace of the container's EMF metrics.
+            one_off: the dated events' one-time ``at(...)`` actions in ``timezone``
+                (``capacity_timeline.one_off_actions``, validated in config).
         """
         super().__init__(scope, construct_id)
         service_linked_role = sagemaker_scaling_role(self)
@@ -115,15 +120,28 @@ class VariantAutoscaling(Construct):
         if step_scaling.enabled:
             self._step_scaling(step_scaling, endpoint_name, variant_name, metrics_namespace)
 
-        for action in schedule:
+        for segment in schedule:
+            action = segment.action
             self.scalable_target.scale_on_schedule(
-                action.name,
+                segment.name,
                 schedule=appscaling.Schedule.expression(action.schedule),
                 time_zone=cdk.TimeZone.of(timezone),
                 min_capacity=action.min_capacity,
                 # An action without its own ceiling sets the hard max, so a scheduled action never
                 # holds the fleet below serving.<variant>.max_capacity (issue 21, finding 3).
                 max_capacity=action.ceiling(max_capacity),
+                start_time=segment.utc(segment.start, timezone),
+                end_time=segment.utc(segment.end, timezone),
+            )
+        for one in one_off:
+            # at(yyyy-mm-ddThh:mm:ss) in the action's Timezone: fires once (Application Auto Scaling
+            # user guide, "Create a one-time scheduled action that specifies a time zone").
+            self.scalable_target.scale_on_schedule(
+                one.name,
+                schedule=appscaling.Schedule.expression(one.schedule),
+                time_zone=cdk.TimeZone.of(timezone),
+                min_capacity=one.min_capacity,
+                max_capacity=one.max_capacity,
             )
 
     @staticmethod

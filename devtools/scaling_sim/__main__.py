@@ -7,6 +7,7 @@ Usage::
     python -m devtools.scaling_sim --demand-csv week.csv --plot week.png
     python -m devtools.scaling_sim --compare -c scaling.primary.target_tracking.metric=invocations_per_instance
     python -m devtools.scaling_sim --scenario surge --surge-at "TUE 02:00"    # unforeseen x3 (surge.py)
+    python -m devtools.scaling_sim --dated-event spring-anime -c ...        # one dated event's week (dated.py)
 
 Config comes from ``cdk.json`` plus ``-c key=value`` through the same loader as
 ``devtools.capacity_plan`` (and ``app.py``). Config and CSV errors print one line and exit 2.
@@ -27,8 +28,8 @@ from app_config.variants import VariantKey
 from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from cli_support.argtypes import int_in, positive_float
 from devtools import capacity_plan
+from devtools.scaling_sim import dated, engine, report, surge
 from devtools.scaling_sim import demand as demand_module
-from devtools.scaling_sim import engine, report, surge
 from devtools.scaling_sim.fleet import ServiceModel
 
 DEFAULT_PROVISION_MIN = 8
@@ -57,6 +58,10 @@ class Scenario:
     base_ttft_ms: float | None
     provision_min: int
     startup_min: int
+    patience_s: float | None = None
+    """Seconds a client waits on a queued request; None: ``container.request_timeout_s``."""
+    dated_event: dated.EventWeek | None = None
+    """``--dated-event``: the week of that event (its bounds; the demand already carries it)."""
 
 
 def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[tuple[str, int]]]:
@@ -77,17 +82,24 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
     # One instance serves its capacity at the TTFT SLO (app_config/capacity.py: measured with
     # ops load, else projected from the GPU measurement at the workload's request shape).
     capacity = config.capacity_of(variant.instance_type)
+    # A queued request's client gives up when the container answers 504 (container.request_timeout_s,
+    # under SageMaker's 60 s InvokeEndpoint limit): nobody is still waiting after it (fleet.py).
+    patience_s = scenario.patience_s or float(config.container.request_timeout_s)
     service = ServiceModel(
         capacity.concurrency,
         scenario.instance_rpm or capacity.requests_per_minute,
         scenario.base_ttft_ms or capacity.base_ttft_ms,
+        patience_s,
     )
-    if scaling.enabled:
-        timeline = tuple(effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity))
+    if scaling.enabled and scenario.dated_event is not None:
+        timeline = scenario.dated_event.timeline
         policies: tuple[TargetTrackingConfig | None, StepScalingConfig | None] = (
             scaling.target_tracking,
             scaling.step_scaling,
         )
+    elif scaling.enabled:
+        timeline = tuple(effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity))
+        policies = (scaling.target_tracking, scaling.step_scaling)
     else:
         count = variant.initial_instance_count
         timeline = (Bounds(0, count, count, "no autoscaling (initial_instance_count)"),)
@@ -115,6 +127,9 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         f"demand: {scenario.demand_source}",
         f"TTFT: base {service.base_ttft_ms:g} ms + queue wait; SLO {inputs.ttft_slo_ms:g} ms "
         f"(slo.{config.routed_class.value}.ttft_p95_ms)",
+        f"clients give up on a request queued longer than {patience_s:g} s ("
+        + ("--patience-s" if scenario.patience_s else "container.request_timeout_s: the container answers 504")
+        + "); those count as abandoned",
         f"target tracking: {'on' if scaling.enabled and tt.enabled else 'off'}, {tt.metric} target "
         f"{tt.target_value:g}, cooldowns out {tt.scale_out_cooldown_s} s / in {tt.scale_in_cooldown_s} s",
         f"step scaling: {'on' if scaling.enabled and step.enabled else 'off'}, QueueDepth {step.statistic} >= "
@@ -125,6 +140,14 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         f"cooldown {step.scale_in_cooldown_s} s",
     ]
     events = [(event.name, event.minute_of_week) for event in scaling.events]
+    if scenario.dated_event is not None:
+        week = scenario.dated_event
+        lines.append(
+            f"dated event {week.event.name}: {week.event.start:%Y-%m-%d %H:%M} - {week.event.end:%Y-%m-%d %H:%M}, "
+            f"demand x{week.event.demand_multiplier:g}, floor {week.event.min_capacity}; the week from "
+            f"{week.monday:%Y-%m-%d} (MON) with its one-off actions"
+        )
+        events.append((week.event.name, week.first_minute))
     return inputs, lines, events
 
 
@@ -159,10 +182,20 @@ def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engin
     return summary, records, events
 
 
-def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], str]:
+def _share(args: argparse.Namespace, config: AppConfig) -> float:
+    """The variant's share of the endpoint's traffic (its initial weight over all)."""
     variant = config.variant(args.variant).serving
     weights = sum(v.initial_weight for v in config.serving.variants)
-    share = variant.initial_weight / weights if variant in config.serving.variants and weights else 1.0
+    return variant.initial_weight / weights if variant in config.serving.variants and weights else 1.0
+
+
+def _scale(args: argparse.Namespace, config: AppConfig) -> float:
+    return float(args.demand_scale) * _share(args, config)
+
+
+def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], str]:
+    variant = config.variant(args.variant).serving
+    share = _share(args, config)
     scale = args.demand_scale * share
     if args.demand_csv:
         values = demand_module.load_csv(args.demand_csv, scale)
@@ -180,8 +213,18 @@ def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], s
     return values, f"{source} x {args.demand_scale:g} x weight share {share:.0%} for {variant.variant_name}"
 
 
-def _scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
+def build_scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
+    """The run the parsed command line asks for: demand, capacity overrides, launch and patience.
+
+    Raises:
+        ConfigError: ``--dated-event`` names no configured event.
+    """
     values, source = _demand(args, config)
+    week = None
+    if args.dated_event:
+        week = dated.event_week(config, args.variant, args.dated_event)
+        values = dated.overlay(values, week, config, _scale(args, config))
+        source += f", with dated event {week.event.name} (x{week.event.demand_multiplier:g})"
     return Scenario(
         config=config,
         variant_key=args.variant,
@@ -191,6 +234,8 @@ def _scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
         base_ttft_ms=args.base_ttft_ms,
         provision_min=args.provision_min,
         startup_min=startup_minutes(config) if args.startup_min is None else args.startup_min,
+        patience_s=args.patience_s,
+        dated_event=week,
     )
 
 
@@ -224,6 +269,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="container start-up, min (default: scaling.instance_start_cached_s with serving.compile_cache.enabled, "
         "else scaling.instance_start_cold_s, rounded up)",
     )
+    parser.add_argument(
+        "--patience-s",
+        type=_positive,
+        help="seconds a client waits on a queued request before giving up (default: container.request_timeout_s)",
+    )
+    parser.add_argument(
+        "--dated-event",
+        metavar="NAME",
+        help="simulate the week (MON-MON) of scaling.<variant>.dated_events NAME with its one-off actions and demand",
+    )
     parser.add_argument("--plot", type=Path, help="write a PNG of the run (the override's with --compare)")
     parser.add_argument(
         "--scenario",
@@ -237,7 +292,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
+def with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     """``--scenario surge``: the scenario's demand with the unforeseen spike (devtools.scaling_sim.surge)."""
     if args.scenario != "surge":
         return scenario
@@ -254,7 +309,7 @@ def _surge_by_start(args: argparse.Namespace, config: AppConfig) -> str:
     lines = ["Unforeseen surge by instance start (provisioning + start-up before an instance serves):"]
     for label, cached in (("cold start  ", False), ("cached start", True)):
         minutes = startup_minutes(config, cached=cached)
-        scenario = replace(_with_surge(_scenario(args, config), args), startup_min=minutes)
+        scenario = replace(with_surge(build_scenario(args, config), args), startup_min=minutes)
         _, records, _ = simulate(scenario, label)
         found = surge.window(records, args.surge_at)
         lines.append(
@@ -269,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = capacity_plan.load(args.context, args.cdk_json)
         title = f"Scaling simulation of {config.endpoint_name} (stage {config.stage}), {config.scaling.timezone}"
-        summary, records, events = simulate(_with_surge(_scenario(args, config), args), title)
+        summary, records, events = simulate(with_surge(build_scenario(args, config), args), title)
         print(report.format_summary(summary))
         if args.scenario == "surge":
             print()
@@ -279,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.compare:
             # The baseline keeps the stage: compare one override, not two stages (as capacity_plan).
             baseline_config = capacity_plan.load([o for o in args.context if o.startswith("stage=")], args.cdk_json)
-            baseline, _, _ = simulate(_with_surge(_scenario(args, baseline_config), args), "baseline")
+            baseline, _, _ = simulate(with_surge(build_scenario(args, baseline_config), args), "baseline")
             print()
             print(report.format_comparison(baseline, summary))
     except (ConfigError, demand_module.DemandError) as error:

@@ -79,6 +79,7 @@ class MinuteRecord:
     policy: str
     at_full_load: bool
     above_slo: bool
+    abandoned: float = 0.0
 
 
 def bounds_per_minute(timeline: tuple[Bounds, ...]) -> list[tuple[int, int]]:
@@ -148,6 +149,7 @@ def run(inputs: SimInputs, demand: list[float], *, warmup: bool = False) -> list
                 policy=policy_name,
                 at_full_load=load.running_per_instance >= concurrency - _FULL_EPSILON,
                 above_slo=load.ttft_ms > inputs.ttft_slo_ms,
+                abandoned=load.abandoned,
             )
         )
     return records

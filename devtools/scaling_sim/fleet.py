@@ -4,7 +4,14 @@ Each InService instance runs one vLLM engine that holds at most ``concurrency`` 
 memory plan's ``concurrency_ceiling``) and completes ``requests_per_minute`` of them at full
 concurrency. By Little's law a request then lasts ``60 x concurrency / requests_per_minute``
 seconds. Demand the fleet cannot serve in a minute waits in a backlog (vLLM's waiting queue)
-and is served first the next minute; nothing is dropped.
+and is served first (oldest first) the next minute.
+
+Clients give up: with ``patience_s`` set, requests still waiting once their mean wait exceeds it
+(arrivals of minute ``a`` unserved at the end of minute ``t`` have waited ``(t - a + 0.5) x 60`` s
+on average) leave the backlog and count as abandoned, instead of queueing for the rest of the
+week. The CLI sets it to ``container.request_timeout_s`` (55 s): the container answers 504 then,
+under SageMaker's 60 s InvokeEndpoint limit, so no client is still waiting after it. Without it
+nothing is dropped.
 
 New instances are InService ``provision_min + startup_min`` after the desired capacity rises.
 Scale-in removes instances at once: launches still pending go first (newest first), then
@@ -23,11 +30,14 @@ class ServiceModel:
         concurrency: sequences one engine runs at once (memory plan ``concurrency_ceiling``).
         requests_per_minute: requests one instance completes per minute at full concurrency.
         base_ttft_ms: time to first token with an empty queue, ms.
+        patience_s: seconds a client waits before it gives up on a queued request (module
+            docstring); None = clients wait forever.
     """
 
     concurrency: int
     requests_per_minute: float
     base_ttft_ms: float
+    patience_s: float | None = None
 
     @property
     def request_duration_s(self) -> float:
@@ -39,9 +49,9 @@ class ServiceModel:
 class MinuteLoad:
     """What the InService instances did in one minute; per-instance figures are Averages.
 
-    ``queued`` is the backlog left at the end of the minute (requests); ``ttft_ms`` is the base
-    TTFT plus the mean wait of that backlog at the fleet's service rate (``inf`` with no
-    instance in service).
+    ``queued`` is the backlog left at the end of the minute (requests), after ``abandoned``
+    requests gave up; ``ttft_ms`` is the base TTFT plus the mean wait of that backlog at the
+    fleet's service rate (``inf`` with no instance in service).
     """
 
     in_service: int
@@ -50,6 +60,7 @@ class MinuteLoad:
     queued: float
     running: float
     ttft_ms: float
+    abandoned: float = 0.0
 
     def per_instance(self, total: float) -> float:
         return total / self.in_service if self.in_service else 0.0
@@ -83,7 +94,13 @@ class Fleet:
     launch_delay_min: int
     in_service: int
     pending: list[int] = field(default_factory=list)
-    backlog: float = 0.0
+    waiting: list[float] = field(default_factory=list)
+    """Unserved requests by age: ``waiting[0]`` arrived in the minute last served, ``waiting[1]`` the one before."""
+
+    @property
+    def backlog(self) -> float:
+        """Requests waiting, all ages."""
+        return sum(self.waiting)
 
     @property
     def desired(self) -> int:
@@ -108,18 +125,36 @@ class Fleet:
             self.pending = [at for at in self.pending if at > minute]
 
     def serve(self, demand: float) -> MinuteLoad:
-        """Serve one minute of ``demand`` (plus the backlog) with the InService instances."""
+        """Serve one minute of ``demand`` (plus the backlog, oldest first) with the InService
+        instances; then the requests whose clients' patience ran out leave the backlog."""
         service = self.service
         offered = demand + self.backlog
         capacity = self.in_service * service.requests_per_minute
         served = min(offered, capacity)
-        self.backlog = offered - served
+        left = capacity
+        # Oldest first: cohorts in the order they arrived, this minute's demand last.
+        cohorts = [*reversed(self.waiting), demand]
+        for index, amount in enumerate(cohorts):
+            taken = min(amount, left)
+            cohorts[index] = amount - taken
+            left -= taken
+        remaining = list(reversed(cohorts))
+        abandoned = 0.0
+        if service.patience_s is not None:
+            # remaining[age]: arrived ``age`` minutes before this one; mean wait (age + 0.5) x 60 s.
+            kept = [amount if (age + 0.5) * 60 <= service.patience_s else 0.0 for age, amount in enumerate(remaining)]
+            abandoned = sum(remaining) - sum(kept)
+            remaining = kept
+        while remaining and remaining[-1] <= 0:
+            remaining.pop()
+        self.waiting = remaining
+        backlog = self.backlog
         # Little's law: in flight = arrival rate (per s) x duration, at most C per instance.
         running = min(self.in_service * service.concurrency, served / 60 * service.request_duration_s)
-        if self.backlog <= 0:
+        if backlog <= 0:
             ttft = service.base_ttft_ms
         elif capacity > 0:
-            ttft = service.base_ttft_ms + self.backlog / capacity * 60_000
+            ttft = service.base_ttft_ms + backlog / capacity * 60_000
         else:
             ttft = math.inf
-        return MinuteLoad(self.in_service, offered, served, self.backlog, running, ttft)
+        return MinuteLoad(self.in_service, offered, served, backlog, running, ttft, abandoned)

@@ -18,7 +18,7 @@ RELEASE_WINDOW_MIN = 4 * 60
 HOURS_PER_BUCKET = 3
 """Hours per row of the instances-over-time grid."""
 
-_FLEET_FIGURES = 11
+_FLEET_FIGURES = 12
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,13 @@ class Summary:
     activities: int
     releases: tuple[ReleaseWindow, ...]
     grid: tuple[tuple[str, ...], ...]
+    abandoned: float = 0.0
+    demand_total: float = 0.0
+
+    @property
+    def abandoned_share(self) -> float:
+        """Abandoned requests over all requests of the run (0 with no demand)."""
+        return self.abandoned / self.demand_total if self.demand_total else 0.0
 
 
 def _release_window(name: str, start: int, records: Sequence[MinuteRecord]) -> ReleaseWindow:
@@ -116,6 +123,8 @@ def summarize(
         activities=sum((r.policy_change != 0) + (r.scheduled_change != 0) for r in records),
         releases=tuple(_release_window(name, start, records) for name, start in events if start < len(records)),
         grid=_grid(records),
+        abandoned=sum(r.abandoned for r in records),
+        demand_total=sum(r.demand for r in records),
     )
 
 
@@ -125,6 +134,7 @@ def headline(summary: Summary) -> list[tuple[str, float, str]]:
         ("minutes above the TTFT SLO", summary.slo_minutes, "{:,.0f}"),
         ("minutes with a queue", summary.queue_minutes, "{:,.0f}"),
         ("peak queue (requests)", summary.peak_queue, "{:,.0f}"),
+        ("abandoned requests", summary.abandoned, "{:,.0f}"),
         ("peak instances InService", summary.peak_in_service, "{:,.0f}"),
         ("peak desired capacity", summary.peak_desired, "{:,.0f}"),
         ("instance-hours", summary.instance_hours, "{:,.1f}"),
@@ -158,6 +168,8 @@ def format_summary(summary: Summary) -> str:
         if label.startswith("peak queue"):
             at = format_minute_of_week(summary.peak_queue_minute) if summary.peak_queue > 0 else "none"
             lines.append(f"  {'peak queue at':<28} {at}")
+        if label == "abandoned requests":
+            lines[-1] += f" ({summary.abandoned_share:.2%} of {summary.demand_total:,.0f})"
     lines += ["", f"InService instances, min-max per {HOURS_PER_BUCKET} h:"]
     lines += format_grid(summary.grid)
     if summary.releases:

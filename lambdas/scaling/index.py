@@ -19,6 +19,9 @@ Resource properties (CloudFormation passes numbers as strings):
         ``app_config.capacity_timeline.effective_bounds`` computes it at synth.
     ``HardBounds``: the target's template bounds (only there so that changing them, which
     re-registers the target, also re-runs this handler).
+    ``DatedEvents`` (optional): ``[{"Name", "Lift", "End", "MinCapacity"}]``, local times
+    ``YYYY-MM-DDTHH:MM`` in ``Timezone``: while one is under way (lift <= now < end) its floor holds
+    over the weekly one, as its one-off scheduled actions keep it (app_config.dated_events).
 
 Time zones come from ``dateutil``, which ships in the Lambda Python runtime with botocore
 and carries its own zone database (the runtime's OS may have none).
@@ -93,6 +96,16 @@ def bounds_at(timeline: Sequence[Bounds], minute: int) -> Bounds:
     return current
 
 
+def event_floor(raw: Sequence[Mapping[str, Any]], now: datetime, zone_name: str) -> tuple[int, str] | None:
+    """The floor and name of the dated event under way at ``now`` in ``zone_name``, or None."""
+    zone = tz.gettz(zone_name)
+    local = now.astimezone(zone).replace(tzinfo=None)
+    for item in raw:
+        if datetime.fromisoformat(str(item["Lift"])) <= local < datetime.fromisoformat(str(item["End"])):
+            return int(item["MinCapacity"]), str(item["Name"])
+    return None
+
+
 def on_event(event: Mapping[str, Any], _context: Any = None, *, now: datetime | None = None) -> dict[str, Any]:
     """Create/Update: RegisterScalableTarget with the bounds in force now. Delete: nothing
     (the scalable target goes with its own resource)."""
@@ -101,8 +114,13 @@ def on_event(event: Mapping[str, Any], _context: Any = None, *, now: datetime | 
     if event["RequestType"] == "Delete":
         return {"PhysicalResourceId": event.get("PhysicalResourceId", physical_id)}
     timeline = parse_timeline(props["Timeline"])
-    minute = minute_of_week(now or datetime.now(UTC), props["Timezone"])
+    moment = now or datetime.now(UTC)
+    minute = minute_of_week(moment, props["Timezone"])
     bounds = bounds_at(timeline, minute)
+    dated = event_floor(props.get("DatedEvents", []), moment, props["Timezone"])
+    if dated is not None and dated[0] > bounds.min_capacity:
+        floor = min(dated[0], bounds.max_capacity)
+        bounds = Bounds(bounds.start, floor, bounds.max_capacity, f"{dated[1]} (dated event)")
     LOG.info(
         "%s: minute %d of the week in %s, bounds %d-%d set by %s",
         props["ResourceId"],

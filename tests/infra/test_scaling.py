@@ -1,11 +1,13 @@
 """Template assertions for autoscaling, scheduled actions and deployment guardrails."""
 
+import datetime
+import json
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
 
-from app_config import AppConfig
+from app_config import AppConfig, dated_events
 from app_config.capacity_timeline import effective_bounds
 from devtools import capacity_plan
 from devtools.fleet_notes import fleet_replacement_notes
@@ -328,3 +330,39 @@ def test_raised_max_capacity_reaches_every_scheduled_action(tmp_path_factory: py
     assert {a["ScalableTargetAction"]["MaxCapacity"] for a in target["ScheduledActions"]} == {24}
     (keeper,) = _scheduled_capacity(synth).values()
     assert {entry["MaxCapacity"] for entry in keeper["Properties"]["Timeline"]} == {24}
+
+
+def test_a_dated_event_becomes_one_off_scheduled_actions_in_the_timezone(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40 item 8: seed 001's April 1 season as at(...) actions on the primary's target, its floor
+    re-applied by Custom::ScheduledCapacity when a deploy runs during it."""
+    monkeypatch.setattr(dated_events, "clock", lambda _timezone: datetime.datetime(2027, 1, 1))
+    event = {"name": "spring-anime", "date": "2027-04-01", "demand_multiplier": 2.5}
+    synth = synthesize(
+        tmp_path_factory.mktemp("cdk-out-dated-event"), {"scaling.primary.dated_events": json.dumps([event])}
+    )
+    floor = synth.config.scaling.primary.dated_events[0].min_capacity
+    target = _targets(synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
+    actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
+    assert actions["spring-anime-lift"] == {
+        "ScheduledActionName": "spring-anime-lift",
+        "Schedule": "at(2027-03-31T22:00:00)",
+        "Timezone": "Asia/Tokyo",
+        "ScalableTargetAction": {"MinCapacity": floor, "MaxCapacity": 20},
+    }
+    assert actions["spring-anime-end"]["Schedule"] == "at(2027-04-02T00:00:00)"
+    assert actions["spring-anime-end"]["ScalableTargetAction"] == {"MinCapacity": 4, "MaxCapacity": 20}
+    assert actions["spring-anime-hold-3"]["Schedule"] == "at(2027-04-01T08:00:00)"  # business-hours' minute
+    assert len([name for name in actions if name.startswith("spring-anime-hold-")]) == 5
+    # The weekly actions that would lower the floor inside the window pause around it (UTC times).
+    assert actions["business-hours"]["EndTime"] == "2027-03-31T13:00:00Z"
+    assert "StartTime" not in actions["business-hours"]
+    assert actions["business-hours-after-spring-anime"]["StartTime"] == "2027-04-01T15:00:00Z"
+    assert actions["business-hours-after-spring-anime"]["Schedule"] == actions["business-hours"]["Schedule"]
+    assert "EndTime" not in actions["shonen-jump-prescale"]
+    assert len(actions) == 7 + 4 + 7  # the weekly seven, four resumed after the event, the event's seven
+    (keeper,) = _scheduled_capacity(synth).values()
+    assert keeper["Properties"]["DatedEvents"] == [
+        {"Name": "spring-anime", "Lift": "2027-03-31T22:00", "End": "2027-04-02T00:00", "MinCapacity": floor}
+    ]

@@ -120,3 +120,27 @@ def test_a_timeline_without_monday_midnight_is_refused(handler: ModuleType) -> N
     with pytest.raises(ValueError) as error:
         handler.parse_timeline([{"Start": "60", "MinCapacity": "2", "MaxCapacity": "6", "SetBy": "x"}])
     assert str(error.value) == "Timeline must start at minute 0 (Monday 00:00), got [60]"
+
+
+def _with_event(request_type: str = "Update") -> dict[str, Any]:
+    event = _event(request_type)
+    # As the construct passes it: local times in the Timezone, the floor a number CloudFormation stringifies.
+    event["ResourceProperties"]["DatedEvents"] = [
+        {"Name": "spring-anime", "Lift": "2027-03-31T22:00", "End": "2027-04-02T00:00", "MinCapacity": "12"}
+    ]
+    return event
+
+
+def test_a_deploy_during_a_dated_event_keeps_its_floor(handler: ModuleType, autoscaling: Stubber) -> None:
+    # Issue 40 item 8: THU 2027-04-01 10:00 JST = 01:00 UTC: business-hours' weekly floor, but the event's 12 holds.
+    assert _floor("business-hours") < 12
+    _expect_register(autoscaling, 12, 20)
+    result = handler.on_event(_with_event(), now=datetime(2027, 4, 1, 1, 0, tzinfo=UTC))
+    assert result["Data"] == {"MinCapacity": "12", "MaxCapacity": "20", "SetBy": "spring-anime (dated event)"}
+
+
+def test_after_a_dated_event_the_weekly_floor_is_back(handler: ModuleType, autoscaling: Stubber) -> None:
+    # FRI 2027-04-02 00:30 JST (THU 15:30 UTC): the event ended at 00:00; jp-evening-end's floor again.
+    _expect_register(autoscaling, _floor("jp-evening-end"), 20)
+    result = handler.on_event(_with_event(), now=datetime(2027, 4, 1, 15, 30, tzinfo=UTC))
+    assert result["Data"]["SetBy"] == "jp-evening-end"

@@ -55,7 +55,7 @@ def default_week() -> tuple[cli.Scenario, report.Summary, list[MinuteRecord]]:
     config = capacity_plan.load(
         [*SEEDS_G5_ARGS, *_seeds_schedule(), f"capacity.measured={measured}", "traffic.peak_requests_per_minute=8000"]
     )
-    scenario = cli._scenario(cli.parse_args(["--demand-scale", f"{248 / 1200:.4f}"]), config)
+    scenario = cli.build_scenario(cli.parse_args(["--demand-scale", f"{248 / 1200:.4f}"]), config)
     summary, records, _ = cli.simulate(scenario, "default")
     return scenario, summary, records
 

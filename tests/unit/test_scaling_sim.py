@@ -169,3 +169,52 @@ def test_traffic_errors_name_the_key_and_what_is_allowed() -> None:
             {"releases": [{"name": "x", "day_of_week": "MON", "time": "25:00", "multiplier": 2}]}
         )
     assert "'25:00': must be HH:MM between 00:00 and 24:00" in str(error.value)
+
+
+def _patient(patience_s: float | None) -> SimInputs:
+    service = ServiceModel(concurrency=41, requests_per_minute=1200, base_ttft_ms=250, patience_s=patience_s)
+    inputs = _inputs(bounds=(Bounds(0, 1, 1, "test"),), step=StepScalingConfig(enabled=False))
+    return SimInputs(**{**inputs.__dict__, "service": service})
+
+
+def test_clients_give_up_on_a_queue_instead_of_waiting_all_week() -> None:
+    # Issue 40 item 13: one instance (1,200/min) under 1,500/min for 60 minutes, then 600/min.
+    demand = [1500.0] * 60 + [600.0] * 60
+    forever = run(_patient(None), demand)
+    patient = run(_patient(55), demand)
+    assert forever[59].queued == pytest.approx(60 * 300)  # without patience the backlog grows all hour
+    assert sum(r.abandoned for r in forever) == 0
+    # With 55 s the queue is served oldest first and grows by 300 a minute until its oldest requests
+    # have waited more than a minute (mean wait > 55 s): from then on, as many leave as the fleet
+    # cannot serve (1,500 - 1,200 a minute), and the queue holds one minute of arrivals.
+    assert [r.queued for r in patient[:6]] == [300.0, 600.0, 900.0, 1200.0, 1500.0, 1500.0]
+    assert [r.abandoned for r in patient[:5]] == [0.0] * 5
+    assert {r.abandoned for r in patient[5:60]} == {300.0}
+    assert {r.queued for r in patient[5:60]} == {1500.0}
+    # Served + abandoned + still queued = demand: nothing lost or made up.
+    assert sum(r.served for r in patient) + sum(r.abandoned for r in patient) + patient[-1].queued == pytest.approx(
+        sum(demand)
+    )
+    assert patient[-1].queued == 0
+
+
+def test_the_report_counts_abandoned_requests() -> None:
+    records = run(_patient(55), [1500.0] * 10)
+    summary = report.summarize("t", [], records, price_usd_per_hour=1.0, hours_per_month=730, events=[])
+    assert summary.abandoned == pytest.approx(5 * 300)
+    assert summary.abandoned_share == pytest.approx(1500 / 15000)
+    text = report.format_summary(summary)
+    assert "  abandoned requests           1,500 (10.00% of 15,000)" in text.splitlines()
+
+
+def test_the_plot_legends_sit_outside_the_axes() -> None:
+    # Issue 40 item 13: a legend inside the fleet panel hid the desired/InService lines.
+    from devtools.scaling_sim import plot
+
+    fig = plot.figure(run(_inputs(), [900.0] * 120), [("release", 30)], "t")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for axis in fig.axes:
+        legend = axis.get_legend().get_window_extent(renderer)
+        assert legend.x0 >= axis.get_window_extent(renderer).x1, axis.get_ylabel()
+        assert legend.x1 <= fig.bbox.x1, axis.get_ylabel()
