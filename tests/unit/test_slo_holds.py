@@ -1,6 +1,8 @@
 """At synth, per variant and request class: can the instance type hold the class's TTFT SLO
 (issue 33)? The exact lines, the projection they read, and the flag that makes it stop synth."""
 
+import math
+
 import pytest
 
 from app_config import AppConfig, ConfigError, load_config, memory_report
@@ -9,10 +11,17 @@ from app_config.slo_holds import class_holds
 from serving_contract.request_classes import RequestClass
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
+
+def _fresh(instance_type: str) -> float:
+    """The committed projection's cold-class TTFT p95 at one request (app_config/instance_capacity.json)."""
+    return instance_capacity(instance_type, 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
+
+
+G5_P95, G6_P95 = _fresh("ml.g5.xlarge"), _fresh("ml.g6.xlarge")
 G5_COLD = (
-    "slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it, projected TTFT p95 523 ms at 1 "
-    "concurrent request (fresh curve projected to A10G); would hold: slo.cold.ttft_p95_ms >= 523 or "
-    "serving.primary.instance_type = ml.g6.xlarge (projected 322 ms)"
+    f"slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it, projected TTFT p95 {G5_P95:.0f} ms "
+    f"at 1 concurrent request (fresh curve projected to A10G); would hold: slo.cold.ttft_p95_ms >= "
+    f"{math.ceil(G5_P95)} or serving.primary.instance_type = ml.g6.xlarge (projected {G6_P95:.0f} ms)"
 )
 
 
@@ -29,14 +38,15 @@ def _load(**overrides: str) -> AppConfig:
 
 def test_an_unholdable_fleet_is_warned_for_each_class_and_variant() -> None:
     config = _load(**G5_WARNED)
+    G5_WARM_P95 = instance_capacity("ml.g5.xlarge", 500, config.capacity, curve="conversations").ttft_p95_ms  # noqa: N806
     lines = [hold.line for hold in class_holds(config)]
     assert lines == [
         f"WARNING: {G5_COLD}",
-        "slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 138 ms at 1 "
-        "concurrent request",
+        f"slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 {G5_WARM_P95:.0f} ms "
+        "at 1 concurrent request",
         f"WARNING: {G5_COLD}".replace("variant primary", "variant canary").replace("serving.primary", "serving.canary"),
-        "slo.warm.ttft_p95_ms = 500 ms: variant canary (ml.g5.xlarge) holds it up to TTFT p95 138 ms at 1 "
-        "concurrent request",
+        f"slo.warm.ttft_p95_ms = 500 ms: variant canary (ml.g5.xlarge) holds it up to TTFT p95 {G5_WARM_P95:.0f} ms "
+        "at 1 concurrent request",
     ]
     # The synth summary prints them under each variant.
     rendered = memory_report.render(memory_report.build(config))
@@ -53,21 +63,26 @@ def test_the_figures_are_the_class_curves_of_the_projection() -> None:
 
 
 def test_the_suggested_slo_holds() -> None:
-    (cold, *_) = class_holds(_load(**G5_TYPES, **{"slo.cold.ttft_p95_ms": "523"}))
+    suggested = math.ceil(G5_P95)
+    (cold, *_) = class_holds(_load(**G5_TYPES, **{"slo.cold.ttft_p95_ms": str(suggested)}))
     assert cold.holds
     assert cold.line == (
-        "slo.cold.ttft_p95_ms = 523 ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 523 ms at 1 "
-        "concurrent request"
+        f"slo.cold.ttft_p95_ms = {suggested} ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 {G5_P95:.0f} "
+        "ms at 1 concurrent request"
     )
 
 
 def test_an_instance_type_that_holds_both_classes_says_so() -> None:
     config = _load(**{"serving.primary.instance_type": "ml.p5.48xlarge", "serving.canary.enabled": "false"})
+    # Eight H100s, one engine each: the one-GPU curve's level times 8.
+    fresh, conversations = (
+        instance_capacity("ml.p5.48xlarge", 500, config.capacity, curve=curve) for curve in ("fresh", "conversations")
+    )
     assert [hold.line for hold in class_holds(config)] == [
-        "slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.p5.48xlarge) holds it up to TTFT p95 409 ms at 64 "
-        "concurrent requests",
-        "slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.p5.48xlarge) holds it up to TTFT p95 236 ms at 192 "
-        "concurrent requests",
+        f"slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.p5.48xlarge) holds it up to TTFT p95 "
+        f"{fresh.ttft_p95_ms:.0f} ms at {fresh.concurrency * 8} concurrent requests",
+        f"slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.p5.48xlarge) holds it up to TTFT p95 "
+        f"{conversations.ttft_p95_ms:.0f} ms at {conversations.concurrency * 8} concurrent requests",
     ]
 
 
