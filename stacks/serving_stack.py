@@ -11,7 +11,6 @@ from app_config import AppConfig
 from app_config.topology import serving_topology
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
-from cdk_constructs.common.nag import acknowledge, log_group_arn_placeholder
 from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
 from cdk_constructs.endpoint.components_serving import ComponentsServing
 from cdk_constructs.endpoint.deployment_guardrail_alarms import DeploymentGuardrailAlarms
@@ -70,6 +69,7 @@ class ServingStack(cdk.Stack):
             self,
             "ExecutionRole",
             vpc_placement=serving.vpc is not None,
+            repositories=images.repositories,
         )
         if serving.vpc is not None and serving.network_isolation:
             # SageMaker developer guide, "Run containers with no internet access": an isolated
@@ -80,10 +80,6 @@ class ServingStack(cdk.Stack):
                 "so VPC placement gives it nothing (SageMaker still creates its network interfaces in the subnets); "
                 "drop serving.vpc, or set serving.network_isolation = false if the container must reach the VPC",
             )
-        # Before the models: each waits for the role's DefaultPolicy (CreateModel checks the
-        # role can pull the image), and the ECR grant is what creates that policy.
-        for repository in images.repositories:
-            repository.grant_pull(execution_role.role)
         compile_cache = None
         if serving.compile_cache.enabled:
             if artifacts_bucket is None:
@@ -147,15 +143,7 @@ class ServingStack(cdk.Stack):
             model_latency_p99=config.monitoring.canary_model_latency_p99,
         )
         self.endpoint.rollout_target.node.add_dependency(self.guardrail_alarms)
-        for log_group in self.endpoint.log_groups:
-            log_group.grant_write(execution_role.role)
-            log_group.grant(execution_role.role, "logs:DescribeLogStreams")
-            acknowledge(
-                execution_role.role,
-                f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, log_group.log_group_name)}]",
-                "Every log stream of the endpoint's own log group: SageMaker names a stream per instance and "
-                "container as it starts them, so no stream name is known at deploy time.",
-            )
+        execution_role.write_to(self.endpoint.log_groups)
         self._outputs(config, execution_role.role)
         finish_log_retention_provider(self)
 
