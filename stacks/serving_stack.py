@@ -8,11 +8,13 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
+from app_config.pins import component_pin_problem
 from app_config.topology import serving_topology
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
 from cdk_constructs.endpoint.components_serving import ComponentsServing
+from cdk_constructs.endpoint.container_environment import container_environment
 from cdk_constructs.endpoint.deployment_guardrail_alarms import DeploymentGuardrailAlarms
 from cdk_constructs.endpoint.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, ServingModeConstruct, VariantImages
@@ -60,7 +62,6 @@ class ServingStack(cdk.Stack):
         Raises:
             ValueError: inference_components mode without ``adapter_artifacts``, or the compile cache
                 on without ``artifacts_bucket`` (composition's errors).
-            ConfigError: an adapter component's pin still holds the placeholder.
         """
         super().__init__(scope, construct_id, **kwargs)
         serving = config.serving
@@ -105,7 +106,13 @@ class ServingStack(cdk.Stack):
             self.endpoint = ComponentsServing(
                 self,
                 "Default",
-                config=config,
+                endpoint_name=config.endpoint_name,
+                variant=serving.primary,
+                components=serving.inference_components,
+                adapters=[adapter.name for adapter in config.model.adapters],
+                environment=container_environment(config),
+                accelerators_per_copy=config.engine.tensor_parallel_size,
+                pin_problem=component_pin_problem(config),
                 images=images,
                 role=execution_role.role,
                 hosting=hosting,
