@@ -10,6 +10,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
+from cdk_constructs.common.log_retention import log_removal_policy, retention_days
+from cdk_constructs.image.image_inputs import resolve_inputs
 from cdk_constructs.image.serving_images import ServingImages
 from serving_contract import outputs
 
@@ -46,10 +48,12 @@ class ImageBuildStack(cdk.Stack):
         images = ServingImages(
             self,
             "Default",
-            config=config,
+            inputs=resolve_inputs(config),
             repository=repository,
             artifacts_bucket=artifacts_bucket,
             source_root=source_root,
+            log_retention=retention_days(config.observability.log_retention_days),
+            log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
         )
         self.image_build = images.image_build
         self.docker_hub_cache = images.docker_hub_cache

@@ -5,19 +5,17 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from app_config import AppConfig
-from app_config.image_build import docker_hub_cache_prefix
-from app_config.pins import built_artifact_sets, placeholder_pin_problem
-from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.common.placeholder_pins import refuse_placeholder_pins
 from cdk_constructs.image import image_inputs
 from cdk_constructs.image.docker_hub_cache import DockerHubCache
 from cdk_constructs.image.image_build import ImageBuild, ImageBuildRequest
 from cdk_constructs.image.image_buildspec import BuildRecipe
+from cdk_constructs.image.image_inputs import ImageInputs
 
 
 class ServingImages(Construct):
@@ -48,21 +46,24 @@ class ServingImages(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
+        inputs: ImageInputs,
         repository: ecr.IRepository,
         artifacts_bucket: s3.IBucket,
         source_root: Path,
+        log_retention: logs.RetentionDays,
+        log_removal_policy: cdk.RemovalPolicy,
     ) -> None:
         """
         Args:
-            config: the app's config (``image.build``, ``model``, the artifact pins, ``observability``).
+            inputs: what the images are built from (:func:`image_inputs.resolve_inputs`).
             repository: where the images are pushed.
             artifacts_bucket: the model-artifacts bucket the build reads the weights from.
             source_root: the repository root, where the Dockerfile and the image's sources are.
+            log_retention / log_removal_policy: for every log group of the build.
         """
         super().__init__(scope, construct_id)
-        build = config.image.build
-        refuse_placeholder_pins(self, placeholder_pin_problem(config))
+        build = inputs.build
+        refuse_placeholder_pins(self, inputs.pin_problem)
         if not (source_root / image_inputs.DOCKERFILE).is_file():
             cdk.Annotations.of(self).add_warning_v2(
                 "ImageBuild:NoDockerfile",
@@ -71,18 +72,17 @@ class ServingImages(Construct):
         staged = image_inputs.stage_sources(source_root, Path(cdk.Stage.of(self).outdir) / "image-build-sources")  # type: ignore[union-attr]
         sources = s3_assets.Asset(self, "Sources", path=str(staged))
 
-        build_args = image_inputs.docker_build_args(config)
         self.docker_hub_cache = (
             DockerHubCache(
                 self,
                 "DockerHubCache",
-                prefix=docker_hub_cache_prefix(config.project_name, config.stage),
+                prefix=inputs.docker_hub_cache_prefix,
                 credential_arn=build.docker_hub_credentials_secret_arn,
             )
             if build.docker_hub_credentials_secret_arn
             else None
         )
-        requests = self._requests(config, source_root, build_args)
+        requests = self._requests(inputs, source_root)
         # Same inputs, same tag: a canary pinned like the primary shares its image and build.
         unique: dict[str, tuple[str, ImageBuildRequest]] = {}
         for name, request in requests.items():
@@ -97,9 +97,9 @@ class ServingImages(Construct):
                 dockerfile=image_inputs.DOCKERFILE,
                 model_context_arg=image_inputs.MODEL_CONTEXT_ARG,
                 model_context_dir=image_inputs.MODEL_CONTEXT_DIR,
-                build_args=build_args,
+                build_args=dict(inputs.build_args),
                 base_image_args=image_inputs.BASE_IMAGE_ARGS,
-                base_model_name=config.model.name,
+                base_model_name=inputs.base_model_name,
                 base_models_prefix=build.base_models_prefix,
                 adapters_prefix=build.adapters_prefix,
             ),
@@ -107,8 +107,8 @@ class ServingImages(Construct):
             compute_type=build.compute_type,
             build_timeout=cdk.Duration.minutes(build.timeout_min),
             poll_interval=cdk.Duration.seconds(build.poll_interval_s),
-            log_retention=retention_days(config.observability.log_retention_days),
-            log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
+            log_retention=log_retention,
+            log_removal_policy=log_removal_policy,
         )
         if self.docker_hub_cache is not None:
             assert self.image_build.project.role is not None
@@ -118,28 +118,24 @@ class ServingImages(Construct):
         self.image_uris: Mapping[str, str] = {"primary": by_tag[primary.tag], "canary": by_tag[canary.tag]}
         self.image_tags: Mapping[str, str] = {"primary": primary.tag, "canary": canary.tag}
 
-    def _requests(
-        self, config: AppConfig, source_root: Path, build_args: Mapping[str, str]
-    ) -> dict[str, ImageBuildRequest]:
-        """The image each artifact set needs, keyed like :func:`app_config.pins.built_artifact_sets`."""
+    def _requests(self, inputs: ImageInputs, source_root: Path) -> dict[str, ImageBuildRequest]:
+        """The image each artifact set needs, keyed like :attr:`ImageInputs.artifact_sets`."""
         sources_sha256 = image_inputs.sources_sha256(source_root)
-        base_images = image_inputs.base_images(config)
         # Where the build pulls them: the tag keeps the references as configured (same digest, same
         # image), the build gets them through the Docker Hub cache when one is configured.
         cache = self.docker_hub_cache
-        pulled_from = {arg: cache.cached(ref) if cache else ref for arg, ref in base_images.items()}
-        requests = {}
-        for name, artifact_set in built_artifact_sets(config).items():
-            artifacts = image_inputs.baked_artifacts(config, artifact_set)
-            requests[name] = ImageBuildRequest(
+        pulled_from = {arg: cache.cached(ref) if cache else ref for arg, ref in inputs.base_images.items()}
+        return {
+            name: ImageBuildRequest(
                 tag=image_inputs.image_tag(
                     sources_sha256=sources_sha256,
-                    base_model_name=config.model.name,
+                    base_model_name=inputs.base_model_name,
                     artifacts=artifacts,
-                    build_args=build_args,
-                    base_images=base_images,
+                    build_args=inputs.build_args,
+                    base_images=inputs.base_images,
                 ),
                 pins=image_inputs.artifact_pins(artifacts),
                 base_images=pulled_from,
             )
-        return requests
+            for name, artifacts in inputs.artifact_sets.items()
+        }
