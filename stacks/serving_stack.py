@@ -14,7 +14,7 @@ from cdk_constructs.common.fixed_name_log_group import finish_log_retention_prov
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
 from cdk_constructs.endpoint.components_serving import ComponentsServing
-from cdk_constructs.endpoint.container_environment import container_environment
+from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
 from cdk_constructs.endpoint.deployment_guardrail_alarms import DeploymentGuardrailAlarms
 from cdk_constructs.endpoint.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, ServingModeConstruct, VariantImages
@@ -98,37 +98,7 @@ class ServingStack(cdk.Stack):
         hosting = _hosting(config, compile_cache)  # both modes and the log group take the same settings
         # Here, not in the mode's construct: one construct whichever mode is deployed.
         self.endpoint_log_group = endpoint_log_group(self, "EndpointLogGroup", config.endpoint_name, hosting)
-        # "Default" (ServingModeConstruct): the endpoint keeps the logical ids it had as the stack's child.
-        self.endpoint: ServingModeConstruct
-        if serving.hosts_inference_components:
-            if adapter_artifacts is None:
-                raise ValueError("inference_components mode needs the adapter artifacts' bucket (composition)")
-            self.endpoint = ComponentsServing(
-                self,
-                "Default",
-                endpoint_name=config.endpoint_name,
-                variant=serving.primary,
-                components=serving.inference_components,
-                adapters=[adapter.name for adapter in config.model.adapters],
-                environment=container_environment(config),
-                accelerators_per_copy=config.engine.tensor_parallel_size,
-                pin_problem=component_pin_problem(config),
-                images=images,
-                role=execution_role.role,
-                hosting=hosting,
-                log_group=self.endpoint_log_group,
-                adapter_artifacts=adapter_artifacts,
-            )
-        else:
-            self.endpoint = VariantsServing(
-                self,
-                "Default",
-                config=config,
-                images=images,
-                role=execution_role.role,
-                hosting=hosting,
-                log_group=self.endpoint_log_group,
-            )
+        self.endpoint = self._serving_mode(config, images, execution_role.role, hosting, adapter_artifacts)
         # The guardrail alarms sit here, not in the observability stack: the deployment's
         # AutoRollbackConfiguration names them, and they must exist before any update starts.
         # Every variant (or the base component) gets a pair, so whichever one a deployment
@@ -153,6 +123,56 @@ class ServingStack(cdk.Stack):
         execution_role.write_to(self.endpoint.log_groups)
         self._outputs(config, execution_role.role)
         finish_log_retention_provider(self)
+
+    def _serving_mode(
+        self,
+        config: AppConfig,
+        images: VariantImages,
+        role: iam.Role,
+        hosting: EndpointHosting,
+        adapter_artifacts: AdapterArtifacts | None,
+    ) -> ServingModeConstruct:
+        """The endpoint of ``serving.mode``, given the parts of the config it reads."""
+        serving = config.serving
+        environment = container_environment(config)  # the same in both modes
+        # "Default" (ServingModeConstruct): the endpoint keeps the logical ids it had as the stack's child.
+        if serving.hosts_inference_components:
+            if adapter_artifacts is None:
+                raise ValueError("inference_components mode needs the adapter artifacts' bucket (composition)")
+            return ComponentsServing(
+                self,
+                "Default",
+                endpoint_name=config.endpoint_name,
+                variant=serving.primary,
+                components=serving.inference_components,
+                adapters=[adapter.name for adapter in config.model.adapters],
+                environment=environment,
+                accelerators_per_copy=config.engine.tensor_parallel_size,
+                pin_problem=component_pin_problem(config),
+                images=images,
+                role=role,
+                hosting=hosting,
+                log_group=self.endpoint_log_group,
+                adapter_artifacts=adapter_artifacts,
+            )
+        return VariantsServing(
+            self,
+            "Default",
+            endpoint_name=config.endpoint_name,
+            variants=config.variants(),
+            environment=environment,
+            versions_environments={v.key: model_versions_environment(config, v.key) for v in config.variants()},
+            tensor_parallel_size=config.engine.tensor_parallel_size,
+            rollout=config.scaling.rollout,
+            timezone=config.scaling.timezone,
+            metrics_namespace=config.observability.metrics_namespace,
+            log_retention=hosting.log_retention,
+            log_removal_policy=hosting.log_removal_policy,
+            images=images,
+            role=role,
+            hosting=hosting,
+            log_group=self.endpoint_log_group,
+        )
 
     def _outputs(self, config: AppConfig, role: iam.Role) -> None:
         cdk.CfnOutput(self, outputs.ENDPOINT_NAME, value=config.endpoint_name)

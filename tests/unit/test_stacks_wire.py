@@ -143,3 +143,69 @@ def test_wiring_is_not_a_violation() -> None:
         "role.write_to(log_groups)\n"
     )
     assert builds_itself(wiring) == []
+
+
+# Constructs take narrow typed props (issue 37): the config sections they read, or values resolved from
+# them, never the whole AppConfig; validation stays in app_config, so no construct raises ConfigError.
+
+
+def construct_config_uses(source: str) -> list[str]:
+    """``line: what`` of each construct class's method taking an ``AppConfig``, and of each ``ConfigError``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and any(_dotted(base)[-1:] == ["Construct"] for base in node.bases):
+            for method in node.body:
+                if not isinstance(method, ast.FunctionDef):
+                    continue
+                arguments = [*method.args.args, *method.args.kwonlyargs]
+                found += [
+                    f"{method.lineno}: {node.name}.{method.name}({a.arg}: AppConfig)"
+                    for a in arguments
+                    if a.annotation is not None and "AppConfig" in ast.unparse(a.annotation)
+                ]
+        elif isinstance(node, ast.Name) and node.id == "ConfigError":
+            found.append(f"{node.lineno}: ConfigError")
+    return found
+
+
+def construct_modules() -> list[Path]:
+    return sorted(path for path in (REPO / "cdk_constructs").rglob("*.py") if "runtime" not in path.parts)
+
+
+def test_constructs_take_narrow_props() -> None:
+    assert len(construct_modules()) > 20  # every capability's modules, not an empty glob
+    offenders = {
+        str(path.relative_to(REPO)): found
+        for path in construct_modules()
+        if (found := construct_config_uses(path.read_text()))
+    }
+    assert offenders == {}, "pass the config sections (or values resolved from them); validate in app_config"
+
+
+@pytest.mark.parametrize(
+    ("planted", "expected"),
+    [
+        (
+            "class Pool(Construct):\n    def __init__(self, scope, id, *, config: AppConfig):\n        pass\n",
+            "2: Pool.__init__(config: AppConfig)",
+        ),
+        (
+            "class Pool(constructs.Construct):\n    def _build(self, config: 'AppConfig') -> None:\n        pass\n",
+            "2: Pool._build(config: AppConfig)",
+        ),
+        ("def check(x):\n    raise ConfigError(f'bad {x}')\n", "2: ConfigError"),
+    ],
+)
+def test_a_planted_wide_prop_is_found(planted: str, expected: str) -> None:
+    assert construct_config_uses(planted) == [expected]
+
+
+def test_narrow_props_and_config_functions_are_not_flagged() -> None:
+    narrow = (
+        "class Pool(Construct):\n"
+        "    def __init__(self, scope, id, *, components: InferenceComponentsConfig, endpoint_name: str):\n"
+        "        pass\n"
+        "def container_environment(config: AppConfig) -> dict[str, str]:\n"  # a function the stack calls
+        "    return {}\n"
+    )
+    assert construct_config_uses(narrow) == []
