@@ -26,7 +26,7 @@ def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
     """``{"primary": ..., "canary": ...}``: the artifact sets the image build bakes in.
 
     Empty with ``image.source = prebuilt``; the canary's only when it is built (a canary set,
-    the canary enabled, variants mode), as ``stacks/image_build_stack.py`` decides.
+    the canary enabled, variants mode); ``cdk_constructs/image/serving_images.py`` builds one image per set.
     """
     if config.image.source != "build":
         return {}

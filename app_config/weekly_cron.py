@@ -93,27 +93,27 @@ def parse_weekly_cron(expression: str) -> WeeklyCron:
     try:
         minutes = _expand(minute, 0, 59)
         hours = _expand(hour, 0, 23)
-        if dom not in ("*", "?"):
-            raise ValueError(f"day-of-month {dom!r} is not weekly; use '*' or '?' with a day-of-week")
-        if month != "*":
-            raise ValueError(f"month {month!r} is not weekly; use '*'")
-        if year != "*":
-            raise ValueError(f"year {year!r} is not weekly; use '*'")
-        if dow in {"?", "*"}:
-            days = set(range(1, 8))
-        else:
-            if "#" in dow or "L" in dow.upper():
-                raise ValueError(f"day-of-week {dow!r}: 'L' and '#' are not weekly")
-            days = _expand(dow, 1, 7, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"), 1)
+        days = _weekly_days(dom, month, year, dow)
     except ValueError as exc:
         raise ValueError(f"{expression!r}: {exc}") from None
-    fire: list[int] = []
-    for cron_day in days:
-        monday_index = (cron_day - 2) % 7  # cron 2 = MON -> 0
-        for h in hours:
-            for m in minutes:
-                fire.append(monday_index * 1440 + h * 60 + m)
+    # cron day 2 = MON -> 0
+    fire = [((day - 2) % 7) * 1440 + h * 60 + m for day in days for h in hours for m in minutes]
     return WeeklyCron(expression=expression, minutes_of_week=tuple(sorted(fire)))
+
+
+def _weekly_days(dom: str, month: str, year: str, dow: str) -> set[int]:
+    """The cron days of the week (1 = SUN) the fields name; ValueError when they do not repeat weekly."""
+    if dom not in ("*", "?"):
+        raise ValueError(f"day-of-month {dom!r} is not weekly; use '*' or '?' with a day-of-week")
+    if month != "*":
+        raise ValueError(f"month {month!r} is not weekly; use '*'")
+    if year != "*":
+        raise ValueError(f"year {year!r} is not weekly; use '*'")
+    if dow in {"?", "*"}:
+        return set(range(1, 8))
+    if "#" in dow or "L" in dow.upper():
+        raise ValueError(f"day-of-week {dow!r}: 'L' and '#' are not weekly")
+    return _expand(dow, 1, 7, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"), 1)
 
 
 def weekly_cron(minute_of_week: int) -> str:

@@ -7,6 +7,7 @@ import json
 import sys
 import textwrap
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +35,40 @@ def summarize(outdir: str | Path) -> str:
     """
     outdir = Path(outdir)
     templates = _templates(outdir)
-    lines = [f"Templates written to {outdir.resolve()}", ""]
-    lines.append(f"{'Stack':<40} {'Resources':>9}")
+    lines = [f"Templates written to {outdir.resolve()}", "", *_stack_lines(templates)]
+    bounds = _scalable_target_bounds(templates)
+    lines += _endpoint_lines(templates, bounds)
+    lines += _components(templates, bounds)
+    lines += _deploy_refusals(templates)
+    reports = memory_report.read(outdir)
+    if reports:
+        lines += ["", *memory_report.render(reports)]
+    return "\n".join(lines)
+
+
+def _resources(template: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    return template.get("Resources", {}).values()  # type: ignore[no-any-return]
+
+
+def _stack_lines(templates: dict[str, dict[str, Any]]) -> list[str]:
+    """A table of the stacks, each with its resource count and the count of each type."""
+    lines = [f"{'Stack':<40} {'Resources':>9}"]
     for stack, template in templates.items():
-        resources = template.get("Resources", {})
         # CDK's own version-reporting resource is not part of the app (and only the CLI adds it).
         kinds = Counter(
-            r["Type"].removeprefix("AWS::") for r in resources.values() if r["Type"] != "AWS::CDK::Metadata"
+            r["Type"].removeprefix("AWS::") for r in _resources(template) if r["Type"] != "AWS::CDK::Metadata"
         )
         types = ", ".join(f"{kind} x{count}" if count > 1 else kind for kind, count in sorted(kinds.items()))
         lines.append(f"{stack:<40} {sum(kinds.values()):>9}")
         lines += textwrap.wrap(types, width=96, initial_indent="    ", subsequent_indent="    ")
+    return lines
+
+
+def _scalable_target_bounds(templates: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Last part of each scalable target's ResourceId (a variant or a component) to ``scales min..max``."""
     bounds = {}
     for template in templates.values():
-        for resource in template.get("Resources", {}).values():
+        for resource in _resources(template):
             props = resource.get("Properties", {})
             if resource["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget" and isinstance(
                 props.get("ResourceId"), str
@@ -55,35 +76,38 @@ def summarize(outdir: str | Path) -> str:
                 bounds[props["ResourceId"].rsplit("/", 1)[-1]] = (
                     f"scales {props['MinCapacity']}..{props['MaxCapacity']}"
                 )
+    return bounds
+
+
+def _endpoint_lines(templates: dict[str, dict[str, Any]], bounds: dict[str, str]) -> list[str]:
+    """The endpoint's name and one line per production variant; adds managed instance pools to ``bounds``."""
+    lines = []
     for template in templates.values():
-        for resource in template.get("Resources", {}).values():
+        for resource in _resources(template):
             if resource["Type"] == "AWS::SageMaker::Endpoint":
-                lines += [
-                    "",
-                    f"Endpoint: {resource['Properties'].get('EndpointName', '(generated)')}",
-                ]
-        for resource in template.get("Resources", {}).values():
+                lines += ["", f"Endpoint: {resource['Properties'].get('EndpointName', '(generated)')}"]
+        for resource in _resources(template):
             if resource["Type"] == "AWS::SageMaker::EndpointConfig":
-                variants = resource["Properties"]["ProductionVariants"]
-                total = sum(float(v.get("InitialVariantWeight", 1)) for v in variants)
-                for v in variants:
-                    share = 100 * float(v.get("InitialVariantWeight", 1)) / total
-                    managed = v.get("ManagedInstanceScaling")
-                    if managed:  # inference components: SageMaker sizes the instance pool
-                        bounds[v["VariantName"]] = (
-                            f"instances {managed['MinInstanceCount']}..{managed['MaxInstanceCount']} (managed)"
-                        )
-                    lines.append(
-                        f"  variant {v['VariantName']:<10} {v['InstanceType']:<14} "
-                        f"x{v['InitialInstanceCount']:<3} at creation, weight {share:5.1f}%  "
-                        f"{bounds.get(v['VariantName'], '')}"
-                    )
-    lines += _components(templates, bounds)
-    lines += _deploy_refusals(templates)
-    reports = memory_report.read(outdir)
-    if reports:
-        lines += ["", *memory_report.render(reports)]
-    return "\n".join(lines)
+                lines += _variant_lines(resource["Properties"]["ProductionVariants"], bounds)
+    return lines
+
+
+def _variant_lines(variants: list[dict[str, Any]], bounds: dict[str, str]) -> list[str]:
+    lines = []
+    total = sum(float(v.get("InitialVariantWeight", 1)) for v in variants)
+    for v in variants:
+        share = 100 * float(v.get("InitialVariantWeight", 1)) / total
+        managed = v.get("ManagedInstanceScaling")
+        if managed:  # inference components: SageMaker sizes the instance pool
+            bounds[v["VariantName"]] = (
+                f"instances {managed['MinInstanceCount']}..{managed['MaxInstanceCount']} (managed)"
+            )
+        lines.append(
+            f"  variant {v['VariantName']:<10} {v['InstanceType']:<14} "
+            f"x{v['InitialInstanceCount']:<3} at creation, weight {share:5.1f}%  "
+            f"{bounds.get(v['VariantName'], '')}"
+        )
+    return lines
 
 
 def _components(templates: dict[str, dict[str, Any]], bounds: dict[str, str]) -> list[str]:

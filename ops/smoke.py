@@ -115,6 +115,22 @@ def run_smoke(
         headers = ["adapter", "variant", "mode", "status", "ttft", "latency"]
 
     target = SageMakerTarget(runtime, ref.endpoint_name, clock=clock)
+    rows, failures = _send(target, cases, options)
+    out(format_table(headers, rows))
+    for case, mode, answer in failures:
+        out(f"FAIL {case.label} on {case.where} ({mode}): {answer.status}: {answer.detail}")
+    total = len(rows)
+    if failures:
+        out(f"smoke FAILED: {len(failures)} of {total} request(s) failed")
+        return ExitCode.CHECK_FAILED
+    out(f"smoke passed: {total} request(s), {scope}")
+    return ExitCode.OK
+
+
+def _send(
+    target: SageMakerTarget, cases: list[_Case], options: SmokeOptions
+) -> tuple[list[list[str]], list[tuple[_Case, str, Answer]]]:
+    """Every case in every mode (and a two-turn session when asked): the table's rows, and the failures."""
     rows: list[list[str]] = []
     failures: list[tuple[_Case, str, Answer]] = []
     for case in cases:
@@ -141,15 +157,7 @@ def run_smoke(
                 rows.append([case.label, case.where, mode, answer.status, ms(answer.ttft_s), ms(answer.latency_s)])
                 if not answer.ok:
                     failures.append((case, mode, answer))
-    out(format_table(headers, rows))
-    for case, mode, answer in failures:
-        out(f"FAIL {case.label} on {case.where} ({mode}): {answer.status}: {answer.detail}")
-    total = len(rows)
-    if failures:
-        out(f"smoke FAILED: {len(failures)} of {total} request(s) failed")
-        return ExitCode.CHECK_FAILED
-    out(f"smoke passed: {total} request(s), {scope}")
-    return ExitCode.OK
+    return rows, failures
 
 
 def _component_cases(

@@ -8,12 +8,13 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
+from app_config.pins import component_pin_problem
 from app_config.topology import serving_topology
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
-from cdk_constructs.common.nag import acknowledge, log_group_arn_placeholder
 from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
 from cdk_constructs.endpoint.components_serving import ComponentsServing
+from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
 from cdk_constructs.endpoint.deployment_guardrail_alarms import DeploymentGuardrailAlarms
 from cdk_constructs.endpoint.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, ServingModeConstruct, VariantImages
@@ -61,7 +62,6 @@ class ServingStack(cdk.Stack):
         Raises:
             ValueError: inference_components mode without ``adapter_artifacts``, or the compile cache
                 on without ``artifacts_bucket`` (composition's errors).
-            ConfigError: an adapter component's pin still holds the placeholder.
         """
         super().__init__(scope, construct_id, **kwargs)
         serving = config.serving
@@ -70,6 +70,7 @@ class ServingStack(cdk.Stack):
             self,
             "ExecutionRole",
             vpc_placement=serving.vpc is not None,
+            repositories=images.repositories,
         )
         if serving.vpc is not None and serving.network_isolation:
             # SageMaker developer guide, "Run containers with no internet access": an isolated
@@ -80,10 +81,6 @@ class ServingStack(cdk.Stack):
                 "so VPC placement gives it nothing (SageMaker still creates its network interfaces in the subnets); "
                 "drop serving.vpc, or set serving.network_isolation = false if the container must reach the VPC",
             )
-        # Before the models: each waits for the role's DefaultPolicy (CreateModel checks the
-        # role can pull the image), and the ECR grant is what creates that policy.
-        for repository in images.repositories:
-            repository.grant_pull(execution_role.role)
         compile_cache = None
         if serving.compile_cache.enabled:
             if artifacts_bucket is None:
@@ -101,31 +98,7 @@ class ServingStack(cdk.Stack):
         hosting = _hosting(config, compile_cache)  # both modes and the log group take the same settings
         # Here, not in the mode's construct: one construct whichever mode is deployed.
         self.endpoint_log_group = endpoint_log_group(self, "EndpointLogGroup", config.endpoint_name, hosting)
-        # "Default" (ServingModeConstruct): the endpoint keeps the logical ids it had as the stack's child.
-        self.endpoint: ServingModeConstruct
-        if serving.hosts_inference_components:
-            if adapter_artifacts is None:
-                raise ValueError("inference_components mode needs the adapter artifacts' bucket (composition)")
-            self.endpoint = ComponentsServing(
-                self,
-                "Default",
-                config=config,
-                images=images,
-                role=execution_role.role,
-                hosting=hosting,
-                log_group=self.endpoint_log_group,
-                adapter_artifacts=adapter_artifacts,
-            )
-        else:
-            self.endpoint = VariantsServing(
-                self,
-                "Default",
-                config=config,
-                images=images,
-                role=execution_role.role,
-                hosting=hosting,
-                log_group=self.endpoint_log_group,
-            )
+        self.endpoint = self._serving_mode(config, images, execution_role.role, hosting, adapter_artifacts)
         # The guardrail alarms sit here, not in the observability stack: the deployment's
         # AutoRollbackConfiguration names them, and they must exist before any update starts.
         # Every variant (or the base component) gets a pair, so whichever one a deployment
@@ -147,17 +120,59 @@ class ServingStack(cdk.Stack):
             model_latency_p99=config.monitoring.canary_model_latency_p99,
         )
         self.endpoint.rollout_target.node.add_dependency(self.guardrail_alarms)
-        for log_group in self.endpoint.log_groups:
-            log_group.grant_write(execution_role.role)
-            log_group.grant(execution_role.role, "logs:DescribeLogStreams")
-            acknowledge(
-                execution_role.role,
-                f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, log_group.log_group_name)}]",
-                "Every log stream of the endpoint's own log group: SageMaker names a stream per instance and "
-                "container as it starts them, so no stream name is known at deploy time.",
-            )
+        execution_role.write_to(self.endpoint.log_groups)
         self._outputs(config, execution_role.role)
         finish_log_retention_provider(self)
+
+    def _serving_mode(
+        self,
+        config: AppConfig,
+        images: VariantImages,
+        role: iam.Role,
+        hosting: EndpointHosting,
+        adapter_artifacts: AdapterArtifacts | None,
+    ) -> ServingModeConstruct:
+        """The endpoint of ``serving.mode``, given the parts of the config it reads."""
+        serving = config.serving
+        environment = container_environment(config)  # the same in both modes
+        # "Default" (ServingModeConstruct): the endpoint keeps the logical ids it had as the stack's child.
+        if serving.hosts_inference_components:
+            if adapter_artifacts is None:
+                raise ValueError("inference_components mode needs the adapter artifacts' bucket (composition)")
+            return ComponentsServing(
+                self,
+                "Default",
+                endpoint_name=config.endpoint_name,
+                variant=serving.primary,
+                components=serving.inference_components,
+                adapters=[adapter.name for adapter in config.model.adapters],
+                environment=environment,
+                accelerators_per_copy=config.engine.tensor_parallel_size,
+                pin_problem=component_pin_problem(config),
+                images=images,
+                role=role,
+                hosting=hosting,
+                log_group=self.endpoint_log_group,
+                adapter_artifacts=adapter_artifacts,
+            )
+        return VariantsServing(
+            self,
+            "Default",
+            endpoint_name=config.endpoint_name,
+            variants=config.variants(),
+            environment=environment,
+            versions_environments={v.key: model_versions_environment(config, v.key) for v in config.variants()},
+            tensor_parallel_size=config.engine.tensor_parallel_size,
+            rollout=config.scaling.rollout,
+            timezone=config.scaling.timezone,
+            metrics_namespace=config.observability.metrics_namespace,
+            log_retention=hosting.log_retention,
+            log_removal_policy=hosting.log_removal_policy,
+            images=images,
+            role=role,
+            hosting=hosting,
+            log_group=self.endpoint_log_group,
+        )
 
     def _outputs(self, config: AppConfig, role: iam.Role) -> None:
         cdk.CfnOutput(self, outputs.ENDPOINT_NAME, value=config.endpoint_name)

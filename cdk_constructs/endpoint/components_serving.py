@@ -1,19 +1,18 @@
 """``serving.mode = inference_components``: one production variant hosting a base component and one
 component per adapter, the base component's copy scaling (optionally to zero) and rolling updates."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from app_config import AppConfig
-from app_config.pins import component_pin_problem
+from app_config.inference_components import InferenceComponentsConfig
+from app_config.serving import VariantConfig
 from cdk_constructs.artifacts.model_artifacts_bucket import grant_archive_read
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.common.placeholder_pins import refuse_placeholder_pins
-from cdk_constructs.endpoint.container_environment import container_environment
 from cdk_constructs.endpoint.inference_component_endpoint import InferenceComponentEndpoint
 from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, VariantImages
 from cdk_constructs.endpoint.serving_model import EndpointHosting
@@ -36,7 +35,8 @@ class ComponentsServing(Construct):
             the :class:`ServingModeConstruct` face.
         autoscaling: the base component's :class:`ComponentAutoscaling`.
 
-    An adapter pin that still holds the placeholder adds the stack's CloudFormation rule
+    An adapter pin that still holds the placeholder (``pin_problem``, decided in
+    :func:`app_config.pins.component_pin_problem`) adds the stack's CloudFormation rule
     (``cdk_constructs.common.placeholder_pins``): the synth works offline, the deploy is refused.
     """
 
@@ -45,7 +45,13 @@ class ComponentsServing(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
+        endpoint_name: str,
+        variant: VariantConfig,
+        components: InferenceComponentsConfig,
+        adapters: Sequence[str],
+        environment: Mapping[str, str],
+        accelerators_per_copy: int,
+        pin_problem: str | None,
         images: VariantImages,
         role: iam.Role,
         hosting: EndpointHosting,
@@ -54,7 +60,14 @@ class ComponentsServing(Construct):
     ) -> None:
         """
         Args:
-            config: the app's config (``serving``, ``serving.inference_components``, ``model``, ``engine``).
+            endpoint_name: the endpoint's name (``endpoint_name``; the components' names derive from it).
+            variant: the production variant hosting the components (``serving.primary``: name, instance type).
+            components: copies, instances, reservations, rollout and adapter pins (``serving.inference_components``).
+            adapters: LoRA adapter names (``model.adapters``); one component each.
+            environment: the container's environment (``container_environment``).
+            accelerators_per_copy: GPUs one copy takes (``engine.tensor_parallel_size``).
+            pin_problem: the one-line refusal when an adapter pin is a placeholder, else None
+                (:func:`app_config.pins.component_pin_problem`).
             images: the image of the base component (``images.primary``; it bakes no adapter).
             role: the execution role, already granted its ECR pull (CreateModel checks it).
             hosting: health check, routing, AMI, placement and log settings (per copy).
@@ -62,25 +75,23 @@ class ComponentsServing(Construct):
             adapter_artifacts: the bucket and prefix of the adapters' archives.
         """
         super().__init__(scope, construct_id)
-        serving, components = config.serving, config.serving.inference_components
         # Offline synth works on every default; the deploy refuses the placeholders, as in variants mode.
-        refuse_placeholder_pins(self, component_pin_problem(config))
-        adapters = [adapter.name for adapter in config.model.adapters]
+        refuse_placeholder_pins(self, pin_problem)
         self.endpoint_construct = InferenceComponentEndpoint(
             self,
             "ComponentEndpoint",
-            endpoint_name=config.endpoint_name,
-            variant_name=serving.primary.variant_name,
-            instance_type=serving.primary.instance_type,
+            endpoint_name=endpoint_name,
+            variant_name=variant.variant_name,
+            instance_type=variant.instance_type,
             image_uri=images.primary,
             role=role,
-            environment=container_environment(config),
+            environment=environment,
             components=components,
-            accelerators_per_copy=config.engine.tensor_parallel_size,
+            accelerators_per_copy=accelerators_per_copy,
             adapter_artifact_urls={
                 name: adapter_artifacts.url(name, components.adapter_artifacts[name]) for name in adapters
             },
-            rollback_alarm_names=rollback_alarm_names(config.endpoint_name, BASE_SUFFIX),
+            rollback_alarm_names=rollback_alarm_names(endpoint_name, BASE_SUFFIX),
             hosting=hosting,
             log_group=log_group,
         )
@@ -91,7 +102,7 @@ class ComponentsServing(Construct):
             role,
             [adapter_artifacts.key(name, components.adapter_artifacts[name]) for name in adapters],
         )
-        base_name = base_component_name(config.endpoint_name)
+        base_name = base_component_name(endpoint_name)
         self.autoscaling = ComponentAutoscaling(
             self,
             "BaseComponentScaling",
@@ -103,7 +114,7 @@ class ComponentsServing(Construct):
             scale_to_zero=components.scale_to_zero,
         )
         self.endpoint = self.endpoint_construct.endpoint
-        self.endpoint_name = config.endpoint_name
+        self.endpoint_name = endpoint_name
         self.variant_names = self.endpoint_construct.variant_names
         self.log_groups = [self.endpoint_construct.log_group, self.endpoint_construct.component_log_group]
         self.rollout_target: cdk.CfnResource = self.endpoint_construct.base_component
@@ -111,7 +122,6 @@ class ComponentsServing(Construct):
         self.outputs: Mapping[str, str] = {
             outputs.BASE_COMPONENT_NAME: base_name,
             **{
-                outputs.adapter_component_output(name): adapter_component_name(config.endpoint_name, name)
-                for name in adapters
+                outputs.adapter_component_output(name): adapter_component_name(endpoint_name, name) for name in adapters
             },
         }

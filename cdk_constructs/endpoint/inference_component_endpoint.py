@@ -99,9 +99,50 @@ class InferenceComponentEndpoint(Construct):
             environment=environment,
             hosting=hosting,
         )
-        policy = role.node.try_find_child("DefaultPolicy")
         self.models = {variant_name: model}
-        self.endpoint_config = sagemaker.CfnEndpointConfig(
+        self.endpoint_config = self._build_endpoint_config(
+            variant_name=variant_name, instance_type=instance_type, role=role, components=components, hosting=hosting
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            # SageMaker owns the instance count (managed instance scaling): keep it on updates.
+            retain_all_variant_properties=True,
+        )
+        self.endpoint.node.add_dependency(log_group, component_logs)
+        self.base_component = self._build_base_component(
+            base_name=base_name,
+            variant_name=variant_name,
+            model=model,
+            components=components,
+            accelerators_per_copy=accelerators_per_copy,
+            rollback_alarm_names=rollback_alarm_names,
+            hosting=hosting,
+        )
+        self.base_component.node.add_dependency(self.endpoint)
+        self.adapter_components: dict[str, sagemaker.CfnInferenceComponent] = {}
+        for adapter, artifact_url in adapter_artifact_urls.items():
+            component = self._build_adapter_component(
+                adapter, artifact_url, base_name=base_name, download_timeout_s=components.model_data_download_timeout_s
+            )
+            # The base component must be InService before SageMaker can load an adapter into it.
+            component.node.add_dependency(self.base_component)
+            self.adapter_components[adapter] = component
+
+    def _build_endpoint_config(
+        self,
+        *,
+        variant_name: str,
+        instance_type: str,
+        role: iam.IRole,
+        components: InferenceComponentsConfig,
+        hosting: EndpointHosting,
+    ) -> sagemaker.CfnEndpointConfig:
+        """The endpoint config: the role SageMaker runs components with, and one variant whose instance
+        pool managed instance scaling sizes (no model on the variant)."""
+        endpoint_config = sagemaker.CfnEndpointConfig(
             self,
             "EndpointConfig",
             execution_role_arn=role.role_arn,
@@ -121,76 +162,80 @@ class InferenceComponentEndpoint(Construct):
             ],
             metrics_config=hosting.metrics_config,
         )
+        # The components run with the config's role: wait for its policy (ECR pull, logs, adapter reads).
+        policy = role.node.try_find_child("DefaultPolicy")
         if policy is not None:
-            self.endpoint_config.node.add_dependency(policy)
-        self.endpoint = sagemaker.CfnEndpoint(
-            self,
-            "Endpoint",
-            endpoint_name=endpoint_name,
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
-            # SageMaker owns the instance count (managed instance scaling): keep it on updates.
-            retain_all_variant_properties=True,
-        )
-        self.endpoint.node.add_dependency(log_group, component_logs)
+            endpoint_config.node.add_dependency(policy)
+        return endpoint_config
+
+    def _build_base_component(
+        self,
+        *,
+        base_name: str,
+        variant_name: str,
+        model: sagemaker.CfnModel,
+        components: InferenceComponentsConfig,
+        accelerators_per_copy: int,
+        rollback_alarm_names: Sequence[str],
+        hosting: EndpointHosting,
+    ) -> sagemaker.CfnInferenceComponent:
+        """The base model's component: its reservation per copy, its copies and its rolling update."""
+        component = sagemaker.CfnInferenceComponent
         rollout = components.rollout
-        self.base_component = sagemaker.CfnInferenceComponent(
+        return component(
             self,
             "BaseComponent",
-            endpoint_name=endpoint_name,
+            endpoint_name=self.endpoint_name,
             inference_component_name=base_name,
             variant_name=variant_name,
-            specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+            specification=component.InferenceComponentSpecificationProperty(
                 model_name=model.attr_model_name,
-                compute_resource_requirements=(
-                    sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
-                        number_of_accelerator_devices_required=accelerators_per_copy,
-                        number_of_cpu_cores_required=components.cpu_cores_per_copy,
-                        min_memory_required_in_mb=components.memory_per_copy_mib,
-                    )
+                compute_resource_requirements=component.InferenceComponentComputeResourceRequirementsProperty(
+                    number_of_accelerator_devices_required=accelerators_per_copy,
+                    number_of_cpu_cores_required=components.cpu_cores_per_copy,
+                    min_memory_required_in_mb=components.memory_per_copy_mib,
                 ),
-                startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
+                startup_parameters=component.InferenceComponentStartupParametersProperty(
                     container_startup_health_check_timeout_in_seconds=hosting.startup_health_check_timeout_s,
                 ),
             ),
-            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
+            runtime_config=component.InferenceComponentRuntimeConfigProperty(
                 copy_count=components.initial_copy_count,
             ),
             # The canary of this mode: copies are replaced a batch at a time, and SageMaker
             # rolls back by itself when a guardrail alarm fires (used on updates only).
-            deployment_config=sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
-                rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
-                    maximum_batch_size=sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty(
+            deployment_config=component.InferenceComponentDeploymentConfigProperty(
+                rolling_update_policy=component.InferenceComponentRollingUpdatePolicyProperty(
+                    maximum_batch_size=component.InferenceComponentCapacitySizeProperty(
                         type="COPY_COUNT", value=rollout.maximum_batch_size_copies
                     ),
                     wait_interval_in_seconds=rollout.wait_interval_s,
                     maximum_execution_timeout_in_seconds=rollout.maximum_execution_timeout_s,
-                    rollback_maximum_batch_size=sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty(
+                    rollback_maximum_batch_size=component.InferenceComponentCapacitySizeProperty(
                         type="COPY_COUNT", value=rollout.rollback_maximum_batch_size_copies
                     ),
                 ),
-                auto_rollback_configuration=sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
-                    alarms=[sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=n) for n in rollback_alarm_names]
+                auto_rollback_configuration=component.AutoRollbackConfigurationProperty(
+                    alarms=[component.AlarmProperty(alarm_name=name) for name in rollback_alarm_names]
                 ),
             ),
         )
-        self.base_component.node.add_dependency(self.endpoint)
-        self.adapter_components: dict[str, sagemaker.CfnInferenceComponent] = {}
-        for adapter, artifact_url in adapter_artifact_urls.items():
-            component = sagemaker.CfnInferenceComponent(
-                self,
-                f"{pascal_case(adapter)}Component",
-                endpoint_name=endpoint_name,
-                inference_component_name=adapter_component_name(endpoint_name, adapter),
-                specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
-                    base_inference_component_name=base_name,
-                    container=sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
-                        artifact_url=artifact_url,
-                    ),
-                    startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
-                        model_data_download_timeout_in_seconds=components.model_data_download_timeout_s,
-                    ),
+
+    def _build_adapter_component(
+        self, adapter: str, artifact_url: str, *, base_name: str, download_timeout_s: int
+    ) -> sagemaker.CfnInferenceComponent:
+        """An adapter's component: loaded into the base component from its archive, reserving nothing."""
+        component = sagemaker.CfnInferenceComponent
+        return component(
+            self,
+            f"{pascal_case(adapter)}Component",
+            endpoint_name=self.endpoint_name,
+            inference_component_name=adapter_component_name(self.endpoint_name, adapter),
+            specification=component.InferenceComponentSpecificationProperty(
+                base_inference_component_name=base_name,
+                container=component.InferenceComponentContainerSpecificationProperty(artifact_url=artifact_url),
+                startup_parameters=component.InferenceComponentStartupParametersProperty(
+                    model_data_download_timeout_in_seconds=download_timeout_s,
                 ),
-            )
-            # The base component must be InService before SageMaker can load an adapter into it.
-            component.node.add_dependency(self.base_component)
-            self.adapter_components[adapter] = component
+            ),
+        )

@@ -148,8 +148,8 @@ def serving_model(
         ),
     )
     # CreateModel checks the role can pull the image: wait for its inline policy (the role
-    # itself is already a dependency through ExecutionRoleArn). The stack grants ECR pull
-    # before it makes the models, so the policy exists here; later grants land in it too.
+    # itself is already a dependency through ExecutionRoleArn). InferenceExecutionRole grants ECR
+    # pull when it is made, before the models, so the policy exists here; later grants land in it too.
     policy = role.node.try_find_child("DefaultPolicy")
     if policy is None:
         raise ValueError("grant the execution role its ECR pull before making the models (CreateModel checks it)")

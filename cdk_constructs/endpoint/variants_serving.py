@@ -1,20 +1,20 @@
 """``serving.mode = variants``: a SageMaker model per production variant, each variant scaled on
 its own, with scheduled capacity kept through deploys and blue/green deployments."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from app_config import AppConfig
 from app_config.capacity_timeline import effective_bounds
 from app_config.dated_schedule import one_off_actions, weekly_segments
 from app_config.gpu_instances import engines_per_instance
+from app_config.rollout import RolloutConfig
+from app_config.variants import Variant
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
-from cdk_constructs.common.log_retention import log_removal_policy, retention_days
-from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
 from cdk_constructs.endpoint.deployment_guardrails import deployment_config
 from cdk_constructs.endpoint.serving_endpoint import ServingEndpoint, VariantDeployment
 from cdk_constructs.endpoint.serving_mode import VariantImages
@@ -45,7 +45,16 @@ class VariantsServing(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
+        endpoint_name: str,
+        variants: Sequence[Variant],
+        environment: Mapping[str, str],
+        versions_environments: Mapping[str, Mapping[str, str]],
+        tensor_parallel_size: int,
+        rollout: RolloutConfig,
+        timezone: str,
+        metrics_namespace: str,
+        log_retention: logs.RetentionDays,
+        log_removal_policy: cdk.RemovalPolicy,
         images: VariantImages,
         role: iam.Role,
         hosting: EndpointHosting,
@@ -53,31 +62,40 @@ class VariantsServing(Construct):
     ) -> None:
         """
         Args:
-            config: the app's config (``serving``, ``scaling``, ``engine``, ``observability``).
+            endpoint_name: the endpoint's name (``endpoint_name``).
+            variants: the production variants, primary first, each with its ``serving`` and ``scaling``
+                sections (``AppConfig.variants()``).
+            environment: the container environment every variant shares (``container_environment``).
+            versions_environments: per variant key, the pins its image bakes in (``model_versions_environment``).
+            tensor_parallel_size: GPUs per engine (``engine.tensor_parallel_size``); an instance runs one
+                engine per group of them.
+            rollout: the blue/green deployment guardrails (``scaling.rollout``).
+            timezone: of the scheduled actions (``scaling.timezone``).
+            metrics_namespace: where the container's metrics are (``observability.metrics_namespace``).
+            log_retention / log_removal_policy: of the scheduled-capacity handler's logs.
             images: the image of each variant.
             role: the execution role, already granted its ECR pull (CreateModel checks it).
             hosting: health check, routing, AMI, placement and log settings of the models.
             log_group: the endpoint's log group (the stack's, the same in both modes).
         """
         super().__init__(scope, construct_id)
-        serving = config.serving
-        variants = [
+        deployments = [
             VariantDeployment(
                 config=v.serving,
                 image_uri=images.uri(v.key),
                 # One engine per GPU group: vLLM data parallel in the container.
-                data_parallel_size=engines_per_instance(v.serving.instance_type, config.engine.tensor_parallel_size),
-                versions_environment=model_versions_environment(config, v.key),
+                data_parallel_size=engines_per_instance(v.serving.instance_type, tensor_parallel_size),
+                versions_environment=dict(versions_environments[v.key]),
             )
-            for v in config.variants()
+            for v in variants
         ]
         self.endpoint_construct = ServingEndpoint(
             self,
             "Endpoint",
-            endpoint_name=config.endpoint_name,
-            variants=variants,
+            endpoint_name=endpoint_name,
+            variants=deployments,
             role=role,
-            environment=container_environment(config),
+            environment=dict(environment),
             hosting=hosting,
             log_group=log_group,
             # Wired by name (serving_contract.alarms) to the guardrail alarms of EVERY variant: a
@@ -85,33 +103,43 @@ class VariantsServing(Construct):
             # must roll back on the primary's alarms too (issue 21, finding 2). 2 variants x 3
             # alarms = 6, within AutoRollbackConfig.Alarms' 1-10 (botocore sagemaker AlarmList).
             deployment_config=deployment_config(
-                config.scaling.rollout,
-                [
-                    name
-                    for variant in config.variants()
-                    for name in rollback_alarm_names(config.endpoint_name, variant.name)
-                ],
+                rollout,
+                [name for variant in variants for name in rollback_alarm_names(endpoint_name, variant.name)],
             ),
-            retain_deployment_config=config.scaling.rollout.retain_deployment_config,
+            retain_deployment_config=rollout.retain_deployment_config,
         )
         self.endpoint = self.endpoint_construct.endpoint
-        self.endpoint_name = config.endpoint_name
+        self.endpoint_name = endpoint_name
         self.variant_names = self.endpoint_construct.variant_names
         self.log_groups = [self.endpoint_construct.log_group]
         self.rollout_target: cdk.CfnResource = self.endpoint
-        self.outputs: Mapping[str, str] = (
-            {outputs.CANARY_VARIANT_NAME: serving.canary.variant_name} if serving.canary.enabled else {}
-        )
+        canary = next((v for v in variants if v.key == "canary"), None)
+        self.outputs: Mapping[str, str] = {outputs.CANARY_VARIANT_NAME: canary.name} if canary else {}
         self.autoscaling: dict[str, VariantAutoscaling] = {}
-        self._scaling(config)
+        self._scaling(
+            variants,
+            timezone=timezone,
+            metrics_namespace=metrics_namespace,
+            log_retention=log_retention,
+            log_removal_policy=log_removal_policy,
+        )
         self.scalable_targets: Mapping[str, appscaling.ScalableTarget] = {
             name: scaling.scalable_target for name, scaling in self.autoscaling.items()
         }
 
-    def _scaling(self, config: AppConfig) -> None:
+    def _scaling(
+        self,
+        variants: Sequence[Variant],
+        *,
+        timezone: str,
+        metrics_namespace: str,
+        log_retention: logs.RetentionDays,
+        log_removal_policy: cdk.RemovalPolicy,
+    ) -> None:
         """Each variant's target and policies, and the scheduled bounds re-registered after a deploy."""
         keeper: ScheduledCapacityKeeper | None = None
-        for variant in config.variants():
+        endpoint_name = self.endpoint_name
+        for variant in variants:
             bounds, scaling = variant.serving, variant.scaling
             if not scaling.enabled:
                 continue
@@ -119,15 +147,15 @@ class VariantsServing(Construct):
                 self,
                 f"{pascal_case(variant.key)}Scaling",
                 endpoint=self.endpoint,
-                endpoint_name=config.endpoint_name,
+                endpoint_name=endpoint_name,
                 variant_name=variant.name,
                 min_capacity=bounds.min_capacity,
                 max_capacity=bounds.max_capacity,
                 target_tracking=scaling.target_tracking,
                 step_scaling=scaling.step_scaling,
                 schedule=weekly_segments(scaling, bounds.min_capacity),
-                timezone=config.scaling.timezone,
-                metrics_namespace=config.observability.metrics_namespace,
+                timezone=timezone,
+                metrics_namespace=metrics_namespace,
                 one_off=one_off_actions(scaling, bounds.min_capacity, bounds.max_capacity),
             )
             if scaling.resolved_schedule or scaling.dated_events:
@@ -135,17 +163,17 @@ class VariantsServing(Construct):
                 keeper = keeper or ScheduledCapacityKeeper(
                     self,
                     "ScheduledCapacity",
-                    endpoint_name=config.endpoint_name,
-                    log_retention=retention_days(config.observability.log_retention_days),
-                    log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
+                    endpoint_name=endpoint_name,
+                    log_retention=log_retention,
+                    log_removal_policy=log_removal_policy,
                 )
                 keeper.keep(
                     self,
                     f"{pascal_case(variant.key)}ScheduledCapacity",
                     target=self.autoscaling[variant.name].scalable_target,
-                    resource_id=scaling_resource_id(config.endpoint_name, variant.name),
+                    resource_id=scaling_resource_id(endpoint_name, variant.name),
                     timeline=effective_bounds(scaling.resolved_schedule, bounds.min_capacity, bounds.max_capacity),
-                    timezone=config.scaling.timezone,
+                    timezone=timezone,
                     hard_bounds=(bounds.min_capacity, bounds.max_capacity),
                     dated_events=scaling.dated_events,
                     lead_time_min=scaling.release_lead_time_min,

@@ -18,10 +18,12 @@ import hashlib
 import json
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from app_config import AppConfig
-from app_config.image_build import ArtifactSetConfig
+from app_config.image_build import ArtifactSetConfig, ImageBuildConfig, docker_hub_cache_prefix
+from app_config.pins import built_artifact_sets, placeholder_pin_problem
 from serving_contract.model_artifacts import BASE_MODEL_DIR
 
 DOCKERFILE = "container/Dockerfile"
@@ -108,6 +110,45 @@ def base_images(config: AppConfig) -> dict[str, str]:
     """``{"CUDA_BASE": ref, "UV_IMAGE": ref}``: the Dockerfile's base-image ARGs, each pinned by digest."""
     build = config.image.build
     return {CUDA_BASE_ARG: build.cuda_base_image, UV_IMAGE_ARG: build.uv_image}
+
+
+@dataclass(frozen=True)
+class ImageInputs:
+    """What the serving images are built from, resolved from the validated config
+    (:class:`~cdk_constructs.image.serving_images.ServingImages` takes it).
+
+    Attributes:
+        build: ``image.build`` (CodeBuild settings, S3 prefixes, the Docker Hub credentials).
+        base_model_name: ``model.name``.
+        artifact_sets: ``{"primary": ..., "canary": ...}`` as the images bake them
+            (:func:`app_config.pins.built_artifact_sets`, then :func:`baked_artifacts`).
+        build_args: :func:`docker_build_args`.
+        base_images: :func:`base_images`, as configured (the tag's input).
+        docker_hub_cache_prefix: the repository prefix of the Docker Hub cache, when one is configured.
+        pin_problem: the one-line refusal when a pin holds the placeholder, else None
+            (:func:`app_config.pins.placeholder_pin_problem`).
+    """
+
+    build: ImageBuildConfig
+    base_model_name: str
+    artifact_sets: Mapping[str, ArtifactSetConfig]
+    build_args: Mapping[str, str]
+    base_images: Mapping[str, str]
+    docker_hub_cache_prefix: str
+    pin_problem: str | None
+
+
+def resolve_inputs(config: AppConfig) -> ImageInputs:
+    """The :class:`ImageInputs` of ``config`` (``image.source = build``)."""
+    return ImageInputs(
+        build=config.image.build,
+        base_model_name=config.model.name,
+        artifact_sets={name: baked_artifacts(config, s) for name, s in built_artifact_sets(config).items()},
+        build_args=docker_build_args(config),
+        base_images=base_images(config),
+        docker_hub_cache_prefix=docker_hub_cache_prefix(config.project_name, config.stage),
+        pin_problem=placeholder_pin_problem(config),
+    )
 
 
 def artifact_pins(artifacts: ArtifactSetConfig) -> dict[str, str]:

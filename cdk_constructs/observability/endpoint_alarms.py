@@ -66,25 +66,8 @@ class EndpointAlarms(Construct):
     guardrail alarms (in the serving stack, found by name) get a composite of their own
     so a rolled-back deployment is announced too.
 
-    Missing data, per alarm (a silent container must not look healthy):
-    * queue build-up: ``breaching``. Every running container publishes ``QueueDepth`` on
-      an interval whether or not there is traffic, so no datapoint for the whole window
-      means no container is publishing: the endpoint is down or its metrics pipeline is
-      broken. The metric is the MAXIMUM over variants, so silence pages only when EVERY
-      container is silent (one silent variant beside a publishing one does not).
-      With ``idle_may_be_silent`` (inference_components scaled to zero, the dev overlay)
-      zero copies publish nothing by design: ``notBreaching``, or idle dev pages all night.
-    * KV cache pressure: ``missing``. The same always-on gauge; the queue alarm already
-      pages on silence, and INSUFFICIENT_DATA (not OK) keeps the state honest.
-    * GPU memory: ``missing``. SageMaker's host agent publishes it independent of the
-      container; no data means no instance, which the queue alarm pages on.
-    * TTFT, model latency, adapter latency, 4xx/5xx rates: ``notBreaching``. They exist
-      only when requests arrive: no traffic is healthy, and a dead container with traffic
-      shows up as SageMaker 5xx errors.
-    * OOM / engine errors: ``notBreaching``. Event counts: no event means no error.
-    * context budget drift: ``notBreaching``. A share of requests: no traffic, no datapoint.
-    * prefix cache hit rate: ``notBreaching``. Only defined when the engine saw prefix
-      queries in the interval (hits / queries); idle is not degraded.
+    Missing data: a silent container must not look healthy, and an idle endpoint must not page.
+    Each rule states its treatment of missing data and why, beside it (:meth:`_rules`).
 
     Attributes:
         alarms: slug to alarm, every metric alarm created here.
@@ -126,8 +109,9 @@ class EndpointAlarms(Construct):
         action = cloudwatch_actions.SnsAction(topic)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         self.critical: list[cloudwatch.Alarm] = []
-        rules = self._rules(metrics, config, slo, adapters, gpus_per_instance, idle_may_be_silent=idle_may_be_silent)
-        for rule in rules:
+        self._metrics = metrics
+        self._config = config
+        for rule in self._rules(slo, adapters, gpus_per_instance, idle_may_be_silent=idle_may_be_silent):
             threshold = rule.alarm_threshold
             alarm = cloudwatch.Alarm(
                 self,
@@ -182,249 +166,279 @@ class EndpointAlarms(Construct):
             composite.add_alarm_action(action)
             composite.add_ok_action(action)
 
-    @staticmethod
     def _rules(
-        metrics: EndpointMetrics,
-        config: MonitoringConfig,
-        slo: SloConfig,
-        adapters: Sequence[str],
-        gpus_per_instance: int,
-        *,
-        idle_may_be_silent: bool,
+        self, slo: SloConfig, adapters: Sequence[str], gpus_per_instance: int, *, idle_may_be_silent: bool
     ) -> list[_Rule]:
-        variants = metrics.variant_names
+        """Every rule, in the order their alarms are made (the metrics' expression ids follow it)."""
+        return [
+            *(self._ttft_rule(slo, klass) for klass in RequestClass),
+            self._queue_rule(idle_may_be_silent=idle_may_be_silent),
+            *self._engine_rules(),
+            *self._endpoint_rules(gpus_per_instance),
+            *(self._adapter_rule(adapter) for adapter in adapters),
+        ]
 
-        def worst(
-            metric: EngineMetric | RequestMetric,
-            statistic: str,
-            rule: AlarmWindowConfig,
-            label: str,
-            *,
-            adapter: str | None = None,
-            request_class: RequestClass | None = None,
-        ) -> cloudwatch.IMetric:
-            return metrics.across_variants(
-                lambda v: metrics.custom(
-                    metric,
-                    variant=v,
-                    statistic=statistic,
-                    period_s=rule.period_s,
-                    adapter=adapter,
-                    request_class=request_class,
-                ),
-                combine="MAX",
-                period_s=rule.period_s,
-                label=label,
-            )
-
-        def errors_sum(rule: AlarmWindowConfig) -> cloudwatch.IMetric:
-            using: dict[str, cloudwatch.IMetric] = {}
-            for i, variant in enumerate(variants):
-                using[f"o{i}"] = metrics.custom(
-                    RequestMetric.OUT_OF_MEMORY_ERRORS, variant=variant, statistic="Sum", period_s=rule.period_s
-                )
-                using[f"g{i}"] = metrics.custom(
-                    RequestMetric.ENGINE_ERRORS, variant=variant, statistic="Sum", period_s=rule.period_s
-                )
-            return cloudwatch.MathExpression(
-                expression="SUM([" + ", ".join(f"FILL({key}, 0)" for key in using) + "])",
-                using_metrics=using,
-                period=cdk.Duration.seconds(rule.period_s),
-                label="OOM + engine errors",
-            )
-
-        ttft_hints = {
+    def _ttft_rule(self, slo: SloConfig, klass: RequestClass) -> _Rule:
+        config = self._config
+        hint = {
             RequestClass.COLD: "First turns prefill their whole history: check queueing and the instance type.",
             RequestClass.WARM: "Follow-ups should hit the prefix cache: check the prefix cache hit rate and routing.",
-        }
-        rules = [
-            _Rule(
-                f"HighTtft{pascal_case(klass.value)}",
-                f"ttft-p95-high-{klass.value}",
-                f"p95 time to first token of {klass.value} requests > {slo.of(klass).ttft_p95_ms:g} ms "
-                f"(slo.{klass.value}.ttft_p95_ms) for {config.high_ttft.window_s} s. {ttft_hints[klass]}",
-                worst(
-                    RequestMetric.TIME_TO_FIRST_TOKEN,
-                    "p95",
-                    config.high_ttft,
-                    f"TTFT p95 {klass.value} (ms)",
-                    request_class=klass,
-                ),
+        }[klass]
+        return _Rule(
+            construct_id=f"HighTtft{pascal_case(klass.value)}",
+            slug=f"ttft-p95-high-{klass.value}",
+            description=f"p95 time to first token of {klass.value} requests > {slo.of(klass).ttft_p95_ms:g} ms "
+            f"(slo.{klass.value}.ttft_p95_ms) for {config.high_ttft.window_s} s. {hint}",
+            metric=self._worst(
+                RequestMetric.TIME_TO_FIRST_TOKEN,
+                "p95",
                 config.high_ttft,
-                Comparison.GREATER_THAN_THRESHOLD,
-                Missing.NOT_BREACHING,
-                critical=False,
-                threshold=slo.of(klass).ttft_p95_ms,
-            )
-            for klass in RequestClass
-        ]
-        rules += [
-            _Rule(
-                "QueueBuildUp",
-                "queue-build-up",
-                f"Queue depth > {config.queue_build_up.threshold:g} for {config.queue_build_up.window_s} s"
-                + (
-                    " (no data = scaled to zero, not breaching). Scale out now."
-                    if idle_may_be_silent
-                    else ", or no variant's container publishing metrics at all. Scale out now."
-                ),
-                worst(EngineMetric.QUEUE_DEPTH, "Average", config.queue_build_up, "Queue depth"),
-                config.queue_build_up,
-                Comparison.GREATER_THAN_THRESHOLD,
-                Missing.NOT_BREACHING if idle_may_be_silent else Missing.BREACHING,
-                critical=True,
+                f"TTFT p95 {klass.value} (ms)",
+                request_class=klass,
             ),
+            rule=config.high_ttft,
+            comparison=Comparison.GREATER_THAN_THRESHOLD,
+            # Exists only when requests arrive: no traffic is healthy, and a dead container with
+            # traffic shows up as SageMaker 5xx errors.
+            missing=Missing.NOT_BREACHING,
+            critical=False,
+            threshold=slo.of(klass).ttft_p95_ms,  # the SLO is the threshold (window-only rule)
+        )
+
+    def _queue_rule(self, *, idle_may_be_silent: bool) -> _Rule:
+        rule = self._config.queue_build_up
+        return _Rule(
+            construct_id="QueueBuildUp",
+            slug="queue-build-up",
+            description=f"Queue depth > {rule.threshold:g} for {rule.window_s} s"
+            + (
+                " (no data = scaled to zero, not breaching). Scale out now."
+                if idle_may_be_silent
+                else ", or no variant's container publishing metrics at all. Scale out now."
+            ),
+            metric=self._worst(EngineMetric.QUEUE_DEPTH, "Average", rule, "Queue depth"),
+            rule=rule,
+            comparison=Comparison.GREATER_THAN_THRESHOLD,
+            # Every running container publishes QueueDepth on an interval, traffic or not, so no
+            # datapoint for the whole window means no container is publishing: the endpoint is down or
+            # its metrics pipeline is broken. The metric is the MAXIMUM over variants, so silence pages
+            # only when EVERY container is silent. With idle_may_be_silent (inference components scaled
+            # to zero, the dev overlay) zero copies publish nothing by design, or idle dev pages all night.
+            missing=Missing.NOT_BREACHING if idle_may_be_silent else Missing.BREACHING,
+            critical=True,
+        )
+
+    def _engine_rules(self) -> list[_Rule]:
+        """KV cache pressure, context budget drift, OOM and engine errors, prefix cache degradation."""
+        config, metrics = self._config, self._metrics
+        drift = config.context_budget_drift
+        return [
             _Rule(
-                "KvCachePressure",
-                "kv-cache-pressure",
-                f"KV cache usage > {config.kv_cache_pressure.threshold:g} % for "
+                construct_id="KvCachePressure",
+                slug="kv-cache-pressure",
+                description=f"KV cache usage > {config.kv_cache_pressure.threshold:g} % for "
                 f"{config.kv_cache_pressure.window_s} s. Check for context budget drift (context-budget-drift, "
                 "TokenBudgetTrimmed).",
-                worst(EngineMetric.KV_CACHE_USAGE, "Average", config.kv_cache_pressure, "KV cache usage (%)"),
-                config.kv_cache_pressure,
-                Comparison.GREATER_THAN_THRESHOLD,
-                Missing.MISSING,
+                metric=self._worst(
+                    EngineMetric.KV_CACHE_USAGE, "Average", config.kv_cache_pressure, "KV cache usage (%)"
+                ),
+                rule=config.kv_cache_pressure,
+                comparison=Comparison.GREATER_THAN_THRESHOLD,
+                # The same always-on gauge as the queue: that alarm already pages on silence, and
+                # INSUFFICIENT_DATA (not OK) keeps this one's state honest.
+                missing=Missing.MISSING,
                 critical=False,
             ),
             _Rule(
-                "ContextBudgetDrift",
-                "context-budget-drift",
-                f"GPU memory pressure: the context budget trimmed > {config.context_budget_drift.threshold:g} % of "
-                f"requests for {config.context_budget_drift.window_s} s. Check for context budget drift: prompts "
+                construct_id="ContextBudgetDrift",
+                slug="context-budget-drift",
+                description=f"GPU memory pressure: the context budget trimmed > {drift.threshold:g} % of requests "
+                f"for {drift.window_s} s. Check for context budget drift: prompts "
                 "(retrieval, history, system) grew past engine.max_model_len.",
-                metrics.request_share(
+                metric=metrics.request_share(
                     BudgetMetric.TOKEN_BUDGET_TRIMMED,
-                    period_s=config.context_budget_drift.period_s,
+                    period_s=drift.period_s,
                     label="Requests trimmed by the context budget (%)",
                 ),
-                config.context_budget_drift,
-                Comparison.GREATER_THAN_THRESHOLD,
-                Missing.NOT_BREACHING,
+                rule=drift,
+                comparison=Comparison.GREATER_THAN_THRESHOLD,
+                missing=Missing.NOT_BREACHING,  # a share of requests: no traffic, no datapoint
                 critical=False,
             ),
             _Rule(
-                "EngineErrors",
-                "engine-errors",
-                f"OOM or engine errors >= {config.engine_errors.threshold:g} in {config.engine_errors.window_s} s. "
-                "Investigate a request spike or a context-budget bypass.",
-                errors_sum(config.engine_errors),
-                config.engine_errors,
-                Comparison.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                Missing.NOT_BREACHING,
+                construct_id="EngineErrors",
+                slug="engine-errors",
+                description=f"OOM or engine errors >= {config.engine_errors.threshold:g} in "
+                f"{config.engine_errors.window_s} s. Investigate a request spike or a context-budget bypass.",
+                metric=self._errors_sum(config.engine_errors),
+                rule=config.engine_errors,
+                comparison=Comparison.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                missing=Missing.NOT_BREACHING,  # event counts: no event means no error
                 critical=True,
             ),
             _Rule(
-                "PrefixCacheDegradation",
-                "prefix-cache-degraded",
-                f"Prefix cache hit rate < {config.prefix_cache_degradation.threshold:g} % for "
+                construct_id="PrefixCacheDegradation",
+                slug="prefix-cache-degraded",
+                description=f"Prefix cache hit rate < {config.prefix_cache_degradation.threshold:g} % for "
                 f"{config.prefix_cache_degradation.window_s} s. Check for prompt template changes.",
-                worst(
+                metric=self._worst(
                     EngineMetric.PREFIX_CACHE_HIT_RATE,
                     "Average",
                     config.prefix_cache_degradation,
                     "Prefix cache hit rate (%)",
                 ),
-                config.prefix_cache_degradation,
-                Comparison.LESS_THAN_THRESHOLD,
-                Missing.NOT_BREACHING,
+                rule=config.prefix_cache_degradation,
+                comparison=Comparison.LESS_THAN_THRESHOLD,
+                # Defined only when the engine saw prefix queries in the interval (hits / queries):
+                # idle is not degraded.
+                missing=Missing.NOT_BREACHING,
                 critical=False,
             ),
+        ]
+
+    def _endpoint_rules(self, gpus_per_instance: int) -> list[_Rule]:
+        """What SageMaker measures: 5xx and 4xx rates, p99 ModelLatency, GPU memory."""
+        config, metrics = self._config, self._metrics
+        gpu_memory, model_latency = config.gpu_memory_utilization, config.model_latency_p99
+        return [
             _Rule(
-                "ServerErrorRate",
-                "5xx-rate",
-                f"Invocation 5xx rate > {config.server_error_rate.threshold:g} % for "
+                construct_id="ServerErrorRate",
+                slug="5xx-rate",
+                description=f"Invocation 5xx rate > {config.server_error_rate.threshold:g} % for "
                 f"{config.server_error_rate.window_s} s (error-rate SLO).",
-                metrics.error_rate(
+                metric=metrics.error_rate(
                     SageMakerMetric.INVOCATION_5XX_ERRORS,
-                    variants=variants,
+                    variants=metrics.variant_names,
                     period_s=config.server_error_rate.period_s,
                     label="5xx rate (%)",
                 ),
-                config.server_error_rate,
-                Comparison.GREATER_THAN_THRESHOLD,
-                Missing.NOT_BREACHING,
+                rule=config.server_error_rate,
+                comparison=Comparison.GREATER_THAN_THRESHOLD,
+                missing=Missing.NOT_BREACHING,  # a rate of requests: no traffic is healthy
                 critical=True,
             ),
             _Rule(
-                "ClientErrorRate",
-                "4xx-rate",
-                f"Invocation 4xx rate > {config.client_error_rate.threshold:g} % for "
+                construct_id="ClientErrorRate",
+                slug="4xx-rate",
+                description=f"Invocation 4xx rate > {config.client_error_rate.threshold:g} % for "
                 f"{config.client_error_rate.window_s} s. A client is sending bad requests.",
-                metrics.error_rate(
+                metric=metrics.error_rate(
                     SageMakerMetric.INVOCATION_4XX_ERRORS,
-                    variants=variants,
+                    variants=metrics.variant_names,
                     period_s=config.client_error_rate.period_s,
                     label="4xx rate (%)",
                 ),
-                config.client_error_rate,
-                Comparison.GREATER_THAN_THRESHOLD,
-                Missing.NOT_BREACHING,
+                rule=config.client_error_rate,
+                comparison=Comparison.GREATER_THAN_THRESHOLD,
+                missing=Missing.NOT_BREACHING,  # a rate of requests: no traffic is healthy
                 critical=False,
             ),
             _Rule(
-                "ModelLatencyP99",
-                "model-latency-p99",
-                f"p99 ModelLatency > {config.model_latency_p99.threshold:g} us for "
-                f"{config.model_latency_p99.window_s} s (p99 latency SLO).",
-                metrics.across_variants(
+                construct_id="ModelLatencyP99",
+                slug="model-latency-p99",
+                description=f"p99 ModelLatency > {model_latency.threshold:g} us for {model_latency.window_s} s "
+                "(p99 latency SLO).",
+                metric=metrics.across_variants(
                     lambda v: metrics.sagemaker(
-                        SageMakerMetric.MODEL_LATENCY,
-                        variant=v,
-                        statistic="p99",
-                        period_s=config.model_latency_p99.period_s,
+                        SageMakerMetric.MODEL_LATENCY, variant=v, statistic="p99", period_s=model_latency.period_s
                     ),
                     combine="MAX",
-                    period_s=config.model_latency_p99.period_s,
+                    period_s=model_latency.period_s,
                     label="ModelLatency p99 (us)",
                 ),
-                config.model_latency_p99,
-                Comparison.GREATER_THAN_THRESHOLD,
-                Missing.NOT_BREACHING,
+                rule=model_latency,
+                comparison=Comparison.GREATER_THAN_THRESHOLD,
+                missing=Missing.NOT_BREACHING,  # exists only when requests arrive
                 critical=False,
             ),
             _Rule(
-                "GpuMemory",
-                "gpu-memory-high",
-                f"GPU memory > {config.gpu_memory_utilization.threshold:g} % per GPU for "
-                f"{config.gpu_memory_utilization.window_s} s (above vLLM's preallocation).",
-                metrics.across_variants(
+                construct_id="GpuMemory",
+                slug="gpu-memory-high",
+                description=f"GPU memory > {gpu_memory.threshold:g} % per GPU for {gpu_memory.window_s} s "
+                "(above vLLM's preallocation).",
+                metric=metrics.across_variants(
                     lambda v: metrics.instance(
                         SageMakerInstanceMetric.GPU_MEMORY_UTILIZATION,
                         variant=v,
                         statistic="Maximum",
-                        period_s=config.gpu_memory_utilization.period_s,
+                        period_s=gpu_memory.period_s,
                     ),
                     combine="MAX",
-                    period_s=config.gpu_memory_utilization.period_s,
+                    period_s=gpu_memory.period_s,
                     label="GPU memory (% x GPUs)",
                 ),
-                config.gpu_memory_utilization,
-                Comparison.GREATER_THAN_THRESHOLD,
-                Missing.MISSING,
+                rule=gpu_memory,
+                comparison=Comparison.GREATER_THAN_THRESHOLD,
+                # SageMaker's host agent publishes it independent of the container: no data means no
+                # instance, which the queue alarm pages on.
+                missing=Missing.MISSING,
                 critical=False,
-                threshold=config.gpu_memory_utilization.threshold * gpus_per_instance,
+                # SageMaker reports percent x device count; the configured threshold is per GPU.
+                threshold=gpu_memory.threshold * gpus_per_instance,
             ),
         ]
-        for adapter in adapters:
-            ceiling = config.adapter_ceiling_ms(adapter)
-            rules.append(
-                _Rule(
-                    f"AdapterLatency{pascal_case(adapter)}",
-                    f"adapter-{adapter}-latency-p95",
-                    f"Adapter {adapter} p95 request latency > {ceiling:g} ms for "
-                    f"{config.adapter_latency.window_s} s. Check the adapter version; roll back if needed.",
-                    worst(
-                        RequestMetric.REQUEST_LATENCY,
-                        "p95",
-                        config.adapter_latency,
-                        f"{adapter} latency p95 (ms)",
-                        adapter=adapter,
-                    ),
-                    config.adapter_latency,
-                    Comparison.GREATER_THAN_THRESHOLD,
-                    Missing.NOT_BREACHING,
-                    critical=False,
-                    threshold=ceiling,
-                )
+
+    def _adapter_rule(self, adapter: str) -> _Rule:
+        config = self._config
+        ceiling = config.adapter_ceiling_ms(adapter)
+        return _Rule(
+            construct_id=f"AdapterLatency{pascal_case(adapter)}",
+            slug=f"adapter-{adapter}-latency-p95",
+            description=f"Adapter {adapter} p95 request latency > {ceiling:g} ms for "
+            f"{config.adapter_latency.window_s} s. Check the adapter version; roll back if needed.",
+            metric=self._worst(
+                RequestMetric.REQUEST_LATENCY,
+                "p95",
+                config.adapter_latency,
+                f"{adapter} latency p95 (ms)",
+                adapter=adapter,
+            ),
+            rule=config.adapter_latency,
+            comparison=Comparison.GREATER_THAN_THRESHOLD,
+            missing=Missing.NOT_BREACHING,  # exists only when requests for the adapter arrive
+            critical=False,
+            threshold=ceiling,  # the adapter's own ceiling, or the shared default
+        )
+
+    def _worst(
+        self,
+        metric: EngineMetric | RequestMetric,
+        statistic: str,
+        rule: AlarmWindowConfig,
+        label: str,
+        *,
+        adapter: str | None = None,
+        request_class: RequestClass | None = None,
+    ) -> cloudwatch.IMetric:
+        """The worst variant's ``statistic`` of ``metric`` over the rule's period (MAX across variants)."""
+        metrics = self._metrics
+        return metrics.across_variants(
+            lambda v: metrics.custom(
+                metric,
+                variant=v,
+                statistic=statistic,
+                period_s=rule.period_s,
+                adapter=adapter,
+                request_class=request_class,
+            ),
+            combine="MAX",
+            period_s=rule.period_s,
+            label=label,
+        )
+
+    def _errors_sum(self, rule: AlarmWindowConfig) -> cloudwatch.IMetric:
+        """OOM plus engine errors, summed over every variant (a missing count reads as 0)."""
+        using: dict[str, cloudwatch.IMetric] = {}
+        for i, variant in enumerate(self._metrics.variant_names):
+            using[f"o{i}"] = self._metrics.custom(
+                RequestMetric.OUT_OF_MEMORY_ERRORS, variant=variant, statistic="Sum", period_s=rule.period_s
             )
-        return rules
+            using[f"g{i}"] = self._metrics.custom(
+                RequestMetric.ENGINE_ERRORS, variant=variant, statistic="Sum", period_s=rule.period_s
+            )
+        return cloudwatch.MathExpression(
+            expression="SUM([" + ", ".join(f"FILL({key}, 0)" for key in using) + "])",
+            using_metrics=using,
+            period=cdk.Duration.seconds(rule.period_s),
+            label="OOM + engine errors",
+        )

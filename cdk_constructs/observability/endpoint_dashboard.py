@@ -81,196 +81,186 @@ class EndpointDashboard(Construct):
             alarms: alarms shown in the alarm-status widget.
         """
         super().__init__(scope, construct_id)
-        period = config.dashboard_period_s
-        variants = metrics.variant_names
-        units = capacities[0].unit if capacities else "instances"
+        self._metrics = metrics
+        self._config = config
+        self._slo = slo
+        self._adapters = list(adapters)
+        self._period = config.dashboard_period_s
+        # Built in this order (the rows' metrics, then the dashboard), as the widgets are laid out.
+        rows = [
+            self._slo_row(),
+            self._capacity_row(capacities),
+            self._engine_row(gpus_per_instance),
+            self._adapter_row(),
+        ]
+        self.dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            default_interval=cdk.Duration.hours(3),
+            widgets=[
+                [self._header()],
+                [cloudwatch.AlarmStatusWidget(alarms=list(alarms), title="Alarms", width=_FULL_WIDTH, height=4)],
+                *rows,
+            ],
+        )
 
-        def per_variant(
-            metric: EngineMetric | RequestMetric, statistic: str, request_class: RequestClass | None = None
-        ) -> list[cloudwatch.IMetric]:
-            return [
-                metrics.custom(
-                    metric,
-                    variant=v,
-                    statistic=statistic,
-                    period_s=period,
-                    request_class=request_class,
-                    label=f"{v} {statistic}",
-                )
-                for v in variants
-            ]
+    def _header(self) -> cloudwatch.TextWidget:
+        """The endpoint's name and its SLOs, in words."""
+        slo = self._slo
+        ttft = ", ".join(
+            f"{k.value} TTFT p50 < {slo.of(k).ttft_p50_ms:g} ms, p95 < {slo.of(k).ttft_p95_ms:g} ms"
+            for k in RequestClass
+        )
+        return cloudwatch.TextWidget(
+            markdown=(
+                f"# {self._metrics.endpoint_name}\n"
+                f"SLOs (config slo; seeds 000, 002): availability {slo.availability_percent:g} %, {ttft}"
+                f", p99 latency < {slo.latency_p99_ms:g} ms, "
+                f"queue wait p95 < {slo.queue_wait_p95_ms:g} ms, error rate < {slo.error_rate_percent:g} %."
+                " Runbook: docs/observability.md."
+            ),
+            width=_FULL_WIDTH,
+            height=2,
+        )
 
-        def per_adapter(metric: RequestMetric, statistic: str) -> list[cloudwatch.IMetric]:
-            def adapter_series(adapter: str) -> cloudwatch.IMetric:
-                def one_variant(variant: str) -> cloudwatch.IMetric:
-                    return metrics.custom(
-                        metric, variant=variant, statistic=statistic, period_s=period, adapter=adapter
-                    )
-
-                return metrics.across_variants(
-                    one_variant,
-                    combine="SUM" if statistic == "Sum" else "MAX",
-                    period_s=period,
-                    label=adapter,
-                )
-
-            return [adapter_series(adapter) for adapter in adapters]
-
-        def graph(
-            title: str,
-            left: Sequence[cloudwatch.IMetric],
-            annotations: Sequence[cloudwatch.HorizontalAnnotation] = (),
-            width: int = _THIRD_WIDTH,
-            left_label: str | None = None,
-        ) -> cloudwatch.GraphWidget:
-            return cloudwatch.GraphWidget(
-                title=title,
-                left=list(left),
-                left_annotations=list(annotations),
-                left_y_axis=cloudwatch.YAxisProps(label=left_label, show_units=False, min=0),
-                width=width,
-                height=_GRAPH_HEIGHT,
-                period=cdk.Duration.seconds(period),
-            )
-
+    def _slo_row(self) -> list[cloudwatch.IWidget]:
+        """Availability, error rate, TTFT per request class, latency, queue wait and ModelLatency, with SLO lines."""
+        metrics, config, slo, variants = self._metrics, self._config, self._slo, self._metrics.variant_names
         five_xx_rate = metrics.error_rate(
-            SageMakerMetric.INVOCATION_5XX_ERRORS, variants=variants, period_s=period, label="5xx rate (%)"
+            SageMakerMetric.INVOCATION_5XX_ERRORS, variants=variants, period_s=self._period, label="5xx rate (%)"
+        )
+        four_xx_rate = metrics.error_rate(
+            SageMakerMetric.INVOCATION_4XX_ERRORS, variants=variants, period_s=self._period, label="4xx rate (%)"
         )
         availability = cloudwatch.MathExpression(
             expression="100 - rate5xx",
             using_metrics={"rate5xx": five_xx_rate},
-            period=cdk.Duration.seconds(period),
+            period=cdk.Duration.seconds(self._period),
             label="availability (%)",
         )
-        slo_row = [
-            graph("Availability (%)", [availability], [_line(slo.availability_percent, "SLO")], left_label="%"),
-            graph(
+        model_latency = [
+            metrics.sagemaker(
+                SageMakerMetric.MODEL_LATENCY, variant=v, statistic="p99", period_s=self._period, label=f"{v} p99"
+            )
+            for v in variants
+        ]
+        return [
+            self._graph("Availability (%)", [availability], [_line(slo.availability_percent, "SLO")], left_label="%"),
+            self._graph(
                 "Error rate (%)",
-                [
-                    five_xx_rate,
-                    metrics.error_rate(
-                        SageMakerMetric.INVOCATION_4XX_ERRORS, variants=variants, period_s=period, label="4xx rate (%)"
-                    ),
-                ],
-                [
-                    _line(slo.error_rate_percent, "5xx SLO"),
-                    _line(config.server_error_rate.threshold, "5xx alarm"),
-                ],
+                [five_xx_rate, four_xx_rate],
+                [_line(slo.error_rate_percent, "5xx SLO"), _line(config.server_error_rate.threshold, "5xx alarm")],
                 left_label="%",
             ),
-            *(
-                graph(
-                    f"Time to first token, {klass.value} requests (ms)",
-                    per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p50", klass)
-                    + per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p95", klass),
-                    [
-                        _line(slo.of(klass).ttft_p50_ms, "p50 SLO"),
-                        _line(slo.of(klass).ttft_p95_ms, "p95 SLO = alarm"),
-                    ],
-                    left_label="ms",
-                )
-                for klass in RequestClass
-            ),
-            graph(
+            *(self._ttft_graph(klass) for klass in RequestClass),
+            self._graph(
                 "Request latency p99 (ms)",
-                per_variant(RequestMetric.REQUEST_LATENCY, "p99"),
+                self._per_variant(RequestMetric.REQUEST_LATENCY, "p99"),
                 [_line(slo.latency_p99_ms, "p99 SLO")],
                 left_label="ms",
             ),
             # vLLM's queue-time histogram cannot resolve a p95 under 300 ms (its first bucket),
             # so the worst per-interval mean is drawn against the seed's p95 SLO line.
-            graph(
+            self._graph(
                 "Queue wait, worst interval mean (ms)",
-                per_variant(EngineMetric.QUEUE_WAIT_AVERAGE, "Maximum"),
+                self._per_variant(EngineMetric.QUEUE_WAIT_AVERAGE, "Maximum"),
                 [_line(slo.queue_wait_p95_ms, "p95 SLO")],
                 left_label="ms",
             ),
-            graph(
+            self._graph(
                 "ModelLatency p99 (us, SageMaker)",
-                [
-                    metrics.sagemaker(
-                        SageMakerMetric.MODEL_LATENCY, variant=v, statistic="p99", period_s=period, label=f"{v} p99"
-                    )
-                    for v in variants
-                ],
+                model_latency,
                 [_line(config.model_latency_p99.threshold, "alarm")],
                 left_label="us",
             ),
         ]
-        capacity_row = [
-            graph(
-                f"{units.capitalize()} per {'variant' if units == 'instances' else 'component'} (min/max)",
-                [
-                    metrics.instance(
-                        SageMakerInstanceMetric.CPU_UTILIZATION,
-                        variant=c.variant_name,
-                        statistic="SampleCount",
-                        period_s=period,
-                        label=f"{c.shown_as} {c.unit}",
-                    )
-                    for c in capacities
-                ],
-                [
-                    line
-                    for c in capacities
-                    for line in (
-                        _line(c.min_capacity, f"{c.shown_as} min"),
-                        _line(c.max_capacity, f"{c.shown_as} max"),
-                    )
-                ],
-                left_label=units,
-            ),
-            graph(
-                "Queue depth and running requests",
-                per_variant(EngineMetric.QUEUE_DEPTH, "Average")
-                + per_variant(EngineMetric.RUNNING_REQUESTS, "Average"),
-                [_line(config.queue_build_up.threshold, "queue alarm")],
-                left_label="requests",
-            ),
-            graph(
-                "Invocations per variant",
-                [
-                    metrics.sagemaker(
-                        SageMakerMetric.INVOCATIONS, variant=v, statistic="Sum", period_s=period, label=f"{v}"
-                    )
-                    for v in variants
-                ],
-                left_label="requests",
-            ),
+
+    def _ttft_graph(self, klass: RequestClass) -> cloudwatch.GraphWidget:
+        """TTFT p50 and p95 of one request class, against that class's SLO."""
+        return self._graph(
+            f"Time to first token, {klass.value} requests (ms)",
+            self._per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p50", klass)
+            + self._per_variant(RequestMetric.TIME_TO_FIRST_TOKEN, "p95", klass),
+            [
+                _line(self._slo.of(klass).ttft_p50_ms, "p50 SLO"),
+                _line(self._slo.of(klass).ttft_p95_ms, "p95 SLO = alarm"),
+            ],
+            left_label="ms",
+        )
+
+    def _capacity_row(self, capacities: Sequence[VariantCapacity]) -> list[cloudwatch.IWidget]:
+        """Instances (or copies) against their autoscaling bounds, queue depth, invocations."""
+        metrics, period = self._metrics, self._period
+        units = capacities[0].unit if capacities else "instances"
+        counts = [
+            metrics.instance(
+                SageMakerInstanceMetric.CPU_UTILIZATION,
+                variant=c.variant_name,
+                statistic="SampleCount",
+                period_s=period,
+                label=f"{c.shown_as} {c.unit}",
+            )
+            for c in capacities
         ]
-        engine_row = [
-            graph(
+        bounds = [
+            line
+            for c in capacities
+            for line in (_line(c.min_capacity, f"{c.shown_as} min"), _line(c.max_capacity, f"{c.shown_as} max"))
+        ]
+        queue = self._per_variant(EngineMetric.QUEUE_DEPTH, "Average") + self._per_variant(
+            EngineMetric.RUNNING_REQUESTS, "Average"
+        )
+        invocations = [
+            metrics.sagemaker(SageMakerMetric.INVOCATIONS, variant=v, statistic="Sum", period_s=period, label=f"{v}")
+            for v in metrics.variant_names
+        ]
+        per = "variant" if units == "instances" else "component"
+        return [
+            self._graph(f"{units.capitalize()} per {per} (min/max)", counts, bounds, left_label=units),
+            self._graph(
+                "Queue depth and running requests",
+                queue,
+                [_line(self._config.queue_build_up.threshold, "queue alarm")],
+                left_label="requests",
+            ),
+            self._graph("Invocations per variant", invocations, left_label="requests"),
+        ]
+
+    def _engine_row(self, gpus_per_instance: int) -> list[cloudwatch.IWidget]:
+        """KV cache, prefix cache, token throughput, GPU memory and the engine's errors."""
+        config, per_variant = self._config, self._per_variant
+        gpu = [
+            self._metrics.instance(m, variant=v, statistic="Maximum", period_s=self._period, label=f"{v} {m.value}")
+            for v in self._metrics.variant_names
+            for m in (SageMakerInstanceMetric.GPU_MEMORY_UTILIZATION, SageMakerInstanceMetric.GPU_UTILIZATION)
+        ]
+        return [
+            self._graph(
                 "KV cache usage (%)",
                 per_variant(EngineMetric.KV_CACHE_USAGE, "Average"),
                 [_line(config.kv_cache_pressure.threshold, "alarm")],
                 left_label="%",
             ),
-            graph(
+            self._graph(
                 "Prefix cache hit rate (%)",
                 per_variant(EngineMetric.PREFIX_CACHE_HIT_RATE, "Average"),
                 [_line(config.prefix_cache_degradation.threshold, "alarm")],
                 left_label="%",
             ),
-            graph(
+            self._graph(
                 "Tokens per second (per instance)",
                 per_variant(EngineMetric.PROMPT_TOKENS_PER_SECOND, "Average")
                 + per_variant(EngineMetric.GENERATION_TOKENS_PER_SECOND, "Average"),
                 left_label="tokens/s",
             ),
-            graph(
+            # GPU memory is percent x device count (CloudWatch's /aws/sagemaker/Endpoints), so is the line.
+            self._graph(
                 "GPU memory and utilization (% x GPUs)",
-                [
-                    metrics.instance(m, variant=v, statistic="Maximum", period_s=period, label=f"{v} {m.value}")
-                    for v in variants
-                    for m in (
-                        SageMakerInstanceMetric.GPU_MEMORY_UTILIZATION,
-                        SageMakerInstanceMetric.GPU_UTILIZATION,
-                    )
-                ],
+                gpu,
                 [_line(config.gpu_memory_utilization.threshold * gpus_per_instance, "memory alarm")],
                 left_label="%",
             ),
-            graph(
+            self._graph(
                 "Preemptions and engine errors",
                 per_variant(EngineMetric.PREEMPTIONS, "Sum")
                 + per_variant(RequestMetric.ENGINE_ERRORS, "Sum")
@@ -278,60 +268,82 @@ class EndpointDashboard(Construct):
                 left_label="count",
             ),
         ]
-        adapter_row = [
-            graph(
+
+    def _adapter_row(self) -> list[cloudwatch.IWidget]:
+        """Per LoRA adapter: latency against its ceiling, TTFT, requests and output tokens."""
+        return [
+            self._graph(
                 "Per adapter: request latency p95 (ms)",
-                per_adapter(RequestMetric.REQUEST_LATENCY, "p95"),
-                [_line(config.adapter_ceiling_ms(a), f"{a} ceiling") for a in adapters],
+                self._per_adapter(RequestMetric.REQUEST_LATENCY, "p95"),
+                [_line(self._config.adapter_ceiling_ms(a), f"{a} ceiling") for a in self._adapters],
                 width=_HALF_WIDTH,
                 left_label="ms",
             ),
             # Both classes mixed (no per-adapter-and-class dimension set): for comparing adapters, not the SLO.
-            graph(
+            self._graph(
                 "Per adapter: TTFT p95, both classes (ms)",
-                per_adapter(RequestMetric.TIME_TO_FIRST_TOKEN, "p95"),
+                self._per_adapter(RequestMetric.TIME_TO_FIRST_TOKEN, "p95"),
                 width=_HALF_WIDTH,
                 left_label="ms",
             ),
-            graph(
+            self._graph(
                 "Per adapter: requests",
-                per_adapter(RequestMetric.REQUESTS, "Sum"),
+                self._per_adapter(RequestMetric.REQUESTS, "Sum"),
                 width=_HALF_WIDTH,
                 left_label="requests",
             ),
-            graph(
+            self._graph(
                 "Per adapter: output tokens",
-                per_adapter(RequestMetric.OUTPUT_TOKENS, "Sum"),
+                self._per_adapter(RequestMetric.OUTPUT_TOKENS, "Sum"),
                 width=_HALF_WIDTH,
                 left_label="tokens",
             ),
         ]
-        self.dashboard = cloudwatch.Dashboard(
-            self,
-            "Dashboard",
-            default_interval=cdk.Duration.hours(3),
-            widgets=[
-                [
-                    cloudwatch.TextWidget(
-                        markdown=(
-                            f"# {metrics.endpoint_name}\n"
-                            f"SLOs (config slo; seeds 000, 002): availability {slo.availability_percent:g} %, "
-                            + ", ".join(
-                                f"{k.value} TTFT p50 < {slo.of(k).ttft_p50_ms:g} ms, p95 < {slo.of(k).ttft_p95_ms:g} ms"
-                                for k in RequestClass
-                            )
-                            + f", p99 latency < {slo.latency_p99_ms:g} ms, "
-                            f"queue wait p95 < {slo.queue_wait_p95_ms:g} ms, error rate < {slo.error_rate_percent:g} %."
-                            " Runbook: docs/observability.md."
-                        ),
-                        width=_FULL_WIDTH,
-                        height=2,
-                    )
-                ],
-                [cloudwatch.AlarmStatusWidget(alarms=list(alarms), title="Alarms", width=_FULL_WIDTH, height=4)],
-                slo_row,
-                capacity_row,
-                engine_row,
-                adapter_row,
-            ],
+
+    def _per_variant(
+        self, metric: EngineMetric | RequestMetric, statistic: str, request_class: RequestClass | None = None
+    ) -> list[cloudwatch.IMetric]:
+        """One series of ``metric`` per variant, labelled ``<variant> <statistic>``."""
+        return [
+            self._metrics.custom(
+                metric,
+                variant=v,
+                statistic=statistic,
+                period_s=self._period,
+                request_class=request_class,
+                label=f"{v} {statistic}",
+            )
+            for v in self._metrics.variant_names
+        ]
+
+    def _per_adapter(self, metric: RequestMetric, statistic: str) -> list[cloudwatch.IMetric]:
+        """One series of ``metric`` per adapter, across the variants (summed for ``Sum``, else the maximum)."""
+        return [self._adapter_series(metric, statistic, adapter) for adapter in self._adapters]
+
+    def _adapter_series(self, metric: RequestMetric, statistic: str, adapter: str) -> cloudwatch.IMetric:
+        def one_variant(variant: str) -> cloudwatch.IMetric:
+            return self._metrics.custom(
+                metric, variant=variant, statistic=statistic, period_s=self._period, adapter=adapter
+            )
+
+        return self._metrics.across_variants(
+            one_variant, combine="SUM" if statistic == "Sum" else "MAX", period_s=self._period, label=adapter
+        )
+
+    def _graph(
+        self,
+        title: str,
+        left: Sequence[cloudwatch.IMetric],
+        annotations: Sequence[cloudwatch.HorizontalAnnotation] = (),
+        width: int = _THIRD_WIDTH,
+        left_label: str | None = None,
+    ) -> cloudwatch.GraphWidget:
+        return cloudwatch.GraphWidget(
+            title=title,
+            left=list(left),
+            left_annotations=list(annotations),
+            left_y_axis=cloudwatch.YAxisProps(label=left_label, show_units=False, min=0),
+            width=width,
+            height=_GRAPH_HEIGHT,
+            period=cdk.Duration.seconds(self._period),
         )

@@ -18,7 +18,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -70,122 +70,132 @@ class _RefusedError(Exception):
     wraps it in ``HttpParserCallbackError``, which uvicorn's ``data_received`` catches)."""
 
 
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with :attr:`limits` enforced at the parser callbacks;
+    :func:`limited_protocol` binds the limits."""
+
+    limits: ClassVar[TransportLimits] = TransportLimits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._read_timer: asyncio.TimerHandle | None = None
+        self._header_count = 0
+        self._header_bytes = 0
+        self._body_bytes = 0
+        self._refused = False
+
+    # -- the read deadline: from connection/previous response to the last body byte
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        if self._read_timer is None:
+            self._read_timer = self.loop.call_later(self.limits.request_read_timeout_s, self._read_timed_out)
+
+    def _disarm(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
+    def _read_timed_out(self) -> None:
+        self._read_timer = None
+        if self.cycle is not None and self.cycle.response_started:
+            if self.cycle.response_complete and not self.transport.is_closing():
+                self.transport.close()  # answered early; the rest of its body never came
+            return  # the app is answering; let it finish
+        if self._header_count or self.cycle is not None:
+            self._refuse(408, f"request not received within {self.limits.request_read_timeout_s:g} s")
+        elif not self.transport.is_closing():
+            self.transport.close()  # a connection that never sent a header
+
+    # -- parser callbacks
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_count = self._header_bytes = self._body_bytes = 0
+        self._arm()
+
+    def on_url(self, url: bytes) -> None:
+        self._header_bytes += len(url)
+        self._check_headers()
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        self._header_bytes += len(name) + len(value)
+        self._check_headers()
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        declared = self._content_length()
+        if declared is not None and declared > self.limits.max_body_bytes:
+            self._refuse(413, f"Content-Length {declared} is over the limit of {self.limits.max_body_bytes} bytes")
+            raise _RefusedError
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
+        if self._body_bytes > self.limits.max_body_bytes:
+            self._refuse(413, f"body is over the limit of {self.limits.max_body_bytes} bytes")
+            raise _RefusedError
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+    # -- refusals
+    def data_received(self, data: bytes) -> None:
+        if not self._refused:
+            super().data_received(data)
+
+    def send_400_response(self, msg: str) -> None:
+        if not self._refused:  # the parser error is our own _RefusedError
+            super().send_400_response(msg)
+
+    def _check_headers(self) -> None:
+        if self._header_count > self.limits.max_headers:
+            self._refuse(431, f"more than {self.limits.max_headers} header fields")
+            raise _RefusedError
+        if self._header_bytes > self.limits.max_header_bytes:
+            self._refuse(431, f"request line and headers over {self.limits.max_header_bytes} bytes")
+            raise _RefusedError
+
+    def _content_length(self) -> int | None:
+        for name, value in self.headers:
+            if name == b"content-length":
+                try:
+                    return int(value)
+                except ValueError:
+                    return None  # httptools refuses a malformed length itself
+        return None
+
+    def _refuse(self, status: int, message: str) -> None:
+        self._disarm()
+        if not self._refused and not self.transport.is_closing():
+            log.warning("transport: %d %s from %s", status, message, self.client)
+            payload = json.dumps(error_body(status, message)).encode()
+            head = (
+                f"HTTP/1.1 {status} {_REASONS[status]}\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n"
+            )
+            self.transport.write(head.encode() + payload)
+            self.transport.close()
+        self._refused = True
+
+
 def limited_protocol(limits: TransportLimits) -> type[HttpToolsProtocol]:
     """A uvicorn ``http`` protocol class (pass as ``uvicorn.Config(http=...)``) enforcing ``limits``."""
 
-    class LimitedHttpToolsProtocol(HttpToolsProtocol):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._read_timer: asyncio.TimerHandle | None = None
-            self._header_count = 0
-            self._header_bytes = 0
-            self._body_bytes = 0
-            self._refused = False
+    class Bound(LimitedHttpToolsProtocol):
+        pass
 
-        # -- the read deadline: from connection/previous response to the last body byte
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def _arm(self) -> None:
-            if self._read_timer is None:
-                self._read_timer = self.loop.call_later(limits.request_read_timeout_s, self._read_timed_out)
-
-        def _disarm(self) -> None:
-            if self._read_timer is not None:
-                self._read_timer.cancel()
-                self._read_timer = None
-
-        def _read_timed_out(self) -> None:
-            self._read_timer = None
-            if self.cycle is not None and self.cycle.response_started:
-                if self.cycle.response_complete and not self.transport.is_closing():
-                    self.transport.close()  # answered early; the rest of its body never came
-                return  # the app is answering; let it finish
-            if self._header_count or self.cycle is not None:
-                self._refuse(408, f"request not received within {limits.request_read_timeout_s:g} s")
-            elif not self.transport.is_closing():
-                self.transport.close()  # a connection that never sent a header
-
-        # -- parser callbacks
-        def on_message_begin(self) -> None:
-            super().on_message_begin()
-            self._header_count = self._header_bytes = self._body_bytes = 0
-            self._arm()
-
-        def on_url(self, url: bytes) -> None:
-            self._header_bytes += len(url)
-            self._check_headers()
-            super().on_url(url)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._header_count += 1
-            self._header_bytes += len(name) + len(value)
-            self._check_headers()
-            super().on_header(name, value)
-
-        def on_headers_complete(self) -> None:
-            declared = self._content_length()
-            if declared is not None and declared > limits.max_body_bytes:
-                self._refuse(413, f"Content-Length {declared} is over the limit of {limits.max_body_bytes} bytes")
-                raise _RefusedError
-            super().on_headers_complete()
-
-        def on_body(self, body: bytes) -> None:
-            self._body_bytes += len(body)
-            if self._body_bytes > limits.max_body_bytes:
-                self._refuse(413, f"body is over the limit of {limits.max_body_bytes} bytes")
-                raise _RefusedError
-            super().on_body(body)
-
-        def on_message_complete(self) -> None:
-            self._disarm()
-            super().on_message_complete()
-
-        # -- refusals
-        def data_received(self, data: bytes) -> None:
-            if not self._refused:
-                super().data_received(data)
-
-        def send_400_response(self, msg: str) -> None:
-            if not self._refused:  # the parser error is our own _RefusedError
-                super().send_400_response(msg)
-
-        def _check_headers(self) -> None:
-            if self._header_count > limits.max_headers:
-                self._refuse(431, f"more than {limits.max_headers} header fields")
-                raise _RefusedError
-            if self._header_bytes > limits.max_header_bytes:
-                self._refuse(431, f"request line and headers over {limits.max_header_bytes} bytes")
-                raise _RefusedError
-
-        def _content_length(self) -> int | None:
-            for name, value in self.headers:
-                if name == b"content-length":
-                    try:
-                        return int(value)
-                    except ValueError:
-                        return None  # httptools refuses a malformed length itself
-            return None
-
-        def _refuse(self, status: int, message: str) -> None:
-            self._disarm()
-            if not self._refused and not self.transport.is_closing():
-                log.warning("transport: %d %s from %s", status, message, self.client)
-                payload = json.dumps(error_body(status, message)).encode()
-                head = (
-                    f"HTTP/1.1 {status} {_REASONS[status]}\r\ncontent-type: application/json\r\n"
-                    f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n"
-                )
-                self.transport.write(head.encode() + payload)
-                self.transport.close()
-            self._refused = True
-
-    return LimitedHttpToolsProtocol
+    Bound.limits = limits
+    return Bound
 
 
 _REASONS: Final = {408: "Request Timeout", 413: "Content Too Large", 431: "Request Header Fields Too Large"}

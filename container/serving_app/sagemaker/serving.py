@@ -54,6 +54,19 @@ def _summarise(exc: ValidationError) -> str:
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
+def _json_object(body: bytes) -> dict[str, Any] | Response:
+    """The body as a JSON object, or the 413/400/422 answer to one too large, malformed or not an object."""
+    if len(body) > MAX_BODY_BYTES:
+        return error_response(413, f"body is {len(body)} bytes; limit {MAX_BODY_BYTES}")
+    try:
+        data = json.loads(body, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        return error_response(400, f"malformed JSON body: {str(exc)[:200]}")
+    if not isinstance(data, dict):
+        return error_response(422, "body must be a JSON object with 'messages' (chat) or 'prompt' (completions)")
+    return data
+
+
 class InvocationService:
     """Everything ``/invocations`` does between the request and the relayed answer."""
 
@@ -104,6 +117,47 @@ class InvocationService:
         return response
 
     async def _handle(self, request: Request, record: RequestRecord, started: float) -> Response:
+        """Refuse, validate, pick the model and forward: each check answers in this order."""
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
+        body = await request.body()
+        data = _json_object(body)
+        if isinstance(data, Response):
+            return data
+        if self.sessions.is_session_request(data):
+            return self.sessions.handle(data, request.headers)
+        session_error = self.sessions.check(request.headers)
+        if session_error is not None:
+            return session_error
+        checked = self._validated(data)
+        if isinstance(checked, Response):
+            return checked
+        is_chat, parsed = checked
+
+        name = requested_model(request.headers, parsed.model, self.models.base)
+        if name not in self.models:
+            record.adapter = "unknown"
+            # The names served are other tenants' business: the caller learns only its own was wrong.
+            log.info("invocations: unknown adapter %r; available: %s", name[:100], self.models.available)
+            return error_response(400, f"unknown adapter {name[:100]!r}")
+        record.adapter = name
+        record.version = self.versions.dimension(name) if self.versions.pins else None
+        record.stream = parsed.stream
+        strip_usage = parsed.stream and (parsed.stream_options or {}).get("include_usage") is not True
+        engine_body = self._engine_body(data, body, name, rewrite=name != parsed.model, ask_usage=strip_usage)
+        if isinstance(engine_body, Response):
+            return engine_body
+        path = "/v1/chat/completions" if is_chat else "/v1/completions"
+        attempt = (
+            None if self.budget is None else self.budget.attempt(engine_body, request.headers, record, is_chat=is_chat)
+        )
+        if parsed.stream:
+            return await self._stream(path, engine_body, record, started, strip_usage, attempt=attempt)
+        return await self._unary(path, engine_body, record, attempt)
+
+    def _refusal(self, request: Request) -> Response | None:
+        """503 while draining or not ready, 415 for a body that is not JSON; None to go on."""
         if self.readiness.draining:
             return error_response(503, "instance is draining (SIGTERM); retry elsewhere")
         if not self.readiness.ready:
@@ -116,20 +170,11 @@ class InvocationService:
             media = content_type.split(";", 1)[0].strip().lower()
             if not (media == "application/json" or media.endswith("+json")):
                 return error_response(415, f"content-type {media!r} is not supported; send application/json")
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return error_response(413, f"body is {len(body)} bytes; limit {MAX_BODY_BYTES}")
-        try:
-            data = json.loads(body, parse_constant=_reject_constant)
-        except (ValueError, RecursionError) as exc:
-            return error_response(400, f"malformed JSON body: {str(exc)[:200]}")
-        if not isinstance(data, dict):
-            return error_response(422, "body must be a JSON object with 'messages' (chat) or 'prompt' (completions)")
-        if self.sessions.is_session_request(data):
-            return self.sessions.handle(data, request.headers)
-        session_error = self.sessions.check(request.headers)
-        if session_error is not None:
-            return session_error
+        return None
+
+    def _validated(self, data: dict[str, Any]) -> tuple[bool, ChatCompletionBody | CompletionBody] | Response:
+        """``(is_chat, parsed body)``, or the 422/400 answer to a body of neither or both kinds, an invalid
+        one, or one over the request limits."""
         is_chat, is_completion = "messages" in data, "prompt" in data
         if is_chat == is_completion:
             return error_response(
@@ -145,39 +190,30 @@ class InvocationService:
         over_limit = self.limits.violation(data, is_chat=is_chat)
         if over_limit:
             return error_response(400, over_limit)
+        return is_chat, parsed
 
-        name = requested_model(request.headers, parsed.model, self.models.base)
-        if name not in self.models:
-            record.adapter = "unknown"
-            # The names served are other tenants' business: the caller learns only its own was wrong.
-            log.info("invocations: unknown adapter %r; available: %s", name[:100], self.models.available)
-            return error_response(400, f"unknown adapter {name[:100]!r}")
-        record.adapter = name
-        record.version = self.versions.dimension(name) if self.versions.pins else None
-        record.stream = parsed.stream
-        rewrite = name != parsed.model
+    def _engine_body(
+        self, data: dict[str, Any], body: bytes, name: str, *, rewrite: bool, ask_usage: bool
+    ) -> bytes | Response:
+        """The body vLLM gets: the client's bytes unless the model name, a cache salt or the usage
+        option must be set; 422 when re-serialising fails."""
         salt = self.models.cache_salt(name)
         if salt is not None:
             # A runtime adapter: keep its prefix-cache blocks apart from those of earlier loads of
             # the same name (serving_app.adapters.serving, "Prefix cache").
             data["cache_salt"] = salted(data.get("cache_salt"), salt)
             rewrite = True
-        strip_usage = parsed.stream and (parsed.stream_options or {}).get("include_usage") is not True
-        if strip_usage:
+        if ask_usage:
             # Ask vLLM for token counts; the extra usage-only event is removed again before the
             # client sees it, so the stream is what the client asked for.
             body, rewrite = ask_for_usage(data, body, rewrite)
-        if rewrite:
-            data["model"] = name
-            try:
-                body = json.dumps(data, separators=(",", ":")).encode()
-            except (ValueError, RecursionError):
-                return error_response(422, "invalid request: body is nested too deeply")
-        path = "/v1/chat/completions" if is_chat else "/v1/completions"
-        attempt = None if self.budget is None else self.budget.attempt(body, request.headers, record, is_chat=is_chat)
-        if parsed.stream:
-            return await self._stream(path, body, record, started, strip_usage, attempt=attempt)
-        return await self._unary(path, body, record, attempt)
+        if not rewrite:
+            return body
+        data["model"] = name
+        try:
+            return json.dumps(data, separators=(",", ":")).encode()
+        except (ValueError, RecursionError):
+            return error_response(422, "invalid request: body is nested too deeply")
 
     def _unavailable(self, record: RequestRecord, exc: UpstreamError) -> Response:
         record.engine_error = True
