@@ -150,7 +150,9 @@ def fit(runs: list[Run], fixed_ms: float, lora_ms_per_token: float | None = None
         for fmt in FORMATS
     }
     if lora_ms_per_token is None:
-        lora = [(r.ttft_p50_ms - fixed_ms) / r.uncached_tokens - compute[r.fmt] for r in runs if r.adapters and r.cpus == 4]
+        lora = [
+            (r.ttft_p50_ms - fixed_ms) / r.uncached_tokens - compute[r.fmt] for r in runs if r.adapters and r.cpus == 4
+        ]
         lora_ms_per_token = sum(lora) / len(lora)
     return TtftFit(fixed_ms, lora_ms_per_token, compute, H100_80GB)
 

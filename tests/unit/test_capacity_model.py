@@ -18,7 +18,8 @@ def test_the_committed_projection_is_what_the_model_makes() -> None:
 
 def test_the_h200_curve_carried_to_the_h100_matches_its_measurement() -> None:
     # The bandwidth half of the model: same compute, 3.35 vs 4.8 TB/s, same engine options.
-    _, reference, other, floor = capacity_model.load_measurements()
+    _, reference, other, _ = capacity_model.load_measurements()
+    floor = capacity_model.fit_step_floor(reference, other)
     for mode in capacity_model.MODES:
         projected = {row["concurrency"]: row for row in capacity_model.project(reference, other.gpu, floor, mode)}
         for level in other.curves[mode]:
@@ -42,6 +43,19 @@ def test_the_step_floor_is_recovered_from_two_bandwidths() -> None:
     assert o1 == pytest.approx(0.02)
     with pytest.raises(ValueError, match="same bandwidth"):
         capacity_model.fit_step_floor(_measurement(H200, 5.0, 4.0), _measurement(H200, 5.0, 4.0))
+
+
+def test_engine_options_move_the_step_floor_not_the_bandwidth_part() -> None:
+    # Two runs on one GPU whose probes differ by 0.6 ms a step: the floor drops by that, whole.
+    pair, faster = _measurement(H200, 5.0, 4.0), _measurement(H200, 4.4, 4.0)
+    o0, o1 = capacity_model.shift_step_floor((5.0, 0.02), pair, faster)
+    assert (o0, o1) == (pytest.approx(4.4), 0.02)
+    with pytest.raises(ValueError) as info:
+        capacity_model.shift_step_floor((5.0, 0.02), pair, _measurement(H100_80GB, 5.0, 4.0))
+    assert str(info.value) == "H200 and H100 80GB HBM3: the step floor moves only between runs of one GPU"
+    # The committed reference is such a run: the defaults' H200 probes are faster than the pair's.
+    _, pair_h200, other, floor = capacity_model.load_measurements()
+    assert floor[0] < capacity_model.fit_step_floor(pair_h200, other)[0]
 
 
 def test_a_slower_gpu_scales_the_compute_part_not_the_fixed_part() -> None:
