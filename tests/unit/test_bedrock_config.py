@@ -4,20 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from app_config import ConfigError, load_config
+from app_config import load_config
 from app_config.bedrock import CUSTOM_MODEL_IMPORT_REGIONS
+from tests.config_helpers import config_error
 from tests.infra.test_app_entrypoint import _run_app
 from tests.synth_helpers import cdk_json_context
-
-
-def _error(**overrides: str) -> str:
-    context = {**cdk_json_context(), **overrides}
-    with pytest.raises(ConfigError) as info:
-        load_config(context)
-    message = str(info.value)
-    assert "\n" not in message, f"expected one line, got: {message}"
-    return message
-
 
 ENABLED = {"bedrock.enabled": "true", "env.region": "us-east-1"}
 
@@ -34,14 +25,14 @@ def test_enabled_in_each_import_region(region: str) -> None:
 
 
 def test_enabled_in_an_unsupported_region_lists_the_supported_ones() -> None:
-    assert _error(**{"bedrock.enabled": "true", "env.region": "ap-northeast-1"}) == (
+    assert config_error(**{"bedrock.enabled": "true", "env.region": "ap-northeast-1"}) == (
         "config error: bedrock.enabled = true but env.region = 'ap-northeast-1' has no Bedrock Custom Model Import; "
         "allowed: us-east-1, us-east-2, us-west-2, eu-central-1"
     )
 
 
 def test_enabled_without_a_region_is_rejected() -> None:
-    assert _error(**{"bedrock.enabled": "true"}) == (
+    assert config_error(**{"bedrock.enabled": "true"}) == (
         "config error: bedrock.enabled = true needs env.region set to a Custom Model Import region "
         "(us-east-1, us-east-2, us-west-2, eu-central-1); an environment-agnostic stack cannot be checked"
     )
@@ -85,7 +76,7 @@ def test_enabled_without_a_region_is_rejected() -> None:
     ],
 )
 def test_bad_values_give_one_line(key: str, value: str, expected: str) -> None:
-    message = _error(**ENABLED, **{key: value})
+    message = config_error(**ENABLED, **{key: value})
     assert message.startswith(expected), message
 
 

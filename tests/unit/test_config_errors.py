@@ -5,16 +5,8 @@ import json
 import pytest
 
 from app_config import ConfigError, load_config
+from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
-
-
-def _error(**overrides: str) -> str:
-    context = {**cdk_json_context(), **{k.replace("__", "."): v for k, v in overrides.items()}}
-    with pytest.raises(ConfigError) as info:
-        load_config(context)
-    message = str(info.value)
-    assert "\n" not in message, f"expected one line, got: {message}"
-    return message
 
 
 @pytest.mark.parametrize(
@@ -109,7 +101,7 @@ def _error(**overrides: str) -> str:
     ],
 )
 def test_bad_value_names_key_value_and_allowed(key: str, value: str, expected: str) -> None:
-    assert _error(**{key.replace(".", "__"): value}).startswith(expected)
+    assert config_error(**{key.replace(".", "__"): value}).startswith(expected)
 
 
 @pytest.mark.parametrize(
@@ -225,7 +217,7 @@ def test_unknown_key_in_a_stage_overlay_is_caught() -> None:
 
 
 def test_a_routing_strategy_that_prefix_aware_routing_would_ignore_stops_synth() -> None:
-    assert _error(serving__routing_strategy="RANDOM") == (
+    assert config_error(serving__routing_strategy="RANDOM") == (
         "config error: serving.routing_strategy = 'RANDOM' has no effect while capacity.routing = 'prefix_aware' "
         "sets RoutingStrategy PREFIX_AWARE; set capacity.routing = least_outstanding (or session_affinity) to "
         "choose it, or leave it unset"

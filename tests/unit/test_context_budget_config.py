@@ -1,32 +1,22 @@
 """``container.context_budget.*``: the parts must fit ``engine.max_model_len`` with a generation
 reserve left, and reach the container as the reserve and the summary's share (issue 38)."""
 
-import pytest
-
-from app_config import ConfigError, load_config
+from app_config import load_config
 from cdk_constructs.endpoint.container_environment import container_environment
 from serving_contract import env
+from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 
 
-def _error(**overrides: str) -> str:
-    context = {**cdk_json_context(), **overrides}
-    with pytest.raises(ConfigError) as info:
-        load_config(context)
-    message = str(info.value)
-    assert "\n" not in message, f"expected one line, got: {message}"
-    return message
-
-
 def test_a_part_above_max_model_len_stops_synth_naming_the_key() -> None:
-    assert _error(**{"container.context_budget.retrieval_tokens": "5000"}) == (
+    assert config_error(**{"container.context_budget.retrieval_tokens": "5000"}) == (
         "config error: container.context_budget.retrieval_tokens = 5000: above engine.max_model_len = 4096; "
         "the retrieval share must fit the context window"
     )
 
 
 def test_parts_that_leave_a_negative_reserve_stop_synth_naming_every_part() -> None:
-    assert _error(**{"container.context_budget.recent_turns_tokens": "3000"}) == (
+    assert config_error(**{"container.context_budget.recent_turns_tokens": "3000"}) == (
         "config error: container.context_budget: container.context_budget.system_tokens 400 + "
         "container.context_budget.retrieval_tokens 1,400 + container.context_budget.recent_turns_tokens 3,000 + "
         "container.context_budget.summary_tokens 400 = 5,200 leave a generation reserve of -1,104 tokens of "
@@ -35,7 +25,7 @@ def test_parts_that_leave_a_negative_reserve_stop_synth_naming_every_part() -> N
 
 
 def test_a_negative_part_is_refused_by_its_bound() -> None:
-    assert _error(**{"container.context_budget.summary_tokens": "-1"}) == (
+    assert config_error(**{"container.context_budget.summary_tokens": "-1"}) == (
         "config error: container.context_budget.summary_tokens = '-1': must be >= 0"
     )
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from app_config import AppConfig, ConfigError, dated_events, load_config
+from app_config import AppConfig, dated_events, load_config
 from app_config.dated_events import usual_peak_rpm
 from app_config.dated_schedule import one_off_actions, weekly_segments
 from app_config.demand_week import base_rate
+from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 
 NOW = dt.datetime(2027, 1, 1, 12, 0)
@@ -28,16 +29,12 @@ def pinned_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+def _events(*events: dict[str, Any]) -> dict[str, str]:
+    return {"scaling.primary.dated_events": json.dumps(events)}
+
+
 def _load(*events: dict[str, Any], **context: str) -> AppConfig:
-    return load_config({**cdk_json_context(), "scaling.primary.dated_events": json.dumps(events), **context})
-
-
-def _error(*events: dict[str, Any], **context: str) -> str:
-    with pytest.raises(ConfigError) as info:
-        _load(*events, **context)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
+    return load_config({**cdk_json_context(), **_events(*events), **context})
 
 
 def _actions(config: AppConfig) -> list[tuple[str, str, int, int]]:
@@ -116,7 +113,7 @@ def test_one_release_evening_raised_for_one_week() -> None:
 
 
 def test_an_event_in_the_past_stops_synth() -> None:
-    assert _error({**SPRING, "date": "2026-04-01"}) == (
+    assert config_error(_events({**SPRING, "date": "2026-04-01"})) == (
         "config error: scaling.primary.dated_events spring-anime: ends 2026-04-02 00:00, which has passed (now "
         "2027-01-01 12:00 Asia/Tokyo); remove it: a one-off scheduled action in the past never fires"
     )
@@ -124,7 +121,7 @@ def test_an_event_in_the_past_stops_synth() -> None:
 
 def test_overlapping_events_stop_synth() -> None:
     later = {"name": "late-night", "date": "2027-04-02", "start_time": "01:00", "demand_multiplier": 2}
-    assert _error(SPRING, later) == (
+    assert config_error(_events(SPRING, later)) == (
         "config error: scaling.primary.dated_events spring-anime (2027-04-01 00:00 - 2027-04-02 00:00) and "
         "late-night (lift at 2027-04-01 23:01) overlap; merge them into one event or move one"
     )
@@ -134,40 +131,40 @@ def test_overlapping_events_stop_synth() -> None:
     ("multiplier", "allowed"), [(0.5, "must be >= 1.0"), (25, "must be <= 20.0")], ids=["below-1", "above-20"]
 )
 def test_the_multiplier_has_bounds(multiplier: float, allowed: str) -> None:
-    assert _error({**SPRING, "demand_multiplier": multiplier}) == (
+    assert config_error(_events({**SPRING, "demand_multiplier": multiplier})) == (
         f"config error: scaling.primary.dated_events.0.demand_multiplier = {multiplier:g}: {allowed}"
     )
 
 
 def test_a_range_that_runs_backwards_or_a_date_that_does_not_exist_stops_synth() -> None:
-    assert _error({**SPRING, "last_date": "2027-03-30"}) == (
+    assert config_error(_events({**SPRING, "last_date": "2027-03-30"})) == (
         "config error: scaling.primary.dated_events.0: spring-anime: last_date = 2027-03-30 is before date = 2027-04-01"
     )
-    assert _error({**SPRING, "start_time": "12:00", "end_time": "09:00"}) == (
+    assert config_error(_events({**SPRING, "start_time": "12:00", "end_time": "09:00"})) == (
         "config error: scaling.primary.dated_events.0: spring-anime: ends 2027-04-01 09:00, not after its start "
         "2027-04-01 12:00; set last_date or end_time later"
     )
-    assert _error({**SPRING, "date": "2027-02-30"}) == (
+    assert config_error(_events({**SPRING, "date": "2027-02-30"})) == (
         "config error: scaling.primary.dated_events.0.date = '2027-02-30': must be a date YYYY-MM-DD that exists"
     )
 
 
 def test_floors_outside_the_hard_bounds_stop_synth() -> None:
-    assert _error({**SPRING, "demand_multiplier": 20}).startswith(
+    assert config_error(_events({**SPRING, "demand_multiplier": 20})).startswith(
         "config error: scaling.primary.dated_events spring-anime: floor "
     )
-    assert _error({**SPRING, "demand_multiplier": 20}).endswith(
+    assert config_error(_events({**SPRING, "demand_multiplier": 20})).endswith(
         "exceeds serving.primary.max_capacity = 20; raise the hard max (and the instance quota) or set the event's "
         "min_capacity lower"
     )
-    assert _error({**SPRING, "min_capacity": 1}) == (
+    assert config_error(_events({**SPRING, "min_capacity": 1})) == (
         "config error: scaling.primary.dated_events spring-anime: min_capacity = 1 is below "
         "serving.primary.min_capacity = 2 (the scalable target's hard min)"
     )
 
 
 def test_repeated_names_and_aws_quota_stop_synth() -> None:
-    assert _error(SPRING, {**SPRING, "date": "2027-05-01"}) == (
+    assert config_error(_events(SPRING, {**SPRING, "date": "2027-05-01"})) == (
         "config error: scaling.primary: dated_events: names must be unique; repeated: spring-anime"
     )
     # Three 20-day events: a hold for every weekly firing of every day and a segment per paused weekly
@@ -176,7 +173,7 @@ def test_repeated_names_and_aws_quota_stop_synth() -> None:
         {"name": f"season-{i}", "date": f"2027-0{i + 2}-01", "last_date": f"2027-0{i + 2}-20", "demand_multiplier": 2}
         for i in range(3)
     ]
-    assert _error(*long) == (
+    assert config_error(_events(*long)) == (
         "config error: scaling.primary.dated_events: 242 scheduled actions (223 of dated events); Application Auto "
         "Scaling allows 200 per scalable target (not adjustable); shorten or drop an event"
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app_config import ConfigError, load_config
+from app_config import load_config
 from app_config.pins import placeholder_pin_problem, placeholder_pins
 from serving_contract.env import (
     MEASURED_CACHED_START_FASTEST_S,
@@ -16,6 +16,7 @@ from serving_contract.env import (
     STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S,
     startup_budget_s,
 )
+from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 
 PINNED_SET = {
@@ -35,16 +36,8 @@ def _load(**overrides: str):  # type: ignore[no-untyped-def]
     return load_config({**cdk_json_context(), **{k.replace("__", "."): v for k, v in overrides.items()}})
 
 
-def _error(**overrides: str) -> str:
-    with pytest.raises(ConfigError) as info:
-        _load(**overrides)
-    message = str(info.value)
-    assert "\n" not in message, message
-    return message
-
-
 def test_a_startup_budget_below_the_measured_cold_start_is_refused_in_one_line() -> None:
-    assert _error(serving__container_startup_health_check_timeout_s="60") == (
+    assert config_error(serving__container_startup_health_check_timeout_s="60") == (
         "config error: serving.container_startup_health_check_timeout_s = '60': must be >= 236: the container "
         "gives up 30 s before SageMaker, and the slowest measured cold start took 205.8 s to start "
         "(benchmarks/results/h100-2026-11-25-startup/startup-1-default-before.json); a 4-vCPU L4 or A10G instance "
@@ -81,7 +74,7 @@ def test_the_measured_start_times_are_the_slowest_recorded_runs() -> None:
 
 
 def test_the_removed_keep_last_images_key_says_what_replaced_it() -> None:
-    assert _error(image__keep_last_images="10") == (
+    assert config_error(image__keep_last_images="10") == (
         "config error: image.keep_last_images: removed: a 'keep the newest N' rule could expire the image a "
         "variant runs or a rollback returns to; tagged images no longer expire, and "
         "image.untagged_image_expiry_days sets when untagged ones do (docs/image-build.md)"
@@ -89,7 +82,7 @@ def test_the_removed_keep_last_images_key_says_what_replaced_it() -> None:
 
 
 def test_untagged_expiry_is_bounded() -> None:
-    assert _error(image__untagged_image_expiry_days="0") == (
+    assert config_error(image__untagged_image_expiry_days="0") == (
         "config error: image.untagged_image_expiry_days = '0': must be >= 1"
     )
 
@@ -142,7 +135,7 @@ def test_the_refusal_fits_cloudformations_assert_description() -> None:
 
 
 def test_an_endpoint_name_past_sagemakers_63_characters_is_refused_in_one_line() -> None:
-    assert _error(serving__endpoint_name="e" * 64) == (
+    assert config_error(serving__endpoint_name="e" * 64) == (
         f"config error: serving.endpoint_name = '{'e' * 64}': 64 characters: must be 1-63 letters, digits and "
         "hyphens, starting and ending with a letter or digit, [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} "
         "(SageMaker EndpointName)"
@@ -150,7 +143,7 @@ def test_an_endpoint_name_past_sagemakers_63_characters_is_refused_in_one_line()
 
 
 def test_component_names_past_63_characters_name_the_endpoint_key() -> None:
-    message = _error(serving__endpoint_name="e" * 51, serving__mode="inference_components")
+    message = config_error(serving__endpoint_name="e" * 51, serving__mode="inference_components")
     assert message.startswith(f"config error: serving.endpoint_name = '{'e' * 51}': inference component name ")
     assert message.endswith("shorten serving.endpoint_name or the adapter name")
 
@@ -158,23 +151,23 @@ def test_component_names_past_63_characters_name_the_endpoint_key() -> None:
 def test_hyphens_count_toward_the_63_characters() -> None:
     """SageMaker's pattern counts letters and digits only; a name can match it and still be too long."""
     hyphenated = "-".join(["ab"] * 22)  # 44 letters, 21 hyphens: 65 characters
-    assert _error(serving__endpoint_name=hyphenated).startswith(
+    assert config_error(serving__endpoint_name=hyphenated).startswith(
         f"config error: serving.endpoint_name = '{hyphenated}': 65 characters: must be 1-63"
     )
-    message = _error(serving__endpoint_name="e" * 47, serving__mode="inference_components")
+    message = config_error(serving__endpoint_name="e" * 47, serving__mode="inference_components")
     assert f"inference component name '{'e' * 47}-general-support-v2' (66 characters) must be 1-63" in message
 
 
 def test_the_docker_hub_secret_must_be_a_pull_through_cache_secret() -> None:
     wrong = "arn:aws:secretsmanager:us-east-1:123456789012:secret:dockerhub-AbCdEf"
-    assert _error(image__build__docker_hub_credentials_secret_arn=wrong).startswith(
+    assert config_error(image__build__docker_hub_credentials_secret_arn=wrong).startswith(
         f"config error: image.build.docker_hub_credentials_secret_arn = '{wrong}': must match ^arn:aws"
     )
 
 
 def test_the_docker_hub_cache_prefix_must_fit_ecrs_30_characters() -> None:
     secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/docker-hub-AbCdEf"
-    assert _error(project_name="A" * 32, image__build__docker_hub_credentials_secret_arn=secret) == (
+    assert config_error(project_name="A" * 32, image__build__docker_hub_credentials_secret_arn=secret) == (
         f"config error: project_name = '{'A' * 32}': the Docker Hub cache's repository prefix "
         f"'{'a' * 32}-prod-hub' is 41 characters, ECR allows 30; shorten project_name or unset "
         "image.build.docker_hub_credentials_secret_arn"
@@ -205,11 +198,13 @@ def test_the_docker_hub_cache_prefix_must_fit_ecrs_30_characters() -> None:
     ],
 )
 def test_compile_cache_and_start_time_keys_are_bounded_in_one_line(key: str, value: str, message: str) -> None:
-    assert _error(**{key.replace(".", "__"): value}) == f"config error: {message}"
+    assert config_error(**{key.replace(".", "__"): value}) == f"config error: {message}"
 
 
 def test_the_lora_tuning_budget_must_leave_the_job_half_its_runtime_for_the_engine() -> None:
-    assert _error(serving__compile_cache__max_runtime_s="1200", serving__compile_cache__lora_tuning_budget_s="900") == (
+    assert config_error(
+        serving__compile_cache__max_runtime_s="1200", serving__compile_cache__lora_tuning_budget_s="900"
+    ) == (
         "config error: serving.compile_cache: lora_tuning_budget_s = 900 must be at most half of max_runtime_s = "
         "1200: the job's engine cold start needs the rest (lower the budget, raise max_runtime_s or set lora_tuning "
         "to false)"

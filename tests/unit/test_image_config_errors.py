@@ -2,18 +2,11 @@
 
 import pytest
 
-from app_config import ConfigError, load_config
+from app_config import load_config
+from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 
 SHA = "1" * 64
-
-
-def _error(overrides: dict[str, str]) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_config({**cdk_json_context(), **overrides})
-    message = str(info.value)
-    assert "\n" not in message, f"expected one line, got: {message}"
-    return message
 
 
 @pytest.mark.parametrize(
@@ -86,7 +79,7 @@ def _error(overrides: dict[str, str]) -> str:
     ],
 )
 def test_bad_image_values_name_key_value_and_allowed(overrides: dict[str, str], expected: str) -> None:
-    assert _error(overrides) == expected
+    assert config_error(overrides) == expected
 
 
 def test_pin_mismatch_is_not_checked_for_prebuilt_images() -> None:

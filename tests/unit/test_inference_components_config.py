@@ -4,21 +4,14 @@ import json
 
 import pytest
 
-from app_config import ConfigError, load_config
+from app_config import load_config
 from app_config.topology import serving_topology
 from cdk_constructs.endpoint.container_environment import container_environment
 from serving_contract import env
+from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 
 COMPONENTS = {"serving.mode": "inference_components"}
-
-
-def _error(overrides: dict[str, str]) -> str:
-    with pytest.raises(ConfigError) as caught:
-        load_config({**cdk_json_context(), **COMPONENTS, **overrides})
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
 
 
 @pytest.mark.parametrize(
@@ -108,7 +101,7 @@ def _error(overrides: dict[str, str]) -> str:
     ],
 )
 def test_bad_combinations_stop_synth_with_one_line(overrides: dict[str, str], expected: str) -> None:
-    assert _error(overrides) == expected
+    assert config_error({**COMPONENTS, **overrides}) == expected
 
 
 def test_the_container_loads_adapters_at_runtime_and_monitoring_names_components() -> None:

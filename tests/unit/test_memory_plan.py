@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from app_config import ConfigError, load_config, memory_report
+from app_config import load_config, memory_report
 from app_config.gpu_instances import GIB, H100_80GB, InstanceGpus, instance_gpus
 from app_config.memory_plan import (
     EngineMemoryInputs,
@@ -13,6 +13,7 @@ from app_config.memory_plan import (
     minimum_utilization,
     plan_engine_memory,
 )
+from tests.config_helpers import config_error
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 LLAMA3_8B = {
@@ -131,23 +132,15 @@ def test_minimum_utilization_is_where_one_sequence_just_fits() -> None:
     assert plan_at(needed + 0.001) >= 4096 > plan_at(needed - 0.001)
 
 
-def _error(**overrides: str) -> str:
-    with pytest.raises(ConfigError) as caught:
-        load_config({**cdk_json_context(), **{k.replace("__", "."): v for k, v in overrides.items()}})
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
-
-
 def test_max_model_len_above_the_models_positions_stops_synth() -> None:
-    assert _error(engine__max_model_len="16384") == (
+    assert config_error(engine__max_model_len="16384") == (
         "config error: engine.max_model_len = 16384: above model.shape.max_position_embeddings = 8192, the longest "
         "context the model supports (vLLM refuses to start)"
     )
 
 
 def test_utilization_without_room_for_one_sequence_stops_synth() -> None:
-    assert _error(**SEEDS, engine__gpu_memory_utilization="0.2") == (
+    assert config_error(**SEEDS, engine__gpu_memory_utilization="0.2") == (
         "config error: engine.gpu_memory_utilization = 0.2: on serving.primary.instance_type = ml.g5.xlarge (A10G) "
         "it leaves 0 KV-cache tokens, fewer than one engine.max_model_len = 4096 sequence (budget 4.50 GiB - "
         "weights 5.33 - LoRA slots 0.26 - runtime 1.60); it needs >= 0.34 (vLLM refuses to start)"
@@ -157,7 +150,7 @@ def test_utilization_without_room_for_one_sequence_stops_synth() -> None:
 def test_max_model_len_above_the_kv_cache_even_at_full_utilization_stops_synth() -> None:
     # A long-context model on a T4: 15,360 MiB x 0.98 - 5.33 - 0.26 - 1.6 GiB = 7.51 GiB of KV cache,
     # 61,536 tokens of 128 KiB in whole blocks; not one 65,536-token sequence (3 LoRA slots).
-    message = _error(
+    message = config_error(
         engine__max_model_len="65536",
         engine__gpu_memory_utilization="0.98",
         model__shape__max_position_embeddings="131072",
@@ -173,18 +166,18 @@ def test_max_model_len_above_the_kv_cache_even_at_full_utilization_stops_synth()
 
 
 def test_tensor_parallel_above_the_instances_gpus_stops_synth() -> None:
-    assert _error(**SEEDS, engine__tensor_parallel_size="2") == (
+    assert config_error(**SEEDS, engine__tensor_parallel_size="2") == (
         "config error: engine.tensor_parallel_size = 2: serving.primary.instance_type = ml.g5.xlarge has 1 GPU(s) "
         "(A10G); the engine cannot span more GPUs than the instance has"
     )
 
 
 def test_marlin_on_a_gpu_without_it_and_a_kernel_that_does_not_suit_the_checkpoint_stop_synth() -> None:
-    assert _error(engine__quantization="awq_marlin", serving__canary__instance_type="ml.g4dn.xlarge") == (
+    assert config_error(engine__quantization="awq_marlin", serving__canary__instance_type="ml.g4dn.xlarge") == (
         "config error: engine.quantization = 'awq_marlin': serving.canary.instance_type = ml.g4dn.xlarge has T4 "
         "(compute capability 7.5); Marlin kernels need >= 8.0, use 'auto'"
     )
-    assert _error(engine__quantization="gptq_marlin") == (
+    assert config_error(engine__quantization="gptq_marlin") == (
         "config error: engine.quantization = 'gptq_marlin' cannot run a model.quantization = 'awq' checkpoint; "
         "use 'auto' (vLLM reads the checkpoint's quantization_config)"
     )
@@ -192,7 +185,7 @@ def test_marlin_on_a_gpu_without_it_and_a_kernel_that_does_not_suit_the_checkpoi
 
 def test_an_fp8_quantization_of_an_awq_checkpoint_stops_synth() -> None:
     # vLLM 0.22 refused it at start on the H200 (option matrix, quantization=fp8).
-    assert _error(engine__quantization="fp8") == (
+    assert config_error(engine__quantization="fp8") == (
         "config error: engine.quantization = 'fp8' cannot run a model.quantization = 'awq' checkpoint; "
         "use 'auto' (vLLM reads the checkpoint's quantization_config)"
     )
@@ -200,7 +193,7 @@ def test_an_fp8_quantization_of_an_awq_checkpoint_stops_synth() -> None:
 
 def test_fp8_kv_cache_on_hopper_needs_an_attention_backend_that_starts() -> None:
     hopper = {"serving__primary__instance_type": "ml.p5.48xlarge", "engine__kv_cache_dtype": "fp8"}
-    assert _error(**hopper) == (
+    assert config_error(**hopper) == (
         "config error: engine.kv_cache_dtype = 'fp8' with engine.attention_backend = 'auto' on ml.p5.48xlarge "
         "(H100 80GB HBM3): vLLM 0.22 picks FlashAttention 3, which crashes at start with an fp8 KV cache and a "
         "float16 model (measured on an H200); set engine.attention_backend to FLASHINFER or TRITON_ATTN"
@@ -237,7 +230,7 @@ def test_fp8_kv_cache_on_hopper_needs_an_attention_backend_that_starts() -> None
     ],
 )
 def test_bad_values_of_the_new_keys_get_one_line(key: str, value: str, expected: str) -> None:
-    assert _error(**{key.replace(".", "__"): value}).startswith(expected)
+    assert config_error(**{key.replace(".", "__"): value}).startswith(expected)
 
 
 def test_report_warns_only_when_the_active_target_is_above_the_fit() -> None:

@@ -5,24 +5,17 @@ from pathlib import Path
 
 import pytest
 
-from app_config import AppConfig, ConfigError, load_config
+from app_config import AppConfig, load_config
 from app_config.monitoring import (
     PREFIX_CACHE_DEGRADED_PERCENT,
     SHARED_PREFIX_TOKENS,
     TYPICAL_PROMPT_TOKENS,
     fresh_prefix_hit_percent,
 )
+from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _error(overrides: dict[str, str]) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_config({**cdk_json_context(), **overrides})
-    message = str(info.value)
-    assert "\n" not in message, f"expected one line, got: {message}"
-    return message
 
 
 def test_defaults_are_the_seeds_alerting_rules() -> None:
@@ -50,7 +43,7 @@ def test_the_slo_defaults_are_the_seeds_figures_for_both_classes() -> None:
 
 
 def test_a_class_p50_above_its_p95_is_refused_in_one_line() -> None:
-    assert _error({"slo.cold.ttft_p50_ms": "900"}) == (
+    assert config_error({"slo.cold.ttft_p50_ms": "900"}) == (
         "config error: slo.cold: ttft_p50_ms = 900 must be <= ttft_p95_ms = 500 (a median above its p95 is no "
         "objective)"
     )
@@ -123,7 +116,7 @@ def test_adapter_ceiling_overrides_the_default() -> None:
     ],
 )
 def test_bad_monitoring_input_is_one_clear_line(overrides: dict[str, str], expected: str) -> None:
-    assert _error(overrides) == expected
+    assert config_error(overrides) == expected
 
 
 def test_prefix_cache_threshold_follows_the_prompt_layout_and_the_measurement() -> None:

@@ -2,20 +2,11 @@
 
 import json
 
-import pytest
-
-from app_config import ConfigError, load_config
+from app_config import load_config
 from app_config.release import model_package_group_name
 from serving_contract.quality_gates import SEED_THRESHOLDS
+from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
-
-
-def _error(**overrides: str) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_config({**cdk_json_context(), **overrides})
-    message = str(info.value)
-    assert "\n" not in message, f"expected one line, got: {message}"
-    return message
 
 
 def test_the_defaults_are_seed_000s_gates_and_calibration_rules() -> None:
@@ -27,18 +18,20 @@ def test_the_defaults_are_seed_000s_gates_and_calibration_rules() -> None:
 
 
 def test_an_unknown_gate_metric_is_named_with_the_known_ones() -> None:
-    assert _error(**{"release.gates": json.dumps({"blue": 0.85})}) == (
+    assert config_error(**{"release.gates": json.dumps({"blue": 0.85})}) == (
         "config error: release.gates: quality gate 'blue': unknown metric; known: bleu, factual_accuracy, "
         "language_quality, safety, hallucination_rate"
     )
 
 
 def test_a_threshold_above_one_is_refused() -> None:
-    assert "quality gate bleu = 85.0: must be a fraction from 0 to 1" in _error(**{"release.gates": '{"bleu": 85}'})
+    assert "quality gate bleu = 85.0: must be a fraction from 0 to 1" in config_error(
+        **{"release.gates": '{"bleu": 85}'}
+    )
 
 
 def test_a_language_mix_that_does_not_add_up_is_refused() -> None:
-    message = _error(**{"release.quantize.language_mix": '{"en": 0.7, "ja": 0.2}'})
+    message = config_error(**{"release.quantize.language_mix": '{"en": 0.7, "ja": 0.2}'})
     assert "release.quantize.language_mix" in message and "must be positive and add up to 1" in message
 
 

@@ -10,6 +10,7 @@ from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ReleaseEventConfig
 from app_config.weekly_cron import parse_weekly_cron, weekly_cron
 from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
+from tests.config_helpers import config_error
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 _DEFAULT_PRIMARY = AppConfig().scaling.primary
@@ -18,14 +19,6 @@ _FLOOR = {
     **{event.name: event.min_capacity for event in _DEFAULT_PRIMARY.events},
 }
 """The primary's default floors by scheduled action or release event (app_config/scaling.py)."""
-
-
-def _error(overrides: dict[str, str]) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_config({**cdk_json_context(), **overrides})
-    message = str(info.value)
-    assert "\n" not in message, f"expected one line, got: {message}"
-    return message
 
 
 def _context(overrides: dict[str, str]) -> dict[str, object]:
@@ -72,7 +65,7 @@ def test_bad_cron_is_rejected_with_its_reason(expression: str, expected: str) ->
 
 
 def test_bad_cron_in_config_names_the_key() -> None:
-    message = _error(
+    message = config_error(
         {
             "scaling.primary.schedule": _schedule(
                 {"name": "x", "schedule": "cron(0 1 * * MON *)", "min_capacity": 2, "max_capacity": 6}
@@ -116,7 +109,7 @@ def test_bad_cron_in_config_names_the_key() -> None:
     ],
 )
 def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object]], expected: str) -> None:
-    message = _error({"scaling.primary.step_scaling.scale_out_steps": json.dumps(steps)})
+    message = config_error({"scaling.primary.step_scaling.scale_out_steps": json.dumps(steps)})
     assert message.startswith("config error: scaling.primary.step_scaling: ")
     assert expected in message
 
@@ -244,11 +237,11 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
     ],
 )
 def test_schedule_and_rollout_cross_checks_explain_themselves(overrides: dict[str, str], expected: str) -> None:
-    assert _error(overrides) == expected
+    assert config_error(overrides) == expected
 
 
 def test_scheduled_floors_keep_the_prod_warm_floor() -> None:
-    message = _error(
+    message = config_error(
         {
             "scaling.primary.events": "[]",
             "scaling.primary.schedule": _schedule(
@@ -325,7 +318,7 @@ def test_scheduled_floors_keep_the_prod_warm_floor() -> None:
     ],
 )
 def test_bad_scaling_value_names_key_value_and_allowed(key: str, value: str, expected: str) -> None:
-    assert _error({key: value}).startswith(expected)
+    assert config_error({key: value}).startswith(expected)
 
 
 def test_defaults_hold_the_seeds_times_at_the_floors_the_plan_needs() -> None:
@@ -362,7 +355,7 @@ def test_a_lead_time_past_midnight_moves_the_lift_to_the_previous_day() -> None:
 
 def test_a_lift_that_the_nightly_floor_undoes_is_rejected() -> None:
     # With the seeds' schedule, a lift at SUN 23:30 is undone by MON 01:00 off-peak and 08:00 business hours.
-    message = _error({"scaling.primary.release_lead_time_min": str(18 * 60 + 30)})
+    message = config_error({"scaling.primary.release_lead_time_min": str(18 * 60 + 30)})
     assert message == (
         f"config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is {_FLOOR['business-hours']} "
         f"(set by business-hours), below the event's min_capacity = {_FLOOR['shonen-jump']}; a later scheduled "
@@ -393,7 +386,7 @@ def test_lowering_max_capacity_below_a_scheduled_floor_names_every_floor() -> No
     above = [a for a in _DEFAULT_PRIMARY.resolved_schedule if a.min_capacity > 6]
     assert len(above) >= 3  # the evening peak and the three releases at the defaults
     floors = ", ".join(f"{a.name} min_capacity = {a.min_capacity}" for a in above)
-    assert _error({"serving.primary.max_capacity": "6"}) == (
+    assert config_error({"serving.primary.max_capacity": "6"}) == (
         f"config error: scaling.primary: scheduled action(s) {floors} exceed serving.primary.max_capacity = 6; "
         "lower those floors or raise the hard max"
     )
@@ -459,4 +452,4 @@ def test_every_warm_floor_check_reads_the_one_declaration(
 ) -> None:
     """Raising PROD_WARM_FLOOR (seed 001's 2) moves all three prod checks: none holds its own copy."""
     monkeypatch.setattr("app_config.cross_section_checks.PROD_WARM_FLOOR", 3)
-    assert _error({"stage": "prod", **overrides}).startswith(expected)
+    assert config_error({"stage": "prod", **overrides}).startswith(expected)
