@@ -4,7 +4,6 @@ and a manifest that always lets the model start."""
 
 import hashlib
 import importlib
-import io
 import json
 import os
 from collections.abc import Iterator
@@ -13,10 +12,10 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
 from serving_contract import compile_cache as contract
+from tests.botocore_helpers import streaming_body
 
 BUCKET = "mangaassist-prod-artifacts"
 PREFIX = "mangaassist-prod-cc-primary"
@@ -91,7 +90,7 @@ def _manifest(s3: Stubber, manifest: contract.Manifest | None) -> None:
     body = manifest.to_json().encode()
     s3.add_response(
         "get_object",
-        {"Body": StreamingBody(io.BytesIO(body), len(body))},
+        {"Body": streaming_body(body)},
         {"Bucket": BUCKET, "Key": MANIFEST_KEY},
     )
 

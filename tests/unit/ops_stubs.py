@@ -7,7 +7,6 @@ event dicts shaped like botocore's parsed events, which is what the command iter
 """
 
 import datetime as dt
-import io
 import json
 from collections import deque
 from collections.abc import Iterator
@@ -17,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
 from ops.cli import Clients, Deps
+from tests.botocore_helpers import streaming_body
 
 ENDPOINT = "mangaassist-vllm-test"
 ADAPTERS = ("manga_domain_v3", "general_support_v2", "jp_style_v1")
@@ -250,7 +249,7 @@ class Stubs:
         custom_attributes: str | None = None,
     ) -> None:
         body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
-        answer: dict[str, Any] = {"Body": StreamingBody(io.BytesIO(body), len(body)), "ContentType": "application/json"}
+        answer: dict[str, Any] = {"Body": streaming_body(body), "ContentType": "application/json"}
         if custom_attributes is not None:  # the container's versions (container/serving_app/versions.py)
             answer["CustomAttributes"] = custom_attributes
         self.runtime.add_response(

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from app_config import AppConfig, load_config
@@ -19,6 +18,7 @@ from app_config.pins import pins_in_effect
 from app_config.release import model_package_group_name
 from ops.model_packages import pin_kind
 from ops.preflight import PreflightClients
+from tests.botocore_helpers import streaming_body
 from tests.synth_helpers import SEEDS_G5
 from tests.unit.model_package_stubs import add_model_package
 
@@ -135,7 +135,7 @@ class PreflightStubs:
         self.stubs["s3"].add_response("head_object", response, params)
 
     def get(self, key: str, data: bytes) -> None:
-        body = StreamingBody(io.BytesIO(data), len(data))
+        body = streaming_body(data)
         self.stubs["s3"].add_response(
             "get_object", {"Body": body, "ContentLength": len(data)}, {"Bucket": BUCKET, "Key": key}
         )

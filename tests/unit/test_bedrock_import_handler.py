@@ -5,7 +5,6 @@ leaving the Bedrock stubber empty.
 """
 
 import importlib
-import io
 import json
 import os
 import re
@@ -15,8 +14,9 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
+
+from tests.botocore_helpers import streaming_body
 
 ROLE_ARN = "arn:aws:iam::123456789012:role/import-role"
 KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"
@@ -80,11 +80,6 @@ def _event(request_type: str, physical_id: str | None = None, **props: str) -> d
     return event
 
 
-def _body(data: dict[str, Any]) -> StreamingBody:
-    raw = json.dumps(data).encode()
-    return StreamingBody(io.BytesIO(raw), len(raw))
-
-
 def _stub_prefix(
     s3: Stubber,
     files: dict[str, int],
@@ -96,10 +91,16 @@ def _stub_prefix(
         "list_objects_v2", {"Contents": contents, "IsTruncated": False}, {"Bucket": BUCKET, "Prefix": PREFIX}
     )
     if config is not None:
-        s3.add_response("get_object", {"Body": _body(config)}, {"Bucket": BUCKET, "Key": PREFIX + "config.json"})
+        s3.add_response(
+            "get_object",
+            {"Body": streaming_body(json.dumps(config))},
+            {"Bucket": BUCKET, "Key": PREFIX + "config.json"},
+        )
     if tokenizer_config is not None:
         s3.add_response(
-            "get_object", {"Body": _body(tokenizer_config)}, {"Bucket": BUCKET, "Key": PREFIX + "tokenizer_config.json"}
+            "get_object",
+            {"Body": streaming_body(json.dumps(tokenizer_config))},
+            {"Bucket": BUCKET, "Key": PREFIX + "tokenizer_config.json"},
         )
 
 

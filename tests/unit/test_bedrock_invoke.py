@@ -8,10 +8,10 @@ from typing import Any
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
-from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from ops import bedrock_invoke
+from tests.botocore_helpers import streaming_body
 
 MODEL_ARN = "arn:aws:bedrock:us-east-1:123456789012:imported-model/abcdefghijkl"
 REPLY = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Try Chainsaw Man vol. 1."}}]}
@@ -19,11 +19,6 @@ REPLY = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "T
 
 def _client(service: str) -> Any:
     return boto3.client(service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-
-
-def _body(data: dict[str, Any]) -> StreamingBody:
-    raw = json.dumps(data).encode()
-    return StreamingBody(io.BytesIO(raw), len(raw))
 
 
 def test_invokes_the_stack_output_model_with_a_chat_completions_body(capsys: pytest.CaptureFixture[str]) -> None:
@@ -55,7 +50,7 @@ def test_invokes_the_stack_output_model_with_a_chat_completions_body(capsys: pyt
         )
         rt.add_response(
             "invoke_model",
-            {"body": _body(REPLY), "contentType": "application/json"},
+            {"body": streaming_body(json.dumps(REPLY)), "contentType": "application/json"},
             {
                 "modelId": MODEL_ARN,
                 "body": json.dumps(expected_body),
@@ -156,7 +151,7 @@ def test_the_client_is_built_with_standard_retries_and_attempts_in_all(monkeypat
 
     monkeypatch.setattr(boto3, "client", client)
     with Stubber(runtime) as rt:
-        rt.add_response("invoke_model", {"body": _body(REPLY), "contentType": "application/json"})
+        rt.add_response("invoke_model", {"body": streaming_body(json.dumps(REPLY)), "contentType": "application/json"})
         assert bedrock_invoke.main(["--model-arn", MODEL_ARN, "--attempts", "7", "Hello"]) == 0
     assert made["service"] == "bedrock-runtime"
     assert made["config"].retries == {"mode": "standard", "total_max_attempts": 7}

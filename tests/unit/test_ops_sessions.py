@@ -1,17 +1,15 @@
 """Stateful sessions in the ops commands against botocore's real sagemaker-runtime shapes (Stubber):
 NEW_SESSION / CLOSE through InvokeEndpoint's SessionId, and a conversation's turns in the session."""
 
-import io
 import json
 from typing import Any
-
-from botocore.response import StreamingBody
 
 from ops.cli import main
 from ops.conversation import ConversationPlan, run_conversation
 from ops.exit_codes import ExitCode
 from ops.invoke import SageMakerTarget
 from ops.sessions import SYSTEM_PREFIX
+from tests.botocore_helpers import streaming_body
 from tests.unit.ops_stubs import ENDPOINT, FakeClock, stubbed
 
 SESSION = "7d0c4bb2-6f0e-4c55-9a57-0a1f1f1f1f1f"
@@ -29,10 +27,6 @@ class _Body:
         return isinstance(other, bytes) and bool(self.check(json.loads(other)))
 
 
-def _streaming(data: bytes) -> StreamingBody:
-    return StreamingBody(io.BytesIO(data), len(data))
-
-
 def _session_call(
     stubs: Any, request_type: str, response: dict[str, Any], session_id: str, variant: str | None = None
 ) -> None:
@@ -44,14 +38,14 @@ def _session_call(
     }
     if variant:
         params["TargetVariant"] = variant
-    stubs.runtime.add_response("invoke_endpoint", {"Body": _streaming(b"ok"), **response}, params)
+    stubs.runtime.add_response("invoke_endpoint", {"Body": streaming_body(b"ok"), **response}, params)
 
 
 def _turn(stubs: Any, content: str, check: Any, variant: str | None = None) -> None:
     body = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
     stubs.runtime.add_response(
         "invoke_endpoint",
-        {"Body": _streaming(body), "ContentType": "application/json"},
+        {"Body": streaming_body(body), "ContentType": "application/json"},
         {
             "EndpointName": ENDPOINT,
             "Body": _Body(check),

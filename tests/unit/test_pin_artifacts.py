@@ -1,35 +1,32 @@
 """ops.pin_artifacts reads CURRENT pointers into a config block (Stubber-validated S3 calls)."""
 
-import io
 import json
 from pathlib import Path
 
 import boto3
 import pytest
-from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from app_config.image_build import ArtifactSetConfig
 from ops.exit_codes import ExitCode
 from ops.model_packages import find_package
 from ops.pin_artifacts import current_pins, main, unapproved
+from tests.botocore_helpers import streaming_body
 from tests.unit.model_package_stubs import NOW, add_model_package, add_no_package, describe_package, package_arn
 
 SHA = "a" * 64
-
-
-def _body(text: str) -> StreamingBody:
-    return StreamingBody(io.BytesIO(text.encode()), len(text.encode()))
 
 
 def test_pointers_become_a_valid_artifact_set() -> None:
     s3 = boto3.client("s3", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
     with Stubber(s3) as stub:
         stub.add_response(
-            "get_object", {"Body": _body(f"v2/{SHA}\n")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
+            "get_object", {"Body": streaming_body(f"v2/{SHA}\n")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
         )
         stub.add_response(
-            "get_object", {"Body": _body(f"v4/{SHA}")}, {"Bucket": "b", "Key": "adapters/manga_domain_v3/CURRENT"}
+            "get_object",
+            {"Body": streaming_body(f"v4/{SHA}")},
+            {"Bucket": "b", "Key": "adapters/manga_domain_v3/CURRENT"},
         )
         pins = current_pins(s3, bucket="b", base_model="llama", adapters=["manga_domain_v3"])
     assert pins == {"base_model": f"v2/{SHA}", "adapters": {"manga_domain_v3": f"v4/{SHA}"}}
@@ -39,7 +36,9 @@ def test_pointers_become_a_valid_artifact_set() -> None:
 def test_a_malformed_pointer_names_the_object() -> None:
     s3 = boto3.client("s3", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
     with Stubber(s3) as stub:
-        stub.add_response("get_object", {"Body": _body("v2")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"})
+        stub.add_response(
+            "get_object", {"Body": streaming_body("v2")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
+        )
         with pytest.raises(SystemExit) as info:
             current_pins(s3, bucket="b", base_model="llama", adapters=[])
     assert (
@@ -147,9 +146,11 @@ def test_write_sets_the_stage_overlay_and_prints_the_diff(tmp_path: Path, capsys
     session = _Session(s3)
     with Stubber(s3) as stub:
         stub.add_response(
-            "get_object", {"Body": _body(f"v2/{SHA}")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
+            "get_object", {"Body": streaming_body(f"v2/{SHA}")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
         )
-        stub.add_response("get_object", {"Body": _body(f"v4/{SHA}")}, {"Bucket": "b", "Key": "adapters/a/CURRENT"})
+        stub.add_response(
+            "get_object", {"Body": streaming_body(f"v4/{SHA}")}, {"Bucket": "b", "Key": "adapters/a/CURRENT"}
+        )
         code = main(
             [
                 *("--bucket", "b", "--base-model", "llama", "--adapters", "a", "--no-approval-check"),
@@ -176,7 +177,7 @@ def test_write_needs_a_stage_that_exists(tmp_path: Path, capsys: pytest.CaptureF
     s3 = boto3.client("s3", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
     with Stubber(s3) as stub:
         stub.add_response(
-            "get_object", {"Body": _body(f"v2/{SHA}")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
+            "get_object", {"Body": streaming_body(f"v2/{SHA}")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
         )
         code = main(
             [
