@@ -4,14 +4,11 @@ A Stubber with nothing queued raises on any call, so "no Bedrock call" is assert
 leaving the Bedrock stubber empty.
 """
 
-import importlib
 import json
-import os
 import re
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
-from unittest import mock
 
 import pytest
 from botocore.stub import ANY, Stubber
@@ -42,18 +39,13 @@ LLAMA3_FILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def handler() -> Iterator[ModuleType]:
-    env = {
-        "IMPORT_ROLE_ARN": ROLE_ARN,
-        "MODEL_KMS_KEY_ARN": KEY_ARN,
-        "MAX_MODEL_SIZE_BYTES": str(200 * GB),
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-    }
-    with mock.patch.dict(os.environ, env):
-        yield importlib.import_module("lambdas.bedrock.index")
+HANDLER_MODULE = "lambdas.bedrock.index"
+HANDLER_ENVIRONMENT = {
+    "IMPORT_ROLE_ARN": ROLE_ARN,
+    "MODEL_KMS_KEY_ARN": KEY_ARN,
+    "MAX_MODEL_SIZE_BYTES": str(200 * GB),
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 
 @pytest.fixture

@@ -3,13 +3,10 @@ against the real SageMaker and S3 models): a job started once per key, reused, a
 and a manifest that always lets the model start."""
 
 import hashlib
-import importlib
 import json
-import os
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
-from unittest import mock
 
 import pytest
 from botocore.stub import ANY, Stubber
@@ -20,14 +17,8 @@ from tests.botocore_helpers import streaming_body
 BUCKET = "mangaassist-prod-artifacts"
 PREFIX = "mangaassist-prod-cc-primary"
 IMAGE = "123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/mangaassist:abc123"
+HANDLER_MODULE = "lambdas.compile_cache.index"
 ENVIRONMENT = {"ENGINE_MAX_MODEL_LEN": "4096", "LORA_ADAPTERS": "a,b,c", "VARIANT_NAME": "primary"}
-
-
-@pytest.fixture(scope="module")
-def handler() -> Iterator[ModuleType]:
-    env = {"AWS_DEFAULT_REGION": "ap-northeast-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
-    with mock.patch.dict(os.environ, env):
-        yield importlib.import_module("lambdas.compile_cache.index")
 
 
 @pytest.fixture
