@@ -1,5 +1,7 @@
-"""The handler under test, imported the way Lambda imports it: its environment set first."""
+"""The handler under test, imported the way Lambda imports it (its environment set first), and its
+clients stubbed."""
 
+import contextlib
 import importlib
 import os
 from collections.abc import Iterator
@@ -7,6 +9,7 @@ from types import ModuleType
 from unittest import mock
 
 import pytest
+from botocore.stub import Stubber
 
 FAKE_AWS = {"AWS_DEFAULT_REGION": "ap-northeast-1", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 """A region and credentials, so the handler's boto3 clients build at import; botocore's Stubber
@@ -25,3 +28,18 @@ def handler(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
     environment = {**FAKE_AWS, **getattr(request.module, "HANDLER_ENVIRONMENT", {})}
     with mock.patch.dict(os.environ, environment):
         yield importlib.import_module(name)
+
+
+@pytest.fixture
+def stubs(handler: ModuleType, request: pytest.FixtureRequest) -> Iterator[tuple[Stubber, ...]]:
+    """A botocore ``Stubber`` on each of the handler's clients that the test module's ``STUBBED_CLIENTS``
+    names (module attributes, e.g. ``("BEDROCK", "S3")``), in that order. The Stubber checks every
+    request against the service's model and fails a call with no answer queued; at teardown an
+    answer the test queued but the handler never asked for fails too."""
+    with contextlib.ExitStack() as stack:
+        stubbers = tuple(
+            stack.enter_context(Stubber(getattr(handler, name))) for name in request.module.STUBBED_CLIENTS
+        )
+        yield stubbers
+        for stubber in stubbers:
+            stubber.assert_no_pending_responses()

@@ -6,7 +6,6 @@ leaving the Bedrock stubber empty.
 
 import json
 import re
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -40,20 +39,13 @@ LLAMA3_FILES = {
 
 
 HANDLER_MODULE = "lambdas.bedrock.index"
+STUBBED_CLIENTS = ("BEDROCK", "S3")
 HANDLER_ENVIRONMENT = {
     "IMPORT_ROLE_ARN": ROLE_ARN,
     "MODEL_KMS_KEY_ARN": KEY_ARN,
     "MAX_MODEL_SIZE_BYTES": str(200 * GB),
     "AWS_DEFAULT_REGION": "us-east-1",
 }
-
-
-@pytest.fixture
-def stubs(handler: ModuleType) -> Iterator[tuple[Stubber, Stubber]]:
-    with Stubber(handler.BEDROCK) as bedrock, Stubber(handler.S3) as s3:
-        yield bedrock, s3
-        bedrock.assert_no_pending_responses()
-        s3.assert_no_pending_responses()
 
 
 def _event(request_type: str, physical_id: str | None = None, **props: str) -> dict[str, Any]:

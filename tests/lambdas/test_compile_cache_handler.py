@@ -4,7 +4,6 @@ and a manifest that always lets the model start."""
 
 import hashlib
 import json
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -18,15 +17,8 @@ BUCKET = "mangaassist-prod-artifacts"
 PREFIX = "mangaassist-prod-cc-primary"
 IMAGE = "123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/mangaassist:abc123"
 HANDLER_MODULE = "lambdas.compile_cache.index"
+STUBBED_CLIENTS = ("SAGEMAKER", "S3")
 ENVIRONMENT = {"ENGINE_MAX_MODEL_LEN": "4096", "LORA_ADAPTERS": "a,b,c", "VARIANT_NAME": "primary"}
-
-
-@pytest.fixture
-def stubs(handler: ModuleType) -> Iterator[tuple[Stubber, Stubber]]:
-    with Stubber(handler.SAGEMAKER) as sagemaker, Stubber(handler.S3) as s3:
-        yield sagemaker, s3
-        sagemaker.assert_no_pending_responses()
-        s3.assert_no_pending_responses()
 
 
 def _props(**overrides: Any) -> dict[str, Any]:

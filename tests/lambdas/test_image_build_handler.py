@@ -6,7 +6,6 @@ not queueing a StartBuild.
 """
 
 import json
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -28,15 +27,8 @@ BASE_IMAGES = {
 
 
 HANDLER_MODULE = "lambdas.image.index"
+STUBBED_CLIENTS = ("CODEBUILD", "ECR")
 HANDLER_ENVIRONMENT = {"PROJECT_NAME": PROJECT, "REPOSITORY_NAME": REPOSITORY, "REPOSITORY_URI": REPOSITORY_URI}
-
-
-@pytest.fixture
-def stubs(handler: ModuleType) -> Iterator[tuple[Stubber, Stubber]]:
-    with Stubber(handler.CODEBUILD) as codebuild, Stubber(handler.ECR) as ecr:
-        yield codebuild, ecr
-        codebuild.assert_no_pending_responses()
-        ecr.assert_no_pending_responses()
 
 
 def _create_event(request: str = "Create", request_id: str = "req-1") -> dict[str, Any]:

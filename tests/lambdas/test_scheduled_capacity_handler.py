@@ -2,7 +2,6 @@
 real Application Auto Scaling model), fed the default config's timeline the way
 CloudFormation passes it (numbers as strings)."""
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
@@ -15,14 +14,13 @@ from app_config.capacity_timeline import effective_bounds
 from tests.synth_helpers import cdk_json_context
 
 HANDLER_MODULE = "lambdas.scaling.index"
+STUBBED_CLIENTS = ("AUTOSCALING",)
 RESOURCE_ID = "endpoint/mangaassist-vllm-prod/variant/primary"
 
 
 @pytest.fixture
-def autoscaling(handler: ModuleType) -> Iterator[Stubber]:
-    with Stubber(handler.AUTOSCALING) as stubber:
-        yield stubber
-        stubber.assert_no_pending_responses()
+def autoscaling(stubs: tuple[Stubber]) -> Stubber:
+    return stubs[0]
 
 
 def _event(request_type: str = "Update", timezone: str = "Asia/Tokyo") -> dict[str, Any]:
