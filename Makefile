@@ -49,9 +49,10 @@ synth: setup
 test: setup lint typecheck
 	$(PY) -m pytest
 
-## Test tiers (make test runs them all, with lint and types): unit (config, devtools, ops, Lambdas;
-## seconds), infra (synthesized templates, snapshots, cdk-nag; ~1 min), container (the gateway
-## against fake and real vLLM parsers), engine (the gateway in front of vLLM's CPU build; minutes,
+## Test tiers (make test runs them all, with lint and types): unit (tests/unit/<area>: config, planning,
+## ops, contract, image, devtools, docs, architecture; and tests/lambdas, the Lambda handlers), infra
+## (synthesized templates, snapshots, cdk-nag; ~1 min), container (the gateway against fake and real
+## vLLM parsers), engine (the gateway in front of vLLM's CPU build; minutes,
 ## needs container/scripts/install_vllm_venv.sh).
 unit: setup
 	$(PY) -m pytest tests/unit tests/lambdas

@@ -10,7 +10,7 @@ vllm/v1/worker/gpu_worker.py, ``request_memory`` in vllm/v1/worker/utils.py)::
 and turns KV bytes into tokens the way ``vllm/v1/core/kv_cache_utils.py`` does (whole blocks
 of ``block_size`` tokens, each layer its own page). The last term cannot be derived from the
 shapes alone; it is the measured ``runtime_overhead_gib``. The result is checked against
-what vLLM itself reported on an H100 in ``tests/unit/test_memory_plan.py``.
+what vLLM itself reported on an H100 in ``tests/unit/planning/test_memory_plan.py``.
 """
 
 from __future__ import annotations

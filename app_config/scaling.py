@@ -98,7 +98,7 @@ class VariantScalingConfig(ConfigModel):
 # The floors are the ones `make plan` says the default week needs on the default fleet
 # (devtools/fleet_planner.py scheduled_floors: the busiest minute of each segment over one
 # instance's requests per minute at the SLOs, at least the warm floor); the times and names are
-# the seeds'. tests/unit/test_default_fleet.py fails when a floor falls below what the plan needs.
+# the seeds'. tests/unit/planning/test_default_fleet.py fails when a floor falls below what the plan needs.
 _PRIMARY_SCHEDULE = (
     ScheduledActionConfig(
         name="off-peak",

@@ -6,7 +6,7 @@ Usage: ``python -m devtools.scaling_doc [--check]`` (``make scaling-doc``). The 
 ``cdk.json`` (issue 40 item 15: a number a tool prints is quoted from it, not retyped). The PNG
 carries a digest of the run it draws in its ``Source-Digest`` text chunk, so a check needs no
 pixel comparison (matplotlib's rendering differs between versions; the run does not).
-``--check`` exits 1 when either is stale; tests/unit/test_scaling_doc.py runs the same check.
+``--check`` exits 1 when either is stale; tests/unit/docs/test_scaling_doc.py runs the same check.
 """
 
 import hashlib
@@ -33,7 +33,7 @@ COMPARE_OVERRIDE = "scaling.primary.release_lead_time_min=180"
 
 SURGE_ARGS = ("--scenario", "surge", "--instance-rpm", "280", "-c", "traffic.peak_requests_per_minute=8000")
 """The surge row: seed 001's volume with an H200-measured instance (279.7 req/min at the TTFT SLO,
-benchmarks/results/h200-2026-11-25/capacity.json ``fresh_at_slo``), as tests/unit/test_scaling_sim_surge.py."""
+benchmarks/results/h200-2026-11-25/capacity.json ``fresh_at_slo``), as tests/unit/planning/test_scaling_sim_surge.py."""
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,7 @@ MEASURED_CACHED_START_FASTEST_S: Final = 61.3
 def start_up_ranges() -> tuple[str, str]:
     """The measured start-up as the docs, the plan and the simulation quote it: ``("135-206 s",
     "61-83 s")``, cold and from the compile cache, fastest-slowest rounded (the constants above are
-    the one declaration; tests/unit/test_start_up_figures.py holds every doc to these strings)."""
+    the one declaration; tests/unit/docs/test_start_up_figures.py holds every doc to these strings)."""
     return (
         f"{round(MEASURED_COLD_START_FASTEST_S)}-{round(MEASURED_COLD_START_S)} s",
         f"{round(MEASURED_CACHED_START_FASTEST_S)}-{round(MEASURED_CACHED_START_S)} s",

@@ -159,7 +159,7 @@ def test_queue_depth_alarms_drive_the_step_policies(default_synth: Synth) -> Non
 def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_synth: Synth) -> None:
     target = _targets(default_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
-    # The floors are the config's (make plan's, tests/unit/test_scaling_config.py); the times the seeds'.
+    # The floors are the config's (make plan's, tests/unit/config/test_scaling_config.py); the times the seeds'.
     floor = {a.name: a.min_capacity for a in default_synth.config.scaling.primary.resolved_schedule}
     expected = {
         # Every ceiling is serving.primary.max_capacity (issue 21, finding 3): an unforeseen surge at
