@@ -14,7 +14,9 @@ from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 def _fresh(instance_type: str) -> float:
     """The committed projection's cold-class TTFT p95 at one request (app_config/instance_capacity.json)."""
-    return instance_capacity(instance_type, 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
+    p95 = instance_capacity(instance_type, 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
+    assert p95 is not None
+    return p95
 
 
 G5_P95, G6_P95 = _fresh("ml.g5.xlarge"), _fresh("ml.g6.xlarge")
