@@ -120,14 +120,6 @@ class ReleaseConfig(ConfigModel):
         le=10000,
         description="Requests the load test sends through each adapter and the base. Source: seed 000 (10 requests).",
     )
-    tools_image_tag: str = Field(
-        default="release-tools",
-        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$",
-        description=(
-            "Tag, in the app's ECR repository, of the image the validate, quantize and evaluate steps run "
-            "(cdk_constructs/release/runtime/Dockerfile)."
-        ),
-    )
     quantize: QuantizeConfig = Field(default=QuantizeConfig(), description="The quantize step.")
 
 

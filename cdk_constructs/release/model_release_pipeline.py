@@ -56,6 +56,7 @@ class ModelReleasePipeline(Construct):
         stage: str,
         bucket: s3.IBucket,
         repository: ecr.IRepository,
+        tools_image_uri: str,
         serving_image_uri: str,
         serving_instance_type: str,
         base_model_name: str,
@@ -71,7 +72,8 @@ class ModelReleasePipeline(Construct):
             project_name / stage: name the pipelines and the model package groups.
             bucket: the model-artifacts bucket: versions under ``base_models_prefix`` / ``adapters_prefix``,
                 release inputs under ``release-inputs/``, step outputs under ``release-reports/``.
-            repository: the app's ECR repository (the tools image is ``release.tools_image_tag`` in it).
+            repository: the app's ECR repository (the tools image and the serving image are in it).
+            tools_image_uri: the image the quantize, validate and evaluate steps run (tools_image.py builds it).
             serving_image_uri: the image the endpoint runs (the load test runs it).
             serving_instance_type: the primary variant's instance type (the load test runs on it).
             base_model_name / adapters / max_lora_rank: ``model.name``, ``model.adapters``, ``engine.max_lora_rank``.
@@ -105,7 +107,7 @@ class ModelReleasePipeline(Construct):
             bucket_name=bucket.bucket_name,
             code_s3_uri=code.s3_object_url,
             code_zip_name=code.s3_object_key.rsplit("/", 1)[-1],
-            tools_image_uri=repository.repository_uri_for_tag(release.tools_image_tag),
+            tools_image_uri=tools_image_uri,
             serving_image_uri=serving_image_uri,
             serving_instance_type=serving_instance_type,
             base_model_name=base_model_name,

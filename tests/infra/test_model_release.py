@@ -5,6 +5,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from cdk_constructs.release.tools_image import tools_image_tag
 from serving_contract import outputs
 from tests.synth_helpers import Synth
 
@@ -184,3 +185,66 @@ def test_the_role_runs_only_pipeline_jobs_and_invokes_only_the_judge(default_syn
             }
         },
     )
+
+
+def _tools_build(synth: Synth) -> tuple[Any, Any]:
+    """The tools image's custom resource and its CodeBuild project's buildspec."""
+    (image,) = synth.template(UNIT).find_resources("Custom::ReleaseToolsImage").values()
+    (project,) = synth.template(UNIT).find_resources("AWS::CodeBuild::Project").values()
+    return image, json.loads(_text(project["Properties"]["Source"]["BuildSpec"]))
+
+
+def _text(value: Any) -> str:
+    """A template string with each intrinsic (``Fn::Join`` part) written ``{cfn}``."""
+    if isinstance(value, str):
+        return value
+    return "".join(part if isinstance(part, str) else "{cfn}" for part in value["Fn::Join"][1])
+
+
+def test_the_stack_builds_the_tools_image_from_the_serving_image_and_the_steps_run_it(default_synth: Synth) -> None:
+    image, spec = _tools_build(default_synth)
+    tag = image["Properties"]["ImageTag"]
+    assert tag.startswith("release-tools-") and len(tag) == len("release-tools-") + 64
+    assert json.loads(image["Properties"]["ArtifactPins"]) == {}  # the serving image holds the weights
+    (docker_build,) = [c for c in spec["phases"]["build"]["commands"] if c.startswith("docker build")]
+    serving_tag = default_synth.stacks.image_build.image_tags["primary"]  # type: ignore[union-attr]
+    assert docker_build.startswith("docker build -f Dockerfile --build-arg SERVING_IMAGE={cfn}")
+    assert f":{serving_tag} --build-arg LLMCOMPRESSOR_VERSION=0.14.0.1 " in docker_build
+    assert not any("model_artifacts fetch" in c for c in spec["phases"]["pre_build"]["commands"])
+    # Every step but the load test runs it: the pipelines' ToolsImageUri defaults to its tag, once it is pushed.
+    pipelines = default_synth.template(UNIT).find_resources("AWS::SageMaker::Pipeline")
+    for logical_id, pipeline in pipelines.items():
+        kind = "base_model" if logical_id.startswith("ModelReleaseBaseModel") else "adapter"
+        (tools,) = [p for p in _definition(default_synth, kind)["Parameters"] if p["Name"] == "ToolsImageUri"]
+        assert tools["DefaultValue"].endswith(f":{tag}")
+        assert any(d.startswith("ToolsImageBuildToolsImage") for d in pipeline["DependsOn"])
+    manifest = json.loads((default_synth.outdir / "manifest.json").read_text())
+    release = manifest["artifacts"][default_synth.config.stack_name("ModelRelease")]
+    assert default_synth.config.stack_name("ImageBuild") in release["dependencies"]
+
+
+def test_the_tools_image_pulls_a_prebuilt_serving_image_from_its_own_registry(prebuilt_uri_synth: Synth) -> None:
+    _, spec = _tools_build(prebuilt_uri_synth)
+    uri = prebuilt_uri_synth.config.image.primary.uri
+    assert uri is not None
+    (docker_build,) = [c for c in spec["phases"]["build"]["commands"] if c.startswith("docker build")]
+    assert f"--build-arg SERVING_IMAGE={uri} " in docker_build
+    assert (
+        "aws ecr get-login-password --region us-east-1 | docker login --username AWS --password-stdin "
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+    ) in spec["phases"]["pre_build"]["commands"]
+    policies = prebuilt_uri_synth.template(UNIT).find_resources("AWS::IAM::Policy")
+    pulls = [
+        s
+        for p in policies.values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "ecr:BatchGetImage" in s["Action"] and "repository/ci/serving" in json.dumps(s["Resource"])
+    ]
+    assert len(pulls) == 2  # the tools build pulls it, and the pipeline role runs it in the load test
+
+
+def test_the_tools_image_tag_follows_every_input() -> None:
+    tag = tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
+    assert tag == tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
+    assert tag != tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-2"})
+    assert tag != tools_image_tag(dockerfile_sha256="b" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
