@@ -15,7 +15,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from app_config.release import ReleaseConfig, model_package_group_name, release_pipeline_name
+from app_config.release import ReleaseConfig, judge_foundation_model, model_package_group_name, release_pipeline_name
 from cdk_constructs.common.nag import (
     acknowledge,
     acknowledge_all,
@@ -32,7 +32,7 @@ PROCESSING_JOB_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 RELEASE_INPUTS_PREFIX = "release-inputs"
 """Eval sets and calibration sets are uploaded under ``s3://<artifacts bucket>/release-inputs/``."""
 RELEASE_REPORTS_PREFIX = "release-reports"
-"""Each run's step outputs: ``release-reports/<pipeline execution id>/<step>/`` (pipeline_definition.py)."""
+"""Each run's step outputs: ``release-reports/<pipeline execution id>/<step>/<file>`` (pipeline_definition.py)."""
 KINDS: tuple[ReleaseKind, ...] = ("base_model", "adapter")
 RUNTIME = Path(__file__).parent
 
@@ -229,9 +229,9 @@ class ModelReleasePipeline(Construct):
         # Converse is authorized as bedrock:InvokeModel. A cross-region inference profile (a "us."/"apac."
         # prefix) routes to the foundation model in any of its regions, so the model's ARN names no region.
         model = release.judge_model_id
-        foundation = model.split(".", 1)[1] if model.split(".", 1)[0] in ("us", "eu", "apac", "global") else model
+        foundation, profile = judge_foundation_model(model)
         judge_resources = [f"arn:{stack.partition}:bedrock:*::foundation-model/{foundation}"]
-        if foundation != model:
+        if profile:
             judge_resources.append(
                 stack.format_arn(service="bedrock", resource="inference-profile", resource_name=model)
             )

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from app_config import ConfigError, load_config
-from app_config.release import model_package_group_name
+from app_config.release import judge_foundation_model, model_package_group_name
 from serving_contract.quality_gates import SEED_THRESHOLDS
 from tests.synth_helpers import cdk_json_context
 
@@ -45,3 +45,12 @@ def test_a_language_mix_that_does_not_add_up_is_refused() -> None:
 def test_group_names_fit_the_model_package_group_pattern() -> None:
     assert model_package_group_name("MangaAssist", "prod", "adapter") == "mangaassist-prod-adapters"
     assert model_package_group_name("MangaAssist", "dev", "base_model") == "mangaassist-dev-base-model"
+
+
+def test_the_judge_is_a_model_or_any_geographys_cross_region_inference_profile() -> None:
+    assert judge_foundation_model("amazon.nova-pro-v1:0") == ("amazon.nova-pro-v1:0", False)
+    for profile in ("us", "apac", "jp", "au", "us-gov", "global"):
+        assert judge_foundation_model(f"{profile}.amazon.nova-pro-v1:0") == ("amazon.nova-pro-v1:0", True)
+    release = load_config({**cdk_json_context(), "release.judge_model_id": "global.amazon.nova-2-lite-v1:0"}).release
+    assert release.judge_model_id == "global.amazon.nova-2-lite-v1:0"
+    assert "release.judge_model_id" in _error(**{"release.judge_model_id": "Amazon Nova Pro"})
