@@ -1,12 +1,20 @@
 """The ModelRelease stack: its pipelines' definitions step by step, the model package groups, the role."""
 
 import json
+import re
 from typing import Any
 
+import botocore.session
+import botocore.validate
+import pytest
+import regex  # sacrebleu's dependency (pyproject.toml): the \p{L} classes of the API's patterns
 from aws_cdk.assertions import Match
 
+from cdk_constructs.release.pipeline_definition import IMAGE_PYTHONPATH
+from cdk_constructs.release.runtime import load_test as load_test_step
 from cdk_constructs.release.tools_image import tools_image_tag
-from serving_contract import outputs
+from serving_contract import env, outputs
+from stacks.image_build_stack import REPO_ROOT
 from tests.synth_helpers import Synth
 
 UNIT = "ModelRelease"
@@ -120,6 +128,17 @@ def test_the_load_test_runs_the_serving_image_on_the_serving_instance_type(defau
     assert args[args.index("--only-adapter") + 1] == "{AdapterName}"
     # The engine serves as the endpoint does: the same engine settings.
     assert load_test["Environment"]["ENGINE_MAX_MODEL_LEN"] == str(default_synth.config.engine.max_model_len)
+    # A job's environment replaces the image's: PYTHONPATH keeps the image's own after the code zip, so --serve
+    # finds serving_app (tests/engine/test_release_steps.py runs the step that way).
+    code, image_path = load_test["Environment"]["PYTHONPATH"].split(":")
+    assert code.startswith("/opt/ml/processing/input/code/") and code.endswith(".zip")
+    assert image_path == IMAGE_PYTHONPATH
+    assert f"PYTHONPATH={IMAGE_PYTHONPATH}" in (REPO_ROOT / "container" / "Dockerfile").read_text()
+    # The step serves the base under --base-name and the adapters it names: the container's variables.
+    assert (load_test_step.SERVED_MODEL_NAME_ENV, load_test_step.ADAPTERS_ENV) == (
+        env.ENGINE_SERVED_MODEL_NAME,
+        env.LORA_ADAPTERS,
+    )
 
 
 def test_evaluate_scores_the_load_tests_answers_against_the_configured_gates(default_synth: Synth) -> None:
@@ -155,7 +174,7 @@ def test_the_gates_register_a_passing_version_or_fail_with_the_reports_summary(d
         "{AdapterVersion}/{Steps.Validate.PropertyFiles.Validation:artifact_sha256}"
     )
     assert _join(args["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"]) == (
-        "{Steps.Evaluate.ProcessingOutputConfig.Outputs['report'].S3Output.S3Uri}evaluation.json"
+        "{Steps.Evaluate.ProcessingOutputConfig.Outputs['report'].S3Output.S3Uri}/evaluation.json"
     )
 
 
@@ -248,3 +267,93 @@ def test_the_tools_image_tag_follows_every_input() -> None:
     assert tag == tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
     assert tag != tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-2"})
     assert tag != tools_image_tag(dockerfile_sha256="b" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
+
+
+SAMPLE_RUN = {
+    "Parameters.ArtifactsBucket": "mangaassist-prod-modelartifacts",
+    "Parameters.AdapterName": "manga_domain_v3",
+    "Parameters.AdapterVersion": "v4",
+    "Parameters.BaseModelVersion": "v1",
+    "Parameters.ServingImageUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/mangaassist:build-" + "a" * 64,
+    "Execution.PipelineExecutionId": "k3xe7ncbb1de",
+}
+"""Values one run gives the pipeline variables that the register step's request names."""
+
+
+def _resolved(value: Any, steps: dict[str, dict[str, Any]]) -> Any:
+    """``value`` as the service resolves it for one run (SAMPLE_RUN): Std:Join joined, a step's output property
+    that step's own S3Uri, Std:JsonGet of the digest a sha256."""
+    if isinstance(value, list):
+        return [_resolved(v, steps) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "Get" in value:
+        name = value["Get"]
+        if name in SAMPLE_RUN:
+            return SAMPLE_RUN[name]
+        step, _, rest = name.removeprefix("Steps.").partition(".")
+        assert rest == "ProcessingOutputConfig.Outputs['report'].S3Output.S3Uri", name
+        (output,) = [
+            o for o in steps[step]["Arguments"]["ProcessingOutputConfig"]["Outputs"] if o["OutputName"] == "report"
+        ]
+        return _resolved(output["S3Output"]["S3Uri"], steps)
+    if "Std:Join" in value:
+        return value["Std:Join"]["On"].join(_resolved(v, steps) for v in value["Std:Join"]["Values"])
+    if "Std:JsonGet" in value:
+        assert value["Std:JsonGet"]["Path"] == "artifact_sha256", value
+        return "e" * 64
+    return {k: _resolved(v, steps) for k, v in value.items()}
+
+
+def _shape_problems(value: Any, shape: Any, path: str) -> list[str]:
+    """What botocore's validator leaves out: each string's pattern and maximum length, and enums."""
+    if shape.type_name == "structure":
+        return [p for k, v in value.items() for p in _shape_problems(v, shape.members[k], f"{path}.{k}")]
+    if shape.type_name == "list":
+        return [p for i, v in enumerate(value) for p in _shape_problems(v, shape.member, f"{path}[{i}]")]
+    if shape.type_name == "map":
+        return [
+            p
+            for k, v in value.items()
+            for p in _shape_problems(k, shape.key, f"{path} key") + _shape_problems(v, shape.value, f"{path}.{k}")
+        ]
+    problems = []
+    if shape.enum and value not in shape.enum:
+        problems.append(f"{path} = {value!r} is not one of {shape.enum}")
+    if shape.type_name == "string":
+        # The API's Java patterns: \p{L} classes (the regex module has them), some with a "${1,N}" length suffix.
+        pattern = re.sub(r"\$\{\d+,\d+\}$", "", shape.metadata.get("pattern", ".*"))
+        if not regex.fullmatch(pattern, value):
+            problems.append(f"{path} = {value!r} does not match {pattern!r}")
+        if len(value) > shape.metadata.get("max", len(value)):
+            problems.append(f"{path} is longer than {shape.metadata['max']}")
+    return problems
+
+
+@pytest.mark.parametrize("kind", ["adapter", "base_model"])
+def test_the_register_steps_request_is_a_create_model_package_request_the_api_accepts(
+    default_synth: Synth, kind: str
+) -> None:
+    # The RegisterModel step's arguments are a CreateModelPackage request (as the SDK's own ModelStep writes
+    # them); botocore's service model is the API's shape, lengths, enums and patterns.
+    steps = _steps(_definition(default_synth, kind))
+    request = _resolved(steps["Register"]["Arguments"], steps)
+    shape = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateModelPackage")
+    report = botocore.validate.ParamValidator().validate(request, shape.input_shape)
+    assert not report.has_errors(), report.generate_report()
+    assert _shape_problems(request, shape.input_shape, "CreateModelPackage") == []
+    # The statistics object is the evaluate step's report, where its job uploads it (<S3Uri>/<file>).
+    statistics = request["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"]
+    assert statistics == "s3://mangaassist-prod-modelartifacts/release-reports/k3xe7ncbb1de/evaluate/evaluation.json"
+    # An uncompressed S3Prefix model source must end with '/' (S3ModelDataSource).
+    (container,) = request["InferenceSpecification"]["Containers"]
+    assert container["ModelDataSource"]["S3DataSource"]["S3Uri"].endswith("/")
+
+
+def test_the_shape_check_does_fail_on_a_request_the_api_refuses(default_synth: Synth) -> None:
+    steps = _steps(_definition(default_synth, "adapter"))
+    request = _resolved(steps["Register"]["Arguments"], steps)
+    request["CustomerMetadataProperties"]["pin"] = "v4 | " + "e" * 64  # '|' is outside the value pattern
+    shape = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateModelPackage")
+    (problem,) = _shape_problems(request, shape.input_shape, "CreateModelPackage")
+    assert problem.startswith("CreateModelPackage.CustomerMetadataProperties.pin = 'v4 | eee")
