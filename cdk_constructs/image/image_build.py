@@ -102,18 +102,19 @@ class ImageBuild(Construct):
         """
         Args:
             repository: where images are pushed (tags immutable).
-            sources: directory asset with the Docker build context's sources (container/, serving_contract/).
+            sources: directory asset with the Docker build context's sources (the serving image's: container/,
+                serving_contract/).
             artifacts_bucket: holds the model artifacts (read-only here); None when ``recipe`` fetches none.
             recipe: Dockerfile, build arguments and S3 layout.
-
-        Raises:
-            ValueError: ``recipe`` fetches model artifacts and ``artifacts_bucket`` is None.
             requests: images to build, keyed by a stable name (e.g. the variant role).
             compute_type: CodeBuild compute type name, e.g. ``BUILD_GENERAL1_LARGE``.
             build_timeout: CodeBuild timeout (<= 55 min so the failure beats CloudFormation's 1 h).
             poll_interval: time between status checks.
             log_retention / log_removal_policy: for every log group made here.
             resource_type: the custom resources' type, naming the image they stand for.
+
+        Raises:
+            ValueError: ``recipe`` fetches model artifacts and ``artifacts_bucket`` is None.
         """
         super().__init__(scope, construct_id)
         if recipe.model_artifacts is not None and artifacts_bucket is None:
