@@ -1,6 +1,7 @@
 """release.* config: the seed's gates by default, one-line messages for bad gates and calibration settings."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -8,6 +9,8 @@ from app_config import ConfigError, load_config
 from app_config.release import judge_foundation_model, model_package_group_name
 from serving_contract.quality_gates import SEED_THRESHOLDS
 from tests.synth_helpers import cdk_json_context
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _error(**overrides: str) -> str:
@@ -54,3 +57,14 @@ def test_the_judge_is_a_model_or_any_geographys_cross_region_inference_profile()
     release = load_config({**cdk_json_context(), "release.judge_model_id": "global.amazon.nova-2-lite-v1:0"}).release
     assert release.judge_model_id == "global.amazon.nova-2-lite-v1:0"
     assert "release.judge_model_id" in _error(**{"release.judge_model_id": "Amazon Nova Pro"})
+
+
+def test_the_quantize_tests_environment_pins_the_llm_compressor_the_release_pins() -> None:
+    # The tools image gets release.quantize.llmcompressor_version as a build argument; the test environment
+    # (requirements-llmcompressor.txt) must quantize with the same release.
+    pins = dict(
+        line.split("==", 1)
+        for line in (REPO / "requirements-llmcompressor.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    assert pins["llmcompressor"] == load_config(cdk_json_context()).release.quantize.llmcompressor_version
