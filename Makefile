@@ -15,7 +15,7 @@ OUTPUTS ?= cdk-outputs.json
 
 
 .PHONY: deploy-foundation preflight deploy
-.PHONY: setup synth test lint typecheck unit infra container engine diff reference scaling-doc capacity prices bench gpu-bench plan simulate clean
+.PHONY: setup llmcompressor-venv synth test lint typecheck unit infra container engine diff reference scaling-doc capacity prices bench gpu-bench plan simulate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,18 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
 	touch $@
+
+# llm-compressor (tests/release/test_quantize.py quantizes a tiny checkpoint with it) in its own virtualenv: it
+# needs transformers 5, which clashes with the app's and vLLM's environments. Not part of `setup`: .ci/run builds it
+# in the background beside .venv-vllm (53-91 s, 1.5 GB, measured 2026-11-26); without it the test skips.
+LLMC_VENV := .venv-llmcompressor
+$(LLMC_VENV)/.installed: requirements-llmcompressor.txt
+	$(PYTHON) -m venv $(LLMC_VENV)
+	$(LLMC_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LLMC_VENV)/bin/python -m pip install --quiet -r requirements-llmcompressor.txt
+	touch $@
+
+llmcompressor-venv: $(LLMC_VENV)/.installed
 
 # The CDK CLI, the template diff library, Node 22, and AWS Control Tower's cfn-guard rules with the
 # cfn-guard binary (tests/infra/test_control_tower.py): all pinned in package.json/package-lock.json.

@@ -108,6 +108,7 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             env=env,
             description=f"{config.project_name} ({config.stage}): builds the serving image with baked weights",
         )
+        primary_repository = repository
         images = VariantImages(
             primary=image_build.image_uris["primary"],
             canary=image_build.image_uris["canary"],
@@ -116,6 +117,7 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
     else:
         imported: dict[str, ecr.IRepository] = {}
         primary_uri, primary_repo = prebuilt_image(image_repository, repository, config.image.primary, imported)
+        primary_repository = primary_repo
         canary_uri, canary_repo = (
             prebuilt_image(image_repository, repository, config.image.canary, imported)
             if config.image.canary is not None
@@ -175,9 +177,12 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             bucket=artifacts_bucket,
             repository=repository,
             serving_image_uri=images.primary,
+            serving_image_repository=primary_repository,
             env=env,
             description=f"{config.project_name} ({config.stage}): quality-gated release pipelines of model versions",
         )
+        if image_build is not None:
+            model_release.add_stack_dependency(image_build, "its tools image is built FROM the serving image")
     return AppStacks(
         image_repository=image_repository,
         model_release=model_release,
