@@ -69,33 +69,16 @@ def prebuilt_image(
     return repository.repository_uri_for_tag(ref.tag), repository
 
 
-def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
-    """Add every stack for ``config`` to ``app`` and register the cdk-nag checks.
-
-    cdk-nag v3 runs as a validation plugin: any unacknowledged AwsSolutions finding makes
-    ``app.synth()`` raise ``ValidationFailed`` and writes ``validation-report.json``.
-
-    With ``image.source = build`` the serving stack depends on the image build stack: the
-    deploy builds and pushes the images (and waits for them) before any model points at one.
-    """
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    # Once, on the app: every stack and every taggable resource in it inherits them.
-    for key, value in config.tags.items():
-        cdk.Tags.of(app).add(key, value)
-    env = (
-        cdk.Environment(account=config.env.account, region=config.env.region)
-        if config.env.account or config.env.region
-        else None
-    )
-    image_repository = ImageRepositoryStack(
-        app,
-        config.stack_name("ImageRepository"),
-        image=config.image,
-        env=env,
-        description=f"{config.project_name} ({config.stage}): ECR repository for the vLLM serving image",
-    )
+def _variant_images(
+    app: cdk.App,
+    config: AppConfig,
+    env: cdk.Environment | None,
+    image_repository: ImageRepositoryStack,
+    artifacts_bucket: s3.IBucket | None,
+) -> tuple[ImageBuildStack | None, VariantImages, ecr.IRepository]:
+    """The images the variants run: built by an ImageBuild stack (``image.source = build``) or
+    prebuilt; with the build stack (or None) and the primary image's repository."""
     repository = image_repository.repository
-    model_artifacts, artifacts_bucket = _artifacts_bucket(app, config, env, image_repository)
     image_build: ImageBuildStack | None = None
     if config.image.source == "build":
         assert artifacts_bucket is not None  # build mode always has one (_artifacts_bucket)
@@ -128,6 +111,37 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             canary=canary_uri,
             repositories=list({id(r): r for r in (primary_repo, canary_repo)}.values()),
         )
+    return image_build, images, primary_repository
+
+
+def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
+    """Add every stack for ``config`` to ``app`` and register the cdk-nag checks.
+
+    cdk-nag v3 runs as a validation plugin: any unacknowledged AwsSolutions finding makes
+    ``app.synth()`` raise ``ValidationFailed`` and writes ``validation-report.json``.
+
+    With ``image.source = build`` the serving stack depends on the image build stack: the
+    deploy builds and pushes the images (and waits for them) before any model points at one.
+    """
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    # Once, on the app: every stack and every taggable resource in it inherits them.
+    for key, value in config.tags.items():
+        cdk.Tags.of(app).add(key, value)
+    env = (
+        cdk.Environment(account=config.env.account, region=config.env.region)
+        if config.env.account or config.env.region
+        else None
+    )
+    image_repository = ImageRepositoryStack(
+        app,
+        config.stack_name("ImageRepository"),
+        image=config.image,
+        env=env,
+        description=f"{config.project_name} ({config.stage}): ECR repository for the vLLM serving image",
+    )
+    repository = image_repository.repository
+    model_artifacts, artifacts_bucket = _artifacts_bucket(app, config, env, image_repository)
+    image_build, images, primary_repository = _variant_images(app, config, env, image_repository, artifacts_bucket)
     adapter_artifacts = None
     if config.serving.hosts_inference_components:
         assert artifacts_bucket is not None  # this mode always has one (_artifacts_bucket, config checks)

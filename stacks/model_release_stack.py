@@ -65,6 +65,7 @@ class ModelReleaseStack(cdk.Stack):
             repository=repository,
             tools_image_uri=self.tools_image.image_uri,
             serving_image_uri=serving_image_uri,
+            serving_image_repository=serving_image_repository,
             serving_instance_type=primary.instance_type,
             base_model_name=config.model.name,
             adapters=[adapter.name for adapter in config.model.adapters],
@@ -73,8 +74,6 @@ class ModelReleaseStack(cdk.Stack):
             adapters_prefix=config.image.build.adapters_prefix,
             engine_environment=config.engine.environment(),
         )
-        if serving_image_repository is not repository:
-            serving_image_repository.grant_pull(self.release.role)  # the load test runs a prebuilt serving image
         for kind in KINDS:
             # A pipeline's ToolsImageUri default names the image only once it is pushed.
             self.release.pipelines[kind].node.add_dependency(self.tools_image.image)

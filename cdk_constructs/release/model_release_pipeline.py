@@ -58,6 +58,7 @@ class ModelReleasePipeline(Construct):
         repository: ecr.IRepository,
         tools_image_uri: str,
         serving_image_uri: str,
+        serving_image_repository: ecr.IRepository | None = None,
         serving_instance_type: str,
         base_model_name: str,
         adapters: Sequence[str],
@@ -75,6 +76,8 @@ class ModelReleasePipeline(Construct):
             repository: the app's ECR repository (the tools image and the serving image are in it).
             tools_image_uri: the image the quantize, validate and evaluate steps run (tools_image.py builds it).
             serving_image_uri: the image the endpoint runs (the load test runs it).
+            serving_image_repository: that image's repository when it is not ``repository`` (a prebuilt
+                image in another account); the role pulls from it too.
             serving_instance_type: the primary variant's instance type (the load test runs on it).
             base_model_name / adapters / max_lora_rank: ``model.name``, ``model.adapters``, ``engine.max_lora_rank``.
             base_models_prefix / adapters_prefix: ``image.build``'s.
@@ -139,6 +142,8 @@ class ModelReleasePipeline(Construct):
             base_models_prefix=base_models_prefix,
             adapters_prefix=adapters_prefix,
         )
+        if serving_image_repository is not None and serving_image_repository is not repository:
+            serving_image_repository.grant_pull(self.role)  # the load test runs a prebuilt serving image
         policy = self.role.node.find_child("DefaultPolicy")
         for pipeline in self.pipelines.values():
             pipeline.node.add_dependency(policy)  # a first execution right after the deploy needs the permissions
