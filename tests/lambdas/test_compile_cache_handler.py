@@ -28,7 +28,7 @@ ENVIRONMENT = {"ENGINE_MAX_MODEL_LEN": "4096", "LORA_ADAPTERS": "a,b,c", "VARIAN
 def handler() -> Iterator[ModuleType]:
     env = {"AWS_DEFAULT_REGION": "ap-northeast-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
     with mock.patch.dict(os.environ, env):
-        yield importlib.import_module("lambdas.compile_cache.index")
+        yield importlib.import_module("cdk_constructs.compile_cache.runtime.index")
 
 
 @pytest.fixture

@@ -40,18 +40,14 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
-if TYPE_CHECKING:
-    from serving_contract import compile_cache as contract
-else:
-    try:  # In the Lambda the asset's root holds the contract (a link to serving_contract/compile_cache.py).
-        import compile_cache_contract as contract
-    except ImportError:  # In the repo's tests.
-        from serving_contract import compile_cache as contract
+# The same import in the Lambda and in the repo: the asset bundles the contract at this path
+# (CompileCacheMaker, ``handler_code``).
+from serving_contract import compile_cache as contract
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
