@@ -24,8 +24,11 @@ resource computes it at deploy time, when the image URI is resolved. Anything vL
 beyond that shows up as a vLLM-level miss, which the container reports and survives (it copies
 the cache to a writable folder first).
 
-This module is imported by the custom resource's handler too (``lambdas/compile_cache``, a
-link to this file): standard library only.
+Imported by the construct and its handler (``cdk_constructs/compile_cache/``; the handler's Lambda
+asset carries a copy of this file at ``serving_contract/compile_cache.py``, made at synth by
+``cdk_constructs/common/handler_code.py``) and by the container (``container/serving_app``; the
+image copies ``serving_contract/``): standard library only. The capability's layout:
+``cdk_constructs/compile_cache/__init__.py``.
 """
 
 from __future__ import annotations
