@@ -96,6 +96,10 @@ def s3_prefix(key: str) -> str:
     return f"{S3_ROOT}/{key}/"
 
 
+JOB_NAME_PREFIX_MAX: Final = 32
+"""Characters of the job-name prefix the stack gives each model: the handler names a job
+``<prefix>-<key:16>-<epoch s:10>``, within ProcessingJobName's 63 (SageMaker API reference)."""
+
 JOB_INPUT_ROOT: Final = "compile-cache-jobs"
 """Bucket folder of each job's input (``<key>/environment.json``), outside what models download."""
 

@@ -42,20 +42,22 @@ WAIT_BEYOND_JOB_S = 900
 """How much longer than the job's own limit the deploy waits: a GPU processing instance can take
 minutes to provision before MaxRuntimeInSeconds starts counting."""
 POLL_INTERVAL_S = 30
-JOB_NAME_PREFIX_MAX = 32
-"""The handler (``runtime/index.py``) appends ``-<key:16>-<epoch s:10>`` within ProcessingJobName's 63."""
+PREFIX_HASH_CHARS = 8
+"""Hex characters of SHA-256 that keep a shortened job-name prefix unique per model."""
 
 
 def job_name_prefix(endpoint_name: str, variant_name: str) -> str:
-    """``<endpoint>-<variant>``, or its first 23 characters and a hash of it when longer than 32.
+    """``<endpoint>-<variant>``, or, when longer than :data:`serving_contract.compile_cache.JOB_NAME_PREFIX_MAX`
+    (32), its first 23 characters, ``-`` and 8 hex characters of its SHA-256.
 
     Unique per model (an endpoint name is unique per account and region), so a resource stopping
     its own superseded jobs never stops another model's.
     """
     full = re.sub(r"-+", "-", f"{endpoint_name}-{variant_name}").strip("-")
-    if len(full) <= JOB_NAME_PREFIX_MAX:
+    if len(full) <= contract.JOB_NAME_PREFIX_MAX:
         return full
-    return f"{full[:23].rstrip('-')}-{hashlib.sha256(full.encode()).hexdigest()[:8]}"
+    head = contract.JOB_NAME_PREFIX_MAX - 1 - PREFIX_HASH_CHARS
+    return f"{full[:head].rstrip('-')}-{hashlib.sha256(full.encode()).hexdigest()[:PREFIX_HASH_CHARS]}"
 
 
 def grant_objects(bucket: s3.IBucket, grantee: iam.IRole, *, read: str = "", write: str = "") -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from cdk_constructs.compile_cache.compile_cache import JOB_NAME_PREFIX_MAX, RUNTIME, job_name_prefix
+from cdk_constructs.compile_cache.compile_cache import RUNTIME, job_name_prefix
 from serving_contract import compile_cache as contract
 from tests.metric_refs import resources
 from tests.synth_helpers import REPO, Synth, synthesize
@@ -151,6 +151,6 @@ def test_the_handler_asset_imports_on_its_own(default_synth: Synth) -> None:
 def test_job_name_prefixes_fit_processing_job_names_and_stay_unique() -> None:
     long_endpoint = "a" * 40 + "-vllm-prod"
     first, second = job_name_prefix(long_endpoint, "primary"), job_name_prefix(long_endpoint, "canary")
-    assert len(first) <= JOB_NAME_PREFIX_MAX and len(second) <= JOB_NAME_PREFIX_MAX
+    assert len(first) <= contract.JOB_NAME_PREFIX_MAX and len(second) <= contract.JOB_NAME_PREFIX_MAX
     assert first != second
     assert job_name_prefix("mangaassist-vllm-prod", "primary") == "mangaassist-vllm-prod-primary"

@@ -55,8 +55,6 @@ LOG.setLevel(logging.INFO)
 SAGEMAKER = boto3.client("sagemaker")
 S3 = boto3.client("s3")
 
-JOB_NAME_PREFIX_MAX = 32
-"""``<prefix>-<key:16>-<epoch s:10>`` stays within ProcessingJobName's 63 characters."""
 RUNNING = ("InProgress", "Stopping")
 REASON_CHARS = 500
 
@@ -81,8 +79,8 @@ class JobRequest:
         if not isinstance(environment, Mapping):
             raise ValueError(f"Environment must be a map of strings, got {type(environment).__name__}")
         prefix = str(props["JobNamePrefix"])
-        if not 1 <= len(prefix) <= JOB_NAME_PREFIX_MAX:
-            raise ValueError(f"JobNamePrefix {prefix!r} must be 1-{JOB_NAME_PREFIX_MAX} characters")
+        if not 1 <= len(prefix) <= contract.JOB_NAME_PREFIX_MAX:
+            raise ValueError(f"JobNamePrefix {prefix!r} must be 1-{contract.JOB_NAME_PREFIX_MAX} characters")
         return cls(
             image_uri=str(props["ImageUri"]),
             instance_type=str(props["InstanceType"]),
