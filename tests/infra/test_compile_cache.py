@@ -1,11 +1,13 @@
 """serving.compile_cache: a cache-making job per model, and each model reading its cache (issue 25)."""
 
+import ast
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import boto3
 from aws_cdk.assertions import Match
 
 from cdk_constructs.compile_cache.compile_cache import RUNTIME, job_name_prefix
@@ -131,13 +133,23 @@ def test_the_handler_asset_is_its_runtime_folder_and_the_contract(default_synth:
         assert not staged[name].is_symlink() and staged[name].read_bytes() == source.read_bytes(), name
 
 
+LAMBDA_RUNTIME_PACKAGES = {"boto3", "botocore"}
+"""What the Lambda Python runtime bundles besides the standard library (AWS Lambda developer guide,
+"Building Lambda functions with Python": the runtime includes the AWS SDK for Python)."""
+
+
 def test_the_handler_asset_imports_on_its_own(default_synth: Synth) -> None:
-    """As the Lambda runtime does: the asset's root first on the path, the repo nowhere on it; the
-    contract then comes from the asset (the Lambda has nothing else of that name)."""
+    """As the Lambda runtime does: the asset's root first on the path, then the standard library and
+    the SDK's folder, without site's path hooks (the repo's editable install would find the repo's
+    packages); the contract then comes from the asset."""
     asset = _handler_asset(default_synth)
-    script = "import sys; sys.path.insert(0, sys.argv[1]); import index; print(index.contract.__file__)"
+    sdk_folder = Path(boto3.__file__).parents[1]
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); sys.path.append(sys.argv[2]); "
+        "import index; print(index.contract.__file__)"
+    )
     result = subprocess.run(
-        [sys.executable, "-I", "-c", script, str(asset)],
+        [sys.executable, "-I", "-S", "-c", script, str(asset), str(sdk_folder)],
         cwd=asset,
         env={"AWS_DEFAULT_REGION": "ap-northeast-1", "PATH": os.environ.get("PATH", "")},
         capture_output=True,
@@ -146,6 +158,23 @@ def test_the_handler_asset_imports_on_its_own(default_synth: Synth) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()) == asset / "serving_contract" / "compile_cache.py"
+
+
+def test_the_handler_asset_imports_only_what_the_lambda_runtime_has(default_synth: Synth) -> None:
+    """The SDK folder above also holds aws-cdk and pydantic: the asset's imports are checked by name."""
+    asset = _handler_asset(default_synth)
+    modules = sorted(asset.rglob("*.py"))
+    assert len(modules) == 3  # not an empty glob
+    bundled = {path.name.removesuffix(".py") for path in asset.iterdir()}
+    for path in modules:
+        roots = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                roots |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                roots.add(node.module.split(".")[0])
+        outside = roots - set(sys.stdlib_module_names) - {"__future__"} - LAMBDA_RUNTIME_PACKAGES - bundled
+        assert not outside, f"{path.relative_to(asset)} imports {sorted(outside)}"
 
 
 def test_job_name_prefixes_fit_processing_job_names_and_stay_unique() -> None:
