@@ -26,6 +26,7 @@ Tests: ``tests/infra/test_compile_cache.py`` (the template and the handler's ass
 ``tests/lambdas/test_compile_cache_handler.py`` (the handler against botocore's Stubber),
 ``tests/container/test_compile_cache.py`` and ``test_lora_tuning.py`` (the container's side).
 
-Nothing here is imported by the package itself: the handler's package must import without
-aws-cdk (its tests import ``cdk_constructs.compile_cache.runtime.index``).
+This ``__init__`` imports nothing, so the handler's tests import
+``cdk_constructs.compile_cache.runtime.index`` without loading aws-cdk; in the Lambda the handler is
+the asset's top-level ``index`` and no package ``__init__`` of this repo runs.
 """
