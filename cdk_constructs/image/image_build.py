@@ -17,6 +17,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.kms_keys import logs_key
 from cdk_constructs.common.log_retention import reason_short_retention
 from cdk_constructs.common.nag import (
@@ -222,7 +223,7 @@ class ImageBuild(Construct):
             # construct's own children (CustomResourceHandlers).
             self,
             "Default",
-            handler_folder="image",
+            handler_dir=LAMBDAS_DIR / "image",
             on_event=Handler("OnEvent", "on_event"),
             is_complete=Handler("IsComplete", "is_complete"),
             environment={

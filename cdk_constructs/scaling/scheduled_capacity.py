@@ -18,6 +18,7 @@ from constructs import Construct
 from app_config.capacity_timeline import Bounds
 from app_config.dated_events import DatedEventConfig
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.nag import acknowledge, pseudo_placeholder
 
 RESOURCE_TYPE = "Custom::ScheduledCapacity"
@@ -53,7 +54,7 @@ class ScheduledCapacityKeeper(Construct):
             # construct's own child (CustomResourceHandlers).
             self,
             "Default",
-            handler_folder="scaling",
+            handler_dir=LAMBDAS_DIR / "scaling",
             on_event=Handler(
                 "Handler",
                 "on_event",

@@ -16,7 +16,7 @@ from tests.botocore_helpers import streaming_body
 BUCKET = "mangaassist-prod-artifacts"
 PREFIX = "mangaassist-prod-cc-primary"
 IMAGE = "123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/mangaassist:abc123"
-HANDLER_MODULE = "lambdas.compile_cache.index"
+HANDLER_MODULE = "cdk_constructs.compile_cache.runtime.index"
 STUBBED_CLIENTS = ("SAGEMAKER", "S3")
 ENVIRONMENT = {"ENGINE_MAX_MODEL_LEN": "4096", "LORA_ADAPTERS": "a,b,c", "VARIANT_NAME": "primary"}
 

@@ -40,18 +40,14 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
-if TYPE_CHECKING:
-    from serving_contract import compile_cache as contract
-else:
-    try:  # In the Lambda the asset's root holds the contract (a link to serving_contract/compile_cache.py).
-        import compile_cache_contract as contract
-    except ImportError:  # In the repo's tests.
-        from serving_contract import compile_cache as contract
+# The same import in the Lambda and in the repo: the asset bundles the contract at this path
+# (CompileCacheMaker, ``handler_code``).
+from serving_contract import compile_cache as contract
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
@@ -59,8 +55,6 @@ LOG.setLevel(logging.INFO)
 SAGEMAKER = boto3.client("sagemaker")
 S3 = boto3.client("s3")
 
-JOB_NAME_PREFIX_MAX = 32
-"""``<prefix>-<key:16>-<epoch s:10>`` stays within ProcessingJobName's 63 characters."""
 RUNNING = ("InProgress", "Stopping")
 REASON_CHARS = 500
 
@@ -85,8 +79,8 @@ class JobRequest:
         if not isinstance(environment, Mapping):
             raise ValueError(f"Environment must be a map of strings, got {type(environment).__name__}")
         prefix = str(props["JobNamePrefix"])
-        if not 1 <= len(prefix) <= JOB_NAME_PREFIX_MAX:
-            raise ValueError(f"JobNamePrefix {prefix!r} must be 1-{JOB_NAME_PREFIX_MAX} characters")
+        if not 1 <= len(prefix) <= contract.JOB_NAME_PREFIX_MAX:
+            raise ValueError(f"JobNamePrefix {prefix!r} must be 1-{contract.JOB_NAME_PREFIX_MAX} characters")
         return cls(
             image_uri=str(props["ImageUri"]),
             instance_type=str(props["InstanceType"]),
