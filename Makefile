@@ -101,11 +101,11 @@ reference: setup
 scaling-doc: setup
 	$(PY) -m devtools.scaling_doc
 
-## Re-project the GPU capacity measurement to every instance type (app_config/instance_capacity.json).
+## Re-project the GPU capacity measurement to every instance type (app_config/planning/instance_capacity.json).
 capacity: setup
 	$(PY) -m devtools.capacity_model --write
 
-## Refresh app_config/instance_prices.json from the AWS Price List API (needs AWS credentials).
+## Refresh app_config/planning/instance_prices.json from the AWS Price List API (needs AWS credentials).
 prices: setup
 	$(PY) -m devtools.refresh_prices $(ARGS)
 

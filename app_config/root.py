@@ -7,26 +7,28 @@ from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
 from app_config.bedrock import BedrockConfig
-from app_config.capacity import (
+from app_config.capacity import CapacityConfig
+from app_config.container import ContainerConfig
+from app_config.cross_section_checks import check_cross_sections
+from app_config.dated_events import DatedEventConfig
+from app_config.engine import EngineConfig
+from app_config.image import ImageConfig
+from app_config.llm import ModelConfig
+from app_config.memory_plan_config import MemoryPlanConfig
+from app_config.monitoring import MonitoringConfig
+from app_config.observability import ObservabilityConfig
+from app_config.planning.capacity import (
     CLASS_CURVES,
     CURVE_CLASSES,
     CURVES,
-    CapacityConfig,
     InstanceCapacity,
     instance_capacity,
 )
-from app_config.container import ContainerConfig
-from app_config.cross_section_checks import check_cross_sections
-from app_config.dated_events import DatedEventConfig, derived_floor, usual_peak_rpm
-from app_config.engine import EngineConfig
-from app_config.gpu_instances import engines_per_instance
-from app_config.image import ImageConfig
-from app_config.llm import ModelConfig
-from app_config.memory_plan import MemoryPlan
-from app_config.memory_plan_config import MemoryPlanConfig, plan_for_instance
-from app_config.monitoring import MonitoringConfig
-from app_config.observability import ObservabilityConfig
-from app_config.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
+from app_config.planning.dated_schedule import derived_floor, usual_peak_rpm
+from app_config.planning.engine_memory import plan_for_instance
+from app_config.planning.gpu_instances import engines_per_instance
+from app_config.planning.memory_plan import MemoryPlan
+from app_config.planning.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
 from app_config.release import ReleaseConfig
 from app_config.scaling import ScalingConfig, VariantScalingConfig
 from app_config.scaling_policies import SCALE_IN_TARGET_FRACTION
@@ -220,7 +222,7 @@ class AppConfig(ConfigModel):
 
     def prefix_routing(self) -> PrefixRouting | None:
         """The endpoint config's ``PrefixAwareRoutingConfig`` when ``capacity.routing`` is
-        ``prefix_aware`` (app_config/prefix_routing.py derives both fields), else None.
+        ``prefix_aware`` (app_config/planning/prefix_routing.py derives both fields), else None.
 
         Raises:
             ValueError: the request shape repeats too little to route on (one line).

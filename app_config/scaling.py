@@ -14,10 +14,10 @@ from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel
 from app_config.dated_events import DatedEventConfig
+from app_config.planning.weekly_cron import MINUTES_PER_WEEK, weekly_cron
 from app_config.rollout import RolloutConfig
 from app_config.scaling_policies import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
 from app_config.scheduled_actions import ReleaseEventConfig, ResolvedAction, ScheduledActionConfig
-from app_config.weekly_cron import MINUTES_PER_WEEK, weekly_cron
 from serving_contract.env import MEASURED_CACHED_START_S, MEASURED_COLD_START_S, MEASURED_COLD_START_SOURCE
 
 PROD_WARM_FLOOR = 2
@@ -171,9 +171,9 @@ class ScalingConfig(ConfigModel):
     hourly_price_usd: dict[str, float] = Field(
         default={},
         description=(
-            "Overrides of the dated price table app_config/instance_prices.json (SageMaker real-time inference, "
-            "on-demand, us-east-1), USD per instance-hour by instance type: another region or a negotiated price "
-            "(capacity plan and simulation only)."
+            "Overrides of the dated price table app_config/planning/instance_prices.json (SageMaker real-time "
+            "inference, on-demand, us-east-1), USD per instance-hour by instance type: another region or a negotiated "
+            "price (capacity plan and simulation only)."
         ),
     )
     hours_per_month: float = Field(

@@ -1,9 +1,9 @@
 """The cheapest fleet that holds both TTFT classes at the configured week's demand.
 
-For every instance type the config accepts (app_config/gpu_instances.py) and each routing it
+For every instance type the config accepts (app_config/planning/gpu_instances.py) and each routing it
 could use, one instance's capacity where first turns (cold) hold ``cold_p95_ms`` and follow-ups
-(warm) hold ``warm_p95_ms`` (app_config/capacity.py: measured, else projected per engine and
-multiplied by the engines the instance runs), its price (app_config/instance_prices.py) and the
+(warm) hold ``warm_p95_ms`` (app_config/planning/capacity.py: measured, else projected per engine and
+multiplied by the engines the instance runs), its price (app_config/planning/instance_prices.py) and the
 ``traffic`` week (devtools/scaling_sim/demand.py) give:
 
 * **count at peak**: the fewest instances that keep the requests in flight within what they hold
@@ -31,12 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app_config import AppConfig
-from app_config.capacity import InstanceCapacity, instance_capacity
-from app_config.capacity_timeline import effective_bounds
-from app_config.gpu_instances import INSTANCE_GPUS, engines_per_instance
-from app_config.instance_prices import hourly_price, price_table
+from app_config.planning.capacity import InstanceCapacity, instance_capacity
+from app_config.planning.capacity_timeline import effective_bounds
+from app_config.planning.gpu_instances import INSTANCE_GPUS, engines_per_instance
+from app_config.planning.instance_prices import hourly_price, price_table
+from app_config.planning.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from app_config.scaling import PROD_WARM_FLOOR
-from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from devtools.scaling_sim import demand as demand_module
 
 MIN_WARM_INSTANCES = PROD_WARM_FLOOR

@@ -276,7 +276,7 @@ def suggest(results: Sequence[LevelResult], plan: LoadPlan) -> Suggestion | None
 
     ``target`` = floor(rps x mean latency / instances): the requests in flight per instance
     (Little's law), what ``SageMakerVariantConcurrentRequestsPerModelHighResolution`` counts and
-    what ``capacity.measured.<type>.concurrency`` takes (app_config/capacity.py). No headroom:
+    what ``capacity.measured.<type>.concurrency`` takes (app_config/planning/capacity.py). No headroom:
     the level already met the TTFT SLO with that many in flight.
     """
     best = _best(results, plan)
@@ -342,7 +342,7 @@ def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
 def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_type: str | None) -> str:
     """The ``-c 'capacity.measured=...'`` line for ``best``, or one line saying why there is none.
 
-    The override is checked against :class:`app_config.capacity.MeasuredCapacity`, the model the
+    The override is checked against :class:`app_config.planning.capacity.MeasuredCapacity`, the model the
     config loader parses it with, before it is printed: ``ops load`` never prints a value the
     config refuses (a rate above its bound means the target was no instance, e.g. a local stub).
     """
@@ -359,7 +359,10 @@ def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_
         return f"no capacity.measured override: the config would refuse it ({problems})"
     # Instance types hold dots, so the override is one JSON object (the config loader parses it).
     override = json.dumps({instance_type or "<instance type>": measured}, separators=(",", ":"))
-    return f"capacity at the SLO for the fleet's sizing (app_config/capacity.py): -c 'capacity.measured={override}'"
+    return (
+        "capacity at the SLO for the fleet's sizing (app_config/planning/capacity.py): "
+        f"-c 'capacity.measured={override}'"
+    )
 
 
 def suggest_mean_latency(results: Sequence[LevelResult], concurrency: int) -> float:

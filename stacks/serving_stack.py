@@ -188,7 +188,7 @@ def _hosting(config: AppConfig, compile_cache: CompileCacheMaker | None = None) 
     """What both topologies take alike from ``serving.*`` and ``observability.*``."""
     serving, observability = config.serving, config.observability
     # capacity.routing = prefix_aware: SageMaker's prefix-aware routing, both fields derived
-    # (app_config/prefix_routing.py); otherwise serving.routing_strategy.
+    # (app_config/planning/prefix_routing.py); otherwise serving.routing_strategy.
     prefix_routing = config.prefix_routing()
     return EndpointHosting(
         startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,

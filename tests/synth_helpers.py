@@ -9,8 +9,9 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk import assertions
 
-from app_config import AppConfig, load_config, memory_report
+from app_config import AppConfig, load_config
 from app_config.loader import cdk_json_context
+from app_config.planning import memory_report
 from stacks.composition import AppStacks, build_app
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,8 +15,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from app_config.capacity_timeline import Bounds
 from app_config.dated_events import DatedEventConfig
+from app_config.planning.capacity_timeline import Bounds
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
 from cdk_constructs.common.nag import acknowledge, pseudo_placeholder
 

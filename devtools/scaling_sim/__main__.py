@@ -21,11 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app_config import AppConfig, ConfigError
-from app_config.capacity_timeline import Bounds, effective_bounds
 from app_config.compile_cache import instance_start_s
+from app_config.planning.capacity_timeline import Bounds, effective_bounds
+from app_config.planning.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.variants import VariantKey
-from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from cli_support.argtypes import int_in, positive_float
 from devtools import capacity_plan
 from devtools.scaling_sim import dated, engine, report, surge
@@ -79,7 +79,7 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
     variant, scaling = chosen.serving, chosen.scaling
     if chosen not in config.variants():
         raise ConfigError([f"--variant {scenario.variant_key}: serving.canary.enabled is false"])
-    # One instance serves its capacity at the TTFT SLO (app_config/capacity.py: measured with
+    # One instance serves its capacity at the TTFT SLO (app_config/planning/capacity.py: measured with
     # ops load, else projected from the GPU measurement at the workload's request shape).
     capacity = config.capacity_of(variant.instance_type)
     # A queued request's client gives up when the container answers 504 (container.request_timeout_s,
@@ -161,7 +161,7 @@ def _routing_line(config: AppConfig) -> str:
         if prefix is not None
         else ""
     )
-    return f"routing: {routing} (capacity.routing; app_config/capacity.py picks the measured curve){detail}"
+    return f"routing: {routing} (capacity.routing; app_config/planning/capacity.py picks the measured curve){detail}"
 
 
 def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engine.MinuteRecord], list[tuple[str, int]]]:
@@ -257,7 +257,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--instance-rpm",
         type=positive_float,
-        help="requests/min per instance at the SLO (default: the config's capacity, app_config/capacity.py)",
+        help="requests/min per instance at the SLO (default: the config's capacity, app_config/planning/capacity.py)",
     )
     parser.add_argument(
         "--base-ttft-ms", type=positive_float, help="TTFT with no queue (default: the capacity's TTFT p50 at 1 request)"

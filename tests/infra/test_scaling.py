@@ -8,7 +8,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from app_config import AppConfig, dated_events
-from app_config.capacity_timeline import effective_bounds
+from app_config.planning.capacity_timeline import effective_bounds
 from devtools import capacity_plan
 from devtools.fleet_notes import fleet_replacement_notes
 from serving_contract import alarms
@@ -81,7 +81,7 @@ def test_target_tracking_holds_the_capacity_at_the_slo_and_waits_out_a_launch(
             "PredefinedMetricSpecification": {
                 "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
             },
-            # The g5's concurrency at the TTFT SLO (app_config/capacity.py), not what the KV cache fits.
+            # The g5's concurrency at the TTFT SLO (app_config/planning/capacity.py), not what the KV cache fits.
             "TargetValue": capacity.concurrency,
             # A new g5 serves ~11 min after a scale-out (LAUNCH_TIME_S): no compounding meanwhile.
             "ScaleOutCooldown": 660,

@@ -5,8 +5,9 @@ import json
 import pytest
 
 from app_config import AppConfig
-from app_config.capacity import CapacityConfig, MeasuredCapacity, capacity_at_slos, instance_capacity
-from app_config.gpu_instances import A10G, H100_80GB, H200, Gpu
+from app_config.capacity import CapacityConfig, MeasuredCapacity
+from app_config.planning.capacity import capacity_at_slos, instance_capacity
+from app_config.planning.gpu_instances import A10G, H100_80GB, H200, Gpu
 from devtools import capacity_model, capacity_plan, ttft_model
 
 

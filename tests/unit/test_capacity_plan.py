@@ -2,7 +2,8 @@
 
 import pytest
 
-from app_config import AppConfig, instance_prices
+from app_config import AppConfig
+from app_config.planning import instance_prices
 from devtools import capacity_plan
 
 
@@ -16,7 +17,7 @@ def _floors() -> dict[str, int]:
 
 
 def _price() -> float:
-    """USD per hour of the default primary's instance type (app_config/instance_prices.json)."""
+    """USD per hour of the default primary's instance type (app_config/planning/instance_prices.json)."""
     return instance_prices.hourly_price(AppConfig().serving.primary.instance_type).usd_per_hour
 
 

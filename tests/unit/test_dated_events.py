@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from app_config import AppConfig, ConfigError, dated_events, load_config
-from app_config.dated_events import usual_peak_rpm
-from app_config.dated_schedule import one_off_actions, weekly_segments
-from app_config.demand_week import base_rate
+from app_config.planning.dated_schedule import one_off_actions, usual_peak_rpm, weekly_segments
+from app_config.planning.demand_week import base_rate
 from tests.synth_helpers import cdk_json_context
 
 NOW = dt.datetime(2027, 1, 1, 12, 0)

@@ -8,9 +8,10 @@ defaults (or the reasons) follow.
 
 import pytest
 
-from app_config import AppConfig, ConfigError, load_config, memory_report
-from app_config.capacity import instance_capacity
-from app_config.slo_holds import class_holds
+from app_config import AppConfig, ConfigError, load_config
+from app_config.planning import memory_report
+from app_config.planning.capacity import instance_capacity
+from app_config.planning.slo_holds import class_holds
 from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app_config import ConfigError, dated_events, load_config
-from app_config.dated_schedule import one_off_actions
+from app_config.planning.dated_schedule import one_off_actions
 from devtools import capacity_plan
 from tests.synth_helpers import cdk_json_context
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app_config.gpu_instances import INSTANCE_GPUS
+from app_config.planning.gpu_instances import INSTANCE_GPUS
 from devtools import capacity_plan, fleet_planner
 
 MEASURED_G5 = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 200, "ttft_p50_ms": 90}}'

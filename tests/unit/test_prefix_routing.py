@@ -2,7 +2,7 @@
 
 import pytest
 
-from app_config import prefix_routing
+from app_config.planning import prefix_routing
 from app_config.traffic import RequestShapeConfig
 from devtools import capacity_plan
 from devtools.scaling_sim import __main__ as cli
@@ -44,6 +44,6 @@ def test_the_simulation_says_how_turns_are_routed(capsys: pytest.CaptureFixture[
     flags = [*SEEDS_G5_FLAGS, "-c", "capacity.routing=prefix_aware", "-c", f"capacity.measured={MEASURED_G5}"]
     assert cli.main(flags) == 0
     assert (
-        "routing: prefix_aware (capacity.routing; app_config/capacity.py picks the measured curve): RoutingStrategy "
-        "PREFIX_AWARE, PrefixLength 2720 bytes, ConcurrencyThreshold 6" in capsys.readouterr().out
+        "routing: prefix_aware (capacity.routing; app_config/planning/capacity.py picks the measured curve): "
+        "RoutingStrategy PREFIX_AWARE, PrefixLength 2720 bytes, ConcurrencyThreshold 6" in capsys.readouterr().out
     )

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from app_config import AppConfig, ConfigError, load_config
-from app_config.capacity_timeline import effective_bounds
+from app_config.planning.capacity_timeline import effective_bounds
+from app_config.planning.weekly_cron import parse_weekly_cron, weekly_cron
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ReleaseEventConfig
-from app_config.weekly_cron import parse_weekly_cron, weekly_cron
 from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 

@@ -7,7 +7,7 @@ instances were still booting).
 
 They check the policies' dynamics, so the fleet must be able to carry the week: the seeds' fleet
 (tests/synth_helpers.py SEEDS_G5) with an instance that holds the SLO at 8 concurrent requests and
-248 requests a minute (the H100 projection of app_config/instance_capacity.json, given as a measured
+248 requests a minute (the H100 projection of app_config/planning/instance_capacity.json, given as a measured
 capacity) and seed 001's week (traffic.peak_requests_per_minute = 8,000; the default traffic is seed
 003's 50,000 a day) scaled by 248 / 1,200, the ratio to seed 001's per-instance figure that the
 seeds' scheduled floors (SEEDS_FLOORS: 8 on release evenings) were sized with. The default floors

@@ -5,15 +5,16 @@ import math
 
 import pytest
 
-from app_config import AppConfig, ConfigError, load_config, memory_report
-from app_config.capacity import instance_capacity
-from app_config.slo_holds import class_holds
+from app_config import AppConfig, ConfigError, load_config
+from app_config.planning import memory_report
+from app_config.planning.capacity import instance_capacity
+from app_config.planning.slo_holds import class_holds
 from serving_contract.request_classes import RequestClass
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 
 def _fresh(instance_type: str) -> float:
-    """The committed projection's cold-class TTFT p95 at one request (app_config/instance_capacity.json)."""
+    """The committed projection's cold-class TTFT p95 at one request (app_config/planning/instance_capacity.json)."""
     return instance_capacity(instance_type, 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
 
 

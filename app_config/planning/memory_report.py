@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from app_config import AppConfig
-from app_config.gpu_instances import GIB, engines_per_instance, instance_gpus
+from app_config.planning.gpu_instances import GIB, engines_per_instance, instance_gpus
+from app_config.planning.slo_holds import class_holds
 from app_config.serving import VariantConfig
-from app_config.slo_holds import class_holds
 from app_config.variants import Variant
 
 REPORT_FILE = "memory-plan.json"
@@ -56,7 +56,7 @@ class VariantMemory:
     slo_source: str
     engines_per_instance: int = 1
     class_slo_lines: tuple[str, ...] = ()
-    """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (app_config/slo_holds.py)."""
+    """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (app_config/planning/slo_holds.py)."""
     ttft_slo_label: str = ""
     """``cold <= 500 ms, warm <= 500 ms``: the objectives the capacity is sized at."""
     comparison_warning: str | None = None
@@ -184,7 +184,7 @@ def read(outdir: str | Path) -> list[VariantMemory] | None:
 
 def render(reports: list[VariantMemory]) -> list[str]:
     """Human-readable lines: the memory split, the KV-cache fit and any scaling warning."""
-    lines = ["Memory plan per engine (app_config/memory_plan.py, as vLLM 0.22 sizes its KV cache):"]
+    lines = ["Memory plan per engine (app_config/planning/memory_plan.py, as vLLM 0.22 sizes its KV cache):"]
     for r in reports:
         gpus = f"{r.tensor_parallel_size} x {r.gpu_name} {r.gpu_memory_gib:.2f} GiB"
         lines += [
