@@ -111,7 +111,7 @@ prices: setup
 
 ## The week's capacity and cost plan, e.g. make plan ARGS="--compare -c scaling.primary.release_lead_time_min=180"
 plan: setup
-	$(PY) -m devtools.capacity_plan $(ARGS)
+	$(PY) -m devtools.weekly_plan $(ARGS)
 
 ## Minute-by-minute week of one variant under its scaling policies, e.g. make simulate ARGS="--plot week.png"
 simulate: setup

@@ -9,7 +9,7 @@ sizes each event's pre-scale as ``max(4, int((base_rps * multiplier / instance_c
   shape and volume, weekly releases left out, as the seed's ``base_rps``) over the event's times
   of day, times ``demand_multiplier``;
 * the **capacity** is one instance's requests per minute at the TTFT SLOs
-  (``AppConfig.capacity_of``), as for the weekly floors;
+  (``AppConfig.throughput_of``), as for the weekly floors;
 * the **floor** is ``ceil(demand / capacity x EVENT_HEADROOM)``, at least the variant's hard
   minimum (``derived_floor`` in app_config/planning/dated_schedule.py). The seed's ``int()`` rounds
   down, which can leave the event one instance short of its own headroom; its ``max(4, ...)`` is its

@@ -69,7 +69,7 @@ class ComponentScalingConfig(ConfigModel):
         description=(
             "Target of SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution (10 s datapoints). "
             "None: one engine's concurrency at the TTFT SLOs (a copy is one engine), the same capacity figure "
-            "the variants mode's concurrent_requests_target derives from (app_config/planning/capacity.py)."
+            "the variants mode's concurrent_requests_target derives from (app_config/planning/throughput_at_slo.py)."
         ),
     )
     scale_out_cooldown_s: int = Field(

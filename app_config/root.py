@@ -7,7 +7,6 @@ from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
 from app_config.bedrock import BedrockConfig
-from app_config.capacity import CapacityConfig
 from app_config.container import ContainerConfig
 from app_config.cross_section_checks import check_cross_sections
 from app_config.dated_events import DatedEventConfig
@@ -17,23 +16,24 @@ from app_config.llm import ModelConfig
 from app_config.memory_plan_config import MemoryPlanConfig
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
-from app_config.planning.capacity import (
-    CLASS_CURVES,
-    CURVE_CLASSES,
-    CURVES,
-    InstanceCapacity,
-    instance_capacity,
-)
 from app_config.planning.dated_schedule import derived_floor, usual_peak_rpm
 from app_config.planning.engine_memory import plan_for_instance
 from app_config.planning.gpu_instances import engines_per_instance
 from app_config.planning.memory_plan import MemoryPlan
 from app_config.planning.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
+from app_config.planning.throughput_at_slo import (
+    CLASS_CURVES,
+    CURVE_CLASSES,
+    CURVES,
+    ThroughputAtSlo,
+    throughput_at_slo,
+)
 from app_config.release import ReleaseConfig
 from app_config.scaling import ScalingConfig, VariantScalingConfig
 from app_config.scaling_policies import SCALE_IN_TARGET_FRACTION
 from app_config.serving import ServingConfig
 from app_config.slo import SloConfig
+from app_config.throughput_config import ThroughputConfig
 from app_config.traffic import TrafficConfig
 from app_config.variants import VARIANT_KEYS, Variant, VariantKey
 from serving_contract.request_classes import RequestClass
@@ -99,8 +99,8 @@ class AppConfig(ConfigModel):
     bedrock: BedrockConfig = Field(
         default=BedrockConfig(), description="Optional Bedrock Custom Model Import stack (off by default)."
     )
-    capacity: CapacityConfig = Field(
-        default=CapacityConfig(),
+    capacity: ThroughputConfig = Field(
+        default=ThroughputConfig(),
         description="Per-instance capacity at the TTFT SLO: routing assumption and measured overrides.",
     )
     traffic: TrafficConfig = Field(
@@ -125,7 +125,7 @@ class AppConfig(ConfigModel):
         for variant in (self.variant(key) for key in VARIANT_KEYS):  # the canary's too: enabling it is a -c away
             scaling = variant.scaling
             if scaling.target_tracking.concurrent_requests_target is None:
-                target = float(self.capacity_of(variant.serving.instance_type).concurrency)
+                target = float(self.throughput_of(variant.serving.instance_type).concurrency)
                 tracking = scaling.target_tracking.model_copy(update={"concurrent_requests_target": target})
                 scaling = scaling.model_copy(update={"target_tracking": tracking})
                 updates[variant.key] = scaling
@@ -136,7 +136,7 @@ class AppConfig(ConfigModel):
                 in_flight = (
                     tracking.target_value
                     if tracking.metric == "concurrent_requests_high_resolution"
-                    else float(self.capacity_of(variant.serving.instance_type).concurrency)
+                    else float(self.throughput_of(variant.serving.instance_type).concurrency)
                 )
                 threshold = in_flight * SCALE_IN_TARGET_FRACTION
                 steps = scaling.step_scaling.model_copy(update={"scale_in_running_requests": threshold})
@@ -157,7 +157,7 @@ class AppConfig(ConfigModel):
             # A copy is one engine: the instance's capacity at the SLOs over its engines.
             instance_type = self.serving.primary.instance_type
             engines = engines_per_instance(instance_type, self.engine.tensor_parallel_size)
-            per_copy = max(1.0, self.capacity_of(instance_type).concurrency / engines)
+            per_copy = max(1.0, self.throughput_of(instance_type).concurrency / engines)
             copies = components.scaling.model_copy(update={"concurrent_requests_per_copy_target": per_copy})
             serving = self.serving.model_copy(
                 update={"inference_components": components.model_copy(update={"scaling": copies})}
@@ -170,7 +170,7 @@ class AppConfig(ConfigModel):
     ) -> tuple[DatedEventConfig, ...]:
         """``events`` with each unset ``min_capacity`` derived (app_config/dated_events.py: seed 001's
         usual peak x multiplier / one instance's requests per minute at the SLOs x 1.3, rounded up)."""
-        instance_rpm = self.capacity_of(instance_type).requests_per_minute
+        instance_rpm = self.throughput_of(instance_type).requests_per_minute
         return tuple(
             event
             if event.min_capacity is not None
@@ -195,7 +195,7 @@ class AppConfig(ConfigModel):
         """The TTFT p95 objective of :attr:`routed_class`: ``slo.<routed_class>.ttft_p95_ms``."""
         return self.slo.of(self.routed_class).ttft_p95_ms
 
-    def capacity_of(self, instance_type: str, request_class: RequestClass | None = None) -> InstanceCapacity:
+    def throughput_of(self, instance_type: str, request_class: RequestClass | None = None) -> ThroughputAtSlo:
         """One ``instance_type`` instance's capacity at the TTFT SLOs: one engine per
         ``engine.tensor_parallel_size`` GPUs (vLLM data parallel).
 
@@ -209,10 +209,10 @@ class AppConfig(ConfigModel):
         """
         engines = engines_per_instance(instance_type, self.engine.tensor_parallel_size)
         if request_class is None:
-            return instance_capacity(
+            return throughput_at_slo(
                 instance_type, self.slo.cold.ttft_p95_ms, self.capacity, engines, warm_slo_ms=self.slo.warm.ttft_p95_ms
             )
-        return instance_capacity(
+        return throughput_at_slo(
             instance_type,
             self.slo.of(request_class).ttft_p95_ms,
             self.capacity,
@@ -229,7 +229,7 @@ class AppConfig(ConfigModel):
         """
         if self.capacity.routing != "prefix_aware":
             return None
-        capacity = self.capacity_of(self.serving.primary.instance_type)
+        capacity = self.throughput_of(self.serving.primary.instance_type)
         return PrefixRouting(
             prefix_length_bytes=prefix_length_bytes(self.traffic.request_shape),
             concurrency_threshold=concurrency_threshold(capacity.concurrency),

@@ -4,7 +4,7 @@
 Sources of the defaults: seed 001 (user stories 3, 4 and 7: warm floor, off-peak/business-hours
 schedule, manga-release pre-scale), seed 003 (§8 blue/green, §9 the JP evening peak) and seed
 000 (canary 10%). The policies live in ``scaling_policies``, the scheduled actions in
-``scheduled_actions``, the week they make in ``capacity_timeline``, rollouts in ``rollout``.
+``scheduled_actions``, the week they make in ``weekly_plan``, rollouts in ``rollout``.
 """
 
 import math

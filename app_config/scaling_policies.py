@@ -53,11 +53,11 @@ class TargetTrackingConfig(ConfigModel):
         le=1024,
         description=(
             "Target concurrent requests per instance (high-resolution metric); unset (the default) = the instance "
-            "type's concurrency at the TTFT SLO (app_config/planning/capacity.py: measured with ops load, else "
-            "projected from the GPU measurement at MangaAssist's request shape, docs/performance.md). Above it, TTFT "
-            "p95 passes slo.<class>.ttft_p95_ms of the routing's class (capacity.routing). The earlier 32 came from "
-            "what the KV cache fits (43 typical requests on a g5); measured on an H100 at the request shape, TTFT p95 "
-            "at 32 concurrent is ~1.7 s."
+            "type's concurrency at the TTFT SLO (app_config/planning/throughput_at_slo.py: measured with ops load, "
+            "else projected from the GPU measurement at MangaAssist's request shape, docs/performance.md). Above it, "
+            "TTFT p95 passes slo.<class>.ttft_p95_ms of the routing's class (capacity.routing). The earlier 32 came "
+            "from what the KV cache fits (43 typical requests on a g5); measured on an H100 at the request shape, TTFT"
+            " p95 at 32 concurrent is ~1.7 s."
         ),
     )
     scale_out_cooldown_s: int = Field(
@@ -87,7 +87,8 @@ class TargetTrackingConfig(ConfigModel):
             return self.invocations_per_instance_target
         if self.concurrent_requests_target is None:
             raise ValueError(
-                "concurrent_requests_target is unset: AppConfig derives it from app_config/planning/capacity.py"
+                "concurrent_requests_target is unset: AppConfig derives it from "
+                "app_config/planning/throughput_at_slo.py"
             )
         return self.concurrent_requests_target
 

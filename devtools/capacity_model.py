@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from app_config.errors import ConfigError
-from app_config.planning.capacity import CURVE_CLASSES
 from app_config.planning.gpu_instances import H100_80GB, H200, INSTANCE_GPUS, Gpu
+from app_config.planning.throughput_at_slo import CURVE_CLASSES
 from cli_support.argtypes import positive_float
-from devtools import capacity_plan, ttft_model
+from devtools import ttft_model, weekly_plan
 from devtools.ttft_model import TtftFit
 
 REPO = Path(__file__).resolve().parent.parent
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        slo = capacity_plan.load(args.context).slo  # cdk.json's context, as synth reads it
+        slo = weekly_plan.load(args.context).slo  # cdk.json's context, as synth reads it
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2

@@ -40,7 +40,7 @@ A10G's (memory plan, quotas, the scaling simulation) pins these overrides (docs/
 """
 
 SEEDS_G5_ARGS: tuple[str, ...] = tuple(f"{key}={value}" for key, value in SEEDS_G5.items())
-"""``SEEDS_G5`` as ``key=value`` overrides (``capacity_plan.load``, the scaling simulation)."""
+"""``SEEDS_G5`` as ``key=value`` overrides (``weekly_plan.load``, the scaling simulation)."""
 
 SEEDS_G5_FLAGS: tuple[str, ...] = tuple(arg for pair in SEEDS_G5_ARGS for arg in ("-c", pair))
 """``SEEDS_G5`` as command-line flags: ``-c key=value`` each, as ``make plan`` or ``ops`` take them."""

@@ -25,8 +25,8 @@ import zoneinfo
 from dataclasses import dataclass
 
 from app_config.dated_events import SCHEDULED_ACTIONS_PER_TARGET, DatedEventConfig
-from app_config.planning.capacity_timeline import bounds_at, effective_bounds
 from app_config.planning.demand_week import base_rate
+from app_config.planning.weekly_plan import bounds_at, effective_bounds
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ResolvedAction
 from app_config.traffic import TrafficConfig

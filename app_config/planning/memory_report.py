@@ -1,7 +1,7 @@
 """The memory plan of each production variant, as ``make synth`` and the capacity plan print it.
 
 ``app.py`` writes the plan of the synthesized config to ``cdk.out/memory-plan.json`` (the
-summary reads templates and this file, never the config); ``devtools.capacity_plan`` builds the
+summary reads templates and this file, never the config); ``devtools.weekly_plan`` builds the
 same report from the config it loads. Both print it with :func:`render`.
 """
 
@@ -106,7 +106,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
         plan = config.memory_plan_of(variant.instance_type)
         gpus = instance_gpus(variant.instance_type)
         target, target_key, active = _concurrency_target(config, deployed)
-        capacity = config.capacity_of(variant.instance_type)
+        capacity = config.throughput_of(variant.instance_type)
         reports.append(
             VariantMemory(
                 variant_name=variant.variant_name,

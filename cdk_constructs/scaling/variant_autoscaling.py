@@ -85,7 +85,7 @@ class VariantAutoscaling(Construct):
             timezone: IANA name, e.g. ``Asia/Tokyo``.
             metrics_namespace: namespace of the container's EMF metrics.
             one_off: the dated events' one-time ``at(...)`` actions in ``timezone``
-                (``capacity_timeline.one_off_actions``, validated in config).
+                (``weekly_plan.one_off_actions``, validated in config).
         """
         super().__init__(scope, construct_id)
         service_linked_role = sagemaker_scaling_role(self)

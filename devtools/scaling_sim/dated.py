@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from app_config import AppConfig, ConfigError
 from app_config.dated_events import DatedEventConfig
-from app_config.planning.capacity_timeline import Bounds
 from app_config.planning.dated_schedule import one_off_actions, paused_firings
 from app_config.planning.demand_week import MINUTES_PER_DAY, base_rate
 from app_config.planning.weekly_cron import MINUTES_PER_WEEK
+from app_config.planning.weekly_plan import Bounds
 from app_config.variants import VariantKey
 
 

@@ -8,8 +8,8 @@ import pytest
 from aws_cdk.assertions import Match
 
 from app_config import AppConfig, dated_events
-from app_config.planning.capacity_timeline import effective_bounds
-from devtools import capacity_plan
+from app_config.planning.weekly_plan import effective_bounds
+from devtools import weekly_plan
 from devtools.fleet_notes import fleet_replacement_notes
 from serving_contract import alarms
 from serving_contract.metrics import EngineMetric
@@ -74,14 +74,15 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
 def test_target_tracking_holds_the_capacity_at_the_slo_and_waits_out_a_launch(
     default_synth: Synth,
 ) -> None:
-    capacity = AppConfig().capacity_of("ml.g5.xlarge")
+    capacity = AppConfig().throughput_of("ml.g5.xlarge")
     for variant in ("primary", "canary"):
         (policy,) = _policies(default_synth, f"endpoint/{ENDPOINT}/variant/{variant}", "TargetTrackingScaling")
         assert policy["TargetTrackingScalingPolicyConfiguration"] == {
             "PredefinedMetricSpecification": {
                 "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
             },
-            # The g5's concurrency at the TTFT SLO (app_config/planning/capacity.py), not what the KV cache fits.
+            # The g5's concurrency at the TTFT SLO (app_config/planning/throughput_at_slo.py), not what the KV
+            # cache fits.
             "TargetValue": capacity.concurrency,
             # A new g5 serves ~11 min after a scale-out (LAUNCH_TIME_S): no compounding meanwhile.
             "ScaleOutCooldown": 660,
@@ -244,8 +245,8 @@ def test_one_scaling_override_reaches_the_template_and_the_plan(
     assert schedules["shonen-jump-prescale"] == "cron(0 15 ? * MON *)"
     assert schedules["friday-release-prescale"] == "cron(0 15 ? * FRI *)"
 
-    baseline = capacity_plan.plan(capacity_plan.load([]))[0]
-    changed = capacity_plan.plan(capacity_plan.load([f"{key}={value}"]))[0]
+    baseline = weekly_plan.plan(weekly_plan.load([]))[0]
+    changed = weekly_plan.plan(weekly_plan.load([f"{key}={value}"]))[0]
     # One more hour at each event's floor instead of business hours', on MON, WED and FRI.
     floor = {a.name: a.min_capacity for a in default_synth.config.scaling.primary.resolved_schedule}
     releases = ("shonen-jump-prescale", "shonen-magazine-prescale", "friday-release-prescale")

@@ -14,7 +14,7 @@ import pytest
 from botocore.stub import Stubber
 
 from app_config import load_config
-from app_config.planning.capacity_timeline import effective_bounds
+from app_config.planning.weekly_plan import effective_bounds
 from tests.synth_helpers import cdk_json_context
 
 RESOURCE_ID = "endpoint/mangaassist-vllm-prod/variant/primary"

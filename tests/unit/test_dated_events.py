@@ -53,7 +53,7 @@ def test_the_default_config_has_no_dated_events() -> None:
 def test_the_floor_is_seed_001s_usual_demand_x_multiplier_over_capacity_x_1_3() -> None:
     config = _load(SPRING)
     event = config.scaling.primary.dated_events[0]
-    instance_rpm = config.capacity_of(config.serving.primary.instance_type).requests_per_minute
+    instance_rpm = config.throughput_of(config.serving.primary.instance_type).requests_per_minute
     # A whole day: the usual demand's busiest minute is the evening peak's (20:00 in the daily shape).
     assert usual_peak_rpm(event, config.traffic) == pytest.approx(base_rate(20 * 60, config.traffic))
     expected = math.ceil(base_rate(20 * 60, config.traffic) * 2.5 / instance_rpm * 1.3)

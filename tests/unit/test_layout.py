@@ -101,12 +101,19 @@ SCHEMA_TAKES_FROM_PLANNING = {
     # the instance-type check of every `instance_type` field reads the GPU catalogue
     "base.py": {"gpu_instances"},
     # the checks across sections run the weekly plan, the dated schedule, the memory plan, SLO holds
-    "cross_section_checks.py": {"capacity_timeline", "dated_schedule", "engine_memory", "gpu_instances", "memory_plan"}
+    "cross_section_checks.py": {"weekly_plan", "dated_schedule", "engine_memory", "gpu_instances", "memory_plan"}
     | {"slo_holds"},
     # the model's shape and the checkpoint size are the memory plan's units
     "llm.py": {"gpu_instances", "memory_plan"},
-    # derived defaults and the plan's entry points (capacity_of, memory_plan_of, prefix_routing)
-    "root.py": {"capacity", "dated_schedule", "engine_memory", "gpu_instances", "memory_plan", "prefix_routing"},
+    # derived defaults and the plan's entry points (throughput_of, memory_plan_of, prefix_routing)
+    "root.py": {
+        "dated_schedule",
+        "engine_memory",
+        "gpu_instances",
+        "memory_plan",
+        "prefix_routing",
+        "throughput_at_slo",
+    },
     # scheduled actions' cron expressions are parsed while validating
     "scaling.py": {"weekly_cron"},
     "scheduled_actions.py": {"weekly_cron"},

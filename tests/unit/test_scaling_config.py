@@ -5,8 +5,8 @@ import json
 import pytest
 
 from app_config import AppConfig, ConfigError, load_config
-from app_config.planning.capacity_timeline import effective_bounds
 from app_config.planning.weekly_cron import parse_weekly_cron, weekly_cron
+from app_config.planning.weekly_plan import effective_bounds
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ReleaseEventConfig
 from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors

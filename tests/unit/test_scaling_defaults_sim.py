@@ -23,7 +23,7 @@ import math
 import pytest
 
 from app_config import AppConfig
-from devtools import capacity_plan
+from devtools import weekly_plan
 from devtools.scaling_sim import __main__ as cli
 from devtools.scaling_sim import report
 from devtools.scaling_sim.engine import MinuteRecord
@@ -52,7 +52,7 @@ def _seeds_schedule() -> list[str]:
 @pytest.fixture(scope="module")
 def default_week() -> tuple[cli.Scenario, report.Summary, list[MinuteRecord]]:
     measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 248, "ttft_p50_ms": 77}}'
-    config = capacity_plan.load(
+    config = weekly_plan.load(
         [*SEEDS_G5_ARGS, *_seeds_schedule(), f"capacity.measured={measured}", "traffic.peak_requests_per_minute=8000"]
     )
     scenario = cli.build_scenario(cli.parse_args(["--demand-scale", f"{248 / 1200:.4f}"]), config)

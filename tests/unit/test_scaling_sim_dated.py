@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app_config import dated_events
-from devtools import capacity_plan
+from devtools import weekly_plan
 from devtools.scaling_sim import __main__ as cli
 
 SPRING = json.dumps([{"name": "spring-anime", "date": "2027-04-01", "demand_multiplier": 2.5}])
@@ -21,7 +21,7 @@ def _before_the_event(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _run(*argv: str):
     args = cli.parse_args(list(argv))
-    config = capacity_plan.load(args.context)
+    config = weekly_plan.load(args.context)
     summary, records, events = cli.simulate(cli.build_scenario(args, config), "t")
     return config, summary, records, events
 

@@ -1,4 +1,4 @@
-"""A variant's capacity bounds over the week, from its scheduled actions, and the checks on them
+"""The weekly plan: a variant's fleet bounds over the week, from its scheduled actions, and the checks on them
 (the dated events' one-off actions: app_config/planning/dated_schedule.py)."""
 
 from dataclasses import dataclass

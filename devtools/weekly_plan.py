@@ -16,10 +16,10 @@ A variant without scaling runs its ``initial_instance_count`` all week.
 
 Usage::
 
-    python -m devtools.capacity_plan
-    python -m devtools.capacity_plan -c stage=dev
-    python -m devtools.capacity_plan --compare -c scaling.primary.release_lead_time_min=180
-    python -m devtools.capacity_plan --plot week.png      # needs matplotlib (optional)
+    python -m devtools.weekly_plan
+    python -m devtools.weekly_plan -c stage=dev
+    python -m devtools.weekly_plan --compare -c scaling.primary.release_lead_time_min=180
+    python -m devtools.weekly_plan --plot week.png      # needs matplotlib (optional)
 """
 
 import argparse
@@ -32,7 +32,6 @@ from app_config import AppConfig, ConfigError, load_config
 from app_config.compile_cache import instance_start_s
 from app_config.loader import CDK_JSON, cdk_json_context
 from app_config.planning import memory_report
-from app_config.planning.capacity_timeline import Bounds, bounds_at, effective_bounds
 from app_config.planning.dated_schedule import (
     EVENT_HEADROOM,
     derived_floor,
@@ -42,6 +41,7 @@ from app_config.planning.dated_schedule import (
 )
 from app_config.planning.instance_prices import hourly_price
 from app_config.planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
+from app_config.planning.weekly_plan import Bounds, bounds_at, effective_bounds
 from app_config.serving import VariantConfig
 from app_config.variants import Variant
 from devtools import fleet_planner
@@ -178,7 +178,7 @@ def dated_event_lines(config: AppConfig, variant: Variant) -> list[str]:
     scaling, serving = variant.scaling, variant.serving
     if not scaling.dated_events or config.serving.hosts_inference_components:
         return []
-    instance_rpm = config.capacity_of(serving.instance_type).requests_per_minute
+    instance_rpm = config.throughput_of(serving.instance_type).requests_per_minute
     lines = [f"Dated events (one-off at(...) actions, {config.scaling.timezone}; not in the weekly figures above):"]
     for event in scaling.dated_events:
         peak = usual_peak_rpm(event, config.traffic)
