@@ -57,9 +57,12 @@ class ComponentScalingConfig(ConfigModel):
 
     @property
     def target_value(self) -> float:
-        """The copy target: set, or derived from the capacity at the SLOs (``AppConfig`` fills it)."""
+        """The copy target: set, or derived from the throughput at the SLOs (``AppConfig.plan`` holds it)."""
         if self.concurrent_requests_per_copy_target is None:
-            raise ValueError("concurrent_requests_per_copy_target is derived from the capacity at the SLOs")
+            raise ValueError(
+                "concurrent_requests_per_copy_target is unset: read the derived one from "
+                "AppConfig.plan.inference_components"
+            )
         return self.concurrent_requests_per_copy_target
 
     concurrent_requests_per_copy_target: float | None = Field(

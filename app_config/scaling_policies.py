@@ -87,8 +87,8 @@ class TargetTrackingConfig(ConfigModel):
             return self.invocations_per_instance_target
         if self.concurrent_requests_target is None:
             raise ValueError(
-                "concurrent_requests_target is unset: AppConfig derives it from "
-                "app_config/planning/throughput_at_slo.py"
+                "concurrent_requests_target is unset: read the derived one from AppConfig.plan.scaling "
+                "(app_config/planning/resolved_plan.py)"
             )
         return self.concurrent_requests_target
 
@@ -203,9 +203,11 @@ class StepScalingConfig(ConfigModel):
     @property
     def scale_in_threshold(self) -> float:
         """RunningRequests below which the variant scales in: set, or derived from the concurrency target
-        (``AppConfig._derive_concurrency_targets`` fills it before anything reads it)."""
+        (``AppConfig.plan.scaling`` holds the derived one)."""
         if self.scale_in_running_requests is None:
-            raise ValueError("step_scaling.scale_in_running_requests is derived from the concurrency target")
+            raise ValueError(
+                "step_scaling.scale_in_running_requests is unset: read the derived one from AppConfig.plan.scaling"
+            )
         return self.scale_in_running_requests
 
     @property

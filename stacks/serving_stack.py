@@ -144,7 +144,7 @@ class ServingStack(cdk.Stack):
                 "Default",
                 endpoint_name=config.endpoint_name,
                 variant=serving.primary,
-                components=serving.inference_components,
+                components=config.plan.inference_components,  # with its derived copy target (AppConfig.plan)
                 adapters=[adapter.name for adapter in config.model.adapters],
                 environment=environment,
                 accelerators_per_copy=config.engine.tensor_parallel_size,

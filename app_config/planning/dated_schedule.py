@@ -116,7 +116,7 @@ def _firings(
 
 def event_windows(scaling: VariantScalingConfig, hard_min: int) -> list[EventWindow]:
     """Each dated event's window, in start order. An unset ``min_capacity`` counts as ``hard_min``
-    (``AppConfig`` fills in the derived floor before this runs)."""
+    (callers pass the resolved section, ``AppConfig.plan.scaling.<key>``, whose floors are derived)."""
     windows = []
     for event in sorted(scaling.dated_events, key=lambda e: e.start):
         lift = event.start - dt.timedelta(minutes=scaling.release_lead_time_min)

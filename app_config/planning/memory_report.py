@@ -80,7 +80,7 @@ class VariantMemory:
 def _concurrency_target(config: AppConfig, variant: Variant) -> tuple[float, str, bool]:
     """(target, its config key, whether it is the active target-tracking metric) of a variant."""
     if config.serving.hosts_inference_components:
-        scaling = config.serving.inference_components.scaling
+        scaling = config.plan.inference_components.scaling
         return (
             scaling.target_value,
             ("serving.inference_components.scaling.concurrent_requests_per_copy_target"),

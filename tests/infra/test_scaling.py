@@ -135,7 +135,7 @@ def test_queue_depth_alarms_drive_the_step_policies(default_synth: Synth) -> Non
             "MetricName": EngineMetric.RUNNING_REQUESTS.value,
             "Statistic": "Average",
             # A quarter of the concurrency target the variant tracks (issue 37 item 3).
-            "Threshold": default_synth.config.scaling.primary.target_tracking.target_value / 4,
+            "Threshold": default_synth.config.plan.scaling.primary.target_tracking.target_value / 4,
             "EvaluationPeriods": 5,
             "Period": 60,
             "ComparisonOperator": "LessThanThreshold",
@@ -161,7 +161,7 @@ def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_syn
     target = _targets(default_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
     # The floors are the config's (make plan's, tests/unit/test_scaling_config.py); the times the seeds'.
-    floor = {a.name: a.min_capacity for a in default_synth.config.scaling.primary.resolved_schedule}
+    floor = {a.name: a.min_capacity for a in default_synth.config.plan.scaling.primary.resolved_schedule}
     expected = {
         # Every ceiling is serving.primary.max_capacity (issue 21, finding 3): an unforeseen surge at
         # night can still scale to 20.
@@ -248,7 +248,7 @@ def test_one_scaling_override_reaches_the_template_and_the_plan(
     baseline = weekly_plan.plan(weekly_plan.load([]))[0]
     changed = weekly_plan.plan(weekly_plan.load([f"{key}={value}"]))[0]
     # One more hour at each event's floor instead of business hours', on MON, WED and FRI.
-    floor = {a.name: a.min_capacity for a in default_synth.config.scaling.primary.resolved_schedule}
+    floor = {a.name: a.min_capacity for a in default_synth.config.plan.scaling.primary.resolved_schedule}
     releases = ("shonen-jump-prescale", "shonen-magazine-prescale", "friday-release-prescale")
     extra = sum(floor[name] - floor["business-hours"] for name in releases)
     assert extra > 0
@@ -309,7 +309,7 @@ def test_a_deploy_re_registers_the_scheduled_bounds_after_the_target(
     assert props["Timezone"] == "Asia/Tokyo"
     assert props["HardBounds"] == [2, 20]
     config = default_synth.config
-    timeline = effective_bounds(config.scaling.primary.resolved_schedule, 2, 20)
+    timeline = effective_bounds(config.plan.scaling.primary.resolved_schedule, 2, 20)
     assert props["Timeline"] == [
         {"Start": b.start, "MinCapacity": b.min_capacity, "MaxCapacity": b.max_capacity, "SetBy": b.set_by}
         for b in timeline
@@ -343,7 +343,7 @@ def test_a_dated_event_becomes_one_off_scheduled_actions_in_the_timezone(
     synth = synthesize(
         tmp_path_factory.mktemp("cdk-out-dated-event"), {"scaling.primary.dated_events": json.dumps([event])}
     )
-    floor = synth.config.scaling.primary.dated_events[0].min_capacity
+    floor = synth.config.plan.scaling.primary.dated_events[0].min_capacity
     target = _targets(synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
     assert actions["spring-anime-lift"] == {

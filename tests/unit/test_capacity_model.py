@@ -135,7 +135,7 @@ def test_the_projection_answers_at_the_configured_slo() -> None:
     # one concurrent request, flagged, and the concurrency target follows.
     g5 = AppConfig().throughput_of("ml.g5.xlarge")
     assert (g5.holds_slo, g5.concurrency) == (False, 1)
-    assert AppConfig().scaling.primary.target_tracking.target_value == 1
+    assert AppConfig().plan.scaling.primary.target_tracking.target_value == 1
 
 
 def test_session_affinity_reads_the_conversation_curve() -> None:
@@ -153,9 +153,9 @@ def test_session_affinity_reads_the_conversation_curve() -> None:
 
 def test_an_explicit_concurrency_target_is_kept() -> None:
     config = weekly_plan.load(["scaling.primary.target_tracking.concurrent_requests_target=12"])
-    assert config.scaling.primary.target_tracking.target_value == 12
+    assert config.plan.scaling.primary.target_tracking.target_value == 12
     canary_type = config.serving.canary.instance_type
-    assert config.scaling.canary.target_tracking.target_value == config.throughput_of(canary_type).concurrency
+    assert config.plan.scaling.canary.target_tracking.target_value == config.throughput_of(canary_type).concurrency
 
 
 def _summary(capsys: pytest.CaptureFixture[str], *context: str) -> list[str]:

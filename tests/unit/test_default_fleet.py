@@ -74,5 +74,5 @@ def test_both_serving_modes_size_from_the_same_capacity_figure() -> None:
     # Issue 40 item 1: inference_components mode tracked 32 per copy while variants mode derived 1.
     config = load_config({**cdk_json_context(), "serving.mode": "inference_components"})
     capacity = config.throughput_of(config.serving.primary.instance_type)
-    assert config.serving.inference_components.scaling.target_value == capacity.concurrency
-    assert config.scaling.primary.target_tracking.target_value == capacity.concurrency
+    assert config.plan.inference_components.scaling.target_value == capacity.concurrency
+    assert config.plan.scaling.primary.target_tracking.target_value == capacity.concurrency

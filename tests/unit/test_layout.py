@@ -105,15 +105,9 @@ SCHEMA_TAKES_FROM_PLANNING = {
     | {"slo_holds"},
     # the model's shape and the checkpoint size are the memory plan's units
     "llm.py": {"gpu_instances", "memory_plan"},
-    # derived defaults and the plan's entry points (throughput_of, memory_plan_of, prefix_routing)
-    "root.py": {
-        "dated_schedule",
-        "engine_memory",
-        "gpu_instances",
-        "memory_plan",
-        "prefix_routing",
-        "throughput_at_slo",
-    },
+    # the resolved plan (AppConfig.plan) and the plan's entry points (throughput_of, memory_plan_of, prefix_routing)
+    "root.py": {"engine_memory", "gpu_instances", "memory_plan", "prefix_routing", "resolved_plan"}
+    | {"throughput_at_slo"},
     # scheduled actions' cron expressions are parsed while validating
     "scaling.py": {"weekly_cron"},
     "scheduled_actions.py": {"weekly_cron"},

@@ -123,7 +123,7 @@ def test_load_reports_each_level_and_a_target(server):
     instance_type = weekly_plan.load([]).serving.primary.instance_type
     config = weekly_plan.load([f"capacity.measured={json.dumps({instance_type: measured['<instance type>']})}"])
     assert config.throughput_of(instance_type).concurrency == int(match.group(1))
-    assert config.scaling.primary.target_tracking.concurrent_requests_target == int(match.group(1))
+    assert config.plan.scaling.primary.target_tracking.concurrent_requests_target == int(match.group(1))
 
 
 def test_load_counts_errors_and_refuses_to_suggest(server):

@@ -43,7 +43,7 @@ SEEDS_FLOORS = {
 
 def _seeds_schedule() -> list[str]:
     """The default schedule's times and names with ``SEEDS_FLOORS``, as ``key=value`` overrides."""
-    primary = AppConfig().scaling.primary
+    primary = AppConfig().plan.scaling.primary
     schedule = [{**a.model_dump(), "min_capacity": SEEDS_FLOORS[a.name]} for a in primary.schedule]
     events = [{**e.model_dump(), "min_capacity": SEEDS_FLOORS[e.name]} for e in primary.events]
     return [f"scaling.primary.schedule={json.dumps(schedule)}", f"scaling.primary.events={json.dumps(events)}"]
@@ -79,7 +79,7 @@ def test_scale_out_stops_at_what_the_demand_needs(
     default_week: tuple[cli.Scenario, report.Summary, list[MinuteRecord]],
 ) -> None:
     scenario, summary, records = default_week
-    tracking = scenario.config.scaling.primary.target_tracking
+    tracking = scenario.config.plan.scaling.primary.target_tracking
     assert tracking.metric == "concurrent_requests_high_resolution"
     inputs, _, _ = cli.build_inputs(scenario)
     duration_s = inputs.service.request_duration_s

@@ -30,7 +30,7 @@ def test_the_event_holds_its_floor_all_day_through_the_weekly_actions_it_pauses(
     config, summary, records, events = _run(
         "--dated-event", "spring-anime", "-c", f"scaling.primary.dated_events={SPRING}"
     )
-    floor = config.scaling.primary.dated_events[0].min_capacity
+    floor = config.plan.scaling.primary.dated_events[0].min_capacity
     day = records[THU : THU + 1440]
     # The weekly 01:00, 08:00, 17:45 and 23:00 actions would lower the floor; paused, none of them does.
     assert {r.min_capacity for r in day} == {floor}

@@ -9,7 +9,7 @@ from devtools import weekly_plan
 
 def _floors() -> dict[str, int]:
     """The primary's default floors by scheduled action or release day (app_config/scaling.py)."""
-    scaling = AppConfig().scaling.primary
+    scaling = AppConfig().plan.scaling.primary
     return {
         **{action.name: action.min_capacity for action in scaling.schedule},
         **{event.day_of_week: event.min_capacity for event in scaling.events},
