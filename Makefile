@@ -125,17 +125,17 @@ reference: setup
 scaling-doc: setup
 	$(PY) -m devtools.scaling_doc
 
-## Re-project the GPU capacity measurement to every instance type (app_config/instance_capacity.json).
+## Re-project the GPU capacity measurement to every instance type (app_config/planning/instance_capacity.json).
 capacity: setup
 	$(PY) -m devtools.capacity_model --write
 
-## Refresh app_config/instance_prices.json from the AWS Price List API (needs AWS credentials).
+## Refresh app_config/planning/instance_prices.json from the AWS Price List API (needs AWS credentials).
 prices: setup
 	$(PY) -m devtools.refresh_prices $(ARGS)
 
 ## The week's capacity and cost plan, e.g. make plan ARGS="--compare -c scaling.primary.release_lead_time_min=180"
 plan: setup
-	$(PY) -m devtools.capacity_plan $(ARGS)
+	$(PY) -m devtools.weekly_plan $(ARGS)
 
 ## Minute-by-minute week of one variant under its scaling policies, e.g. make simulate ARGS="--plot week.png"
 simulate: setup

@@ -203,3 +203,60 @@ def test_product_code_has_no_fallback_imports() -> None:
     assert len(modules) > 100  # not an empty glob
     found = [hit for path in modules for hit in fallback_imports(path.read_text(), str(path.relative_to(REPO)))]
     assert found == []
+
+
+PLANNING = REPO / "app_config" / "planning"
+
+SCHEMA_TAKES_FROM_PLANNING = {
+    # the instance-type check of every `instance_type` field reads the GPU catalogue
+    "base.py": {"gpu_instances"},
+    # the checks across sections run the weekly plan, the dated schedule, the memory plan, SLO holds
+    "cross_section_checks.py": {"weekly_plan", "dated_schedule", "engine_memory", "gpu_instances", "memory_plan"}
+    | {"slo_holds"},
+    # the model's shape and the checkpoint size are the memory plan's units
+    "llm.py": {"gpu_instances", "memory_plan"},
+    # the resolved plan (AppConfig.plan) and the plan's entry points (throughput_of, memory_plan_of, prefix_routing)
+    "root.py": {"engine_memory", "gpu_instances", "memory_plan", "prefix_routing", "resolved_plan"}
+    | {"throughput_at_slo"},
+    # scheduled actions' cron expressions are parsed while validating
+    "scaling.py": {"weekly_cron"},
+    "scheduled_actions.py": {"weekly_cron"},
+    # engines per instance, for the inference components' bounds
+    "topology.py": {"gpu_instances"},
+}
+"""What the schema (app_config/*.py) takes from app_config/planning/ because validation runs it at
+load time. Anything else the schema would import from the planning package is a layering error:
+planning reads a validated config, the schema does not read the plan."""
+
+
+def _app_config_imports(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module)
+        elif isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+    return {module for module in modules if module.split(".")[0] == "app_config"}
+
+
+def test_the_schema_takes_from_planning_only_what_validation_runs() -> None:
+    taken = {}
+    for path in sorted((REPO / "app_config").glob("*.py")):
+        planning = {
+            module.removeprefix("app_config.planning.")
+            for module in _app_config_imports(path)
+            if module.startswith("app_config.planning")
+        }
+        if planning:
+            taken[path.name] = planning
+    assert taken == SCHEMA_TAKES_FROM_PLANNING
+
+
+def test_planning_needs_no_stack_construct_or_tool() -> None:
+    """The plan is computed from a validated config: app_config, serving_contract and libraries only."""
+    modules = sorted(PLANNING.glob("*.py"))
+    assert len(modules) >= 10  # not an empty glob
+    forbidden = {"aws_cdk", "constructs", "stacks", "cdk_constructs", "devtools", "ops", "benchmarks", "lambdas"}
+    for path in modules:
+        reached = _imported_roots(path) & forbidden
+        assert not reached, f"{path.relative_to(REPO)} imports {sorted(reached)}"

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from app_config import AppConfig, dated_events, load_config
-from app_config.dated_events import usual_peak_rpm
-from app_config.dated_schedule import one_off_actions, weekly_segments
-from app_config.demand_week import base_rate
+from app_config.planning.dated_schedule import one_off_actions, usual_peak_rpm, weekly_segments
+from app_config.planning.demand_week import base_rate
 from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 
@@ -45,13 +44,13 @@ def _actions(config: AppConfig) -> list[tuple[str, str, int, int]]:
 
 def test_the_default_config_has_no_dated_events() -> None:
     # Seed 001's seasons recur yearly and carry no year: a dated default would stop synth once its day passed.
-    assert AppConfig().scaling.primary.dated_events == ()
+    assert AppConfig().plan.scaling.primary.dated_events == ()
 
 
 def test_the_floor_is_seed_001s_usual_demand_x_multiplier_over_capacity_x_1_3() -> None:
     config = _load(SPRING)
-    event = config.scaling.primary.dated_events[0]
-    instance_rpm = config.capacity_of(config.serving.primary.instance_type).requests_per_minute
+    event = config.plan.scaling.primary.dated_events[0]
+    instance_rpm = config.throughput_of(config.serving.primary.instance_type).requests_per_minute
     # A whole day: the usual demand's busiest minute is the evening peak's (20:00 in the daily shape).
     assert usual_peak_rpm(event, config.traffic) == pytest.approx(base_rate(20 * 60, config.traffic))
     expected = math.ceil(base_rate(20 * 60, config.traffic) * 2.5 / instance_rpm * 1.3)
@@ -61,12 +60,12 @@ def test_the_floor_is_seed_001s_usual_demand_x_multiplier_over_capacity_x_1_3() 
 
 def test_an_explicit_floor_overrides_the_derived_one() -> None:
     config = _load({**SPRING, "min_capacity": 15})
-    assert config.scaling.primary.dated_events[0].min_capacity == 15
+    assert config.plan.scaling.primary.dated_events[0].min_capacity == 15
 
 
 def test_a_whole_day_event_lifts_early_holds_through_every_weekly_action_and_restores_the_week() -> None:
     config = _load(SPRING)
-    floor = config.scaling.primary.dated_events[0].min_capacity
+    floor = config.plan.scaling.primary.dated_events[0].min_capacity
     assert floor is not None
     assert _actions(config) == [
         # 2 h before (release_lead_time_min); 2027-03-31 is a Wednesday.
@@ -103,8 +102,8 @@ def test_one_release_evening_raised_for_one_week() -> None:
     # The runbook's case: one Monday's Shonen Jump carries a One Piece chapter (seed 001: 3x).
     config = _load({"name": "one-piece", "date": "2027-01-11", "start_time": "18:00", "end_time": "22:00",
                     "demand_multiplier": 3.0})  # fmt: skip
-    floor = config.scaling.primary.dated_events[0].min_capacity
-    weekly = next(e for e in config.scaling.primary.events if e.name == "shonen-jump").min_capacity
+    floor = config.plan.scaling.primary.dated_events[0].min_capacity
+    weekly = next(e for e in config.plan.scaling.primary.events if e.name == "shonen-jump").min_capacity
     assert floor is not None and floor > weekly  # above the weekly shonen-jump floor
     assert _actions(config) == [
         # shonen-jump-prescale fires at MON 16:00 itself; AWS orders no two actions of one minute.
@@ -189,4 +188,4 @@ def test_one_event_is_set_by_its_name() -> None:
             "scaling.primary.dated_events.spring-anime.min_capacity": "16",
         }
     )
-    assert config.scaling.primary.dated_events[0].min_capacity == 16
+    assert config.plan.scaling.primary.dated_events[0].min_capacity == 16

@@ -114,7 +114,7 @@ def test_the_container_loads_adapters_at_runtime_and_monitoring_names_components
     assert topology.components == {"primary": "mangaassist-vllm-dev-base"}
     assert topology.guardrail_labels == {"primary": "base"}
     assert topology.adapter_dimensions["jp_style_v1"] == "mangaassist-vllm-dev-jp-style-v1"
-    (capacity,) = topology.capacities
+    (capacity,) = topology.fleet_bounds
     assert (capacity.unit, capacity.min_capacity, capacity.max_capacity) == ("copies", 0, 2)
 
 

@@ -5,15 +5,15 @@ import json
 import pytest
 
 from app_config import AppConfig, ConfigError, load_config
-from app_config.capacity_timeline import effective_bounds
+from app_config.planning.weekly_cron import parse_weekly_cron, weekly_cron
+from app_config.planning.weekly_plan import effective_bounds
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ReleaseEventConfig
-from app_config.weekly_cron import parse_weekly_cron, weekly_cron
 from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
 from tests.config_helpers import config_error
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
-_DEFAULT_PRIMARY = AppConfig().scaling.primary
+_DEFAULT_PRIMARY = AppConfig().plan.scaling.primary
 _FLOOR = {
     **{action.name: action.min_capacity for action in _DEFAULT_PRIMARY.schedule},
     **{event.name: event.min_capacity for event in _DEFAULT_PRIMARY.events},
@@ -323,7 +323,7 @@ def test_bad_scaling_value_names_key_value_and_allowed(key: str, value: str, exp
 
 def test_defaults_hold_the_seeds_times_at_the_floors_the_plan_needs() -> None:
     config = load_config(cdk_json_context())
-    actions = {a.name: a for a in config.scaling.primary.resolved_schedule}
+    actions = {a.name: a for a in config.plan.scaling.primary.resolved_schedule}
     # Floors only (issue 21, finding 3): every ceiling is serving.primary.max_capacity.
     assert (actions["off-peak"].schedule, actions["off-peak"].max_capacity) == ("cron(0 1 * * ? *)", None)
     assert {a.ceiling(20) for a in actions.values()} == {20}
@@ -368,7 +368,7 @@ def test_a_lift_that_the_nightly_floor_undoes_is_rejected() -> None:
 
 def _ceilings(config: AppConfig) -> set[int]:
     hard = config.serving.primary
-    timeline = effective_bounds(config.scaling.primary.resolved_schedule, hard.min_capacity, hard.max_capacity)
+    timeline = effective_bounds(config.plan.scaling.primary.resolved_schedule, hard.min_capacity, hard.max_capacity)
     return {bounds.max_capacity for bounds in timeline}
 
 
@@ -406,7 +406,7 @@ def test_the_scale_in_threshold_follows_the_concurrency_target() -> None:
         target = variant.scaling.target_tracking.target_value
         assert variant.scaling.step_scaling.scale_in_threshold == target / 4
     raised = load_config({**cdk_json_context(), "scaling.primary.target_tracking.concurrent_requests_target": "16"})
-    assert raised.scaling.primary.step_scaling.scale_in_threshold == 4
+    assert raised.plan.scaling.primary.step_scaling.scale_in_threshold == 4
 
 
 def test_a_scale_in_threshold_at_the_target_stops_synth() -> None:

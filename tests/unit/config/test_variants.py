@@ -10,8 +10,8 @@ def test_each_variant_carries_its_serving_and_scaling_sections() -> None:
     primary, canary = config.variants()
     assert (primary.key, primary.name, primary.is_primary) == ("primary", "primary", True)
     assert (canary.key, canary.name, canary.is_primary) == ("canary", "canary", False)
-    assert primary.serving is config.serving.primary and primary.scaling is config.scaling.primary
-    assert canary.serving is config.serving.canary and canary.scaling is config.scaling.canary
+    assert primary.serving is config.serving.primary and primary.scaling is config.plan.scaling.primary
+    assert canary.serving is config.serving.canary and canary.scaling is config.plan.scaling.canary
     # After the config derived it, the scaling section is the one the variant carries.
     assert canary.scaling.target_tracking.concurrent_requests_target is not None
     assert config.deployed_variants() == config.variants()

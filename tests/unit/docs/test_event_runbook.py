@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from app_config import ConfigError, dated_events, load_config
-from app_config.dated_schedule import one_off_actions
-from devtools import capacity_plan
+from app_config.planning.dated_schedule import one_off_actions
+from devtools import weekly_plan
 from tests.synth_helpers import cdk_json_context
 
 OPERATIONS = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
@@ -35,7 +35,7 @@ def _a_week_before(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_runbook_shows_a_plan_and_a_deploy_of_the_same_override() -> None:
     plan, deploy = _commands()
-    assert plan[:3] == ["python", "-m", "devtools.capacity_plan"]
+    assert plan[:3] == ["python", "-m", "devtools.weekly_plan"]
     config = load_config(cdk_json_context())
     assert deploy[:4] == ["npx", "cdk", "deploy", config.stack_name("Serving")]
     assert _overrides(plan) == _overrides(deploy)
@@ -44,7 +44,7 @@ def test_the_runbook_shows_a_plan_and_a_deploy_of_the_same_override() -> None:
 
 def test_the_documented_plan_command_prints_the_lift_and_the_restore(capsys: pytest.CaptureFixture[str]) -> None:
     plan, _ = _commands()
-    assert capacity_plan.main(plan[3:]) == 0
+    assert weekly_plan.main(plan[3:]) == 0
     printed = capsys.readouterr().out.splitlines()
     event = [line for line in printed if line.startswith("  one-piece-1100: ")]
     assert len(event) == 1

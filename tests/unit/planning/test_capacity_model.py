@@ -5,9 +5,10 @@ import json
 import pytest
 
 from app_config import AppConfig
-from app_config.capacity import CapacityConfig, MeasuredCapacity, capacity_at_slos, instance_capacity
-from app_config.gpu_instances import A10G, H100_80GB, H200, Gpu
-from devtools import capacity_model, capacity_plan, ttft_model
+from app_config.planning.gpu_instances import A10G, H100_80GB, H200, Gpu
+from app_config.planning.throughput_at_slo import row_at_slos, throughput_at_slo
+from app_config.throughput_config import MeasuredThroughput, ThroughputConfig
+from devtools import capacity_model, ttft_model, weekly_plan
 
 
 def test_the_committed_projection_is_what_the_model_makes() -> None:
@@ -110,22 +111,22 @@ def test_capacity_holds_both_classes() -> None:
         {"concurrency": 4, "ttft_p95_ms": 300, "cold_ttft_p95_ms": 450, "warm_ttft_p95_ms": 200},
         {"concurrency": 8, "ttft_p95_ms": 500, "cold_ttft_p95_ms": 700, "warm_ttft_p95_ms": 300},
     ]
-    assert capacity_at_slos(rows, 500, 500) == (rows[1], True)
-    assert capacity_at_slos(rows, 800, 500) == (rows[2], True)  # a looser cold SLO buys concurrency
-    assert capacity_at_slos(rows, 800, 250) == (rows[1], True)  # the warm class binds
-    assert capacity_at_slos(rows, 50, 500) == (rows[0], False)
+    assert row_at_slos(rows, 500, 500) == (rows[1], True)
+    assert row_at_slos(rows, 800, 500) == (rows[2], True)  # a looser cold SLO buys concurrency
+    assert row_at_slos(rows, 800, 250) == (rows[1], True)  # the warm class binds
+    assert row_at_slos(rows, 50, 500) == (rows[0], False)
 
 
 def test_a_measured_capacity_overrides_the_projection() -> None:
-    measured = MeasuredCapacity(concurrency=6, requests_per_minute=120, ttft_p50_ms=300)
-    capacity = instance_capacity("ml.g5.xlarge", 500, CapacityConfig(measured={"ml.g5.xlarge": measured}))
+    measured = MeasuredThroughput(concurrency=6, requests_per_minute=120, ttft_p50_ms=300)
+    capacity = throughput_at_slo("ml.g5.xlarge", 500, ThroughputConfig(measured={"ml.g5.xlarge": measured}))
     assert (capacity.concurrency, capacity.requests_per_minute, capacity.holds_slo) == (6, 120, True)
     assert capacity.source == "capacity.measured.ml.g5.xlarge (ops load)"
 
 
 def test_the_projection_answers_at_the_configured_slo() -> None:
-    strict = AppConfig().capacity_of("ml.p5.48xlarge")
-    lenient = capacity_plan.load(["slo.cold.ttft_p95_ms=2000", "slo.warm.ttft_p95_ms=2000"]).capacity_of(
+    strict = AppConfig().throughput_of("ml.p5.48xlarge")
+    lenient = weekly_plan.load(["slo.cold.ttft_p95_ms=2000", "slo.warm.ttft_p95_ms=2000"]).throughput_of(
         "ml.p5.48xlarge"
     )
     assert strict.holds_slo and lenient.holds_slo
@@ -133,9 +134,9 @@ def test_the_projection_answers_at_the_configured_slo() -> None:
     assert lenient.requests_per_minute > strict.requests_per_minute
     # An A10G holds no concurrency within 500 ms at the request shape: the figures are those of
     # one concurrent request, flagged, and the concurrency target follows.
-    g5 = AppConfig().capacity_of("ml.g5.xlarge")
+    g5 = AppConfig().throughput_of("ml.g5.xlarge")
     assert (g5.holds_slo, g5.concurrency) == (False, 1)
-    assert AppConfig().scaling.primary.target_tracking.target_value == 1
+    assert AppConfig().plan.scaling.primary.target_tracking.target_value == 1
 
 
 def test_session_affinity_reads_the_conversation_curve() -> None:
@@ -145,17 +146,17 @@ def test_session_affinity_reads_the_conversation_curve() -> None:
         "serving.canary.enabled=false",
         "engine.tensor_parallel_size=8",
     ]
-    fresh = capacity_plan.load([*p5, "capacity.routing=least_outstanding"]).capacity_of("ml.p5.48xlarge")
-    sessions = capacity_plan.load([*p5, "capacity.routing=session_affinity"]).capacity_of("ml.p5.48xlarge")
+    fresh = weekly_plan.load([*p5, "capacity.routing=least_outstanding"]).throughput_of("ml.p5.48xlarge")
+    sessions = weekly_plan.load([*p5, "capacity.routing=session_affinity"]).throughput_of("ml.p5.48xlarge")
     assert sessions.requests_per_minute > fresh.requests_per_minute
     assert "conversations curve" in sessions.source
 
 
 def test_an_explicit_concurrency_target_is_kept() -> None:
-    config = capacity_plan.load(["scaling.primary.target_tracking.concurrent_requests_target=12"])
-    assert config.scaling.primary.target_tracking.target_value == 12
+    config = weekly_plan.load(["scaling.primary.target_tracking.concurrent_requests_target=12"])
+    assert config.plan.scaling.primary.target_tracking.target_value == 12
     canary_type = config.serving.canary.instance_type
-    assert config.scaling.canary.target_tracking.target_value == config.capacity_of(canary_type).concurrency
+    assert config.plan.scaling.canary.target_tracking.target_value == config.throughput_of(canary_type).concurrency
 
 
 def _summary(capsys: pytest.CaptureFixture[str], *context: str) -> list[str]:
@@ -168,7 +169,7 @@ def _summary(capsys: pytest.CaptureFixture[str], *context: str) -> list[str]:
 
 def test_the_per_gpu_summary_judges_against_the_configs_slo(capsys: pytest.CaptureFixture[str]) -> None:
     """Tuning slo.cold.ttft_p95_ms (cdk.json or -c) changes the verdict; no copy of 500 ms decides it."""
-    slo = capacity_plan.load([]).slo
+    slo = weekly_plan.load([]).slo
     configured = _summary(capsys)
     looser = _summary(capsys, "slo.cold.ttft_p95_ms=1500")
     warm = f"conversations {slo.warm.ttft_p95_ms:g} ms;"

@@ -8,9 +8,10 @@ defaults (or the reasons) follow.
 
 import pytest
 
-from app_config import AppConfig, ConfigError, load_config, memory_report
-from app_config.capacity import instance_capacity
-from app_config.slo_holds import class_holds
+from app_config import AppConfig, ConfigError, load_config
+from app_config.planning import memory_report
+from app_config.planning.slo_holds import class_holds
+from app_config.planning.throughput_at_slo import throughput_at_slo
 from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
@@ -44,7 +45,7 @@ def test_an_override_that_makes_a_guardrail_unholdable_stops_synth() -> None:
         load_config({**cdk_json_context(), "serving.primary.instance_type": "ml.g5.xlarge"})
     message = str(info.value)
     assert message.count("\n") == 0
-    projected = instance_capacity("ml.g5.xlarge", 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
+    projected = throughput_at_slo("ml.g5.xlarge", 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
     assert message.startswith(
         "config error: slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it, projected TTFT "
         f"p95 {projected:.0f} ms at 1 concurrent request"
@@ -72,6 +73,6 @@ def test_a_canary_on_another_gpu_than_the_primary_is_warned() -> None:
 def test_both_serving_modes_size_from_the_same_capacity_figure() -> None:
     # Issue 40 item 1: inference_components mode tracked 32 per copy while variants mode derived 1.
     config = load_config({**cdk_json_context(), "serving.mode": "inference_components"})
-    capacity = config.capacity_of(config.serving.primary.instance_type)
-    assert config.serving.inference_components.scaling.target_value == capacity.concurrency
-    assert config.scaling.primary.target_tracking.target_value == capacity.concurrency
+    capacity = config.throughput_of(config.serving.primary.instance_type)
+    assert config.plan.inference_components.scaling.target_value == capacity.concurrency
+    assert config.plan.scaling.primary.target_tracking.target_value == capacity.concurrency

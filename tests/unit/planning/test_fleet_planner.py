@@ -2,8 +2,8 @@
 
 import pytest
 
-from app_config.gpu_instances import INSTANCE_GPUS
-from devtools import capacity_plan, fleet_planner
+from app_config.planning.gpu_instances import INSTANCE_GPUS
+from devtools import fleet_planner, weekly_plan
 
 MEASURED_G5 = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 200, "ttft_p50_ms": 90}}'
 
@@ -17,7 +17,7 @@ def test_the_in_flight_quantile_is_poissons() -> None:
 
 
 def test_a_flat_week_on_a_measured_instance_matches_the_hand_calculation() -> None:
-    config = capacity_plan.load([f"capacity.measured={MEASURED_G5}"])
+    config = weekly_plan.load([f"capacity.measured={MEASURED_G5}"])
     fleet = fleet_planner.size_fleet(
         config, "ml.g5.xlarge", "least_outstanding", [100.0] * 10_080, cold_p95_ms=500, warm_p95_ms=500
     )
@@ -31,7 +31,7 @@ def test_a_flat_week_on_a_measured_instance_matches_the_hand_calculation() -> No
 
 
 def test_the_plan_recommends_the_cheapest_holding_fleet_and_says_why_the_others_lose() -> None:
-    config = capacity_plan.load([])
+    config = weekly_plan.load([])
     fleets = fleet_planner.plan_fleets(config, 500, 500)
     assert {f.instance_type for f in fleets} == set(INSTANCE_GPUS)
     best = fleet_planner.cheapest(fleets)
@@ -46,9 +46,9 @@ def test_the_plan_recommends_the_cheapest_holding_fleet_and_says_why_the_others_
 
 
 def test_make_plan_prints_a_price_and_a_verdict_for_every_instance_type(capsys: pytest.CaptureFixture[str]) -> None:
-    assert capacity_plan.main([]) == 0
+    assert weekly_plan.main([]) == 0
     out = capsys.readouterr().out
-    routing = capacity_plan.load([]).capacity.routing  # prefix_aware by default, make plan's choice
+    routing = weekly_plan.load([]).capacity.routing  # prefix_aware by default, make plan's choice
     verdicts = out[out.index(f"Every instance type, routing {routing} (capacity.routing)") :]
     for instance_type in INSTANCE_GPUS:
         (line,) = [row for row in verdicts.splitlines() if row.startswith(f"  {instance_type} ")]
@@ -59,7 +59,7 @@ def test_make_plan_prints_a_price_and_a_verdict_for_every_instance_type(capsys: 
 
 
 def test_a_looser_cold_slo_never_costs_more() -> None:
-    config = capacity_plan.load([])
+    config = weekly_plan.load([])
     costs = []
     for cold in fleet_planner.cold_p95_options(config.slo.cold.ttft_p95_ms):
         fleet = fleet_planner.cheapest(fleet_planner.plan_fleets(config, cold, config.slo.warm.ttft_p95_ms))
@@ -69,7 +69,7 @@ def test_a_looser_cold_slo_never_costs_more() -> None:
 
 
 def test_the_scheduled_floors_follow_the_week() -> None:
-    config = capacity_plan.load([])
+    config = weekly_plan.load([])
     best = fleet_planner.cheapest(fleet_planner.plan_fleets(config, 500, 500))
     assert best is not None
     floors = fleet_planner.scheduled_floors(config, best)
@@ -79,7 +79,7 @@ def test_the_scheduled_floors_follow_the_week() -> None:
 
 
 def test_a_fleet_above_the_hard_max_says_so() -> None:
-    config = capacity_plan.load(["traffic.peak_requests_per_minute=8000"])
+    config = weekly_plan.load(["traffic.peak_requests_per_minute=8000"])
     text = fleet_planner.format_planner(config, 500, 500)
     assert "is above serving.primary.max_capacity = 20: raise it" in text
-    assert "NOTE" not in fleet_planner.format_planner(capacity_plan.load([]), 500, 500)
+    assert "NOTE" not in fleet_planner.format_planner(weekly_plan.load([]), 500, 500)

@@ -9,8 +9,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from app_config import instance_prices
-from app_config.gpu_instances import INSTANCE_GPUS
+from app_config.planning import instance_prices
+from app_config.planning.gpu_instances import INSTANCE_GPUS
 from devtools import refresh_prices
 
 

@@ -4,9 +4,10 @@ import dataclasses
 
 import pytest
 
-from app_config import load_config, memory_report
-from app_config.gpu_instances import GIB, H100_80GB, InstanceGpus, instance_gpus
-from app_config.memory_plan import (
+from app_config import load_config
+from app_config.planning import memory_report
+from app_config.planning.gpu_instances import GIB, H100_80GB, InstanceGpus, instance_gpus
+from app_config.planning.memory_plan import (
     EngineMemoryInputs,
     ModelShape,
     awq_checkpoint_bytes,

@@ -2,9 +2,9 @@
 
 import pytest
 
-from app_config import prefix_routing
+from app_config.planning import prefix_routing
 from app_config.traffic import RequestShapeConfig
-from devtools import capacity_plan
+from devtools import weekly_plan
 from devtools.scaling_sim import __main__ as cli
 from tests.synth_helpers import SEEDS_G5_ARGS, SEEDS_G5_FLAGS
 
@@ -32,11 +32,11 @@ def test_a_layout_that_repeats_too_little_is_refused_in_one_line() -> None:
 def test_the_threshold_is_the_instances_capacity_at_the_slo() -> None:
     assert prefix_routing.concurrency_threshold(0) == 1
     assert prefix_routing.concurrency_threshold(9000) == 1024
-    config = capacity_plan.load([*SEEDS_G5_ARGS, "capacity.routing=prefix_aware", f"capacity.measured={MEASURED_G5}"])
+    config = weekly_plan.load([*SEEDS_G5_ARGS, "capacity.routing=prefix_aware", f"capacity.measured={MEASURED_G5}"])
     derived = config.prefix_routing()
     assert derived == prefix_routing.PrefixRouting(prefix_length_bytes=2720, concurrency_threshold=6)
-    assert capacity_plan.load(["capacity.routing=least_outstanding"]).prefix_routing() is None  # no prefix config
-    assert capacity_plan.load([]).prefix_routing() is not None  # the default fleet routes by prefix (make plan)
+    assert weekly_plan.load(["capacity.routing=least_outstanding"]).prefix_routing() is None  # no prefix config
+    assert weekly_plan.load([]).prefix_routing() is not None  # the default fleet routes by prefix (make plan)
 
 
 def test_the_simulation_says_how_turns_are_routed(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,6 +44,6 @@ def test_the_simulation_says_how_turns_are_routed(capsys: pytest.CaptureFixture[
     flags = [*SEEDS_G5_FLAGS, "-c", "capacity.routing=prefix_aware", "-c", f"capacity.measured={MEASURED_G5}"]
     assert cli.main(flags) == 0
     assert (
-        "routing: prefix_aware (capacity.routing; app_config/capacity.py picks the measured curve): RoutingStrategy "
-        "PREFIX_AWARE, PrefixLength 2720 bytes, ConcurrencyThreshold 6" in capsys.readouterr().out
+        "routing: prefix_aware (capacity.routing; app_config/planning/throughput_at_slo.py picks the measured curve): "
+        "RoutingStrategy PREFIX_AWARE, PrefixLength 2720 bytes, ConcurrencyThreshold 6" in capsys.readouterr().out
     )

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from app_config.capacity_timeline import Bounds
+from app_config.planning.weekly_plan import Bounds
 from app_config.scaling_policies import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
 from app_config.traffic import TrafficConfig
 from devtools.scaling_sim import demand, report

@@ -24,7 +24,7 @@ def test_default_week_prints_the_headline_figures(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     # The per-instance figures are the config's capacity at the SLO, not seed 001's 1,200/min.
     config = AppConfig()
-    capacity = config.capacity_of(config.serving.primary.instance_type)
+    capacity = config.throughput_of(config.serving.primary.instance_type)
     for text in (
         f"C = {capacity.concurrency} concurrent",
         f"R = {capacity.requests_per_minute:,.0f} req/min at the TTFT SLO",

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app_config import dated_events
-from devtools import capacity_plan
+from devtools import weekly_plan
 from devtools.scaling_sim import __main__ as cli
 
 SPRING = json.dumps([{"name": "spring-anime", "date": "2027-04-01", "demand_multiplier": 2.5}])
@@ -21,7 +21,7 @@ def _before_the_event(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _run(*argv: str):
     args = cli.parse_args(list(argv))
-    config = capacity_plan.load(args.context)
+    config = weekly_plan.load(args.context)
     summary, records, events = cli.simulate(cli.build_scenario(args, config), "t")
     return config, summary, records, events
 
@@ -30,7 +30,7 @@ def test_the_event_holds_its_floor_all_day_through_the_weekly_actions_it_pauses(
     config, summary, records, events = _run(
         "--dated-event", "spring-anime", "-c", f"scaling.primary.dated_events={SPRING}"
     )
-    floor = config.scaling.primary.dated_events[0].min_capacity
+    floor = config.plan.scaling.primary.dated_events[0].min_capacity
     day = records[THU : THU + 1440]
     # The weekly 01:00, 08:00, 17:45 and 23:00 actions would lower the floor; paused, none of them does.
     assert {r.min_capacity for r in day} == {floor}

@@ -5,16 +5,17 @@ import math
 
 import pytest
 
-from app_config import AppConfig, ConfigError, load_config, memory_report
-from app_config.capacity import instance_capacity
-from app_config.slo_holds import class_holds
+from app_config import AppConfig, ConfigError, load_config
+from app_config.planning import memory_report
+from app_config.planning.slo_holds import class_holds
+from app_config.planning.throughput_at_slo import throughput_at_slo
 from serving_contract.request_classes import RequestClass
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 
 def _fresh(instance_type: str) -> float:
-    """The committed projection's cold-class TTFT p95 at one request (app_config/instance_capacity.json)."""
-    p95 = instance_capacity(instance_type, 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
+    """The committed projection's cold-class TTFT p95 at one request (app_config/planning/instance_capacity.json)."""
+    p95 = throughput_at_slo(instance_type, 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
     assert p95 is not None
     return p95
 
@@ -40,7 +41,7 @@ def _load(**overrides: str) -> AppConfig:
 
 def test_an_unholdable_fleet_is_warned_for_each_class_and_variant() -> None:
     config = _load(**G5_WARNED)
-    G5_WARM_P95 = instance_capacity("ml.g5.xlarge", 500, config.capacity, curve="conversations").ttft_p95_ms  # noqa: N806
+    G5_WARM_P95 = throughput_at_slo("ml.g5.xlarge", 500, config.capacity, curve="conversations").ttft_p95_ms  # noqa: N806
     lines = [hold.line for hold in class_holds(config)]
     assert lines == [
         f"WARNING: {G5_COLD}",
@@ -58,10 +59,10 @@ def test_an_unholdable_fleet_is_warned_for_each_class_and_variant() -> None:
 def test_the_figures_are_the_class_curves_of_the_projection() -> None:
     config = _load(**G5_WARNED)
     cold, warm = (h for h in class_holds(config) if h.variant_name == "primary")
-    fresh = instance_capacity("ml.g5.xlarge", 500, config.capacity, curve="fresh")
-    conversations = instance_capacity("ml.g5.xlarge", 500, config.capacity, curve="conversations")
+    fresh = throughput_at_slo("ml.g5.xlarge", 500, config.capacity, curve="fresh")
+    conversations = throughput_at_slo("ml.g5.xlarge", 500, config.capacity, curve="conversations")
     assert (cold.ttft_p95_ms, warm.ttft_p95_ms) == (fresh.ttft_p95_ms, conversations.ttft_p95_ms)
-    assert config.capacity_of("ml.g5.xlarge", RequestClass.COLD) == fresh
+    assert config.throughput_of("ml.g5.xlarge", RequestClass.COLD) == fresh
 
 
 def test_the_suggested_slo_holds() -> None:
@@ -78,7 +79,7 @@ def test_an_instance_type_that_holds_both_classes_says_so() -> None:
     config = _load(**{"serving.primary.instance_type": "ml.p5.48xlarge", "serving.canary.enabled": "false"})
     # Eight H100s, one engine each: the one-GPU curve's level times 8.
     fresh, conversations = (
-        instance_capacity("ml.p5.48xlarge", 500, config.capacity, curve=curve) for curve in ("fresh", "conversations")
+        throughput_at_slo("ml.p5.48xlarge", 500, config.capacity, curve=curve) for curve in ("fresh", "conversations")
     )
     assert [hold.line for hold in class_holds(config)] == [
         f"slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.p5.48xlarge) holds it up to TTFT p95 "

@@ -1,11 +1,11 @@
-"""A variant's capacity bounds over the week, from its scheduled actions, and the checks on them
-(the dated events' one-off actions: app_config/dated_schedule.py)."""
+"""The weekly plan: a variant's fleet bounds over the week, from its scheduled actions, and the checks on them
+(the dated events' one-off actions: app_config/planning/dated_schedule.py)."""
 
 from dataclasses import dataclass
 
+from app_config.planning.weekly_cron import format_minute_of_week
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ResolvedAction
-from app_config.weekly_cron import format_minute_of_week
 
 
 @dataclass(frozen=True)

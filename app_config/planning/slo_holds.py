@@ -3,7 +3,7 @@
 A TTFT guardrail its fleet cannot hold is an outage trap, not a safety net: the alarm pages all
 day and every blue/green update rolls back. So for every deployed variant and request class the
 synth says, in one line, whether the instance type holds ``slo.<class>.ttft_p95_ms`` by the
-class's curve (app_config/capacity.py: ``capacity.measured``, else the projection; cold = the
+class's curve (app_config/planning/throughput_at_slo.py: ``capacity.measured``, else the projection; cold = the
 fresh first-turn curve, warm = the conversations curve), the projected figure, and what would
 hold it. While ``slo.require_holdable`` is False (the default until the defaults hold both
 classes) an unholdable class is a WARNING in the synth summary; True makes it a config error
@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app_config.gpu_instances import INSTANCE_GPUS, instance_gpus
+from app_config.planning.gpu_instances import INSTANCE_GPUS, instance_gpus
 from serving_contract.request_classes import RequestClass
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def _alternative(config: "AppConfig", request_class: RequestClass) -> tuple[str,
     holding = []
     for instance_type in INSTANCE_GPUS:
         try:
-            capacity = config.capacity_of(instance_type, request_class)
+            capacity = config.throughput_of(instance_type, request_class)
         except ValueError:  # no projection for its GPU
             continue
         if capacity.holds_slo and capacity.ttft_p95_ms is not None:
@@ -113,7 +113,7 @@ def class_holds(config: "AppConfig") -> list[ClassHold]:
     for variant in config.deployed_variants():
         instance_type = variant.serving.instance_type
         for klass in RequestClass:
-            capacity = config.capacity_of(instance_type, klass)
+            capacity = config.throughput_of(instance_type, klass)
             holds.append(
                 ClassHold(
                     variant_name=variant.serving.variant_name,

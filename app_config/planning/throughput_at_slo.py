@@ -1,8 +1,12 @@
-"""Per-instance capacity at the TTFT SLO: the one figure that sizes the fleet.
+"""Per-instance throughput at the TTFT SLO: the one figure that sizes the fleet.
+
+"Throughput at the SLO" is one of the three things the project once called capacity; the others
+are a variant's fleet bounds (``min_capacity``/``max_capacity``, ``app_config.topology.FleetBounds``)
+and the weekly plan of those bounds (:mod:`app_config.planning.weekly_plan`).
 
 The concurrency target of target tracking, the scaling simulation's requests per minute and
 base TTFT, the capacity plan's cost per million requests and ``ops load``'s suggestion all read
-:func:`instance_capacity`. Its source, in order:
+:func:`throughput_at_slo`. Its source, in order:
 
 1. ``capacity.measured.<instance type>``: what ``python -m ops load`` measured in the account
    (it prints the override); a measurement on the real instance type beats any model.
@@ -20,12 +24,10 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-
-from app_config.base import ConfigModel
-from app_config.gpu_instances import instance_gpus
+from app_config.planning.gpu_instances import instance_gpus
+from app_config.throughput_config import ThroughputConfig
 from serving_contract.request_classes import RequestClass
 
 PROJECTION = Path(__file__).with_name("instance_capacity.json")
@@ -45,7 +47,7 @@ With several data-parallel engines in one instance, vLLM's own balancer sends a 
 engine with its history about 1/N of the time, so those instances read the ``fresh`` curve."""
 
 
-def capacity_at_slos(rows: list[dict[str, Any]], cold_p95_ms: float, warm_p95_ms: float) -> tuple[dict[str, Any], bool]:
+def row_at_slos(rows: list[dict[str, Any]], cold_p95_ms: float, warm_p95_ms: float) -> tuple[dict[str, Any], bool]:
     """The highest-concurrency row whose first turns hold ``cold_p95_ms`` and follow-ups
     ``warm_p95_ms`` (TTFT p95, ms), and True; or the lowest-concurrency row and False when none does.
 
@@ -70,38 +72,9 @@ requests), so it overstates a warm request's TTFT: a conservative projection for
 CLASS_CURVES: dict[RequestClass, str] = {klass: curve for curve, klass in CURVE_CLASSES.items()}
 
 
-class MeasuredCapacity(ConfigModel):
-    """One instance type's capacity at the SLO, as ``python -m ops load`` measured it."""
-
-    concurrency: int = Field(ge=1, le=1024, description="Concurrent requests per instance at the SLO.")
-    requests_per_minute: float = Field(gt=0, le=100000, description="Requests completed per minute at that level.")
-    ttft_p50_ms: float = Field(gt=0, le=60000, description="TTFT p50 at one concurrent request, ms.")
-
-
-class CapacityConfig(ConfigModel):
-    """Where the per-instance capacity at the TTFT SLO comes from (see app_config/capacity.py)."""
-
-    routing: Literal["least_outstanding", "session_affinity", "prefix_aware"] = Field(
-        default="prefix_aware",
-        description=(
-            "How follow-up turns reach engines: least_outstanding (SageMaker's routing without sessions: the fresh "
-            "curve), session_affinity (clients use stateful sessions: the conversations curve) or prefix_aware "
-            "(the endpoint config's RoutingStrategy PREFIX_AWARE, derived PrefixLength and ConcurrencyThreshold: "
-            "the conversations curve with no client change; docs/planning.md)."
-        ),
-    )
-    measured: dict[str, MeasuredCapacity] = Field(
-        default={},
-        description=(
-            "Capacity measured in the account per instance type (python -m ops load prints the keys); overrides the "
-            "projection of instance_capacity.json."
-        ),
-    )
-
-
 @dataclass(frozen=True)
-class InstanceCapacity:
-    """One instance's serving capacity at the TTFT SLO.
+class ThroughputAtSlo:
+    """One instance's throughput at the TTFT SLO.
 
     Attributes:
         instance_type: e.g. ``ml.g5.xlarge``.
@@ -133,21 +106,21 @@ def projection() -> dict[str, Any]:
     return data
 
 
-def instance_capacity(
+def throughput_at_slo(
     instance_type: str,
     slo_ms: float,
-    config: CapacityConfig,
+    config: ThroughputConfig,
     engines: int = 1,
     warm_slo_ms: float | None = None,
     *,
     curve: str | None = None,
-) -> InstanceCapacity:
+) -> ThroughputAtSlo:
     """The capacity of one ``instance_type`` instance where first turns hold TTFT p95 <= ``slo_ms``
     and follow-up turns <= ``warm_slo_ms`` (default: ``slo_ms``), on the routing's curve.
 
     ``curve`` (``fresh`` or ``conversations``) judges one class on its own curve instead: first turns
     (cold) on ``fresh``, follow-ups (warm) on ``conversations``, against ``slo_ms`` alone
-    (``app_config.slo_holds``). A projection is one engine's; ``engines`` (data-parallel engines per
+    (``app_config.planning.slo_holds``). A projection is one engine's; ``engines`` (data-parallel engines per
     instance, ``gpu_instances.engines_per_instance``) multiplies its concurrency and requests per
     minute, each engine serving on GPUs of its own. A measurement (``capacity.measured``) is the whole
     instance's already, and one figure for every curve.
@@ -157,7 +130,7 @@ def instance_capacity(
     """
     measured = config.measured.get(instance_type)
     if measured is not None:
-        return InstanceCapacity(
+        return ThroughputAtSlo(
             instance_type,
             measured.concurrency,
             measured.requests_per_minute,
@@ -172,7 +145,7 @@ def instance_capacity(
     mode = curve or (CURVES[config.routing] if engines == 1 else "fresh")
     rows = curves[mode]
     if curve is None:
-        row, holds = capacity_at_slos(rows, slo_ms, slo_ms if warm_slo_ms is None else warm_slo_ms)
+        row, holds = row_at_slos(rows, slo_ms, slo_ms if warm_slo_ms is None else warm_slo_ms)
         ttft_p95_ms = float(row["ttft_p95_ms"])
     else:  # one class, on its own curve, by its own column where the projection carries one
         column = f"{CURVE_CLASSES[curve]}_ttft_p95_ms"
@@ -180,7 +153,7 @@ def instance_capacity(
         row = max(holding, key=lambda r: r["concurrency"]) if holding else min(rows, key=lambda r: r["concurrency"])
         holds, ttft_p95_ms = bool(holding), float(row.get(column, row["ttft_p95_ms"]))
     per_engine = "" if engines == 1 else f" x {engines} engines"
-    return InstanceCapacity(
+    return ThroughputAtSlo(
         instance_type,
         int(row["concurrency"]) * engines,
         float(row["requests_per_minute"]) * engines,

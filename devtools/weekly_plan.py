@@ -16,10 +16,10 @@ A variant without scaling runs its ``initial_instance_count`` all week.
 
 Usage::
 
-    python -m devtools.capacity_plan
-    python -m devtools.capacity_plan -c stage=dev
-    python -m devtools.capacity_plan --compare -c scaling.primary.release_lead_time_min=180
-    python -m devtools.capacity_plan --plot week.png      # needs matplotlib (optional)
+    python -m devtools.weekly_plan
+    python -m devtools.weekly_plan -c stage=dev
+    python -m devtools.weekly_plan --compare -c scaling.primary.release_lead_time_min=180
+    python -m devtools.weekly_plan --plot week.png      # needs matplotlib (optional)
 """
 
 import argparse
@@ -28,16 +28,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app_config import AppConfig, ConfigError, load_config, memory_report
-from app_config.capacity_timeline import Bounds, bounds_at, effective_bounds
+from app_config import AppConfig, ConfigError, load_config
 from app_config.compile_cache import instance_start_s
-from app_config.dated_events import EVENT_HEADROOM, derived_floor, usual_peak_rpm
-from app_config.dated_schedule import one_off_actions, weekly_segments
-from app_config.instance_prices import hourly_price
 from app_config.loader import CDK_JSON, cdk_json_context
+from app_config.planning import memory_report
+from app_config.planning.dated_schedule import (
+    EVENT_HEADROOM,
+    derived_floor,
+    one_off_actions,
+    usual_peak_rpm,
+    weekly_segments,
+)
+from app_config.planning.instance_prices import hourly_price
+from app_config.planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
+from app_config.planning.weekly_plan import Bounds, bounds_at, effective_bounds
 from app_config.serving import VariantConfig
 from app_config.variants import Variant
-from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from devtools import fleet_planner
 from serving_contract.env import start_up_ranges
 
@@ -91,7 +97,7 @@ def price_usd_per_hour(config: AppConfig, variant: VariantConfig) -> float:
     """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table.
 
     Raises:
-        ConfigError: the instance type has no price (app_config/instance_prices.py).
+        ConfigError: the instance type has no price (app_config/planning/instance_prices.py).
     """
     return _price(config, variant.instance_type, variant.variant_name)
 
@@ -107,7 +113,7 @@ def plan(config: AppConfig) -> list[VariantPlan]:
     """The week of every production variant of ``config``, primary first.
 
     Raises:
-        ConfigError: a variant's instance type has no price (app_config/instance_prices.py).
+        ConfigError: a variant's instance type has no price (app_config/planning/instance_prices.py).
     """
     plans = []
     components = config.serving.hosts_inference_components
@@ -172,7 +178,7 @@ def dated_event_lines(config: AppConfig, variant: Variant) -> list[str]:
     scaling, serving = variant.scaling, variant.serving
     if not scaling.dated_events or config.serving.hosts_inference_components:
         return []
-    instance_rpm = config.capacity_of(serving.instance_type).requests_per_minute
+    instance_rpm = config.throughput_of(serving.instance_type).requests_per_minute
     lines = [f"Dated events (one-off at(...) actions, {config.scaling.timezone}; not in the weekly figures above):"]
     for event in scaling.dated_events:
         peak = usual_peak_rpm(event, config.traffic)

@@ -1,7 +1,7 @@
 """The memory plan of each production variant, as ``make synth`` and the capacity plan print it.
 
 ``app.py`` writes the plan of the synthesized config to ``cdk.out/memory-plan.json`` (the
-summary reads templates and this file, never the config); ``devtools.capacity_plan`` builds the
+summary reads templates and this file, never the config); ``devtools.weekly_plan`` builds the
 same report from the config it loads. Both print it with :func:`render`.
 """
 
@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from app_config import AppConfig
-from app_config.gpu_instances import GIB, engines_per_instance, instance_gpus
+from app_config.planning.gpu_instances import GIB, engines_per_instance, instance_gpus
+from app_config.planning.slo_holds import class_holds
 from app_config.serving import VariantConfig
-from app_config.slo_holds import class_holds
 from app_config.variants import Variant
 
 REPORT_FILE = "memory-plan.json"
@@ -56,7 +56,7 @@ class VariantMemory:
     slo_source: str
     engines_per_instance: int = 1
     class_slo_lines: tuple[str, ...] = ()
-    """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (app_config/slo_holds.py)."""
+    """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (app_config/planning/slo_holds.py)."""
     ttft_slo_label: str = ""
     """``cold <= 500 ms, warm <= 500 ms``: the objectives the capacity is sized at."""
     comparison_warning: str | None = None
@@ -80,7 +80,7 @@ class VariantMemory:
 def _concurrency_target(config: AppConfig, variant: Variant) -> tuple[float, str, bool]:
     """(target, its config key, whether it is the active target-tracking metric) of a variant."""
     if config.serving.hosts_inference_components:
-        scaling = config.serving.inference_components.scaling
+        scaling = config.plan.inference_components.scaling
         return (
             scaling.target_value,
             ("serving.inference_components.scaling.concurrent_requests_per_copy_target"),
@@ -106,7 +106,7 @@ def build(config: AppConfig) -> list[VariantMemory]:
         plan = config.memory_plan_of(variant.instance_type)
         gpus = instance_gpus(variant.instance_type)
         target, target_key, active = _concurrency_target(config, deployed)
-        capacity = config.capacity_of(variant.instance_type)
+        capacity = config.throughput_of(variant.instance_type)
         reports.append(
             VariantMemory(
                 variant_name=variant.variant_name,
@@ -184,7 +184,7 @@ def read(outdir: str | Path) -> list[VariantMemory] | None:
 
 def render(reports: list[VariantMemory]) -> list[str]:
     """Human-readable lines: the memory split, the KV-cache fit and any scaling warning."""
-    lines = ["Memory plan per engine (app_config/memory_plan.py, as vLLM 0.22 sizes its KV cache):"]
+    lines = ["Memory plan per engine (app_config/planning/memory_plan.py, as vLLM 0.22 sizes its KV cache):"]
     for r in reports:
         gpus = f"{r.tensor_parallel_size} x {r.gpu_name} {r.gpu_memory_gib:.2f} GiB"
         lines += [

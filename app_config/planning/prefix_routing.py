@@ -19,7 +19,7 @@ Derived here:
   and each conversation's turns meet the instance whose prefix cache holds their history. It
   must stay inside what every turn repeats (system prompt + conversation context), or a
   follow-up's prefix would include text its first turn did not have;
-* the threshold is the instance's capacity at the SLO (``AppConfig.capacity_of``): past it, the
+* the threshold is the instance's capacity at the SLO (``AppConfig.throughput_of``): past it, the
   TTFT a prefix hit saves is lost to queueing, so the request is better off elsewhere.
 """
 

@@ -20,13 +20,52 @@ pre-scale during a season), so the floor in force is the larger of the two.
 """
 
 import datetime as dt
+import math
 import zoneinfo
 from dataclasses import dataclass
 
-from app_config.capacity_timeline import bounds_at, effective_bounds
-from app_config.dated_events import SCHEDULED_ACTIONS_PER_TARGET, DatedEventConfig, OneOffAction, minute_of_week
+from app_config.dated_events import SCHEDULED_ACTIONS_PER_TARGET, DatedEventConfig
+from app_config.planning.demand_week import base_rate
+from app_config.planning.weekly_plan import bounds_at, effective_bounds
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ResolvedAction
+from app_config.traffic import TrafficConfig
+
+EVENT_HEADROOM = 1.3
+"""Seed 001 user story 7, ``calculate_required_instances``: "Add 30% headroom buffer"."""
+
+
+@dataclass(frozen=True)
+class OneOffAction:
+    """One ``at(...)`` scheduled action of a dated event; ``at`` is naive local time in ``scaling.timezone``."""
+
+    name: str
+    at: dt.datetime
+    min_capacity: int
+    max_capacity: int
+    description: str
+
+    @property
+    def schedule(self) -> str:
+        """Application Auto Scaling's one-time schedule expression."""
+        return f"at({self.at:%Y-%m-%dT%H:%M:%S})"
+
+
+def minute_of_week(moment: dt.datetime) -> int:
+    """Minutes after the Monday 00:00 before ``moment`` (the weekly schedule's clock)."""
+    return moment.weekday() * 1440 + moment.hour * 60 + moment.minute
+
+
+def derived_floor(usual_peak_rpm: float, multiplier: float, instance_rpm: float, hard_min: int) -> int:
+    """Seed 001's event floor, rounded up: ``ceil(usual_peak_rpm x multiplier / instance_rpm x 1.3)``,
+    at least ``hard_min`` (the docstring of app_config/dated_events.py). Rates are requests per minute."""
+    return max(hard_min, math.ceil(usual_peak_rpm * multiplier / max(instance_rpm, 1e-9) * EVENT_HEADROOM))
+
+
+def usual_peak_rpm(event: DatedEventConfig, traffic: TrafficConfig) -> float:
+    """The busiest minute of the usual demand (no weekly release) over the event's times of day,
+    requests per minute, all variants together (the ``traffic`` section's week)."""
+    return max(base_rate(minute, traffic) for minute in event.minutes_of_day())
 
 
 @dataclass(frozen=True)
@@ -77,7 +116,7 @@ def _firings(
 
 def event_windows(scaling: VariantScalingConfig, hard_min: int) -> list[EventWindow]:
     """Each dated event's window, in start order. An unset ``min_capacity`` counts as ``hard_min``
-    (``AppConfig`` fills in the derived floor before this runs)."""
+    (callers pass the resolved section, ``AppConfig.plan.scaling.<key>``, whose floors are derived)."""
     windows = []
     for event in sorted(scaling.dated_events, key=lambda e: e.start):
         lift = event.start - dt.timedelta(minutes=scaling.release_lead_time_min)
