@@ -37,6 +37,16 @@ CONNECT_TIMEOUT_S: Final = 5.0
 """Bound on opening a loopback connection (vLLM accepting); the request itself is bounded
 by the caller (``REQUEST_TIMEOUT_S``) or the ``timeout_s`` argument."""
 
+STALE_SOCKET_RETRIES: Final = 1
+"""Sends again, on another connection, a request that the server disconnected before answering.
+vLLM answers some errors from its catch-all exception handler (an OOM's 500; 0.22's
+context-length 400) and uvicorn then closes that socket a moment later, without a
+``Connection: close`` header; aiohttp has already pooled it (a short body is read, and the
+connection released, with the headers), so the next request can be written to a socket the
+server no longer reads, which uvicorn drops unread. Seen in CI, 2026-11-26: a valid request
+answered 503 right after a context-length 400. One retry: the engine being down shows up as a
+refused connect on the second attempt."""
+
 READ_BUFFER_BYTES: Final = 2**20
 """aiohttp's per-response read buffer (default 64 KiB): a whole completion body usually
 arrives in one read."""
@@ -172,19 +182,25 @@ class UpstreamPool:
         timeout = (
             self._default_timeout if timeout_s is None else aiohttp.ClientTimeout(timeout_s, connect=CONNECT_TIMEOUT_S)
         )
-        try:
-            response = await self._get_session().request(
-                method,
-                path,
-                data=body if method != "GET" else None,
-                headers={"Content-Type": content_type} if method != "GET" else None,
-                timeout=timeout,
-            )
-        except aiohttp.ClientConnectorError as exc:
-            raise UpstreamError(f"connect failed: {_describe(exc)}") from None
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise UpstreamError(f"no response: {_describe(exc)}") from None
-        return UpstreamResponse(response)
+        for attempt in range(STALE_SOCKET_RETRIES + 1):
+            try:
+                response = await self._get_session().request(
+                    method,
+                    path,
+                    data=body if method != "GET" else None,
+                    headers={"Content-Type": content_type} if method != "GET" else None,
+                    timeout=timeout,
+                )
+            except aiohttp.ClientConnectorError as exc:
+                raise UpstreamError(f"connect failed: {_describe(exc)}") from None
+            except aiohttp.ServerDisconnectedError as exc:
+                if attempt < STALE_SOCKET_RETRIES:
+                    continue  # see STALE_SOCKET_RETRIES
+                raise UpstreamError(f"no response: {_describe(exc)}") from None
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise UpstreamError(f"no response: {_describe(exc)}") from None
+            return UpstreamResponse(response)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def get(self, path: str, *, timeout_s: float) -> tuple[int, bytes]:
         """Control-plane GET: ``(status, body)``, the connection back in the pool."""

@@ -105,6 +105,35 @@ def test_connection_closed_by_server_is_not_reused() -> None:
     run(main())
 
 
+def test_a_request_on_a_socket_the_server_stopped_reading_is_sent_again() -> None:
+    """vLLM's catch-all handler answers, then uvicorn closes the socket a moment later, with no
+    ``Connection: close``: a request written to it in between is never answered. The server here
+    answers 400 and stops reading that socket, so the pooled connection fails every time; the pool
+    sends the request again on a new one (STALE_SOCKET_RETRIES; with 0 this test fails)."""
+
+    async def handler(reader, writer, index) -> bool:
+        if index == 1:
+            writer.write(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 3\r\n\r\nbad")
+            await writer.drain()
+            await asyncio.sleep(0.5)  # the late close: nothing more is read from this socket
+            return False
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        return True
+
+    async def main() -> None:
+        server, port, connections = await serve(handler)
+        pool = UpstreamPool("127.0.0.1", port)
+        first = await pool.request("POST", "/x", b"{}")
+        assert (first.status_code, await first.read()) == (400, b"bad")
+        second = await pool.request("POST", "/x", b"{}")  # at once: the first socket is still open
+        assert (second.status_code, await second.read()) == (200, b"ok")
+        assert len(connections) == 2
+        await pool.aclose()
+        server.close()
+
+    run(main())
+
+
 def test_refused_connection_and_broken_body_raise_upstream_error() -> None:
     async def handler(reader, writer, index) -> bool:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nshort")
