@@ -103,7 +103,7 @@ _PRIMARY_SCHEDULE = (
     ScheduledActionConfig(
         name="off-peak",
         schedule="cron(0 1 * * ? *)",
-        min_capacity=3,
+        min_capacity=4,
         description="Off-peak floor from 01:00 (seed 001 user story 4; its max 6 dropped, see above).",
     ),
     ScheduledActionConfig(
@@ -132,19 +132,19 @@ _PRIMARY_EVENTS = (
     ReleaseEventConfig(
         name="shonen-jump",
         day_of_week="MON",
-        min_capacity=11,
+        min_capacity=12,
         description="Weekly Shonen Jump release, MON 18:00 (seed 001 user story 7).",
     ),
     ReleaseEventConfig(
         name="shonen-magazine",
         day_of_week="WED",
-        min_capacity=10,
+        min_capacity=11,
         description="Weekly Shonen Magazine release, WED 18:00 (seed 001 user story 7).",
     ),
     ReleaseEventConfig(
         name="friday-release",
         day_of_week="FRI",
-        min_capacity=11,
+        min_capacity=12,
         description="Friday manga release day, 18:00 (seed 001 user story 4).",
     ),
 )

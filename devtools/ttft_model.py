@@ -1,17 +1,19 @@
 """TTFT of one engine as a fixed part plus a part that scales with the GPU's tensor throughput.
 
 Fitted from the H100 runs of 2026-11-26 (benchmarks/results/h100-2026-11-26, copied from the
-shared measurements) and the H200 reference curve (benchmarks/results/h200-2026-11-25). At one
+shared measurements), the H200 curve made beside them (benchmarks/results/h200-2026-11-25) and
+the defaults' H200 runs (benchmarks/results/h200-2026-11-26-defaults). At one
 request, with ``N`` uncached prompt tokens (prompt x (1 - prefix-cache hit rate)):
 
     TTFT_1 = F + (L x adapters + C_fmt x T_ref / T_gpu) x N
 
 * ``F``, ms: launches, scheduling, sampling, HTTP; what a request costs whatever its length. The
-  intercept of the H200's TTFT p50 at one request against ``N``: fresh requests (~1,833 uncached
-  tokens, 77.3 ms) and conversation follow-ups whose history is cached (~220 tokens, 24.8 ms).
+  intercept of the H200's TTFT p50 at one request against ``N`` (``FIXED_REFERENCE``): fresh
+  requests (~1,789 uncached tokens, 77.3 ms) and conversation follow-ups whose history is cached
+  (~220 tokens, 24.8 ms).
 * ``L``, ms per token: the LoRA path with the default engine options, from one engine serving
   adapters and base-only requests side by side (``LORA_DEFAULTS``, H200 2026-11-26; issue 35's
-  levers cut it from the H100 runs' 20.7 us per token to 13.6). It does not move with the weight
+  levers cut it from the H100 runs' 20.7 us per token to 13.5). It does not move with the weight
   format's tensor throughput (LoRA runs in 16 bits over any kernel) and at one request much of it
   is CPU: 12 CPUs instead of 4 cut AWQ + adapters from 88 to 66 ms (H100, old LoRA options).
 * ``C_fmt``, ms per token on the reference GPU: the base model's prefill (base-only runs minus
@@ -43,7 +45,13 @@ RUNS = REPO / "benchmarks" / "results" / "h100-2026-11-26"
 DEFAULTS_RUNS = REPO / "benchmarks" / "results" / "h200-2026-11-26-defaults"
 REFERENCE = DEFAULTS_RUNS / "capacity-v022.json"
 """The H200 curve with the default engine (issue 35's LoRA levers: max_loras 3, specialised
-kernels, tuned configs, prefill warm-up), whose one-request levels give ``F``."""
+kernels, tuned configs, prefill warm-up): the projections' reference and two of the checks."""
+FIXED_REFERENCE = REPO / "benchmarks" / "results" / "h200-2026-11-25" / "capacity.json"
+"""The H200 curve made beside the H100 runs (same days, same engine options), whose one-request
+levels give ``F``: ``C`` is the H100 base-only runs less ``F``, so both come from one engine
+configuration. ``F`` from the defaults' run (22.5 ms) would leave ``C_awq`` at 103 % of the H100's
+dense FP16 peak, which a prefill cannot reach; at one request two runs of one configuration
+differ by up to 9 ms (docs/performance.md), which is all that separates the two intercepts."""
 LORA_DEFAULTS = DEFAULTS_RUNS / "lora-levers-v022.json"
 """Adapters and base-only requests on one engine with the defaults, side by side: ``L``."""
 FORMATS = ("awq", "bf16", "fp8")
@@ -111,7 +119,7 @@ class TtftFit:
         return self.compute_ms_per_token[fmt] * uncached_tokens / total
 
 
-def fixed_part_ms(reference: Path = REFERENCE) -> tuple[float, float, float]:
+def fixed_part_ms(reference: Path = FIXED_REFERENCE) -> tuple[float, float, float]:
     """``(F, fresh tokens, follow-up tokens)`` from the reference's one-request levels.
 
     Follow-ups carry the last answer and the new user turn uncached (180 + 40 tokens at the
@@ -150,7 +158,9 @@ def fit(runs: list[Run], fixed_ms: float, lora_ms_per_token: float | None = None
         for fmt in FORMATS
     }
     if lora_ms_per_token is None:
-        lora = [(r.ttft_p50_ms - fixed_ms) / r.uncached_tokens - compute[r.fmt] for r in runs if r.adapters and r.cpus == 4]
+        lora = [
+            (r.ttft_p50_ms - fixed_ms) / r.uncached_tokens - compute[r.fmt] for r in runs if r.adapters and r.cpus == 4
+        ]
         lora_ms_per_token = sum(lora) / len(lora)
     return TtftFit(fixed_ms, lora_ms_per_token, compute, H100_80GB)
 
@@ -168,7 +178,7 @@ def check(model: TtftFit, runs: list[Run], reference: Path = REFERENCE) -> list[
         )
         for r in runs
     ]
-    _, fresh_tokens, follow_tokens = fixed_part_ms(reference)
+    _, fresh_tokens, follow_tokens = fixed_part_ms(reference)  # the reference's token counts
     data = json.loads(reference.read_text())
     (fresh,) = [row for row in data["fresh"] if row["concurrency"] == 1]
     (conversation,) = [row for row in data["conversations"] if row["concurrency"] == 1]

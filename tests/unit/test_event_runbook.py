@@ -50,13 +50,14 @@ def test_the_documented_plan_command_prints_the_lift_and_the_restore(capsys: pyt
     assert len(event) == 1
     assert event[0].startswith("  one-piece-1100: 2027-01-11 18:00 - 2027-01-11 22:00, demand x3, floor ceil(")
     actions = [line.split() for line in printed if line.startswith("    at(2027-01-11")]
-    # As the runbook says: the lift a minute after the weekly 16:00 pre-scale, back to the weekly 11 at 22:00.
+    # As the runbook says: the lift a minute after the weekly 16:00 pre-scale, back to that pre-scale's floor at 22:00.
     assert [(a[0], a[5].rstrip(":")) for a in actions] == [
         ("at(2027-01-11T16:01:00)", "one-piece-1100-lift"),
         ("at(2027-01-11T22:00:00)", "one-piece-1100-end"),
     ]
     lift_floor, end_floor = int(actions[0][2]), int(actions[1][2])
-    assert end_floor == 11 < lift_floor
+    weekly = next(e for e in load_config(cdk_json_context()).scaling.primary.events if e.name == "shonen-jump")
+    assert end_floor == weekly.min_capacity < lift_floor
 
 
 def test_the_documented_deploy_override_loads_into_the_same_actions() -> None:

@@ -118,6 +118,40 @@ def check(bench: Bench, config: dict[str, Any]) -> float:
     return err
 
 
+def _tune_prefill(
+    shape: Shape, max_loras: int, quick: bool, log: Callable[[str], None], report: dict[str, Any]
+) -> dict[str, Any]:
+    """The one config for every prefill size of ``shape`` (least total time relative to each size's
+    default), or vLLM's default when it does not win; rows go to ``report["shapes"]``."""
+    benches = [Bench(shape, m, max_loras) for m in PREFILL_MS]
+    defaults = [b.time_us(default_config(shape.op, b.m)) for b in benches]
+    totals: dict[str, float] = {}
+    configs: dict[str, dict[str, Any]] = {}
+    for config in space(shape.op, "prefill", quick):
+        key = json.dumps(config, sort_keys=True)
+        try:
+            times = [b.time_us(config) for b in benches]
+        except Exception as exc:  # a config Triton cannot build
+            print(f"  skip {config}: {exc.__class__.__name__}", flush=True)
+            continue
+        totals[key] = sum(t / d for t, d in zip(times, defaults, strict=True))
+        configs[key] = config
+    best_key = min(totals, key=lambda k: totals[k])
+    prefill = configs[best_key] if totals[best_key] < len(PREFILL_MS) else default_config(shape.op, PREFILL_KEY)
+    tuned = [b.time_us(prefill) for b in benches]
+    if sum(t / d for t, d in zip(tuned, defaults, strict=True)) >= len(PREFILL_MS):
+        # Timed again it is no faster than vLLM's default (the H200 run's shrink o came out 3x
+        # slower at this step, lora-tune.log): publish no config that loses to the default.
+        log(f"{shape.op} {shape.name}: the chosen prefill config lost to the default when timed again; default kept")
+        prefill = default_config(shape.op, PREFILL_KEY)
+        tuned = [b.time_us(prefill) for b in benches]
+    for bench, default_us, tuned_us in zip(benches, defaults, tuned, strict=True):
+        err = check(bench, prefill)
+        report["shapes"].append(_row(shape, bench.m, default_us, tuned_us, config=prefill, err=err))
+        log(f"{shape.op} {shape.name} m={bench.m}: default {default_us:.1f} us, tuned {tuned_us:.1f} us")
+    return prefill
+
+
 def tune(
     max_loras: int, quick: bool, budget_s: float, log: Callable[[str], None]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -141,35 +175,7 @@ def tune(
     for index, shape in enumerate(SHAPES):
         if spent(f"prefill configs of {', '.join(f'{s.op} {s.name}' for s in SHAPES[index:])}"):
             break
-        # One config for every prefill size: least total time relative to each size's default.
-        benches = [Bench(shape, m, max_loras) for m in PREFILL_MS]
-        defaults = [b.time_us(default_config(shape.op, b.m)) for b in benches]
-        totals: dict[str, float] = {}
-        configs: dict[str, dict[str, Any]] = {}
-        for config in space(shape.op, "prefill", quick):
-            key = json.dumps(config, sort_keys=True)
-            try:
-                times = [b.time_us(config) for b in benches]
-            except Exception as exc:  # a config Triton cannot build
-                print(f"  skip {config}: {exc.__class__.__name__}", flush=True)
-                continue
-            totals[key] = sum(t / d for t, d in zip(times, defaults, strict=True))
-            configs[key] = config
-        best_key = min(totals, key=lambda k: totals[k])
-        prefill = configs[best_key] if totals[best_key] < len(PREFILL_MS) else default_config(shape.op, PREFILL_KEY)
-        tuned = [b.time_us(prefill) for b in benches]
-        if sum(t / d for t, d in zip(tuned, defaults, strict=True)) >= len(PREFILL_MS):
-            # Timed again it is no faster than vLLM's default (the H200 run's shrink o came out 3x
-            # slower at this step, lora-tune.log): publish no config that loses to the default.
-            log(
-                f"{shape.op} {shape.name}: the chosen prefill config lost to the default when timed again; default kept"
-            )
-            prefill = default_config(shape.op, PREFILL_KEY)
-            tuned = [b.time_us(prefill) for b in benches]
-        for bench, default_us, tuned_us in zip(benches, defaults, tuned, strict=True):
-            err = check(bench, prefill)
-            report["shapes"].append(_row(shape, bench.m, default_us, tuned_us, config=prefill, err=err))
-            log(f"{shape.op} {shape.name} m={bench.m}: default {default_us:.1f} us, tuned {tuned_us:.1f} us")
+        prefill = _tune_prefill(shape, max_loras, quick, log, report)
         per_shape[shape][PREFILL_KEY] = prefill
         report["prefill_shapes_tuned"].append(f"{shape.op} {shape.name}")
     for m in sorted(DECODE_MS, key=lambda m: -m):  # the larger decode batches matter most under load
