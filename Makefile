@@ -121,7 +121,7 @@ simulate: setup
 bench: setup
 	$(PY) benchmarks/synth_benchmark.py
 
-## GPU benchmark of the container against bare vLLM (one NVIDIA GPU, the image's vLLM 0.22.0;
+## GPU benchmark of the container against bare vLLM (one NVIDIA GPU, the image's vLLM 0.26.0;
 ## docs/performance.md). The first setup starts with an empty compile cache.
 GPU_PYTHON ?= python3
 GPU_SETUPS ?= bare,gateway,bare-awq_marlin,bare-awq,gateway-ab,bare-4cpu,gateway-4cpu,gateway-ab-4cpu
