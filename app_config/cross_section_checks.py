@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING
 
 from app_config import dated_events
 from app_config.bedrock import check_import_region
-from app_config.capacity_timeline import check_schedule
 from app_config.context_budget import check_context_budget
-from app_config.dated_schedule import check_dated_events
-from app_config.gpu_instances import instance_gpus
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
-from app_config.memory_plan import gib, minimum_utilization
-from app_config.memory_plan_config import engine_memory_inputs
+from app_config.planning.dated_schedule import check_dated_events
+from app_config.planning.engine_memory import engine_memory_inputs
+from app_config.planning.gpu_instances import instance_gpus
+from app_config.planning.memory_plan import gib, minimum_utilization
+from app_config.planning.slo_holds import check_holdable
+from app_config.planning.weekly_plan import check_schedule
 from app_config.scaling import PROD_WARM_FLOOR
-from app_config.slo_holds import check_holdable
 from app_config.variants import VARIANT_KEYS
 from serving_contract.components import adapter_component_name, base_component_name
 from serving_contract.lifecycle import warmup_prefill_problem
@@ -53,7 +53,7 @@ def check_cross_sections(config: "AppConfig") -> None:
     _kernel_checks(config)
     _memory_plan_checks(config)
     check_context_budget(config)
-    check_holdable(config)  # app_config/slo_holds.py: only with slo.require_holdable
+    check_holdable(config)  # app_config/planning/slo_holds.py: only with slo.require_holdable
     if config.image.source == "build" and not config.serving.hosts_inference_components:
         _check_artifact_pins(config)
     prefix = docker_hub_cache_prefix(config.project_name, config.stage)

@@ -9,10 +9,11 @@ sizes each event's pre-scale as ``max(4, int((base_rps * multiplier / instance_c
   shape and volume, weekly releases left out, as the seed's ``base_rps``) over the event's times
   of day, times ``demand_multiplier``;
 * the **capacity** is one instance's requests per minute at the TTFT SLOs
-  (``AppConfig.capacity_of``), as for the weekly floors;
+  (``AppConfig.throughput_of``), as for the weekly floors;
 * the **floor** is ``ceil(demand / capacity x EVENT_HEADROOM)``, at least the variant's hard
-  minimum. The seed's ``int()`` rounds down, which can leave the event one instance short of its
-  own headroom; its ``max(4, ...)`` is its own fleet's floor, here ``serving.<variant>.min_capacity``.
+  minimum (``derived_floor`` in app_config/planning/dated_schedule.py). The seed's ``int()`` rounds
+  down, which can leave the event one instance short of its own headroom; its ``max(4, ...)`` is its
+  own fleet's floor, here ``serving.<variant>.min_capacity``.
   ``min_capacity`` set on the event overrides the derived floor.
 
 A dated event becomes one-off Application Auto Scaling scheduled actions, ``at(yyyy-mm-ddThh:mm:ss)``
@@ -20,23 +21,16 @@ with the scalable target's ``Timezone`` (Application Auto Scaling user guide, "C
 scheduled action that specifies a time zone"): ``<name>-lift`` raises the floor
 ``release_lead_time_min`` before the event (seed 001: "Pre-scale 2 hours before every known
 high-traffic event"), ``<name>-hold-<n>`` stand in for the weekly actions it pauses, ``<name>-end``
-puts back the weekly bounds in force at its end (app_config/dated_schedule.py says why and how).
+puts back the weekly bounds in force at its end (app_config/planning/dated_schedule.py says why and how).
 """
 
 import datetime as dt
-import math
 import zoneinfo
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel
-from app_config.demand_week import base_rate
-from app_config.traffic import TrafficConfig
-
-EVENT_HEADROOM = 1.3
-"""Seed 001 user story 7, ``calculate_required_instances``: "Add 30% headroom buffer"."""
 
 SCHEDULED_ACTIONS_PER_TARGET = 200
 """Application Auto Scaling quota "Scheduled actions per scalable target": 200, not adjustable
@@ -128,38 +122,5 @@ class DatedEventConfig(ConfigModel):
         return {(first + minute) % 1440 for minute in range(min(span, 1440))}
 
 
-@dataclass(frozen=True)
-class OneOffAction:
-    """One ``at(...)`` scheduled action of a dated event; ``at`` is naive local time in ``scaling.timezone``."""
-
-    name: str
-    at: dt.datetime
-    min_capacity: int
-    max_capacity: int
-    description: str
-
-    @property
-    def schedule(self) -> str:
-        """Application Auto Scaling's one-time schedule expression."""
-        return f"at({self.at:%Y-%m-%dT%H:%M:%S})"
-
-
 def _label(moment: dt.datetime) -> str:
     return f"{moment:%Y-%m-%d %H:%M}"
-
-
-def minute_of_week(moment: dt.datetime) -> int:
-    """Minutes after the Monday 00:00 before ``moment`` (the weekly schedule's clock)."""
-    return moment.weekday() * 1440 + moment.hour * 60 + moment.minute
-
-
-def derived_floor(usual_peak_rpm: float, multiplier: float, instance_rpm: float, hard_min: int) -> int:
-    """Seed 001's event floor, rounded up: ``ceil(usual_peak_rpm x multiplier / instance_rpm x 1.3)``,
-    at least ``hard_min`` (module docstring). Rates are requests per minute."""
-    return max(hard_min, math.ceil(usual_peak_rpm * multiplier / max(instance_rpm, 1e-9) * EVENT_HEADROOM))
-
-
-def usual_peak_rpm(event: DatedEventConfig, traffic: TrafficConfig) -> float:
-    """The busiest minute of the usual demand (no weekly release) over the event's times of day,
-    requests per minute, all variants together (the ``traffic`` section's week)."""
-    return max(base_rate(minute, traffic) for minute in event.minutes_of_day())

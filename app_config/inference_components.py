@@ -57,9 +57,12 @@ class ComponentScalingConfig(ConfigModel):
 
     @property
     def target_value(self) -> float:
-        """The copy target: set, or derived from the capacity at the SLOs (``AppConfig`` fills it)."""
+        """The copy target: set, or derived from the throughput at the SLOs (``AppConfig.plan`` holds it)."""
         if self.concurrent_requests_per_copy_target is None:
-            raise ValueError("concurrent_requests_per_copy_target is derived from the capacity at the SLOs")
+            raise ValueError(
+                "concurrent_requests_per_copy_target is unset: read the derived one from "
+                "AppConfig.plan.inference_components"
+            )
         return self.concurrent_requests_per_copy_target
 
     concurrent_requests_per_copy_target: float | None = Field(
@@ -69,7 +72,7 @@ class ComponentScalingConfig(ConfigModel):
         description=(
             "Target of SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution (10 s datapoints). "
             "None: one engine's concurrency at the TTFT SLOs (a copy is one engine), the same capacity figure "
-            "the variants mode's concurrent_requests_target derives from (app_config/capacity.py)."
+            "the variants mode's concurrent_requests_target derives from (app_config/planning/throughput_at_slo.py)."
         ),
     )
     scale_out_cooldown_s: int = Field(

@@ -1,12 +1,9 @@
-"""The memory-plan inputs that are not vLLM flags, and the per-variant plan of a config."""
+"""The memory-plan inputs that are not vLLM flags (``memory_plan.*``); the plan itself is
+:mod:`app_config.planning.engine_memory`."""
 
 from pydantic import Field
 
 from app_config.base import ConfigModel
-from app_config.engine import EngineConfig
-from app_config.gpu_instances import GIB, instance_gpus
-from app_config.llm import ModelConfig
-from app_config.memory_plan import EngineMemoryInputs, MemoryPlan, plan_engine_memory
 from serving_contract import context_budget as budget
 
 SAFETY_PROMPT_TOKENS = 200
@@ -65,41 +62,4 @@ class MemoryPlanConfig(ConfigModel):
             "(seed 002 §3 and §5 context budget) + two recent turns of ~190 (seed 002 §3) + a 180-token answer "
             "(seed 003 median). Sizes the concurrency an instance holds without preemption."
         ),
-    )
-
-
-def runtime_overhead_bytes(memory: MemoryPlanConfig, *, cudagraph_memory_estimate: bool) -> int:
-    """Per-GPU bytes vLLM's profile takes besides weights and LoRA slots: the measured overhead,
-    plus vLLM's CUDA-graph estimate when the engine reserves it (``engine.cudagraph_memory_estimate``)."""
-    estimate = memory.cudagraph_estimate_gib if cudagraph_memory_estimate else 0.0
-    return round((memory.runtime_overhead_gib + estimate) * GIB)
-
-
-def engine_memory_inputs(engine: EngineConfig, adapter_count: int) -> EngineMemoryInputs:
-    """The engine settings the plan reads, from ``engine.*`` and the configured adapters."""
-    return EngineMemoryInputs(
-        gpu_memory_utilization=engine.gpu_memory_utilization,
-        tensor_parallel_size=engine.tensor_parallel_size,
-        max_model_len=engine.max_model_len,
-        max_num_seqs=engine.max_num_seqs,
-        block_size=engine.block_size,
-        kv_cache_dtype=engine.kv_cache_dtype,
-        lora_enabled=adapter_count > 0,
-        max_loras=engine.max_loras,
-        max_lora_rank=engine.max_lora_rank,
-    )
-
-
-def plan_for_instance(
-    instance_type: str, *, model: ModelConfig, engine: EngineConfig, memory: MemoryPlanConfig
-) -> MemoryPlan:
-    """The memory plan of one engine on ``instance_type`` (raises ValueError as ``plan_engine_memory``)."""
-    return plan_engine_memory(
-        shape=model.shape.to_shape(),
-        gpus=instance_gpus(instance_type),
-        engine=engine_memory_inputs(engine, len(model.adapters)),
-        runtime_overhead_bytes=runtime_overhead_bytes(
-            memory, cudagraph_memory_estimate=engine.cudagraph_memory_estimate
-        ),
-        typical_sequence_tokens=memory.typical_sequence_tokens,
     )

@@ -5,12 +5,24 @@ evaluate against the quality gates, and register in a model package group. The s
 ``stacks/model_release_stack.py``; docs/model-release.md walks through a run.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, Field
 
 from app_config.base import ConfigModel, InstanceType
 from serving_contract.quality_gates import SEED_THRESHOLDS, gates_from
+
+INFERENCE_PROFILE_PREFIXES: Final = ("us", "eu", "apac", "jp", "au", "us-gov", "global")
+"""The geographies of Bedrock's cross-region (system-defined) inference profiles: ``<prefix>.<model id>``. Source:
+aws-cdk-lib 2.275's ``aws_bedrock_alpha.CrossRegionInferenceProfileRegion`` (US, EU, APAC, JP, AU, US_GOV, GLOBAL)."""
+
+
+def judge_foundation_model(model_id: str) -> tuple[str, bool]:
+    """``(foundation model id, whether model_id is a cross-region inference profile)`` of ``release.judge_model_id``:
+    ``apac.amazon.nova-pro-v1:0`` -> ``("amazon.nova-pro-v1:0", True)``. Converse on a profile needs
+    ``bedrock:InvokeModel`` on the profile and on its foundation model in every destination region."""
+    prefix, _, rest = model_id.partition(".")
+    return (rest, True) if prefix in INFERENCE_PROFILE_PREFIXES and rest else (model_id, False)
 
 
 def _check_gates(value: dict[str, float]) -> dict[str, float]:
@@ -92,10 +104,11 @@ class ReleaseConfig(ConfigModel):
     )
     judge_model_id: str = Field(
         default="amazon.nova-pro-v1:0",
-        pattern=r"^([a-z]{2,4}\.)?[a-z0-9-]+\.[a-zA-Z0-9.:_-]+$",
+        pattern=rf"^(({'|'.join(INFERENCE_PROFILE_PREFIXES)})\.)?[a-z0-9-]+\.[a-zA-Z0-9.:_-]+$",
         description=(
-            "Bedrock model (or cross-region inference profile, e.g. apac.amazon.nova-pro-v1:0) that judges "
-            "factual accuracy, language quality, safety and hallucination through Converse."
+            "Bedrock model ID (or cross-region inference profile ID, e.g. apac.amazon.nova-pro-v1:0) that judges "
+            "factual accuracy, language quality, safety and hallucination through the Converse API. Default: Amazon "
+            "Nova Pro, whose Converse model ID this is (Amazon Nova user guide, 'Using the Converse API')."
         ),
     )
     approval_status: Literal["PendingManualApproval", "Approved"] = Field(
@@ -119,14 +132,6 @@ class ReleaseConfig(ConfigModel):
         ge=1,
         le=10000,
         description="Requests the load test sends through each adapter and the base. Source: seed 000 (10 requests).",
-    )
-    tools_image_tag: str = Field(
-        default="release-tools",
-        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$",
-        description=(
-            "Tag, in the app's ECR repository, of the image the validate, quantize and evaluate steps run "
-            "(cdk_constructs/release/runtime/Dockerfile)."
-        ),
     )
     quantize: QuantizeConfig = Field(default=QuantizeConfig(), description="The quantize step.")
 

@@ -1,37 +1,38 @@
 """The root of the config tree: one frozen, validated object per synth."""
 
 import re
+from functools import cached_property
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
 from app_config.bedrock import BedrockConfig
-from app_config.capacity import (
+from app_config.container import ContainerConfig
+from app_config.cross_section_checks import check_cross_sections
+from app_config.engine import EngineConfig
+from app_config.image import ImageConfig
+from app_config.llm import ModelConfig
+from app_config.memory_plan_config import MemoryPlanConfig
+from app_config.monitoring import MonitoringConfig
+from app_config.observability import ObservabilityConfig
+from app_config.planning.engine_memory import plan_for_instance
+from app_config.planning.gpu_instances import engines_per_instance
+from app_config.planning.memory_plan import MemoryPlan
+from app_config.planning.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
+from app_config.planning.resolved_plan import ResolvedPlan, resolve
+from app_config.planning.throughput_at_slo import (
     CLASS_CURVES,
     CURVE_CLASSES,
     CURVES,
-    CapacityConfig,
-    InstanceCapacity,
-    instance_capacity,
+    ThroughputAtSlo,
+    throughput_at_slo,
 )
-from app_config.container import ContainerConfig
-from app_config.cross_section_checks import check_cross_sections
-from app_config.dated_events import DatedEventConfig, derived_floor, usual_peak_rpm
-from app_config.engine import EngineConfig
-from app_config.gpu_instances import engines_per_instance
-from app_config.image import ImageConfig
-from app_config.llm import ModelConfig
-from app_config.memory_plan import MemoryPlan
-from app_config.memory_plan_config import MemoryPlanConfig, plan_for_instance
-from app_config.monitoring import MonitoringConfig
-from app_config.observability import ObservabilityConfig
-from app_config.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
 from app_config.release import ReleaseConfig
-from app_config.scaling import ScalingConfig, VariantScalingConfig
-from app_config.scaling_policies import SCALE_IN_TARGET_FRACTION
+from app_config.scaling import ScalingConfig
 from app_config.serving import ServingConfig
 from app_config.slo import SloConfig
+from app_config.throughput_config import ThroughputConfig
 from app_config.traffic import TrafficConfig
 from app_config.variants import VARIANT_KEYS, Variant, VariantKey
 from serving_contract.request_classes import RequestClass
@@ -97,8 +98,8 @@ class AppConfig(ConfigModel):
     bedrock: BedrockConfig = Field(
         default=BedrockConfig(), description="Optional Bedrock Custom Model Import stack (off by default)."
     )
-    capacity: CapacityConfig = Field(
-        default=CapacityConfig(),
+    capacity: ThroughputConfig = Field(
+        default=ThroughputConfig(),
         description="Per-instance capacity at the TTFT SLO: routing assumption and measured overrides.",
     )
     traffic: TrafficConfig = Field(
@@ -110,77 +111,23 @@ class AppConfig(ConfigModel):
         description="ModelRelease stack: the quality-gated release pipelines of base-model and adapter versions.",
     )
 
-    @model_validator(mode="after")
-    def _derive_concurrency_targets(self) -> "AppConfig":
-        """Fill each unset ``concurrent_requests_target`` with the variant's capacity at the SLO, each
-        unset ``step_scaling.scale_in_running_requests`` with a quarter of the target it tracks, and each
-        dated event's unset ``min_capacity`` with its derived floor (:meth:`_event_floors`).
+    @cached_property
+    def plan(self) -> ResolvedPlan:
+        """The values this config leaves to be derived, derived (app_config/planning/resolved_plan.py):
+        concurrency targets, scale-in thresholds, dated-event floors and the copy target.
 
-        The sections are frozen and pydantic keeps ``self`` from an ``__init__`` validator, so the
-        derived section replaces the field in place, once, before any other check reads it.
+        Computed once from the frozen fields and kept beside them; the validated sections themselves
+        are never changed, so ``config.scaling`` is what was configured and ``config.plan.scaling``
+        what the stacks deploy.
         """
-        updates: dict[str, VariantScalingConfig] = {}
-        for variant in (self.variant(key) for key in VARIANT_KEYS):  # the canary's too: enabling it is a -c away
-            scaling = variant.scaling
-            if scaling.target_tracking.concurrent_requests_target is None:
-                target = float(self.capacity_of(variant.serving.instance_type).concurrency)
-                tracking = scaling.target_tracking.model_copy(update={"concurrent_requests_target": target})
-                scaling = scaling.model_copy(update={"target_tracking": tracking})
-                updates[variant.key] = scaling
-            if scaling.step_scaling.scale_in_running_requests is None:
-                # A quarter of the requests in flight per instance the variant tracks: its concurrency
-                # target, or its capacity at the SLO under another metric (SCALE_IN_TARGET_FRACTION).
-                tracking = scaling.target_tracking
-                in_flight = (
-                    tracking.target_value
-                    if tracking.metric == "concurrent_requests_high_resolution"
-                    else float(self.capacity_of(variant.serving.instance_type).concurrency)
-                )
-                threshold = in_flight * SCALE_IN_TARGET_FRACTION
-                steps = scaling.step_scaling.model_copy(update={"scale_in_running_requests": threshold})
-                updates[variant.key] = scaling.model_copy(update={"step_scaling": steps})
-            if any(event.min_capacity is None for event in scaling.dated_events):
-                scaling = updates.get(variant.key, scaling)
-                updates[variant.key] = scaling.model_copy(
-                    update={
-                        "dated_events": self._event_floors(
-                            variant.serving.instance_type, variant.serving.min_capacity, scaling.dated_events
-                        )
-                    }
-                )
-        if updates:
-            object.__setattr__(self, "scaling", self.scaling.model_copy(update=updates))
-        components = self.serving.inference_components
-        if components.scaling.concurrent_requests_per_copy_target is None:
-            # A copy is one engine: the instance's capacity at the SLOs over its engines.
-            instance_type = self.serving.primary.instance_type
-            engines = engines_per_instance(instance_type, self.engine.tensor_parallel_size)
-            per_copy = max(1.0, self.capacity_of(instance_type).concurrency / engines)
-            copies = components.scaling.model_copy(update={"concurrent_requests_per_copy_target": per_copy})
-            serving = self.serving.model_copy(
-                update={"inference_components": components.model_copy(update={"scaling": copies})}
-            )
-            object.__setattr__(self, "serving", serving)
-        return self
+        return resolve(self)
 
-    def _event_floors(
-        self, instance_type: str, hard_min: int, events: tuple[DatedEventConfig, ...]
-    ) -> tuple[DatedEventConfig, ...]:
-        """``events`` with each unset ``min_capacity`` derived (app_config/dated_events.py: seed 001's
-        usual peak x multiplier / one instance's requests per minute at the SLOs x 1.3, rounded up)."""
-        instance_rpm = self.capacity_of(instance_type).requests_per_minute
-        return tuple(
-            event
-            if event.min_capacity is not None
-            else event.model_copy(
-                update={
-                    "min_capacity": derived_floor(
-                        usual_peak_rpm(event, self.traffic), event.demand_multiplier, instance_rpm, hard_min
-                    )
-                }
-            )
-            for event in events
-        )
+    @model_validator(mode="after")
+    def _resolve_plan(self) -> "AppConfig":
+        """Derive :attr:`plan` while validating, before the cross-section checks read it, so that a
+        config whose derived values cannot be computed is a config error at load."""
+        self.plan  # noqa: B018 (computed for its errors)
+        return self
 
     @property
     def routed_class(self) -> RequestClass:
@@ -193,7 +140,7 @@ class AppConfig(ConfigModel):
         """The TTFT p95 objective of :attr:`routed_class`: ``slo.<routed_class>.ttft_p95_ms``."""
         return self.slo.of(self.routed_class).ttft_p95_ms
 
-    def capacity_of(self, instance_type: str, request_class: RequestClass | None = None) -> InstanceCapacity:
+    def throughput_of(self, instance_type: str, request_class: RequestClass | None = None) -> ThroughputAtSlo:
         """One ``instance_type`` instance's capacity at the TTFT SLOs: one engine per
         ``engine.tensor_parallel_size`` GPUs (vLLM data parallel).
 
@@ -207,10 +154,10 @@ class AppConfig(ConfigModel):
         """
         engines = engines_per_instance(instance_type, self.engine.tensor_parallel_size)
         if request_class is None:
-            return instance_capacity(
+            return throughput_at_slo(
                 instance_type, self.slo.cold.ttft_p95_ms, self.capacity, engines, warm_slo_ms=self.slo.warm.ttft_p95_ms
             )
-        return instance_capacity(
+        return throughput_at_slo(
             instance_type,
             self.slo.of(request_class).ttft_p95_ms,
             self.capacity,
@@ -220,14 +167,14 @@ class AppConfig(ConfigModel):
 
     def prefix_routing(self) -> PrefixRouting | None:
         """The endpoint config's ``PrefixAwareRoutingConfig`` when ``capacity.routing`` is
-        ``prefix_aware`` (app_config/prefix_routing.py derives both fields), else None.
+        ``prefix_aware`` (app_config/planning/prefix_routing.py derives both fields), else None.
 
         Raises:
             ValueError: the request shape repeats too little to route on (one line).
         """
         if self.capacity.routing != "prefix_aware":
             return None
-        capacity = self.capacity_of(self.serving.primary.instance_type)
+        capacity = self.throughput_of(self.serving.primary.instance_type)
         return PrefixRouting(
             prefix_length_bytes=prefix_length_bytes(self.traffic.request_shape),
             concurrency_threshold=concurrency_threshold(capacity.concurrency),
@@ -239,10 +186,11 @@ class AppConfig(ConfigModel):
         return self
 
     def variant(self, key: VariantKey) -> Variant:
-        """The variant ``key`` with its ``serving`` and ``scaling`` sections, enabled or not."""
+        """The variant ``key`` with its ``serving`` section and its resolved ``scaling`` section
+        (:attr:`plan`: derived targets and floors filled), enabled or not."""
         if key == "primary":
-            return Variant(key, self.serving.primary, self.scaling.primary)
-        return Variant(key, self.serving.canary, self.scaling.canary)
+            return Variant(key, self.serving.primary, self.plan.scaling.primary)
+        return Variant(key, self.serving.canary, self.plan.scaling.canary)
 
     def variants(self) -> tuple[Variant, ...]:
         """The production variants that exist, primary first: the primary, and the canary when

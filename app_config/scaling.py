@@ -4,7 +4,7 @@
 Sources of the defaults: seed 001 (user stories 3, 4 and 7: warm floor, off-peak/business-hours
 schedule, manga-release pre-scale), seed 003 (§8 blue/green, §9 the JP evening peak) and seed
 000 (canary 10%). The policies live in ``scaling_policies``, the scheduled actions in
-``scheduled_actions``, the week they make in ``capacity_timeline``, rollouts in ``rollout``.
+``scheduled_actions``, the week they make in ``weekly_plan``, rollouts in ``rollout``.
 """
 
 import math
@@ -14,10 +14,10 @@ from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel
 from app_config.dated_events import DatedEventConfig
+from app_config.planning.weekly_cron import MINUTES_PER_WEEK, weekly_cron
 from app_config.rollout import RolloutConfig
 from app_config.scaling_policies import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
 from app_config.scheduled_actions import ReleaseEventConfig, ResolvedAction, ScheduledActionConfig
-from app_config.weekly_cron import MINUTES_PER_WEEK, weekly_cron
 from serving_contract.env import MEASURED_CACHED_START_S, MEASURED_COLD_START_S, MEASURED_COLD_START_SOURCE
 
 PROD_WARM_FLOOR = 2
@@ -98,7 +98,7 @@ class VariantScalingConfig(ConfigModel):
 # The floors are the ones `make plan` says the default week needs on the default fleet
 # (devtools/fleet_planner.py scheduled_floors: the busiest minute of each segment over one
 # instance's requests per minute at the SLOs, at least the warm floor); the times and names are
-# the seeds'. tests/unit/test_default_fleet.py fails when a floor falls below what the plan needs.
+# the seeds'. tests/unit/planning/test_default_fleet.py fails when a floor falls below what the plan needs.
 _PRIMARY_SCHEDULE = (
     ScheduledActionConfig(
         name="off-peak",
@@ -171,9 +171,9 @@ class ScalingConfig(ConfigModel):
     hourly_price_usd: dict[str, float] = Field(
         default={},
         description=(
-            "Overrides of the dated price table app_config/instance_prices.json (SageMaker real-time inference, "
-            "on-demand, us-east-1), USD per instance-hour by instance type: another region or a negotiated price "
-            "(capacity plan and simulation only)."
+            "Overrides of the dated price table app_config/planning/instance_prices.json (SageMaker real-time "
+            "inference, on-demand, us-east-1), USD per instance-hour by instance type: another region or a negotiated "
+            "price (capacity plan and simulation only)."
         ),
     )
     hours_per_month: float = Field(

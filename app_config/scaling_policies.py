@@ -53,11 +53,11 @@ class TargetTrackingConfig(ConfigModel):
         le=1024,
         description=(
             "Target concurrent requests per instance (high-resolution metric); unset (the default) = the instance "
-            "type's concurrency at the TTFT SLO (app_config/capacity.py: measured with ops load, else projected from "
-            "the GPU measurement at MangaAssist's request shape, docs/performance.md). Above it, TTFT p95 passes "
-            "slo.<class>.ttft_p95_ms of the routing's class (capacity.routing). The earlier 32 came from what the KV "
-            "cache fits (43 typical requests on a g5); measured on an H100 at the request shape, TTFT p95 at 32 "
-            "concurrent is ~1.7 s."
+            "type's concurrency at the TTFT SLO (app_config/planning/throughput_at_slo.py: measured with ops load, "
+            "else projected from the GPU measurement at MangaAssist's request shape, docs/performance.md). Above it, "
+            "TTFT p95 passes slo.<class>.ttft_p95_ms of the routing's class (capacity.routing). The earlier 32 came "
+            "from what the KV cache fits (43 typical requests on a g5); measured on an H100 at the request shape, TTFT"
+            " p95 at 32 concurrent is ~1.7 s."
         ),
     )
     scale_out_cooldown_s: int = Field(
@@ -86,7 +86,10 @@ class TargetTrackingConfig(ConfigModel):
         if self.metric == "invocations_per_instance":
             return self.invocations_per_instance_target
         if self.concurrent_requests_target is None:
-            raise ValueError("concurrent_requests_target is unset: AppConfig derives it from app_config/capacity.py")
+            raise ValueError(
+                "concurrent_requests_target is unset: read the derived one from AppConfig.plan.scaling "
+                "(app_config/planning/resolved_plan.py)"
+            )
         return self.concurrent_requests_target
 
 
@@ -200,9 +203,11 @@ class StepScalingConfig(ConfigModel):
     @property
     def scale_in_threshold(self) -> float:
         """RunningRequests below which the variant scales in: set, or derived from the concurrency target
-        (``AppConfig._derive_concurrency_targets`` fills it before anything reads it)."""
+        (``AppConfig.plan.scaling`` holds the derived one)."""
         if self.scale_in_running_requests is None:
-            raise ValueError("step_scaling.scale_in_running_requests is derived from the concurrency target")
+            raise ValueError(
+                "step_scaling.scale_in_running_requests is unset: read the derived one from AppConfig.plan.scaling"
+            )
         return self.scale_in_running_requests
 
     @property

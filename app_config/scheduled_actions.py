@@ -1,7 +1,7 @@
 """Scheduled capacity of a production variant: recurring scheduled actions and weekly release events.
 
 Times are weekly ``cron(...)`` in ``scaling.timezone`` (Application Auto Scaling user guide,
-"Schedule recurring scaling actions using cron expressions"); ``app_config.weekly_cron`` says
+"Schedule recurring scaling actions using cron expressions"); ``app_config.planning.weekly_cron`` says
 why the parser is this project's own.
 """
 
@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel
-from app_config.weekly_cron import DAY_NAMES, parse_weekly_cron
+from app_config.planning.weekly_cron import DAY_NAMES, parse_weekly_cron
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 

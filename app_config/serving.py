@@ -27,7 +27,7 @@ class VariantConfig(ConfigModel):
     instance_type: InstanceType = Field(
         default="ml.g6.xlarge",
         description=(
-            "GPU hosting instance type (app_config/gpu_instances.py lists the accepted ones). Default: the "
+            "GPU hosting instance type (app_config/planning/gpu_instances.py lists the accepted ones). Default: the "
             "cheapest fleet that holds both TTFT SLO classes at the default traffic, as `make plan` recommends "
             "(ml.g6.xlarge, one L4, with capacity.routing prefix_aware; docs/planning.md). Seed 003's ml.g5.xlarge "
             "(one A10G) cannot hold slo.cold.ttft_p95_ms = 500 ms (first turn ~523 ms at one request): the "

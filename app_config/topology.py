@@ -9,13 +9,13 @@ value of the ``Adapter`` dimension for each configured adapter.
 
 from dataclasses import dataclass, field
 
-from app_config.gpu_instances import engines_per_instance
+from app_config.planning.gpu_instances import engines_per_instance
 from app_config.root import AppConfig
 from serving_contract.components import BASE_SUFFIX, adapter_component_name, base_component_name
 
 
 @dataclass(frozen=True)
-class Capacity:
+class FleetBounds:
     """Bounds of one scaled unit: a variant's instances or a component's copies.
 
     ``variant`` is the production variant whose metrics count the unit (a component's copies are
@@ -38,7 +38,7 @@ class ServingTopology:
         components: variant -> its base inference component (empty in variants mode).
         guardrail_labels: variant -> the name its rollback alarms carry
             (``serving_contract.alarms.rollback_alarm_names(endpoint, label)``).
-        capacities: the dashboard's capacity lines.
+        fleet_bounds: the dashboard's capacity lines.
         adapter_dimensions: adapter (config name) -> the ``Adapter`` dimension the gateway emits:
             the adapter name, or in inference_components mode its component's name, under which
             SageMaker registers it in the container.
@@ -55,7 +55,7 @@ class ServingTopology:
     variant_names: tuple[str, ...]
     components: dict[str, str] = field(default_factory=dict)
     guardrail_labels: dict[str, str] = field(default_factory=dict)
-    capacities: tuple[Capacity, ...] = ()
+    fleet_bounds: tuple[FleetBounds, ...] = ()
     adapter_dimensions: dict[str, str] = field(default_factory=dict)
     gpu_memory_scale: int = 1
     may_scale_to_zero: bool = False
@@ -73,7 +73,7 @@ def serving_topology(config: AppConfig) -> ServingTopology:
             variant_names=(variant,),
             components={variant: base},
             guardrail_labels={variant: BASE_SUFFIX},
-            capacities=(Capacity(variant, base, "copies", components.min_copy_count, components.max_copy_count),),
+            fleet_bounds=(FleetBounds(variant, base, "copies", components.min_copy_count, components.max_copy_count),),
             adapter_dimensions={a: adapter_component_name(endpoint, a) for a in adapters},
             gpu_memory_scale=1,
             may_scale_to_zero=components.scale_to_zero,
@@ -82,8 +82,8 @@ def serving_topology(config: AppConfig) -> ServingTopology:
     return ServingTopology(
         variant_names=tuple(v.variant_name for v in variants),
         guardrail_labels={v.variant_name: v.variant_name for v in variants},
-        capacities=tuple(
-            Capacity(v.variant_name, v.variant_name, "instances", v.min_capacity, v.max_capacity) for v in variants
+        fleet_bounds=tuple(
+            FleetBounds(v.variant_name, v.variant_name, "instances", v.min_capacity, v.max_capacity) for v in variants
         ),
         adapter_dimensions={a: a for a in adapters},
         # One engine per tensor_parallel_size GPUs (vLLM data parallel, engines_per_instance): on

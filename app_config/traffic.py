@@ -2,7 +2,7 @@
 
 ``make simulate``, ``make plan`` and the planner's floors read this section; synth does not
 (nothing in a template depends on it). Minute 0 of the week is Monday 00:00 in
-``scaling.timezone``, as in :mod:`app_config.weekly_cron`.
+``scaling.timezone``, as in :mod:`app_config.planning.weekly_cron`.
 
 **The seeds disagree about the volume by about 60x** (issue 34):
 

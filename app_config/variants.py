@@ -26,7 +26,7 @@ class Variant:
     Attributes:
         key: its config key (:data:`VariantKey`), what error messages and construct ids name it by.
         serving: ``serving.<key>``.
-        scaling: ``scaling.<key>`` (after the config filled in derived targets).
+        scaling: ``scaling.<key>`` as resolved (``AppConfig.plan.scaling``: derived targets and floors filled).
     """
 
     key: VariantKey

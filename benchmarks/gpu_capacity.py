@@ -296,7 +296,7 @@ def planned_kv_cache_bytes(config: AppConfig) -> int:
     """KV-cache bytes of one engine on the primary variant's instance type (ml.g6.xlarge by
     default, 109,936 tokens; the seeds' ml.g5.xlarge plans 109,888): the memory plan's KV tokens
     x bytes per token, which the plan keeps within 10 % of what vLLM reported on the GPU
-    (tests/unit/test_gpu_bench_results.py)."""
+    (tests/unit/planning/test_gpu_bench_results.py)."""
     plan = config.memory_plan_of(config.serving.primary.instance_type)
     return plan.kv_tokens * plan.kv_bytes_per_token
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app_config.gpu_instances import Gpu, InstanceGpus
-from app_config.memory_plan import EngineMemoryInputs, ModelShape, plan_engine_memory
-from app_config.memory_plan_config import runtime_overhead_bytes
+from app_config.planning.engine_memory import runtime_overhead_bytes
+from app_config.planning.gpu_instances import Gpu, InstanceGpus
+from app_config.planning.memory_plan import EngineMemoryInputs, ModelShape, plan_engine_memory
 from app_config.root import AppConfig
 from serving_app.settings import Settings
 from serving_contract import env

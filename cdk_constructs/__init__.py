@@ -7,11 +7,15 @@
 - ``image``: the ECR repository, the in-account image build and its inputs;
 - ``artifacts``: the model-artifacts bucket;
 - ``bedrock``: Bedrock Custom Model Import;
+- ``compile_cache``: the torch.compile cache each model starts from, with its custom resource's
+  handler in ``runtime/``;
+- ``release``: the model release pipelines, with the scripts their steps run in ``runtime/``;
 - ``common``: what every capability uses: the custom-resource provider, fixed-name log groups, log
   retention and removal, cdk-nag and checkov acknowledgements.
 
-A custom resource's Lambda handler lives in the top-level ``lambdas/`` folder, under its
-capability's name (lambdas/README.md).
+A capability's runtime code sits beside its construct, in ``<capability>/runtime/``
+(aws-samples/aws-cdk-project-structure-python). The custom-resource handlers not moved yet live in
+the top-level ``lambdas/`` folder, under their capability's name (lambdas/README.md).
 
 Named ``cdk_constructs`` rather than ``constructs``: a top-level ``constructs`` package
 would shadow the ``constructs`` library that aws-cdk-lib imports (docs/sources.md, "Packaging and CDK").

@@ -7,6 +7,6 @@ One declaration of each small utility they all need, so they cannot drift apart 
 - :mod:`cli_support.argtypes`: argparse value types that refuse ``nan``/``inf`` and out-of-range
   numbers with one line.
 
-Standard library only (tests/unit/test_layout.py holds it to that): the benchmarks import it from
+Standard library only (tests/unit/architecture/test_layout.py holds it to that): the benchmarks import it from
 vLLM's environment, which has none of the app's packages.
 """

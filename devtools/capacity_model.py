@@ -4,7 +4,7 @@ Only Hopper GPUs are measurable from this project (the device machines have an H
 H200); the config accepts g4dn, g5, g6, g6e, p4d, p5. This module states the model that carries
 the measured load curve (TTFT p50/p95 and requests/s against concurrency, ``bash
 benchmarks/gpu_session.sh capacity``) to another GPU, checks the half it can check on two
-measured GPUs, and writes the projected curves to ``app_config/instance_capacity.json``, which
+measured GPUs, and writes the projected curves to ``app_config/planning/instance_capacity.json``, which
 the config reads for the concurrency target, the simulation and the plan. It runs at
 development time only (``make capacity``), never at synth.
 
@@ -36,7 +36,7 @@ concurrency) or does better.
 Usage::
 
     python -m devtools.capacity_model            # print the projections and the check
-    python -m devtools.capacity_model --write    # regenerate app_config/instance_capacity.json
+    python -m devtools.capacity_model --write    # regenerate app_config/planning/instance_capacity.json
 """
 
 import argparse
@@ -47,11 +47,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app_config.capacity import CURVE_CLASSES
 from app_config.errors import ConfigError
-from app_config.gpu_instances import H100_80GB, H200, INSTANCE_GPUS, Gpu
+from app_config.planning.gpu_instances import H100_80GB, H200, INSTANCE_GPUS, Gpu
+from app_config.planning.throughput_at_slo import CURVE_CLASSES
 from cli_support.argtypes import positive_float
-from devtools import capacity_plan, ttft_model
+from devtools import ttft_model, weekly_plan
 from devtools.ttft_model import TtftFit
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,7 +66,7 @@ CHECK_PAIR_REFERENCE = RESULTS / "h200-2026-11-25" / "capacity.json"
 the step floor is fitted from this pair, and the bandwidth half is checked on it. A pair whose
 GPUs ran different engine options would read the options' effect on the decode step as bandwidth
 (the defaults' H200 probes with the 2026-11-24 H100's move o0 from 4.9 to 2.6 ms)."""
-TABLE = REPO / "app_config" / "instance_capacity.json"
+TABLE = REPO / "app_config" / "planning" / "instance_capacity.json"
 MODES = ("fresh", "conversations")
 DEFAULT_SHAPE = {"shared_prefix_tokens": 600, "conversation_tokens": 1400, "turn_tokens": 40, "output_tokens": 180}
 """The measured request shape (benchmarks/conversations.py RequestShape), for a file that lacks it."""
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        slo = capacity_plan.load(args.context).slo  # cdk.json's context, as synth reads it
+        slo = weekly_plan.load(args.context).slo  # cdk.json's context, as synth reads it
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2

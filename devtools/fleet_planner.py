@@ -1,9 +1,9 @@
 """The cheapest fleet that holds both TTFT classes at the configured week's demand.
 
-For every instance type the config accepts (app_config/gpu_instances.py) and each routing it
+For every instance type the config accepts (app_config/planning/gpu_instances.py) and each routing it
 could use, one instance's capacity where first turns (cold) hold ``cold_p95_ms`` and follow-ups
-(warm) hold ``warm_p95_ms`` (app_config/capacity.py: measured, else projected per engine and
-multiplied by the engines the instance runs), its price (app_config/instance_prices.py) and the
+(warm) hold ``warm_p95_ms`` (app_config/planning/throughput_at_slo.py: measured, else projected per engine and
+multiplied by the engines the instance runs), its price (app_config/planning/instance_prices.py) and the
 ``traffic`` week (devtools/scaling_sim/demand.py) give:
 
 * **count at peak**: the fewest instances that keep the requests in flight within what they hold
@@ -31,12 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app_config import AppConfig
-from app_config.capacity import InstanceCapacity, instance_capacity
-from app_config.capacity_timeline import effective_bounds
-from app_config.gpu_instances import INSTANCE_GPUS, engines_per_instance
-from app_config.instance_prices import hourly_price, price_table
+from app_config.planning.gpu_instances import INSTANCE_GPUS, engines_per_instance
+from app_config.planning.instance_prices import hourly_price, price_table
+from app_config.planning.throughput_at_slo import ThroughputAtSlo, throughput_at_slo
+from app_config.planning.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
+from app_config.planning.weekly_plan import effective_bounds
 from app_config.scaling import PROD_WARM_FLOOR
-from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from devtools.scaling_sim import demand as demand_module
 
 MIN_WARM_INSTANCES = PROD_WARM_FLOOR
@@ -75,7 +75,7 @@ def in_flight_quantile(mean: float, quantile: float = IN_FLIGHT_QUANTILE) -> int
     return k
 
 
-def instances_needed(rate_rpm: float, capacity: InstanceCapacity) -> int:
+def instances_needed(rate_rpm: float, capacity: ThroughputAtSlo) -> int:
     """Instances whose ``capacity.concurrency`` each holds the requests in flight at ``rate_rpm``
     (requests per minute) ``IN_FLIGHT_QUANTILE`` of the time (module docstring)."""
     mean_in_flight = rate_rpm * capacity.concurrency / max(capacity.requests_per_minute, 1e-9)
@@ -123,7 +123,7 @@ def size_fleet(
         ValueError: the type has no price or no capacity projection (one line naming it).
     """
     engines = engines_per_instance(instance_type, config.engine.tensor_parallel_size)
-    capacity = instance_capacity(
+    capacity = throughput_at_slo(
         instance_type,
         cold_p95_ms,
         config.capacity.model_copy(update={"routing": routing}),
@@ -204,7 +204,7 @@ def scheduled_floors(config: AppConfig, fleet: Fleet) -> list[tuple[str, int, in
         if end <= bounds.start:
             continue
         busiest = max(week[bounds.start : end])
-        capacity = InstanceCapacity(
+        capacity = ThroughputAtSlo(
             fleet.instance_type, fleet.concurrency, fleet.requests_per_minute, fleet.base_ttft_ms, True, ""
         )
         needed = max(fleet.warm_floor, instances_needed(busiest, capacity))

@@ -2,11 +2,11 @@
 
 Usage: ``python -m devtools.scaling_doc [--check]`` (``make scaling-doc``). The blocks between
 ``<!-- generated:NAME ... -->`` and ``<!-- end generated:NAME -->`` in docs/scaling.md are what
-``python -m devtools.capacity_plan`` and ``python -m devtools.scaling_sim`` print for the committed
+``python -m devtools.weekly_plan`` and ``python -m devtools.scaling_sim`` print for the committed
 ``cdk.json`` (issue 40 item 15: a number a tool prints is quoted from it, not retyped). The PNG
 carries a digest of the run it draws in its ``Source-Digest`` text chunk, so a check needs no
 pixel comparison (matplotlib's rendering differs between versions; the run does not).
-``--check`` exits 1 when either is stale; tests/unit/test_scaling_doc.py runs the same check.
+``--check`` exits 1 when either is stale; tests/unit/docs/test_scaling_doc.py runs the same check.
 """
 
 import hashlib
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app_config import AppConfig
-from devtools import capacity_plan
+from devtools import weekly_plan
 from devtools.scaling_sim import __main__ as sim
 from devtools.scaling_sim import engine, report, surge
 from serving_contract.env import start_up_ranges
@@ -33,7 +33,7 @@ COMPARE_OVERRIDE = "scaling.primary.release_lead_time_min=180"
 
 SURGE_ARGS = ("--scenario", "surge", "--instance-rpm", "280", "-c", "traffic.peak_requests_per_minute=8000")
 """The surge row: seed 001's volume with an H200-measured instance (279.7 req/min at the TTFT SLO,
-benchmarks/results/h200-2026-11-25/capacity.json ``fresh_at_slo``), as tests/unit/test_scaling_sim_surge.py."""
+benchmarks/results/h200-2026-11-25/capacity.json ``fresh_at_slo``), as tests/unit/planning/test_scaling_sim_surge.py."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Run:
 def simulate(args: Sequence[str]) -> Run:
     """``python -m devtools.scaling_sim ARGS``'s run, in-process (its own loader and defaults)."""
     parsed = sim.parse_args(list(args))
-    config = capacity_plan.load(parsed.context)
+    config = weekly_plan.load(parsed.context)
     title = f"Scaling simulation of {config.endpoint_name} (stage {config.stage}), {config.scaling.timezone}"
     summary, records, events = sim.simulate(sim.with_surge(sim.build_scenario(parsed, config), parsed), title)
     window = surge.window(records, parsed.surge_at) if parsed.scenario == "surge" else None
@@ -59,7 +59,7 @@ def simulate(args: Sequence[str]) -> Run:
 
 
 def _cost_block(config: AppConfig) -> list[str]:
-    plans = capacity_plan.plan(config)
+    plans = weekly_plan.plan(config)
     lines = [
         "| Variant | Instance type, $/h | Floor instance-hours a week | Ceiling | On-demand band a month |",
         "|---|---|---|---|---|",
@@ -74,14 +74,14 @@ def _cost_block(config: AppConfig) -> list[str]:
         low = sum(p.monthly_cost_band_usd[0] for p in plans)
         high = sum(p.monthly_cost_band_usd[1] for p in plans)
         lines.append(f"| endpoint | | | | ${low:,.2f} .. ${high:,.2f} |")
-    changed = capacity_plan.plan(capacity_plan.load([COMPARE_OVERRIDE]))
-    comparison = capacity_plan.format_comparison(plans, changed).splitlines()
+    changed = weekly_plan.plan(weekly_plan.load([COMPARE_OVERRIDE]))
+    comparison = weekly_plan.format_comparison(plans, changed).splitlines()
     primary = comparison[comparison.index(f"== {plans[0].variant_name} ==") + 1 :]
     floor_line = next(line for line in primary if line.strip().startswith("floor hours/week:"))
     hours = [line.strip() for line in primary if line.startswith("    ")]
     lines += [
         "",
-        f"`python -m devtools.capacity_plan --compare -c {COMPARE_OVERRIDE}` (a 3 h lead):",
+        f"`python -m devtools.weekly_plan --compare -c {COMPARE_OVERRIDE}` (a 3 h lead):",
         "",
         "```",
         floor_line.strip(),
@@ -166,7 +166,7 @@ def runs() -> list[Run]:
 
 
 def main(argv: Sequence[str]) -> int:
-    config = capacity_plan.load([])
+    config = weekly_plan.load([])
     found = runs()
     text = render(SCALING_DOC.read_text(), config, found)
     digest = run_digest(found[0])

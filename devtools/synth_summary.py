@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from app_config import memory_report, pins
+from app_config import pins
+from app_config.planning import memory_report
 
 
 def _templates(outdir: Path) -> dict[str, dict[str, Any]]:

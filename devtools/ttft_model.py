@@ -38,7 +38,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from app_config.gpu_instances import H100_80GB, H200, Gpu
+from app_config.planning.gpu_instances import H100_80GB, H200, Gpu
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "benchmarks" / "results" / "h100-2026-11-26"

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from app_config.capacity import MeasuredCapacity
 from app_config.errors import to_config_error
 from app_config.slo import SloConfig
+from app_config.throughput_config import MeasuredThroughput
 from cli_support.percentiles import percentile
 from ops.conversation import ConversationPlan, run_conversation
 from ops.exit_codes import ExitCode, OpsError
@@ -276,7 +276,7 @@ def suggest(results: Sequence[LevelResult], plan: LoadPlan) -> Suggestion | None
 
     ``target`` = floor(rps x mean latency / instances): the requests in flight per instance
     (Little's law), what ``SageMakerVariantConcurrentRequestsPerModelHighResolution`` counts and
-    what ``capacity.measured.<type>.concurrency`` takes (app_config/capacity.py). No headroom:
+    what ``capacity.measured.<type>.concurrency`` takes (app_config/planning/throughput_at_slo.py). No headroom:
     the level already met the TTFT SLO with that many in flight.
     """
     best = _best(results, plan)
@@ -342,7 +342,7 @@ def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
 def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_type: str | None) -> str:
     """The ``-c 'capacity.measured=...'`` line for ``best``, or one line saying why there is none.
 
-    The override is checked against :class:`app_config.capacity.MeasuredCapacity`, the model the
+    The override is checked against :class:`app_config.planning.throughput_at_slo.MeasuredThroughput`, the model the
     config loader parses it with, before it is printed: ``ops load`` never prints a value the
     config refuses (a rate above its bound means the target was no instance, e.g. a local stub).
     """
@@ -353,13 +353,16 @@ def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_
     if ttft_p50_s is not None:
         measured["ttft_p50_ms"] = significant(ttft_p50_s * 1000)
     try:
-        MeasuredCapacity.model_validate(measured)
+        MeasuredThroughput.model_validate(measured)
     except ValidationError as error:
-        problems = "; ".join(to_config_error(error, MeasuredCapacity).problems)
+        problems = "; ".join(to_config_error(error, MeasuredThroughput).problems)
         return f"no capacity.measured override: the config would refuse it ({problems})"
     # Instance types hold dots, so the override is one JSON object (the config loader parses it).
     override = json.dumps({instance_type or "<instance type>": measured}, separators=(",", ":"))
-    return f"capacity at the SLO for the fleet's sizing (app_config/capacity.py): -c 'capacity.measured={override}'"
+    return (
+        "capacity at the SLO for the fleet's sizing (app_config/planning/throughput_at_slo.py): "
+        f"-c 'capacity.measured={override}'"
+    )
 
 
 def suggest_mean_latency(results: Sequence[LevelResult], concurrency: int) -> float:

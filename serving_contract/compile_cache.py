@@ -24,8 +24,11 @@ resource computes it at deploy time, when the image URI is resolved. Anything vL
 beyond that shows up as a vLLM-level miss, which the container reports and survives (it copies
 the cache to a writable folder first).
 
-This module is imported by the custom resource's handler too (``lambdas/compile_cache``, a
-link to this file): standard library only.
+Imported by the construct and its handler (``cdk_constructs/compile_cache/``; the handler's Lambda
+asset carries a copy of this file at ``serving_contract/compile_cache.py``, made at synth by
+``cdk_constructs/common/handler_code.py``) and by the container (``container/serving_app``; the
+image copies ``serving_contract/``): standard library only. The capability's layout:
+``cdk_constructs/compile_cache/__init__.py``.
 """
 
 from __future__ import annotations
@@ -92,6 +95,10 @@ def s3_prefix(key: str) -> str:
     """The bucket-relative folder of one cache, ending in ``/`` (ModelDataSource wants that)."""
     return f"{S3_ROOT}/{key}/"
 
+
+JOB_NAME_PREFIX_MAX: Final = 32
+"""Characters of the job-name prefix the stack gives each model: the handler names a job
+``<prefix>-<key:16>-<epoch s:10>``, within ProcessingJobName's 63 (SageMaker API reference)."""
 
 JOB_INPUT_ROOT: Final = "compile-cache-jobs"
 """Bucket folder of each job's input (``<key>/environment.json``), outside what models download."""

@@ -21,7 +21,7 @@ ENGINE_KV_CACHE_DTYPE: Final = "ENGINE_KV_CACHE_DTYPE"
 ENGINE_ATTENTION_BACKEND: Final = "ENGINE_ATTENTION_BACKEND"
 ENGINE_TENSOR_PARALLEL_SIZE: Final = "ENGINE_TENSOR_PARALLEL_SIZE"
 # Engines in the container (vLLM data parallel, one per tensor_parallel_size GPUs); the stack
-# derives it from the instance type in variants mode (app_config.gpu_instances.engines_per_instance).
+# derives it from the instance type in variants mode (app_config.planning.gpu_instances.engines_per_instance).
 ENGINE_DATA_PARALLEL_SIZE: Final = "ENGINE_DATA_PARALLEL_SIZE"
 ENGINE_ENFORCE_EAGER: Final = "ENGINE_ENFORCE_EAGER"
 ENGINE_MAX_CUDAGRAPH_CAPTURE_SIZE: Final = "ENGINE_MAX_CUDAGRAPH_CAPTURE_SIZE"
@@ -170,7 +170,7 @@ MEASURED_CACHED_START_FASTEST_S: Final = 61.3
 def start_up_ranges() -> tuple[str, str]:
     """The measured start-up as the docs, the plan and the simulation quote it: ``("135-206 s",
     "61-83 s")``, cold and from the compile cache, fastest-slowest rounded (the constants above are
-    the one declaration; tests/unit/test_start_up_figures.py holds every doc to these strings)."""
+    the one declaration; tests/unit/docs/test_start_up_figures.py holds every doc to these strings)."""
     return (
         f"{round(MEASURED_COLD_START_FASTEST_S)}-{round(MEASURED_COLD_START_S)} s",
         f"{round(MEASURED_CACHED_START_FASTEST_S)}-{round(MEASURED_CACHED_START_S)} s",

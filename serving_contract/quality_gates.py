@@ -2,7 +2,7 @@
 
 Shared by the config (``app_config/release.py``, which holds the thresholds a stage uses) and the
 pipeline's evaluate step (``cdk_constructs/release/runtime/``, which links this file in beside its
-scripts, as ``lambdas/compile_cache/`` does with its contract). Standard library only: it runs in a
+scripts; tests/unit/test_layout.py lists the link until it is replaced). Standard library only: it runs in a
 SageMaker Processing container.
 
 Seed 000 ("Quality Gate Details", "Post-Quantization Validation") blocks promotion on five metrics:

@@ -69,6 +69,51 @@ def prebuilt_image(
     return repository.repository_uri_for_tag(ref.tag), repository
 
 
+def _variant_images(
+    app: cdk.App,
+    config: AppConfig,
+    env: cdk.Environment | None,
+    image_repository: ImageRepositoryStack,
+    artifacts_bucket: s3.IBucket | None,
+) -> tuple[ImageBuildStack | None, VariantImages, ecr.IRepository]:
+    """The images the variants run: built by an ImageBuild stack (``image.source = build``) or
+    prebuilt; with the build stack (or None) and the primary image's repository."""
+    repository = image_repository.repository
+    image_build: ImageBuildStack | None = None
+    if config.image.source == "build":
+        assert artifacts_bucket is not None  # build mode always has one (_artifacts_bucket)
+        image_build = ImageBuildStack(
+            app,
+            config.stack_name("ImageBuild"),
+            config=config,
+            repository=repository,
+            artifacts_bucket=artifacts_bucket,
+            env=env,
+            description=f"{config.project_name} ({config.stage}): builds the serving image with baked weights",
+        )
+        primary_repository = repository
+        images = VariantImages(
+            primary=image_build.image_uris["primary"],
+            canary=image_build.image_uris["canary"],
+            repositories=[repository],
+        )
+    else:
+        imported: dict[str, ecr.IRepository] = {}
+        primary_uri, primary_repo = prebuilt_image(image_repository, repository, config.image.primary, imported)
+        primary_repository = primary_repo
+        canary_uri, canary_repo = (
+            prebuilt_image(image_repository, repository, config.image.canary, imported)
+            if config.image.canary is not None
+            else (primary_uri, primary_repo)
+        )
+        images = VariantImages(
+            primary=primary_uri,
+            canary=canary_uri,
+            repositories=list({id(r): r for r in (primary_repo, canary_repo)}.values()),
+        )
+    return image_build, images, primary_repository
+
+
 def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
     """Add every stack for ``config`` to ``app`` and register the cdk-nag checks.
 
@@ -96,36 +141,7 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
     )
     repository = image_repository.repository
     model_artifacts, artifacts_bucket = _artifacts_bucket(app, config, env, image_repository)
-    image_build: ImageBuildStack | None = None
-    if config.image.source == "build":
-        assert artifacts_bucket is not None  # build mode always has one (_artifacts_bucket)
-        image_build = ImageBuildStack(
-            app,
-            config.stack_name("ImageBuild"),
-            config=config,
-            repository=repository,
-            artifacts_bucket=artifacts_bucket,
-            env=env,
-            description=f"{config.project_name} ({config.stage}): builds the serving image with baked weights",
-        )
-        images = VariantImages(
-            primary=image_build.image_uris["primary"],
-            canary=image_build.image_uris["canary"],
-            repositories=[repository],
-        )
-    else:
-        imported: dict[str, ecr.IRepository] = {}
-        primary_uri, primary_repo = prebuilt_image(image_repository, repository, config.image.primary, imported)
-        canary_uri, canary_repo = (
-            prebuilt_image(image_repository, repository, config.image.canary, imported)
-            if config.image.canary is not None
-            else (primary_uri, primary_repo)
-        )
-        images = VariantImages(
-            primary=primary_uri,
-            canary=canary_uri,
-            repositories=list({id(r): r for r in (primary_repo, canary_repo)}.values()),
-        )
+    image_build, images, primary_repository = _variant_images(app, config, env, image_repository, artifacts_bucket)
     adapter_artifacts = None
     if config.serving.hosts_inference_components:
         assert artifacts_bucket is not None  # this mode always has one (_artifacts_bucket, config checks)
@@ -175,9 +191,12 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
             bucket=artifacts_bucket,
             repository=repository,
             serving_image_uri=images.primary,
+            serving_image_repository=primary_repository,
             env=env,
             description=f"{config.project_name} ({config.stage}): quality-gated release pipelines of model versions",
         )
+        if image_build is not None:
+            model_release.add_stack_dependency(image_build, "its tools image is built FROM the serving image")
     return AppStacks(
         image_repository=image_repository,
         model_release=model_release,

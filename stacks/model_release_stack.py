@@ -13,14 +13,17 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
+from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.release.model_release_pipeline import KINDS, ModelReleasePipeline
+from cdk_constructs.release.tools_image import ToolsImage
 from serving_contract import outputs
 
 
 class ModelReleaseStack(cdk.Stack):
-    """The release pipelines, their model package groups and role.
+    """The release pipelines, their model package groups and role, and the tools image their steps run.
 
     Attributes:
+        tools_image: the :class:`ToolsImage` (built FROM ``serving_image_uri`` during the deploy).
         release: the :class:`ModelReleasePipeline`.
     """
 
@@ -33,10 +36,25 @@ class ModelReleaseStack(cdk.Stack):
         bucket: s3.IBucket,
         repository: ecr.IRepository,
         serving_image_uri: str,
+        serving_image_repository: ecr.IRepository,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         primary = config.variant("primary").serving
+        build = config.image.build
+        self.tools_image = ToolsImage(
+            self,
+            "ToolsImage",
+            repository=repository,
+            serving_image_uri=serving_image_uri,
+            serving_image_repository=serving_image_repository,
+            llmcompressor_version=config.release.quantize.llmcompressor_version,
+            compute_type=build.compute_type,
+            build_timeout=cdk.Duration.minutes(build.timeout_min),
+            poll_interval=cdk.Duration.seconds(build.poll_interval_s),
+            log_retention=retention_days(config.observability.log_retention_days),
+            log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
+        )
         self.release = ModelReleasePipeline(
             self,
             "ModelRelease",
@@ -45,7 +63,9 @@ class ModelReleaseStack(cdk.Stack):
             stage=config.stage,
             bucket=bucket,
             repository=repository,
+            tools_image_uri=self.tools_image.image_uri,
             serving_image_uri=serving_image_uri,
+            serving_image_repository=serving_image_repository,
             serving_instance_type=primary.instance_type,
             base_model_name=config.model.name,
             adapters=[adapter.name for adapter in config.model.adapters],
@@ -55,6 +75,8 @@ class ModelReleaseStack(cdk.Stack):
             engine_environment=config.engine.environment(),
         )
         for kind in KINDS:
+            # A pipeline's ToolsImageUri default names the image only once it is pushed.
+            self.release.pipelines[kind].node.add_dependency(self.tools_image.image)
             cdk.CfnOutput(
                 self,
                 outputs.release_pipeline_output(kind),

@@ -9,7 +9,7 @@ from app_config import AppConfig
 from app_config.topology import serving_topology
 from cdk_constructs.observability.alarm_topic import AlarmTopic
 from cdk_constructs.observability.endpoint_alarms import EndpointAlarms
-from cdk_constructs.observability.endpoint_dashboard import EndpointDashboard, VariantCapacity
+from cdk_constructs.observability.endpoint_dashboard import BoundsLine, EndpointDashboard
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract import outputs
@@ -79,15 +79,15 @@ class ObservabilityStack(cdk.Stack):
             config=monitoring,
             slo=config.slo,
             adapters=adapters,
-            capacities=[
-                VariantCapacity(
+            fleet_bounds=[
+                BoundsLine(
                     variant_name=c.variant,
                     min_capacity=c.min_capacity,
                     max_capacity=c.max_capacity,
                     label=c.label,
                     unit=c.unit,
                 )
-                for c in topology.capacities
+                for c in topology.fleet_bounds
             ],
             gpus_per_instance=topology.gpu_memory_scale,
             alarms=[

@@ -144,7 +144,7 @@ class ServingStack(cdk.Stack):
                 "Default",
                 endpoint_name=config.endpoint_name,
                 variant=serving.primary,
-                components=serving.inference_components,
+                components=config.plan.inference_components,  # with its derived copy target (AppConfig.plan)
                 adapters=[adapter.name for adapter in config.model.adapters],
                 environment=environment,
                 accelerators_per_copy=config.engine.tensor_parallel_size,
@@ -188,7 +188,7 @@ def _hosting(config: AppConfig, compile_cache: CompileCacheMaker | None = None) 
     """What both topologies take alike from ``serving.*`` and ``observability.*``."""
     serving, observability = config.serving, config.observability
     # capacity.routing = prefix_aware: SageMaker's prefix-aware routing, both fields derived
-    # (app_config/prefix_routing.py); otherwise serving.routing_strategy.
+    # (app_config/planning/prefix_routing.py); otherwise serving.routing_strategy.
     prefix_routing = config.prefix_routing()
     return EndpointHosting(
         startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,

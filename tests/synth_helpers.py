@@ -9,8 +9,9 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk import assertions
 
-from app_config import AppConfig, load_config, memory_report
+from app_config import AppConfig, load_config
 from app_config.loader import cdk_json_context
+from app_config.planning import memory_report
 from stacks.composition import AppStacks, build_app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,7 +40,7 @@ A10G's (memory plan, quotas, the scaling simulation) pins these overrides (docs/
 """
 
 SEEDS_G5_ARGS: tuple[str, ...] = tuple(f"{key}={value}" for key, value in SEEDS_G5.items())
-"""``SEEDS_G5`` as ``key=value`` overrides (``capacity_plan.load``, the scaling simulation)."""
+"""``SEEDS_G5`` as ``key=value`` overrides (``weekly_plan.load``, the scaling simulation)."""
 
 SEEDS_G5_FLAGS: tuple[str, ...] = tuple(arg for pair in SEEDS_G5_ARGS for arg in ("-c", pair))
 """``SEEDS_G5`` as command-line flags: ``-c key=value`` each, as ``make plan`` or ``ops`` take them."""

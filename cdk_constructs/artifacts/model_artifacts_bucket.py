@@ -108,7 +108,7 @@ def grant_archive_read(bucket: s3.IBucket, grantee: iam.IGrantable, keys: Sequen
     with 404 only to a caller allowed ``s3:ListBucket`` (S3 API reference, GetObject), and a
     GetObject carries no ``s3:prefix``, so a condition on that key does not match (IAM: a
     condition key absent from the request does not match). A missing archive answers 403;
-    ``lambdas/compile_cache`` lists before it reads for that reason.
+    ``cdk_constructs/compile_cache/runtime/index.py`` lists before it reads for that reason.
     """
     grantee.grant_principal.add_to_principal_policy(
         iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(key) for key in keys])

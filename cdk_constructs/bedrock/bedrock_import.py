@@ -16,6 +16,7 @@ from constructs import Construct, IConstruct
 
 from cdk_constructs.common.bucket_defaults import abort_incomplete_uploads, send_events_to_eventbridge
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.kms_keys import deny_grants_except_for_aws_services
 from cdk_constructs.common.nag import acknowledge, arn_placeholder, checkov_skip, guard_suppress
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
@@ -189,7 +190,7 @@ class ModelImportHandlers(Construct):
             # construct's own children (CustomResourceHandlers).
             self,
             "Default",
-            handler_folder="bedrock",
+            handler_dir=LAMBDAS_DIR / "bedrock",
             on_event=Handler("OnEvent", "on_event", "Pre-flights the S3 prefix and starts Bedrock model import jobs"),
             is_complete=Handler(
                 "IsComplete", "is_complete", "Polls Bedrock model import jobs until they complete or fail"

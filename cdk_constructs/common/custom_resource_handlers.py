@@ -1,4 +1,4 @@
-"""The app's one custom-resource provider: Lambdas from ``lambdas/`` behind CDK's ``custom_resources.Provider``.
+"""The app's one custom-resource provider: handler Lambdas behind CDK's ``custom_resources.Provider``.
 
 Every custom resource of the app (the serving image, the Bedrock imports, the scheduled capacity)
 runs through :class:`CustomResourceHandlers`, so what a provider needs is decided here once: the
@@ -8,9 +8,10 @@ and the acknowledgements of the cdk-nag, checkov and Control Tower findings that
 own LogRetention provider (``fixed_name_log_group``).
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import aws_cdk as cdk
 import jsii
@@ -22,17 +23,10 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
+from cdk_constructs.common.handler_code import HANDLER_RUNTIME, handler_code
 from cdk_constructs.common.kms_keys import stack_logs_key
 from cdk_constructs.common.log_retention import reason_short_retention
 from cdk_constructs.common.nag import acknowledge, arn_placeholder, checkov_skip, guard_suppress
-
-LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
-"""One folder per handler, ``lambdas/<folder>/index.py`` (lambdas/README.md)."""
-
-HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_14
-"""Newest Python runtime in aws-cdk-lib 2.275: cdk-nag 3.0.2's AwsSolutions-L1 accepts only the newest
-runtime of a family that the CDK in use knows (rules/lambda/LambdaLatestVersion). The handlers import
-only the standard library and what the runtime bundles (boto3, botocore and its dateutil)."""
 
 LAMBDA_PRINCIPAL = "lambda.amazonaws.com"
 
@@ -81,7 +75,8 @@ class CustomResourceHandlers(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        handler_folder: str,
+        handler_dir: Path,
+        shared_modules: Sequence[ModuleType] = (),
         on_event: Handler,
         is_complete: Handler | None = None,
         environment: Mapping[str, str] | None = None,
@@ -95,7 +90,11 @@ class CustomResourceHandlers(Construct):
     ) -> None:
         """
         Args:
-            handler_folder: the handlers' folder under ``lambdas/``, named after the capability, e.g. ``image``.
+            handler_dir: the handlers' folder (its ``index.py``): ``runtime/`` beside the capability's construct,
+                or ``lambdas/<capability>`` (:data:`~cdk_constructs.common.handler_code.LAMBDAS_DIR`) for those
+                not moved yet.
+            shared_modules: repository modules the handlers import besides their folder, bundled with them
+                (:func:`~cdk_constructs.common.handler_code.handler_code`).
             on_event / is_complete: the handler functions; without ``is_complete`` the provider is synchronous.
             environment: environment variables of both handlers.
             timeout: Lambda timeout of each handler (one call, not the whole operation).
@@ -112,7 +111,7 @@ class CustomResourceHandlers(Construct):
         self._encryption_key = encryption_key
         self._log_retention = log_retention
         self._log_removal_policy = log_removal_policy
-        code = lambda_.Code.from_asset(str(LAMBDAS_DIR / handler_folder), exclude=["__pycache__", "*.pyc"])
+        code = handler_code(handler_dir, shared_modules=shared_modules)
 
         def function(handler: Handler) -> lambda_.Function:
             function_logs = self._log_group(f"{handler.construct_id}Logs")

@@ -2,7 +2,7 @@
 model needs to read it (issue 25; docs/performance.md, "The compile-cache pipeline").
 
 :class:`CompileCacheMaker` is made once per serving stack: the custom-resource handlers
-(``lambdas/compile_cache``), the processing job's role and their permissions. Each model then
+(``runtime/index.py`` beside this module), the processing job's role and their permissions. Each model then
 asks it for a :class:`CompileCache`: a ``Custom::CompileCache`` resource that runs the serving
 image on the model's instance type with the model's environment (``make-compile-cache``) and
 returns the S3 prefix and key the model reads.
@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
@@ -35,24 +36,28 @@ from serving_contract.outputs import pascal_case
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
 PROCESSING_JOB_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 RESOURCE_TYPE = "Custom::CompileCache"
+RUNTIME = Path(__file__).resolve().parent / "runtime"
+"""The handlers' folder: the Lambda asset is it plus ``serving_contract/compile_cache.py``."""
 WAIT_BEYOND_JOB_S = 900
 """How much longer than the job's own limit the deploy waits: a GPU processing instance can take
 minutes to provision before MaxRuntimeInSeconds starts counting."""
 POLL_INTERVAL_S = 30
-JOB_NAME_PREFIX_MAX = 32
-"""``lambdas/compile_cache`` appends ``-<key:16>-<epoch s:10>`` within ProcessingJobName's 63."""
+PREFIX_HASH_CHARS = 8
+"""Hex characters of SHA-256 that keep a shortened job-name prefix unique per model."""
 
 
 def job_name_prefix(endpoint_name: str, variant_name: str) -> str:
-    """``<endpoint>-<variant>``, or its first 23 characters and a hash of it when longer than 32.
+    """``<endpoint>-<variant>``, or, when longer than :data:`serving_contract.compile_cache.JOB_NAME_PREFIX_MAX`
+    (32), its first 23 characters, ``-`` and 8 hex characters of its SHA-256.
 
     Unique per model (an endpoint name is unique per account and region), so a resource stopping
     its own superseded jobs never stops another model's.
     """
     full = re.sub(r"-+", "-", f"{endpoint_name}-{variant_name}").strip("-")
-    if len(full) <= JOB_NAME_PREFIX_MAX:
+    if len(full) <= contract.JOB_NAME_PREFIX_MAX:
         return full
-    return f"{full[:23].rstrip('-')}-{hashlib.sha256(full.encode()).hexdigest()[:8]}"
+    head = contract.JOB_NAME_PREFIX_MAX - 1 - PREFIX_HASH_CHARS
+    return f"{full[:head].rstrip('-')}-{hashlib.sha256(full.encode()).hexdigest()[:PREFIX_HASH_CHARS]}"
 
 
 def grant_objects(bucket: s3.IBucket, grantee: iam.IRole, *, read: str = "", write: str = "") -> None:
@@ -171,7 +176,9 @@ class CompileCacheMaker(Construct):
         self.handlers = CustomResourceHandlers(
             self,
             "Handlers",
-            handler_folder="compile_cache",
+            handler_dir=RUNTIME,
+            # The handler imports the contract the container and this construct import; bundled beside it.
+            shared_modules=[contract],
             on_event=Handler("OnEvent", "on_event", "Starts, adopts or stops the compile-cache job of one model"),
             is_complete=Handler("IsComplete", "is_complete", "Waits for the compile-cache job of one model"),
             # A few S3 and SageMaker calls per invocation.

@@ -9,9 +9,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from app_config.capacity_timeline import effective_bounds
-from app_config.dated_schedule import one_off_actions, weekly_segments
-from app_config.gpu_instances import engines_per_instance
+from app_config.planning.dated_schedule import one_off_actions, weekly_segments
+from app_config.planning.gpu_instances import engines_per_instance
+from app_config.planning.weekly_plan import effective_bounds
 from app_config.rollout import RolloutConfig
 from app_config.variants import Variant
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup

@@ -1,4 +1,5 @@
-"""Build the serving image in the account during ``cdk deploy`` (CodeBuild + custom resource)."""
+"""Build an image in the account during ``cdk deploy`` (CodeBuild + custom resource): the serving image, the
+release tools image."""
 
 import json
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.kms_keys import logs_key
 from cdk_constructs.common.log_retention import reason_short_retention
 from cdk_constructs.common.nag import (
@@ -88,7 +90,7 @@ class ImageBuild(Construct):
         *,
         repository: ecr.IRepository,
         sources: s3_assets.Asset,
-        artifacts_bucket: s3.IBucket,
+        artifacts_bucket: s3.IBucket | None,
         recipe: BuildRecipe,
         requests: Mapping[str, ImageBuildRequest],
         compute_type: str,
@@ -96,20 +98,29 @@ class ImageBuild(Construct):
         poll_interval: cdk.Duration,
         log_retention: logs.RetentionDays,
         log_removal_policy: cdk.RemovalPolicy,
+        resource_type: str = "Custom::ServingImage",
     ) -> None:
         """
         Args:
             repository: where images are pushed (tags immutable).
-            sources: directory asset with the Docker build context's sources (container/, serving_contract/).
-            artifacts_bucket: holds the model artifacts (read-only here).
+            sources: directory asset with the Docker build context's sources (the serving image's: container/,
+                serving_contract/).
+            artifacts_bucket: holds the model artifacts (read-only here); None when ``recipe`` fetches none.
             recipe: Dockerfile, build arguments and S3 layout.
             requests: images to build, keyed by a stable name (e.g. the variant role).
             compute_type: CodeBuild compute type name, e.g. ``BUILD_GENERAL1_LARGE``.
             build_timeout: CodeBuild timeout (<= 55 min so the failure beats CloudFormation's 1 h).
             poll_interval: time between status checks.
             log_retention / log_removal_policy: for every log group made here.
+            resource_type: the custom resources' type, naming the image they stand for.
+
+        Raises:
+            ValueError: ``recipe`` fetches model artifacts and ``artifacts_bucket`` is None.
         """
         super().__init__(scope, construct_id)
+        if recipe.model_artifacts is not None and artifacts_bucket is None:
+            raise ValueError(f"{construct_id}: the recipe fetches model artifacts, so artifacts_bucket is required")
+        self._resource_type = resource_type
         self.key = self._logs_key()
         build_logs = logs.LogGroup(
             self, "BuildLogs", encryption_key=self.key, retention=log_retention, removal_policy=log_removal_policy
@@ -149,17 +160,26 @@ class ImageBuild(Construct):
         *,
         repository: ecr.IRepository,
         sources: s3_assets.Asset,
-        artifacts_bucket: s3.IBucket,
+        artifacts_bucket: s3.IBucket | None,
         recipe: BuildRecipe,
         compute_type: str,
         build_timeout: cdk.Duration,
         build_logs: logs.ILogGroup,
     ) -> codebuild.Project:
         """The privileged CodeBuild project: reads the sources and the artifact prefixes, pushes to ``repository``."""
+        fetch = recipe.model_artifacts
+        variables = {"REPOSITORY_URI": repository.repository_uri}
+        if fetch is not None and artifacts_bucket is not None:
+            variables |= {
+                "ARTIFACTS_BUCKET": artifacts_bucket.bucket_name,
+                "BASE_MODELS_PREFIX": fetch.base_models_prefix,
+                "ADAPTERS_PREFIX": fetch.adapters_prefix,
+                "BASE_MODEL": fetch.base_model_name,
+            }
         project = codebuild.Project(
             self,
             "Project",
-            description="Bakes the pinned model artifacts into the vLLM serving image",
+            description=recipe.description,
             source=codebuild.Source.s3(bucket=sources.bucket, path=sources.s3_object_key),
             environment=codebuild.BuildEnvironment(
                 build_image=codebuild.LinuxBuildImage.STANDARD_7_0,
@@ -167,14 +187,7 @@ class ImageBuild(Construct):
                 privileged=True,
             ),
             environment_variables={
-                name: codebuild.BuildEnvironmentVariable(value=value)
-                for name, value in {
-                    "REPOSITORY_URI": repository.repository_uri,
-                    "ARTIFACTS_BUCKET": artifacts_bucket.bucket_name,
-                    "BASE_MODELS_PREFIX": recipe.base_models_prefix,
-                    "ADAPTERS_PREFIX": recipe.adapters_prefix,
-                    "BASE_MODEL": recipe.base_model_name,
-                }.items()
+                name: codebuild.BuildEnvironmentVariable(value=value) for name, value in variables.items()
             },
             build_spec=codebuild.BuildSpec.from_object(buildspec(recipe)),
             encryption_key=self.key,
@@ -182,16 +195,17 @@ class ImageBuild(Construct):
             logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=build_logs)),
         )
         privileged = (
-            "Privileged mode runs the Docker daemon that builds the serving image; the project builds only the "
+            "Privileged mode runs the Docker daemon that builds the image; the project builds only the "
             "sources asset of this app and runs only when a deploy asks for a new image tag."
         )
         acknowledge(project, "AwsSolutions-CB3", privileged)
         guard_suppress(project, "CT.CODEBUILD.PR.4", privileged)
         # The S3 source already grants the project read on exactly the sources asset object.
-        artifacts_bucket.grant_read(project, f"{recipe.base_models_prefix}/*")
-        artifacts_bucket.grant_read(project, f"{recipe.adapters_prefix}/*")
+        if fetch is not None and artifacts_bucket is not None:
+            artifacts_bucket.grant_read(project, f"{fetch.base_models_prefix}/*")
+            artifacts_bucket.grant_read(project, f"{fetch.adapters_prefix}/*")
         repository.grant_pull_push(project)
-        self._acknowledge_build_role(project, artifacts_bucket, recipe)
+        self._acknowledge_build_role(project, artifacts_bucket if fetch else None, recipe)
         return project
 
     def _handlers(
@@ -209,7 +223,7 @@ class ImageBuild(Construct):
             # construct's own children (CustomResourceHandlers).
             self,
             "Default",
-            handler_folder="image",
+            handler_dir=LAMBDAS_DIR / "image",
             on_event=Handler("OnEvent", "on_event"),
             is_complete=Handler("IsComplete", "is_complete"),
             environment={
@@ -245,12 +259,12 @@ class ImageBuild(Construct):
         return handlers
 
     def _image(self, name: str, request: ImageBuildRequest) -> cdk.CustomResource:
-        """The ``Custom::ServingImage`` of one request: a new tag builds, the same tag changes nothing."""
+        """The custom resource (``resource_type``) of one request: a new tag builds, the same tag changes nothing."""
         resource = cdk.CustomResource(
             self,
             f"{name[:1].upper()}{name[1:]}Image",
             service_token=self.handlers.service_token,
-            resource_type="Custom::ServingImage",
+            resource_type=self._resource_type,
             properties={
                 "ImageTag": request.tag,
                 "ArtifactPins": json.dumps(dict(request.pins), sort_keys=True),
@@ -262,13 +276,20 @@ class ImageBuild(Construct):
         return resource
 
     def _acknowledge_build_role(
-        self, project: codebuild.Project, artifacts_bucket: s3.IBucket, recipe: BuildRecipe
+        self, project: codebuild.Project, artifacts_bucket: s3.IBucket | None, recipe: BuildRecipe
     ) -> None:
         """The CodeBuild role's wildcard findings, each with its reason (granular ids)."""
         assert project.role is not None
         project_ref = ref_placeholder(project)
         region, partition = pseudo_placeholder(self, "Region"), pseudo_placeholder(self, "Partition")
-        bucket_arn = bucket_arn_placeholder(self, artifacts_bucket)
+        prefixes = []
+        if recipe.model_artifacts is not None and artifacts_bucket is not None:
+            bucket_arn = bucket_arn_placeholder(self, artifacts_bucket)
+            fetch = recipe.model_artifacts
+            prefixes = [
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{fetch.base_models_prefix}/*]",
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{fetch.adapters_prefix}/*]",
+            ]
         acknowledge_all(
             project.role,
             [
@@ -277,10 +298,10 @@ class ImageBuild(Construct):
                 "AwsSolutions-IAM5[Action::s3:List*]",
                 "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
                 "AwsSolutions-IAM5[Action::kms:ReEncrypt*]",
-                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{recipe.base_models_prefix}/*]",
-                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{recipe.adapters_prefix}/*]",
+                *prefixes,
             ],
-            "Read-only grants (s3:GetObject*/GetBucket*/List*) limited to the model artifact key prefixes, and KMS "
+            "Read-only grants (s3:GetObject*/GetBucket*/List*) limited to the sources asset and the model artifact key "
+            "prefixes, and KMS "
             "data-key actions on this construct's key only (grant_read / CodeBuild encryption key).",
         )
         acknowledge_all(

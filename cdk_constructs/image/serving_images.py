@@ -14,7 +14,7 @@ from cdk_constructs.common.placeholder_pins import refuse_placeholder_pins
 from cdk_constructs.image import image_inputs
 from cdk_constructs.image.docker_hub_cache import DockerHubCache
 from cdk_constructs.image.image_build import ImageBuild, ImageBuildRequest
-from cdk_constructs.image.image_buildspec import BuildRecipe
+from cdk_constructs.image.image_buildspec import BuildRecipe, ModelArtifactsFetch
 from cdk_constructs.image.image_inputs import ImageInputs
 
 
@@ -95,13 +95,16 @@ class ServingImages(Construct):
             artifacts_bucket=artifacts_bucket,
             recipe=BuildRecipe(
                 dockerfile=image_inputs.DOCKERFILE,
-                model_context_arg=image_inputs.MODEL_CONTEXT_ARG,
-                model_context_dir=image_inputs.MODEL_CONTEXT_DIR,
                 build_args=dict(inputs.build_args),
                 base_image_args=image_inputs.BASE_IMAGE_ARGS,
-                base_model_name=inputs.base_model_name,
-                base_models_prefix=build.base_models_prefix,
-                adapters_prefix=build.adapters_prefix,
+                description="Bakes the pinned model artifacts into the vLLM serving image",
+                model_artifacts=ModelArtifactsFetch(
+                    context_arg=image_inputs.MODEL_CONTEXT_ARG,
+                    context_dir=image_inputs.MODEL_CONTEXT_DIR,
+                    base_model_name=inputs.base_model_name,
+                    base_models_prefix=build.base_models_prefix,
+                    adapters_prefix=build.adapters_prefix,
+                ),
             ),
             requests=dict(unique.values()),
             compute_type=build.compute_type,

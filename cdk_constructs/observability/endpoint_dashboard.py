@@ -25,7 +25,7 @@ _GRAPH_HEIGHT = 6
 
 
 @dataclass(frozen=True)
-class VariantCapacity:
+class BoundsLine:
     """Autoscaling bounds drawn on the capacity graph: a variant's instances, or (inference_components
     mode) the copies of the component behind ``variant_name``, shown as ``label``."""
 
@@ -66,7 +66,7 @@ class EndpointDashboard(Construct):
         config: MonitoringConfig,
         slo: SloConfig,
         adapters: Sequence[str],
-        capacities: Sequence[VariantCapacity],
+        fleet_bounds: Sequence[BoundsLine],
         gpus_per_instance: int,
         alarms: Sequence[cloudwatch.IAlarm],
     ) -> None:
@@ -76,7 +76,7 @@ class EndpointDashboard(Construct):
             config: alarm thresholds (drawn as lines) and the graph period.
             slo: the SLO targets (lines; TTFT per request class, one graph each).
             adapters: LoRA adapter names (one line each on the per-adapter graphs).
-            capacities: min/max instances of each variant.
+            fleet_bounds: min/max instances of each variant.
             gpus_per_instance: GPU memory is percent x device count; the line is scaled by it.
             alarms: alarms shown in the alarm-status widget.
         """
@@ -89,7 +89,7 @@ class EndpointDashboard(Construct):
         # Built in this order (the rows' metrics, then the dashboard), as the widgets are laid out.
         rows = [
             self._slo_row(),
-            self._capacity_row(capacities),
+            self._fleet_bounds_row(fleet_bounds),
             self._engine_row(gpus_per_instance),
             self._adapter_row(),
         ]
@@ -188,10 +188,10 @@ class EndpointDashboard(Construct):
             left_label="ms",
         )
 
-    def _capacity_row(self, capacities: Sequence[VariantCapacity]) -> list[cloudwatch.IWidget]:
+    def _fleet_bounds_row(self, fleet_bounds: Sequence[BoundsLine]) -> list[cloudwatch.IWidget]:
         """Instances (or copies) against their autoscaling bounds, queue depth, invocations."""
         metrics, period = self._metrics, self._period
-        units = capacities[0].unit if capacities else "instances"
+        units = fleet_bounds[0].unit if fleet_bounds else "instances"
         counts = [
             metrics.instance(
                 SageMakerInstanceMetric.CPU_UTILIZATION,
@@ -200,11 +200,11 @@ class EndpointDashboard(Construct):
                 period_s=period,
                 label=f"{c.shown_as} {c.unit}",
             )
-            for c in capacities
+            for c in fleet_bounds
         ]
         bounds = [
             line
-            for c in capacities
+            for c in fleet_bounds
             for line in (_line(c.min_capacity, f"{c.shown_as} min"), _line(c.max_capacity, f"{c.shown_as} max"))
         ]
         queue = self._per_variant(EngineMetric.QUEUE_DEPTH, "Average") + self._per_variant(

@@ -15,7 +15,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from app_config.release import ReleaseConfig, model_package_group_name, release_pipeline_name
+from app_config.release import ReleaseConfig, judge_foundation_model, model_package_group_name, release_pipeline_name
 from cdk_constructs.common.nag import (
     acknowledge,
     acknowledge_all,
@@ -32,7 +32,7 @@ PROCESSING_JOB_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 RELEASE_INPUTS_PREFIX = "release-inputs"
 """Eval sets and calibration sets are uploaded under ``s3://<artifacts bucket>/release-inputs/``."""
 RELEASE_REPORTS_PREFIX = "release-reports"
-"""Each run's step outputs: ``release-reports/<pipeline execution id>/<step>/`` (pipeline_definition.py)."""
+"""Each run's step outputs: ``release-reports/<pipeline execution id>/<step>/<file>`` (pipeline_definition.py)."""
 KINDS: tuple[ReleaseKind, ...] = ("base_model", "adapter")
 RUNTIME = Path(__file__).parent
 
@@ -56,7 +56,9 @@ class ModelReleasePipeline(Construct):
         stage: str,
         bucket: s3.IBucket,
         repository: ecr.IRepository,
+        tools_image_uri: str,
         serving_image_uri: str,
+        serving_image_repository: ecr.IRepository | None = None,
         serving_instance_type: str,
         base_model_name: str,
         adapters: Sequence[str],
@@ -71,8 +73,11 @@ class ModelReleasePipeline(Construct):
             project_name / stage: name the pipelines and the model package groups.
             bucket: the model-artifacts bucket: versions under ``base_models_prefix`` / ``adapters_prefix``,
                 release inputs under ``release-inputs/``, step outputs under ``release-reports/``.
-            repository: the app's ECR repository (the tools image is ``release.tools_image_tag`` in it).
+            repository: the app's ECR repository (the tools image and the serving image are in it).
+            tools_image_uri: the image the quantize, validate and evaluate steps run (tools_image.py builds it).
             serving_image_uri: the image the endpoint runs (the load test runs it).
+            serving_image_repository: that image's repository when it is not ``repository`` (a prebuilt
+                image in another account); the role pulls from it too.
             serving_instance_type: the primary variant's instance type (the load test runs on it).
             base_model_name / adapters / max_lora_rank: ``model.name``, ``model.adapters``, ``engine.max_lora_rank``.
             base_models_prefix / adapters_prefix: ``image.build``'s.
@@ -105,7 +110,7 @@ class ModelReleasePipeline(Construct):
             bucket_name=bucket.bucket_name,
             code_s3_uri=code.s3_object_url,
             code_zip_name=code.s3_object_key.rsplit("/", 1)[-1],
-            tools_image_uri=repository.repository_uri_for_tag(release.tools_image_tag),
+            tools_image_uri=tools_image_uri,
             serving_image_uri=serving_image_uri,
             serving_instance_type=serving_instance_type,
             base_model_name=base_model_name,
@@ -137,6 +142,8 @@ class ModelReleasePipeline(Construct):
             base_models_prefix=base_models_prefix,
             adapters_prefix=adapters_prefix,
         )
+        if serving_image_repository is not None and serving_image_repository is not repository:
+            serving_image_repository.grant_pull(self.role)  # the load test runs a prebuilt serving image
         policy = self.role.node.find_child("DefaultPolicy")
         for pipeline in self.pipelines.values():
             pipeline.node.add_dependency(policy)  # a first execution right after the deploy needs the permissions
@@ -227,9 +234,9 @@ class ModelReleasePipeline(Construct):
         # Converse is authorized as bedrock:InvokeModel. A cross-region inference profile (a "us."/"apac."
         # prefix) routes to the foundation model in any of its regions, so the model's ARN names no region.
         model = release.judge_model_id
-        foundation = model.split(".", 1)[1] if model.split(".", 1)[0] in ("us", "eu", "apac", "global") else model
+        foundation, profile = judge_foundation_model(model)
         judge_resources = [f"arn:{stack.partition}:bedrock:*::foundation-model/{foundation}"]
-        if foundation != model:
+        if profile:
             judge_resources.append(
                 stack.format_arn(service="bedrock", resource="inference-profile", resource_name=model)
             )

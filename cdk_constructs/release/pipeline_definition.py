@@ -47,6 +47,10 @@ VALIDATION_FILE: Final = "validation.json"
 ROLE_PLACEHOLDER: Final = "arn:aws:iam::000000000000:role/release-pipeline-role"
 """Written for the role while the SDK builds the steps, then replaced by the role's ARN: the SDK looks a role
 up in IAM unless its text holds a '/' (``Session.expand_role``), and a CDK token's text has none."""
+IMAGE_PYTHONPATH: Final = "/opt/app"
+"""The serving image's own ``PYTHONPATH`` (container/Dockerfile: ``serving_app``, ``serving_contract``). A job's
+environment replaces the image's, so each step's ``PYTHONPATH`` names it after the code zip: the load test's
+``--serve`` runs ``python -m serving_app serve`` from it (the tools image is built FROM the serving image)."""
 SERVING_PYTHON: Final = "/opt/venv/bin/python"
 """The serving image's interpreter (container/Dockerfile: ``/opt/venv``): the load test runs the server with it."""
 TOOLS_PYTHON: Final = "/opt/release-venv/bin/python"
@@ -166,9 +170,13 @@ class _Builder:
         return self.join("s3://", self.bucket, f"/{prefix}/", name, "/", version, "/")
 
     def report_uri(self, step: str) -> Any:
-        """Where a step's output goes: ``s3://<bucket>/release-reports/<pipeline execution id>/<step>/``."""
+        """Where a step's output goes: ``s3://<bucket>/release-reports/<pipeline execution id>/<step>``.
+
+        No trailing slash: a job uploads each file to ``<S3Uri>/<name>``, and the register step names the report
+        ``Join(on="/", [<S3Uri>, "evaluation.json"])``, as the SageMaker developer guide's model-metrics example
+        does; a trailing slash would make that key ``...//evaluation.json``, another object."""
         execution = self.sdk["execution_variables"].ExecutionVariables.PIPELINE_EXECUTION_ID
-        return self.join("s3://", self.bucket, "/release-reports/", execution, f"/{step}/")
+        return self.join("s3://", self.bucket, "/release-reports/", execution, f"/{step}")
 
     def input(self, name: str, uri: Any, local_path: Any) -> Any:
         shapes = self.sdk["shapes"]
@@ -214,7 +222,7 @@ class _Builder:
             env={
                 **(environment or {}),
                 # The asset is a zip holding runtime/: Python imports from it (zipimport).
-                "PYTHONPATH": f"{CODE_DIR}/{self.targets.code_zip_name}",
+                "PYTHONPATH": f"{CODE_DIR}/{self.targets.code_zip_name}:{IMAGE_PYTHONPATH}",
                 "PYTHONUNBUFFERED": "1",
             },
             sagemaker_session=self.sdk["session"],
@@ -395,7 +403,8 @@ class _Builder:
         else:
             name, version = self.targets.base_model_name, self.base_version
             artifact = self.model_uri()
-        statistics = self.join(evaluate.properties.ProcessingOutputConfig.Outputs["report"].S3Output.S3Uri, REPORT_FILE)
+        report_folder = evaluate.properties.ProcessingOutputConfig.Outputs["report"].S3Output.S3Uri
+        statistics = self.join(report_folder, REPORT_FILE, on="/")
         request = {
             "ModelPackageGroupName": self.targets.model_package_groups[self.kind],
             "ModelPackageDescription": self.join(name, " ", version, "/", sha256),

@@ -15,9 +15,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from app_config.capacity_timeline import Bounds
 from app_config.dated_events import DatedEventConfig
+from app_config.planning.weekly_plan import Bounds
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.nag import acknowledge, pseudo_placeholder
 
 RESOURCE_TYPE = "Custom::ScheduledCapacity"
@@ -53,7 +54,7 @@ class ScheduledCapacityKeeper(Construct):
             # construct's own child (CustomResourceHandlers).
             self,
             "Default",
-            handler_folder="scaling",
+            handler_dir=LAMBDAS_DIR / "scaling",
             on_event=Handler(
                 "Handler",
                 "on_event",
@@ -127,7 +128,7 @@ class ScheduledCapacityKeeper(Construct):
         Args:
             target: the variant's scalable target (its scheduled actions are part of it).
             resource_id: ``endpoint/<endpoint>/variant/<variant>``.
-            timeline: the week's bounds from ``capacity_timeline.effective_bounds``.
+            timeline: the week's bounds from ``weekly_plan.effective_bounds``.
             timezone: IANA name the scheduled actions fire in.
             hard_bounds: the target's template (min, max); a change re-registers the target,
                 so it must re-run the handler too.

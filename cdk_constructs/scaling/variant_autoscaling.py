@@ -8,8 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from constructs import Construct
 
-from app_config.dated_events import OneOffAction
-from app_config.dated_schedule import WeeklySegment
+from app_config.planning.dated_schedule import OneOffAction, WeeklySegment
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from cdk_constructs.scaling.sagemaker_scaling_role import sagemaker_scaling_role
 from serving_contract.metrics import Dimension, EngineMetric
@@ -86,7 +85,7 @@ class VariantAutoscaling(Construct):
             timezone: IANA name, e.g. ``Asia/Tokyo``.
             metrics_namespace: namespace of the container's EMF metrics.
             one_off: the dated events' one-time ``at(...)`` actions in ``timezone``
-                (``capacity_timeline.one_off_actions``, validated in config).
+                (``weekly_plan.one_off_actions``, validated in config).
         """
         super().__init__(scope, construct_id)
         service_linked_role = sagemaker_scaling_role(self)

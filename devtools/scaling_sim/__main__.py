@@ -10,7 +10,7 @@ Usage::
     python -m devtools.scaling_sim --dated-event spring-anime -c ...        # one dated event's week (dated.py)
 
 Config comes from ``cdk.json`` plus ``-c key=value`` through the same loader as
-``devtools.capacity_plan`` (and ``app.py``). Config and CSV errors print one line and exit 2.
+``devtools.weekly_plan`` (and ``app.py``). Config and CSV errors print one line and exit 2.
 """
 
 import argparse
@@ -21,13 +21,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app_config import AppConfig, ConfigError
-from app_config.capacity_timeline import Bounds, effective_bounds
 from app_config.compile_cache import instance_start_s
+from app_config.planning.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
+from app_config.planning.weekly_plan import Bounds, effective_bounds
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
 from app_config.variants import VariantKey
-from app_config.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from cli_support.argtypes import int_in, positive_float
-from devtools import capacity_plan
+from devtools import weekly_plan
 from devtools.scaling_sim import dated, engine, report, surge
 from devtools.scaling_sim import demand as demand_module
 from devtools.scaling_sim.fleet import ServiceModel
@@ -79,9 +79,9 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
     variant, scaling = chosen.serving, chosen.scaling
     if chosen not in config.variants():
         raise ConfigError([f"--variant {scenario.variant_key}: serving.canary.enabled is false"])
-    # One instance serves its capacity at the TTFT SLO (app_config/capacity.py: measured with
+    # One instance serves its capacity at the TTFT SLO (app_config/planning/throughput_at_slo.py: measured with
     # ops load, else projected from the GPU measurement at the workload's request shape).
-    capacity = config.capacity_of(variant.instance_type)
+    capacity = config.throughput_of(variant.instance_type)
     # A queued request's client gives up when the container answers 504 (container.request_timeout_s,
     # under SageMaker's 60 s InvokeEndpoint limit): nobody is still waiting after it (fleet.py).
     patience_s = scenario.patience_s or float(config.container.request_timeout_s)
@@ -161,14 +161,17 @@ def _routing_line(config: AppConfig) -> str:
         if prefix is not None
         else ""
     )
-    return f"routing: {routing} (capacity.routing; app_config/capacity.py picks the measured curve){detail}"
+    return (
+        f"routing: {routing} (capacity.routing; app_config/planning/throughput_at_slo.py picks the measured curve)"
+        f"{detail}"
+    )
 
 
 def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engine.MinuteRecord], list[tuple[str, int]]]:
     """Run ``scenario``; a weekly demand starts from the state its previous week left."""
     config = scenario.config
     inputs, lines, events = build_inputs(scenario)
-    price = capacity_plan.price_usd_per_hour(config, config.variant(scenario.variant_key).serving)
+    price = weekly_plan.price_usd_per_hour(config, config.variant(scenario.variant_key).serving)
     weekly = len(scenario.demand) == MINUTES_PER_WEEK
     records = engine.run(inputs, scenario.demand, warmup=weekly)
     summary = report.summarize(
@@ -250,14 +253,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="scaling-sim", description=__doc__.split("\n\n")[0])
     parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="context override")
     parser.add_argument("--compare", action="store_true", help="print baseline (no -c) vs the overrides")
-    parser.add_argument("--cdk-json", type=Path, default=capacity_plan.REPO / "cdk.json", help="cdk.json to read")
+    parser.add_argument("--cdk-json", type=Path, default=weekly_plan.REPO / "cdk.json", help="cdk.json to read")
     parser.add_argument("--variant", choices=("primary", "canary"), default="primary", help="variant to simulate")
     parser.add_argument("--demand-csv", type=Path, help="CSV with requests_per_minute (and optionally minute)")
     parser.add_argument("--demand-scale", type=positive_float, default=1.0, help="multiply the demand (default 1)")
     parser.add_argument(
         "--instance-rpm",
         type=positive_float,
-        help="requests/min per instance at the SLO (default: the config's capacity, app_config/capacity.py)",
+        help=(
+            "requests/min per instance at the SLO (default: the config's capacity, "
+            "app_config/planning/throughput_at_slo.py)"
+        ),
     )
     parser.add_argument(
         "--base-ttft-ms", type=positive_float, help="TTFT with no queue (default: the capacity's TTFT p50 at 1 request)"
@@ -322,7 +328,7 @@ def _surge_by_start(args: argparse.Namespace, config: AppConfig) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        config = capacity_plan.load(args.context, args.cdk_json)
+        config = weekly_plan.load(args.context, args.cdk_json)
         title = f"Scaling simulation of {config.endpoint_name} (stage {config.stage}), {config.scaling.timezone}"
         summary, records, events = simulate(with_surge(build_scenario(args, config), args), title)
         print(report.format_summary(summary))
@@ -332,8 +338,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print()
             print(_surge_by_start(args, config))
         if args.compare:
-            # The baseline keeps the stage: compare one override, not two stages (as capacity_plan).
-            baseline_config = capacity_plan.load([o for o in args.context if o.startswith("stage=")], args.cdk_json)
+            # The baseline keeps the stage: compare one override, not two stages (as weekly_plan).
+            baseline_config = weekly_plan.load([o for o in args.context if o.startswith("stage=")], args.cdk_json)
             baseline, _, _ = simulate(with_surge(build_scenario(args, baseline_config), args), "baseline")
             print()
             print(report.format_comparison(baseline, summary))

@@ -17,9 +17,9 @@ the state the previous week left (Monday 00:00 follows Sunday night), not from t
 
 from dataclasses import dataclass
 
-from app_config.capacity_timeline import Bounds
+from app_config.planning.weekly_cron import MINUTES_PER_WEEK
+from app_config.planning.weekly_plan import Bounds
 from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
-from app_config.weekly_cron import MINUTES_PER_WEEK
 from devtools.scaling_sim.fleet import Fleet, ServiceModel
 from devtools.scaling_sim.policies import Policy, StepScalingPolicy, TargetTrackingPolicy, decide
 
@@ -34,7 +34,7 @@ class SimInputs:
         service: per-instance concurrency, throughput and base TTFT.
         provision_min: minutes SageMaker takes to provision an instance.
         startup_min: minutes the container takes to pass its health check after that.
-        timeline: the scheduled bounds over the week (``app_config.capacity_timeline``).
+        timeline: the scheduled bounds over the week (``app_config.planning.weekly_plan``).
         target_tracking: the target-tracking policy, None = none.
         step_scaling: the step-scaling policies, None = none.
         ttft_slo_ms: minutes whose TTFT estimate exceeds this count as SLO misses.

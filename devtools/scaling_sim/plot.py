@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app_config.weekly_cron import DAY_NAMES
+from app_config.planning.weekly_cron import DAY_NAMES
 from devtools.scaling_sim.demand import MINUTES_PER_DAY
 from devtools.scaling_sim.engine import MinuteRecord
 

@@ -8,7 +8,7 @@ duration to ``scaling.hours_per_month``.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app_config.weekly_cron import DAY_NAMES, format_minute_of_week
+from app_config.planning.weekly_cron import DAY_NAMES, format_minute_of_week
 from devtools.scaling_sim.demand import MINUTES_PER_DAY
 from devtools.scaling_sim.engine import MinuteRecord
 

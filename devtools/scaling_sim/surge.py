@@ -11,8 +11,8 @@ ceiling in force can answer it. The shape reuses the weekly releases' ramp, hold
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app_config.planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from app_config.traffic import ReleaseDemandConfig, TrafficConfig
-from app_config.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from devtools.scaling_sim.demand import DEFAULT_TRAFFIC, release_factor
 from devtools.scaling_sim.engine import MinuteRecord
 

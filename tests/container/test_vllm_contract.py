@@ -19,7 +19,7 @@ from serving_app.vllm_args import EnginePaths, build_vllm_args
 from serving_contract import engine_settings as spec
 from serving_contract import env
 from tests.container.conftest import VLLM_PYTHON, contract_answer
-from tests.unit.test_container_lock import normalize, pins
+from tests.unit.image.test_container_lock import normalize, pins
 
 pytestmark = [
     pytest.mark.vllm_contract,

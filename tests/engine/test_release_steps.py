@@ -1,13 +1,17 @@
 """The release pipeline's load-test and evaluate steps against the container in front of the real CPU engine.
 
-The load-test script runs as the pipeline's LoadTest step does after its server is up (``--url``: the shared
-gateway), then the evaluate step scores its answers, with the judge a Stubber'd bedrock-runtime client: an
-eval report and a gate verdict from answers the real engine gave (a random-weight model: BLEU fails).
+The load-test script runs against the shared gateway (``--url``), then the evaluate step scores its answers,
+with the judge a Stubber'd bedrock-runtime client: an eval report and a gate verdict from answers the real
+engine gave (a random-weight model: BLEU fails). Then the script runs as the pipeline's LoadTest step does
+(``--serve``): it starts the container's server itself, on the shared gateway's tiny model.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import zipfile
 from pathlib import Path
 
 import boto3
@@ -16,7 +20,8 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from cdk_constructs.release.runtime import evaluate, load_test
-from tests.engine.real_engine import ADAPTERS, BASE_MODEL, RealGateway
+from local_gateway import free_port
+from tests.engine.real_engine import ADAPTERS, BASE_MODEL, ENGINE_ENV, REPO, SHIM, VLLM_PYTHON, RealGateway
 
 pytestmark = pytest.mark.real_engine
 
@@ -86,3 +91,50 @@ def test_every_answer_of_the_real_engine_names_its_versions(shared_gateway: Real
     assert answer.headers["x-amzn-sagemaker-custom-attributes"] == (
         f"base_model={BASE_MODEL}/unknown;adapter={ADAPTERS[1]}/unknown"
     )
+
+
+RUNTIME = REPO / "cdk_constructs" / "release" / "runtime"
+RELEASED_BASE_NAME = "llama-3-8b-instruct-awq"
+"""model.name's default: the LoadTest step's --base-name, not the container's default served name (``base``)."""
+LOAD_TEST_BOUND_S = 900
+"""A bound on the step (engine start ~80-110 s on 2 shared cores, then 8 requests and 3 rows), not a target."""
+
+
+def _code_zip(dest: Path) -> Path:
+    """The runtime code asset as the pipeline ships it: a zip holding ``runtime/*.py``, links followed."""
+    with zipfile.ZipFile(dest, "w") as archive:
+        for path in sorted(RUNTIME.glob("*.py")):
+            archive.writestr(f"runtime/{path.name}", path.read_bytes())
+    return dest
+
+
+def test_the_load_test_step_serves_the_release_itself_and_every_adapter_answers(
+    shared_gateway: RealGateway, tmp_path: Path
+) -> None:
+    # As in the Processing job: the serving image's interpreter, the job's PYTHONPATH (the code zip, then the
+    # image's own, /opt/app: here container/ and the repo root, plus the CPU engine's test shim), the
+    # release's model folders, and the engine settings with no served name (the step's --base-name sets it).
+    image_path = [str(REPO / "container"), str(REPO), str(SHIM)]
+    environ = {k: v for k, v in os.environ.items() if k not in ("LORA_ADAPTERS", "ENGINE_SERVED_MODEL_NAME")}
+    environ |= {k: v for k, v in ENGINE_ENV.items() if k != "LORA_ADAPTERS"}
+    environ |= {"PYTHONPATH": os.pathsep.join([str(_code_zip(tmp_path / "code.zip")), *image_path])}
+    eval_set = tmp_path / "eval.jsonl"
+    eval_set.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
+    model, answers, port = shared_gateway.model_root, tmp_path / "load-test", free_port()
+    argv = [
+        str(VLLM_PYTHON), "-m", "runtime.load_test", "--serve", "--url", f"http://127.0.0.1:{port}",
+        "--engine-port", str(free_port()), "--model-dir", str(model / "base"), "--adapter-dir", str(model / "adapters"),
+        "--base-name", RELEASED_BASE_NAME, "--adapters", ",".join(ADAPTERS), "--requests-per-model", "2",
+        "--max-tokens", "8", "--startup-timeout-s", "600", "--eval-set", str(eval_set), "--answers-dir", str(answers),
+    ]  # fmt: skip
+    result = subprocess.run(argv, env=environ, capture_output=True, text=True, timeout=LOAD_TEST_BOUND_S, check=False)
+    assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-3000:]
+    assert result.stdout.splitlines()[-1].startswith("load test: PASS, 8/8 answered in ")
+    report = json.loads((answers / load_test.REPORT_FILE).read_text())
+    assert report["passed"] is True and report["requests"] == 2 * (1 + len(ADAPTERS)) and report["failures"] == []
+    lines = [json.loads(line) for line in (answers / load_test.ANSWERS_FILE).read_text().splitlines()]
+    assert [line["id"] for line in lines] == ["f1", "s1", "g1"]
+    assert all(line["output"] for line in lines)  # the base row under its released name, the others via adapters
+    # The step stopped its server: nothing answers on its port any more.
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/ping", timeout=5)

@@ -1,11 +1,16 @@
 """serving.compile_cache: a cache-making job per model, and each model reading its cache (issue 25)."""
 
+import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import boto3
 from aws_cdk.assertions import Match
 
-from cdk_constructs.compile_cache.compile_cache import JOB_NAME_PREFIX_MAX, job_name_prefix
+from cdk_constructs.compile_cache.compile_cache import RUNTIME, job_name_prefix
 from serving_contract import compile_cache as contract
 from tests.metric_refs import resources
 from tests.synth_helpers import REPO, Synth, synthesize
@@ -102,17 +107,79 @@ def test_with_the_cache_off_models_start_cold_and_nothing_is_made(tmp_path: Path
         assert contract.COMPILE_CACHE_DIR not in container["Environment"]
 
 
-def test_the_handler_asset_carries_the_contract_itself_not_a_link(default_synth: Synth) -> None:
-    """lambdas/compile_cache/compile_cache_contract.py links to serving_contract/compile_cache.py;
-    the staged asset must hold the file (a dangling link would fail the handler's import)."""
-    source = (REPO / "serving_contract" / "compile_cache.py").read_text()
-    staged = [p for p in default_synth.outdir.glob("asset.*/compile_cache_contract.py")]
-    assert staged and all(not p.is_symlink() and p.read_text() == source for p in staged)
+def _handler_asset(synth: Synth) -> Path:
+    """The staged folder of the compile-cache handlers' code (both functions share one asset)."""
+    functions = resources(synth.template_json("Serving"), "AWS::Lambda::Function")
+    keys = {
+        function["Properties"]["Code"]["S3Key"]
+        for lid, function in functions.items()
+        if lid.startswith("CompileCacheHandlers") and function["Properties"]["Handler"].startswith("index.")
+    }
+    (key,) = keys  # <asset hash>.zip, staged as asset.<asset hash>/
+    return synth.outdir / f"asset.{key.removesuffix('.zip')}"
+
+
+def test_the_handler_asset_is_its_runtime_folder_and_the_contract(default_synth: Synth) -> None:
+    """Exactly the handler's folder and the one contract module it imports, as files (no link)."""
+    asset = _handler_asset(default_synth)
+    staged = {str(p.relative_to(asset)): p for p in asset.rglob("*") if p.is_file() or p.is_symlink()}
+    sources = {
+        "__init__.py": RUNTIME / "__init__.py",
+        "index.py": RUNTIME / "index.py",
+        "serving_contract/compile_cache.py": REPO / "serving_contract" / "compile_cache.py",
+    }
+    assert sorted(staged) == sorted(sources)
+    for name, source in sources.items():
+        assert not staged[name].is_symlink() and staged[name].read_bytes() == source.read_bytes(), name
+
+
+LAMBDA_RUNTIME_PACKAGES = {"boto3", "botocore"}
+"""What the Lambda Python runtime bundles besides the standard library (AWS Lambda developer guide,
+"Building Lambda functions with Python": the runtime includes the AWS SDK for Python)."""
+
+
+def test_the_handler_asset_imports_on_its_own(default_synth: Synth) -> None:
+    """As the Lambda runtime does: the asset's root first on the path, then the standard library and
+    the SDK's folder, without site's path hooks (the repo's editable install would find the repo's
+    packages); the contract then comes from the asset."""
+    asset = _handler_asset(default_synth)
+    sdk_folder = Path(boto3.__file__).parents[1]
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); sys.path.append(sys.argv[2]); "
+        "import index; print(index.contract.__file__)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script, str(asset), str(sdk_folder)],
+        cwd=asset,
+        env={"AWS_DEFAULT_REGION": "ap-northeast-1", "PATH": os.environ.get("PATH", "")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()) == asset / "serving_contract" / "compile_cache.py"
+
+
+def test_the_handler_asset_imports_only_what_the_lambda_runtime_has(default_synth: Synth) -> None:
+    """The SDK folder above also holds aws-cdk and pydantic: the asset's imports are checked by name."""
+    asset = _handler_asset(default_synth)
+    modules = sorted(asset.rglob("*.py"))
+    assert len(modules) == 3  # not an empty glob
+    bundled = {path.name.removesuffix(".py") for path in asset.iterdir()}
+    for path in modules:
+        roots = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                roots |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                roots.add(node.module.split(".")[0])
+        outside = roots - set(sys.stdlib_module_names) - {"__future__"} - LAMBDA_RUNTIME_PACKAGES - bundled
+        assert not outside, f"{path.relative_to(asset)} imports {sorted(outside)}"
 
 
 def test_job_name_prefixes_fit_processing_job_names_and_stay_unique() -> None:
     long_endpoint = "a" * 40 + "-vllm-prod"
     first, second = job_name_prefix(long_endpoint, "primary"), job_name_prefix(long_endpoint, "canary")
-    assert len(first) <= JOB_NAME_PREFIX_MAX and len(second) <= JOB_NAME_PREFIX_MAX
+    assert len(first) <= contract.JOB_NAME_PREFIX_MAX and len(second) <= contract.JOB_NAME_PREFIX_MAX
     assert first != second
     assert job_name_prefix("mangaassist-vllm-prod", "primary") == "mangaassist-vllm-prod-primary"

@@ -5,7 +5,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from cdk_constructs.common.custom_resource_handlers import HANDLER_RUNTIME
+from cdk_constructs.common.handler_code import HANDLER_RUNTIME
 from cdk_constructs.image import image_inputs
 from cdk_constructs.image.image_build import CUSTOM_RESOURCE_MAX_TIMEOUT_S, HANDLER_TIMEOUT_S
 from serving_contract import env, outputs

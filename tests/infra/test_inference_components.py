@@ -171,7 +171,7 @@ def test_copies_scale_on_concurrency_per_copy_and_never_to_zero_in_prod(componen
                     "PredefinedMetricType": "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
                 },
                 # One engine's concurrency at the TTFT SLOs, the figure variants mode sizes from (issue 40 item 1).
-                "TargetValue": components_synth.config.capacity_of(
+                "TargetValue": components_synth.config.throughput_of(
                     components_synth.config.serving.primary.instance_type
                 ).concurrency,
             },

@@ -1,11 +1,20 @@
 """The ModelRelease stack: its pipelines' definitions step by step, the model package groups, the role."""
 
 import json
+import re
 from typing import Any
 
+import botocore.session
+import botocore.validate
+import pytest
+import regex  # sacrebleu's dependency (pyproject.toml): the \p{L} classes of the API's patterns
 from aws_cdk.assertions import Match
 
-from serving_contract import outputs
+from cdk_constructs.release.pipeline_definition import IMAGE_PYTHONPATH
+from cdk_constructs.release.runtime import load_test as load_test_step
+from cdk_constructs.release.tools_image import tools_image_tag
+from serving_contract import env, outputs
+from stacks.image_build_stack import REPO_ROOT
 from tests.synth_helpers import Synth
 
 UNIT = "ModelRelease"
@@ -119,6 +128,17 @@ def test_the_load_test_runs_the_serving_image_on_the_serving_instance_type(defau
     assert args[args.index("--only-adapter") + 1] == "{AdapterName}"
     # The engine serves as the endpoint does: the same engine settings.
     assert load_test["Environment"]["ENGINE_MAX_MODEL_LEN"] == str(default_synth.config.engine.max_model_len)
+    # A job's environment replaces the image's: PYTHONPATH keeps the image's own after the code zip, so --serve
+    # finds serving_app (tests/engine/test_release_steps.py runs the step that way).
+    code, image_path = load_test["Environment"]["PYTHONPATH"].split(":")
+    assert code.startswith("/opt/ml/processing/input/code/") and code.endswith(".zip")
+    assert image_path == IMAGE_PYTHONPATH
+    assert f"PYTHONPATH={IMAGE_PYTHONPATH}" in (REPO_ROOT / "container" / "Dockerfile").read_text()
+    # The step serves the base under --base-name and the adapters it names: the container's variables.
+    assert (load_test_step.SERVED_MODEL_NAME_ENV, load_test_step.ADAPTERS_ENV) == (
+        env.ENGINE_SERVED_MODEL_NAME,
+        env.LORA_ADAPTERS,
+    )
 
 
 def test_evaluate_scores_the_load_tests_answers_against_the_configured_gates(default_synth: Synth) -> None:
@@ -154,7 +174,7 @@ def test_the_gates_register_a_passing_version_or_fail_with_the_reports_summary(d
         "{AdapterVersion}/{Steps.Validate.PropertyFiles.Validation:artifact_sha256}"
     )
     assert _join(args["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"]) == (
-        "{Steps.Evaluate.ProcessingOutputConfig.Outputs['report'].S3Output.S3Uri}evaluation.json"
+        "{Steps.Evaluate.ProcessingOutputConfig.Outputs['report'].S3Output.S3Uri}/evaluation.json"
     )
 
 
@@ -184,3 +204,156 @@ def test_the_role_runs_only_pipeline_jobs_and_invokes_only_the_judge(default_syn
             }
         },
     )
+
+
+def _tools_build(synth: Synth) -> tuple[Any, Any]:
+    """The tools image's custom resource and its CodeBuild project's buildspec."""
+    (image,) = synth.template(UNIT).find_resources("Custom::ReleaseToolsImage").values()
+    (project,) = synth.template(UNIT).find_resources("AWS::CodeBuild::Project").values()
+    return image, json.loads(_text(project["Properties"]["Source"]["BuildSpec"]))
+
+
+def _text(value: Any) -> str:
+    """A template string with each intrinsic (``Fn::Join`` part) written ``{cfn}``."""
+    if isinstance(value, str):
+        return value
+    return "".join(part if isinstance(part, str) else "{cfn}" for part in value["Fn::Join"][1])
+
+
+def test_the_stack_builds_the_tools_image_from_the_serving_image_and_the_steps_run_it(default_synth: Synth) -> None:
+    image, spec = _tools_build(default_synth)
+    tag = image["Properties"]["ImageTag"]
+    assert tag.startswith("release-tools-") and len(tag) == len("release-tools-") + 64
+    assert json.loads(image["Properties"]["ArtifactPins"]) == {}  # the serving image holds the weights
+    (docker_build,) = [c for c in spec["phases"]["build"]["commands"] if c.startswith("docker build")]
+    serving_tag = default_synth.stacks.image_build.image_tags["primary"]  # type: ignore[union-attr]
+    assert docker_build.startswith("docker build -f Dockerfile --build-arg SERVING_IMAGE={cfn}")
+    assert f":{serving_tag} --build-arg LLMCOMPRESSOR_VERSION=0.14.0.1 " in docker_build
+    assert not any("model_artifacts fetch" in c for c in spec["phases"]["pre_build"]["commands"])
+    # Every step but the load test runs it: the pipelines' ToolsImageUri defaults to its tag, once it is pushed.
+    pipelines = default_synth.template(UNIT).find_resources("AWS::SageMaker::Pipeline")
+    for logical_id, pipeline in pipelines.items():
+        kind = "base_model" if logical_id.startswith("ModelReleaseBaseModel") else "adapter"
+        (tools,) = [p for p in _definition(default_synth, kind)["Parameters"] if p["Name"] == "ToolsImageUri"]
+        assert tools["DefaultValue"].endswith(f":{tag}")
+        assert any(d.startswith("ToolsImageBuildToolsImage") for d in pipeline["DependsOn"])
+    manifest = json.loads((default_synth.outdir / "manifest.json").read_text())
+    release = manifest["artifacts"][default_synth.config.stack_name("ModelRelease")]
+    assert default_synth.config.stack_name("ImageBuild") in release["dependencies"]
+
+
+def test_the_tools_image_pulls_a_prebuilt_serving_image_from_its_own_registry(prebuilt_uri_synth: Synth) -> None:
+    _, spec = _tools_build(prebuilt_uri_synth)
+    uri = prebuilt_uri_synth.config.image.primary.uri
+    assert uri is not None
+    (docker_build,) = [c for c in spec["phases"]["build"]["commands"] if c.startswith("docker build")]
+    assert f"--build-arg SERVING_IMAGE={uri} " in docker_build
+    assert (
+        "aws ecr get-login-password --region us-east-1 | docker login --username AWS --password-stdin "
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+    ) in spec["phases"]["pre_build"]["commands"]
+    policies = prebuilt_uri_synth.template(UNIT).find_resources("AWS::IAM::Policy")
+    pulls = [
+        s
+        for p in policies.values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "ecr:BatchGetImage" in s["Action"] and "repository/ci/serving" in json.dumps(s["Resource"])
+    ]
+    assert len(pulls) == 2  # the tools build pulls it, and the pipeline role runs it in the load test
+
+
+def test_the_tools_image_tag_follows_every_input() -> None:
+    tag = tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
+    assert tag == tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
+    assert tag != tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-2"})
+    assert tag != tools_image_tag(dockerfile_sha256="b" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
+
+
+SAMPLE_RUN = {
+    "Parameters.ArtifactsBucket": "mangaassist-prod-modelartifacts",
+    "Parameters.AdapterName": "manga_domain_v3",
+    "Parameters.AdapterVersion": "v4",
+    "Parameters.BaseModelVersion": "v1",
+    "Parameters.ServingImageUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/mangaassist:build-" + "a" * 64,
+    "Execution.PipelineExecutionId": "k3xe7ncbb1de",
+}
+"""Values one run gives the pipeline variables that the register step's request names."""
+
+
+def _resolved(value: Any, steps: dict[str, dict[str, Any]]) -> Any:
+    """``value`` as the service resolves it for one run (SAMPLE_RUN): Std:Join joined, a step's output property
+    that step's own S3Uri, Std:JsonGet of the digest a sha256."""
+    if isinstance(value, list):
+        return [_resolved(v, steps) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "Get" in value:
+        name = value["Get"]
+        if name in SAMPLE_RUN:
+            return SAMPLE_RUN[name]
+        step, _, rest = name.removeprefix("Steps.").partition(".")
+        assert rest == "ProcessingOutputConfig.Outputs['report'].S3Output.S3Uri", name
+        (output,) = [
+            o for o in steps[step]["Arguments"]["ProcessingOutputConfig"]["Outputs"] if o["OutputName"] == "report"
+        ]
+        return _resolved(output["S3Output"]["S3Uri"], steps)
+    if "Std:Join" in value:
+        return value["Std:Join"]["On"].join(_resolved(v, steps) for v in value["Std:Join"]["Values"])
+    if "Std:JsonGet" in value:
+        assert value["Std:JsonGet"]["Path"] == "artifact_sha256", value
+        return "e" * 64
+    return {k: _resolved(v, steps) for k, v in value.items()}
+
+
+def _shape_problems(value: Any, shape: Any, path: str) -> list[str]:
+    """What botocore's validator leaves out: each string's pattern and maximum length, and enums."""
+    if shape.type_name == "structure":
+        return [p for k, v in value.items() for p in _shape_problems(v, shape.members[k], f"{path}.{k}")]
+    if shape.type_name == "list":
+        return [p for i, v in enumerate(value) for p in _shape_problems(v, shape.member, f"{path}[{i}]")]
+    if shape.type_name == "map":
+        return [
+            p
+            for k, v in value.items()
+            for p in _shape_problems(k, shape.key, f"{path} key") + _shape_problems(v, shape.value, f"{path}.{k}")
+        ]
+    problems = []
+    if shape.enum and value not in shape.enum:
+        problems.append(f"{path} = {value!r} is not one of {shape.enum}")
+    if shape.type_name == "string":
+        # The API's Java patterns: \p{L} classes (the regex module has them), some with a "${1,N}" length suffix.
+        pattern = re.sub(r"\$\{\d+,\d+\}$", "", shape.metadata.get("pattern", ".*"))
+        if not regex.fullmatch(pattern, value):
+            problems.append(f"{path} = {value!r} does not match {pattern!r}")
+        if len(value) > shape.metadata.get("max", len(value)):
+            problems.append(f"{path} is longer than {shape.metadata['max']}")
+    return problems
+
+
+@pytest.mark.parametrize("kind", ["adapter", "base_model"])
+def test_the_register_steps_request_is_a_create_model_package_request_the_api_accepts(
+    default_synth: Synth, kind: str
+) -> None:
+    # The RegisterModel step's arguments are a CreateModelPackage request (as the SDK's own ModelStep writes
+    # them); botocore's service model is the API's shape, lengths, enums and patterns.
+    steps = _steps(_definition(default_synth, kind))
+    request = _resolved(steps["Register"]["Arguments"], steps)
+    shape = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateModelPackage")
+    report = botocore.validate.ParamValidator().validate(request, shape.input_shape)
+    assert not report.has_errors(), report.generate_report()
+    assert _shape_problems(request, shape.input_shape, "CreateModelPackage") == []
+    # The statistics object is the evaluate step's report, where its job uploads it (<S3Uri>/<file>).
+    statistics = request["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"]
+    assert statistics == "s3://mangaassist-prod-modelartifacts/release-reports/k3xe7ncbb1de/evaluate/evaluation.json"
+    # An uncompressed S3Prefix model source must end with '/' (S3ModelDataSource).
+    (container,) = request["InferenceSpecification"]["Containers"]
+    assert container["ModelDataSource"]["S3DataSource"]["S3Uri"].endswith("/")
+
+
+def test_the_shape_check_does_fail_on_a_request_the_api_refuses(default_synth: Synth) -> None:
+    steps = _steps(_definition(default_synth, "adapter"))
+    request = _resolved(steps["Register"]["Arguments"], steps)
+    request["CustomerMetadataProperties"]["pin"] = "v4 | " + "e" * 64  # '|' is outside the value pattern
+    shape = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateModelPackage")
+    (problem,) = _shape_problems(request, shape.input_shape, "CreateModelPackage")
+    assert problem.startswith("CreateModelPackage.CustomerMetadataProperties.pin = 'v4 | eee")

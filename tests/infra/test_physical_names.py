@@ -1,7 +1,7 @@
 """Every physical name the stacks set fits its AWS limit at the longest config allows (issue 20).
 
 Names that can overflow (the endpoint, inference components) are refused when the config loads,
-in one line naming the key (tests/unit/test_deploy_config.py); this proves the rest cannot: synthesized
+in one line naming the key (tests/unit/config/test_deploy_config.py); this proves the rest cannot: synthesized
 with the longest project name and endpoint name the config accepts, each name is within its limit.
 """
 

@@ -8,8 +8,8 @@ import pytest
 from aws_cdk.assertions import Match
 
 from app_config import AppConfig, dated_events
-from app_config.capacity_timeline import effective_bounds
-from devtools import capacity_plan
+from app_config.planning.weekly_plan import effective_bounds
+from devtools import weekly_plan
 from devtools.fleet_notes import fleet_replacement_notes
 from serving_contract import alarms
 from serving_contract.metrics import EngineMetric
@@ -74,14 +74,15 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
 def test_target_tracking_holds_the_capacity_at_the_slo_and_waits_out_a_launch(
     default_synth: Synth,
 ) -> None:
-    capacity = AppConfig().capacity_of("ml.g5.xlarge")
+    capacity = AppConfig().throughput_of("ml.g5.xlarge")
     for variant in ("primary", "canary"):
         (policy,) = _policies(default_synth, f"endpoint/{ENDPOINT}/variant/{variant}", "TargetTrackingScaling")
         assert policy["TargetTrackingScalingPolicyConfiguration"] == {
             "PredefinedMetricSpecification": {
                 "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
             },
-            # The g5's concurrency at the TTFT SLO (app_config/capacity.py), not what the KV cache fits.
+            # The g5's concurrency at the TTFT SLO (app_config/planning/throughput_at_slo.py), not what the KV
+            # cache fits.
             "TargetValue": capacity.concurrency,
             # A new g5 serves ~11 min after a scale-out (LAUNCH_TIME_S): no compounding meanwhile.
             "ScaleOutCooldown": 660,
@@ -134,7 +135,7 @@ def test_queue_depth_alarms_drive_the_step_policies(default_synth: Synth) -> Non
             "MetricName": EngineMetric.RUNNING_REQUESTS.value,
             "Statistic": "Average",
             # A quarter of the concurrency target the variant tracks (issue 37 item 3).
-            "Threshold": default_synth.config.scaling.primary.target_tracking.target_value / 4,
+            "Threshold": default_synth.config.plan.scaling.primary.target_tracking.target_value / 4,
             "EvaluationPeriods": 5,
             "Period": 60,
             "ComparisonOperator": "LessThanThreshold",
@@ -159,8 +160,8 @@ def test_queue_depth_alarms_drive_the_step_policies(default_synth: Synth) -> Non
 def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_synth: Synth) -> None:
     target = _targets(default_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
-    # The floors are the config's (make plan's, tests/unit/test_scaling_config.py); the times the seeds'.
-    floor = {a.name: a.min_capacity for a in default_synth.config.scaling.primary.resolved_schedule}
+    # The floors are the config's (make plan's, tests/unit/config/test_scaling_config.py); the times the seeds'.
+    floor = {a.name: a.min_capacity for a in default_synth.config.plan.scaling.primary.resolved_schedule}
     expected = {
         # Every ceiling is serving.primary.max_capacity (issue 21, finding 3): an unforeseen surge at
         # night can still scale to 20.
@@ -244,10 +245,10 @@ def test_one_scaling_override_reaches_the_template_and_the_plan(
     assert schedules["shonen-jump-prescale"] == "cron(0 15 ? * MON *)"
     assert schedules["friday-release-prescale"] == "cron(0 15 ? * FRI *)"
 
-    baseline = capacity_plan.plan(capacity_plan.load([]))[0]
-    changed = capacity_plan.plan(capacity_plan.load([f"{key}={value}"]))[0]
+    baseline = weekly_plan.plan(weekly_plan.load([]))[0]
+    changed = weekly_plan.plan(weekly_plan.load([f"{key}={value}"]))[0]
     # One more hour at each event's floor instead of business hours', on MON, WED and FRI.
-    floor = {a.name: a.min_capacity for a in default_synth.config.scaling.primary.resolved_schedule}
+    floor = {a.name: a.min_capacity for a in default_synth.config.plan.scaling.primary.resolved_schedule}
     releases = ("shonen-jump-prescale", "shonen-magazine-prescale", "friday-release-prescale")
     extra = sum(floor[name] - floor["business-hours"] for name in releases)
     assert extra > 0
@@ -308,7 +309,7 @@ def test_a_deploy_re_registers_the_scheduled_bounds_after_the_target(
     assert props["Timezone"] == "Asia/Tokyo"
     assert props["HardBounds"] == [2, 20]
     config = default_synth.config
-    timeline = effective_bounds(config.scaling.primary.resolved_schedule, 2, 20)
+    timeline = effective_bounds(config.plan.scaling.primary.resolved_schedule, 2, 20)
     assert props["Timeline"] == [
         {"Start": b.start, "MinCapacity": b.min_capacity, "MaxCapacity": b.max_capacity, "SetBy": b.set_by}
         for b in timeline
@@ -342,7 +343,7 @@ def test_a_dated_event_becomes_one_off_scheduled_actions_in_the_timezone(
     synth = synthesize(
         tmp_path_factory.mktemp("cdk-out-dated-event"), {"scaling.primary.dated_events": json.dumps([event])}
     )
-    floor = synth.config.scaling.primary.dated_events[0].min_capacity
+    floor = synth.config.plan.scaling.primary.dated_events[0].min_capacity
     target = _targets(synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
     assert actions["spring-anime-lift"] == {

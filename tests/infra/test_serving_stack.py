@@ -25,7 +25,7 @@ def test_endpoint_config_has_primary_and_canary_from_the_config(default_synth: S
     config = default_synth.config
     variants = {v["VariantName"]: v for v in _variants(default_synth)}
     assert set(variants) == {"primary", "canary"}
-    # The fleet make plan recommends (tests/unit/test_default_fleet.py); the counts and weights are the seeds'.
+    # The fleet make plan recommends (tests/unit/planning/test_default_fleet.py); the counts and weights are the seeds'.
     assert variants["primary"]["InstanceType"] == config.serving.primary.instance_type
     assert variants["canary"]["InstanceType"] == config.serving.canary.instance_type
     assert variants["primary"]["InitialInstanceCount"] == 4
@@ -56,7 +56,7 @@ def test_least_outstanding_routing_synthesizes_the_strategy_alone(tmp_path: Path
 
 
 def test_prefix_aware_routing_synthesizes_both_derived_fields(tmp_path: Path) -> None:
-    # The derivation (tests/unit/test_prefix_routing.py): PrefixLength = 64 bytes of JSON + (600 system +
+    # The derivation (tests/unit/planning/test_prefix_routing.py): PrefixLength = 64 bytes of JSON + (600 system +
     # 64 conversation tokens) x 4 bytes; ConcurrencyThreshold = the instance's concurrency at the SLO,
     # here measured on the seeds' fleet.
     measured = '{"ml.g5.xlarge": {"concurrency": 6, "requests_per_minute": 150, "ttft_p50_ms": 90}}'

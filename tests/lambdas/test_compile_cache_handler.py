@@ -3,40 +3,22 @@ against the real SageMaker and S3 models): a job started once per key, reused, a
 and a manifest that always lets the model start."""
 
 import hashlib
-import importlib
-import io
 import json
-import os
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
-from unittest import mock
 
 import pytest
-from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
 from serving_contract import compile_cache as contract
+from tests.botocore_helpers import streaming_body
 
 BUCKET = "mangaassist-prod-artifacts"
 PREFIX = "mangaassist-prod-cc-primary"
 IMAGE = "123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/mangaassist:abc123"
+HANDLER_MODULE = "cdk_constructs.compile_cache.runtime.index"
+STUBBED_CLIENTS = ("SAGEMAKER", "S3")
 ENVIRONMENT = {"ENGINE_MAX_MODEL_LEN": "4096", "LORA_ADAPTERS": "a,b,c", "VARIANT_NAME": "primary"}
-
-
-@pytest.fixture(scope="module")
-def handler() -> Iterator[ModuleType]:
-    env = {"AWS_DEFAULT_REGION": "ap-northeast-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
-    with mock.patch.dict(os.environ, env):
-        yield importlib.import_module("lambdas.compile_cache.index")
-
-
-@pytest.fixture
-def stubs(handler: ModuleType) -> Iterator[tuple[Stubber, Stubber]]:
-    with Stubber(handler.SAGEMAKER) as sagemaker, Stubber(handler.S3) as s3:
-        yield sagemaker, s3
-        sagemaker.assert_no_pending_responses()
-        s3.assert_no_pending_responses()
 
 
 def _props(**overrides: Any) -> dict[str, Any]:
@@ -91,7 +73,7 @@ def _manifest(s3: Stubber, manifest: contract.Manifest | None) -> None:
     body = manifest.to_json().encode()
     s3.add_response(
         "get_object",
-        {"Body": StreamingBody(io.BytesIO(body), len(body))},
+        {"Body": streaming_body(body)},
         {"Bucket": BUCKET, "Key": MANIFEST_KEY},
     )
 

@@ -5,18 +5,13 @@ fails on any call without a queued response, so "no second build" is asserted by
 not queueing a StartBuild.
 """
 
-import importlib.util
 import json
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 from botocore.stub import ANY, Stubber
 
-HANDLER = Path(__file__).resolve().parents[2] / "lambdas" / "image" / "index.py"
 PROJECT = "ImageBuildProject-abc123"
 REPOSITORY = "mangaassist-serving"
 REPOSITORY_URI = f"123456789012.dkr.ecr.ap-northeast-1.amazonaws.com/{REPOSITORY}"
@@ -31,34 +26,9 @@ BASE_IMAGES = {
 }
 
 
-@pytest.fixture(scope="module")
-def index() -> ModuleType:
-    """The handler module, imported the way Lambda does: environment set, region known."""
-    env = {
-        "PROJECT_NAME": PROJECT,
-        "REPOSITORY_NAME": REPOSITORY,
-        "REPOSITORY_URI": REPOSITORY_URI,
-        "AWS_DEFAULT_REGION": "ap-northeast-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-    }
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in env.items():
-            patch.setenv(key, value)
-        spec = importlib.util.spec_from_file_location("image_build_index", HANDLER)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["image_build_index"] = module
-        spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture
-def stubs(index: ModuleType) -> Iterator[tuple[Stubber, Stubber]]:
-    with Stubber(index.CODEBUILD) as codebuild, Stubber(index.ECR) as ecr:
-        yield codebuild, ecr
-        codebuild.assert_no_pending_responses()
-        ecr.assert_no_pending_responses()
+HANDLER_MODULE = "lambdas.image.index"
+STUBBED_CLIENTS = ("CODEBUILD", "ECR")
+HANDLER_ENVIRONMENT = {"PROJECT_NAME": PROJECT, "REPOSITORY_NAME": REPOSITORY, "REPOSITORY_URI": REPOSITORY_URI}
 
 
 def _create_event(request: str = "Create", request_id: str = "req-1") -> dict[str, Any]:
@@ -110,7 +80,7 @@ def _no_builds(codebuild: Stubber) -> None:
     codebuild.add_response("list_builds_for_project", {}, {"projectName": PROJECT, "sortOrder": "DESCENDING"})
 
 
-def test_create_starts_a_build_when_the_tag_is_new(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+def test_create_starts_a_build_when_the_tag_is_new(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     codebuild, ecr = stubs
     _image_missing(ecr)
     _no_builds(codebuild)
@@ -129,21 +99,21 @@ def test_create_starts_a_build_when_the_tag_is_new(index: ModuleType, stubs: tup
             "idempotencyToken": ANY,
         },
     )
-    result = index.on_event(_create_event())
+    result = handler.on_event(_create_event())
     assert result == {"PhysicalResourceId": TAG, "Data": {"BuildId": BUILD_ID}}
 
 
-def test_unchanged_inputs_never_rebuild(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+def test_unchanged_inputs_never_rebuild(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     # The tag is in ECR already (e.g. a stack re-created with the same inputs): no build at all.
     _, ecr = stubs
     _image_present(ecr)
-    result = index.on_event(_create_event("Update"))
+    result = handler.on_event(_create_event("Update"))
     assert result["PhysicalResourceId"] == TAG
     assert result["Data"] == {"BuildId": "", "ImageUri": f"{REPOSITORY_URI}@{DIGEST}", "ImageDigest": DIGEST}
-    assert index.is_complete({**_create_event("Update"), **result}) == {"IsComplete": True, "Data": result["Data"]}
+    assert handler.is_complete({**_create_event("Update"), **result}) == {"IsComplete": True, "Data": result["Data"]}
 
 
-def test_retry_after_a_timeout_adopts_the_running_build(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+def test_retry_after_a_timeout_adopts_the_running_build(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     # A deploy timed out and rolled back; the next deploy asks for the same tag while the first
     # build is still running. No StartBuild is queued: the Stubber would fail on one.
     codebuild, ecr = stubs
@@ -157,11 +127,11 @@ def test_retry_after_a_timeout_adopts_the_running_build(index: ModuleType, stubs
         {"builds": [{**_build("IN_PROGRESS", tag="build-" + "ee" * 32), "id": other}, _build("IN_PROGRESS")]},
         {"ids": [other, BUILD_ID]},
     )
-    result = index.on_event(_create_event())
+    result = handler.on_event(_create_event())
     assert result == {"PhysicalResourceId": TAG, "Data": {"BuildId": BUILD_ID}}
 
 
-def test_a_failed_earlier_build_for_the_tag_is_not_adopted(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+def test_a_failed_earlier_build_for_the_tag_is_not_adopted(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     codebuild, ecr = stubs
     _image_missing(ecr)
     codebuild.add_response(
@@ -174,21 +144,21 @@ def test_a_failed_earlier_build_for_the_tag_is_not_adopted(index: ModuleType, st
         {"build": {"id": new_id}},
         {"projectName": PROJECT, "environmentVariablesOverride": ANY, "idempotencyToken": ANY},
     )
-    assert index.on_event(_create_event())["Data"] == {"BuildId": new_id}
+    assert handler.on_event(_create_event())["Data"] == {"BuildId": new_id}
 
 
-def test_placeholder_pins_stop_before_any_build(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+def test_placeholder_pins_stop_before_any_build(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     codebuild, ecr = stubs
     _image_missing(ecr)
     _no_builds(codebuild)
     event = _create_event()
     event["ResourceProperties"]["ArtifactPins"] = json.dumps({"base": "v1/" + "0" * 64})
     with pytest.raises(ValueError, match=r"artifact pin\(s\) base still carry the placeholder sha256"):
-        index.on_event(event)
+        handler.on_event(event)
 
 
 def test_placeholder_base_image_digest_stops_before_any_build(
-    index: ModuleType, stubs: tuple[Stubber, Stubber]
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
 ) -> None:
     # Issue 22 item 6: the uv image's default digest is a placeholder; synth accepts it, the build does not.
     codebuild, ecr = stubs
@@ -198,7 +168,7 @@ def test_placeholder_base_image_digest_stops_before_any_build(
     event = _create_event()
     event["ResourceProperties"]["BaseImages"] = json.dumps({**BASE_IMAGES, "UV_IMAGE": uv})
     with pytest.raises(ValueError) as info:
-        index.on_event(event)
+        handler.on_event(event)
     assert str(info.value) == (
         f"base image(s) image.build.uv_image = '{uv}' still carry the placeholder digest; set "
         "name:tag@sha256:<digest> from docker buildx imagetools inspect name:tag (docs/image-build.md)"
@@ -206,38 +176,38 @@ def test_placeholder_base_image_digest_stops_before_any_build(
 
 
 def test_a_placeholder_base_digest_does_not_stop_an_image_already_built(
-    index: ModuleType, stubs: tuple[Stubber, Stubber]
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
 ) -> None:
     # The check guards StartBuild only, as for artifact pins: an image already in ECR is used as is.
     _, ecr = stubs
     _image_present(ecr)
     event = _create_event()
     event["ResourceProperties"]["BaseImages"] = json.dumps({"UV_IMAGE": "x:y@sha256:" + "0" * 64})
-    assert index.on_event(event)["Data"]["ImageDigest"] == DIGEST
+    assert handler.on_event(event)["Data"]["ImageDigest"] == DIGEST
 
 
-def _poll(index: ModuleType) -> Any:
-    return index.is_complete({**_create_event(), "PhysicalResourceId": TAG, "Data": {"BuildId": BUILD_ID}})
+def _poll(handler: ModuleType) -> Any:
+    return handler.is_complete({**_create_event(), "PhysicalResourceId": TAG, "Data": {"BuildId": BUILD_ID}})
 
 
-def test_poll_while_the_build_runs(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+def test_poll_while_the_build_runs(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     codebuild, _ = stubs
     codebuild.add_response("batch_get_builds", {"builds": [_build("IN_PROGRESS")]}, {"ids": [BUILD_ID]})
-    assert _poll(index) == {"IsComplete": False}
+    assert _poll(handler) == {"IsComplete": False}
 
 
-def test_poll_after_success_returns_the_pushed_digest(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+def test_poll_after_success_returns_the_pushed_digest(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     codebuild, ecr = stubs
     codebuild.add_response("batch_get_builds", {"builds": [_build("SUCCEEDED")]}, {"ids": [BUILD_ID]})
     _image_present(ecr)
-    assert _poll(index) == {
+    assert _poll(handler) == {
         "IsComplete": True,
         "Data": {"BuildId": BUILD_ID, "ImageUri": f"{REPOSITORY_URI}@{DIGEST}", "ImageDigest": DIGEST},
     }
 
 
 def test_failed_build_raises_with_build_id_message_and_log_link(
-    index: ModuleType, stubs: tuple[Stubber, Stubber]
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
 ) -> None:
     codebuild, _ = stubs
     phases = [
@@ -249,8 +219,8 @@ def test_failed_build_raises_with_build_id_message_and_log_link(
         },
     ]
     codebuild.add_response("batch_get_builds", {"builds": [_build("FAILED", phases=phases)]}, {"ids": [BUILD_ID]})
-    with pytest.raises(index.BuildFailedError) as info:
-        _poll(index)
+    with pytest.raises(handler.BuildFailedError) as info:
+        _poll(handler)
     message = str(info.value)
     assert message == (
         f"image build {BUILD_ID} for tag {TAG} ended FAILED in BUILD: Error while executing docker build; "
@@ -258,36 +228,36 @@ def test_failed_build_raises_with_build_id_message_and_log_link(
     )
 
 
-def test_success_without_the_image_in_ecr_fails(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+def test_success_without_the_image_in_ecr_fails(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     codebuild, ecr = stubs
     codebuild.add_response("batch_get_builds", {"builds": [_build("SUCCEEDED")]}, {"ids": [BUILD_ID]})
     _image_missing(ecr)
-    with pytest.raises(index.BuildFailedError, match=f"succeeded but {TAG} is not in ECR; logs: "):
-        _poll(index)
+    with pytest.raises(handler.BuildFailedError, match=f"succeeded but {TAG} is not in ECR; logs: "):
+        _poll(handler)
 
 
-def test_delete_keeps_the_image(index: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
+def test_delete_keeps_the_image(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     event = {"RequestType": "Delete", "PhysicalResourceId": TAG, "ResourceProperties": {}}
-    assert index.on_event(event) == {"PhysicalResourceId": TAG}
-    assert index.is_complete(event) == {"IsComplete": True}
+    assert handler.on_event(event) == {"PhysicalResourceId": TAG}
+    assert handler.is_complete(event) == {"IsComplete": True}
 
 
-def test_environment_is_validated_at_import(index: ModuleType) -> None:
+def test_environment_is_validated_at_import(handler: ModuleType) -> None:
     with pytest.raises(RuntimeError, match="environment variable\\(s\\) PROJECT_NAME, REPOSITORY_URI not set"):
-        index.Environment.from_environ({"REPOSITORY_NAME": REPOSITORY})
+        handler.Environment.from_environ({"REPOSITORY_NAME": REPOSITORY})
 
 
-def test_image_uri_is_the_digest_reference_alone(index: ModuleType) -> None:
+def test_image_uri_is_the_digest_reference_alone(handler: ModuleType) -> None:
     # One argument: the URI never depends on the tag (a moved tag must not change a pinned image).
-    assert index._image_uri(DIGEST) == f"{REPOSITORY_URI}@{DIGEST}"
+    assert handler._image_uri(DIGEST) == f"{REPOSITORY_URI}@{DIGEST}"
 
 
-def _token(index: ModuleType, request_id: str) -> str:
-    return str(index._idempotency_token(TAG, _create_event(request_id=request_id)))
+def _token(handler: ModuleType, request_id: str) -> str:
+    return str(handler._idempotency_token(TAG, _create_event(request_id=request_id)))
 
 
 def test_a_deploy_retried_within_5_minutes_of_a_failed_build_starts_a_new_build(
-    index: ModuleType, stubs: tuple[Stubber, Stubber]
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
 ) -> None:
     # CodeBuild hands back the build of a token reused within 5 minutes, failed or not: on
     # e706d98 the token was the tag's alone, so the retry got the failed build back.
@@ -301,9 +271,9 @@ def test_a_deploy_retried_within_5_minutes_of_a_failed_build_starts_a_new_build(
     codebuild.add_response(
         "start_build",
         {"build": {"id": new_id}},
-        {"projectName": PROJECT, "environmentVariablesOverride": ANY, "idempotencyToken": _token(index, "req-2")},
+        {"projectName": PROJECT, "environmentVariablesOverride": ANY, "idempotencyToken": _token(handler, "req-2")},
     )
-    assert index.on_event(_create_event(request_id="req-2"))["Data"] == {"BuildId": new_id}
-    assert _token(index, "req-2") != _token(index, "req-1")
-    assert _token(index, "req-1") == _token(index, "req-1")  # the provider's retries of one request
-    assert len(_token(index, "req-1")) == 64
+    assert handler.on_event(_create_event(request_id="req-2"))["Data"] == {"BuildId": new_id}
+    assert _token(handler, "req-2") != _token(handler, "req-1")
+    assert _token(handler, "req-1") == _token(handler, "req-1")  # the provider's retries of one request
+    assert len(_token(handler, "req-1")) == 64

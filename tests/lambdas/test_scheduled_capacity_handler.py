@@ -2,36 +2,25 @@
 real Application Auto Scaling model), fed the default config's timeline the way
 CloudFormation passes it (numbers as strings)."""
 
-import importlib
-import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
-from unittest import mock
 
 import pytest
 from botocore.stub import Stubber
 
 from app_config import load_config
-from app_config.capacity_timeline import effective_bounds
+from app_config.planning.weekly_plan import effective_bounds
 from tests.synth_helpers import cdk_json_context
 
+HANDLER_MODULE = "lambdas.scaling.index"
+STUBBED_CLIENTS = ("AUTOSCALING",)
 RESOURCE_ID = "endpoint/mangaassist-vllm-prod/variant/primary"
 
 
-@pytest.fixture(scope="module")
-def handler() -> Iterator[ModuleType]:
-    env = {"AWS_DEFAULT_REGION": "ap-northeast-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
-    with mock.patch.dict(os.environ, env):
-        yield importlib.import_module("lambdas.scaling.index")
-
-
 @pytest.fixture
-def autoscaling(handler: ModuleType) -> Iterator[Stubber]:
-    with Stubber(handler.AUTOSCALING) as stubber:
-        yield stubber
-        stubber.assert_no_pending_responses()
+def autoscaling(stubs: tuple[Stubber]) -> Stubber:
+    return stubs[0]
 
 
 def _event(request_type: str = "Update", timezone: str = "Asia/Tokyo") -> dict[str, Any]:

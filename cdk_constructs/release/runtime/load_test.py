@@ -7,8 +7,9 @@ In the pipeline it runs in the serving image on the serving instance type (a Pro
         --eval-set eval.jsonl --answers-dir out/
 
 ``--serve`` starts the image's own server (``python -m serving_app serve``, the container contract: the
-gateway on 8080 in front of vLLM) and waits for ``GET /ping`` = 200; without it ``--url`` names a
-server already running (the tests' real CPU engine). Then:
+gateway on ``--url``'s port, 8080, in front of vLLM on ``--engine-port``), serving the base model under
+``--base-name`` and the ``--adapters``, and waits for ``GET /ping`` = 200; without it ``--url`` names a
+server already running. Then:
 
 1. ``--requests-per-model`` chat requests through ``/invocations`` to the base and to each adapter
    (seed 000's load-test gate: "serve 10 requests without error"), four at a time; any non-200 or
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +41,11 @@ ANSWERS_FILE = "answers.jsonl"
 REPORT_FILE = "load_test.json"
 CONCURRENCY = 4
 LOAD_PROMPT = "Recommend three manga for a reader who liked Frieren, one line each."
+SERVED_MODEL_NAME_ENV = "ENGINE_SERVED_MODEL_NAME"
+"""serving_contract/env.py's: the name the container serves the base model under (the stack sets it to
+``model.name``; the container's default is ``base``)."""
+ADAPTERS_ENV = "LORA_ADAPTERS"
+"""serving_contract/env.py's: the adapters the container serves."""
 
 
 def post(url: str, body: dict[str, object], timeout_s: float) -> tuple[int, dict[str, object] | str]:
@@ -125,10 +132,21 @@ def answer_eval_set(
         return list(pool.map(one, range(len(rows))))
 
 
+def serve_command(args: argparse.Namespace, adapters: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """``--serve``: argv and environment of the image's server, serving what the requests name."""
+    port = urllib.parse.urlsplit(args.url).port or 80
+    command = [sys.executable, "-m", "serving_app", "serve", "--port", str(port)]
+    command += ["--engine-port", str(args.engine_port), "--model-dir", str(args.model_dir)]
+    command += ["--adapter-dir", str(args.adapter_dir)]
+    env = {**os.environ, ADAPTERS_ENV: ",".join(adapters), SERVED_MODEL_NAME_ENV: args.base_name}
+    return command, env
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m runtime.load_test", description=__doc__.splitlines()[0])
     parser.add_argument("--serve", action="store_true", help="Start the image's server (python -m serving_app serve).")
-    parser.add_argument("--url", default="http://127.0.0.1:8080", help="The server's base URL.")
+    parser.add_argument("--url", default="http://127.0.0.1:8080", help="The server's base URL (--serve: its port).")
+    parser.add_argument("--engine-port", type=int, default=8081, help="--serve: vLLM's port (the container's).")
     parser.add_argument("--model-dir", type=Path, help="--serve: the base model folder.")
     parser.add_argument("--adapter-dir", type=Path, help="--serve: one folder per adapter.")
     parser.add_argument("--base-name", required=True, help="The base model's served name (model.name).")
@@ -144,9 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     adapters = [name for name in args.adapters.split(",") if name]
     server = None
     if args.serve:
-        env = {**os.environ, "LORA_ADAPTERS": ",".join(adapters)}
-        command = [sys.executable, "-m", "serving_app", "serve", "--model-dir", str(args.model_dir)]
-        command += ["--adapter-dir", str(args.adapter_dir)]
+        command, env = serve_command(args, adapters)
         server = subprocess.Popen(command, env=env)
     try:
         wait_ready(args.url, args.startup_timeout_s, server)

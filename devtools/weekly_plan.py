@@ -1,0 +1,345 @@
+"""Capacity and cost plan of the week, from the same config a synth uses.
+
+Reads ``cdk.json``'s context plus ``-c key=value`` overrides through the same loader as
+``app.py`` (no AWS access), replays every scheduled action of each production variant
+over one week in ``scaling.timezone`` and prints:
+
+* the transitions (when each action fires and the bounds it sets);
+* the effective min/max per hour and day, as in force at the end of the hour;
+* weekly and monthly instance-hours of the floor (min) and the ceiling (max), and the
+  on-demand cost band floor-hours x price .. ceiling-hours x price;
+* each dated event (``scaling.<variant>.dated_events``): its window, how its floor is derived
+  and the one-off ``at(...)`` actions it becomes. They fall outside the weekly figures above.
+
+Actual cost lies inside the band: autoscaling moves between the floor and the ceiling.
+A variant without scaling runs its ``initial_instance_count`` all week.
+
+Usage::
+
+    python -m devtools.weekly_plan
+    python -m devtools.weekly_plan -c stage=dev
+    python -m devtools.weekly_plan --compare -c scaling.primary.release_lead_time_min=180
+    python -m devtools.weekly_plan --plot week.png      # needs matplotlib (optional)
+"""
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app_config import AppConfig, ConfigError, load_config
+from app_config.compile_cache import instance_start_s
+from app_config.loader import CDK_JSON, cdk_json_context
+from app_config.planning import memory_report
+from app_config.planning.dated_schedule import (
+    EVENT_HEADROOM,
+    derived_floor,
+    one_off_actions,
+    usual_peak_rpm,
+    weekly_segments,
+)
+from app_config.planning.instance_prices import hourly_price
+from app_config.planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
+from app_config.planning.weekly_plan import Bounds, bounds_at, effective_bounds
+from app_config.serving import VariantConfig
+from app_config.variants import Variant
+from devtools import fleet_planner
+from serving_contract.env import start_up_ranges
+
+REPO = Path(__file__).resolve().parent.parent
+HOURS_PER_WEEK = MINUTES_PER_WEEK / 60
+
+
+@dataclass(frozen=True)
+class VariantPlan:
+    """One variant's week: bounds timeline, hourly grid and costs.
+
+    ``hourly[day][hour]`` is the (min, max) in force at ``hour``:59 of ``day`` (MON = 0).
+    Instance-hours are exact to the minute; monthly figures scale the week by
+    ``hours_per_month / 168``.
+    """
+
+    variant_name: str
+    instance_type: str
+    price_usd_per_hour: float
+    timeline: list[Bounds]
+    hourly: list[list[tuple[int, int]]]
+    floor_hours_per_week: float
+    ceiling_hours_per_week: float
+    hours_per_month: float
+
+    @property
+    def floor_hours_per_month(self) -> float:
+        return self.floor_hours_per_week * self.hours_per_month / HOURS_PER_WEEK
+
+    @property
+    def ceiling_hours_per_month(self) -> float:
+        return self.ceiling_hours_per_week * self.hours_per_month / HOURS_PER_WEEK
+
+    @property
+    def monthly_cost_band_usd(self) -> tuple[float, float]:
+        return (
+            self.floor_hours_per_month * self.price_usd_per_hour,
+            self.ceiling_hours_per_month * self.price_usd_per_hour,
+        )
+
+
+def _instance_hours(timeline: list[Bounds], attribute: str) -> float:
+    total = 0
+    for index, bounds in enumerate(timeline):
+        end = timeline[index + 1].start if index + 1 < len(timeline) else MINUTES_PER_WEEK
+        total += getattr(bounds, attribute) * (end - bounds.start)
+    return total / 60
+
+
+def price_usd_per_hour(config: AppConfig, variant: VariantConfig) -> float:
+    """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table.
+
+    Raises:
+        ConfigError: the instance type has no price (app_config/planning/instance_prices.py).
+    """
+    return _price(config, variant.instance_type, variant.variant_name)
+
+
+def _price(config: AppConfig, instance_type: str, where: str) -> float:
+    try:
+        return hourly_price(instance_type, config.scaling.hourly_price_usd).usd_per_hour
+    except ValueError as error:
+        raise ConfigError([f"{where}: {error}"]) from None
+
+
+def plan(config: AppConfig) -> list[VariantPlan]:
+    """The week of every production variant of ``config``, primary first.
+
+    Raises:
+        ConfigError: a variant's instance type has no price (app_config/planning/instance_prices.py).
+    """
+    plans = []
+    components = config.serving.hosts_inference_components
+    for deployed in config.deployed_variants():
+        variant, scaling = deployed.serving, deployed.scaling
+        price = price_usd_per_hour(config, variant)
+        if components:
+            pool = config.serving.inference_components
+            # SageMaker sizes the pool between these bounds as copies come and go; no schedules.
+            timeline = [
+                Bounds(
+                    0, pool.min_instance_count, pool.max_instance_count, "inference components: managed instance pool"
+                )
+            ]
+        elif scaling.enabled:
+            timeline = effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity)
+        else:
+            count = variant.initial_instance_count
+            timeline = [Bounds(0, count, count, "no autoscaling (initial_instance_count)")]
+        hourly = [
+            [
+                (b.min_capacity, b.max_capacity)
+                for b in (bounds_at(timeline, day * 1440 + hour * 60 + 59) for hour in range(24))
+            ]
+            for day in range(7)
+        ]
+        plans.append(
+            VariantPlan(
+                variant_name=variant.variant_name,
+                instance_type=variant.instance_type,
+                price_usd_per_hour=price,
+                timeline=timeline,
+                hourly=hourly,
+                floor_hours_per_week=_instance_hours(timeline, "min_capacity"),
+                ceiling_hours_per_week=_instance_hours(timeline, "max_capacity"),
+                hours_per_month=config.scaling.hours_per_month,
+            )
+        )
+    return plans
+
+
+def load(overrides: Sequence[str], cdk_json: Path = CDK_JSON) -> AppConfig:
+    """Config from ``cdk_json``'s context plus ``key=value`` overrides, exactly as ``cdk synth -c``."""
+    context = cdk_json_context(cdk_json)
+    context.update(parse_overrides(overrides))
+    return load_config(context)
+
+
+def parse_overrides(overrides: Sequence[str]) -> Mapping[str, str]:
+    """``["a.b=1"]`` to ``{"a.b": "1"}`` (values stay strings, as the CDK CLI passes them)."""
+    parsed = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError([f"-c {item!r}: expected key=value"])
+        parsed[key] = value
+    return parsed
+
+
+def dated_event_lines(config: AppConfig, variant: Variant) -> list[str]:
+    """The variant's dated events: window, demand, floor (derived or set) and one-off actions."""
+    scaling, serving = variant.scaling, variant.serving
+    if not scaling.dated_events or config.serving.hosts_inference_components:
+        return []
+    instance_rpm = config.throughput_of(serving.instance_type).requests_per_minute
+    lines = [f"Dated events (one-off at(...) actions, {config.scaling.timezone}; not in the weekly figures above):"]
+    for event in scaling.dated_events:
+        peak = usual_peak_rpm(event, config.traffic)
+        derived = derived_floor(peak, event.demand_multiplier, instance_rpm, serving.min_capacity)
+        formula = (
+            f"ceil({peak:,.1f} req/min usual peak x {event.demand_multiplier:g} / {instance_rpm:,.1f} req/min per "
+            f"instance x {EVENT_HEADROOM:g}) = {derived} (seed 001 user story 7)"
+        )
+        floor = (
+            f"floor {formula}"
+            if event.min_capacity == derived
+            else f"floor {event.min_capacity} (min_capacity; derived: {formula})"
+        )
+        lines.append(
+            f"  {event.name}: {event.start:%Y-%m-%d %H:%M} - {event.end:%Y-%m-%d %H:%M}, demand "
+            f"x{event.demand_multiplier:g}, {floor}"
+        )
+    for action in one_off_actions(scaling, serving.min_capacity, serving.max_capacity):
+        lines.append(
+            f"    {action.schedule}  min {action.min_capacity:>3}  max {action.max_capacity:>3}  {action.name}: "
+            f"{action.description}"
+        )
+    for segment in weekly_segments(scaling, serving.min_capacity):
+        if segment.start is not None or segment.end is not None:
+            since = f" from {segment.start:%Y-%m-%d %H:%M}" if segment.start else ""
+            until = f" until {segment.end:%Y-%m-%d %H:%M}" if segment.end else " on"
+            lines.append(f"    weekly {segment.name} ({segment.action.schedule}){since}{until} (split around it)")
+    return lines
+
+
+def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
+    """Human-readable week: transitions, the hourly grid and the cost band per variant."""
+    lines = [
+        f"Capacity plan for {config.endpoint_name} (stage {config.stage}), times in {config.scaling.timezone}",
+        f"Instance start after provisioning: {instance_start_s(config.serving.compile_cache, config.scaling):g} s "
+        + (
+            f"from the compile cache (serving.compile_cache.enabled; {config.scaling.instance_start_cold_s:g} s cold)"
+            if config.serving.compile_cache.enabled
+            else f"cold (serving.compile_cache.enabled = false; {config.scaling.instance_start_cached_s:g} s cached)"
+        ),
+        "Measured start-up: {} cold, {} from the compile cache (H100 on 4 CPUs; serving_contract/env.py)".format(
+            *start_up_ranges()
+        ),
+    ]
+    variants = {v.serving.variant_name: v for v in config.deployed_variants()}
+    for p in plans:
+        lines += ["", f"== {p.variant_name}: {p.instance_type} at ${p.price_usd_per_hour:.3f}/h =="]
+        lines.append("Transitions (bounds from this time on):")
+        for bounds in p.timeline:
+            lines.append(
+                f"  {format_minute_of_week(bounds.start)}  min {bounds.min_capacity:>3}  max {bounds.max_capacity:>3}"
+                f"  {bounds.set_by}"
+            )
+        lines.append("Effective min-max at the end of each hour:")
+        lines.append("  hour " + "".join(f"{day:>8}" for day in DAY_NAMES))
+        for hour in range(24):
+            cells = "".join(f"{f'{p.hourly[day][hour][0]}-{p.hourly[day][hour][1]}':>8}" for day in range(7))
+            lines.append(f"  {hour:02d}:00{cells}")
+        low, high = p.monthly_cost_band_usd
+        lines += [
+            f"Instance-hours per week: floor {p.floor_hours_per_week:.2f}, ceiling {p.ceiling_hours_per_week:.2f}",
+            f"Instance-hours per month ({p.hours_per_month:g} h): floor {p.floor_hours_per_month:.2f}, "
+            f"ceiling {p.ceiling_hours_per_month:.2f}",
+            f"On-demand cost band per month: ${low:,.2f} .. ${high:,.2f}",
+            *dated_event_lines(config, variants[p.variant_name]),
+        ]
+    if len(plans) > 1:
+        low = sum(p.monthly_cost_band_usd[0] for p in plans)
+        high = sum(p.monthly_cost_band_usd[1] for p in plans)
+        lines += ["", f"Endpoint total per month: ${low:,.2f} .. ${high:,.2f}"]
+    lines += ["", *memory_report.render(memory_report.build(config))]
+    slo = config.slo
+    lines += [
+        "",
+        fleet_planner.format_planner(
+            config, slo.cold.ttft_p95_ms, slo.warm.ttft_p95_ms, slo_source="slo.cold / slo.warm .ttft_p95_ms"
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def format_comparison(baseline: Sequence[VariantPlan], changed: Sequence[VariantPlan]) -> str:
+    """Baseline vs override: instance-hours, cost band and the hour cells that differ."""
+    lines = ["Comparison: baseline -> override"]
+    by_name = {p.variant_name: p for p in changed}
+    for base in baseline:
+        new = by_name.get(base.variant_name)
+        if new is None:
+            lines.append(f"== {base.variant_name}: removed by the override ==")
+            continue
+        b_low, b_high = base.monthly_cost_band_usd
+        n_low, n_high = new.monthly_cost_band_usd
+        lines += [
+            f"== {base.variant_name} ==",
+            f"  floor hours/week:   {base.floor_hours_per_week:.2f} -> {new.floor_hours_per_week:.2f} "
+            f"({new.floor_hours_per_week - base.floor_hours_per_week:+.2f})",
+            f"  ceiling hours/week: {base.ceiling_hours_per_week:.2f} -> {new.ceiling_hours_per_week:.2f} "
+            f"({new.ceiling_hours_per_week - base.ceiling_hours_per_week:+.2f})",
+            f"  cost band/month:    ${b_low:,.2f} .. ${b_high:,.2f} -> ${n_low:,.2f} .. ${n_high:,.2f} "
+            f"({n_low - b_low:+,.2f} .. {n_high - b_high:+,.2f})",
+        ]
+        diffs = [
+            f"    {DAY_NAMES[day]} {hour:02d}:00  {base.hourly[day][hour][0]}-{base.hourly[day][hour][1]} -> "
+            f"{new.hourly[day][hour][0]}-{new.hourly[day][hour][1]}"
+            for day in range(7)
+            for hour in range(24)
+            if base.hourly[day][hour] != new.hourly[day][hour]
+        ]
+        lines.append(f"  hours whose min-max changed: {len(diffs)}")
+        lines += diffs
+    return "\n".join(lines)
+
+
+def plot(plans: Sequence[VariantPlan], path: Path) -> None:  # pragma: no cover - optional dependency
+    """Step plot of each variant's floor and ceiling over the week (needs matplotlib)."""
+    try:
+        # Optional dependency, imported only when a plot is asked for.
+        import matplotlib  # type: ignore[import-not-found, unused-ignore]  # noqa: PLC0415
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]  # noqa: PLC0415
+    except ImportError as exc:
+        raise SystemExit("--plot needs matplotlib: pip install matplotlib") from exc
+    fig, axes = plt.subplots(len(plans), 1, figsize=(12, 3 * len(plans)), squeeze=False)
+    for axis, p in zip(axes[:, 0], plans, strict=True):
+        xs = [b.start / 60 for b in p.timeline] + [HOURS_PER_WEEK]
+        axis.step(xs, [b.min_capacity for b in p.timeline] + [p.timeline[-1].min_capacity], where="post", label="min")
+        axis.step(xs, [b.max_capacity for b in p.timeline] + [p.timeline[-1].max_capacity], where="post", label="max")
+        axis.set_xticks([day * 24 for day in range(7)], DAY_NAMES)
+        axis.set_title(p.variant_name)
+        axis.set_ylabel("instances")
+        axis.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="capacity-plan", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="context override")
+    parser.add_argument("--compare", action="store_true", help="print baseline (no -c) vs the overrides")
+    parser.add_argument("--cdk-json", type=Path, default=CDK_JSON, help="cdk.json to read context from")
+    parser.add_argument("--plot", type=Path, help="write a PNG of the week (needs matplotlib)")
+    args = parser.parse_args(argv)
+    try:
+        config = load(args.context, args.cdk_json)
+        plans = plan(config)
+        if args.compare:
+            # The baseline keeps the stage: compare one override, not two stages.
+            baseline_config = load([o for o in args.context if o.startswith("stage=")], args.cdk_json)
+            print(format_plan(config, plans))
+            print()
+            print(format_comparison(plan(baseline_config), plans))
+        else:
+            print(format_plan(config, plans))
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    if args.plot:
+        plot(plans, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,1 +1,0 @@
-../../serving_contract/compile_cache.py

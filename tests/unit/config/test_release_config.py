@@ -1,0 +1,63 @@
+"""release.* config: the seed's gates by default, one-line messages for bad gates and calibration settings."""
+
+import json
+from pathlib import Path
+
+from app_config import load_config
+from app_config.release import judge_foundation_model, model_package_group_name
+from serving_contract.quality_gates import SEED_THRESHOLDS
+from tests.config_helpers import config_error
+from tests.synth_helpers import cdk_json_context
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_the_defaults_are_seed_000s_gates_and_calibration_rules() -> None:
+    release = load_config(cdk_json_context()).release
+    assert release.enabled and release.gates == SEED_THRESHOLDS
+    assert release.approval_status == "PendingManualApproval"
+    assert (release.quantize.scheme, release.quantize.min_calibration_samples) == ("W4A16", 256)
+    assert release.quantize.language_mix == {"en": 0.7, "ja": 0.3}
+
+
+def test_an_unknown_gate_metric_is_named_with_the_known_ones() -> None:
+    assert config_error(**{"release.gates": json.dumps({"blue": 0.85})}) == (
+        "config error: release.gates: quality gate 'blue': unknown metric; known: bleu, factual_accuracy, "
+        "language_quality, safety, hallucination_rate"
+    )
+
+
+def test_a_threshold_above_one_is_refused() -> None:
+    assert "quality gate bleu = 85.0: must be a fraction from 0 to 1" in config_error(
+        **{"release.gates": '{"bleu": 85}'}
+    )
+
+
+def test_a_language_mix_that_does_not_add_up_is_refused() -> None:
+    message = config_error(**{"release.quantize.language_mix": '{"en": 0.7, "ja": 0.2}'})
+    assert "release.quantize.language_mix" in message and "must be positive and add up to 1" in message
+
+
+def test_group_names_fit_the_model_package_group_pattern() -> None:
+    assert model_package_group_name("MangaAssist", "prod", "adapter") == "mangaassist-prod-adapters"
+    assert model_package_group_name("MangaAssist", "dev", "base_model") == "mangaassist-dev-base-model"
+
+
+def test_the_judge_is_a_model_or_any_geographys_cross_region_inference_profile() -> None:
+    assert judge_foundation_model("amazon.nova-pro-v1:0") == ("amazon.nova-pro-v1:0", False)
+    for profile in ("us", "apac", "jp", "au", "us-gov", "global"):
+        assert judge_foundation_model(f"{profile}.amazon.nova-pro-v1:0") == ("amazon.nova-pro-v1:0", True)
+    release = load_config({**cdk_json_context(), "release.judge_model_id": "global.amazon.nova-2-lite-v1:0"}).release
+    assert release.judge_model_id == "global.amazon.nova-2-lite-v1:0"
+    assert "release.judge_model_id" in config_error(**{"release.judge_model_id": "Amazon Nova Pro"})
+
+
+def test_the_quantize_tests_environment_pins_the_llm_compressor_the_release_pins() -> None:
+    # The tools image gets release.quantize.llmcompressor_version as a build argument; the test environment
+    # (requirements-llmcompressor.txt) must quantize with the same release.
+    pins = dict(
+        line.split("==", 1)
+        for line in (REPO / "requirements-llmcompressor.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    assert pins["llmcompressor"] == load_config(cdk_json_context()).release.quantize.llmcompressor_version

@@ -1,0 +1,93 @@
+"""The default scaling policies, simulated over the seeds' week (issue 16's release-day check).
+
+These drive ``devtools.scaling_sim`` with the policies a synth deploys: no minute of queue in the
+seeds' Friday release window, no scale-in while the engine is full, and no scale-out past the
+instances the demand needs (the overshoot that seed 001's 60 s cooldowns produced while new
+instances were still booting).
+
+They check the policies' dynamics, so the fleet must be able to carry the week: the seeds' fleet
+(tests/synth_helpers.py SEEDS_G5) with an instance that holds the SLO at 8 concurrent requests and
+248 requests a minute (the H100 projection of app_config/planning/instance_capacity.json, given as a measured
+capacity) and seed 001's week (traffic.peak_requests_per_minute = 8,000; the default traffic is seed
+003's 50,000 a day) scaled by 248 / 1,200, the ratio to seed 001's per-instance figure that the
+seeds' scheduled floors (SEEDS_FLOORS: 8 on release evenings) were sized with. The default floors
+are make plan's for the default fleet and traffic (tests/unit/planning/test_default_fleet.py); under this
+scaled week they would sit above what the demand needs and hide an overshoot. On ml.g5.xlarge the
+projection holds no concurrency within the SLO at MangaAssist's request shape (docs/performance.md),
+which test_capacity_model.py covers.
+"""
+
+import json
+import math
+
+import pytest
+
+from app_config import AppConfig
+from devtools import weekly_plan
+from devtools.scaling_sim import __main__ as cli
+from devtools.scaling_sim import report
+from devtools.scaling_sim.engine import MinuteRecord
+from tests.synth_helpers import SEEDS_G5_ARGS
+
+SEEDS_FLOORS = {
+    "off-peak": 2,
+    "business-hours": 4,
+    "jp-evening-peak": 6,
+    "jp-evening-end": 4,
+    "shonen-jump": 8,
+    "shonen-magazine": 8,
+    "friday-release": 8,
+}
+"""Seed 001 user stories 4 and 7 and seed 003 §9: the floors before make plan sized them."""
+
+
+def _seeds_schedule() -> list[str]:
+    """The default schedule's times and names with ``SEEDS_FLOORS``, as ``key=value`` overrides."""
+    primary = AppConfig().plan.scaling.primary
+    schedule = [{**a.model_dump(), "min_capacity": SEEDS_FLOORS[a.name]} for a in primary.schedule]
+    events = [{**e.model_dump(), "min_capacity": SEEDS_FLOORS[e.name]} for e in primary.events]
+    return [f"scaling.primary.schedule={json.dumps(schedule)}", f"scaling.primary.events={json.dumps(events)}"]
+
+
+@pytest.fixture(scope="module")
+def default_week() -> tuple[cli.Scenario, report.Summary, list[MinuteRecord]]:
+    measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 248, "ttft_p50_ms": 77}}'
+    config = weekly_plan.load(
+        [*SEEDS_G5_ARGS, *_seeds_schedule(), f"capacity.measured={measured}", "traffic.peak_requests_per_minute=8000"]
+    )
+    scenario = cli.build_scenario(cli.parse_args(["--demand-scale", f"{248 / 1200:.4f}"]), config)
+    summary, records, _ = cli.simulate(scenario, "default")
+    return scenario, summary, records
+
+
+def test_the_friday_release_never_queues(default_week: tuple[cli.Scenario, report.Summary, list[MinuteRecord]]) -> None:
+    _, summary, _ = default_week
+    (friday,) = [window for window in summary.releases if window.name == "friday-release"]
+    assert (friday.queue_minutes, friday.slo_minutes, friday.peak_queue) == (0, 0, 0)
+    assert summary.queue_minutes == 0
+
+
+def test_no_scale_in_while_the_engine_is_full(
+    default_week: tuple[cli.Scenario, report.Summary, list[MinuteRecord]],
+) -> None:
+    _, summary, _ = default_week
+    assert summary.scale_ins_at_full_load == 0
+    assert summary.scale_ins > 0  # the check is not vacuous: the fleet does scale in, off-peak
+
+
+def test_scale_out_stops_at_what_the_demand_needs(
+    default_week: tuple[cli.Scenario, report.Summary, list[MinuteRecord]],
+) -> None:
+    scenario, summary, records = default_week
+    tracking = scenario.config.plan.scaling.primary.target_tracking
+    assert tracking.metric == "concurrent_requests_high_resolution"
+    inputs, _, _ = cli.build_inputs(scenario)
+    duration_s = inputs.service.request_duration_s
+    # Little's law at the busiest minute, at the target concurrency, plus one for rounding.
+    needed = math.ceil(max(r.demand for r in records) * duration_s / 60 / tracking.target_value)
+    assert summary.peak_desired <= needed + 1
+    # And the week does not flap: a scale-out within 30 min of a policy scale-in undoes it.
+    policy_ins = [r.minute for r in records if r.policy_change < 0]
+    outs = [r.minute for r in records if r.policy_change > 0]
+    flaps = [m for m in policy_ins if any(m < o <= m + 30 for o in outs)]
+    assert flaps == []
