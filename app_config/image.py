@@ -55,7 +55,7 @@ class ImageRefConfig(ConfigModel):
         return (match["account"], match["region"], match["repository"]) if match else None
 
 
-_DEFAULT_PRIMARY = ImageRefConfig(tag="vllm0.22.0-llama3-8b-awq-lora3-v1")
+_DEFAULT_PRIMARY = ImageRefConfig(tag="vllm0.26.0-llama3-8b-awq-lora3-v1")
 
 
 class ImageConfig(ConfigModel):

@@ -104,7 +104,7 @@ AMI_NVIDIA_DRIVER: dict[str, int] = {
 2/2-1 driver 535 CUDA 12.2, 3-1 driver 550 CUDA 12.4, 4-1 driver 580 CUDA 13.0)."""
 
 IMAGE_CUDA_MIN_DRIVER = 580
-"""Driver branch the image's CUDA needs natively: torch 2.11.0 (vLLM 0.22.0's pin) is built for CUDA 13.0,
+"""Driver branch the image's CUDA needs natively: torch 2.11.0 (vLLM 0.26.0's pin, as 0.22.0's) is built for CUDA 13.0,
 and CUDA 13.x needs driver >= 580 (NVIDIA "CUDA Compatibility", minor-version table). On older drivers
 the image runs through the forward-compatibility package ``cuda-compat-13-0`` (container/Dockerfile)."""
 

@@ -4,7 +4,7 @@ The request shape (seed 002 §3 and §5, via docs/sources.md; seed 003 for the a
 
 * every prompt starts with the same ``shared_prefix_tokens`` (system prompt 400 + policy block
   200): identical across all conversations, so vLLM's prefix cache holds it once per adapter
-  (vLLM 0.22 keys prefix-cache blocks by LoRA adapter);
+  (vLLM keys prefix-cache blocks by LoRA adapter, 0.22 and 0.26);
 * then ``conversation_tokens`` of retrieved catalog context, fixed for the conversation;
 * then the history: every earlier turn's user message and the answer vLLM actually generated
   (its token ids, ``return_token_ids``), so a follow-up's prompt extends the previous turn's

@@ -1,6 +1,6 @@
 """Capacity of one engine at MangaAssist's request shape, and of several behind a router (issues 23, 26).
 
-Runs on one NVIDIA GPU with the image's vLLM 0.22.0, no network, no model download:
+Runs on one NVIDIA GPU with the image's vLLM 0.26.0, no network, no model download:
 
 ``capacity``
     one bare vLLM with exactly the container's argv (at ``--gpu-memory-utilization`` 0.26 an

@@ -1,6 +1,6 @@
 """GPU benchmark of the serving container against bare vLLM: throughput, TTFT, start-up, KV cache.
 
-Runs on any Linux machine with one NVIDIA GPU and the image's pinned vLLM 0.22.0, with no
+Runs on any Linux machine with one NVIDIA GPU and the image's pinned vLLM 0.26.0, with no
 network and no model download (issue 14):
 
 1. makes a random-weight model with Llama-3-8B-Instruct's decoder shapes in AWQ-INT4 GEMM
@@ -58,7 +58,7 @@ from serving_load import PROMPT, run_ab_level, run_level
 from synthetic_model import PRESETS, make_model
 
 COMPILE_CACHE = Path.home() / ".cache" / "vllm" / "torch_compile_cache"
-"""vLLM 0.22's torch.compile cache (VLLM_CACHE_ROOT default, vllm/envs.py)."""
+"""vLLM 0.26's torch.compile cache (VLLM_CACHE_ROOT default, vllm/envs.py)."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The GPU runs behind docs/performance.md, one step per device call, on a machine with one
-# NVIDIA GPU, CPython 3.12 + torch 2.11 and no network (vLLM 0.22.0 arrives as parts staged in
-# /root/st by earlier calls: ../shared/gpu/pack_vllm.sh, then `cp .gpu/cN/part-* /root/st/`).
+# NVIDIA GPU, CPython 3.12 + torch 2.11 and no network. vLLM arrives as parts packed here, carried
+# by earlier calls (.gpu/cN/) and staged with `cp .gpu/cN/part-* /root/st/` (ST). The image's
+# vLLM 0.26.0:
+#   ../shared/gpu/pack_vllm.sh OUT 59 0.26.0 benchmarks/gpu/wheels-0.26.txt
+# (benchmarks/gpu/wheels-0.26.txt lists the wheels the GPU machine lacks for 0.26.0; parts of
+# 59 MiB because the working tree, ~4 MiB, and one 60 MiB part exceed the device tool's 64 MiB).
+# vLLM 0.22.0 beside it (its own ST and SITE): ../shared/gpu/pack_vllm.sh OUT 59.
 #
 # usage: benchmarks/gpu_session.sh STEP [OUT_DIR]
 #   install     install vLLM from ST (default /root/st) into SITE (default /tmp/site); make the

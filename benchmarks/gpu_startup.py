@@ -62,7 +62,7 @@ CACHE_VERDICT = re.compile(r"compile cache: (hit|miss|cold|made) after ([\d.]+) 
 LORA_TUNING = re.compile(r"lora tuning: ((?:tuned|skipped|failed): .+?)(?:; the compile cache is published .*)?$", re.M)
 """The job's LoRA tuning step's result line (serving_app.lora_tuning.job_step)."""
 LORA_KERNEL_CONFIGS = re.compile(r"Using (tuned LoRA kernel configs from \S+?|default LoRA kernel configs)\.?$", re.M)
-"""vLLM 0.22's line at the first LoRA kernel launch (vllm/lora/ops/triton_ops/utils.py)."""
+"""vLLM 0.26's line at the first LoRA kernel launch (vllm/lora/ops/triton_ops/utils.py)."""
 
 START_FIGURES = {
     "weights_load_s": re.compile(r"Loading weights took ([\d.]+) seconds"),
@@ -91,7 +91,7 @@ class Variant:
 COMPILED = {env.ENGINE_ENFORCE_EAGER: "false"}
 TUNED_ARGS = ("--max-cudagraph-capture-size", "64", "--load-format", "fastsafetensors")
 TUNED_ENV = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}
-# vLLM 0.22 can save the whole compiled model as one artifact (torch's standalone_compile with
+# vLLM 0.26 can save the whole compiled model as one artifact (torch's standalone_compile with
 # aot=True) and rebuild it on load instead of splitting the traced graph again and loading each
 # piece from Inductor's cache; on by default only from torch 2.12 (vllm/envs.py,
 # use_mega_aot_artifact), so with the image's torch 2.11 it is an opt-in to measure.
@@ -183,7 +183,7 @@ MATRIX = (
 )
 """Every value the config accepts of the options that change what vLLM builds, one at a time
 over the default (``serving_contract/engine_settings.py`` has the accepted values and bounds),
-plus the attention backends vLLM 0.22 offers for this model (``--attention-backend``)."""
+plus the attention backends vLLM 0.26 offers for this model (``--attention-backend``)."""
 
 
 def settings_env(profile: Profile, args: argparse.Namespace, variant: Variant) -> dict[str, str]:

@@ -19,7 +19,7 @@ Levers (joined with ``+`` in a configuration's name, e.g. ``max3+tuned``):
 Also recorded per engine: vLLM's "Triton kernel JIT compilation during inference" warnings
 logged after the warm-up (issue 35: none may appear once ``/ping`` is green).
 
-Usage (GPU; vLLM 0.22 on PYTHONPATH, model made by ``gpu_session.sh install``)::
+Usage (GPU; vLLM 0.26 on PYTHONPATH, model made by ``gpu_session.sh install``)::
 
     python benchmarks/lora_levers.py --model-dir /root/model --out-dir /root/out --tuned-dir /root/lora \\
         --configs base,max3,max3+tuned --reference base --server-cpus 0-3 --client-cpus 4-15

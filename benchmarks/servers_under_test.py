@@ -28,8 +28,9 @@ from local_gateway import serve_command  # noqa: E402
 from serving_app.settings import Settings  # noqa: E402
 from serving_app.vllm_args import ENGINE_MODULE, EnginePaths, build_vllm_args  # noqa: E402
 
-# Lines of vLLM 0.22's start-up log the report keeps (vllm/v1/worker/gpu_worker.py,
-# gpu_model_runner.py, v1/core/kv_cache_utils.py, v1/engine/core.py).
+# Lines of vLLM's start-up log the report keeps (vllm/v1/worker/gpu_worker.py,
+# gpu_model_runner.py, v1/core/kv_cache_utils.py, v1/engine/core.py; the same text in 0.22 and 0.26
+# except the AWQ kernel line).
 LOG_FIGURES = {
     "kv_cache_tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
     "max_concurrency": re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
@@ -38,9 +39,10 @@ LOG_FIGURES = {
     "cudagraph_estimate_gib": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"),
     "init_engine_s": re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s"),
     "torch_compile_s": re.compile(r"torch\.compile took ([\d.]+) s in total"),
-    # awq_marlin.py: "Using MarlinLinearKernel for AWQMarlinLinearMethod" (or Machete on Hopper),
-    # or "... so forcing awq" when --quantization awq is explicit.
-    "kernel": re.compile(r"(Using \w+ for AWQMarlinLinearMethod|so forcing awq)"),
+    # vLLM 0.26 auto_awq.py: "Using MarlinLinearKernel for AutoAWQMarlinLinearMethod" (Machete on
+    # Hopper), whether --quantization is unset, awq or awq_marlin. vLLM 0.22's awq_marlin.py logged
+    # "... for AWQMarlinLinearMethod", or "... so forcing awq" when --quantization awq was explicit.
+    "kernel": re.compile(r"(Using \w+ for (?:Auto)?AWQMarlinLinearMethod|so forcing awq)"),
     # vllm/compilation/backends.py, when the compile cache holds this config's graphs.
     "compile_cache_hit": re.compile(r"(Directly load the compiled graph)"),
 }

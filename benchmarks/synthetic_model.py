@@ -1,6 +1,6 @@
 """Random-weight Llama checkpoints for tests and benchmarks: no downloads, seconds to make.
 
-Writes what vLLM 0.22 loads from a folder: ``config.json``, ``model.safetensors`` (fp16/bf16,
+Writes what vLLM 0.26 loads from a folder: ``config.json``, ``model.safetensors`` (fp16/bf16,
 or AWQ-INT4 in the GEMM layout), a byte-level BPE tokenizer trained here on a small built-in
 corpus (``tokenizer.json`` + ``tokenizer_config.json`` with a Llama-3-style chat template), and
 PEFT LoRA adapters (``adapter_config.json`` + ``adapter_model.safetensors``) for every linear

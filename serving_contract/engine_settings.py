@@ -20,7 +20,7 @@ from serving_contract.setting import Setting, T
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineSetting(Setting[T]):
-    """One setting of vLLM 0.22.0's OpenAI server: a :class:`~serving_contract.setting.Setting`
+    """One setting of vLLM 0.26.0's OpenAI server: a :class:`~serving_contract.setting.Setting`
     (key under ``engine.``) with the flag the container passes.
 
     Attributes:
@@ -31,10 +31,10 @@ class EngineSetting(Setting[T]):
 
 
 LORA_RANKS: Final[tuple[int, ...]] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
-"""Ranks vLLM 0.22.0's ``--max-lora-rank`` accepts (``MaxLoRARanks`` in vllm/config/lora.py)."""
+"""Ranks vLLM 0.26.0's ``--max-lora-rank`` accepts (``MaxLoRARanks`` in vllm/config/lora.py)."""
 
 BLOCK_SIZES: Final[tuple[int, ...]] = (16, 32, 64, 128)
-"""KV-cache block sizes (tokens) for the GPU: vLLM 0.22's FlashAttention backend takes
+"""KV-cache block sizes (tokens) for the GPU: vLLM 0.26's FlashAttention backend takes
 multiples of 16 (``get_supported_kernel_block_sizes`` in vllm/v1/attention/backends/flash_attn.py)."""
 
 AUTO: Final = "auto"
@@ -42,18 +42,21 @@ AUTO: Final = "auto"
 
 QUANTIZATIONS: Final[tuple[str, ...]] = (AUTO, "awq_marlin", "awq", "gptq_marlin", "gptq", "fp8")
 """Kernel choices. ``auto`` passes no ``--quantization``: vLLM reads the checkpoint's
-``quantization_config`` and upgrades AWQ to ``awq_marlin`` on compute capability >= 8.0 (Marlin
-kernels on an A10G, Machete on Hopper). An explicit ``awq`` forces the slow AWQ GEMM kernel
-(``override_quantization_method`` in vllm/model_executor/layers/quantization/awq_marlin.py):
-4.6x lower throughput at 32 concurrent on an H100 (docs/performance.md)."""
+``quantization_config``. In vLLM 0.26 ``awq`` and ``awq_marlin`` name one method, ``AutoAWQConfig``
+(and ``gptq``/``gptq_marlin`` ``AutoGPTQConfig``; vllm/model_executor/layers/quantization/__init__.py),
+which an AWQ checkpoint gets with or without the flag (``override_quantization_method`` in
+auto_awq.py); it picks the linear kernel per GPU (``choose_mp_linear_kernel``; Machete on an H200,
+benchmarks/results/h200-2026-11-26-defaults). vLLM 0.22's explicit ``awq`` forced the slow AWQ GEMM
+kernel instead (awq_marlin.py): 4.6x lower throughput at 32 concurrent on an H100
+(docs/performance.md); 0.26 has no such path (source read, not measured)."""
 
 KV_CACHE_DTYPES: Final[tuple[str, ...]] = (AUTO, "fp8")
 """``auto`` stores the KV cache in the model dtype (2 bytes); ``fp8`` in one byte."""
 
 ATTENTION_BACKENDS: Final[tuple[str, ...]] = (AUTO, "FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")
-"""vLLM 0.22's ``--attention-backend`` values that started this model on a GPU (H200, option
-matrix, benchmarks/results/h200-2026-11-25/matrix*.json). ``auto`` passes no flag: vLLM picks
-per GPU and KV dtype (vllm/platforms/cuda.py), FLASH_ATTN first."""
+"""``--attention-backend`` values that started this model on a GPU with vLLM 0.22 (H200, option
+matrix, benchmarks/results/h200-2026-11-25/matrix*.json); vLLM 0.26 still offers each. ``auto``
+passes no flag: vLLM picks per GPU and KV dtype (vllm/platforms/cuda.py), FLASH_ATTN first."""
 
 LOG_LEVELS: Final[tuple[str, ...]] = ("debug", "info", "warning", "error", "critical")
 TENSOR_PARALLEL_SIZES: Final[tuple[int, ...]] = (1, 2, 4, 8)
@@ -127,10 +130,11 @@ QUANTIZATION: Final = EngineSetting(
     choices=QUANTIZATIONS,
     description=(
         "Quantized-linear kernel. auto (no --quantization flag) lets vLLM pick from the checkpoint's "
-        "quantization_config: awq_marlin for AWQ on compute capability >= 8.0 (A10G is 8.6). awq forces the "
-        "slow AWQ GEMM kernel: measured on an H100 with three rank-16 adapters and 128 output tokens, 6.58 vs "
-        "30.44 req/s at 32 concurrent (4.6x), 0.216 vs 1.300 at 1 (6.0x), 23.6 vs 74.0 at 128 (3.1x). Source: "
-        "vLLM 0.22 awq_marlin.py override_quantization_method; docs/performance.md."
+        "quantization_config. In vLLM 0.26 awq and awq_marlin are one method (AutoAWQ) that picks the kernel "
+        "per GPU, Machete on an H200. In vLLM 0.22 awq forced the slow AWQ GEMM kernel: measured on an H100 "
+        "with three rank-16 adapters and 128 output tokens, 6.58 vs 30.44 req/s at 32 concurrent (4.6x), "
+        "0.216 vs 1.300 at 1 (6.0x), 23.6 vs 74.0 at 128 (3.1x). Source: vLLM 0.26 "
+        "model_executor/layers/quantization/__init__.py and auto_awq.py; docs/performance.md."
     ),
 )
 KV_CACHE_DTYPE: Final = EngineSetting(
@@ -175,7 +179,7 @@ DATA_PARALLEL_SIZE: Final = EngineSetting(
     default=1,
     choices=(1, 2, 4, 8),
     description=(
-        "Engines in one container, each on tensor_parallel_size GPUs of its own (vLLM 0.22's data parallel: one "
+        "Engines in one container, each on tensor_parallel_size GPUs of its own (vLLM 0.26's data parallel: one "
         "API server balancing requests over the engines by their waiting and running counts, "
         "vllm/v1/engine/core_client.py DPLBAsyncMPClient). Not a config key: the stack derives it per production "
         "variant, GPUs // tensor_parallel_size in variants mode (inference_components mode runs one copy per GPU "

@@ -65,8 +65,8 @@ STARTUP_TIMEOUT_S: Final = "STARTUP_TIMEOUT_S"
 WARMUP_NUM_REQUESTS: Final = "WARMUP_NUM_REQUESTS"
 WARMUP_PREFILL_TOKENS: Final = "WARMUP_PREFILL_TOKENS"
 WARMUP_PREFILL_MIN_TOKENS: Final = 128
-"""Smallest prefill warm-up: vLLM 0.22's LoRA shrink kernel switches to its prefill config at 128
-tokens (vllm/lora/ops/triton_ops/utils.py), and engine.max_cudagraph_capture_size (64) caps the
+"""Smallest prefill warm-up: vLLM 0.26's LoRA shrink kernel switches to its prefill config at 128
+tokens (vllm/lora/ops/triton_ops/utils.py, unchanged since 0.22), and engine.max_cudagraph_capture_size (64) caps the
 batches compiled at start."""
 WARMUP_PREFILL_MAX_TOKENS: Final = 2
 """Tokens a prefill warm-up request asks for: its prompt is the work; one decode step follows."""

@@ -113,7 +113,7 @@ SESSION_TTL: Final = Setting(
     description=(
         "Lifetime of a stateful session from NEW_SESSION, seconds (the Expires SageMaker is told). 1200: "
         "model_hosting_container_standards' default (SageMakerConfig.sessions_expiration, 20 minutes), which "
-        "vLLM 0.22's own /invocations uses. At most one day."
+        "vLLM 0.26's own /invocations uses. At most one day."
     ),
 )
 

@@ -47,7 +47,7 @@ class EngineMetric(StrEnum):
     PROMPT_TOKENS_PER_SECOND = "PromptTokensPerSecond"  # rate of vllm:prompt_tokens_total
     GENERATION_TOKENS_PER_SECOND = "GenerationTokensPerSecond"  # rate of vllm:generation_tokens_total
     # Mean of the interval's delta of vllm:request_queue_time_seconds _sum/_count, x 1000.
-    # Not a p95: vLLM 0.22's queue-time buckets start at 300 ms, too coarse for the 100 ms SLO.
+    # Not a p95: vLLM's queue-time buckets start at 300 ms (0.22 and 0.26), too coarse for the 100 ms SLO.
     QUEUE_WAIT_AVERAGE = "QueueWaitAverage"
 
 

@@ -6,10 +6,11 @@ history is still in the prefix cache prefills ~220. Their TTFTs differ ~10x (doc
 alarms, rollback guardrails and canary gates read TTFT per class (config ``slo``).
 
 The class comes from vLLM's own per-request count of prompt tokens served from the prefix cache,
-``usage.prompt_tokens_details.cached_tokens``. vLLM 0.22 reports it only with
-``--enable-prompt-tokens-details`` (``vllm/entrypoints/openai/cli_args.py``) and leaves
-``prompt_tokens_details`` out when the count is 0 (``chat_completion/serving.py``: ``if
-self.enable_prompt_tokens_details and num_cached_tokens``), so a missing count reads as 0 cached.
+``usage.prompt_tokens_details.cached_tokens``. vLLM reports it only with
+``--enable-prompt-tokens-details`` (``vllm/entrypoints/openai/cli_args.py``). vLLM 0.22 left
+``prompt_tokens_details`` out when the count was 0 (``chat_completion/serving.py``: ``if
+self.enable_prompt_tokens_details and num_cached_tokens``); vLLM 0.26 sends ``cached_tokens: 0``
+(``_make_prompt_tokens_details`` there). Either way a missing count reads as 0 cached.
 The gateway, ``ops load`` and the GPU harness all classify with :func:`request_class`.
 
 Standard library only: the container image copies this package in as-is.

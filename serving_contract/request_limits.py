@@ -6,7 +6,7 @@ build their fields from these declarations, as they do for the engine settings. 
 refuses a request over a limit with a 400 naming the field (``serving_app.sagemaker.limits``)
 before vLLM sees it.
 
-Why the gateway and not vLLM: vLLM 0.22's only cap on ``n`` is ``VLLM_MAX_N_SEQUENCES``
+Why the gateway and not vLLM: vLLM 0.26's only cap on ``n`` is ``VLLM_MAX_N_SEQUENCES``
 (default 16,384, ``vllm/envs.py``, checked in ``SamplingParams._verify_args`` in
 ``vllm/sampling_params.py``), and its logprob cap ``--max-logprobs`` (default 20,
 ``vllm/config/model.py``) is one engine-wide flag; stop strings, banned words and token-id
@@ -26,10 +26,10 @@ from serving_contract import env
 from serving_contract.setting import Setting
 
 VLLM_MAX_N_SEQUENCES: Final = 16_384
-"""vLLM 0.22's own cap on ``n`` (``VLLM_MAX_N_SEQUENCES`` in vllm/envs.py): the upper bound here."""
+"""vLLM 0.26's own cap on ``n`` (``VLLM_MAX_N_SEQUENCES`` in vllm/envs.py): the upper bound here."""
 
 VLLM_MAX_LOGPROBS_DEFAULT: Final = 20
-"""vLLM 0.22's ``--max-logprobs`` default (vllm/config/model.py); the engine refuses more."""
+"""vLLM 0.26's ``--max-logprobs`` default (vllm/config/model.py); the engine refuses more."""
 
 
 MAX_SEQUENCES = Setting(
@@ -39,7 +39,7 @@ MAX_SEQUENCES = Setting(
     ge=1,
     le=VLLM_MAX_N_SEQUENCES,
     description=(
-        "Most sequences one /invocations request may ask the engine for: n (and best_of, which vLLM 0.22 "
+        "Most sequences one /invocations request may ask the engine for: n (and best_of, which vLLM "
         "ignores) times the number of prompts in a completions batch. MangaAssist sends n = 1; 4 leaves room "
         "for a re-ranking client. Source: vLLM's own VLLM_MAX_N_SEQUENCES (16,384, vllm/envs.py) is the "
         "engine's only cap; prompt lists fan out per element (PYSEC-2026-3704)."

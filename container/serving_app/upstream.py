@@ -4,7 +4,7 @@ One :class:`UpstreamPool` (one ``aiohttp.ClientSession`` + ``TCPConnector``) car
 the request hot path (``/v1/chat/completions``, ``/v1/completions``, streamed or not) and
 the control plane (``/health`` polls, ``/metrics`` scrapes, warmup), so the gateway depends
 on one HTTP client library. aiohttp rather than our own protocol code: house rule, a
-well-kept library beats hand-written HTTP; aiohttp rather than httpx: vLLM 0.22.0 itself
+well-kept library beats hand-written HTTP; aiohttp rather than httpx: vLLM 0.26.0 itself
 depends on aiohttp (3.14.5 in its resolved environment, so it adds nothing to the image),
 and it cost a fraction of httpx's CPU per request in ``benchmarks/serving_overhead.py``
 (container/README.md, "Overhead").

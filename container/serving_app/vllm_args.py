@@ -1,6 +1,6 @@
-"""Settings -> the argv of vLLM 0.22.0's OpenAI server.
+"""Settings -> the argv of vLLM 0.26.0's OpenAI server.
 
-Every flag here exists in vLLM 0.22.0; ``tests/container/test_vllm_contract.py`` parses the
+Every flag here exists in vLLM 0.26.0; ``tests/container/test_vllm_contract.py`` parses the
 output with vLLM's own parser. Flags the seeds used that are gone or wrong today:
 ``--disable-log-requests`` (removed; request logs are off by default) and
 ``--no-custom-all-reduce`` (only meaningful with tensor parallelism).
@@ -24,13 +24,13 @@ ENGINE_HOST: Final = "127.0.0.1"
 """vLLM listens on loopback only: every client goes through the gateway on :8080."""
 
 TUNED_CONFIG_FOLDER: Final = "VLLM_TUNED_CONFIG_FOLDER"
-"""Where vLLM 0.22 reads tuned LoRA kernel configs (vllm/envs.py; vllm/lora/ops/triton_ops/utils.py)."""
+"""Where vLLM 0.26 reads tuned LoRA kernel configs (vllm/envs.py; vllm/lora/ops/triton_ops/utils.py)."""
 
 CUDAGRAPH_ESTIMATE: Final = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
-"""vLLM 0.22's switch for reserving its CUDA-graph memory estimate out of the KV cache (vllm/envs.py)."""
+"""vLLM 0.26's switch for reserving its CUDA-graph memory estimate out of the KV cache (vllm/envs.py)."""
 
 RUNTIME_LORA_UPDATING: Final = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
-"""vLLM 0.22's gate for loading and unloading adapters over HTTP (vllm/envs.py: "1" or "true")."""
+"""vLLM 0.26's gate for loading and unloading adapters over HTTP (vllm/envs.py: "1" or "true")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
         settings.log_level,
         "--disable-uvicorn-access-log",
         # usage.prompt_tokens_details.cached_tokens: the gateway's cold/warm request class
-        # (serving_contract.request_classes); off by default in vLLM 0.22 (cli_args.py).
+        # (serving_contract.request_classes); off by default in vLLM 0.26 (cli_args.py).
         "--enable-prompt-tokens-details",
         "--shutdown-timeout",
         str(env.ENGINE_STOP_GRACE_S - 1),
@@ -131,7 +131,7 @@ def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, st
     (``LORA_TUNED_CONFIG_DIR`` as ``VLLM_TUNED_CONFIG_FOLDER``), and the CUDA forward-compatibility
     libraries first on ``LD_LIBRARY_PATH`` when enabled.
 
-    vLLM 0.22 itself only edits ``os.environ`` before importing torch
+    vLLM 0.26 itself only edits ``os.environ`` before importing torch
     (``vllm/env_override.py``), which reaches its child processes but not the dynamic
     loader of the API-server process; setting it here makes every engine process start
     with it. Enabled by the image (``VLLM_ENABLE_CUDA_COMPATIBILITY=1``, see Dockerfile) unless
@@ -142,7 +142,7 @@ def engine_environment(settings: Settings, base: dict[str, str]) -> dict[str, st
     # vllm/envs.py reads "1"/"0" (int); engine.cudagraph_memory_estimate says why off is the default.
     environ[CUDAGRAPH_ESTIMATE] = "1" if settings.cudagraph_memory_estimate else "0"
     if settings.lora_runtime_adapters:
-        # vLLM 0.22 registers /v1/load_lora_adapter and /v1/unload_lora_adapter only with this
+        # vLLM 0.26 registers /v1/load_lora_adapter and /v1/unload_lora_adapter only with this
         # set (vllm/entrypoints/serve/lora/api_router.py, attach_router), and warns that it is
         # for local development: anyone who reaches the API server can load files as adapters.
         # Here vLLM listens on 127.0.0.1 only (ENGINE_HOST); the gateway owns the public routes

@@ -1,10 +1,10 @@
-"""A scripted stand-in for vLLM 0.22's OpenAI server, run as the gateway's engine process.
+"""A scripted stand-in for vLLM 0.26's OpenAI server, run as the gateway's engine process.
 
 It takes the same argv the gateway builds for vLLM (``--port``, ``--served-model-name``,
 ``--lora-modules name=path ...``; everything else is recorded and ignored) and speaks the
 same protocol: ``/health``, ``/v1/models``, ``/v1/chat/completions`` and ``/v1/completions``
 (JSON or SSE with ``data: ...`` and ``data: [DONE]``), ``/metrics`` in Prometheus text
-with vLLM 0.22's metric names and ``model_name``/``engine`` labels, and the runtime-LoRA
+with vLLM 0.26's metric names and ``model_name``/``engine`` labels, and the runtime-LoRA
 routes ``/v1/load_lora_adapter`` / ``/v1/unload_lora_adapter`` (vLLM's answers for a name it
 already has or does not know; every call is recorded in ``lora_calls``).
 
@@ -19,16 +19,16 @@ Scripting (all under ``/_control``, used by the tests only):
 - user content or prompt ``hold``: stream one chunk (or, without streaming, send nothing), then wait
   for ``POST /_control/release``;
 - user content ``slow:<seconds>``: sleep before answering;
-- user content ``boom``: answer 500 with a CUDA out-of-memory message, in the exact shape vLLM 0.22's
+- user content ``boom``: answer 500 with a CUDA out-of-memory message, in the exact shape vLLM 0.26's
   API server answers a per-request ``torch.OutOfMemoryError`` (``create_error_response`` in
-  vllm/entrypoints/utils.py: ``InternalServerError``, ``param`` null, code 500);
+  vllm/entrypoints/serve/utils/error_response.py: ``InternalServerError``, ``param`` null, code 500);
 - user content ``oom-over:<n>``: the same answer while the chat prompt counts more than ``n`` tokens
   (an OOM that a shorter context avoids);
 - a summary request (system message starting "Summarise") whose transcript holds ``slow-summary``:
   sleep 3 s first;
 - ``POST /tokenize`` with ``messages``: ``{"count", "max_model_len", "tokens"}`` as vLLM's, counted
   by :func:`count_tokens` (words + 4 per message + 1); a chat prompt whose count + ``max_tokens``
-  exceeds ``--max-model-len`` gets vLLM 0.22's 400 ("This model's maximum context length is ...");
+  exceeds ``--max-model-len`` gets vLLM 0.26's 400 ("This model's maximum context length is ...");
 - a ``fake_vllm.json`` file in an adapter folder scripts its load: ``load_delay_s`` (sleep
   first), ``load_status`` + ``load_message`` (answer that error), ``chat_status`` (the loaded
   adapter answers every completion with that error status).
@@ -38,7 +38,7 @@ becomes healthy (startup timeout), warmup held at a gate (to see ``/ping`` in ``
 an upstream that stalls past ``REQUEST_TIMEOUT_S``, a CUDA OOM answer, a stream held open mid
 relay, and for runtime adapters: a 4xx from vLLM's load, a load slower than
 ``REQUEST_TIMEOUT_S``, an adapter that loads but fails its warmup. Everything else runs against
-the real vLLM 0.22.0 engine in ``tests/engine/``: ``test_real_gateway.py`` (readiness gating,
+the real vLLM 0.26.0 engine in ``tests/engine/``: ``test_real_gateway.py`` (readiness gating,
 routing by ``model`` / custom attribute / ``X-Amzn-SageMaker-Adapter-Identifier`` for the base
 and every adapter, sync and streaming, bad input, the real ``/metrics`` names, EMF with engine
 values), ``test_runtime_adapters.py`` (``POST /adapters`` by body and by query, invoking each
@@ -90,7 +90,7 @@ STATE: dict[str, Any] = {
 FAILING_ADAPTERS: dict[str, int] = {}  # adapter name -> status of its every completion (chat_status)
 QUEUE_TIME_BUCKETS: tuple[float, ...] = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0)
 QUEUE_TIME_BUCKETS += (50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
-"""``request_latency_buckets`` of vLLM 0.22.0 (vllm/v1/metrics/loggers.py), which
+"""``request_latency_buckets`` of vLLM 0.26.0 (vllm/v1/metrics/loggers.py, as in 0.22.0), which
 ``vllm:request_queue_time_seconds`` uses."""
 GATE = asyncio.Event()
 RELEASE = [asyncio.Event()]  # a fresh event after each release: later holds hold again
@@ -116,16 +116,18 @@ OOM_MESSAGE = (
 
 
 def oom() -> JSONResponse:
-    """vLLM 0.22's answer to a per-request ``torch.OutOfMemoryError`` raised in its API server."""
+    """vLLM 0.26's answer to a per-request ``torch.OutOfMemoryError`` raised in its API server."""
     return error(500, OOM_MESSAGE, "InternalServerError")
 
 
 class RaisedError(Exception):
-    """An error vLLM 0.22 answers through its catch-all handler (``app.exception_handler(Exception)``
-    in vllm/entrypoints/openai/api_server.py). Starlette runs that handler in
-    ``ServerErrorMiddleware``, which re-raises after answering, so uvicorn closes the connection
-    without a ``Connection: close`` header: checked on the CPU engine for the context-length 400
-    (the next request on the socket got ECONNRESET). The fake answers the same way."""
+    """An error vLLM answers through its catch-all handler (``app.exception_handler(Exception)``
+    in vllm/entrypoints/openai/api_server.py), such as a ``torch.OutOfMemoryError``. Starlette runs
+    that handler in ``ServerErrorMiddleware``, which re-raises after answering, so uvicorn closes the
+    connection without a ``Connection: close`` header: checked on vLLM 0.22's CPU engine, where the
+    context-length 400 went this way too (the next request on the socket got ECONNRESET). vLLM 0.26
+    registers ``VLLMValidationError`` (that 400) and ``ValueError`` with ``ExceptionMiddleware``
+    instead, which keeps the connection; the fake answers that 400 the same way."""
 
     def __init__(self, response: Response) -> None:
         super().__init__(response.status_code)
@@ -264,16 +266,14 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915, C901 (one
     if chat and isinstance(body.get("messages"), list):
         prompt = count_tokens(body["messages"])
         output = body.get("max_completion_tokens") or body.get("max_tokens") or 0
-        if prompt + output > ARGS.max_model_len:  # vLLM 0.22: TokenizeParams._token_len_check
-            raise RaisedError(
-                error(
-                    400,
-                    f"This model's maximum context length is {ARGS.max_model_len} tokens. However, you requested "
-                    f"{output} output tokens and your prompt contains {prompt} input tokens, for a total of "
-                    f"{prompt + output} tokens. Please reduce the length of the input prompt or the number of "
-                    "requested output tokens.",
-                    param="input_tokens",
-                )
+        if prompt + output > ARGS.max_model_len:  # vLLM 0.26: TokenizeParams._token_len_check
+            return error(
+                400,
+                f"This model's maximum context length is {ARGS.max_model_len} tokens. However, you requested "
+                f"{output} output tokens and your prompt contains {prompt} input tokens, for a total of "
+                f"{prompt + output} tokens. Please reduce the length of the input prompt or the number of "
+                "requested output tokens.",
+                param="input_tokens",
             )
         first = body["messages"][0].get("content") if body["messages"] else None
         if isinstance(first, str) and first.startswith("Summarise") and "slow-summary" in text:
@@ -392,7 +392,7 @@ async def load_lora_adapter(request: Request) -> Response:
     await asyncio.sleep(script.get("load_delay_s", 0))
     if "load_status" in script:
         return error(script["load_status"], script["load_message"])
-    if name in MODELS:  # vLLM 0.22's message (vllm/entrypoints/openai/models/serving.py)
+    if name in MODELS:  # vLLM 0.26's message (vllm/entrypoints/openai/models/serving.py)
         return error(400, f"The lora adapter '{name}' has already been loaded.")
     ADAPTERS.append(name)
     MODELS.append(name)

@@ -202,7 +202,7 @@ def test_a_new_version_under_a_registered_name_replaces_it_even_at_full_capacity
 def test_each_load_of_an_adapter_salts_its_prefix_cache_apart_from_earlier_loads(
     runtime_serve: Serve, tmp_path: Path
 ) -> None:
-    """vLLM 0.22 keys prefix-cache blocks by adapter name: a name loaded again must not reuse them."""
+    """vLLM (0.22, 0.26) keys prefix-cache blocks by adapter name: a name loaded again must not reuse them."""
 
     def salts_sent(since: int) -> list[tuple[str, str | None]]:
         return [(r["model"], r["cache_salt"]) for r in runtime_serve.engine_state()["requests"][since:]]

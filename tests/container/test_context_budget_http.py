@@ -1,6 +1,6 @@
 """The context budget and OOM containment through the real ``serve`` process, against fake_vllm.
 
-The fake counts tokens by words (``fake_vllm.count_tokens``), answers vLLM 0.22's 400 for a chat
+The fake counts tokens by words (``fake_vllm.count_tokens``), answers vLLM 0.26's 400 for a chat
 prompt over ``--max-model-len`` and its exact 500 for a per-request out-of-memory error, which the
 real CPU engine cannot be made to raise (tests/engine/test_real_context_budget.py covers the rest
 against the real engine).

@@ -1,4 +1,4 @@
-"""``LORA_TUNED_CONFIG_DIR`` reaches vLLM 0.22.0 as ``VLLM_TUNED_CONFIG_FOLDER`` and vLLM reads it.
+"""``LORA_TUNED_CONFIG_DIR`` reaches vLLM 0.26.0 as ``VLLM_TUNED_CONFIG_FOLDER`` and vLLM reads it.
 
 The folder is the tuner's real output from an H200 (``benchmarks/lora_tune.py``, committed under
 ``benchmarks/results/h200-2026-11-26-lora-levers/``). vLLM's CPU build runs no Triton kernel, so

@@ -1,4 +1,4 @@
-"""The ``/metrics`` scraper: every ``EngineMetric`` from a realistic vLLM 0.22 exposition,
+"""The ``/metrics`` scraper: every ``EngineMetric`` from a realistic vLLM 0.22 exposition (0.26 uses the same names),
 and the queue-wait mean from the ``vllm:request_queue_time_seconds`` histogram."""
 
 from __future__ import annotations

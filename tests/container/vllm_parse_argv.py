@@ -1,4 +1,4 @@
-"""Run with .venv-vllm's python: parse argvs with vLLM 0.22.0's own CLI parser.
+"""Run with .venv-vllm's python: parse argvs with the pinned vLLM's own CLI parser (0.26.0).
 
 stdin: JSON list of argvs. stdout (last line): JSON ``{"results": [...], "choices": {...}}``
 where each result is ``{"ok": true, "parsed": {...}}`` or ``{"ok": false, "error": "..."}``

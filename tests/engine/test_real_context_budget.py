@@ -1,4 +1,4 @@
-"""The context budget against the real vLLM 0.22.0 engine (issue 38): a long conversation is
+"""The context budget against the real vLLM 0.26.0 engine (issue 38): a long conversation is
 trimmed by the engine's own token counts and answered, the next turn still reads the shared system
 prefix from vLLM's prefix cache, and a request that fits is what vLLM would have answered itself.
 

@@ -1,4 +1,4 @@
-"""The container's entrypoint in front of the real vLLM 0.22.0 engine: what SageMaker and the
+"""The container's entrypoint in front of the real vLLM 0.26.0 engine: what SageMaker and the
 alarms depend on (issue 13). One gateway serves this whole module (``shared_gateway``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-request limits (issue 22 item 1) in front of the real vLLM 0.22.0 engine.
+"""Per-request limits (issue 22 item 1) in front of the real vLLM 0.26.0 engine.
 
 vLLM itself answers ``n`` up to VLLM_MAX_N_SEQUENCES (16,384); the gateway refuses more than
 REQUEST_MAX_SEQUENCES (default 4) before the engine sees the request.

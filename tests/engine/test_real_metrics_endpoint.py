@@ -1,4 +1,4 @@
-"""``GET /metrics`` on the container in front of the real vLLM 0.22.0 engine: what SageMaker's
+"""``GET /metrics`` on the container in front of the real vLLM 0.26.0 engine: what SageMaker's
 detailed observability scrapes on port 8080 (issue 24 item 2)."""
 
 from __future__ import annotations

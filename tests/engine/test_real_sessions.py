@@ -1,4 +1,4 @@
-"""SageMaker stateful sessions through the container in front of the real vLLM 0.22.0 engine
+"""SageMaker stateful sessions through the container in front of the real vLLM 0.26.0 engine
 (issue 26): NEW_SESSION, requests with the id (sync, streamed, every adapter selector), CLOSE,
 unknown ids and the cap (``SESSIONS_MAX`` = 8 in ``ENGINE_ENV``)."""
 

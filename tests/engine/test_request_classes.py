@@ -1,4 +1,4 @@
-"""Request classes on the real vLLM 0.22.0 engine (issue 33): a conversation's first turn lands in
+"""Request classes on the real vLLM 0.26.0 engine (issue 33): a conversation's first turn lands in
 ``cold`` and its follow-up (same history, now in the prefix cache) in ``warm``, in the EMF line
 and on the gateway's ``/metrics``. The class comes from vLLM's own
 ``usage.prompt_tokens_details.cached_tokens``, which the container's argv turns on."""

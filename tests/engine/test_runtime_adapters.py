@@ -67,7 +67,7 @@ def registered_adapters(gateway: RealGateway) -> list[str]:
 def test_an_adapter_the_engine_cannot_load_is_a_502_with_its_reason(
     disposable_gateway: RealGateway, tmp_path: Path
 ) -> None:
-    # The gateway's checks pass (files, rank); vLLM 0.22 refuses LoRA biases when it loads the
+    # The gateway's checks pass (files, rank); vLLM 0.26 refuses LoRA biases when it loads the
     # adapter and answers 500 (PEFTHelper.validate_legal, vllm/lora/peft_helper.py).
     folder = tmp_path / "biased"
     shutil.copytree(source(disposable_gateway, "jp_style_v1"), folder)

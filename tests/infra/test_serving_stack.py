@@ -248,7 +248,7 @@ def test_canary_can_run_its_own_prebuilt_image(tmp_path) -> None:
         ]["Fn::Join"][1][-1]
         for m in synth.template("Serving").find_resources("AWS::SageMaker::Model").values()
     }
-    assert images == {"primary": ":vllm0.22.0-llama3-8b-awq-lora3-v1", "canary": ":candidate-v2"}
+    assert images == {"primary": ":vllm0.26.0-llama3-8b-awq-lora3-v1", "canary": ":candidate-v2"}
 
 
 def _has_warning(synth: Synth, text: str) -> None:

@@ -154,8 +154,9 @@ def copy_tokenizer(model_dir: Path, out_dir: Path) -> None:
     """The source's tokenizer files, copied as they are.
 
     Not ``tokenizer.save_pretrained``: transformers 5 (llm-compressor's) writes ``tokenizer_class:
-    TokenizersBackend``, which the serving image's transformers 4.57 (vLLM 0.22) cannot load: the engine
-    then fails at start with "Failed to load the tokenizer" (seen on the real CPU engine, 2026-11-26).
+    TokenizersBackend``, which the serving image's transformers 4.57 (vLLM 0.22) could not load: the engine
+    then failed at start with "Failed to load the tokenizer" (seen on the real CPU engine, 2026-11-26).
+    vLLM 0.26's transformers 5.24 was not tried with a saved tokenizer; the copy serves both.
     """
     import shutil
 

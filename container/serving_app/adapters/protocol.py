@@ -38,7 +38,7 @@ class AdapterRegistration(BaseModel):
     """``POST /adapters``: register the adapter in folder ``src`` under ``name``.
 
     ``preload`` and ``pin`` are accepted as in SageMaker's contract and not acted on: vLLM loads
-    the adapter when it is registered (always a preload), and vLLM 0.22's HTTP API cannot pin
+    the adapter when it is registered (always a preload), and vLLM 0.26's HTTP API cannot pin
     one; the capacity check (``Settings.runtime_adapter_capacity``) keeps every registered
     adapter loaded instead.
     """

@@ -21,7 +21,7 @@ new version fails to load the name is unregistered (the old version is already g
 and the answer says so. Like a delete, a replacement leaves the old weights in vLLM's CPU cache
 until its LRU evicts them (below).
 
-Prefix cache: vLLM 0.22 keys the prefix cache's blocks by the adapter's *name*
+Prefix cache: vLLM 0.26 keys the prefix cache's blocks by the adapter's *name*
 (``_gen_lora_extra_hash_keys`` in vllm/v1/core/kv_cache_utils.py returns ``lora_name``), so a
 name loaded again with other weights (a new version, or a delete and a registration) would reuse
 KV blocks computed with the old weights and answer wrongly until they are evicted: seen on the
@@ -31,7 +31,7 @@ it); the registry keeps it and the invocation path adds it to every request to t
 
 Unregister: the name leaves the registry first (new requests get the 400 unknown-adapter
 answer at once; requests already in vLLM finish with the adapter), then vLLM is asked to forget
-it (``POST /v1/unload_lora_adapter``). vLLM 0.22's unload only forgets the name in its API
+it (``POST /v1/unload_lora_adapter``). vLLM 0.26's unload only forgets the name in its API
 server (``OpenAIServingModels.unload_lora_adapter`` in
 vllm/entrypoints/openai/models/serving.py deletes ``lora_requests[name]``; nothing calls the
 engine's ``remove_lora``): the weights stay in the engine's CPU cache, and maybe a GPU slot,

@@ -1,5 +1,5 @@
 """The context budget's shapes: a conversation split into what stays and what may go, the trimmed
-message lists, vLLM 0.22's answers the budget acts on, and the header that reports a trim.
+message lists, vLLM 0.26's answers the budget acts on, and the header that reports a trim.
 
 Pure functions, no I/O: :mod:`serving_app.context_budget.serving` counts tokens with the engine
 and decides.
@@ -22,10 +22,10 @@ HEAD_ROLES: Final = frozenset({"system", "developer"})
 """Leading messages of these roles are the shared prefix: kept whole, always first."""
 
 CONTEXT_LENGTH_MESSAGE: Final = b"maximum context length"
-"""In every 400 vLLM 0.22 answers for a prompt (+ max_tokens) over ``max_model_len``:
+"""In every 400 vLLM 0.26 answers for a prompt (+ max_tokens) over ``max_model_len``:
 ``TokenizeParams._token_len_check`` / ``_text_len_check`` in vllm/renderers/params.py ("This
 model's maximum context length is N tokens. However, you requested M output tokens and your
-prompt contains K input tokens ...") and ``get_max_tokens`` in vllm/entrypoints/utils.py
+prompt contains K input tokens ...") and ``get_max_tokens`` in vllm/entrypoints/serve/utils/api_utils.py
 ("Input length (K) exceeds model's maximum context length (N).")."""
 
 RESPONSE_HEADER: Final = CUSTOM_ATTRIBUTES_HEADER
@@ -42,7 +42,7 @@ def exceeds_context(status: int, content: bytes) -> bool:
 def is_request_oom(status: int, content: bytes) -> bool:
     """vLLM answered a per-request out-of-memory error and its engine core is alive.
 
-    vLLM 0.22's V1 engine core has no per-request OOM: a ``torch.OutOfMemoryError`` in a forward
+    vLLM 0.26's V1 engine core has no per-request OOM: a ``torch.OutOfMemoryError`` in a forward
     pass ends ``EngineCoreProc.run_busy_loop`` ("EngineCore encountered a fatal error",
     vllm/v1/engine/core.py), every request then gets ``EngineDeadError`` (500, "EngineCore
     encountered an issue. ...") and the API server exits: that is engine death
@@ -50,7 +50,7 @@ def is_request_oom(status: int, content: bytes) -> bool:
     request (rendering, tokenizing, output processing) is caught by the route and answered 500
     ``{"error": {"message": "CUDA out of memory. Tried to allocate ...", "type":
     "InternalServerError", "param": null, "code": 500}}`` (``create_error_response`` in
-    vllm/entrypoints/utils.py) with the engine still serving: that one is retried.
+    vllm/entrypoints/serve/utils/error_response.py) with the engine still serving: that one is retried.
     """
     return status >= 500 and is_oom(content) and not reports_dead_engine(content)
 

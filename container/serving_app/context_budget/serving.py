@@ -62,7 +62,7 @@ from serving_contract.metrics import BudgetMetric, Dimension
 log = logging.getLogger("serving_app.context_budget")
 
 TOKENIZE_PATH: Final = "/tokenize"
-"""vLLM 0.22's tokenizer route (vllm/entrypoints/serve/tokenize/api_router.py): a chat body
+"""vLLM 0.26's tokenizer route (vllm/entrypoints/serve/tokenize/api_router.py): a chat body
 (``TokenizeChatRequest``: ``messages``, ``tools``, ``chat_template_kwargs``, ...) answers
 ``{"count", "max_model_len", "tokens"}`` after applying the model's chat template."""
 
@@ -116,7 +116,8 @@ class ContextBudget:
                 break
             except UpstreamError as exc:
                 # Counting is idempotent: one more try on a fresh connection. The first call after
-                # vLLM's context-length 400 found that connection reset on the CPU engine.
+                # an answer from vLLM's catch-all handler (an OOM; vLLM 0.22's context-length 400)
+                # found that connection reset on the CPU engine.
                 if attempt:
                     raise BudgetUnavailableError(str(exc)) from None
         if upstream.status_code != 200:

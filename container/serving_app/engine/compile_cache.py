@@ -42,7 +42,7 @@ log = logging.getLogger("serving_app.compile_cache")
 
 CACHE_ROOT_VAR: Final = "VLLM_CACHE_ROOT"
 DEFAULT_CACHE_ROOT: Final = "~/.cache/vllm"
-"""vLLM 0.22's default ``VLLM_CACHE_ROOT`` (vllm/envs.py)."""
+"""vLLM 0.26's default ``VLLM_CACHE_ROOT`` (vllm/envs.py)."""
 
 
 def cache_root(environ: Mapping[str, str]) -> Path:

@@ -34,7 +34,7 @@ HEALTH_FAILURE_THRESHOLD: Final = 3
 """Consecutive failed ``/health`` polls before ``/ping`` turns 503."""
 
 ENGINE_DEAD_MESSAGE: Final = b"EngineCore encountered an issue"
-"""The start of vLLM 0.22's ``EngineDeadError`` message (vllm/v1/engine/exceptions.py), which
+"""The start of vLLM 0.26's ``EngineDeadError`` message (vllm/v1/engine/exceptions.py), which
 its API server returns for every request once the engine core is gone (unrecoverable)."""
 
 

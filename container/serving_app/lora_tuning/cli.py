@@ -5,7 +5,7 @@ Writes ``<gpu>_SHRINK.json`` and ``<gpu>_EXPAND_TRUE.json`` (:mod:`.shapes` has 
 shape's default and tuned microseconds. Exit 0 when both files are written; any error (no GPU,
 no vLLM) is a traceback and a non-zero exit, which the compile-cache job logs and survives.
 
-Usage (GPU, vLLM 0.22 importable)::
+Usage (GPU, vLLM 0.26 importable)::
 
     python -m serving_app.lora_tuning --out-dir /root/lora-configs [--max-loras 3] [--quick]
     python benchmarks/lora_tune.py ...   (the same CLI)
@@ -26,7 +26,7 @@ on an H200 (benchmarks/results/h200-2026-11-26-lora-levers/lora-tune-first-stale
 def main(argv: list[str] | None = None, prog: str = "serving_app.lora_tuning") -> int:
     """Parse ``argv``, tune on this GPU, write the files; returns the exit status."""
     parser = argparse.ArgumentParser(
-        prog=prog, description="Tune vLLM 0.22's LoRA shrink/expand kernels for MangaAssist's shapes on this GPU."
+        prog=prog, description="Tune vLLM's LoRA shrink/expand kernels for MangaAssist's shapes on this GPU."
     )
     parser.add_argument("--out-dir", required=True, help="the folder VLLM_TUNED_CONFIG_FOLDER will name")
     parser.add_argument("--max-loras", type=int, default=3, help="the engine's --max-loras (default 3)")

@@ -1,4 +1,4 @@
-"""MangaAssist's LoRA kernel shapes, the search space, vLLM 0.22's defaults and its table layout.
+"""MangaAssist's LoRA kernel shapes, the search space, vLLM 0.26's defaults and its table layout.
 
 vLLM reads ``<gpu>_SHRINK.json`` and ``<gpu>_EXPAND_TRUE.json`` from ``VLLM_TUNED_CONFIG_FOLDER``
 (``vllm/lora/ops/triton_ops/README_TUNING.md``, ``utils.py``: ``load_lora_op_config``), each
@@ -9,7 +9,7 @@ value (``get_lora_op_configs``). ``EXPAND_FALSE`` is read only with
 ``VLLM_LORA_ENABLE_DUAL_STREAM`` (rejected, docs/performance.md), so it is not written.
 
 Shapes: a Llama-3-8B layer with rank-16 adapters on every linear layer (seed 000: q, k, v, o,
-gate, up, down). vLLM 0.22 calls the kernels once per wrapped layer
+gate, up, down). vLLM 0.26 calls the kernels once per wrapped layer
 (``vllm/lora/punica_wrapper/punica_gpu.py``): shrink of the hidden state (k = 4096) for qkv
 (3 slices), gate_up (2) and o (1), of the MLP state (k = 14336) for down (1); expand to
 n = 4096 (qkv: 3 slices of 4096/1024/1024; o, down: 1) and n = 14336 (gate_up: 2 slices).
@@ -129,7 +129,7 @@ def token_mapping(m: int, adapters: int) -> list[int]:
 
 
 def default_config(op: str, m: int) -> dict[str, Any]:
-    """vLLM 0.22's default config (utils.py get_lora_op_configs, no tuned folder)."""
+    """vLLM 0.26's default config (utils.py get_lora_op_configs, no tuned folder)."""
     if op == "shrink":
         return {
             "block_m": 32,

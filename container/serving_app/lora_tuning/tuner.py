@@ -1,4 +1,4 @@
-"""Time vLLM 0.22's own LoRA ops at MangaAssist's shapes on this GPU and pick each shape's config.
+"""Time vLLM's own LoRA ops at MangaAssist's shapes on this GPU and pick each shape's config.
 
 Timing: the real vLLM op (``_lora_shrink``/``_lora_expand``) with the candidate config
 patched into the op module, ``triton.testing.do_bench`` median. The winner of each shape is

