@@ -1,7 +1,7 @@
 """TTFT of one engine as a fixed part plus a part that scales with the GPU's tensor throughput.
 
 Fitted from the H100 runs of 2026-11-26 (benchmarks/results/h100-2026-11-26, copied from the
-shared measurements), the H200 curve made beside them (benchmarks/results/h200-2026-11-25) and
+shared measurements), the H200 curve made beside them (benchmarks/results/h200-2026-11-25, the bandwidth check) and
 the defaults' H200 runs (benchmarks/results/h200-2026-11-26-defaults). At one
 request, with ``N`` uncached prompt tokens (prompt x (1 - prefix-cache hit rate)):
 
@@ -9,11 +9,11 @@ request, with ``N`` uncached prompt tokens (prompt x (1 - prefix-cache hit rate)
 
 * ``F``, ms: launches, scheduling, sampling, HTTP; what a request costs whatever its length. The
   intercept of the H200's TTFT p50 at one request against ``N`` (``FIXED_REFERENCE``): fresh
-  requests (~1,789 uncached tokens, 77.3 ms) and conversation follow-ups whose history is cached
-  (~220 tokens, 24.8 ms).
+  requests (~1,778 uncached tokens, 68.6 ms) and conversation follow-ups whose history is cached
+  (~220 tokens, 19.7 ms), vLLM 0.26.0 with the default options.
 * ``L``, ms per token: the LoRA path with the default engine options, from one engine serving
   adapters and base-only requests side by side (``LORA_DEFAULTS``, H200 2026-11-26; issue 35's
-  levers cut it from the H100 runs' 20.7 us per token to 13.5). It does not move with the weight
+  levers and vLLM 0.26.0 cut it from the H100 runs' 20.7 us per token to 10.9). It does not move with the weight
   format's tensor throughput (LoRA runs in 16 bits over any kernel) and at one request much of it
   is CPU: 12 CPUs instead of 4 cut AWQ + adapters from 88 to 66 ms (H100, old LoRA options).
 * ``C_fmt``, ms per token on the reference GPU: the base model's prefill (base-only runs minus
@@ -43,16 +43,15 @@ from app_config.planning.gpu_instances import H100_80GB, H200, Gpu
 REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "benchmarks" / "results" / "h100-2026-11-26"
 DEFAULTS_RUNS = REPO / "benchmarks" / "results" / "h200-2026-11-26-defaults"
-REFERENCE = DEFAULTS_RUNS / "capacity-v022.json"
+REFERENCE = DEFAULTS_RUNS / "capacity-v026.json"
 """The H200 curve with the default engine (issue 35's LoRA levers: max_loras 3, specialised
 kernels, tuned configs, prefill warm-up): the projections' reference and two of the checks."""
-FIXED_REFERENCE = REPO / "benchmarks" / "results" / "h200-2026-11-25" / "capacity.json"
-"""The H200 curve made beside the H100 runs (same days, same engine options), whose one-request
-levels give ``F``: ``C`` is the H100 base-only runs less ``F``, so both come from one engine
-configuration. ``F`` from the defaults' run (22.5 ms) would leave ``C_awq`` at 103 % of the H100's
-dense FP16 peak, which a prefill cannot reach; at one request two runs of one configuration
-differ by up to 9 ms (docs/performance.md), which is all that separates the two intercepts."""
-LORA_DEFAULTS = DEFAULTS_RUNS / "lora-levers-v022.json"
+FIXED_REFERENCE = REFERENCE
+"""Whose one-request levels give ``F``: the engine's own fixed cost, so the engine the image runs
+(vLLM 0.26.0: 12.8 ms; the 2026-11-25 run of 0.22.0 gave 17.4 and the defaults' run of 0.22.0
+22.5). ``C`` is the H100 base-only runs less this ``F``: 76 % of the H100's dense FP16 peak for
+AWQ, a plausible prefill; ``F`` = 22.5 ms would have put it at 103 %, which no prefill reaches."""
+LORA_DEFAULTS = DEFAULTS_RUNS / "lora-levers-v026.json"
 """Adapters and base-only requests on one engine with the defaults, side by side: ``L``."""
 FORMATS = ("awq", "bf16", "fp8")
 MODEL_PARAMETERS = 8.03e9

@@ -102,7 +102,7 @@ def test_the_ttft_model_is_within_15_percent_of_every_4_cpu_run() -> None:
         else:
             assert abs(error) <= 0.15, (what, error)
     assert fit.lora_ms_per_token < 0.75 * old_options.lora_ms_per_token
-    assert fit.fixed_ms == pytest.approx(17.4, abs=0.1)  # launches, scheduling, HTTP
+    assert fit.fixed_ms == pytest.approx(12.8, abs=0.1)  # launches, scheduling, HTTP (vLLM 0.26.0)
 
 
 def test_capacity_holds_both_classes() -> None:
