@@ -60,6 +60,7 @@ import aiohttp
 
 from cli_support.percentiles import percentile
 from cli_support.sse import timed_json_events
+from serving_app.lifecycle.warmup import prefill_sizes
 from serving_contract import lifecycle
 from serving_contract.request_classes import (
     WARM_MIN_CACHED_FRACTION_DEFAULT,
@@ -341,10 +342,9 @@ def warm_up(base_url: str, adapters: Sequence[str]) -> None:
     asyncio.run(go())
 
 
-PREFILL_WARMUP_TOKENS = (lifecycle.WARMUP_PREFILL_TOKENS.default, lifecycle.WARMUP_PREFILL_TOKENS.default - 1)
-"""Prompt lengths of the prefill warm-up, as the container sends them (serving_contract.lifecycle):
-MangaAssist's first turn is 2,040 tokens; Triton compiles a kernel once for batch sizes divisible
-by 16 and once for the rest."""
+PREFILL_WARMUP_TOKENS = prefill_sizes(lifecycle.WARMUP_PREFILL_TOKENS.default)
+"""Prompt lengths of the prefill warm-up, as the container computes them for the default
+(serving_app.lifecycle.warmup.prefill_sizes: a multiple of 16, then one fewer)."""
 
 
 def prefill_warm_up(

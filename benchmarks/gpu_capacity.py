@@ -68,6 +68,7 @@ from conversations import (
 from gpu_report import container_environment
 from gpu_serving import GPU, SMOKE, Profile, gpu_total_mib, prepare_model, use_cpu_engine_shim
 from servers_under_test import ServerRun, jit_lines, start, stop_servers_on_sigterm
+from serving_app.lifecycle.warmup import prefill_sizes
 from serving_app.settings import Settings
 from serving_contract import env, lifecycle
 from serving_contract.request_classes import RequestClass
@@ -124,12 +125,9 @@ def start_engines(
         warm_up(server.base_url, adapters)
         # The container's warm-up reaches prefill-sized LoRA batches before /ping (issue 35);
         # without this the first measured level pays Triton's JIT compile.
-        # As the container sends it: a multiple of 16 and one fewer; 0 turns it off.
-        tokens = int(settings_env.get(env.WARMUP_PREFILL_TOKENS) or lifecycle.WARMUP_PREFILL_TOKENS.default) // 16 * 16
-        if tokens:
-            server.figures["prefill_warmup"] = prefill_warm_up(
-                server.base_url, [*adapters, config.model.name], sizes=(tokens, tokens - 1)
-            )
+        tokens = int(settings_env.get(env.WARMUP_PREFILL_TOKENS) or lifecycle.WARMUP_PREFILL_TOKENS.default)
+        if sizes := prefill_sizes(tokens):  # as the container sends them; () when off
+            server.figures["prefill_warmup"] = prefill_warm_up(server.base_url, [*adapters, config.model.name], sizes)
         server.figures["jit_at_ready"] = jit_lines(server.log_path)
         print(
             f"{server.name}: ready after {server.ready_s} s, KV tokens {server.figures.get('kv_cache_tokens')}",
