@@ -37,6 +37,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app_config.planning.gpu_instances import H100_80GB, H200, Gpu
 
@@ -71,9 +72,19 @@ class Run:
     gpu: Gpu = H100_80GB
 
 
+def _at_one(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The one-request level of a measured sweep (exactly one)."""
+    (level,) = [row for row in rows if row["concurrency"] == 1]
+    return level
+
+
+def _uncached_tokens(level: dict[str, Any]) -> float:
+    """A level's mean prompt less its measured prefix-cache hits: the tokens it prefilled."""
+    return float(level["prompt_tokens_mean"]) * (1 - float(level["prefix_cache_hit_rate"]))
+
+
 def _level_one(path: Path, key: str) -> dict[str, float]:
-    data = json.loads(path.read_text())
-    (level,) = [row for row in data["configs"][key]["fresh"] if row["concurrency"] == 1]
+    level = _at_one(json.loads(path.read_text())["configs"][key]["fresh"])
     return {name: float(value) for name, value in level.items() if isinstance(value, int | float)}
 
 
@@ -92,8 +103,7 @@ def load_runs(folder: Path = RUNS) -> list[Run]:
     runs = []
     for file, key, fmt, adapters, cpus in specs:
         level = _level_one(folder / file, key)
-        uncached = float(level["prompt_tokens_mean"]) * (1 - float(level["prefix_cache_hit_rate"]))
-        runs.append(Run(f"{file}:{key}", fmt, adapters, cpus, float(level["ttft_p50_ms"]), uncached))
+        runs.append(Run(f"{file}:{key}", fmt, adapters, cpus, float(level["ttft_p50_ms"]), _uncached_tokens(level)))
     return runs
 
 
@@ -126,9 +136,8 @@ def fixed_part_ms(reference: Path = FIXED_REFERENCE) -> tuple[float, float, floa
     """
     data = json.loads(reference.read_text())
     shape = data["shape"]
-    (fresh,) = [row for row in data["fresh"] if row["concurrency"] == 1]
-    (conversation,) = [row for row in data["conversations"] if row["concurrency"] == 1]
-    fresh_tokens = float(fresh["prompt_tokens_mean"]) * (1 - float(fresh["prefix_cache_hit_rate"]))
+    fresh, conversation = _at_one(data["fresh"]), _at_one(data["conversations"])
+    fresh_tokens = _uncached_tokens(fresh)
     follow_tokens = float(shape["output_tokens"] + shape["turn_tokens"])
     fresh_ms, follow_ms = float(fresh["ttft_p50_ms"]), float(conversation["follow_up_ttft_p50_ms"])
     slope = (fresh_ms - follow_ms) / (fresh_tokens - follow_tokens)
@@ -141,9 +150,8 @@ def lora_part_ms_per_token(fixed_ms: float, path: Path = LORA_DEFAULTS) -> float
     (config,) = json.loads(path.read_text())["configs"].values()
     per_token = []
     for key in ("adapters", "base_only"):
-        (level,) = [row for row in config[key] if row["concurrency"] == 1]
-        uncached = float(level["prompt_tokens_mean"]) * (1 - float(level["prefix_cache_hit_rate"]))
-        per_token.append((float(level["ttft_p50_ms"]) - fixed_ms) / uncached)
+        level = _at_one(config[key])
+        per_token.append((float(level["ttft_p50_ms"]) - fixed_ms) / _uncached_tokens(level))
     return per_token[0] - per_token[1]
 
 
@@ -179,8 +187,7 @@ def check(model: TtftFit, runs: list[Run], reference: Path = REFERENCE) -> list[
     ]
     _, fresh_tokens, follow_tokens = fixed_part_ms(reference)  # the reference's token counts
     data = json.loads(reference.read_text())
-    (fresh,) = [row for row in data["fresh"] if row["concurrency"] == 1]
-    (conversation,) = [row for row in data["conversations"] if row["concurrency"] == 1]
+    fresh, conversation = _at_one(data["fresh"]), _at_one(data["conversations"])
     rows.append(
         (
             f"H200 fresh, AWQ + adapters ({fresh_tokens:,.0f} tok)",
