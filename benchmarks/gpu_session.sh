@@ -23,6 +23,14 @@
 #               outstanding vs session affinity, users pausing between turns (levels: users/engine)
 #   matrix      every engine option the config accepts, 6 engines side by side
 #   relay       gateway vs bare vLLM side by side, streaming at 1/32/128 on 4 CPUs
+#   ol-serve    open loop (issue 45): one engine on CPUs 0-3 with the KV cache of INSTANCE's memory
+#               plan (default ml.g5.xlarge), started in its own session so it outlives the call; waits
+#               until it is ready (benchmarks/open_loop.py serve)
+#   ol-probes   the capacity model's parts on that engine: one-request TTFT against uncached tokens,
+#               prefill rate, decode steps
+#   ol-ramp     conversations arriving at random at RATES (req/min, increasing), users pausing THINK
+#               s on average; STEP_S="settle,measure" seconds per step; NAME names the result
+#   ol-stop     stop the ol-serve engine
 # UTIL (default: 0.92 x an A10G's 23,028 MiB over this GPU's memory) sets
 # --gpu-memory-utilization so the KV cache is an ml.g5.xlarge's.
 set -uo pipefail
@@ -39,8 +47,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # End each step inside the device call's 10 minutes, so its results are still copied out.
 limit=${STEP_TIMEOUT:-560}
 log() { echo "== $(date +%T) $*"; }
-# A server an earlier, interrupted step left behind would hold GPU memory.
-pkill -f 'vllm.entrypoints|serving_app serve|vllm_with_args' 2>/dev/null && sleep 5
+# A server an earlier, interrupted step left behind would hold GPU memory (the open-loop steps
+# drive the engine ol-serve left running on purpose).
+case "$step" in
+  ol-probes|ol-ramp) ;;
+  *) pkill -f 'vllm.entrypoints|serving_app serve|vllm_with_args|open_loop.py serve' 2>/dev/null && sleep 5 ;;
+esac
+ol=/root/bench/open-loop
+ol_py=(env "PYTHONPATH=$site:$here/..:$here:$here/../container" python3 "$here/open_loop.py")
 
 case "$step" in
   install)
@@ -96,6 +110,38 @@ print(ensure_model(Path('$model'), GPU, device='cuda')['seconds'], 's to make th
     log "relay util=$util"
     timeout "$limit" python3 "$here/gpu_serving.py" --setups gateway-ab-4cpu --server-cpus 0-3 --client-cpus 4-15 \
       --model-dir "$model" --out-dir "$out" --gpu-memory-utilization "$util" --concurrency 1,32,128 ${ARGS:-}
+    ;;
+  ol-serve)
+    instance=${INSTANCE:-ml.g5.xlarge}
+    kv=$(PYTHONPATH=$here/.. python3 -c "from app_config.root import AppConfig; print(AppConfig().memory_plan_of('$instance').kv_tokens)")
+    log "ol-serve $instance: $kv KV tokens"
+    mkdir -p "$ol"; rm -f "$ol/engine.json"
+    [ -d /root/lora ] && export VLLM_TUNED_CONFIG_FOLDER=/root/lora
+    setsid nohup "${ol_py[@]}" serve --model-dir "$model" --out-dir "$ol" --kv-cache-tokens "$kv" \
+      --server-cpus 0-3 > "$ol/serve-$instance.log" 2>&1 < /dev/null &
+    for _ in $(seq 1 "$limit"); do
+      [ -f "$ol/engine.json" ] && break
+      pgrep -f 'open_loop.py serve' >/dev/null || { tail -30 "$ol/serve-$instance.log"; exit 1; }
+      sleep 1
+    done
+    cat "$ol/engine.json"
+    cp "$ol/engine.json" "$out/engine-$instance.json"
+    cp "$ol"/*.log "$out"/ 2>/dev/null
+    ;;
+  ol-probes)
+    log "ol-probes"
+    timeout "$limit" "${ol_py[@]}" probes --base-url http://127.0.0.1:18180 --engine-info "$ol/engine.json" \
+      --out-dir "$out" --name "${NAME:-probes}" --client-cpus 4-15
+    ;;
+  ol-ramp)
+    step_s=${STEP_S:-15,25}
+    log "ol-ramp think=${THINK:?} rates=${RATES:?} step=$step_s"
+    timeout "$limit" "${ol_py[@]}" ramp --base-url http://127.0.0.1:18180 --engine-info "$ol/engine.json" \
+      --out-dir "$out" --name "${NAME:-ramp-think$THINK}" --think-s "$THINK" --rates "$RATES" \
+      --settle-s "${step_s%,*}" --measure-s "${step_s#*,}" --client-cpus 4-15 ${ARGS:-}
+    ;;
+  ol-stop)
+    pkill -f 'open_loop.py serve'; sleep 5
     ;;
   *)
     echo "unknown step $step" >&2; exit 2 ;;

@@ -80,6 +80,22 @@ def int_list(low: int, high: int | None = None, *, increasing: bool = False) -> 
     return parse
 
 
+def positive_float_list(*, increasing: bool = False) -> Callable[[str], tuple[float, ...]]:
+    """A type for comma-separated finite floats > 0 (``240,320,400``); with ``increasing``, in
+    strictly increasing order."""
+
+    def parse(text: str) -> tuple[float, ...]:
+        try:
+            values = tuple(positive_float(part) for part in text.split(","))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}; expected comma-separated numbers > 0") from None
+        if increasing and list(values) != sorted(set(values)):
+            raise argparse.ArgumentTypeError(f"{text!r}: values must be strictly increasing")
+        return values
+
+    return parse
+
+
 def cpu_set(text: str) -> frozenset[int]:
     """CPU numbers in taskset's list syntax (``4-15``, ``0,2,4-7``), for ``os.sched_setaffinity``."""
     cpus: set[int] = set()

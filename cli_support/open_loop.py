@@ -1,0 +1,443 @@
+"""Open-loop conversation load: conversations arrive at random, users pause between turns.
+
+Closed-loop sweeps (``c`` workers, each sending its next request the moment the last one is
+answered) never let the offered load exceed what the engine serves, and keep exactly ``c``
+conversations alive. Users do neither: conversations start as a Poisson process whatever the
+engine is doing, and between two turns a user reads the answer and types the next message. How
+many conversations are alive then follows from the arrival rate and the pauses (Little's law),
+and with it how much of the prefix cache their histories need (docs/planning.md, "The open-loop
+model"). This module is the load's one schedule, shared by the GPU benchmark
+(``benchmarks/open_loop.py``, vLLM's own routes) and ``ops load --open-loop`` (a deployed
+endpoint): the transport is the caller's ``send_turn`` coroutine.
+
+The schedule is a ramp of :class:`RateStep`: at each step's request rate, conversations arrive
+with exponential gaps of mean ``60 / (requests_per_min / mean_turns)`` seconds; each sends its
+turns in order, pausing an exponential time of mean ``think_s`` after each answer. Every step
+first runs ``settle_s`` unmeasured seconds (the conversations alive at the new rate build up),
+then ``measure_s`` measured ones: a request belongs to the step in whose measured window it was
+sent. Standard library only (the benchmarks import it from vLLM's environment).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import random
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from cli_support.percentiles import percentile
+
+CLASSES = ("cold", "warm")
+"""Request classes by prefix-cache hits (serving_contract.request_classes; kept as strings here
+so the module needs nothing beyond the standard library)."""
+
+
+@dataclass(frozen=True)
+class RateStep:
+    """One step of the ramp: the offered request rate and how long it runs, seconds."""
+
+    requests_per_min: float
+    settle_s: float
+    measure_s: float
+
+    def __post_init__(self) -> None:
+        for name in ("requests_per_min", "measure_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name}: {value!r} must be a finite number > 0")
+        if not math.isfinite(self.settle_s) or self.settle_s < 0:
+            raise ValueError(f"settle_s: {self.settle_s!r} must be a finite number >= 0")
+
+
+def ramp(rates_per_min: Sequence[float], *, settle_s: float, measure_s: float) -> list[RateStep]:
+    """Steps at ``rates_per_min`` (requests per minute, increasing), each ``settle_s`` + ``measure_s``.
+
+    Raises:
+        ValueError: no rate, or the rates do not increase (a ramp runs past the cliff once).
+    """
+    if not rates_per_min:
+        raise ValueError("rates: at least one request rate is needed")
+    if any(b <= a for a, b in itertools.pairwise(rates_per_min)):
+        raise ValueError(f"rates: {list(rates_per_min)} must increase")
+    return [RateStep(rate, settle_s, measure_s) for rate in rates_per_min]
+
+
+@dataclass
+class TurnRecord:
+    """One request as the client saw it. ``step`` is None for requests sent while a step settled."""
+
+    conversation: int
+    turn: int
+    step: int | None
+    sent_s: float
+    status: int = 0
+    ttft_s: float | None = None
+    latency_s: float | None = None
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Answered (200) with a first token."""
+        return self.status == 200 and self.ttft_s is not None
+
+    def request_class(self, warm_min_cached_fraction: float) -> str | None:
+        """``warm`` when at least that share of the prompt came from the prefix cache, else ``cold``
+        (serving_contract.request_classes' rule); None without a prompt count."""
+        if not self.prompt_tokens:
+            return None
+        return "warm" if self.cached_tokens >= warm_min_cached_fraction * self.prompt_tokens else "cold"
+
+
+class Conversation(Protocol):
+    """What the schedule needs of the caller's conversation: how many turns it has."""
+
+    @property
+    def turns(self) -> int: ...
+
+
+ConversationT = TypeVar("ConversationT", bound=Conversation)
+
+
+@dataclass
+class Sample:
+    """A reading taken every ``sample_every_s``: the conversations alive and the caller's figures."""
+
+    at_s: float
+    step: int | None
+    live_conversations: int
+    in_flight: int
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class OpenLoopRun:
+    """Everything one ramp produced: requests, readings, and the steps actually run."""
+
+    steps: list[RateStep]
+    think_s: float
+    mean_turns: float
+    records: list[TurnRecord] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    steps_run: int = 0
+    stopped_early: bool = False
+
+
+class _Schedule(Generic[ConversationT]):
+    """State of one run: the clock, the step in force and the live conversations."""
+
+    def __init__(
+        self,
+        run: OpenLoopRun,
+        rng: random.Random,
+        new_conversation: Callable[[int], ConversationT],
+        send_turn: Callable[[ConversationT, TurnRecord], Awaitable[bool]],
+        clock: Callable[[], float],
+    ) -> None:
+        self.run = run
+        self.rng = rng
+        self.new_conversation = new_conversation
+        self.send_turn = send_turn
+        self.clock = clock
+        self.started = clock()
+        self.step_index = 0
+        self.measuring = False
+        self.live = 0
+        self.in_flight = 0
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.next_number = 0
+        self.closed = False
+
+    def now(self) -> float:
+        return self.clock() - self.started
+
+    async def conversation(self, think_rng: random.Random) -> None:
+        number = self.next_number
+        self.next_number += 1
+        conversation = self.new_conversation(number)
+        self.live += 1
+        try:
+            for turn in range(conversation.turns):
+                if self.closed:
+                    return
+                record = TurnRecord(number, turn, self.step_index if self.measuring else None, self.now())
+                self.run.records.append(record)
+                self.in_flight += 1
+                try:
+                    carry_on = await self.send_turn(conversation, record)
+                finally:
+                    self.in_flight -= 1
+                if not carry_on or turn == conversation.turns - 1:
+                    return
+                await asyncio.sleep(think_rng.expovariate(1 / self.run.think_s) if self.run.think_s else 0.0)
+        finally:
+            self.live -= 1
+
+    def spawn(self) -> None:
+        # Each conversation's pauses come from its own generator, seeded from the run's: the same
+        # seed replays the same pauses whatever order the answers arrive in.
+        task = asyncio.ensure_future(self.conversation(random.Random(self.rng.getrandbits(64))))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def arrivals_until(self, end_s: float, per_min: float) -> None:
+        """Poisson conversation arrivals at ``per_min`` requests per minute until ``end_s``."""
+        rate = per_min / 60 / self.run.mean_turns  # conversations per second
+        while True:
+            gap = self.rng.expovariate(rate)
+            if self.now() + gap >= end_s:
+                await asyncio.sleep(max(end_s - self.now(), 0.0))
+                return
+            await asyncio.sleep(gap)
+            self.spawn()
+
+
+async def run_open_loop(
+    steps: Sequence[RateStep],
+    *,
+    think_s: float,
+    mean_turns: float,
+    new_conversation: Callable[[int], ConversationT],
+    send_turn: Callable[[ConversationT, TurnRecord], Awaitable[bool]],
+    seed: int = 0,
+    sample: Callable[[], Awaitable[Mapping[str, float]]] | None = None,
+    sample_every_s: float = 1.0,
+    should_stop: Callable[[OpenLoopRun, int], bool] | None = None,
+    drain_s: float = 30.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> OpenLoopRun:
+    """Run the ramp; return every request and reading.
+
+    ``send_turn(conversation, record)`` sends the conversation's next turn, fills ``record``
+    (status, TTFT, latency in seconds, prompt/cached/output tokens, error) and returns whether the
+    conversation goes on (False after an error). ``sample()`` returns the caller's figures at that
+    moment (engine gauges and counters), read every ``sample_every_s`` seconds.
+    ``should_stop(run, step)`` is asked after each step; True ends the ramp there (past the cliff,
+    more load only measures a queue). At the end, requests still in flight get ``drain_s`` seconds
+    to finish (no new turn is sent); the rest are cancelled and recorded as errors.
+
+    Raises:
+        ValueError: ``think_s`` negative or not finite, ``mean_turns`` < 1, no step.
+    """
+    if not math.isfinite(think_s) or think_s < 0:
+        raise ValueError(f"think_s: {think_s!r} must be a finite number of seconds >= 0")
+    if not math.isfinite(mean_turns) or mean_turns < 1:
+        raise ValueError(f"mean_turns: {mean_turns!r} must be >= 1")
+    if not steps:
+        raise ValueError("steps: at least one rate step is needed")
+    run = OpenLoopRun(steps=list(steps), think_s=think_s, mean_turns=mean_turns)
+    schedule = _Schedule(run, random.Random(seed), new_conversation, send_turn, clock)
+
+    async def readings() -> None:
+        while True:
+            figures = dict(await sample()) if sample else {}
+            run.samples.append(
+                Sample(
+                    round(schedule.now(), 3),
+                    schedule.step_index if schedule.measuring else None,
+                    schedule.live,
+                    schedule.in_flight,
+                    figures,
+                )
+            )
+            await asyncio.sleep(sample_every_s)
+
+    reader = asyncio.ensure_future(readings())
+    try:
+        end = 0.0
+        for index, step in enumerate(run.steps):
+            schedule.step_index, schedule.measuring = index, False
+            end += step.settle_s
+            await schedule.arrivals_until(end, step.requests_per_min)
+            schedule.measuring = True
+            end += step.measure_s
+            await schedule.arrivals_until(end, step.requests_per_min)
+            run.steps_run = index + 1
+            if should_stop and index < len(run.steps) - 1 and should_stop(run, index):
+                run.stopped_early = True
+                break
+        await _drain(schedule, drain_s)
+    finally:
+        reader.cancel()
+        for task in list(schedule.tasks):
+            task.cancel()
+        await asyncio.gather(reader, *schedule.tasks, return_exceptions=True)
+        for record in run.records:
+            if record.latency_s is None and record.error is None:
+                record.error = "cancelled at the end of the ramp"
+    return run
+
+
+async def _drain(schedule: _Schedule[Any], drain_s: float) -> None:
+    """No new turn from here on; the requests in flight get up to ``drain_s`` seconds to finish."""
+    schedule.closed = True
+    deadline = schedule.clock() + drain_s
+    while schedule.in_flight and schedule.clock() < deadline:
+        await asyncio.sleep(0.1)
+
+
+# ----------------------------------------------------------------------------- summary
+@dataclass
+class ClassFigures:
+    """One request class in one step: how many, and its TTFT p50/p95, ms."""
+
+    requests: int
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+
+
+@dataclass
+class StepSummary:
+    """One measured step: offered vs served rate, TTFT per class, and what the engine reported."""
+
+    requests_per_min: float
+    served_per_min: float
+    requests: int
+    errors: int
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+    classes: dict[str, ClassFigures]
+    cold_share: float | None
+    itl_mean_ms: float | None
+    e2e_p50_ms: float | None
+    live_conversations_mean: float | None
+    in_flight_mean: float | None
+    engine: dict[str, float | None] = field(default_factory=dict)
+    """Means of the caller's gauges over the measured window (``<name>_mean``, ``<name>_max``)
+    and the growth of its counters (``<name>_delta``), as :func:`summarise` was told."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ms(values: list[float], q: int) -> float | None:
+    value = percentile(values, q)
+    return None if value is None else round(value * 1000, 1)
+
+
+def summarise_step(
+    run: OpenLoopRun,
+    index: int,
+    *,
+    warm_min_cached_fraction: float,
+    gauges: Sequence[str] = (),
+    counters: Sequence[str] = (),
+) -> StepSummary:
+    """The measured window of step ``index``: requests sent in it, readings taken in it."""
+    step = run.steps[index]
+    records = [r for r in run.records if r.step == index]
+    ok = [r for r in records if r.ok]
+    ttft = [r.ttft_s for r in ok if r.ttft_s is not None]
+    by_class: dict[str, list[float]] = {klass: [] for klass in CLASSES}
+    for record in ok:
+        klass = record.request_class(warm_min_cached_fraction)
+        if klass is not None and record.ttft_s is not None:
+            by_class[klass].append(record.ttft_s)
+    classified = sum(len(v) for v in by_class.values())
+    itl = [
+        (r.latency_s - r.ttft_s) * 1000 / (r.output_tokens - 1)
+        for r in ok
+        if r.latency_s is not None and r.ttft_s is not None and r.output_tokens > 1
+    ]
+    readings = [s for s in run.samples if s.step == index]
+    engine: dict[str, float | None] = {}
+    for name in gauges:
+        values = [s.figures[name] for s in readings if name in s.figures]
+        engine[f"{name}_mean"] = round(statistics.fmean(values), 4) if values else None
+        engine[f"{name}_max"] = round(max(values), 4) if values else None
+    for name in counters:
+        values = [s.figures[name] for s in readings if name in s.figures]
+        engine[f"{name}_delta"] = round(values[-1] - values[0], 1) if len(values) > 1 else None
+    return StepSummary(
+        requests_per_min=step.requests_per_min,
+        served_per_min=round(60 * len(ok) / step.measure_s, 1),
+        requests=len(records),
+        errors=len(records) - len(ok),
+        ttft_p50_ms=_ms(ttft, 50),
+        ttft_p95_ms=_ms(ttft, 95),
+        classes={
+            klass: ClassFigures(len(values), _ms(values, 50), _ms(values, 95)) for klass, values in by_class.items()
+        },
+        cold_share=round(len(by_class["cold"]) / classified, 4) if classified else None,
+        itl_mean_ms=round(statistics.fmean(itl), 3) if itl else None,
+        e2e_p50_ms=_ms([r.latency_s for r in ok if r.latency_s is not None], 50),
+        live_conversations_mean=round(statistics.fmean(s.live_conversations for s in readings), 1)
+        if readings
+        else None,
+        in_flight_mean=round(statistics.fmean(s.in_flight for s in readings), 2) if readings else None,
+        engine=engine,
+    )
+
+
+@dataclass
+class Verdict:
+    """Where a ramp held each class's SLO, and where it fell off the cliff (requests per minute)."""
+
+    holds_per_min: dict[str, float | None]
+    """Per class, and ``both``: the highest offered rate up to which every step held the class's
+    TTFT p95 objective with no errors above ``max_error_rate``; None when the first step did not."""
+    cliff_per_min: float | None
+    """The first offered rate whose TTFT p95 (all turns) reached ``cliff_factor`` x the highest
+    SLO: the collapse, not the first miss. None when the ramp never reached it."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def verdict(
+    summaries: Sequence[StepSummary],
+    slo_ms: Mapping[str, float],
+    *,
+    max_error_rate: float = 0.01,
+    cliff_factor: float = 2.0,
+) -> Verdict:
+    """Each class's SLO-holding rate and the cliff, from steps in increasing rate.
+
+    A step without requests of a class does not limit it; the first step that misses ends the
+    search (a lucky step further up does not count).
+    """
+    holds: dict[str, float | None] = {}
+    for klass in CLASSES:
+        best: float | None = None
+        for summary in summaries:
+            p95 = summary.classes[klass].ttft_p95_ms
+            erred = summary.requests and summary.errors / summary.requests > max_error_rate
+            if erred or (p95 is not None and p95 > slo_ms[klass]):
+                break
+            best = summary.requests_per_min
+        holds[klass] = best
+    values = [v for v in holds.values()]
+    holds["both"] = None if any(v is None for v in values) else min(v for v in values if v is not None)
+    limit = cliff_factor * max(slo_ms[klass] for klass in CLASSES)
+    cliff = next(
+        (s.requests_per_min for s in summaries if s.ttft_p95_ms is not None and s.ttft_p95_ms >= limit),
+        None,
+    )
+    return Verdict(holds, cliff)
+
+
+def format_step(summary: StepSummary) -> str:
+    """One line per step, for the log."""
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0f}"
+
+    classes = " ".join(
+        f"{klass} n={figures.requests} p50/p95 {ms(figures.ttft_p50_ms)}/{ms(figures.ttft_p95_ms)}"
+        for klass, figures in summary.classes.items()
+    )
+    engine = " ".join(f"{k} {v:g}" for k, v in summary.engine.items() if v is not None)
+    cold = "-" if summary.cold_share is None else f"{summary.cold_share:.0%}"
+    return (
+        f"{summary.requests_per_min:7.1f}/min offered {summary.served_per_min:7.1f} served "
+        f"TTFT p50/p95 {ms(summary.ttft_p50_ms)}/{ms(summary.ttft_p95_ms)} ms {classes} cold {cold} "
+        f"ITL {summary.itl_mean_ms} ms live {summary.live_conversations_mean} in flight {summary.in_flight_mean} "
+        f"errors {summary.errors} {engine}"
+    )
