@@ -275,3 +275,41 @@ def load_config(context: Mapping[str, Any]) -> AppConfig:
         return AppConfig.model_validate(data)
     except ValidationError as exc:
         raise to_config_error(exc, AppConfig) from None
+
+
+def parse_overrides(overrides: Sequence[str]) -> dict[str, str]:
+    """``["a.b=1"]`` to ``{"a.b": "1"}``: ``-c key=value`` arguments, values kept as strings as the
+    CDK CLI passes them.
+
+    Raises:
+        ConfigError: an item without ``=`` or without a key (one line naming it).
+    """
+    parsed = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError([f"-c {item!r}: expected key=value"])
+        parsed[key] = value
+    return parsed
+
+
+def load_cli_config(
+    overrides: Mapping[str, str] | Sequence[str] = (), *, cdk_json: Path = CDK_JSON, stage: str | None = None
+) -> AppConfig:
+    """The config a command-line tool plans or acts on: what ``cdk synth -c key=value ...`` would
+    build. ``cdk_json``'s context (none if the file is absent: the defaults and a ``prod`` stage),
+    then ``stage``, then the overrides (``key=value`` strings or a mapping), through
+    :func:`load_config`. The one loader of ``make plan``, ``make capacity``, ``make simulate`` and
+    ``mangaassist-ops``; ``app.py`` passes the CDK's own context to :func:`load_config`.
+
+    Raises:
+        ConfigError: a bad override or value (one line each); ``OSError``/``ValueError`` when
+            ``cdk_json`` exists but cannot be read as JSON.
+    """
+    context: dict[str, Any] = cdk_json_context(cdk_json) if cdk_json.is_file() else {}
+    context.update(overrides if isinstance(overrides, Mapping) else parse_overrides(overrides))
+    if stage is not None:
+        context[STAGE_KEY] = stage
+    chosen = str(context.setdefault(STAGE_KEY, DEFAULT_STAGE))
+    context.setdefault(STAGES_KEY, {chosen: {}})
+    return load_config(context)

@@ -101,6 +101,10 @@ class SloConfig(ConfigModel):
         default=0.1, ge=0, le=100, description="Error (5xx) rate target, percent (24 h rolling). Source: seed 002."
     )
 
+    def ttft_p95_ms(self) -> dict[str, float]:
+        """Each class's TTFT p95 objective by class name (``{"cold": ..., "warm": ...}``), ms."""
+        return {klass.value: self.of(klass).ttft_p95_ms for klass in RequestClass}
+
     def of(self, request_class: RequestClass) -> ClassSloConfig:
         """The objectives of ``request_class``."""
         return self.cold if request_class is RequestClass.COLD else self.warm

@@ -177,6 +177,18 @@ class TrafficConfig(ConfigModel):
     turns_per_conversation: float = Field(
         default=4.2, ge=1.0, le=100.0, description="Mean turns of a conversation (seed 002: 4.2)."
     )
+    think_s: float = Field(
+        default=30.0,
+        ge=0.0,
+        le=3600.0,
+        description=(
+            "Mean pause between an answer and the user's next turn, seconds (exponentially distributed): how long a "
+            "conversation's history must survive in the prefix cache. No seed gives it; 30 s is between a quick reply "
+            "(a few seconds) and reading the 180-token answer and typing a 40-token message (about 85 s at 238 "
+            'words/min reading and 36 words/min mobile typing; docs/sources.md, "Users\' pauses"). docs/planning.md '
+            "shows how the plan moves from 4 s to 60 s."
+        ),
+    )
     request_shape: RequestShapeConfig = Field(default=RequestShapeConfig(), description="Prompt layout, tokens.")
 
     @field_validator("daily_shape")

@@ -113,7 +113,7 @@ print(ensure_model(Path('$model'), GPU, device='cuda')['seconds'], 's to make th
     ;;
   ol-serve)
     instance=${INSTANCE:-ml.g5.xlarge}
-    kv=$(PYTHONPATH=$here/.. python3 -c "from app_config.root import AppConfig; print(AppConfig().memory_plan_of('$instance').kv_tokens)")
+    kv=$(PYTHONPATH=$site:$here/.. python3 -c "from app_config.root import AppConfig; print(AppConfig().memory_plan_of('$instance').kv_tokens)")
     log "ol-serve $instance: $kv KV tokens"
     mkdir -p "$ol"; rm -f "$ol/engine.json"
     [ -d /root/lora ] && export VLLM_TUNED_CONFIG_FOLDER=/root/lora

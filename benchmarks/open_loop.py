@@ -51,7 +51,6 @@ from app_config.root import AppConfig
 from cli_support.argtypes import cpu_set, int_in, non_negative_float, positive_float, positive_float_list
 from cli_support.open_loop import (
     OpenLoopRun,
-    StepSummary,
     TurnRecord,
     format_step,
     ramp,
@@ -112,11 +111,13 @@ async def send_turn(
     prompt = conversation.next_prompt(shape)
     started = time.perf_counter()
     answer: list[int] = []
+    record.latency_s = None
     try:
         async with session.post(url, json=completion_body(conversation.adapter, prompt, shape.output_tokens)) as resp:
             record.status = resp.status
             if resp.status != 200:
                 record.error = f"{resp.status}: {(await resp.text())[:200]}"
+                record.latency_s = time.perf_counter() - started
                 return False
             async for arrived, payload in timed_json_events(resp.content.iter_any(), time.perf_counter):
                 for choice in payload.get("choices") or ():
@@ -131,6 +132,7 @@ async def send_turn(
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
         record.status = 0
         record.error = f"{exc.__class__.__name__}: {exc}"[:200]
+        record.latency_s = time.perf_counter() - started
         return False
     record.latency_s = time.perf_counter() - started
     conversation.history += answer
@@ -154,14 +156,12 @@ def run_ramp(args: argparse.Namespace, base_url: str, shape: RequestShape, adapt
     steps = ramp(args.rates, settle_s=args.settle_s, measure_s=args.measure_s)
     slo = {"cold": args.cold_ttft_slo_ms, "warm": args.warm_ttft_slo_ms}
     warm_fraction = SLO.warm_min_cached_fraction
-    summaries: list[StepSummary] = []
     workload = Workload(shape, adapters, engines=1, route="affinity", seed=args.seed)
     url = base_url + "/v1/completions"
     wait_idle(base_url)
 
     def should_stop(run: OpenLoopRun, index: int) -> bool:
         summary = summarise_step(run, index, warm_min_cached_fraction=warm_fraction, gauges=GAUGES, counters=COUNTERS)
-        summaries.append(summary)
         print(format_step(summary), flush=True)
         p95 = summary.ttft_p95_ms
         return bool(
@@ -191,51 +191,31 @@ def run_ramp(args: argparse.Namespace, base_url: str, shape: RequestShape, adapt
 
     started = time.monotonic()
     run = asyncio.run(go())
-    if len(summaries) < run.steps_run:  # the last step is summarised after the drain
-        summaries.append(
-            summarise_step(
-                run, run.steps_run - 1, warm_min_cached_fraction=warm_fraction, gauges=GAUGES, counters=COUNTERS
-            )
-        )
-        print(format_step(summaries[-1]), flush=True)
+    wall_s = round(time.monotonic() - started, 1)
+    # Summarised again now that every request is back: mid-run, a step's slowest were still out.
+    summaries = [
+        summarise_step(run, index, warm_min_cached_fraction=warm_fraction, gauges=GAUGES, counters=COUNTERS)
+        for index in range(run.steps_run)
+    ]
     result = {
         "kind": "open_loop",
-        "think_s": args.think_s,
         "kv_cache_tokens": args.kv_cache_tokens,
         "shape": shape.__dict__,
-        "mean_turns": shape.mean_turns,
         "mean_prompt_tokens": shape.mean_prompt_tokens,
         "adapters": adapters,
         "slo_ms": slo,
         "warm_min_cached_fraction": warm_fraction,
-        "steps": [s.__dict__ for s in run.steps],
-        "stopped_early": run.stopped_early,
-        "wall_s": round(time.monotonic() - started, 1),
+        "wall_s": wall_s,
         "summaries": [s.to_json() for s in summaries],
         "verdict": verdict(summaries, slo).to_json(),
-        # Compact raw data: [conversation, turn, step, sent_s, status, ttft_ms, latency_ms, prompt, cached, output]
-        "records": [
-            [
-                r.conversation,
-                r.turn,
-                r.step,
-                round(r.sent_s, 3),
-                r.status,
-                None if r.ttft_s is None else round(r.ttft_s * 1000, 1),
-                None if r.latency_s is None else round(r.latency_s * 1000, 1),
-                r.prompt_tokens,
-                r.cached_tokens,
-                r.output_tokens,
-            ]
-            for r in run.records
-        ],
-        "samples": [[s.at_s, s.step, s.live_conversations, s.in_flight, s.figures] for s in run.samples],
-        "errors": sorted({r.error for r in run.records if r.error})[:10],
+        **run.to_json(),
     }
     if args.engine_info:
         result["engine"] = json.loads(Path(args.engine_info).read_text())
     out = Path(args.out_dir, f"{args.name}.json")
     out.write_text(json.dumps(result))
+    for summary in summaries:
+        print(format_step(summary), flush=True)
     print(f"{args.name}: verdict {result['verdict']} -> {out}", flush=True)
     return result
 

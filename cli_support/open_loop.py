@@ -129,6 +129,79 @@ class OpenLoopRun:
     steps_run: int = 0
     stopped_early: bool = False
 
+    RECORD_FIELDS = (
+        "conversation",
+        "turn",
+        "step",
+        "sent_s",
+        "status",
+        "ttft_ms",
+        "latency_ms",
+        "prompt_tokens",
+        "cached_tokens",
+        "output_tokens",
+    )
+    """Columns of a record in :meth:`to_json` (times in ms, rounded to 0.1)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The raw run, compact: records as rows of :data:`RECORD_FIELDS`, readings as rows."""
+
+        def ms(value: float | None) -> float | None:
+            return None if value is None else round(value * 1000, 1)
+
+        return {
+            "steps": [asdict(step) for step in self.steps],
+            "think_s": self.think_s,
+            "mean_turns": self.mean_turns,
+            "steps_run": self.steps_run,
+            "stopped_early": self.stopped_early,
+            "record_fields": list(self.RECORD_FIELDS),
+            "records": [
+                [
+                    r.conversation,
+                    r.turn,
+                    r.step,
+                    round(r.sent_s, 3),
+                    r.status,
+                    ms(r.ttft_s),
+                    ms(r.latency_s),
+                    r.prompt_tokens,
+                    r.cached_tokens,
+                    r.output_tokens,
+                ]
+                for r in self.records
+            ],
+            "samples": [[s.at_s, s.step, s.live_conversations, s.in_flight, s.figures] for s in self.samples],
+            "errors": sorted({r.error for r in self.records if r.error})[:10],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> OpenLoopRun:
+        """A run written by :meth:`to_json` (or by benchmarks/open_loop.py), to summarise again."""
+
+        def seconds(value: float | None) -> float | None:
+            return None if value is None else value / 1000
+
+        run = cls(
+            steps=[RateStep(**step) for step in data["steps"]],
+            think_s=float(data["think_s"]),
+            mean_turns=float(data["mean_turns"]),
+            steps_run=int(data.get("steps_run") or len({row[2] for row in data["records"] if row[2] is not None})),
+            stopped_early=bool(data.get("stopped_early")),
+        )
+        for row in data["records"]:
+            conversation, turn, step, sent, status, ttft, latency, prompt, cached, output = row
+            record = TurnRecord(
+                conversation, turn, step, sent, status, seconds(ttft), seconds(latency), prompt, cached, output
+            )
+            if latency is not None and not record.ok:
+                record.error = f"status {status}"
+            run.records.append(record)
+        run.samples = [
+            Sample(at, step, live, flight, dict(figures)) for at, step, live, flight, figures in data["samples"]
+        ]
+        return run
+
 
 class _Schedule(Generic[ConversationT]):
     """State of one run: the clock, the step in force and the live conversations."""
@@ -217,11 +290,12 @@ async def run_open_loop(
 
     ``send_turn(conversation, record)`` sends the conversation's next turn, fills ``record``
     (status, TTFT, latency in seconds, prompt/cached/output tokens, error) and returns whether the
-    conversation goes on (False after an error). ``sample()`` returns the caller's figures at that
+    conversation goes on (False after an error). It sets ``latency_s`` on errors too: a record
+    without it is a request that never came back. ``sample()`` returns the caller's figures at that
     moment (engine gauges and counters), read every ``sample_every_s`` seconds.
     ``should_stop(run, step)`` is asked after each step; True ends the ramp there (past the cliff,
     more load only measures a queue). At the end, requests still in flight get ``drain_s`` seconds
-    to finish (no new turn is sent); the rest are cancelled and recorded as errors.
+    to finish (no new turn is sent); the rest are cancelled and stay unanswered (``latency_s`` None).
 
     Raises:
         ValueError: ``think_s`` negative or not finite, ``mean_turns`` < 1, no step.
@@ -269,9 +343,6 @@ async def run_open_loop(
         for task in list(schedule.tasks):
             task.cancel()
         await asyncio.gather(reader, *schedule.tasks, return_exceptions=True)
-        for record in run.records:
-            if record.latency_s is None and record.error is None:
-                record.error = "cancelled at the end of the ramp"
     return run
 
 
@@ -299,8 +370,13 @@ class StepSummary:
 
     requests_per_min: float
     served_per_min: float
+    """Requests sent in the measured window and answered, per minute: the arrival rate reached."""
+    completed_per_min: float
+    """Answers that finished inside the measured window, per minute: what the engine kept up with."""
     requests: int
     errors: int
+    unfinished: int
+    """Sent in the window and not answered when summarised (in flight, or cut at the end of the ramp)."""
     ttft_p50_ms: float | None
     ttft_p95_ms: float | None
     classes: dict[str, ClassFigures]
@@ -333,7 +409,10 @@ def summarise_step(
     """The measured window of step ``index``: requests sent in it, readings taken in it."""
     step = run.steps[index]
     records = [r for r in run.records if r.step == index]
-    ok = [r for r in records if r.ok]
+    # A request still in flight (no answer yet, no error) is neither served nor an error: when
+    # ``should_stop`` asks mid-run the step's slowest requests may not be back.
+    done = [r for r in records if r.latency_s is not None or r.error is not None]
+    ok = [r for r in done if r.ok]
     ttft = [r.ttft_s for r in ok if r.ttft_s is not None]
     by_class: dict[str, list[float]] = {klass: [] for klass in CLASSES}
     for record in ok:
@@ -347,6 +426,13 @@ def summarise_step(
         if r.latency_s is not None and r.ttft_s is not None and r.output_tokens > 1
     ]
     readings = [s for s in run.samples if s.step == index]
+    window_start = sum(s.settle_s + s.measure_s for s in run.steps[:index]) + step.settle_s
+    window_end = window_start + step.measure_s
+    completed = sum(
+        1
+        for r in run.records
+        if r.ok and r.latency_s is not None and window_start <= r.sent_s + r.latency_s < window_end
+    )
     engine: dict[str, float | None] = {}
     for name in gauges:
         values = [s.figures[name] for s in readings if name in s.figures]
@@ -358,8 +444,10 @@ def summarise_step(
     return StepSummary(
         requests_per_min=step.requests_per_min,
         served_per_min=round(60 * len(ok) / step.measure_s, 1),
+        completed_per_min=round(60 * completed / step.measure_s, 1),
         requests=len(records),
-        errors=len(records) - len(ok),
+        errors=len(done) - len(ok),
+        unfinished=len(records) - len(done),
         ttft_p50_ms=_ms(ttft, 50),
         ttft_p95_ms=_ms(ttft, 95),
         classes={
@@ -382,13 +470,32 @@ class Verdict:
 
     holds_per_min: dict[str, float | None]
     """Per class, and ``both``: the highest offered rate up to which every step held the class's
-    TTFT p95 objective with no errors above ``max_error_rate``; None when the first step did not."""
+    TTFT p95 objective, with no errors above ``max_error_rate``, and kept up (:func:`kept_up`);
+    None when the first step did not."""
     cliff_per_min: float | None
     """The first offered rate whose TTFT p95 (all turns) reached ``cliff_factor`` x the highest
     SLO: the collapse, not the first miss. None when the ramp never reached it."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+KEPT_UP_COMPLETED = 0.9
+"""A step kept up when the answers finishing in its window are at least this share of the requests
+sent in it (an engine falling behind piles up running requests, whatever its TTFT says yet)..."""
+KEPT_UP_ARRIVED = 0.75
+"""...and the requests sent reached at least this share of the offered rate (conversations whose
+answers stall send their next turns late). Both leave room for a 25-40 s window's Poisson noise:
+the steady steps of the H200 runs (benchmarks/results/h200-2026-11-27-open-loop) ranged
+0.92-1.03 and 0.79-1.07."""
+
+
+def kept_up(summary: StepSummary) -> bool:
+    """The engine completed what arrived (module constants say how much is noise)."""
+    return (
+        summary.completed_per_min >= KEPT_UP_COMPLETED * summary.served_per_min
+        and summary.served_per_min >= KEPT_UP_ARRIVED * summary.requests_per_min
+    )
 
 
 def verdict(
@@ -400,8 +507,8 @@ def verdict(
 ) -> Verdict:
     """Each class's SLO-holding rate and the cliff, from steps in increasing rate.
 
-    A step without requests of a class does not limit it; the first step that misses ends the
-    search (a lucky step further up does not count).
+    A step without requests of a class does not limit it; the first step that misses, or that did
+    not keep up, ends the search (a lucky step further up does not count).
     """
     holds: dict[str, float | None] = {}
     for klass in CLASSES:
@@ -409,7 +516,7 @@ def verdict(
         for summary in summaries:
             p95 = summary.classes[klass].ttft_p95_ms
             erred = summary.requests and summary.errors / summary.requests > max_error_rate
-            if erred or (p95 is not None and p95 > slo_ms[klass]):
+            if erred or not kept_up(summary) or (p95 is not None and p95 > slo_ms[klass]):
                 break
             best = summary.requests_per_min
         holds[klass] = best
@@ -436,7 +543,8 @@ def format_step(summary: StepSummary) -> str:
     engine = " ".join(f"{k} {v:g}" for k, v in summary.engine.items() if v is not None)
     cold = "-" if summary.cold_share is None else f"{summary.cold_share:.0%}"
     return (
-        f"{summary.requests_per_min:7.1f}/min offered {summary.served_per_min:7.1f} served "
+        f"{summary.requests_per_min:7.1f}/min offered {summary.served_per_min:7.1f} sent "
+        f"{summary.completed_per_min:7.1f} completed "
         f"TTFT p50/p95 {ms(summary.ttft_p50_ms)}/{ms(summary.ttft_p95_ms)} ms {classes} cold {cold} "
         f"ITL {summary.itl_mean_ms} ms live {summary.live_conversations_mean} in flight {summary.in_flight_mean} "
         f"errors {summary.errors} {engine}"

@@ -27,6 +27,11 @@ class Gpu:
         dense_fp16_tflops: FP16 tensor-core throughput without structured sparsity, TFLOPS, from
             the vendor's datasheet (docs/sources.md, "GPU datasheets"); what bounds prefill.
         memory_bandwidth_gbs: device memory bandwidth, GB/s, same source; what bounds decode.
+        matmul_tflops: what plain FP16 matmul measures on the card, TFLOPS (docs/sources.md,
+            "GPU matmul throughput, measured"): what prefill scales with. A power-capped card
+            (the 72 W L4) reaches about half its datasheet; Hopper about 77 %.
+        matmul_tflops_range: the lowest and highest published measurement, TFLOPS: the
+            projection's spread, which a planner counts against a GPU never measured here.
     """
 
     name: str
@@ -35,6 +40,8 @@ class Gpu:
     source: str
     dense_fp16_tflops: float
     memory_bandwidth_gbs: float
+    matmul_tflops: float
+    matmul_tflops_range: tuple[float, float]
 
     @property
     def memory_bytes(self) -> int:
@@ -44,18 +51,49 @@ class Gpu:
 
 # nvidia-smi totals as published with the GPU's name: modal-labs/modal-client PR #2797 (A10G, L4,
 # L40S, A100 40/80 GB, H100), NVIDIA/DCGM issue #232 (A10G on EC2), NVIDIA/nccl issue #1264 (H100).
-T4: Final = Gpu("T4", 15_360, (7, 5), "nvidia-smi (Tesla T4, 15360 MiB)", 65.0, 320.0)
+T4: Final = Gpu("T4", 15_360, (7, 5), "nvidia-smi (Tesla T4, 15360 MiB)", 65.0, 320.0, 42.3, (41.9, 42.7))
 # AWS's A10G has less tensor throughput than the A10 (70 vs 125 dense FP16 TFLOPS) and the same
 # 600 GB/s (docs/sources.md, "GPU datasheets").
-A10G: Final = Gpu("A10G", 23_028, (8, 6), "nvidia-smi on g5 (NVIDIA/DCGM #232: 23028MiB)", 70.0, 600.0)
-L4: Final = Gpu("L4", 23_034, (8, 9), "nvidia-smi (modal-client #2797: 23034MiB)", 121.0, 300.0)
-L40S: Final = Gpu("L40S", 46_068, (8, 9), "nvidia-smi (modal-client #2797: 46068MiB)", 362.0, 864.0)
-A100_40GB: Final = Gpu("A100-SXM4-40GB", 40_960, (8, 0), "nvidia-smi (modal-client #2797: 40960MiB)", 312.0, 1_555.0)
-A100_80GB: Final = Gpu("A100-SXM4-80GB", 81_920, (8, 0), "nvidia-smi (NVIDIA/mig-parted #31: 81920MiB)", 312.0, 2_039.0)
-H100_80GB: Final = Gpu(
-    "H100 80GB HBM3", 81_559, (9, 0), "nvidia-smi (NVIDIA/nccl #1264: 81559MiB), as on the bench H100", 989.0, 3_350.0
+A10G: Final = Gpu(
+    "A10G", 23_028, (8, 6), "nvidia-smi on g5 (NVIDIA/DCGM #232: 23028MiB)", 70.0, 600.0, 69.5, (69.5, 69.5)
 )
-H200: Final = Gpu("H200", 143_771, (9, 0), "nvidia-smi on the bench H200 (143771 MiB, 2026-11-25)", 989.0, 4_800.0)
+L4: Final = Gpu("L4", 23_034, (8, 9), "nvidia-smi (modal-client #2797: 23034MiB)", 121.0, 300.0, 61.0, (53.0, 69.0))
+L40S: Final = Gpu(
+    "L40S", 46_068, (8, 9), "nvidia-smi (modal-client #2797: 46068MiB)", 362.0, 864.0, 264.0, (264.0, 264.0)
+)
+A100_40GB: Final = Gpu(
+    "A100-SXM4-40GB", 40_960, (8, 0), "nvidia-smi (modal-client #2797: 40960MiB)", 312.0, 1_555.0, 247.6, (247.6, 247.6)
+)
+A100_80GB: Final = Gpu(
+    "A100-SXM4-80GB",
+    81_920,
+    (8, 0),
+    "nvidia-smi (NVIDIA/mig-parted #31: 81920MiB)",
+    312.0,
+    2_039.0,
+    258.7,
+    (258.7, 266.0),
+)
+H100_80GB: Final = Gpu(
+    "H100 80GB HBM3",
+    81_559,
+    (9, 0),
+    "nvidia-smi (NVIDIA/nccl #1264: 81559MiB), as on the bench H100",
+    989.0,
+    3_350.0,
+    760.0,
+    (758.1, 761.8),
+)
+H200: Final = Gpu(
+    "H200",
+    143_771,
+    (9, 0),
+    "nvidia-smi on the bench H200 (143771 MiB, 2026-11-25)",
+    989.0,
+    4_800.0,
+    759.4,
+    (759.4, 759.4),
+)
 
 
 @dataclass(frozen=True, slots=True)
