@@ -15,7 +15,7 @@ OUTPUTS ?= cdk-outputs.json
 
 
 .PHONY: deploy-foundation preflight deploy
-.PHONY: setup llmcompressor-venv vllm-venv synth test lint typecheck unit infra container engine diff reference scaling-doc capacity prices bench gpu-bench plan simulate clean
+.PHONY: setup llmcompressor-venv vllm-venv synth test lint typecheck unit infra container engine diff reference docs capacity capacity-fit prices bench gpu-bench plan simulate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -122,25 +122,32 @@ diff: setup
 reference: setup
 	$(PY) -m devtools.config_reference
 
-## Regenerate docs/scaling.md's cost and simulation blocks and docs/img/scaling-week.png from the tools.
-scaling-doc: setup
+## Regenerate every figure README.md and docs/ quote from a tool (devtools/doc_figures.py) and the
+## scaling week's PNG (devtools/scaling_doc.py); tests/unit/docs/test_doc_figures.py fails while one is stale.
+docs: setup
+	$(PY) -m devtools.doc_figures
 	$(PY) -m devtools.scaling_doc
 
-## Re-project the GPU capacity measurement to every instance type (app_config/planning/instance_capacity.json).
+## What one engine holds under open-loop conversations, and where its cliff starts, e.g.
+## make capacity ARGS="--gpu H200 --kv-cache-tokens 111104 --think-s 4" (planning/capacity.py).
 capacity: setup
-	$(PY) -m devtools.capacity_model --write
+	$(PY) -m planning.capacity $(ARGS)
 
-## Refresh app_config/planning/instance_prices.json from the AWS Price List API (needs AWS credentials).
+## Refit the engine model on the committed GPU runs (planning/engine_fit.json) and print its error.
+capacity-fit: setup
+	$(PY) -m planning.engine_fit --write
+
+## Refresh planning/instance_prices.json from the AWS Price List API (needs AWS credentials).
 prices: setup
 	$(PY) -m devtools.refresh_prices $(ARGS)
 
 ## The week's capacity and cost plan, e.g. make plan ARGS="--compare -c scaling.primary.release_lead_time_min=180"
 plan: setup
-	$(PY) -m devtools.weekly_plan $(ARGS)
+	$(PY) -m planning.cost_plan $(ARGS)
 
 ## Minute-by-minute week of one variant under its scaling policies, e.g. make simulate ARGS="--plot week.png"
 simulate: setup
-	$(PY) -m devtools.scaling_sim $(ARGS)
+	$(PY) -m planning.scaling_sim $(ARGS)
 
 ## Synth wall time against the jsii floor.
 bench: setup

@@ -17,7 +17,7 @@ from pydantic import (
 )
 from pydantic_core import core_schema
 
-from app_config.planning.gpu_instances import instance_gpus
+from planning.gpu_instances import instance_gpus
 from serving_contract.setting import Setting
 from serving_contract.validation import one_of
 

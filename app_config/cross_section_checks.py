@@ -1,27 +1,22 @@
 """The config's checks that span sections: what no single section can judge alone.
 
-``AppConfig`` runs :func:`check_cross_sections` once every section has validated (and after it
-derived the concurrency targets). Each check raises ``ValueError`` with one line naming the keys,
-their values and what would be accepted; ``app_config.errors`` turns it into the config error
-that stops synth. Concerns: adapters against the engine, the engine's kernels on the variants'
-GPUs, the memory plan (could vLLM start at all), the image build's pins, the Docker Hub cache's
-name, inference components, the prod warm floor, monitoring thresholds and scaling.
+``AppConfig`` runs :func:`check_cross_sections` once every section has validated. Each check
+raises ``ValueError`` with one line naming the keys, their values and what would be accepted;
+``app_config.errors`` turns it into the config error that stops synth. Concerns: adapters against
+the engine, the engine's kernels on the variants' GPUs, the image build's pins, the Docker Hub
+cache's name, inference components, the prod warm floor, monitoring thresholds and the rollout's
+timeout. The checks that need the plan (could vLLM start on the variants' GPUs, can they hold
+their SLOs, the schedules and the derived targets) run when it is made: ``planning/checks.py``.
 """
 
 from typing import TYPE_CHECKING
 
-from app_config import dated_events
 from app_config.bedrock import check_import_region
 from app_config.context_budget import check_context_budget
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
-from app_config.planning.dated_schedule import check_dated_events
-from app_config.planning.engine_memory import engine_memory_inputs
-from app_config.planning.gpu_instances import instance_gpus
-from app_config.planning.memory_plan import gib, minimum_utilization
-from app_config.planning.slo_holds import check_holdable
-from app_config.planning.weekly_plan import check_schedule
 from app_config.scaling import PROD_WARM_FLOOR
-from app_config.variants import VARIANT_KEYS
+from app_config.variants import existing_variant_keys
+from planning.gpu_instances import instance_gpus
 from serving_contract.components import adapter_component_name, base_component_name
 from serving_contract.lifecycle import warmup_prefill_problem
 from serving_contract.validation import line
@@ -51,9 +46,7 @@ def check_cross_sections(config: "AppConfig") -> None:
         )
     _check_prefill_warmup(config)
     _kernel_checks(config)
-    _memory_plan_checks(config)
     check_context_budget(config)
-    check_holdable(config)  # app_config/planning/slo_holds.py: only with slo.require_holdable
     if config.image.source == "build" and not config.serving.hosts_inference_components:
         _check_artifact_pins(config)
     prefix = docker_hub_cache_prefix(config.project_name, config.stage)
@@ -71,7 +64,7 @@ def check_cross_sections(config: "AppConfig") -> None:
             "prod (the warm floor that keeps cold starts off the request path, seed 001)"
         )
     _monitoring_checks(config)
-    _scaling_checks(config)
+    _rollout_fits_in_timeout(config)
     check_import_region(config.bedrock.enabled, config.env.region)
 
 
@@ -177,8 +170,8 @@ def _kernel_checks(config: "AppConfig") -> None:
             "use 'auto' (vLLM reads the checkpoint's quantization_config)"
         )
     if config.engine.kv_cache_dtype == "fp8" and config.engine.attention_backend == "auto":
-        for variant in config.variants():
-            instance_type = variant.serving.instance_type
+        for key in existing_variant_keys(config.serving):
+            instance_type = getattr(config.serving, key).instance_type
             gpu = instance_gpus(instance_type).gpu
             if gpu.compute_capability >= (9, 0):
                 raise ValueError(
@@ -188,63 +181,16 @@ def _kernel_checks(config: "AppConfig") -> None:
                     "engine.attention_backend to FLASHINFER or TRITON_ATTN"
                 )
     if kernel.endswith("_marlin"):
-        for variant in config.variants():
-            instance_type = variant.serving.instance_type
+        for key in existing_variant_keys(config.serving):
+            instance_type = getattr(config.serving, key).instance_type
             gpu = instance_gpus(instance_type).gpu
             if gpu.compute_capability < (8, 0):
                 major, minor = gpu.compute_capability
                 raise ValueError(
-                    f"engine.quantization = {kernel!r}: serving.{variant.key}."
+                    f"engine.quantization = {kernel!r}: serving.{key}."
                     f"instance_type = {instance_type} has {gpu.name} (compute capability "
                     f"{major}.{minor}); Marlin kernels need >= 8.0, use 'auto'"
                 )
-
-
-def _memory_plan_checks(config: "AppConfig") -> None:
-    """Stop synth where vLLM could not start (docs/sources.md, "vLLM": it fails at start when one
-    max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
-    engine, shape = config.engine, config.model.shape
-    if engine.max_model_len > shape.max_position_embeddings:
-        raise ValueError(
-            f"engine.max_model_len = {engine.max_model_len}: above model.shape.max_position_embeddings = "
-            f"{shape.max_position_embeddings}, the longest context the model supports (vLLM refuses to start)"
-        )
-    if config.memory_plan.typical_sequence_tokens > engine.max_model_len:
-        raise ValueError(
-            f"memory_plan.typical_sequence_tokens = {config.memory_plan.typical_sequence_tokens}: above "
-            f"engine.max_model_len = {engine.max_model_len}, so no request could be that long"
-        )
-    for variant in config.variants():
-        instance_type = variant.serving.instance_type
-        where = f"serving.{variant.key}.instance_type = {instance_type}"
-        gpus = instance_gpus(instance_type)
-        if engine.tensor_parallel_size > gpus.count:
-            raise ValueError(
-                f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: {where} has "
-                f"{gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than the instance has"
-            )
-        plan = config.memory_plan_of(instance_type)
-        if plan.fits_one_sequence:
-            continue
-        needed = minimum_utilization(
-            shape=shape.to_shape(),
-            gpus=gpus,
-            engine=engine_memory_inputs(engine, len(config.model.adapters)),
-            runtime_overhead_bytes=plan.overhead_bytes // engine.tensor_parallel_size,
-        )
-        if plan.kv_tokens == 0 or needed <= 0.98:
-            raise ValueError(
-                f"engine.gpu_memory_utilization = {engine.gpu_memory_utilization:g}: on {where} "
-                f"({gpus.gpu.name}) it leaves {max(plan.kv_tokens, 0):,} KV-cache tokens, fewer than one "
-                f"engine.max_model_len = {engine.max_model_len} sequence (budget {gib(plan.budget_bytes)} GiB - "
-                f"weights {gib(plan.weights_bytes)} - LoRA slots {gib(plan.lora_bytes)} - runtime "
-                f"{gib(plan.overhead_bytes)}); it needs >= {needed:.2f} (vLLM refuses to start)"
-            )
-        raise ValueError(
-            f"engine.max_model_len = {engine.max_model_len}: only {plan.kv_tokens:,} KV-cache tokens fit on "
-            f"{where} ({gpus.gpu.name}) even at engine.gpu_memory_utilization = "
-            f"{engine.gpu_memory_utilization:g}; lower it to <= {plan.kv_tokens} (vLLM refuses to start)"
-        )
 
 
 def _monitoring_checks(config: "AppConfig") -> None:
@@ -266,78 +212,6 @@ def _monitoring_checks(config: "AppConfig") -> None:
         )
     if threshold > 100:
         raise ValueError(f"monitoring.gpu_memory_utilization.threshold = {threshold:g}: must be <= 100 (per GPU)")
-
-
-def _scaling_checks(config: "AppConfig") -> None:
-    if config.serving.hosts_inference_components:
-        return  # copies scale by target tracking; schedules and blue/green are variants-mode features
-    # The warm floor also binds every scheduled floor of the primary.
-    warm_floor = PROD_WARM_FLOOR if config.stage == "prod" else None
-    for variant in config.variants():
-        check_schedule(
-            variant.key,
-            variant.scaling,
-            variant.serving.min_capacity,
-            variant.serving.max_capacity,
-            warm_floor if variant.is_primary else None,
-        )
-        if variant.scaling.dated_events:
-            check_dated_events(
-                variant.key,
-                variant.scaling,
-                variant.serving.min_capacity,
-                variant.serving.max_capacity,
-                now=dated_events.clock(config.scaling.timezone),
-                timezone=config.scaling.timezone,
-            )
-    _rollout_fits_in_timeout(config)
-    # Both variants' targets, the canary's even while it is disabled: enabling it must not meet a bad one.
-    # Before the scale-in checks, which derive their threshold from the target.
-    for key in VARIANT_KEYS:
-        tracking = config.variant(key).scaling.target_tracking
-        if tracking.metric == "concurrent_requests_high_resolution" and (
-            tracking.target_value >= config.engine.max_num_seqs
-        ):
-            raise ValueError(
-                f"scaling.{key}.target_tracking.concurrent_requests_target = "
-                f"{tracking.target_value:g} must be below engine.max_num_seqs = "
-                f"{config.engine.max_num_seqs}, or the engine queues before the fleet scales"
-            )
-    _scale_in_below_full_load(config)
-
-
-def _scale_in_below_full_load(config: "AppConfig") -> None:
-    """The low-load scale-in must never fire while the engine is full.
-
-    A full engine runs ``concurrency_ceiling`` sequences (the memory plan: what the KV cache
-    fits at the typical length, capped by ``engine.max_num_seqs``), so RunningRequests never
-    exceeds it; a threshold at or above it would shed an instance every cooldown at full load.
-    The bound is half of it: the alarm averages over the variant, and removing one of two
-    instances doubles the survivor's sequences, which must still fit.
-    """
-    for variant in config.variants():
-        step = variant.scaling.step_scaling
-        if not (variant.scaling.enabled and step.enabled):
-            continue
-        target = variant.scaling.target_tracking.target_value
-        if variant.scaling.target_tracking.metric == "concurrent_requests_high_resolution" and (
-            step.scale_in_threshold >= target
-        ):
-            raise ValueError(
-                f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_threshold:g}: must "
-                f"be below scaling.{variant.key}.target_tracking.concurrent_requests_target = {target:g}, or step "
-                "scale-in removes the instances target tracking adds (leave it unset: a quarter of the target)"
-            )
-        plan = config.memory_plan_of(variant.serving.instance_type)
-        bound = plan.concurrency_ceiling / 2
-        if step.scale_in_threshold > bound:
-            raise ValueError(
-                f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_threshold:g}: "
-                f"must be <= {bound:g}, half the {plan.concurrency_ceiling} sequences the engine runs on "
-                f"{variant.serving.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
-                f"engine.max_num_seqs = {config.engine.max_num_seqs}); removing one of two instances doubles "
-                "the survivor's load, and a threshold at the ceiling scales in at full load"
-            )
 
 
 def _rollout_fits_in_timeout(config: "AppConfig") -> None:

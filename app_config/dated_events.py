@@ -11,7 +11,7 @@ sizes each event's pre-scale as ``max(4, int((base_rps * multiplier / instance_c
 * the **capacity** is one instance's requests per minute at the TTFT SLOs
   (``AppConfig.throughput_of``), as for the weekly floors;
 * the **floor** is ``ceil(demand / capacity x EVENT_HEADROOM)``, at least the variant's hard
-  minimum (``derived_floor`` in app_config/planning/dated_schedule.py). The seed's ``int()`` rounds
+  minimum (``derived_floor`` in planning/dated_schedule.py). The seed's ``int()`` rounds
   down, which can leave the event one instance short of its own headroom; its ``max(4, ...)`` is its
   own fleet's floor, here ``serving.<variant>.min_capacity``.
   ``min_capacity`` set on the event overrides the derived floor.
@@ -21,7 +21,7 @@ with the scalable target's ``Timezone`` (Application Auto Scaling user guide, "C
 scheduled action that specifies a time zone"): ``<name>-lift`` raises the floor
 ``release_lead_time_min`` before the event (seed 001: "Pre-scale 2 hours before every known
 high-traffic event"), ``<name>-hold-<n>`` stand in for the weekly actions it pauses, ``<name>-end``
-puts back the weekly bounds in force at its end (app_config/planning/dated_schedule.py says why and how).
+puts back the weekly bounds in force at its end (planning/dated_schedule.py says why and how).
 """
 
 import datetime as dt

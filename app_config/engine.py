@@ -23,7 +23,7 @@ class EngineConfig(ConfigModel):
 
     Defaults are the seeds' MangaAssist values (seed 003 §5 and §10) except where a
     measurement on a real GPU contradicted them (``quantization``: docs/performance.md).
-    What they fit on each instance type is the memory plan (``app_config.planning.memory_plan``),
+    What they fit on each instance type is the memory plan (``planning.memory_plan``),
     checked at synth.
     """
 

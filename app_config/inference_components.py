@@ -57,11 +57,12 @@ class ComponentScalingConfig(ConfigModel):
 
     @property
     def target_value(self) -> float:
-        """The copy target: set, or derived from the throughput at the SLOs (``AppConfig.plan`` holds it)."""
+        """The copy target: set, or derived from the throughput at the SLOs
+        (``planning.plan.Plan.inference_components`` holds it)."""
         if self.concurrent_requests_per_copy_target is None:
             raise ValueError(
                 "concurrent_requests_per_copy_target is unset: read the derived one from "
-                "AppConfig.plan.inference_components"
+                "the plan (planning.plan.Plan.inference_components)"
             )
         return self.concurrent_requests_per_copy_target
 
@@ -72,7 +73,7 @@ class ComponentScalingConfig(ConfigModel):
         description=(
             "Target of SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution (10 s datapoints). "
             "None: one engine's concurrency at the TTFT SLOs (a copy is one engine), the same capacity figure "
-            "the variants mode's concurrent_requests_target derives from (app_config/planning/throughput_at_slo.py)."
+            "the variants mode's concurrent_requests_target derives from (planning/throughput_at_slo.py)."
         ),
     )
     scale_out_cooldown_s: int = Field(

@@ -5,8 +5,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from app_config.base import AdapterName, ConfigModel
-from app_config.planning.gpu_instances import GIB
-from app_config.planning.memory_plan import ModelShape
+from planning.gpu_instances import GIB
+from planning.memory_plan import ModelShape
 
 
 class LoraAdapterConfig(ConfigModel):
@@ -64,7 +64,7 @@ class ModelShapeConfig(ConfigModel):
         le=2048,
         description=(
             "GPU memory of the checkpoint, GiB. Source: Llama-3-8B-Instruct in AWQ-INT4 GEMM format, group 128: "
-            "5,727,854,592 bytes (app_config.planning.memory_plan.awq_checkpoint_bytes; the published AWQ checkpoint "
+            "5,727,854,592 bytes (planning.memory_plan.awq_checkpoint_bytes; the published AWQ checkpoint "
             "is 5.73 GB)."
         ),
     )
@@ -79,7 +79,7 @@ class ModelShapeConfig(ConfigModel):
         return self
 
     def to_shape(self) -> ModelShape:
-        """The plain-data shape ``app_config.planning.memory_plan`` works on."""
+        """The plain-data shape ``planning.memory_plan`` works on."""
         return ModelShape(
             num_hidden_layers=self.num_hidden_layers,
             hidden_size=self.hidden_size,

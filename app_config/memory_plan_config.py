@@ -1,5 +1,5 @@
 """The memory-plan inputs that are not vLLM flags (``memory_plan.*``); the plan itself is
-:mod:`app_config.planning.engine_memory`."""
+:mod:`planning.engine_memory`."""
 
 from pydantic import Field
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from app_config.image_build import PLACEHOLDER_SHA256, ArtifactSetConfig, pin_sha256, pin_version
 from app_config.root import AppConfig
+from app_config.variants import deployed_variant_keys
 from serving_contract.model_artifacts import ADAPTER_ARCHIVE, version_prefix
 
 DEPLOY_DOC = "docs/deploy.md"
@@ -32,10 +33,10 @@ def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
         return {}
     build = config.image.build
     sets: dict[str, ArtifactSetConfig] = {}
-    for variant in config.deployed_variants():
-        artifacts = build.primary if variant.is_primary else build.canary
+    for key in deployed_variant_keys(config.serving):
+        artifacts = build.primary if key == "primary" else build.canary
         if artifacts is not None:
-            sets[variant.key] = artifacts
+            sets[key] = artifacts
     return sets
 
 

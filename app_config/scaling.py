@@ -14,10 +14,15 @@ from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel
 from app_config.dated_events import DatedEventConfig
-from app_config.planning.weekly_cron import MINUTES_PER_WEEK, weekly_cron
 from app_config.rollout import RolloutConfig
-from app_config.scaling_policies import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import (
+    KvCacheTrackingConfig,
+    ScalingStepConfig,
+    StepScalingConfig,
+    TargetTrackingConfig,
+)
 from app_config.scheduled_actions import ReleaseEventConfig, ResolvedAction, ScheduledActionConfig
+from planning.weekly_cron import MINUTES_PER_WEEK, weekly_cron
 from serving_contract.env import MEASURED_CACHED_START_S, MEASURED_COLD_START_S, MEASURED_COLD_START_SOURCE
 
 PROD_WARM_FLOOR = 2
@@ -32,6 +37,9 @@ class VariantScalingConfig(ConfigModel):
     enabled: bool = Field(default=True, description="Register the scalable target and every policy.")
     target_tracking: TargetTrackingConfig = Field(default=TargetTrackingConfig(), description="Target tracking.")
     step_scaling: StepScalingConfig = Field(default=StepScalingConfig(), description="Queue-depth step scaling.")
+    kv_cache_tracking: KvCacheTrackingConfig = Field(
+        default=KvCacheTrackingConfig(), description="Scale-out on KV-cache usage before the prefix-cache cliff."
+    )
     schedule: tuple[ScheduledActionConfig, ...] = Field(
         default=(), max_length=50, description="Recurring scheduled actions (times in scaling.timezone)."
     )
@@ -57,7 +65,7 @@ class VariantScalingConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _names_unique(self) -> "VariantScalingConfig":
-        names = [action.name for action in self.resolved_schedule]
+        names = [name for name, _ in self.action_times]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise ValueError(f"scheduled action names must be unique; repeated: {', '.join(duplicates)}")
@@ -68,19 +76,44 @@ class VariantScalingConfig(ConfigModel):
         return self
 
     @property
+    def action_times(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """``(action name, minutes of the week it fires)`` of every scheduled action, events as their
+        pre-scale action, in config order (events last); floors not needed."""
+        times = [(a.name, a.minutes_of_week) for a in self.schedule]
+        times += [(f"{event.name}-prescale", (self._lift(event),)) for event in self.events]
+        return tuple(times)
+
+    def _lift(self, event: ReleaseEventConfig) -> int:
+        return (event.minute_of_week - self.release_lead_time_min) % MINUTES_PER_WEEK
+
+    @property
+    def floors_unset(self) -> bool:
+        """Some scheduled action's or event's floor is left to the plan (``min_capacity`` unset)."""
+        return any(a.min_capacity is None for a in self.schedule) or any(e.min_capacity is None for e in self.events)
+
+    @property
     def resolved_schedule(self) -> tuple[ResolvedAction, ...]:
-        """Every scheduled action, events included, in config order (events last)."""
+        """Every scheduled action, events included, in config order (events last).
+
+        Raises:
+            ValueError: a floor is unset: it is the plan's to derive; read ``Plan.scaling``
+                (planning/plan.py), whose floors are set.
+        """
+        if self.floors_unset:
+            raise ValueError(
+                "a scheduled min_capacity is unset: read the derived one from the plan (planning.plan.Plan.scaling)"
+            )
         actions = [
-            ResolvedAction(a.name, a.schedule, a.min_capacity, a.max_capacity, a.description, a.minutes_of_week)
+            ResolvedAction(a.name, a.schedule, a.min_capacity or 0, a.max_capacity, a.description, a.minutes_of_week)
             for a in self.schedule
         ]
         for event in self.events:
-            lift = (event.minute_of_week - self.release_lead_time_min) % MINUTES_PER_WEEK
+            lift = self._lift(event)
             actions.append(
                 ResolvedAction(
                     f"{event.name}-prescale",
                     weekly_cron(lift),
-                    event.min_capacity,
+                    event.min_capacity or 0,
                     event.max_capacity,
                     event.description or f"{event.name} at {event.day_of_week} {event.time}",
                     (lift,),
@@ -95,21 +128,19 @@ class VariantScalingConfig(ConfigModel):
 # unset), so serving.primary.max_capacity is the one ceiling and an unforeseen surge at any hour
 # can scale to it. Seed 001 user story 4's off-peak "max 6" capped the One Piece-style surge of
 # its own user story 7 at 6 instances at night (issue 21, finding 3; `make simulate --scenario surge`).
-# The floors are the ones `make plan` says the default week needs on the default fleet
-# (devtools/fleet_planner.py scheduled_floors: the busiest minute of each segment over one
-# instance's requests per minute at the SLOs, at least the warm floor); the times and names are
-# the seeds'. tests/unit/planning/test_default_fleet.py fails when a floor falls below what the plan needs.
+# The floors are unset: the plan derives each from the open-loop engine model (planning/resolved_plan.py:
+# the busiest minute until the next action over one instance's arrival rate at the SLOs, at least
+# the warm floor), so a change of traffic, fleet or model moves them; the times and names are the
+# seeds'. `make plan` prints them; -c scaling.primary.schedule.off-peak.min_capacity=N pins one.
 _PRIMARY_SCHEDULE = (
     ScheduledActionConfig(
         name="off-peak",
         schedule="cron(0 1 * * ? *)",
-        min_capacity=4,
         description="Off-peak floor from 01:00 (seed 001 user story 4; its max 6 dropped, see above).",
     ),
     ScheduledActionConfig(
         name="business-hours",
         schedule="cron(0 8 * * ? *)",
-        min_capacity=6,
         description="Business hours from 08:00 (seed 001 user story 4).",
     ),
     ScheduledActionConfig(
@@ -117,13 +148,11 @@ _PRIMARY_SCHEDULE = (
         # Release days (MON/WED/FRI) already hold a higher floor from 16:00; a daily action
         # here would lower it to 6 before the 18:00 release (check_schedule rejects that).
         schedule="cron(45 17 ? * TUE,THU,SAT,SUN *)",
-        min_capacity=7,
         description="JP evening peak 18:00-22:00, pre-provisioned 15 min early (seed 003 §9).",
     ),
     ScheduledActionConfig(
         name="jp-evening-end",
         schedule="cron(0 23 * * ? *)",
-        min_capacity=4,
         description="Down to the late-evening floor after the evening peak (seed 003 §9).",
     ),
 )
@@ -132,19 +161,16 @@ _PRIMARY_EVENTS = (
     ReleaseEventConfig(
         name="shonen-jump",
         day_of_week="MON",
-        min_capacity=12,
         description="Weekly Shonen Jump release, MON 18:00 (seed 001 user story 7).",
     ),
     ReleaseEventConfig(
         name="shonen-magazine",
         day_of_week="WED",
-        min_capacity=11,
         description="Weekly Shonen Magazine release, WED 18:00 (seed 001 user story 7).",
     ),
     ReleaseEventConfig(
         name="friday-release",
         day_of_week="FRI",
-        min_capacity=12,
         description="Friday manga release day, 18:00 (seed 001 user story 4).",
     ),
 )
@@ -171,7 +197,7 @@ class ScalingConfig(ConfigModel):
     hourly_price_usd: dict[str, float] = Field(
         default={},
         description=(
-            "Overrides of the dated price table app_config/planning/instance_prices.json (SageMaker real-time "
+            "Overrides of the dated price table planning/instance_prices.json (SageMaker real-time "
             "inference, on-demand, us-east-1), USD per instance-hour by instance type: another region or a negotiated "
             "price (capacity plan and simulation only)."
         ),

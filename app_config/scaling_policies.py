@@ -53,7 +53,7 @@ class TargetTrackingConfig(ConfigModel):
         le=1024,
         description=(
             "Target concurrent requests per instance (high-resolution metric); unset (the default) = the instance "
-            "type's concurrency at the TTFT SLO (app_config/planning/throughput_at_slo.py: measured with ops load, "
+            "type's concurrency at the TTFT SLO (planning/throughput_at_slo.py: measured with ops load, "
             "else projected from the GPU measurement at MangaAssist's request shape, docs/performance.md). Above it, "
             "TTFT p95 passes slo.<class>.ttft_p95_ms of the routing's class (capacity.routing). The earlier 32 came "
             "from what the KV cache fits (43 typical requests on a g5); measured on an H100 at the request shape, TTFT"
@@ -74,6 +74,16 @@ class TargetTrackingConfig(ConfigModel):
     scale_in_cooldown_s: int = Field(
         default=600, ge=0, le=86400, description="Seconds between scale-ins. Source: seed 001 (600 s)."
     )
+    disable_scale_in: bool = Field(
+        default=True,
+        description=(
+            "Scale out only (TargetTrackingScalingPolicyConfiguration.DisableScaleIn); the low-load step policy "
+            "removes one instance at a time instead. An engine's concurrency grows faster than its arrival rate "
+            "(its steps lengthen with the requests it runs), so a proportional scale-in from a quiet fleet lands past "
+            "the rate each instance holds; make simulate showed it dropping 39 instances to 6 and past the "
+            "prefix-cache cliff during an unforeseen surge (docs/scaling.md)."
+        ),
+    )
 
     @property
     def target_value(self) -> float:
@@ -87,10 +97,55 @@ class TargetTrackingConfig(ConfigModel):
             return self.invocations_per_instance_target
         if self.concurrent_requests_target is None:
             raise ValueError(
-                "concurrent_requests_target is unset: read the derived one from AppConfig.plan.scaling "
-                "(app_config/planning/resolved_plan.py)"
+                "concurrent_requests_target is unset: read the derived one from the plan (planning.plan.Plan.scaling, "
+                "planning/resolved_plan.py)"
             )
         return self.concurrent_requests_target
+
+
+class KvCacheTrackingConfig(ConfigModel):
+    """Target tracking on the container's ``KvCacheUsagePercent``: the leading signal of the cliff (issue 45).
+
+    Under open-loop conversations an engine's TTFT stays flat until its prefix cache stops holding the
+    live conversations, then jumps ~9x within +30 % load (benchmarks/results/h200-2026-11-27-open-loop):
+    TTFT turns only after the cliff. The KV cache's share in use (vLLM's ``kv_cache_usage_perc``, which
+    the gateway publishes) rises with the running requests and with their cold, longer prompts before
+    that, so a policy on it adds instances while TTFT still holds. Scale-out only (``DisableScaleIn``):
+    concurrency tracking and the low-load step decide scale-in, so this policy never holds a quiet
+    fleet up.
+    """
+
+    enabled: bool = Field(default=True, description="Create the KV-cache target-tracking policy (scale-out only).")
+    target_percent: float | None = Field(
+        default=None,
+        gt=0,
+        le=100,
+        description=(
+            "Target KvCacheUsagePercent, the variant's average; unset (the default) = the KV cache's share in use "
+            "at the instance type's arrival rate at the TTFT SLOs (planning/throughput_at_slo.py, the open-loop "
+            "engine model), rounded up: above it the fleet is past the rate it is sized for."
+        ),
+    )
+    scale_out_cooldown_s: int = Field(
+        default=LAUNCH_TIME_S,
+        ge=0,
+        le=3600,
+        description="Seconds between scale-outs: the time a new instance takes to serve (LAUNCH_TIME_S, 660 s).",
+    )
+
+    @property
+    def target_value(self) -> float:
+        """The target, percent.
+
+        Raises:
+            ValueError: the target is unset; the plan derives it (planning/resolved_plan.py).
+        """
+        if self.target_percent is None:
+            raise ValueError(
+                "kv_cache_tracking.target_percent is unset: read the derived one from the plan "
+                "(planning.plan.Plan.scaling)"
+            )
+        return self.target_percent
 
 
 class ScalingStepConfig(ConfigModel):
@@ -203,10 +258,11 @@ class StepScalingConfig(ConfigModel):
     @property
     def scale_in_threshold(self) -> float:
         """RunningRequests below which the variant scales in: set, or derived from the concurrency target
-        (``AppConfig.plan.scaling`` holds the derived one)."""
+        (``planning.plan.Plan.scaling`` holds the derived one)."""
         if self.scale_in_running_requests is None:
             raise ValueError(
-                "step_scaling.scale_in_running_requests is unset: read the derived one from AppConfig.plan.scaling"
+                "step_scaling.scale_in_running_requests is unset: read the derived one from the plan "
+                "(planning.plan.Plan.scaling)"
             )
         return self.scale_in_running_requests
 

@@ -1,7 +1,7 @@
 """Scheduled capacity of a production variant: recurring scheduled actions and weekly release events.
 
 Times are weekly ``cron(...)`` in ``scaling.timezone`` (Application Auto Scaling user guide,
-"Schedule recurring scaling actions using cron expressions"); ``app_config.planning.weekly_cron`` says
+"Schedule recurring scaling actions using cron expressions"); ``planning.weekly_cron`` says
 why the parser is this project's own.
 """
 
@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel
-from app_config.planning.weekly_cron import DAY_NAMES, parse_weekly_cron
+from planning.weekly_cron import DAY_NAMES, parse_weekly_cron
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
@@ -39,7 +39,16 @@ class ScheduledActionConfig(ConfigModel):
 
     name: str = Field(description="Scheduled action name (unique per variant), e.g. off-peak.")
     schedule: str = Field(description="Weekly cron(min hour dom month dow year) in scaling.timezone.")
-    min_capacity: int = Field(ge=0, le=100, description="Floor from this time on, in instances.")
+    min_capacity: int | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description=(
+            "Floor from this time on, in instances. Unset (default): the plan derives it (planning/resolved_plan.py): "
+            "the instances the busiest minute until the next scheduled action needs on the variant's instance type, "
+            "at least the variant's min_capacity and the prod warm floor; make plan prints it."
+        ),
+    )
     max_capacity: int | None = Field(default=None, ge=1, le=100, description=_MAX_DESCRIPTION)
     description: str = Field(default="", max_length=200, description="Why (shown by the capacity plan).")
 
@@ -53,7 +62,7 @@ class ScheduledActionConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _bounds(self) -> "ScheduledActionConfig":
-        if self.max_capacity is not None and self.min_capacity > self.max_capacity:
+        if self.max_capacity is not None and self.min_capacity is not None and self.min_capacity > self.max_capacity:
             raise ValueError(
                 f"{self.name}: min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}"
             )
@@ -70,7 +79,16 @@ class ReleaseEventConfig(ConfigModel):
     name: str = Field(description="Event name, e.g. shonen-jump (the action is <name>-prescale).")
     day_of_week: DayOfWeek = Field(description="Day of the event in scaling.timezone.")
     time: str = Field(default="18:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Event start, HH:MM.")
-    min_capacity: int = Field(ge=0, le=100, description="Floor from the lift on, in instances.")
+    min_capacity: int | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description=(
+            "Floor from the lift on, in instances. Unset (default): the plan derives it (planning/resolved_plan.py): "
+            "the instances the busiest minute until the next scheduled action needs on the variant's instance type, "
+            "at least the variant's min_capacity and the prod warm floor; make plan prints it."
+        ),
+    )
     max_capacity: int | None = Field(default=None, ge=1, le=100, description=_MAX_DESCRIPTION)
     description: str = Field(default="", max_length=200, description="Why (shown by the capacity plan).")
 
@@ -78,7 +96,7 @@ class ReleaseEventConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _bounds(self) -> "ReleaseEventConfig":
-        if self.max_capacity is not None and self.min_capacity > self.max_capacity:
+        if self.max_capacity is not None and self.min_capacity is not None and self.min_capacity > self.max_capacity:
             raise ValueError(
                 f"{self.name}: min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}"
             )

@@ -25,15 +25,16 @@ class VariantConfig(ConfigModel):
 
     variant_name: VariantName = Field(description="Production variant name (the scaling ResourceId uses it).")
     instance_type: InstanceType = Field(
-        default="ml.g6.xlarge",
+        default="ml.g6e.xlarge",
         description=(
-            "GPU hosting instance type (app_config/planning/gpu_instances.py lists the accepted ones). Default: the "
-            "cheapest fleet that holds both TTFT SLO classes at the default traffic, as `make plan` recommends "
-            "(ml.g6.xlarge, one L4, with capacity.routing prefix_aware; docs/planning.md). Seed 003's ml.g5.xlarge "
-            "(one A10G) cannot hold slo.cold.ttft_p95_ms = 500 ms (first turn ~523 ms at one request): the "
-            "seeds' fleet stays documented with the cold SLO it holds (docs/planning.md). Changing it on a "
-            "deployed, autoscaled variant fails the endpoint update until its scalable target is deregistered "
-            "(SageMaker developer guide, 'Update endpoints that use auto scaling')."
+            "GPU hosting instance type (planning/gpu_instances.py lists the accepted ones). Default: the "
+            "cheapest fleet that holds both TTFT SLO classes, with the projection's margin, at the default traffic, "
+            "as `make plan` recommends (ml.g6e.xlarge, one L40S, capacity.routing prefix_aware; docs/planning.md). "
+            "Seed 003's ml.g5.xlarge (A10G) and the L4 of ml.g6.xlarge prefill a first turn too slowly for "
+            "slo.cold.ttft_p95_ms = 500 ms at any load (the L4 reaches about half its datasheet: docs/sources.md); "
+            "they hold an 800 ms cold SLO (docs/planning.md). Changing it on a deployed, autoscaled variant fails "
+            "the endpoint update until its scalable target is deregistered (SageMaker developer guide, 'Update "
+            "endpoints that use auto scaling')."
         ),
     )
     initial_instance_count: int = Field(
@@ -150,12 +151,18 @@ class ServingConfig(ConfigModel):
     primary: VariantConfig = Field(
         default=VariantConfig(
             variant_name="primary",
-            initial_instance_count=4,
+            initial_instance_count=2,
             initial_weight=95,
             min_capacity=2,
-            max_capacity=20,
+            max_capacity=6,
         ),
-        description="Primary variant. Source: seed 003 §8 (4 instances, weight 95) and seed 001 (min 2, max 20).",
+        description=(
+            "Primary variant. Weight 95: seed 003 §8; min 2: seed 001 (never fewer than 2 warm). Counts: the plan's "
+            "for the default fleet (make plan: 1 ml.g6e.xlarge holds the week's peak, the warm floor is 2); max 6 "
+            "holds 3x that peak (seed 001's unforeseen surge) with room for a wrong projection, and keeps the "
+            "endpoint-usage quota a blue/green update needs (2 x 6) small. Seed 003's 4 and seed 001's max 20 "
+            "sized ml.g5.xlarge fleets."
+        ),
     )
     canary: CanaryVariantConfig = Field(
         default=CanaryVariantConfig(

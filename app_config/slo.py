@@ -87,7 +87,7 @@ class SloConfig(ConfigModel):
             "True: a variant whose instance type cannot hold a class's ttft_p95_ms (by its measured or projected "
             "curve) stops synth with a config error, since its TTFT alarm and rollback guardrail would always fire "
             "(every update rolled back); False: the synth summary only warns, for a deliberate experiment "
-            "(app_config/planning/slo_holds.py). The default fleet holds both classes (make plan)."
+            "(planning/slo_holds.py). The default fleet holds both classes (make plan)."
         ),
     )
     availability_percent: float = Field(

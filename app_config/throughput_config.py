@@ -1,7 +1,7 @@
 """The ``capacity`` section (the key keeps its name): where each instance's throughput at the TTFT
 SLOs comes from.
 
-The projection these settings select is :mod:`app_config.planning.throughput_at_slo`.
+The projection these settings select is :mod:`planning.throughput_at_slo`.
 """
 
 from typing import Literal
@@ -20,7 +20,7 @@ class MeasuredThroughput(ConfigModel):
 
 
 class ThroughputConfig(ConfigModel):
-    """Where the per-instance throughput at the TTFT SLO comes from (see app_config/planning/throughput_at_slo.py)."""
+    """Where the per-instance throughput at the TTFT SLO comes from (see planning/throughput_at_slo.py)."""
 
     routing: Literal["least_outstanding", "session_affinity", "prefix_aware"] = Field(
         default="prefix_aware",
@@ -35,6 +35,6 @@ class ThroughputConfig(ConfigModel):
         default={},
         description=(
             "Capacity measured in the account per instance type (python -m ops load prints the keys); overrides the "
-            "projection of instance_capacity.json."
+            "open-loop engine model (planning/throughput_at_slo.py)."
         ),
     )

@@ -9,8 +9,8 @@ value of the ``Adapter`` dimension for each configured adapter.
 
 from dataclasses import dataclass, field
 
-from app_config.planning.gpu_instances import engines_per_instance
 from app_config.root import AppConfig
+from planning.gpu_instances import engines_per_instance
 from serving_contract.components import BASE_SUFFIX, adapter_component_name, base_component_name
 
 

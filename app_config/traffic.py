@@ -2,7 +2,7 @@
 
 ``make simulate``, ``make plan`` and the planner's floors read this section; synth does not
 (nothing in a template depends on it). Minute 0 of the week is Monday 00:00 in
-``scaling.timezone``, as in :mod:`app_config.planning.weekly_cron`.
+``scaling.timezone``, as in :mod:`planning.weekly_cron`.
 
 **The seeds disagree about the volume by about 60x** (issue 34):
 
@@ -48,7 +48,7 @@ def _minute_of_day(text: str) -> int:
 
 
 # (time of day, relative demand): linear in between, 24:00 closes the day. The relative
-# values are the simulation's earlier curve (devtools/scaling_sim/demand.py before issue 34),
+# values are the simulation's earlier curve (planning/scaling_sim/demand.py before issue 34),
 # whose absolute level was fitted to seed 001; only the shape is kept.
 _DAILY_SHAPE: tuple[tuple[str, float], ...] = (
     ("00:00", 1_200.0),

@@ -3,20 +3,31 @@
 A variant's facts live in two sections: ``serving.<key>`` (name, instance type, counts, weight,
 the scalable target's hard bounds) and ``scaling.<key>`` (its policies and schedule). A
 :class:`Variant` carries both under the variant's config key, so code that needs a variant's
-bounds with its policies walks ``AppConfig.variants()`` instead of pairing the sections by hand.
+bounds with its policies walks ``Plan.variants()`` (planning/plan.py) instead of pairing the sections by hand.
 """
 
 from dataclasses import dataclass
 from typing import Literal
 
 from app_config.scaling import VariantScalingConfig
-from app_config.serving import VariantConfig
+from app_config.serving import ServingConfig, VariantConfig
 
 VariantKey = Literal["primary", "canary"]
 """The config key of a variant: ``serving.<key>``, ``scaling.<key>``, ``image.<key>``, ``image.build.<key>``."""
 
 VARIANT_KEYS: tuple[VariantKey, ...] = ("primary", "canary")
 """Every variant the config has, primary first."""
+
+
+def existing_variant_keys(serving: ServingConfig) -> tuple[VariantKey, ...]:
+    """The variants that exist, primary first: the canary only when ``serving.canary.enabled``."""
+    return tuple(key for key in VARIANT_KEYS if key == "primary" or serving.canary.enabled)
+
+
+def deployed_variant_keys(serving: ServingConfig) -> tuple[VariantKey, ...]:
+    """The variants the endpoint has: :func:`existing_variant_keys`, less the canary in
+    inference_components mode (one variant hosts the components)."""
+    return ("primary",) if serving.hosts_inference_components else existing_variant_keys(serving)
 
 
 @dataclass(frozen=True)
@@ -26,7 +37,7 @@ class Variant:
     Attributes:
         key: its config key (:data:`VariantKey`), what error messages and construct ids name it by.
         serving: ``serving.<key>``.
-        scaling: ``scaling.<key>`` as resolved (``AppConfig.plan.scaling``: derived targets and floors filled).
+        scaling: ``scaling.<key>`` as resolved (``planning.plan.Plan.scaling``: derived targets and floors filled).
     """
 
     key: VariantKey

@@ -67,6 +67,7 @@ from conversations import (
 )
 from gpu_report import container_environment
 from gpu_serving import GPU, SMOKE, Profile, gpu_total_mib, prepare_model, use_cpu_engine_shim
+from planning.plan import Planner
 from servers_under_test import ServerRun, jit_lines, start, stop_servers_on_sigterm
 from serving_app.lifecycle.warmup import prefill_sizes
 from serving_app.settings import Settings
@@ -295,7 +296,7 @@ def planned_kv_cache_bytes(config: AppConfig) -> int:
     default, 109,936 tokens; the seeds' ml.g5.xlarge plans 109,888): the memory plan's KV tokens
     x bytes per token, which the plan keeps within 10 % of what vLLM reported on the GPU
     (tests/unit/planning/test_gpu_bench_results.py)."""
-    plan = config.memory_plan_of(config.serving.primary.instance_type)
+    plan = Planner.of(config).memory_plan(config.serving.primary.instance_type)
     return plan.kv_tokens * plan.kv_bytes_per_token
 
 

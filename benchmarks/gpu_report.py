@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app_config.planning.engine_memory import runtime_overhead_bytes
-from app_config.planning.gpu_instances import Gpu, InstanceGpus
-from app_config.planning.memory_plan import EngineMemoryInputs, ModelShape, plan_engine_memory
 from app_config.root import AppConfig
+from planning.engine_memory import runtime_overhead_bytes
+from planning.gpu_instances import Gpu, InstanceGpus
+from planning.memory_plan import EngineMemoryInputs, ModelShape, plan_engine_memory
 from serving_app.settings import Settings
 from serving_contract import env
 
@@ -62,7 +62,7 @@ def planned_kv_tokens(model: dict[str, Any], settings: Settings, memory_mib: int
         shape=ModelShape(
             **shape, head_dim=shape["hidden_size"] // shape["num_attention_heads"], weights_bytes=model["weights_bytes"]
         ),
-        gpus=InstanceGpus(Gpu("bench", memory_mib, (9, 0), "nvidia-smi", 0.0, 0.0), 1),
+        gpus=InstanceGpus(Gpu("bench", memory_mib, (9, 0), "nvidia-smi", 0.0, 0.0, 0.0, (0.0, 0.0)), 1),
         engine=EngineMemoryInputs(
             gpu_memory_utilization=settings.gpu_memory_utilization,
             tensor_parallel_size=settings.tensor_parallel_size,

@@ -47,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "container"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from app_config.planning.gpu_instances import GIB
 from app_config.root import AppConfig
 from cli_support.argtypes import cpu_set, int_in, int_list, positive_float
 from gpu_report import container_environment, format_level, report
+from planning.gpu_instances import GIB
 from servers_under_test import ServerRun, start
 from serving_app.settings import Settings
 from serving_contract import env

@@ -1,4 +1,4 @@
-"""Refresh app_config/planning/instance_prices.json from the AWS Price List API (needs AWS credentials).
+"""Refresh planning/instance_prices.json from the AWS Price List API (needs AWS credentials).
 
 Asks ``pricing:GetProducts`` (service code ``AmazonSageMaker``; the API answers in us-east-1)
 for the real-time inference products (``component`` = ``Hosting``) of one region, keeps the
@@ -9,7 +9,7 @@ boto3's own paginator walks ``NextToken``; nothing here parses more than one pro
 
 Usage::
 
-    python -m devtools.refresh_prices                # write app_config/planning/instance_prices.json
+    python -m devtools.refresh_prices                # write planning/instance_prices.json
     python -m devtools.refresh_prices --dry-run      # print the changes only
 """
 
@@ -20,8 +20,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from app_config.planning.gpu_instances import INSTANCE_GPUS
-from app_config.planning.instance_prices import PRICE_TABLE, price_table
+from planning.gpu_instances import INSTANCE_GPUS
+from planning.instance_prices import PRICE_TABLE, price_table
 
 SERVICE_CODE = "AmazonSageMaker"
 PRICING_API_REGION = "us-east-1"

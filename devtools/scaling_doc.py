@@ -1,26 +1,27 @@
-"""Generate docs/scaling.md's cost and simulation figures and docs/img/scaling-week.png from the tools.
+"""docs/scaling.md's cost and simulation figures, and docs/img/scaling-week.png, from the tools.
 
-Usage: ``python -m devtools.scaling_doc [--check]`` (``make scaling-doc``). The blocks between
-``<!-- generated:NAME ... -->`` and ``<!-- end generated:NAME -->`` in docs/scaling.md are what
-``python -m devtools.weekly_plan`` and ``python -m devtools.scaling_sim`` print for the committed
-``cdk.json`` (issue 40 item 15: a number a tool prints is quoted from it, not retyped). The PNG
-carries a digest of the run it draws in its ``Source-Digest`` text chunk, so a check needs no
-pixel comparison (matplotlib's rendering differs between versions; the run does not).
-``--check`` exits 1 when either is stale; tests/unit/docs/test_scaling_doc.py runs the same check.
+The blocks ``generated:cost`` and ``generated:simulation`` are what ``python -m planning.cost_plan``
+and ``python -m planning.scaling_sim`` print for the committed ``cdk.json``; ``devtools/doc_figures.py``
+writes them with every other generated figure (``make docs``). This module makes their text and the
+week's PNG, which carries a digest of the run it draws in its ``Source-Digest`` text chunk, so a
+check needs no pixel comparison (matplotlib's rendering differs between versions; the run does not).
+
+Usage: ``python -m devtools.scaling_doc [--check]`` writes (or checks) the PNG.
 """
 
 import hashlib
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from app_config import AppConfig
-from devtools import weekly_plan
-from devtools.scaling_sim import __main__ as sim
-from devtools.scaling_sim import engine, report, surge
+from planning import cost_plan
+from planning.plan import Plan, load_plan
+from planning.scaling_sim import __main__ as sim
+from planning.scaling_sim import engine, report, surge
 from serving_contract.env import start_up_ranges
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,17 +50,18 @@ class Run:
 
 
 def simulate(args: Sequence[str]) -> Run:
-    """``python -m devtools.scaling_sim ARGS``'s run, in-process (its own loader and defaults)."""
+    """``python -m planning.scaling_sim ARGS``'s run, in-process (its own loader and defaults)."""
     parsed = sim.parse_args(list(args))
-    config = weekly_plan.load(parsed.context)
+    config, plan = load_plan(parsed.context)
     title = f"Scaling simulation of {config.endpoint_name} (stage {config.stage}), {config.scaling.timezone}"
-    summary, records, events = sim.simulate(sim.with_surge(sim.build_scenario(parsed, config), parsed), title)
+    summary, records, events = sim.simulate(sim.with_surge(sim.build_scenario(parsed, config, plan), parsed), title)
     window = surge.window(records, parsed.surge_at) if parsed.scenario == "surge" else None
     return Run(tuple(args), summary, records, events, title, window)
 
 
-def _cost_block(config: AppConfig) -> list[str]:
-    plans = weekly_plan.plan(config)
+def cost_block(config: AppConfig, plan: Plan) -> list[str]:
+    """The cost table and the ``--compare`` hours of ``python -m planning.cost_plan``."""
+    plans = cost_plan.plan(config, plan)
     lines = [
         "| Variant | Instance type, $/h | Floor instance-hours a week | Ceiling | On-demand band a month |",
         "|---|---|---|---|---|",
@@ -74,14 +76,14 @@ def _cost_block(config: AppConfig) -> list[str]:
         low = sum(p.monthly_cost_band_usd[0] for p in plans)
         high = sum(p.monthly_cost_band_usd[1] for p in plans)
         lines.append(f"| endpoint | | | | ${low:,.2f} .. ${high:,.2f} |")
-    changed = weekly_plan.plan(weekly_plan.load([COMPARE_OVERRIDE]))
-    comparison = weekly_plan.format_comparison(plans, changed).splitlines()
+    changed = cost_plan.plan(*load_plan([COMPARE_OVERRIDE]))
+    comparison = cost_plan.format_comparison(plans, changed).splitlines()
     primary = comparison[comparison.index(f"== {plans[0].variant_name} ==") + 1 :]
     floor_line = next(line for line in primary if line.strip().startswith("floor hours/week:"))
     hours = [line.strip() for line in primary if line.startswith("    ")]
     lines += [
         "",
-        f"`python -m devtools.weekly_plan --compare -c {COMPARE_OVERRIDE}` (a 3 h lead):",
+        f"`python -m planning.cost_plan --compare -c {COMPARE_OVERRIDE}` (a 3 h lead):",
         "",
         "```",
         floor_line.strip(),
@@ -95,7 +97,8 @@ def _row(label: str, runs: Sequence[Run], value: Callable[[Run], str]) -> str:
     return f"| {label} | " + " | ".join(value(run) for run in runs) + " |"
 
 
-def _simulation_block(config: AppConfig, runs: Sequence[Run]) -> list[str]:
+def simulation_block(config: AppConfig, runs: Sequence[Run]) -> list[str]:
+    """The simulation table (one column per run) and the default run's inputs."""
     cold, cached = start_up_ranges()
     default = runs[0]
     inputs = [line for line in default.summary.inputs if line.startswith(("per instance:", "launch:", "clients"))]
@@ -119,7 +122,7 @@ def _simulation_block(config: AppConfig, runs: Sequence[Run]) -> list[str]:
             lambda r: f"{r.surge.queue_minutes:,}, {r.surge.peak_queue:,.0f}" if r.surge else "",
         ),
         "",
-        f"Default inputs (`python -m devtools.scaling_sim`, {config.serving.primary.instance_type}):",
+        f"Default inputs (`python -m planning.scaling_sim`, {config.serving.primary.instance_type}):",
         "",
         *(f"- {line}" for line in inputs),
         f"- measured start-up: {cold} cold, {cached} from the compile cache (H100 on 4 CPUs, "
@@ -147,43 +150,29 @@ def png_digest(path: Path) -> str | None:
         return image.info.get(DIGEST_KEY)
 
 
-def render(current: str, config: AppConfig, runs: Sequence[Run]) -> str:
-    """``current`` (docs/scaling.md) with each generated block replaced."""
-    blocks = {"cost": _cost_block(config), "simulation": _simulation_block(config, runs)}
-    for name, lines in blocks.items():
-        pattern = re.compile(rf"(<!-- generated:{name} [^\n]*-->\n).*?(<!-- end generated:{name} -->)", flags=re.DOTALL)
-        match = pattern.search(current)
-        if match is None:
-            raise ValueError(f"{SCALING_DOC}: no generated:{name} block")
-        body = "\n".join(lines)
-        current = f"{current[: match.end(1)]}{body}\n{current[match.start(2) :]}"
-    return current
-
-
 def runs() -> list[Run]:
     """The default week, an unforeseen 1.5x week and the surge (the table's columns)."""
     return [simulate(()), simulate(("--demand-scale", "1.5")), simulate(SURGE_ARGS)]
 
 
+@cache
+def cached_runs() -> tuple[Run, ...]:
+    """:func:`runs`, made once per process (the docs' blocks and the PNG read the same runs)."""
+    return tuple(runs())
+
+
 def main(argv: Sequence[str]) -> int:
-    config = weekly_plan.load([])
-    found = runs()
-    text = render(SCALING_DOC.read_text(), config, found)
+    found = cached_runs()
     digest = run_digest(found[0])
     if "--check" in argv:
-        stale = []
-        if SCALING_DOC.read_text() != text:
-            stale.append(str(SCALING_DOC))
         if not WEEK_PNG.exists() or png_digest(WEEK_PNG) != digest:
-            stale.append(str(WEEK_PNG))
-        for path in stale:
-            print(f"{path} is stale: run python -m devtools.scaling_doc", file=sys.stderr)
-        return 1 if stale else 0
-    SCALING_DOC.write_text(text)
-    from devtools.scaling_sim import plot  # noqa: PLC0415 - matplotlib only when writing
+            print(f"{WEEK_PNG} is stale: run make docs", file=sys.stderr)
+            return 1
+        return 0
+    from planning.scaling_sim import plot  # noqa: PLC0415 - matplotlib only when writing
 
     plot.write_png(found[0].records, found[0].events, WEEK_PNG, found[0].title, metadata={DIGEST_KEY: digest})
-    print(f"wrote {SCALING_DOC}\nwrote {WEEK_PNG}")
+    print(f"wrote {WEEK_PNG}")
     return 0
 
 

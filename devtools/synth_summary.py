@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from app_config import pins
-from app_config.planning import memory_report
+from planning import memory_report
 
 
 def _templates(outdir: Path) -> dict[str, dict[str, Any]]:

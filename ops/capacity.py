@@ -6,7 +6,7 @@ fit in the instances ``serving.canary.max_capacity`` lets Application Auto Scali
 minutes a week above the TTFT SLO in ``make simulate`` with the canary at 100 %).
 
 Per-instance capacity is read through :func:`instance_capacity_rpm` only, which reads the
-config's capacity at the TTFT SLO (app_config/planning/throughput_at_slo.py), as the scaling target and the
+config's capacity at the TTFT SLO (planning/throughput_at_slo.py), as the scaling target and the
 simulation do.
 """
 
@@ -21,6 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from app_config.root import AppConfig
 from app_config.serving import VariantConfig
 from ops.exit_codes import ExitCode, OpsError, aws_error
+from planning.plan import Planner
 
 INVOCATIONS_NAMESPACE: Final = "AWS/SageMaker"
 DEFAULT_LOOKBACK_MIN: Final = 60
@@ -30,12 +31,12 @@ DEFAULT_LOOKBACK_MIN: Final = 60
 def instance_capacity_rpm(config: AppConfig, variant: VariantConfig) -> float:
     """Requests per minute one instance of ``variant`` carries within the TTFT SLO.
 
-    The fleet's one per-instance figure (``AppConfig.throughput_of``, app_config/planning/throughput_at_slo.py): a
-    capacity measured with ``ops load`` (``capacity.measured``), else the projection of the GPU
-    measurement at MangaAssist's request shape to the variant's instance type. On an instance
-    type that cannot hold the SLO it is the figure at one concurrent request. Returns a float > 0.
+    The fleet's one per-instance figure (``Planner.throughput``, planning/throughput_at_slo.py): a
+    capacity measured with ``ops load`` (``capacity.measured``), else the open-loop engine model's
+    arrival rate at the SLOs on the variant's instance type. On an instance type that cannot hold
+    the SLO it is 0.
     """
-    return config.throughput_of(variant.instance_type).requests_per_minute
+    return Planner.of(config).throughput(variant.instance_type).requests_per_minute
 
 
 def peak_demand_rpm(

@@ -16,11 +16,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Final
 
-from app_config import ConfigError, load_config
-from app_config.loader import cdk_json_context
+from app_config import ConfigError
+from app_config.loader import load_cli_config
 from app_config.root import AppConfig
 from app_config.slo import SloConfig
 from ops.capacity import CanaryLimit
@@ -103,25 +102,16 @@ class Deps:
 
 
 def _app_config(args: argparse.Namespace) -> tuple[str, AppConfig]:
-    context: dict[str, Any] = {}
-    path: Path = args.cdk_json
-    if path.is_file():
-        try:
-            context = cdk_json_context(path)
-        except (OSError, ValueError, AttributeError) as error:
-            raise OpsError(f"--cdk-json {path}: cannot read context ({error})", ExitCode.USAGE) from error
-    # `-c key=value` (preflight): applied over cdk.json's context as the CDK CLI does, then read by
-    # load_config like every context value (dotted keys, JSON-looking strings parsed).
-    for key, value in getattr(args, "context", None) or ():
-        context[key] = value
-    if args.stage:
-        context["stage"] = args.stage
-    stage = str(context.setdefault("stage", "prod"))
-    context.setdefault("stages", {stage: {}})
+    """The stage and config of ``--cdk-json``, ``--stage`` and ``-c key=value`` (preflight), through
+    the one loader of every command-line tool (``app_config.loader.load_cli_config``)."""
+    overrides = dict(getattr(args, "context", None) or ())
     try:
-        return stage, load_config(context)
+        config = load_cli_config(overrides, cdk_json=args.cdk_json, stage=args.stage or None)
     except ConfigError as error:
         raise OpsError(str(error), ExitCode.USAGE) from error
+    except (OSError, ValueError, AttributeError) as error:
+        raise OpsError(f"--cdk-json {args.cdk_json}: cannot read context ({error})", ExitCode.USAGE) from error
+    return config.stage, config
 
 
 def _refuse_other_mode_flags(args: argparse.Namespace, ref: EndpointRef) -> None:

@@ -276,7 +276,7 @@ def suggest(results: Sequence[LevelResult], plan: LoadPlan) -> Suggestion | None
 
     ``target`` = floor(rps x mean latency / instances): the requests in flight per instance
     (Little's law), what ``SageMakerVariantConcurrentRequestsPerModelHighResolution`` counts and
-    what ``capacity.measured.<type>.concurrency`` takes (app_config/planning/throughput_at_slo.py). No headroom:
+    what ``capacity.measured.<type>.concurrency`` takes (planning/throughput_at_slo.py). No headroom:
     the level already met the TTFT SLO with that many in flight.
     """
     best = _best(results, plan)
@@ -342,7 +342,7 @@ def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
 def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_type: str | None) -> str:
     """The ``-c 'capacity.measured=...'`` line for ``best``, or one line saying why there is none.
 
-    The override is checked against :class:`app_config.planning.throughput_at_slo.MeasuredThroughput`, the model the
+    The override is checked against :class:`planning.throughput_at_slo.MeasuredThroughput`, the model the
     config loader parses it with, before it is printed: ``ops load`` never prints a value the
     config refuses (a rate above its bound means the target was no instance, e.g. a local stub).
     """
@@ -360,8 +360,7 @@ def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_
     # Instance types hold dots, so the override is one JSON object (the config loader parses it).
     override = json.dumps({instance_type or "<instance type>": measured}, separators=(",", ":"))
     return (
-        "capacity at the SLO for the fleet's sizing (app_config/planning/throughput_at_slo.py): "
-        f"-c 'capacity.measured={override}'"
+        f"capacity at the SLO for the fleet's sizing (planning/throughput_at_slo.py): -c 'capacity.measured={override}'"
     )
 
 

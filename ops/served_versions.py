@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from app_config.image_build import PLACEHOLDER_SHA256, pin_sha256
 from app_config.pins import built_artifact_sets
 from app_config.root import AppConfig
+from app_config.variants import deployed_variant_keys
 
 
 def expected_versions(config: AppConfig) -> dict[str, dict[str, str]]:
@@ -20,11 +21,11 @@ def expected_versions(config: AppConfig) -> dict[str, dict[str, str]]:
     if "primary" not in sets or config.serving.hosts_inference_components:
         return {}
     expected = {}
-    for variant in config.deployed_variants():
-        artifacts = sets.get(variant.key, sets["primary"])
+    for key in deployed_variant_keys(config.serving):
+        artifacts = sets.get(key, sets["primary"])
         pins = {config.model.name: artifacts.base_model, **artifacts.adapters}
         if not any(pin_sha256(pin) == PLACEHOLDER_SHA256 for pin in pins.values()):  # a placeholder never deploys
-            expected[variant.name] = pins
+            expected[getattr(config.serving, key).variant_name] = pins
     return expected
 
 

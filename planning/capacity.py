@@ -25,8 +25,8 @@ from dataclasses import replace
 
 from app_config import ConfigError
 from app_config.loader import load_cli_config
-from app_config.planning.engine_memory import plan_for_instance
 from cli_support.argtypes import int_in, non_negative_float, positive_float_list
+from planning.engine_memory import plan_for_instance
 from planning.engine_model import CLASSES, Capacity, ConversationShape, Routing, capacity, solve
 from planning.engines import conversation_shape, gpu_named, reference_fit, smallest_instance_with
 from planning.gpu_projection import ProjectedEngine, project

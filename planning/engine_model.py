@@ -326,6 +326,9 @@ def solve(
     """
     if not math.isfinite(requests_per_min) or requests_per_min < 0:
         raise ValueError(f"requests_per_min: {requests_per_min!r} must be a finite number >= 0")
+    if parts.kv_cache_tokens <= 0:  # no room for one sequence: vLLM would not start (planning/checks.py says so)
+        nothing = SteadyState(requests_per_min, 1.0, 1.0, 0.0, math.inf, 0.0, 1.0, {}, {}, False)
+        return _saturated(nothing)
     rate = requests_per_min / 60
     return_p = return_probability(routing, instances)
     shared = shape.cached_prefix_tokens * shape.adapters

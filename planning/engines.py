@@ -12,11 +12,11 @@ from functools import cache
 from app_config.engine import EngineConfig
 from app_config.llm import ModelConfig
 from app_config.memory_plan_config import MemoryPlanConfig
-from app_config.planning.engine_memory import plan_for_instance
-from app_config.planning.gpu_instances import INSTANCE_GPUS, Gpu, instance_gpus
 from app_config.traffic import TrafficConfig
 from planning.engine_fit import Fit, load_fit
+from planning.engine_memory import plan_for_instance
 from planning.engine_model import ConversationShape
+from planning.gpu_instances import INSTANCE_GPUS, Gpu, instance_gpus
 from planning.gpu_projection import ProjectedEngine, project
 
 

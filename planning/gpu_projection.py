@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app_config.planning.gpu_instances import H200, Gpu
 from planning.engine_fit import KV_BYTES_PER_TOKEN, PROBE_CONTEXT_TOKENS, WEIGHTS_BYTES, Fit
 from planning.engine_model import EngineParts
+from planning.gpu_instances import H200, Gpu
 
 
 @dataclass(frozen=True)

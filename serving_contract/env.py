@@ -21,7 +21,7 @@ ENGINE_KV_CACHE_DTYPE: Final = "ENGINE_KV_CACHE_DTYPE"
 ENGINE_ATTENTION_BACKEND: Final = "ENGINE_ATTENTION_BACKEND"
 ENGINE_TENSOR_PARALLEL_SIZE: Final = "ENGINE_TENSOR_PARALLEL_SIZE"
 # Engines in the container (vLLM data parallel, one per tensor_parallel_size GPUs); the stack
-# derives it from the instance type in variants mode (app_config.planning.gpu_instances.engines_per_instance).
+# derives it from the instance type in variants mode (planning.gpu_instances.engines_per_instance).
 ENGINE_DATA_PARALLEL_SIZE: Final = "ENGINE_DATA_PARALLEL_SIZE"
 ENGINE_ENFORCE_EAGER: Final = "ENGINE_ENFORCE_EAGER"
 ENGINE_MAX_CUDAGRAPH_CAPTURE_SIZE: Final = "ENGINE_MAX_CUDAGRAPH_CAPTURE_SIZE"

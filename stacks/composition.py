@@ -13,6 +13,7 @@ from app_config import AppConfig
 from app_config.image import ImageRefConfig
 from cdk_constructs.common.nag_report import format_validation_failure
 from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, VariantImages
+from planning.plan import Plan
 from serving_contract.outputs import pascal_case
 from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_build_stack import ImageBuildStack
@@ -114,8 +115,9 @@ def _variant_images(
     return image_build, images, primary_repository
 
 
-def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
-    """Add every stack for ``config`` to ``app`` and register the cdk-nag checks.
+def build_app(app: cdk.App, config: AppConfig, plan: Plan) -> AppStacks:
+    """Add every stack for ``config`` and its ``plan`` (planning/plan.py) to ``app`` and register the
+    cdk-nag checks.
 
     cdk-nag v3 runs as a validation plugin: any unacknowledged AwsSolutions finding makes
     ``app.synth()`` raise ``ValidationFailed`` and writes ``validation-report.json``.
@@ -150,6 +152,7 @@ def build_app(app: cdk.App, config: AppConfig) -> AppStacks:
         app,
         config.stack_name("Serving"),
         config=config,
+        plan=plan,
         images=images,
         adapter_artifacts=adapter_artifacts,
         artifacts_bucket=artifacts_bucket if config.serving.compile_cache.enabled else None,

@@ -40,7 +40,7 @@ class ModelReleaseStack(cdk.Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        primary = config.variant("primary").serving
+        primary = config.serving.primary
         build = config.image.build
         self.tools_image = ToolsImage(
             self,

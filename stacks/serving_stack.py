@@ -21,6 +21,7 @@ from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, ServingModeCo
 from cdk_constructs.endpoint.serving_model import EndpointHosting, endpoint_log_group
 from cdk_constructs.endpoint.variants_serving import VariantsServing
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
+from planning.plan import Plan
 from serving_contract import outputs
 
 
@@ -46,6 +47,7 @@ class ServingStack(cdk.Stack):
         construct_id: str,
         *,
         config: AppConfig,
+        plan: Plan,
         images: VariantImages,
         adapter_artifacts: AdapterArtifacts | None = None,
         artifacts_bucket: s3.IBucket | None = None,
@@ -54,6 +56,8 @@ class ServingStack(cdk.Stack):
         """
         Args:
             config: the app's config.
+            plan: its plan (planning/plan.py): the variants with their resolved scaling, the copy
+                target, prefix-aware routing's fields.
             images: the image of each variant.
             adapter_artifacts: where the adapter components' archives are (inference_components mode).
             artifacts_bucket: the model-artifacts bucket, where each model's compile cache is made
@@ -95,10 +99,10 @@ class ServingStack(cdk.Stack):
                 log_retention=retention_days(config.observability.log_retention_days),
                 log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
             )
-        hosting = _hosting(config, compile_cache)  # both modes and the log group take the same settings
+        hosting = _hosting(config, plan, compile_cache)  # both modes and the log group take the same settings
         # Here, not in the mode's construct: one construct whichever mode is deployed.
         self.endpoint_log_group = endpoint_log_group(self, "EndpointLogGroup", config.endpoint_name, hosting)
-        self.endpoint = self._serving_mode(config, images, execution_role.role, hosting, adapter_artifacts)
+        self.endpoint = self._serving_mode(config, plan, images, execution_role.role, hosting, adapter_artifacts)
         # The guardrail alarms sit here, not in the observability stack: the deployment's
         # AutoRollbackConfiguration names them, and they must exist before any update starts.
         # Every variant (or the base component) gets a pair, so whichever one a deployment
@@ -124,9 +128,10 @@ class ServingStack(cdk.Stack):
         self._outputs(config, execution_role.role)
         finish_log_retention_provider(self)
 
-    def _serving_mode(
+    def _serving_mode(  # noqa: PLR0917 (private; its call site names every part)
         self,
         config: AppConfig,
+        plan: Plan,
         images: VariantImages,
         role: iam.Role,
         hosting: EndpointHosting,
@@ -144,7 +149,7 @@ class ServingStack(cdk.Stack):
                 "Default",
                 endpoint_name=config.endpoint_name,
                 variant=serving.primary,
-                components=config.plan.inference_components,  # with its derived copy target (AppConfig.plan)
+                components=plan.inference_components,  # with its derived copy target
                 adapters=[adapter.name for adapter in config.model.adapters],
                 environment=environment,
                 accelerators_per_copy=config.engine.tensor_parallel_size,
@@ -159,9 +164,9 @@ class ServingStack(cdk.Stack):
             self,
             "Default",
             endpoint_name=config.endpoint_name,
-            variants=config.variants(),
+            variants=plan.variants(),
             environment=environment,
-            versions_environments={v.key: model_versions_environment(config, v.key) for v in config.variants()},
+            versions_environments={v.key: model_versions_environment(config, v.key) for v in plan.variants()},
             tensor_parallel_size=config.engine.tensor_parallel_size,
             rollout=config.scaling.rollout,
             timezone=config.scaling.timezone,
@@ -184,12 +189,12 @@ class ServingStack(cdk.Stack):
         cdk.CfnOutput(self, outputs.LOG_GROUP_NAME, value=self.endpoint_log_group.log_group.log_group_name)
 
 
-def _hosting(config: AppConfig, compile_cache: CompileCacheMaker | None = None) -> EndpointHosting:
+def _hosting(config: AppConfig, plan: Plan, compile_cache: CompileCacheMaker | None = None) -> EndpointHosting:
     """What both topologies take alike from ``serving.*`` and ``observability.*``."""
     serving, observability = config.serving, config.observability
     # capacity.routing = prefix_aware: SageMaker's prefix-aware routing, both fields derived
-    # (app_config/planning/prefix_routing.py); otherwise serving.routing_strategy.
-    prefix_routing = config.prefix_routing()
+    # (planning/prefix_routing.py); otherwise serving.routing_strategy.
+    prefix_routing = plan.prefix_routing
     return EndpointHosting(
         startup_health_check_timeout_s=serving.container_startup_health_check_timeout_s,
         routing_strategy="PREFIX_AWARE"

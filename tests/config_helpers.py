@@ -6,12 +6,15 @@ import pytest
 
 from app_config import ConfigError, load_config
 from app_config.loader import cdk_json_context
+from planning.plan import make_plan
 
 __all__ = ["config_error"]
 
 
 def config_error(overrides: Mapping[str, str] | None = None, /, **keys: str) -> str:
-    """The message of the ``ConfigError`` that ``load_config`` raises for cdk.json's context with overrides.
+    """The message of the ``ConfigError`` that ``load_config``, or the plan made from its config
+    (``planning.plan.make_plan``, whose checks need the plan), raises for cdk.json's context with
+    overrides: what ``app.py`` stops synth with.
 
     Args:
         overrides: context keys (dotted, as in cdk.json or ``-c key=value``) -> value.
@@ -27,7 +30,7 @@ def config_error(overrides: Mapping[str, str] | None = None, /, **keys: str) -> 
     """
     context = {**cdk_json_context(), **(overrides or {}), **{k.replace("__", "."): v for k, v in keys.items()}}
     with pytest.raises(ConfigError) as info:
-        load_config(context)
+        make_plan(load_config(context))
     message = str(info.value)
     assert "\n" not in message, f"expected one line, got: {message}"
     return message

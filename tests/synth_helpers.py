@@ -11,7 +11,8 @@ from aws_cdk import assertions
 
 from app_config import AppConfig, load_config
 from app_config.loader import cdk_json_context
-from app_config.planning import memory_report
+from planning import memory_report
+from planning.plan import Plan, make_plan
 from stacks.composition import AppStacks, build_app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,13 +35,13 @@ SEEDS_G5: dict[str, str] = {
 }
 """The seeds' fleet: seed 003's ml.g5.xlarge (one A10G), with the cold TTFT objective it holds.
 
-The defaults are the fleet ``make plan`` recommends (ml.g6.xlarge); a test whose figures are the
+The defaults are the fleet ``make plan`` recommends (ml.g6e.xlarge); a test whose figures are the
 A10G's (memory plan, quotas, the scaling simulation) pins these overrides (docs/planning.md,
 "The seeds' fleet").
 """
 
 SEEDS_G5_ARGS: tuple[str, ...] = tuple(f"{key}={value}" for key, value in SEEDS_G5.items())
-"""``SEEDS_G5`` as ``key=value`` overrides (``weekly_plan.load``, the scaling simulation)."""
+"""``SEEDS_G5`` as ``key=value`` overrides (``load_cli_config``, the scaling simulation)."""
 
 SEEDS_G5_FLAGS: tuple[str, ...] = tuple(arg for pair in SEEDS_G5_ARGS for arg in ("-c", pair))
 """``SEEDS_G5`` as command-line flags: ``-c key=value`` each, as ``make plan`` or ``ops`` take them."""
@@ -48,9 +49,10 @@ SEEDS_G5_FLAGS: tuple[str, ...] = tuple(arg for pair in SEEDS_G5_ARGS for arg in
 
 @dataclass(frozen=True)
 class Synth:
-    """One synthesized app: its config, stacks, output directory and templates."""
+    """One synthesized app: its config, its plan, stacks, output directory and templates."""
 
     config: AppConfig
+    plan: Plan
     stacks: AppStacks
     outdir: Path
     templates: dict[str, assertions.Template]
@@ -68,11 +70,12 @@ def synthesize(outdir: Path, overrides: Mapping[str, Any] | None = None) -> Synt
     context = {**cdk_json_context(), **(overrides or {})}
     app = cdk.App(outdir=str(outdir), context=context)
     config = load_config(app.node.get_all_context())
-    stacks = build_app(app, config)
+    plan = make_plan(config)
+    stacks = build_app(app, config, plan)
     assembly = app.synth()
-    memory_report.write(memory_report.build(config), outdir)  # as app.py does
+    memory_report.write(memory_report.build(config, plan), outdir)  # as app.py does
     templates = {stack.stack_name: assertions.Template.from_json(stack.template) for stack in assembly.stacks}
-    return Synth(config=config, stacks=stacks, outdir=outdir, templates=templates)
+    return Synth(config=config, plan=plan, stacks=stacks, outdir=outdir, templates=templates)
 
 
 def distinct_templates(synths: list[Synth], into: Path) -> dict[str, str]:

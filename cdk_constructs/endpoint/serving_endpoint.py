@@ -22,7 +22,7 @@ class VariantDeployment:
     config: VariantConfig
     image_uri: str
     data_parallel_size: int = 1
-    """Engines in the variant's container (app_config.planning.gpu_instances.engines_per_instance)."""
+    """Engines in the variant's container (planning.gpu_instances.engines_per_instance)."""
     versions_environment: Mapping[str, str] = field(default_factory=dict)
     """``MODEL_VERSIONS`` of the pins its image bakes in (container_environment.model_versions_environment)."""
 

@@ -10,10 +10,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from app_config.planning.prefix_routing import PrefixRouting
 from app_config.serving import VpcPlacementConfig
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
+from planning.prefix_routing import PrefixRouting
 from serving_contract import env
 from serving_contract.log_groups import endpoint_log_group_name
 from serving_contract.outputs import pascal_case

@@ -9,9 +9,6 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from app_config.planning.dated_schedule import one_off_actions, weekly_segments
-from app_config.planning.gpu_instances import engines_per_instance
-from app_config.planning.weekly_plan import effective_bounds
 from app_config.rollout import RolloutConfig
 from app_config.variants import Variant
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
@@ -21,6 +18,9 @@ from cdk_constructs.endpoint.serving_mode import VariantImages
 from cdk_constructs.endpoint.serving_model import EndpointHosting
 from cdk_constructs.scaling.scheduled_capacity import ScheduledCapacityKeeper
 from cdk_constructs.scaling.variant_autoscaling import VariantAutoscaling, scaling_resource_id
+from planning.dated_schedule import one_off_actions, weekly_segments
+from planning.gpu_instances import engines_per_instance
+from planning.weekly_plan import effective_bounds
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
 from serving_contract.outputs import pascal_case
@@ -153,6 +153,7 @@ class VariantsServing(Construct):
                 max_capacity=bounds.max_capacity,
                 target_tracking=scaling.target_tracking,
                 step_scaling=scaling.step_scaling,
+                kv_cache_tracking=scaling.kv_cache_tracking,
                 schedule=weekly_segments(scaling, bounds.min_capacity),
                 timezone=timezone,
                 metrics_namespace=metrics_namespace,

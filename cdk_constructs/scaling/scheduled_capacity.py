@@ -16,10 +16,10 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from app_config.dated_events import DatedEventConfig
-from app_config.planning.weekly_plan import Bounds
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
 from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.nag import acknowledge, pseudo_placeholder
+from planning.weekly_plan import Bounds
 
 RESOURCE_TYPE = "Custom::ScheduledCapacity"
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"

@@ -8,9 +8,9 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from constructs import Construct
 
-from app_config.planning.dated_schedule import OneOffAction, WeeklySegment
-from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import KvCacheTrackingConfig, StepScalingConfig, TargetTrackingConfig
 from cdk_constructs.scaling.sagemaker_scaling_role import sagemaker_scaling_role
+from planning.dated_schedule import OneOffAction, WeeklySegment
 from serving_contract.metrics import Dimension, EngineMetric
 
 _PREDEFINED = {
@@ -67,6 +67,7 @@ class VariantAutoscaling(Construct):
         max_capacity: int,
         target_tracking: TargetTrackingConfig,
         step_scaling: StepScalingConfig,
+        kv_cache_tracking: KvCacheTrackingConfig,
         schedule: Sequence[WeeklySegment],
         timezone: str,
         metrics_namespace: str,
@@ -80,6 +81,8 @@ class VariantAutoscaling(Construct):
             min_capacity / max_capacity: hard bounds of the target, instances (serving.<variant>).
             target_tracking: target-tracking settings (``enabled=False`` skips the policy).
             step_scaling: queue-depth steps (``enabled=False`` skips both policies and alarms).
+            kv_cache_tracking: scale-out on the container's KvCacheUsagePercent, the leading signal
+                of the prefix-cache cliff (``enabled=False`` skips it); its target resolved.
             schedule: the weekly scheduled actions, cron in ``timezone`` (validated in config), each with the
                 StartTime/EndTime that pause it during a dated event (``dated_schedule.weekly_segments``).
             timezone: IANA name, e.g. ``Asia/Tokyo``.
@@ -110,6 +113,27 @@ class VariantAutoscaling(Construct):
                 predefined_metric=_PREDEFINED[target_tracking.metric],
                 scale_out_cooldown=cdk.Duration.seconds(target_tracking.scale_out_cooldown_s),
                 scale_in_cooldown=cdk.Duration.seconds(target_tracking.scale_in_cooldown_s),
+                disable_scale_in=target_tracking.disable_scale_in,
+            )
+
+        self.kv_cache_policy: appscaling.TargetTrackingScalingPolicy | None = None
+        if kv_cache_tracking.enabled:
+            # A second target-tracking policy on a customized metric: Application Auto Scaling scales
+            # out when any policy asks and, with scale-in disabled here, scales in by the others alone
+            # (user guide, "Multiple scaling policies"; TargetTrackingScalingPolicyConfiguration.DisableScaleIn).
+            self.kv_cache_policy = self.scalable_target.scale_to_track_metric(
+                "KvCacheTracking",
+                target_value=kv_cache_tracking.target_value,
+                custom_metric=self._engine_metric(
+                    EngineMetric.KV_CACHE_USAGE,
+                    statistic="Average",
+                    namespace=metrics_namespace,
+                    endpoint=endpoint_name,
+                    variant=variant_name,
+                    period_s=60,
+                ),
+                disable_scale_in=True,
+                scale_out_cooldown=cdk.Duration.seconds(kv_cache_tracking.scale_out_cooldown_s),
             )
 
         self.scale_out_action: appscaling.StepScalingAction | None = None

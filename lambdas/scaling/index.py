@@ -16,7 +16,7 @@ Resource properties (CloudFormation passes numbers as strings):
     ``Timezone``: IANA name of the schedule (the scheduled actions' ``Timezone``).
     ``Timeline``: the week as ``[{"Start": minute of week, "MinCapacity", "MaxCapacity",
         "SetBy"}]``, sorted by ``Start``, the first at 0 (Monday 00:00), as
-        ``app_config.planning.weekly_plan.effective_bounds`` computes it at synth.
+        ``planning.weekly_plan.effective_bounds`` computes it at synth.
     ``HardBounds``: the target's template bounds (only there so that changing them, which
     re-registers the target, also re-runs this handler).
     ``DatedEvents`` (optional): ``[{"Name", "Lift", "End", "MinCapacity"}]``, local times

@@ -27,6 +27,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from app_config.root import AppConfig
+from app_config.variants import deployed_variant_keys, existing_variant_keys
 from ops.endpoint import output_values
 from ops.exit_codes import ExitCode
 from ops.preflight.report import Finding, error, fail, ok
@@ -170,8 +171,8 @@ def processing_demands(config: AppConfig) -> list[QuotaDemand]:
     if not config.serving.compile_cache.enabled:
         return []
     by_type: dict[str, list[str]] = {}
-    for variant in config.deployed_variants():
-        by_type.setdefault(variant.serving.instance_type, []).append(variant.key)
+    for key in deployed_variant_keys(config.serving):
+        by_type.setdefault(getattr(config.serving, key).instance_type, []).append(key)
     return [
         QuotaDemand(
             instance_type,
@@ -202,11 +203,9 @@ def _endpoint_demands(config: AppConfig) -> list[QuotaDemand]:
             )
         ]
     by_type: dict[str, list[tuple[str, int, int]]] = {}
-    for variant in config.variants():
-        bounds = variant.serving
-        by_type.setdefault(bounds.instance_type, []).append(
-            (variant.key, bounds.initial_instance_count, bounds.max_capacity)
-        )
+    for key in existing_variant_keys(config.serving):
+        bounds = getattr(config.serving, key)
+        by_type.setdefault(bounds.instance_type, []).append((key, bounds.initial_instance_count, bounds.max_capacity))
     demands = []
     for instance_type, variants in by_type.items():
         reach = sum(m for _, _, m in variants)

@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from app_config.image import ImageRefConfig
 from app_config.root import AppConfig
+from app_config.variants import deployed_variant_keys
 from ops.endpoint import output_values
 from ops.exit_codes import ExitCode
 from ops.preflight.account import stack_missing
@@ -198,10 +199,10 @@ def check_image(config: AppConfig, cloudformation: Any, ecr_in: Callable[[str], 
     if config.image.source != "prebuilt":
         return [skip("image", "image.source = build: the deploy builds the image")]
     refs = []
-    for variant in config.deployed_variants():
-        ref = config.image.primary if variant.is_primary else config.image.canary
+    for variant_key in deployed_variant_keys(config.serving):
+        ref = config.image.primary if variant_key == "primary" else config.image.canary
         if ref is not None:
-            refs.append((f"image.{variant.key}", ref))
+            refs.append((f"image.{variant_key}", ref))
     findings = []
     for key, ref in refs:
         shown = ref.uri or ref.digest or ref.tag

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app_config.planning.memory_plan import ModelShape, awq_checkpoint_bytes
+from planning.memory_plan import ModelShape, awq_checkpoint_bytes
 from tests.engine.real_engine import REPO, VLLM_PYTHON
 
 pytestmark = pytest.mark.real_engine

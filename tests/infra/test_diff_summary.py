@@ -12,11 +12,11 @@ def _templates(synth: Synth) -> dict[str, dict[str, Any]]:
     return {name: copy.deepcopy(synth.template_json(name.rsplit("-", 1)[1])) for name in synth.templates}
 
 
-def _with_max_capacity(templates: dict[str, dict[str, Any]], value: int) -> dict[str, dict[str, Any]]:
+def _with_max_capacity(templates: dict[str, dict[str, Any]], before: int, value: int) -> dict[str, dict[str, Any]]:
     changed = copy.deepcopy(templates)
     for resource in changed["MangaAssist-prod-Serving"]["Resources"].values():
         props = resource.get("Properties", {})
-        if resource["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget" and props.get("MaxCapacity") == 20:
+        if resource["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget" and props.get("MaxCapacity") == before:
             props["MaxCapacity"] = value
             for action in props.get("ScheduledActions", []):
                 action["ScalableTargetAction"]["MaxCapacity"] = value
@@ -27,23 +27,26 @@ def test_the_default_variants_are_read_from_the_template(default_synth: Synth) -
     bounds = variant_bounds(_templates(default_synth)["MangaAssist-prod-Serving"])
     assert {name: (b.instance_type, b.min_capacity, b.max_capacity) for name, b in bounds.items()} == {
         name: (v.serving.instance_type, v.serving.min_capacity, v.serving.max_capacity)
-        for name, v in ((v.name, v) for v in default_synth.config.variants())
+        for name, v in ((v.name, v) for v in default_synth.plan.variants())
     }
 
 
 def test_a_max_capacity_change_is_one_summary_line_with_its_quota(default_synth: Synth) -> None:
     base = _templates(default_synth)
-    head = _with_max_capacity(base, 24)
     primary = variant_bounds(base["MangaAssist-prod-Serving"])["primary"]
     canary_max = variant_bounds(base["MangaAssist-prod-Serving"])["canary"].max_capacity or 0
+    before = primary.max_capacity
+    assert before is not None and before == default_synth.config.serving.primary.max_capacity
+    after = before + 4
+    head = _with_max_capacity(base, before, after)
     actions = len(primary.scheduled_actions)
     instance_type = primary.instance_type
     assert summary(base, head) == [
         "Summary:",
         "  MangaAssist-prod-Serving: modified 1 (ScalableTarget x1)",
-        f"    variant primary ({instance_type}): max 20 -> 24, {actions} scheduled action(s) change",
-        f"    quota '{instance_type} for endpoint usage' needs {2 * (20 + canary_max)} -> {2 * (24 + canary_max)} "
-        "(2 x the sum of MaxCapacity: a blue/green update's second fleet)",
+        f"    variant primary ({instance_type}): max {before} -> {after}, {actions} scheduled action(s) change",
+        f"    quota '{instance_type} for endpoint usage' needs {2 * (before + canary_max)} -> "
+        f"{2 * (after + canary_max)} (2 x the sum of MaxCapacity: a blue/green update's second fleet)",
     ]
     assert summary(base, base) == ["Summary: no stack changes"]
 
@@ -53,12 +56,14 @@ def test_a_replaced_endpoint_config_and_an_added_stack_are_named(default_synth: 
     head = copy.deepcopy(base)
     serving = head["MangaAssist-prod-Serving"]["Resources"]
     config = next(r for r in serving.values() if r["Type"] == "AWS::SageMaker::EndpointConfig")
-    config["Properties"]["ProductionVariants"][0]["InstanceType"] = "ml.g6e.xlarge"
+    other = "ml.g5.xlarge"  # the seeds' fleet: any type the primary does not run
+    assert other != default_synth.config.serving.primary.instance_type
+    config["Properties"]["ProductionVariants"][0]["InstanceType"] = other
     head["MangaAssist-prod-Extra"] = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic", "Properties": {}}}}
     lines = summary(base, head)
     assert lines[1] == "  MangaAssist-prod-Extra (added): added 1 (Topic x1)"
     assert lines[2] == "  MangaAssist-prod-Serving: modified 1 (EndpointConfig x1); replaced 1 (EndpointConfig x1)"
-    assert lines[3].startswith("    variant primary (ml.g6e.xlarge): instance type ")
+    assert lines[3].startswith(f"    variant primary ({other}): instance type ")
 
 
 def test_a_long_changed_line_shows_where_it_changed() -> None:

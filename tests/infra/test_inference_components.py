@@ -7,6 +7,7 @@ from typing import Any
 from aws_cdk.assertions import Match
 
 from cdk_constructs.image import image_inputs
+from planning.plan import Planner
 from serving_contract import outputs
 from serving_contract.metrics import SAGEMAKER_COMPONENT_NAMESPACE, SAGEMAKER_NAMESPACE
 from tests.metric_refs import metrics_read, resources
@@ -29,7 +30,7 @@ def _components(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_endpoint_config_hosts_components_on_one_managed_variant(components_synth: Synth) -> None:
     config = components_synth.config
-    prefix = config.prefix_routing()  # capacity.routing = prefix_aware by default (make plan)
+    prefix = components_synth.plan.prefix_routing  # capacity.routing = prefix_aware by default (make plan)
     assert prefix is not None
     routing = {
         "RoutingStrategy": "PREFIX_AWARE",
@@ -171,9 +172,9 @@ def test_copies_scale_on_concurrency_per_copy_and_never_to_zero_in_prod(componen
                     "PredefinedMetricType": "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
                 },
                 # One engine's concurrency at the TTFT SLOs, the figure variants mode sizes from (issue 40 item 1).
-                "TargetValue": components_synth.config.throughput_of(
-                    components_synth.config.serving.primary.instance_type
-                ).concurrency,
+                "TargetValue": Planner.of(components_synth.config)
+                .throughput(components_synth.config.serving.primary.instance_type)
+                .concurrency,
             },
         },
     )

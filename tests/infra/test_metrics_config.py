@@ -3,6 +3,7 @@
 import pytest
 
 from app_config import load_config
+from planning.plan import make_plan
 from stacks.serving_stack import _hosting
 from tests.synth_helpers import Synth, cdk_json_context
 
@@ -26,7 +27,7 @@ def test_detailed_observability_and_frequency_follow_the_config() -> None:
             "observability.metric_publish_frequency_s": "10",
         }
     )
-    metrics = _hosting(config).metrics_config
+    metrics = _hosting(config, make_plan(config)).metrics_config
     assert metrics.enable_detailed_observability is False
     assert metrics.metric_publish_frequency_in_seconds == 10
 

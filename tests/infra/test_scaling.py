@@ -7,16 +7,22 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from app_config import AppConfig, dated_events
-from app_config.planning.weekly_plan import effective_bounds
-from devtools import weekly_plan
+from app_config import dated_events
 from devtools.fleet_notes import fleet_replacement_notes
+from planning import cost_plan
+from planning.plan import Planner, load_plan
+from planning.weekly_plan import bounds_at, effective_bounds
 from serving_contract import alarms
 from serving_contract.metrics import EngineMetric
 from tests.conftest import SCALING_OVERRIDE
 from tests.synth_helpers import Synth, synthesize
 
 ENDPOINT = "mangaassist-vllm-prod"
+
+BUSY_WEEK = {"traffic.peak_requests_per_minute": "1500"}
+"""A busier week than the default traffic's. At the default peak the plan derives every weekly floor at
+the primary's ``min_capacity``; at this one it derives release floors above business hours' (make
+plan), so the tests of what an earlier lift or a higher floor does still see floors that differ."""
 
 
 def _targets(synth: Synth) -> dict[str, dict[str, Any]]:
@@ -71,23 +77,64 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
     ]
 
 
+def _tracking(synth: Synth, variant: str) -> dict[str, dict[str, Any]]:
+    """The variant's target-tracking policies by metric: ``concurrency`` (predefined) and ``kv_cache`` (customized)."""
+    policies = _policies(synth, f"endpoint/{ENDPOINT}/variant/{variant}", "TargetTrackingScaling")
+    by_metric = {
+        "kv_cache" if "CustomizedMetricSpecification" in config else "concurrency": config
+        for config in (p["TargetTrackingScalingPolicyConfiguration"] for p in policies)
+    }
+    assert len(by_metric) == len(policies) == 2
+    return by_metric
+
+
 def test_target_tracking_holds_the_capacity_at_the_slo_and_waits_out_a_launch(
     default_synth: Synth,
 ) -> None:
-    capacity = AppConfig().throughput_of("ml.g5.xlarge")
-    for variant in ("primary", "canary"):
-        (policy,) = _policies(default_synth, f"endpoint/{ENDPOINT}/variant/{variant}", "TargetTrackingScaling")
-        assert policy["TargetTrackingScalingPolicyConfiguration"] == {
+    planner = Planner.of(default_synth.config)
+    for variant in default_synth.plan.variants():
+        tracking = variant.scaling.target_tracking
+        # The variant's instance type's concurrency at the TTFT SLOs (planning/throughput_at_slo.py), not what
+        # the KV cache fits.
+        assert tracking.target_value == planner.throughput(variant.serving.instance_type).concurrency
+        assert _tracking(default_synth, variant.name)["concurrency"] == {
             "PredefinedMetricSpecification": {
                 "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
             },
-            # The g5's concurrency at the TTFT SLO (app_config/planning/throughput_at_slo.py), not what the KV
-            # cache fits.
-            "TargetValue": capacity.concurrency,
-            # A new g5 serves ~11 min after a scale-out (LAUNCH_TIME_S): no compounding meanwhile.
+            "TargetValue": tracking.target_value,
+            # A new instance serves ~11 min after a scale-out (LAUNCH_TIME_S): no compounding meanwhile.
             "ScaleOutCooldown": 660,
             "ScaleInCooldown": 600,
+            # Scale-out only: a proportional scale-in from a quiet fleet lands past the rate each instance
+            # holds; the low-load step removes one instance at a time instead (docs/scaling.md).
+            "DisableScaleIn": True,
         }
+
+
+def test_kv_cache_usage_tracking_scales_out_before_the_cliff(default_synth: Synth) -> None:
+    """Issue 45 item 5: TTFT turns only after the prefix-cache cliff, so a second target-tracking policy
+    scales out on the container's KV-cache usage, the leading signal, and never scales in."""
+    config = default_synth.config
+    for variant in default_synth.plan.variants():
+        kv_cache = variant.scaling.kv_cache_tracking
+        assert _tracking(default_synth, variant.name)["kv_cache"] == {
+            "CustomizedMetricSpecification": {
+                "Namespace": config.observability.metrics_namespace,
+                "MetricName": EngineMetric.KV_CACHE_USAGE.value,
+                "Dimensions": [
+                    {"Name": "EndpointName", "Value": ENDPOINT},
+                    {"Name": "VariantName", "Value": variant.name},
+                ],
+                "Statistic": "Average",
+            },
+            # The KV cache's share in use at the rate the instance type is sized for (planning/resolved_plan.py).
+            "TargetValue": kv_cache.target_value,
+            "ScaleOutCooldown": kv_cache.scale_out_cooldown_s,
+            # Concurrency tracking and the low-load step decide scale-in: this policy never holds a quiet fleet up.
+            "DisableScaleIn": True,
+        }
+        # It acts before the KV-cache pressure alarm would warn.
+        assert 0 < kv_cache.target_value < config.monitoring.kv_cache_pressure.threshold
 
 
 def test_step_scaling_on_queue_depth_with_the_seed_steps(default_synth: Synth) -> None:
@@ -135,7 +182,7 @@ def test_queue_depth_alarms_drive_the_step_policies(default_synth: Synth) -> Non
             "MetricName": EngineMetric.RUNNING_REQUESTS.value,
             "Statistic": "Average",
             # A quarter of the concurrency target the variant tracks (issue 37 item 3).
-            "Threshold": default_synth.config.plan.scaling.primary.target_tracking.target_value / 4,
+            "Threshold": default_synth.plan.scaling.primary.target_tracking.target_value / 4,
             "EvaluationPeriods": 5,
             "Period": 60,
             "ComparisonOperator": "LessThanThreshold",
@@ -160,18 +207,20 @@ def test_queue_depth_alarms_drive_the_step_policies(default_synth: Synth) -> Non
 def test_every_scheduled_action_is_in_the_template_with_its_timezone(default_synth: Synth) -> None:
     target = _targets(default_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
-    # The floors are the config's (make plan's, tests/unit/config/test_scaling_config.py); the times the seeds'.
-    floor = {a.name: a.min_capacity for a in default_synth.config.plan.scaling.primary.resolved_schedule}
+    # The floors are the plan's (planning/resolved_plan.py, tests/unit/config/test_scaling_config.py); the times
+    # the seeds'.
+    floor = {a.name: a.min_capacity for a in default_synth.plan.scaling.primary.resolved_schedule}
+    # Every ceiling is serving.primary.max_capacity (issue 21, finding 3): an unforeseen surge at
+    # night can still scale to the hard max.
+    ceiling = default_synth.config.serving.primary.max_capacity
     expected = {
-        # Every ceiling is serving.primary.max_capacity (issue 21, finding 3): an unforeseen surge at
-        # night can still scale to 20.
-        "off-peak": ("cron(0 1 * * ? *)", floor["off-peak"], 20),
-        "business-hours": ("cron(0 8 * * ? *)", floor["business-hours"], 20),
-        "jp-evening-peak": ("cron(45 17 ? * TUE,THU,SAT,SUN *)", floor["jp-evening-peak"], 20),
-        "jp-evening-end": ("cron(0 23 * * ? *)", floor["jp-evening-end"], 20),
-        "shonen-jump-prescale": ("cron(0 16 ? * MON *)", floor["shonen-jump-prescale"], 20),
-        "shonen-magazine-prescale": ("cron(0 16 ? * WED *)", floor["shonen-magazine-prescale"], 20),
-        "friday-release-prescale": ("cron(0 16 ? * FRI *)", floor["friday-release-prescale"], 20),
+        "off-peak": ("cron(0 1 * * ? *)", floor["off-peak"], ceiling),
+        "business-hours": ("cron(0 8 * * ? *)", floor["business-hours"], ceiling),
+        "jp-evening-peak": ("cron(45 17 ? * TUE,THU,SAT,SUN *)", floor["jp-evening-peak"], ceiling),
+        "jp-evening-end": ("cron(0 23 * * ? *)", floor["jp-evening-end"], ceiling),
+        "shonen-jump-prescale": ("cron(0 16 ? * MON *)", floor["shonen-jump-prescale"], ceiling),
+        "shonen-magazine-prescale": ("cron(0 16 ? * WED *)", floor["shonen-magazine-prescale"], ceiling),
+        "friday-release-prescale": ("cron(0 16 ? * FRI *)", floor["friday-release-prescale"], ceiling),
     }
     assert set(actions) == set(expected)
     for name, (schedule, low, high) in expected.items():
@@ -234,9 +283,7 @@ def test_dev_stage_scales_without_a_schedule(dev_synth: Synth) -> None:
     assert "ScheduledActions" not in primary
 
 
-def test_one_scaling_override_reaches_the_template_and_the_plan(
-    default_synth: Synth, scaling_override_synth: Synth
-) -> None:
+def test_one_scaling_override_reaches_the_template_and_the_plan(scaling_override_synth: Synth) -> None:
     ((key, value),) = SCALING_OVERRIDE.items()
     assert key == "scaling.primary.release_lead_time_min" and value == "180"
     target = _targets(scaling_override_synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
@@ -245,16 +292,21 @@ def test_one_scaling_override_reaches_the_template_and_the_plan(
     assert schedules["shonen-jump-prescale"] == "cron(0 15 ? * MON *)"
     assert schedules["friday-release-prescale"] == "cron(0 15 ? * FRI *)"
 
-    baseline = weekly_plan.plan(weekly_plan.load([]))[0]
-    changed = weekly_plan.plan(weekly_plan.load([f"{key}={value}"]))[0]
+    # On a week whose release floors are above business hours' (BUSY_WEEK): at the default traffic every
+    # floor is the primary's min_capacity, and an earlier lift would cost nothing.
+    busy = [f"{k}={v}" for k, v in BUSY_WEEK.items()]
+    base_config, base_plan = load_plan(busy)
+    baseline = cost_plan.plan(base_config, base_plan)[0]
+    changed = cost_plan.plan(*load_plan([*busy, f"{key}={value}"]))[0]
     # One more hour at each event's floor instead of business hours', on MON, WED and FRI.
-    floor = {a.name: a.min_capacity for a in default_synth.config.plan.scaling.primary.resolved_schedule}
+    floor = {a.name: a.min_capacity for a in base_plan.scaling.primary.resolved_schedule}
     releases = ("shonen-jump-prescale", "shonen-magazine-prescale", "friday-release-prescale")
     extra = sum(floor[name] - floor["business-hours"] for name in releases)
     assert extra > 0
     assert changed.floor_hours_per_week - baseline.floor_hours_per_week == extra * 1
-    assert changed.hourly[0][15] == (floor["shonen-jump-prescale"], 20)
-    assert baseline.hourly[0][15] == (floor["business-hours"], 20)
+    ceiling = base_config.serving.primary.max_capacity
+    assert changed.hourly[0][15] == (floor["shonen-jump-prescale"], ceiling)
+    assert baseline.hourly[0][15] == (floor["business-hours"], ceiling)
 
 
 def _diff(a: Any, b: Any, path: str = "") -> list[str]:
@@ -300,16 +352,18 @@ def _scheduled_capacity(synth: Synth) -> dict[str, dict[str, Any]]:
 def test_a_deploy_re_registers_the_scheduled_bounds_after_the_target(
     default_synth: Synth, scaling_override_synth: Synth
 ) -> None:
-    # A scalable target's create/update registers its hard bounds (2..20) and would drop a
-    # release floor set by a scheduled action: Custom::ScheduledCapacity puts the bounds in force back.
+    # A scalable target's create/update registers its hard bounds (serving.primary's min..max) and would
+    # drop a release floor set by a scheduled action: Custom::ScheduledCapacity puts the bounds in force back.
     resources = _scheduled_capacity(default_synth)
     (primary,) = resources.values()  # the canary has no schedule
     props = primary["Properties"]
     assert props["ResourceId"] == f"endpoint/{ENDPOINT}/variant/primary"
     assert props["Timezone"] == "Asia/Tokyo"
-    assert props["HardBounds"] == [2, 20]
-    config = default_synth.config
-    timeline = effective_bounds(config.plan.scaling.primary.resolved_schedule, 2, 20)
+    serving = default_synth.config.serving.primary
+    assert props["HardBounds"] == [serving.min_capacity, serving.max_capacity]
+    timeline = effective_bounds(
+        default_synth.plan.scaling.primary.resolved_schedule, serving.min_capacity, serving.max_capacity
+    )
     assert props["Timeline"] == [
         {"Start": b.start, "MinCapacity": b.min_capacity, "MaxCapacity": b.max_capacity, "SetBy": b.set_by}
         for b in timeline
@@ -323,8 +377,8 @@ def test_a_deploy_re_registers_the_scheduled_bounds_after_the_target(
 
 
 def test_raised_max_capacity_reaches_every_scheduled_action(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Issue 21, finding 3: the README's -c serving.primary.max_capacity=24 used to stay capped at 20
-    (6 at night) by every scheduled action and by Custom::ScheduledCapacity after each deploy."""
+    """Issue 21, finding 3: the README's -c serving.primary.max_capacity=24 used to stay capped at the
+    old hard max by every scheduled action and by Custom::ScheduledCapacity after each deploy."""
     synth = synthesize(tmp_path_factory.mktemp("cdk-out-max-24"), {"serving.primary.max_capacity": "24"})
     target = _targets(synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     assert target["MaxCapacity"] == 24
@@ -340,20 +394,31 @@ def test_a_dated_event_becomes_one_off_scheduled_actions_in_the_timezone(
     re-applied by Custom::ScheduledCapacity when a deploy runs during it."""
     monkeypatch.setattr(dated_events, "clock", lambda _timezone: datetime.datetime(2027, 1, 1))
     event = {"name": "spring-anime", "date": "2027-04-01", "demand_multiplier": 2.5}
+    # A busier week (BUSY_WEEK) on a fleet allowed 20 instances: the event's derived floor is above every
+    # weekly floor, so the weekly actions inside its window would lower it (at the default traffic all are 2).
     synth = synthesize(
-        tmp_path_factory.mktemp("cdk-out-dated-event"), {"scaling.primary.dated_events": json.dumps([event])}
+        tmp_path_factory.mktemp("cdk-out-dated-event"),
+        {**BUSY_WEEK, "serving.primary.max_capacity": "20", "scaling.primary.dated_events": json.dumps([event])},
     )
-    floor = synth.config.plan.scaling.primary.dated_events[0].min_capacity
+    scaling, ceiling = synth.plan.scaling.primary, synth.config.serving.primary.max_capacity
+    floor = scaling.dated_events[0].min_capacity
+    assert floor is not None and floor > max(a.min_capacity for a in scaling.resolved_schedule)
     target = _targets(synth)[f"endpoint/{ENDPOINT}/variant/primary"]["Properties"]
     actions = {a["ScheduledActionName"]: a for a in target["ScheduledActions"]}
     assert actions["spring-anime-lift"] == {
         "ScheduledActionName": "spring-anime-lift",
         "Schedule": "at(2027-03-31T22:00:00)",
         "Timezone": "Asia/Tokyo",
-        "ScalableTargetAction": {"MinCapacity": floor, "MaxCapacity": 20},
+        "ScalableTargetAction": {"MinCapacity": floor, "MaxCapacity": ceiling},
     }
     assert actions["spring-anime-end"]["Schedule"] == "at(2027-04-02T00:00:00)"
-    assert actions["spring-anime-end"]["ScalableTargetAction"] == {"MinCapacity": 4, "MaxCapacity": 20}
+    # At the end, the weekly floor in force then (Friday 00:00 JST) returns.
+    weekly = effective_bounds(scaling.resolved_schedule, synth.config.serving.primary.min_capacity, ceiling)
+    in_force = bounds_at(weekly, 4 * 24 * 60)
+    assert actions["spring-anime-end"]["ScalableTargetAction"] == {
+        "MinCapacity": in_force.min_capacity,
+        "MaxCapacity": in_force.max_capacity,
+    }
     assert actions["spring-anime-hold-3"]["Schedule"] == "at(2027-04-01T08:00:00)"  # business-hours' minute
     assert len([name for name in actions if name.startswith("spring-anime-hold-")]) == 5
     # The weekly actions that would lower the floor inside the window pause around it (UTC times).

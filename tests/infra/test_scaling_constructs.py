@@ -1,12 +1,13 @@
 """The scaling construct and the guardrail builder on their own, for the paths the app's
-default config does not take (high-resolution concurrency, LINEAR, no rollback, no steps)."""
+default config does not take (concurrency tracking that scales in, no KV-cache tracking, LINEAR,
+no rollback, no steps)."""
 
 import aws_cdk as cdk
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Template
 
 from app_config.rollout import RolloutConfig
-from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import KvCacheTrackingConfig, StepScalingConfig, TargetTrackingConfig
 from cdk_constructs.endpoint.deployment_guardrails import deployment_config
 from cdk_constructs.scaling.variant_autoscaling import VariantAutoscaling, scaling_resource_id
 
@@ -19,7 +20,7 @@ def _endpoint(rollout: RolloutConfig, alarm_names: tuple[str, ...]) -> Template:
     return Template.from_stack(stack)
 
 
-def test_high_resolution_concurrency_tracking_without_steps_or_schedule() -> None:
+def test_concurrency_tracking_that_scales_in_without_steps_kv_cache_tracking_or_schedule() -> None:
     stack = cdk.Stack(cdk.App(), "Probe")
     endpoint = sagemaker.CfnEndpoint(stack, "Endpoint", endpoint_config_name="cfg")
     scaling = VariantAutoscaling(
@@ -35,8 +36,10 @@ def test_high_resolution_concurrency_tracking_without_steps_or_schedule() -> Non
             concurrent_requests_target=24,
             scale_out_cooldown_s=60,
             scale_in_cooldown_s=300,
+            disable_scale_in=False,
         ),
         step_scaling=StepScalingConfig(enabled=False),
+        kv_cache_tracking=KvCacheTrackingConfig(enabled=False),
         schedule=(),
         timezone="Asia/Tokyo",
         metrics_namespace="Probe/NS",
@@ -53,12 +56,14 @@ def test_high_resolution_concurrency_tracking_without_steps_or_schedule() -> Non
                 "TargetValue": 24,
                 "ScaleOutCooldown": 60,
                 "ScaleInCooldown": 300,
+                "DisableScaleIn": False,
             },
         },
     )
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 1)
     template.resource_count_is("AWS::CloudWatch::Alarm", 0)
     assert scaling.scale_out_alarm is None and scaling.scale_in_action is None
+    assert scaling.kv_cache_policy is None
     assert scaling_resource_id("ep", "primary") == "endpoint/ep/variant/primary"
 
 

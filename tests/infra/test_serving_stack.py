@@ -25,14 +25,14 @@ def test_endpoint_config_has_primary_and_canary_from_the_config(default_synth: S
     config = default_synth.config
     variants = {v["VariantName"]: v for v in _variants(default_synth)}
     assert set(variants) == {"primary", "canary"}
-    # The fleet make plan recommends (tests/unit/planning/test_default_fleet.py); the counts and weights are the seeds'.
-    assert variants["primary"]["InstanceType"] == config.serving.primary.instance_type
-    assert variants["canary"]["InstanceType"] == config.serving.canary.instance_type
-    assert variants["primary"]["InitialInstanceCount"] == 4
+    # The fleet make plan recommends (tests/unit/planning/test_default_fleet.py) and its counts; the weights are
+    # the seeds'.
+    for serving in (config.serving.primary, config.serving.canary):
+        assert variants[serving.variant_name]["InstanceType"] == serving.instance_type
+        assert variants[serving.variant_name]["InitialInstanceCount"] == serving.initial_instance_count
     assert variants["primary"]["InitialVariantWeight"] == 95
-    assert variants["canary"]["InitialInstanceCount"] == 1
     assert variants["canary"]["InitialVariantWeight"] == 5
-    prefix = config.prefix_routing()  # capacity.routing = prefix_aware by default
+    prefix = default_synth.plan.prefix_routing  # capacity.routing = prefix_aware by default
     assert prefix is not None
     for variant in variants.values():
         assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 600

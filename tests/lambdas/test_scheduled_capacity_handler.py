@@ -10,7 +10,7 @@ import pytest
 from botocore.stub import Stubber
 
 from app_config import load_config
-from app_config.planning.weekly_plan import effective_bounds
+from planning.weekly_plan import effective_bounds
 from tests.synth_helpers import cdk_json_context
 
 HANDLER_MODULE = "lambdas.scaling.index"

@@ -21,8 +21,8 @@ def _imported_roots(path: Path) -> set[str]:
     return roots
 
 
-def test_app_py_needs_only_the_config_and_the_stacks() -> None:
-    assert _imported_roots(REPO / "app.py") == {"sys", "aws_cdk", "app_config", "stacks"}
+def test_app_py_needs_only_the_config_its_plan_and_the_stacks() -> None:
+    assert _imported_roots(REPO / "app.py") == {"sys", "aws_cdk", "app_config", "planning", "stacks"}
 
 
 def test_cdk_json_is_read_in_one_place() -> None:
@@ -205,57 +205,64 @@ def test_product_code_has_no_fallback_imports() -> None:
     assert found == []
 
 
-PLANNING = REPO / "app_config" / "planning"
+PLANNING = REPO / "planning"
 
 SCHEMA_TAKES_FROM_PLANNING = {
     # the instance-type check of every `instance_type` field reads the GPU catalogue
     "base.py": {"gpu_instances"},
-    # the checks across sections run the weekly plan, the dated schedule, the memory plan, SLO holds
-    "cross_section_checks.py": {"weekly_plan", "dated_schedule", "engine_memory", "gpu_instances", "memory_plan"}
-    | {"slo_holds"},
+    # the kernels' compute capability per variant GPU
+    "cross_section_checks.py": {"gpu_instances"},
     # the model's shape and the checkpoint size are the memory plan's units
     "llm.py": {"gpu_instances", "memory_plan"},
-    # the resolved plan (AppConfig.plan) and the plan's entry points (throughput_of, memory_plan_of, prefix_routing)
-    "root.py": {"engine_memory", "gpu_instances", "memory_plan", "prefix_routing", "resolved_plan"}
-    | {"throughput_at_slo"},
     # scheduled actions' cron expressions are parsed while validating
     "scaling.py": {"weekly_cron"},
     "scheduled_actions.py": {"weekly_cron"},
     # engines per instance, for the inference components' bounds
     "topology.py": {"gpu_instances"},
 }
-"""What the schema (app_config/*.py) takes from app_config/planning/ because validation runs it at
-load time. Anything else the schema would import from the planning package is a layering error:
-planning reads a validated config, the schema does not read the plan."""
+"""What the schema (app_config/*.py) takes from planning/: the catalogue and the parsers a value is
+validated against, leaves that import nothing of the config. The config is plain data: what
+follows from it (derived targets, throughput, memory plans, the checks that need them) is
+``planning.plan.make_plan``'s, which app.py runs after loading (issue 45 item 6)."""
+
+PLANNING_LEAVES = {"gpu_instances", "memory_plan", "weekly_cron"}
 
 
-def _app_config_imports(path: Path) -> set[str]:
+def _imports(path: Path) -> set[str]:
     modules = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
             modules.add(node.module)
         elif isinstance(node, ast.Import):
             modules |= {alias.name for alias in node.names}
-    return {module for module in modules if module.split(".")[0] == "app_config"}
+    return modules
 
 
-def test_the_schema_takes_from_planning_only_what_validation_runs() -> None:
+def test_the_schema_takes_from_planning_only_its_leaves() -> None:
     taken = {}
     for path in sorted((REPO / "app_config").glob("*.py")):
-        planning = {
-            module.removeprefix("app_config.planning.")
-            for module in _app_config_imports(path)
-            if module.startswith("app_config.planning")
-        }
+        planning = {m.removeprefix("planning.") for m in _imports(path) if m.split(".")[0] == "planning"}
         if planning:
             taken[path.name] = planning
     assert taken == SCHEMA_TAKES_FROM_PLANNING
+    for leaf in PLANNING_LEAVES:
+        reached = {m for m in _imports(PLANNING / f"{leaf}.py") if m.split(".")[0] in {"app_config", "planning"}}
+        assert reached <= {f"planning.{other}" for other in PLANNING_LEAVES}, f"planning/{leaf}.py imports {reached}"
+
+
+def test_the_config_is_plain_data() -> None:
+    """``AppConfig`` holds sections and names; no planning method (issue 45: plan, throughput_of,
+    prefix_routing and memory_plan_of made the config the planner and tied six modules in a circle)."""
+    from app_config.root import AppConfig
+
+    methods = {name for name, value in vars(AppConfig).items() if callable(value) and not name.startswith("_")}
+    assert methods <= {"stack_name"}, methods
 
 
 def test_planning_needs_no_stack_construct_or_tool() -> None:
-    """The plan is computed from a validated config: app_config, serving_contract and libraries only."""
-    modules = sorted(PLANNING.glob("*.py"))
-    assert len(modules) >= 10  # not an empty glob
+    """The plan is computed from a validated config: app_config, serving_contract, cli_support and libraries only."""
+    modules = sorted(PLANNING.rglob("*.py"))
+    assert len(modules) >= 20  # not an empty glob
     forbidden = {"aws_cdk", "constructs", "stacks", "cdk_constructs", "devtools", "ops", "benchmarks", "lambdas"}
     for path in modules:
         reached = _imported_roots(path) & forbidden

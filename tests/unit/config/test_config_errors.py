@@ -108,7 +108,7 @@ def test_bad_value_names_key_value_and_allowed(key: str, value: str, expected: s
     ("overrides", "expected"),
     [
         (
-            {"serving.primary.initial_instance_count": "25"},
+            {"serving.primary.initial_instance_count": "25", "serving.primary.max_capacity": "20"},
             "config error: serving.primary: initial_instance_count = 25 must be within min_capacity = 2 .. "
             "max_capacity = 20",
         ),

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from app_config import AppConfig, load_config
+from app_config.scaling import PROD_WARM_FLOOR
 from tests.synth_helpers import cdk_json_context
 
 
@@ -25,11 +26,10 @@ def test_defaults_are_the_seeds_values() -> None:
     ]
     assert {a.rank for a in config.model.adapters} == {16}
     primary, canary = config.serving.variants
-    assert (primary.initial_instance_count, primary.initial_weight, primary.min_capacity) == (
-        4,
-        95,
-        2,
-    )
+    # Weight 95: seed 003 §8; min 2: seed 001's warm floor. The primary starts at that floor, and its
+    # instance type and bounds are the planner's (tests/unit/planning/test_default_fleet.py).
+    assert (primary.initial_weight, primary.min_capacity) == (95, PROD_WARM_FLOOR)
+    assert primary.initial_instance_count == primary.min_capacity
     assert (canary.initial_instance_count, canary.initial_weight) == (1, 5)
 
 

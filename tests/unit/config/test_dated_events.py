@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from app_config import AppConfig, dated_events, load_config
-from app_config.planning.dated_schedule import one_off_actions, usual_peak_rpm, weekly_segments
-from app_config.planning.demand_week import base_rate
+from planning.dated_schedule import one_off_actions, usual_peak_rpm, weekly_segments
+from planning.demand_week import base_rate
+from planning.plan import Planner, make_plan
 from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 
@@ -20,6 +21,11 @@ NOW = dt.datetime(2027, 1, 1, 12, 0)
 
 SPRING = {"name": "spring-anime", "date": "2027-04-01", "demand_multiplier": 2.5}
 """Seed 001 user story 7: "Spring anime announcement season", April 1, x2.5."""
+
+BUSY = {"traffic.requests_per_day": "200000"}
+"""Four times seed 003's volume. At the default traffic one instance of the default fleet holds an
+event's x2.5 evening and every derived floor is the warm floor (2), so nothing is lifted; this
+week makes an event's derived floor rise above the weekly floors it pauses."""
 
 
 @pytest.fixture(autouse=True)
@@ -36,56 +42,81 @@ def _load(*events: dict[str, Any], **context: str) -> AppConfig:
     return load_config({**cdk_json_context(), **_events(*events), **context})
 
 
+def _busy(*events: dict[str, Any]) -> AppConfig:
+    return load_config({**cdk_json_context(), **BUSY, **_events(*events)})
+
+
 def _actions(config: AppConfig) -> list[tuple[str, str, int, int]]:
-    variant = config.variant("primary")
+    variant = make_plan(config).variant("primary")
     found = one_off_actions(variant.scaling, variant.serving.min_capacity, variant.serving.max_capacity)
     return [(a.name, a.schedule, a.min_capacity, a.max_capacity) for a in found]
 
 
 def test_the_default_config_has_no_dated_events() -> None:
     # Seed 001's seasons recur yearly and carry no year: a dated default would stop synth once its day passed.
-    assert AppConfig().plan.scaling.primary.dated_events == ()
+    assert make_plan(AppConfig()).scaling.primary.dated_events == ()
 
 
 def test_the_floor_is_seed_001s_usual_demand_x_multiplier_over_capacity_x_1_3() -> None:
-    config = _load(SPRING)
-    event = config.plan.scaling.primary.dated_events[0]
-    instance_rpm = config.throughput_of(config.serving.primary.instance_type).requests_per_minute
+    config = _busy(SPRING)
+    event = make_plan(config).scaling.primary.dated_events[0]
+    instance_rpm = Planner.of(config).throughput(config.serving.primary.instance_type).requests_per_minute
     # A whole day: the usual demand's busiest minute is the evening peak's (20:00 in the daily shape).
     assert usual_peak_rpm(event, config.traffic) == pytest.approx(base_rate(20 * 60, config.traffic))
     expected = math.ceil(base_rate(20 * 60, config.traffic) * 2.5 / instance_rpm * 1.3)
     assert event.min_capacity == expected
-    assert 2 < expected <= 20  # a real lift on the default fleet, within its hard bounds
+    # A real lift, within the hard bounds.
+    assert config.serving.primary.min_capacity < expected <= config.serving.primary.max_capacity
+
+
+def test_a_derived_floor_below_the_hard_min_is_the_hard_min() -> None:
+    # The default week: one instance holds the x2.5 day (seed 001's formula gives 1); the floor stays warm.
+    config = _load(SPRING)
+    instance_rpm = Planner.of(config).throughput(config.serving.primary.instance_type).requests_per_minute
+    assert (
+        math.ceil(base_rate(20 * 60, config.traffic) * 2.5 / instance_rpm * 1.3) < config.serving.primary.min_capacity
+    )
+    assert make_plan(config).scaling.primary.dated_events[0].min_capacity == config.serving.primary.min_capacity
 
 
 def test_an_explicit_floor_overrides_the_derived_one() -> None:
-    config = _load({**SPRING, "min_capacity": 15})
-    assert config.plan.scaling.primary.dated_events[0].min_capacity == 15
+    config = _load({**SPRING, "min_capacity": 5})
+    assert make_plan(_load(SPRING)).scaling.primary.dated_events[0].min_capacity != 5
+    assert make_plan(config).scaling.primary.dated_events[0].min_capacity == 5
 
 
 def test_a_whole_day_event_lifts_early_holds_through_every_weekly_action_and_restores_the_week() -> None:
-    config = _load(SPRING)
-    floor = config.plan.scaling.primary.dated_events[0].min_capacity
-    assert floor is not None
+    config = _busy(SPRING)
+    plan = make_plan(config)
+    floor = plan.scaling.primary.dated_events[0].min_capacity
+    weekly = {action.name: action.min_capacity for action in plan.scaling.primary.resolved_schedule}
+    assert floor is not None and floor > max(weekly.values())  # every weekly action would lower it
+    hard_max = config.serving.primary.max_capacity
     assert _actions(config) == [
         # 2 h before (release_lead_time_min); 2027-03-31 is a Wednesday.
-        ("spring-anime-lift", "at(2027-03-31T22:00:00)", floor, 20),
+        ("spring-anime-lift", "at(2027-03-31T22:00:00)", floor, hard_max),
         # In place of each weekly action that would lower the floor inside the window (paused there).
-        ("spring-anime-hold-1", "at(2027-03-31T23:00:00)", floor, 20),  # jp-evening-end
-        ("spring-anime-hold-2", "at(2027-04-01T01:00:00)", floor, 20),  # off-peak
-        ("spring-anime-hold-3", "at(2027-04-01T08:00:00)", floor, 20),  # business-hours
-        ("spring-anime-hold-4", "at(2027-04-01T17:45:00)", floor, 20),  # jp-evening-peak (THU)
-        ("spring-anime-hold-5", "at(2027-04-01T23:00:00)", floor, 20),  # jp-evening-end
-        # The weekly bounds in force at FRI 00:00: jp-evening-end's floor of 4.
-        ("spring-anime-end", "at(2027-04-02T00:00:00)", 4, 20),
+        ("spring-anime-hold-1", "at(2027-03-31T23:00:00)", floor, hard_max),  # jp-evening-end
+        ("spring-anime-hold-2", "at(2027-04-01T01:00:00)", floor, hard_max),  # off-peak
+        ("spring-anime-hold-3", "at(2027-04-01T08:00:00)", floor, hard_max),  # business-hours
+        ("spring-anime-hold-4", "at(2027-04-01T17:45:00)", floor, hard_max),  # jp-evening-peak (THU)
+        ("spring-anime-hold-5", "at(2027-04-01T23:00:00)", floor, hard_max),  # jp-evening-end
+        # The weekly bounds in force at FRI 00:00: jp-evening-end's.
+        ("spring-anime-end", "at(2027-04-02T00:00:00)", weekly["jp-evening-end"], hard_max),
     ]
+
+
+def test_an_event_whose_floor_the_week_already_holds_needs_no_hold() -> None:
+    # The default week: the derived floor is the warm floor, which no weekly action lowers.
+    config = _load(SPRING)
+    assert [name for name, *_ in _actions(config)] == ["spring-anime-lift", "spring-anime-end"]
 
 
 def test_weekly_actions_are_paused_around_the_window_not_undone_a_minute_later() -> None:
     # Lowering the floor under an over-provisioned fleet scales it in at once (make simulate --dated-event
     # showed 12 -> 6 at 08:00 when a hold re-raised the floor a minute after business-hours).
-    config = _load(SPRING)
-    variant = config.variant("primary")
+    config = _busy(SPRING)
+    variant = make_plan(config).variant("primary")
     segments = {s.name: (s.start, s.end) for s in weekly_segments(variant.scaling, variant.serving.min_capacity)}
     lift, end = dt.datetime(2027, 3, 31, 22, 0), dt.datetime(2027, 4, 2, 0, 0)
     for paused in ("off-peak", "business-hours", "jp-evening-peak", "jp-evening-end"):
@@ -100,15 +131,17 @@ def test_weekly_actions_are_paused_around_the_window_not_undone_a_minute_later()
 
 def test_one_release_evening_raised_for_one_week() -> None:
     # The runbook's case: one Monday's Shonen Jump carries a One Piece chapter (seed 001: 3x).
-    config = _load({"name": "one-piece", "date": "2027-01-11", "start_time": "18:00", "end_time": "22:00",
+    config = _busy({"name": "one-piece", "date": "2027-01-11", "start_time": "18:00", "end_time": "22:00",
                     "demand_multiplier": 3.0})  # fmt: skip
-    floor = config.plan.scaling.primary.dated_events[0].min_capacity
-    weekly = next(e for e in config.plan.scaling.primary.events if e.name == "shonen-jump").min_capacity
-    assert floor is not None and floor > weekly  # above the weekly shonen-jump floor
+    plan = make_plan(config)
+    floor = plan.scaling.primary.dated_events[0].min_capacity
+    weekly = next(e for e in plan.scaling.primary.events if e.name == "shonen-jump").min_capacity
+    assert floor is not None and weekly is not None and floor > weekly  # above the weekly shonen-jump floor
+    hard_max = config.serving.primary.max_capacity
     assert _actions(config) == [
         # shonen-jump-prescale fires at MON 16:00 itself; AWS orders no two actions of one minute.
-        ("one-piece-lift", "at(2027-01-11T16:01:00)", floor, 20),
-        ("one-piece-end", "at(2027-01-11T22:00:00)", weekly, 20),  # back to shonen-jump-prescale's floor
+        ("one-piece-lift", "at(2027-01-11T16:01:00)", floor, hard_max),
+        ("one-piece-end", "at(2027-01-11T22:00:00)", weekly, hard_max),  # back to shonen-jump-prescale's floor
     ]
 
 
@@ -150,11 +183,16 @@ def test_a_range_that_runs_backwards_or_a_date_that_does_not_exist_stops_synth()
 
 
 def test_floors_outside_the_hard_bounds_stop_synth() -> None:
-    assert config_error(_events({**SPRING, "demand_multiplier": 20})).startswith(
-        "config error: scaling.primary.dated_events spring-anime: floor "
-    )
-    assert config_error(_events({**SPRING, "demand_multiplier": 20})).endswith(
-        "exceeds serving.primary.max_capacity = 20; raise the hard max (and the instance quota) or set the event's "
+    surge = {**SPRING, "demand_multiplier": 20}
+    config = _load(surge)
+    event = config.scaling.primary.dated_events[0]
+    instance_rpm = Planner.of(config).throughput(config.serving.primary.instance_type).requests_per_minute
+    floor = math.ceil(usual_peak_rpm(event, config.traffic) * 20 / instance_rpm * 1.3)
+    hard_max = config.serving.primary.max_capacity
+    assert floor > hard_max
+    assert config_error(_events(surge)) == (
+        f"config error: scaling.primary.dated_events spring-anime: floor {floor} exceeds "
+        f"serving.primary.max_capacity = {hard_max}; raise the hard max (and the instance quota) or set the event's "
         "min_capacity lower"
     )
     assert config_error(_events({**SPRING, "min_capacity": 1})) == (
@@ -167,14 +205,16 @@ def test_repeated_names_and_aws_quota_stop_synth() -> None:
     assert config_error(_events(SPRING, {**SPRING, "date": "2027-05-01"})) == (
         "config error: scaling.primary: dated_events: names must be unique; repeated: spring-anime"
     )
-    # Three 20-day events: a hold for every weekly firing of every day and a segment per paused weekly
-    # action and event, beyond 200 actions per target.
+    # Three 20-day events above every weekly floor (BUSY): each a lift, an end and a hold for each of the
+    # 81 weekly firings in its window (3 daily actions x 20 days, jp-evening-end the evening before, and
+    # one jp-evening-peak or release pre-scale every day): 249; the 7 weekly actions in 4 segments each
+    # around the three windows: 28. Beyond 200 actions per target.
     long = [
         {"name": f"season-{i}", "date": f"2027-0{i + 2}-01", "last_date": f"2027-0{i + 2}-20", "demand_multiplier": 2}
         for i in range(3)
     ]
-    assert config_error(_events(*long)) == (
-        "config error: scaling.primary.dated_events: 242 scheduled actions (223 of dated events); Application Auto "
+    assert config_error({**BUSY, **_events(*long)}) == (
+        "config error: scaling.primary.dated_events: 277 scheduled actions (249 of dated events); Application Auto "
         "Scaling allows 200 per scalable target (not adjustable); shorten or drop an event"
     )
 
@@ -185,7 +225,7 @@ def test_one_event_is_set_by_its_name() -> None:
         {
             **cdk_json_context(),
             "scaling.primary.dated_events": json.dumps([SPRING]),
-            "scaling.primary.dated_events.spring-anime.min_capacity": "16",
+            "scaling.primary.dated_events.spring-anime.min_capacity": "5",
         }
     )
-    assert config.plan.scaling.primary.dated_events[0].min_capacity == 16
+    assert make_plan(config).scaling.primary.dated_events[0].min_capacity == 5

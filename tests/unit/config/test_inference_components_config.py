@@ -60,15 +60,18 @@ COMPONENTS = {"serving.mode": "inference_components"}
             "manga_domain_v3] but model.adapters is [manga_domain_v3]; pin exactly one artifact per configured adapter",
         ),
         (
-            {"serving.inference_components.max_copy_count": "30"},
+            {"serving.inference_components.max_copy_count": "30", "serving.primary.instance_type": "ml.g6e.xlarge"},
             "config error: serving.inference_components.max_copy_count = 30 needs more than "
-            "serving.inference_components.max_instance_count = 20 instances of 1 copy each (ml.g6.xlarge, 1 GPU(s), "
+            "serving.inference_components.max_instance_count = 20 instances of 1 copy each (ml.g6e.xlarge, 1 GPU(s), "
             "engine.tensor_parallel_size = 1)",
         ),
         (
-            {"serving.inference_components.memory_per_copy_mib": "20000"},
-            "config error: serving.inference_components.memory_per_copy_mib = 20000 x 1 copy(ies) per instance is "
-            "above the 16384 MiB of ml.g6.xlarge",
+            {
+                "serving.inference_components.memory_per_copy_mib": "40000",
+                "serving.primary.instance_type": "ml.g6e.xlarge",
+            },
+            "config error: serving.inference_components.memory_per_copy_mib = 40000 x 1 copy(ies) per instance is "
+            "above the 32768 MiB of ml.g6e.xlarge",
         ),
         (
             {"image.source": "prebuilt", "image.primary.tag": "v1"},

@@ -4,7 +4,7 @@ import pytest
 
 from app_config import ConfigError, load_config
 from app_config.base import instance_family
-from app_config.planning.gpu_instances import INSTANCE_GPUS, instance_gpus
+from planning.gpu_instances import INSTANCE_GPUS, instance_gpus
 from tests.synth_helpers import cdk_json_context
 
 
@@ -25,7 +25,7 @@ def test_gpu_table(instance_type: str, gpu: str, count: int) -> None:
 
 
 def test_every_table_entry_is_a_valid_variant_instance_type() -> None:
-    # Valid as a type: whether it holds the TTFT SLOs is app_config/planning/slo_holds.py's question (the
+    # Valid as a type: whether it holds the TTFT SLOs is planning/slo_holds.py's question (the
     # T4s and A10Gs do not at 500 ms, and slo.require_holdable would stop synth on them).
     for instance_type in INSTANCE_GPUS:
         config = load_config(
@@ -45,7 +45,7 @@ def test_instance_types_without_a_gpu_entry_stop_synth(instance_type: str) -> No
         load_config({**cdk_json_context(), "serving.canary.instance_type": instance_type})
     assert str(caught.value) == (
         f"config error: serving.canary.instance_type = '{instance_type}': no GPU table entry for {instance_type}; "
-        "supported GPU families: g4dn, g5, g6, g6e, p4d, p4de, p5, p5e, p5en (app_config/planning/gpu_instances.py)"
+        "supported GPU families: g4dn, g5, g6, g6e, p4d, p4de, p5, p5e, p5en (planning/gpu_instances.py)"
     )
 
 

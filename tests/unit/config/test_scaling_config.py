@@ -4,21 +4,15 @@ import json
 
 import pytest
 
-from app_config import AppConfig, ConfigError, load_config
-from app_config.planning.weekly_cron import parse_weekly_cron, weekly_cron
-from app_config.planning.weekly_plan import effective_bounds
+from app_config import AppConfig, load_config
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ReleaseEventConfig
-from devtools.fleet_planner import cheapest, plan_fleets, scheduled_floors
+from planning.fleet_planner import recommend, scheduled_floors
+from planning.plan import make_plan
+from planning.weekly_cron import parse_weekly_cron, weekly_cron
+from planning.weekly_plan import effective_bounds
 from tests.config_helpers import config_error
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
-
-_DEFAULT_PRIMARY = AppConfig().plan.scaling.primary
-_FLOOR = {
-    **{action.name: action.min_capacity for action in _DEFAULT_PRIMARY.schedule},
-    **{event.name: event.min_capacity for event in _DEFAULT_PRIMARY.events},
-}
-"""The primary's default floors by scheduled action or release event (app_config/scaling.py)."""
 
 
 def _context(overrides: dict[str, str]) -> dict[str, object]:
@@ -121,7 +115,8 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
             {
                 "scaling.primary.schedule": _schedule(
                     {"name": "big", "schedule": "cron(0 9 * * ? *)", "min_capacity": 4, "max_capacity": 30}
-                )
+                ),
+                "serving.primary.max_capacity": "20",
             },
             "config error: scaling.primary: scheduled action(s) big max_capacity = 30 exceed "
             "serving.primary.max_capacity = 20 (the scalable target's hard max); leave their max_capacity unset to "
@@ -168,16 +163,12 @@ def test_step_bounds_must_be_ordered_and_contiguous(steps: list[dict[str, object
             # The daily evening peak at 17:45 would lower the 16:00 release lift before 18:00.
             {
                 "scaling.primary.schedule": _schedule(
-                    {
-                        "name": "jp-evening-peak",
-                        "schedule": "cron(45 17 * * ? *)",
-                        "min_capacity": 6,
-                        "max_capacity": 20,
-                    }
-                )
+                    {"name": "jp-evening-peak", "schedule": "cron(45 17 * * ? *)", "min_capacity": 3}
+                ),
+                "scaling.primary.events.shonen-jump.min_capacity": "5",
             },
-            "config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is 6 (set by jp-evening-peak), "
-            f"below the event's min_capacity = {_FLOOR['shonen-jump']}; a later scheduled action undoes the pre-scale",
+            "config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is 3 (set by jp-evening-peak), "
+            "below the event's min_capacity = 5; a later scheduled action undoes the pre-scale",
         ),
         (
             {
@@ -323,10 +314,10 @@ def test_bad_scaling_value_names_key_value_and_allowed(key: str, value: str, exp
 
 def test_defaults_hold_the_seeds_times_at_the_floors_the_plan_needs() -> None:
     config = load_config(cdk_json_context())
-    actions = {a.name: a for a in config.plan.scaling.primary.resolved_schedule}
+    actions = {a.name: a for a in make_plan(config).scaling.primary.resolved_schedule}
     # Floors only (issue 21, finding 3): every ceiling is serving.primary.max_capacity.
-    assert (actions["off-peak"].schedule, actions["off-peak"].max_capacity) == ("cron(0 1 * * ? *)", None)
-    assert {a.ceiling(20) for a in actions.values()} == {20}
+    assert actions["off-peak"].schedule == "cron(0 1 * * ? *)"
+    assert {a.max_capacity for a in actions.values()} == {None}
     assert actions["business-hours"].schedule == "cron(0 8 * * ? *)"
     assert actions["jp-evening-peak"].schedule == "cron(45 17 ? * TUE,THU,SAT,SUN *)"
     # 18:00 release minus the 2 h lead (seed 001 user story 7).
@@ -335,10 +326,11 @@ def test_defaults_hold_the_seeds_times_at_the_floors_the_plan_needs() -> None:
     assert actions["friday-release-prescale"].schedule == "cron(0 16 ? * FRI *)"
     # Each floor is what make plan says the busiest of its segments needs on the default fleet, no
     # more (tests/unit/planning/test_default_fleet.py checks that none is less).
-    best = cheapest(plan_fleets(config, config.slo.cold.ttft_p95_ms, config.slo.warm.ttft_p95_ms))
+    plan = make_plan(config)
+    best = recommend(config, plan.planner)
     assert best is not None
     needs: dict[str, int] = {}
-    for when_and_action, _, needed in scheduled_floors(config, best):
+    for when_and_action, _, needed in scheduled_floors(config, plan, best):
         name = when_and_action.split(" ", 2)[2].removesuffix(" (previous week)")
         needs[name] = max(needs.get(name, 0), needed)
     assert {name: action.min_capacity for name, action in actions.items()} == needs
@@ -355,12 +347,26 @@ def test_a_lead_time_past_midnight_moves_the_lift_to_the_previous_day() -> None:
 
 def test_a_lift_that_the_nightly_floor_undoes_is_rejected() -> None:
     # With the seeds' schedule, a lift at SUN 23:30 is undone by MON 01:00 off-peak and 08:00 business hours.
-    message = config_error({"scaling.primary.release_lead_time_min": str(18 * 60 + 30)})
-    assert message == (
-        f"config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is {_FLOOR['business-hours']} "
-        f"(set by business-hours), below the event's min_capacity = {_FLOOR['shonen-jump']}; a later scheduled "
-        "action undoes the pre-scale"
+    message = config_error(
+        {
+            "scaling.primary.release_lead_time_min": str(18 * 60 + 30),
+            "scaling.primary.schedule.business-hours.min_capacity": "3",
+            "scaling.primary.events.shonen-jump.min_capacity": "5",
+        }
     )
+    assert message == (
+        "config error: scaling.primary.events shonen-jump: at MON 18:00 the floor is 3 (set by business-hours), "
+        "below the event's min_capacity = 5; a later scheduled action undoes the pre-scale"
+    )
+
+
+def test_a_derived_lift_keeps_its_floor_until_the_event() -> None:
+    # Left to the plan, the lift's floor is what the busiest minute until the next action needs, so a
+    # lift far ahead of the release adds nothing a later action could undo: the plan is accepted.
+    config = load_config(_context({"scaling.primary.release_lead_time_min": str(18 * 60 + 30)}))
+    actions = {a.name: a for a in make_plan(config).scaling.primary.resolved_schedule}
+    assert actions["shonen-jump-prescale"].schedule == "cron(30 23 ? * SUN *)"
+    assert actions["shonen-jump-prescale"].min_capacity <= actions["off-peak"].min_capacity
 
 
 # --- issue 21, finding 3: serving.<variant>.max_capacity and the schedule agree by construction ----
@@ -368,7 +374,9 @@ def test_a_lift_that_the_nightly_floor_undoes_is_rejected() -> None:
 
 def _ceilings(config: AppConfig) -> set[int]:
     hard = config.serving.primary
-    timeline = effective_bounds(config.plan.scaling.primary.resolved_schedule, hard.min_capacity, hard.max_capacity)
+    timeline = effective_bounds(
+        make_plan(config).scaling.primary.resolved_schedule, hard.min_capacity, hard.max_capacity
+    )
     return {bounds.max_capacity for bounds in timeline}
 
 
@@ -378,47 +386,61 @@ def test_raising_max_capacity_raises_every_scheduled_ceiling() -> None:
 
 
 def test_lowering_max_capacity_is_one_edit() -> None:
-    """=12 used to fail on one schedule entry at a time; now the schedule follows it."""
-    assert _ceilings(load_config(_context({"serving.primary.max_capacity": "12"}))) == {12}
+    """Lowering it used to fail on one schedule entry at a time; now the schedule follows it."""
+    assert _ceilings(load_config(_context({"serving.primary.max_capacity": "4"}))) == {4}
 
 
 def test_lowering_max_capacity_below_a_scheduled_floor_names_every_floor() -> None:
-    above = [a for a in _DEFAULT_PRIMARY.resolved_schedule if a.min_capacity > 6]
-    assert len(above) >= 3  # the evening peak and the three releases at the defaults
-    floors = ", ".join(f"{a.name} min_capacity = {a.min_capacity}" for a in above)
-    assert config_error({"serving.primary.max_capacity": "6"}) == (
-        f"config error: scaling.primary: scheduled action(s) {floors} exceed serving.primary.max_capacity = 6; "
-        "lower those floors or raise the hard max"
+    # Derived floors never exceed the hard max (the plan caps them); floors set by hand can.
+    message = config_error(
+        {
+            "scaling.primary.schedule.jp-evening-peak.min_capacity": "5",
+            "scaling.primary.events.shonen-jump.min_capacity": "6",
+            "scaling.primary.events.friday-release.min_capacity": "6",
+            "serving.primary.max_capacity": "4",
+        }
+    )
+    assert message == (
+        "config error: scaling.primary: scheduled action(s) jp-evening-peak min_capacity = 5, shonen-jump-prescale "
+        "min_capacity = 6, friday-release-prescale min_capacity = 6 exceed serving.primary.max_capacity = 4; lower "
+        "those floors or raise the hard max"
     )
 
 
+def test_a_derived_floor_is_capped_at_the_hard_max() -> None:
+    # Seed 001's volume needs far more than the default fleet's hard max at its peak: the floors stop
+    # there (make plan's NOTE says to raise it) instead of stopping synth.
+    config = load_config(_context({"traffic.peak_requests_per_minute": "8000"}))
+    floors = [a.min_capacity for a in make_plan(config).scaling.primary.resolved_schedule]
+    assert max(floors) == config.serving.primary.max_capacity
+
+
 def test_an_explicit_scheduled_ceiling_is_still_honoured() -> None:
-    schedule = _schedule({"name": "night", "schedule": "cron(0 1 * * ? *)", "min_capacity": 2, "max_capacity": 6})
+    schedule = _schedule({"name": "night", "schedule": "cron(0 1 * * ? *)", "min_capacity": 2, "max_capacity": 4})
     config = load_config(_context({"scaling.primary.schedule": schedule, "scaling.primary.events": "[]"}))
-    assert _ceilings(config) == {6}
+    assert config.serving.primary.max_capacity != 4
+    assert _ceilings(config) == {4}
 
 
 def test_the_scale_in_threshold_follows_the_concurrency_target() -> None:
     # Issue 37 item 3: 'RunningRequests < 8' sat above a derived target of 1, so step scale-in removed
     # what target tracking added. Unset, it is a quarter of the target the variant tracks.
     config = load_config(cdk_json_context())
-    for variant in config.variants():
+    for variant in make_plan(config).variants():
         target = variant.scaling.target_tracking.target_value
         assert variant.scaling.step_scaling.scale_in_threshold == target / 4
     raised = load_config({**cdk_json_context(), "scaling.primary.target_tracking.concurrent_requests_target": "16"})
-    assert raised.plan.scaling.primary.step_scaling.scale_in_threshold == 4
+    assert make_plan(raised).scaling.primary.step_scaling.scale_in_threshold == 4
 
 
 def test_a_scale_in_threshold_at_the_target_stops_synth() -> None:
-    with pytest.raises(ConfigError) as info:
-        load_config(
-            {
-                **cdk_json_context(),
-                "scaling.primary.target_tracking.concurrent_requests_target": "4",
-                "scaling.primary.step_scaling.scale_in_running_requests": "4",
-            }
-        )
-    assert str(info.value) == (
+    message = config_error(
+        {
+            "scaling.primary.target_tracking.concurrent_requests_target": "4",
+            "scaling.primary.step_scaling.scale_in_running_requests": "4",
+        }
+    )
+    assert message == (
         "config error: scaling.primary.step_scaling.scale_in_running_requests = 4: must be below "
         "scaling.primary.target_tracking.concurrent_requests_target = 4, or step scale-in removes the instances "
         "target tracking adds (leave it unset: a quarter of the target)"
@@ -437,6 +459,7 @@ def test_a_scale_in_threshold_at_the_target_stops_synth() -> None:
         (
             {
                 "serving.primary.min_capacity": "3",
+                "serving.primary.initial_instance_count": "3",
                 "scaling.primary.events": "[]",
                 "scaling.primary.schedule": _schedule(
                     {"name": "night", "schedule": "cron(0 1 * * ? *)", "min_capacity": 2, "max_capacity": 4}
@@ -450,6 +473,8 @@ def test_a_scale_in_threshold_at_the_target_stops_synth() -> None:
 def test_every_warm_floor_check_reads_the_one_declaration(
     monkeypatch: pytest.MonkeyPatch, overrides: dict[str, str], expected: str
 ) -> None:
-    """Raising PROD_WARM_FLOOR (seed 001's 2) moves all three prod checks: none holds its own copy."""
-    monkeypatch.setattr("app_config.cross_section_checks.PROD_WARM_FLOOR", 3)
+    """Raising PROD_WARM_FLOOR (seed 001's 2) moves all three prod checks: none holds its own copy of the
+    number (the config's checks and the plan's import the one declaration of app_config/scaling.py)."""
+    for module in ("app_config.cross_section_checks", "planning.checks"):
+        monkeypatch.setattr(f"{module}.PROD_WARM_FLOOR", 3)
     assert config_error({"stage": "prod", **overrides}).startswith(expected)

@@ -10,6 +10,7 @@ import pytest
 from devtools.diff import diff_templates
 from devtools.fleet_notes import fleet_replacement_notes
 from devtools.synth_summary import summarize
+from planning.plan import Planner
 from tests.synth_helpers import Synth
 
 
@@ -21,13 +22,20 @@ def test_summary_names_stacks_endpoint_variants_and_instance_types(default_synth
     assert "Endpoint: mangaassist-vllm-prod" in text
     serving = default_synth.config.serving
     primary, canary = serving.primary.instance_type, serving.canary.instance_type  # make plan's fleet
-    assert f"variant primary    {primary}   x4   at creation, weight  95.0%  scales 2..20" in text
-    assert f"variant canary     {canary}   x1   at creation, weight   5.0%  scales 1..2" in text
+    p, c = serving.primary, serving.canary
+    assert (
+        f"variant primary    {primary}   x{p.initial_instance_count}   at creation, weight  95.0%  "
+        f"scales {p.min_capacity}..{p.max_capacity}" in text
+    )
+    assert (
+        f"variant canary     {canary}   x{c.initial_instance_count}   at creation, weight   5.0%  "
+        f"scales {c.min_capacity}..{c.max_capacity}" in text
+    )
 
 
 def test_summary_prints_the_memory_plan_of_each_variant(default_synth: Synth) -> None:
     text = summarize(default_synth.outdir)
-    plan = default_synth.config.memory_plan_of(default_synth.config.serving.primary.instance_type)
+    plan = Planner.of(default_synth.config).memory_plan(default_synth.config.serving.primary.instance_type)
     assert "Memory plan per engine" in text
     assert text.count(f"KV cache {plan.kv_tokens:,} tokens (128 KiB each)") == 2  # primary and canary
     assert f"{plan.sequences_at_max_len} sequences of 4,096 (max_model_len)" in text

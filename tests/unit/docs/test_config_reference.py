@@ -35,8 +35,9 @@ def _default_of(key: str) -> str:
 def test_defaults_of_a_section_are_shown_not_required() -> None:
     """Issue 21, finding 11: capacities, alarm thresholds and the seeds' scheduled actions have
     defaults set by their section, but the class-level field has none: "(required)" or `[]` printed."""
-    assert _default_of("serving.primary.max_capacity") == "`20`"
-    assert _default_of("serving.canary.max_capacity") == "`2`"
+    defaults = AppConfig().serving
+    assert _default_of("serving.primary.max_capacity") == f"`{defaults.primary.max_capacity}`"
+    assert _default_of("serving.canary.max_capacity") == f"`{defaults.canary.max_capacity}`"
     assert _default_of("monitoring.server_error_rate.threshold") == "`0.1`"
     assert _default_of("slo.cold.ttft_p95_ms") == "`500.0`"
     schedule = _default_of("scaling.primary.schedule")

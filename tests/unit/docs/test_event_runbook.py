@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from app_config import ConfigError, dated_events, load_config
-from app_config.planning.dated_schedule import one_off_actions
-from devtools import weekly_plan
+from planning import cost_plan
+from planning.dated_schedule import one_off_actions
+from planning.plan import make_plan
 from tests.synth_helpers import cdk_json_context
 
 OPERATIONS = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
@@ -35,7 +36,7 @@ def _a_week_before(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_runbook_shows_a_plan_and_a_deploy_of_the_same_override() -> None:
     plan, deploy = _commands()
-    assert plan[:3] == ["python", "-m", "devtools.weekly_plan"]
+    assert plan[:3] == ["python", "-m", "planning.cost_plan"]
     config = load_config(cdk_json_context())
     assert deploy[:4] == ["npx", "cdk", "deploy", config.stack_name("Serving")]
     assert _overrides(plan) == _overrides(deploy)
@@ -44,11 +45,13 @@ def test_the_runbook_shows_a_plan_and_a_deploy_of_the_same_override() -> None:
 
 def test_the_documented_plan_command_prints_the_lift_and_the_restore(capsys: pytest.CaptureFixture[str]) -> None:
     plan, _ = _commands()
-    assert weekly_plan.main(plan[3:]) == 0
+    assert cost_plan.main(plan[3:]) == 0
     printed = capsys.readouterr().out.splitlines()
     event = [line for line in printed if line.startswith("  one-piece-1100: ")]
     assert len(event) == 1
-    assert event[0].startswith("  one-piece-1100: 2027-01-11 18:00 - 2027-01-11 22:00, demand x3, floor ceil(")
+    assert event[0].startswith(
+        "  one-piece-1100: 2027-01-11 18:00 - 2027-01-11 22:00, demand x3, floor 4 (min_capacity; derived: ceil("
+    )
     actions = [line.split() for line in printed if line.startswith("    at(2027-01-11")]
     # As the runbook says: the lift a minute after the weekly 16:00 pre-scale, back to that pre-scale's floor at 22:00.
     assert [(a[0], a[5].rstrip(":")) for a in actions] == [
@@ -56,15 +59,17 @@ def test_the_documented_plan_command_prints_the_lift_and_the_restore(capsys: pyt
         ("at(2027-01-11T22:00:00)", "one-piece-1100-end"),
     ]
     lift_floor, end_floor = int(actions[0][2]), int(actions[1][2])
-    weekly = next(e for e in load_config(cdk_json_context()).scaling.primary.events if e.name == "shonen-jump")
-    assert end_floor == weekly.min_capacity < lift_floor
+    events = make_plan(load_config(cdk_json_context())).scaling.primary.events
+    weekly = next(e for e in events if e.name == "shonen-jump")
+    assert weekly.min_capacity is not None  # derived by the plan
+    assert end_floor == weekly.min_capacity < lift_floor == 4
 
 
 def test_the_documented_deploy_override_loads_into_the_same_actions() -> None:
     _, deploy = _commands()
     key, value = _overrides(deploy)[0].split("=", 1)
     config = load_config({**cdk_json_context(), key: value})
-    primary = config.variant("primary")
+    primary = make_plan(config).variant("primary")
     actions = one_off_actions(primary.scaling, primary.serving.min_capacity, primary.serving.max_capacity)
     assert [a.name for a in actions] == ["one-piece-1100-lift", "one-piece-1100-end"]
 
@@ -76,7 +81,7 @@ def test_after_the_event_the_documented_override_stops_synth_with_the_line_the_r
     _, deploy = _commands()
     key, value = _overrides(deploy)[0].split("=", 1)
     with pytest.raises(ConfigError) as info:
-        load_config({**cdk_json_context(), key: value})
+        make_plan(load_config({**cdk_json_context(), key: value}))
     quoted = "scaling.primary.dated_events one-piece-1100: ends 2027-01-11 22:00, which has passed"
     assert quoted in OPERATIONS.read_text()
     assert str(info.value).startswith(f"config error: {quoted} (now 2027-01-12 09:00 Asia/Tokyo)")

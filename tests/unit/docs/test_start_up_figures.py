@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools import weekly_plan
+from planning import cost_plan
 from serving_contract.env import start_up_ranges
 
 REPO = Path(__file__).resolve().parents[3]
@@ -47,6 +47,6 @@ def test_each_start_up_figure_is_the_declared_one(where: str, figure: str) -> No
 
 
 def test_the_plan_prints_the_declared_figures(capsys: pytest.CaptureFixture[str]) -> None:
-    assert weekly_plan.main([]) == 0
+    assert cost_plan.main([]) == 0
     cold, cached = start_up_ranges()
     assert f"Measured start-up: {cold} cold, {cached} from the compile cache" in capsys.readouterr().out

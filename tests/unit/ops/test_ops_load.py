@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from app_config.loader import cdk_json_context
-from devtools import weekly_plan
+from app_config.loader import cdk_json_context, load_cli_config
 from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
 from ops.invoke import Answer
 from ops.load import LevelResult, LoadPlan, Suggestion, capacity_override_line, significant, suggest
+from planning.plan import Planner, make_plan
 from serving_contract.request_classes import RequestClass
 from tests.unit.ops.ops_stubs import ENDPOINT, FakeClock, stubbed
 
@@ -120,10 +120,10 @@ def test_load_reports_each_level_and_a_target(server):
     assert measured["<instance type>"]["concurrency"] == int(match.group(1))
     # The printed override is a value the config accepts, as the loader parses it from -c.
     # Measured on the primary's instance type, it sets the primary's target.
-    instance_type = weekly_plan.load([]).serving.primary.instance_type
-    config = weekly_plan.load([f"capacity.measured={json.dumps({instance_type: measured['<instance type>']})}"])
-    assert config.throughput_of(instance_type).concurrency == int(match.group(1))
-    assert config.plan.scaling.primary.target_tracking.concurrent_requests_target == int(match.group(1))
+    instance_type = load_cli_config([]).serving.primary.instance_type
+    config = load_cli_config([f"capacity.measured={json.dumps({instance_type: measured['<instance type>']})}"])
+    assert Planner.of(config).throughput(instance_type).concurrency == int(match.group(1))
+    assert make_plan(config).scaling.primary.target_tracking.concurrent_requests_target == int(match.group(1))
 
 
 def test_load_counts_errors_and_refuses_to_suggest(server):
@@ -327,14 +327,14 @@ def test_a_server_answering_in_microseconds_prints_an_override_the_config_accept
     line = capacity_override_line(Suggestion(1, 50.0 / 60.0, 50.0, 1), 2e-6, "ml.g5.xlarge")
     measured = _override(line)
     assert measured == {"ml.g5.xlarge": {"concurrency": 1, "requests_per_minute": 50.0, "ttft_p50_ms": 0.002}}
-    config = weekly_plan.load([f"capacity.measured={json.dumps(measured)}"])
-    assert config.throughput_of("ml.g5.xlarge").base_ttft_ms == 0.002
+    config = load_cli_config([f"capacity.measured={json.dumps(measured)}"])
+    assert Planner.of(config).throughput("ml.g5.xlarge").base_ttft_ms == 0.002
 
 
 def test_a_level_slower_than_one_request_a_minute_keeps_its_rate():
     line = capacity_override_line(Suggestion(1, 0.004, 0.24, 1), 1.5, "ml.g5.xlarge")
     assert _override(line)["ml.g5.xlarge"]["requests_per_minute"] == 0.24  # round() printed 0
-    weekly_plan.load([f"capacity.measured={json.dumps(_override(line))}"])
+    load_cli_config([f"capacity.measured={json.dumps(_override(line))}"])
 
 
 def test_a_rate_the_config_refuses_is_explained_not_printed():

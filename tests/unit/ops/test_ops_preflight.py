@@ -22,6 +22,12 @@ PIN_TOOL = (
 )
 
 
+SEEDS_COUNTS = {"serving.primary.initial_instance_count": "4", "serving.primary.max_capacity": "20"}
+"""Seed 003 §8's 4 instances and seed 001's max 20 on the primary, the fleet the quota arithmetic below
+is worked for (the defaults are the plan's smaller fleet)."""
+SEEDS_COUNTS_FLAGS = tuple(arg for key, value in SEEDS_COUNTS.items() for arg in ("-c", f"{key}={value}"))
+
+
 def _lines(findings: list[Finding]) -> list[str]:
     return [f.line for f in findings]
 
@@ -143,11 +149,11 @@ def test_bootstrap_missing_or_failed_stack_fails(tmp_path):
 
 # --- quotas -----------------------------------------------------------------------------------
 def test_quota_demand_counts_blue_green_in_variants_mode_and_max_instances_with_components():
-    demand = quota_demands(config())[0]  # primary 4..20 + canary 1..2, both ml.g5.xlarge
+    demand = quota_demands(config(**SEEDS_COUNTS))[0]  # primary 4..20 + canary 1..2, both ml.g5.xlarge
     assert (demand.instance_type, demand.creation, demand.reach, demand.needed) == ("ml.g5.xlarge", 5, 22, 44)
     components = quota_demands(pinned(**{"serving.mode": "inference_components"}))[0]
     assert (components.creation, components.reach, components.needed) == (2, 20, 20)
-    split = quota_demands(config(**{"serving.canary.instance_type": "ml.g6.xlarge"}))
+    split = quota_demands(config(**SEEDS_COUNTS, **{"serving.canary.instance_type": "ml.g6.xlarge"}))
     assert [(d.instance_type, d.usage, d.needed) for d in split] == [
         ("ml.g5.xlarge", "endpoint", 40),
         ("ml.g6.xlarge", "endpoint", 4),
@@ -167,7 +173,7 @@ def test_quota_at_the_blue_green_count_passes():
                 "ml.g5.xlarge for processing job usage": 2.0,
             }
         )
-        findings = check_quotas(config(), stubs.clients.service_quotas, REGION)
+        findings = check_quotas(config(**SEEDS_COUNTS), stubs.clients.service_quotas, REGION)
     assert _lines(findings) == [
         "ok    quotas: ml.g5.xlarge for endpoint usage: quota 44, config reaches 22 (creation 5, blue/green 44)",
         "ok    quotas: ml.g5.xlarge for processing job usage: quota 2, config reaches 2 (creation 2, one "
@@ -190,7 +196,7 @@ def test_a_processing_quota_below_the_cache_jobs_fails_naming_the_way_out():
 def test_quota_below_the_blue_green_count_fails_naming_the_keys():
     with preflight_stubbed() as stubs:
         stubs.quotas({"ml.g5.xlarge for endpoint usage": 4.0, "ml.g5.xlarge for processing job usage": 2.0})
-        findings = check_quotas(config(), stubs.clients.service_quotas, REGION)
+        findings = check_quotas(config(**SEEDS_COUNTS), stubs.clients.service_quotas, REGION)
     assert _lines(findings)[:1] == [
         "FAIL  quotas: ml.g5.xlarge for endpoint usage: quota 4, config reaches 22 (creation 5, blue/green 44) from "
         "serving.primary.max_capacity 20 + serving.canary.max_capacity 2; request an increase to >= 44 in Service "
@@ -315,7 +321,7 @@ def test_cli_preflight_reports_every_class_and_exits_with_the_first(tmp_path):
         # -c serving.canary.enabled=false: one variant, so the quota needs 2 x 20; unpinned adapters stay.
         argv = ["preflight", "--cdk-out", str(tmp_path), "-c", f"image.build.primary.base_model=v1/{DIGEST}",
                 "-c", f"image.build.artifacts_bucket_name={BUCKET}", "-c", "serving.canary.enabled=false",
-                "-c", f"image.build.uv_image={UV_PINNED}", *SEEDS_G5_FLAGS]  # fmt: skip
+                "-c", f"image.build.uv_image={UV_PINNED}", *SEEDS_G5_FLAGS, *SEEDS_COUNTS_FLAGS]  # fmt: skip
         code = main(argv, Deps(out=lines.append, preflight_clients=stubs.factory))
     assert code == ExitCode.PREFLIGHT_CONFIG
     assert sum(line.startswith("FAIL  pins: image.build.primary.adapters.") for line in lines) == 3

@@ -2,37 +2,44 @@
 
 import pytest
 
-from app_config.planning.gpu_instances import INSTANCE_GPUS
-from devtools import fleet_planner, weekly_plan
+from planning import cost_plan, fleet_planner
+from planning.gpu_instances import INSTANCE_GPUS
+from planning.plan import Planner, load_plan
 
 MEASURED_G5 = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 200, "ttft_p50_ms": 90}}'
 
 
-def test_the_in_flight_quantile_is_poissons() -> None:
-    assert fleet_planner.in_flight_quantile(0.0) == 0
-    assert fleet_planner.in_flight_quantile(0.35) == 1  # P(N <= 1) = e^-0.35 x 1.35 = 0.951
-    assert fleet_planner.in_flight_quantile(0.36) == 2
-    assert fleet_planner.in_flight_quantile(3.0) == 6  # P(N <= 5) = 0.916, P(N <= 6) = 0.966
-    assert fleet_planner.in_flight_quantile(400.0) == 433  # normal approximation: 400 + 1.645 x 20
-
-
 def test_a_flat_week_on_a_measured_instance_matches_the_hand_calculation() -> None:
-    config = weekly_plan.load([f"capacity.measured={MEASURED_G5}"])
+    config, plan = load_plan([f"capacity.measured={MEASURED_G5}"])
     fleet = fleet_planner.size_fleet(
-        config, "ml.g5.xlarge", "least_outstanding", [100.0] * 10_080, cold_p95_ms=500, warm_p95_ms=500
+        config, plan.planner, "ml.g5.xlarge", "least_outstanding", [100.0] * 10_080, cold_p95_ms=500, warm_p95_ms=500
     )
-    # 100 req/min x 8 / 200 = 4 requests in flight on average; P(Poisson(4) <= 8) = 0.979 >= 0.95
-    # (<= 7: 0.949), so 8 in flight = 1 instance of 8; the warm floor is 2 (seed 001).
-    assert (fleet.count_at_peak, fleet.warm_floor) == (1, 2)
+    # The measured figure is an arrival rate: 100 req/min on instances that each hold 200 is
+    # ceil(100 / 200) = 1 at peak; the warm floor is 2 (seed 001).
+    assert (fleet.count_at_peak, fleet.warm_floor, fleet.label) == (1, 2, "measured")
     assert fleet.instance_hours_per_week == pytest.approx(2 * 168)
     assert fleet.usd_per_month == pytest.approx(2 * 730 * 1.4084)
     requests_per_month = 100 * 60 * 730
     assert fleet.usd_per_million_requests == pytest.approx(2 * 730 * 1.4084 / requests_per_month * 1e6)
 
 
+def test_a_peak_above_one_instance_needs_the_rounded_up_share() -> None:
+    config, plan = load_plan([f"capacity.measured={MEASURED_G5}"])
+    fleet = fleet_planner.size_fleet(
+        config,
+        plan.planner,
+        "ml.g5.xlarge",
+        "prefix_aware",
+        [100.0] * 10_079 + [601.0],
+        cold_p95_ms=500,
+        warm_p95_ms=500,
+    )
+    assert (fleet.count_at_peak, fleet.warm_floor) == (4, 2)  # ceil(601 / 200)
+
+
 def test_the_plan_recommends_the_cheapest_holding_fleet_and_says_why_the_others_lose() -> None:
-    config = weekly_plan.load([])
-    fleets = fleet_planner.plan_fleets(config, 500, 500)
+    config, plan = load_plan([])
+    fleets = fleet_planner.plan_fleets(config, plan.planner, 500, 500)
     assert {f.instance_type for f in fleets} == set(INSTANCE_GPUS)
     best = fleet_planner.cheapest(fleets)
     assert best is not None and best.holds
@@ -45,10 +52,18 @@ def test_the_plan_recommends_the_cheapest_holding_fleet_and_says_why_the_others_
     assert fleet_planner.loses_because(stuck, best, 500, 500).startswith("cannot hold cold p95 500 / warm p95 500 ms")
 
 
+def test_recommend_is_the_cheapest_of_the_configured_slos() -> None:
+    config, plan = load_plan([])
+    best = fleet_planner.cheapest(
+        fleet_planner.plan_fleets(config, plan.planner, config.slo.cold.ttft_p95_ms, config.slo.warm.ttft_p95_ms)
+    )
+    assert fleet_planner.recommend(config, plan.planner) == best
+
+
 def test_make_plan_prints_a_price_and_a_verdict_for_every_instance_type(capsys: pytest.CaptureFixture[str]) -> None:
-    assert weekly_plan.main([]) == 0
+    assert cost_plan.main([]) == 0
     out = capsys.readouterr().out
-    routing = weekly_plan.load([]).capacity.routing  # prefix_aware by default, make plan's choice
+    routing = load_plan([])[0].capacity.routing  # prefix_aware by default, make plan's choice
     verdicts = out[out.index(f"Every instance type, routing {routing} (capacity.routing)") :]
     for instance_type in INSTANCE_GPUS:
         (line,) = [row for row in verdicts.splitlines() if row.startswith(f"  {instance_type} ")]
@@ -59,27 +74,43 @@ def test_make_plan_prints_a_price_and_a_verdict_for_every_instance_type(capsys: 
 
 
 def test_a_looser_cold_slo_never_costs_more() -> None:
-    config = weekly_plan.load([])
+    config, plan = load_plan([])
     costs = []
     for cold in fleet_planner.cold_p95_options(config.slo.cold.ttft_p95_ms):
-        fleet = fleet_planner.cheapest(fleet_planner.plan_fleets(config, cold, config.slo.warm.ttft_p95_ms))
+        fleet = fleet_planner.cheapest(
+            fleet_planner.plan_fleets(config, plan.planner, cold, config.slo.warm.ttft_p95_ms)
+        )
         assert fleet is not None
         costs.append(fleet.usd_per_month)
     assert costs == sorted(costs, reverse=True)
 
 
+def test_the_fleet_planner_changes_only_the_slos_and_routing() -> None:
+    _, plan = load_plan([])
+    sized = fleet_planner.fleet_planner(plan.planner, "least_outstanding", 900, 400)
+    assert isinstance(sized, Planner)
+    assert (sized.slo.cold.ttft_p95_ms, sized.slo.warm.ttft_p95_ms, sized.capacity.routing) == (
+        900,
+        400,
+        "least_outstanding",
+    )
+    assert (sized.traffic, sized.engine, sized.model) == (plan.planner.traffic, plan.planner.engine, plan.planner.model)
+
+
 def test_the_scheduled_floors_follow_the_week() -> None:
-    config = weekly_plan.load([])
-    best = fleet_planner.cheapest(fleet_planner.plan_fleets(config, 500, 500))
+    # Busy enough that the release evening needs more than the warm floor of 2.
+    config, plan = load_plan(["traffic.peak_requests_per_minute=3000"])
+    best = fleet_planner.cheapest(fleet_planner.plan_fleets(config, plan.planner, 500, 500))
     assert best is not None
-    floors = fleet_planner.scheduled_floors(config, best)
+    floors = fleet_planner.scheduled_floors(config, plan, best)
     release = [needed for when, _, needed in floors if "shonen-jump-prescale" in when]
     off_peak = [needed for when, _, needed in floors if "off-peak" in when]
     assert release and off_peak and min(release) > max(off_peak)  # the release evening needs more
 
 
 def test_a_fleet_above_the_hard_max_says_so() -> None:
-    config = weekly_plan.load(["traffic.peak_requests_per_minute=8000"])
-    text = fleet_planner.format_planner(config, 500, 500)
-    assert "is above serving.primary.max_capacity = 20: raise it" in text
-    assert "NOTE" not in fleet_planner.format_planner(weekly_plan.load([]), 500, 500)
+    config, plan = load_plan(["traffic.peak_requests_per_minute=8000"])
+    text = fleet_planner.format_planner(config, plan, 500, 500)
+    assert "is above serving.primary.max_capacity" in text and ": raise it" in text
+    config, plan = load_plan([])
+    assert "NOTE" not in fleet_planner.format_planner(config, plan, 500, 500)

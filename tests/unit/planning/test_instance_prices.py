@@ -9,9 +9,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from app_config.planning import instance_prices
-from app_config.planning.gpu_instances import INSTANCE_GPUS
 from devtools import refresh_prices
+from planning import instance_prices
+from planning.gpu_instances import INSTANCE_GPUS
 
 
 def _product(instance: str, usage: str, usd: str, component: str = "Hosting") -> str:

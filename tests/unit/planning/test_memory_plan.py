@@ -5,15 +5,16 @@ import dataclasses
 import pytest
 
 from app_config import load_config
-from app_config.planning import memory_report
-from app_config.planning.gpu_instances import GIB, H100_80GB, InstanceGpus, instance_gpus
-from app_config.planning.memory_plan import (
+from planning import memory_report
+from planning.gpu_instances import GIB, H100_80GB, InstanceGpus, instance_gpus
+from planning.memory_plan import (
     EngineMemoryInputs,
     ModelShape,
     awq_checkpoint_bytes,
     minimum_utilization,
     plan_engine_memory,
 )
+from planning.plan import Planner, make_plan
 from tests.config_helpers import config_error
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
@@ -90,7 +91,7 @@ def test_default_shape_matches_the_awq_layout_of_llama3_8b() -> None:
 
 
 def test_default_config_fits_27_sequences_of_max_model_len_on_a_g5_xlarge() -> None:
-    plan = load_config(cdk_json_context()).memory_plan_of("ml.g5.xlarge")
+    plan = Planner.of(load_config(cdk_json_context())).memory_plan("ml.g5.xlarge")
     # The seeds promised 128 sequences of 4,096 tokens; the KV cache holds about a fifth of that.
     assert plan.sequences_at_max_len == 27
     assert plan.sequences_at_typical_len == 43
@@ -101,8 +102,8 @@ def test_default_config_fits_27_sequences_of_max_model_len_on_a_g5_xlarge() -> N
 def test_fp8_kv_cache_and_tensor_parallelism_move_the_plan_the_right_way() -> None:
     base = load_config(cdk_json_context())
     fp8 = load_config({**cdk_json_context(), "engine.kv_cache_dtype": "fp8"})
-    assert fp8.memory_plan_of("ml.g5.xlarge").kv_tokens == pytest.approx(
-        2 * base.memory_plan_of("ml.g5.xlarge").kv_tokens, rel=0.001
+    assert Planner.of(fp8).memory_plan("ml.g5.xlarge").kv_tokens == pytest.approx(
+        2 * Planner.of(base).memory_plan("ml.g5.xlarge").kv_tokens, rel=0.001
     )
     tp4 = load_config(
         {
@@ -114,7 +115,10 @@ def test_fp8_kv_cache_and_tensor_parallelism_move_the_plan_the_right_way() -> No
         }
     )
     # Four GPUs hold one copy of the weights between them: more than 4x the KV cache of one.
-    assert tp4.memory_plan_of("ml.g5.12xlarge").kv_tokens > 4 * base.memory_plan_of("ml.g5.xlarge").kv_tokens
+    assert (
+        Planner.of(tp4).memory_plan("ml.g5.12xlarge").kv_tokens
+        > 4 * Planner.of(base).memory_plan("ml.g5.xlarge").kv_tokens
+    )
 
 
 def test_minimum_utilization_is_where_one_sequence_just_fits() -> None:
@@ -235,18 +239,18 @@ def test_bad_values_of_the_new_keys_get_one_line(key: str, value: str, expected:
 
 
 def test_report_warns_only_when_the_active_target_is_above_the_fit() -> None:
-    quiet = memory_report.build(load_config({**cdk_json_context(), **SEEDS_G5}))
+    quiet_config = load_config({**cdk_json_context(), **SEEDS_G5})
+    quiet = memory_report.build(quiet_config, make_plan(quiet_config))
     assert [r.warning for r in quiet] == [None, None]
-    loud = memory_report.build(
-        load_config(
-            {
-                **cdk_json_context(),
-                **SEEDS_G5,
-                "scaling.primary.target_tracking.metric": "concurrent_requests_high_resolution",
-                "scaling.primary.target_tracking.concurrent_requests_target": "60",
-            }
-        )
+    loud_config = load_config(
+        {
+            **cdk_json_context(),
+            **SEEDS_G5,
+            "scaling.primary.target_tracking.metric": "concurrent_requests_high_resolution",
+            "scaling.primary.target_tracking.concurrent_requests_target": "60",
+        }
     )
+    loud = memory_report.build(loud_config, make_plan(loud_config))
     assert loud[0].warning == (
         "scaling.primary.target_tracking.concurrent_requests_target = 60 (the active target-tracking metric) is "
         "above the 43 requests of 2,560 tokens whose KV cache fits on ml.g5.xlarge: vLLM preempts and queues "

@@ -1,13 +1,13 @@
 """The default scaling policies, simulated over the seeds' week (issue 16's release-day check).
 
-These drive ``devtools.scaling_sim`` with the policies a synth deploys: no minute of queue in the
+These drive ``planning.scaling_sim`` with the policies a synth deploys: no minute of queue in the
 seeds' Friday release window, no scale-in while the engine is full, and no scale-out past the
 instances the demand needs (the overshoot that seed 001's 60 s cooldowns produced while new
 instances were still booting).
 
 They check the policies' dynamics, so the fleet must be able to carry the week: the seeds' fleet
 (tests/synth_helpers.py SEEDS_G5) with an instance that holds the SLO at 8 concurrent requests and
-248 requests a minute (the H100 projection of app_config/planning/instance_capacity.json, given as a measured
+248 requests a minute (the H100 projection of planning/instance_capacity.json, given as a measured
 capacity) and seed 001's week (traffic.peak_requests_per_minute = 8,000; the default traffic is seed
 003's 50,000 a day) scaled by 248 / 1,200, the ratio to seed 001's per-instance figure that the
 seeds' scheduled floors (SEEDS_FLOORS: 8 on release evenings) were sized with. The default floors
@@ -23,10 +23,11 @@ import math
 import pytest
 
 from app_config import AppConfig
-from devtools import weekly_plan
-from devtools.scaling_sim import __main__ as cli
-from devtools.scaling_sim import report
-from devtools.scaling_sim.engine import MinuteRecord
+from app_config.loader import load_cli_config
+from planning.plan import make_plan
+from planning.scaling_sim import __main__ as cli
+from planning.scaling_sim import report
+from planning.scaling_sim.engine import MinuteRecord
 from tests.synth_helpers import SEEDS_G5_ARGS
 
 SEEDS_FLOORS = {
@@ -43,7 +44,7 @@ SEEDS_FLOORS = {
 
 def _seeds_schedule() -> list[str]:
     """The default schedule's times and names with ``SEEDS_FLOORS``, as ``key=value`` overrides."""
-    primary = AppConfig().plan.scaling.primary
+    primary = make_plan(AppConfig()).scaling.primary
     schedule = [{**a.model_dump(), "min_capacity": SEEDS_FLOORS[a.name]} for a in primary.schedule]
     events = [{**e.model_dump(), "min_capacity": SEEDS_FLOORS[e.name]} for e in primary.events]
     return [f"scaling.primary.schedule={json.dumps(schedule)}", f"scaling.primary.events={json.dumps(events)}"]
@@ -52,10 +53,10 @@ def _seeds_schedule() -> list[str]:
 @pytest.fixture(scope="module")
 def default_week() -> tuple[cli.Scenario, report.Summary, list[MinuteRecord]]:
     measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 248, "ttft_p50_ms": 77}}'
-    config = weekly_plan.load(
+    config = load_cli_config(
         [*SEEDS_G5_ARGS, *_seeds_schedule(), f"capacity.measured={measured}", "traffic.peak_requests_per_minute=8000"]
     )
-    scenario = cli.build_scenario(cli.parse_args(["--demand-scale", f"{248 / 1200:.4f}"]), config)
+    scenario = cli.build_scenario(cli.parse_args(["--demand-scale", f"{248 / 1200:.4f}"]), config, make_plan(config))
     summary, records, _ = cli.simulate(scenario, "default")
     return scenario, summary, records
 
@@ -79,7 +80,7 @@ def test_scale_out_stops_at_what_the_demand_needs(
     default_week: tuple[cli.Scenario, report.Summary, list[MinuteRecord]],
 ) -> None:
     scenario, summary, records = default_week
-    tracking = scenario.config.plan.scaling.primary.target_tracking
+    tracking = make_plan(scenario.config).scaling.primary.target_tracking
     assert tracking.metric == "concurrent_requests_high_resolution"
     inputs, _, _ = cli.build_inputs(scenario)
     duration_s = inputs.service.request_duration_s

@@ -3,12 +3,12 @@
 import pytest
 from pydantic import ValidationError
 
-from app_config.planning.weekly_plan import Bounds
 from app_config.scaling_policies import ScalingStepConfig, StepScalingConfig, TargetTrackingConfig
 from app_config.traffic import TrafficConfig
-from devtools.scaling_sim import demand, report
-from devtools.scaling_sim.engine import MinuteRecord, SimInputs, run
-from devtools.scaling_sim.fleet import ServiceModel
+from planning.scaling_sim import demand, report
+from planning.scaling_sim.engine import MinuteRecord, SimInputs, run
+from planning.scaling_sim.fleet import ServiceModel
+from planning.weekly_plan import Bounds
 
 SERVICE = ServiceModel(concurrency=41, requests_per_minute=1200, base_ttft_ms=250)
 PROVISION, STARTUP = 8, 3
@@ -209,7 +209,7 @@ def test_the_report_counts_abandoned_requests() -> None:
 
 def test_the_plot_legends_sit_outside_the_axes() -> None:
     # Issue 40 item 13: a legend inside the fleet panel hid the desired/InService lines.
-    from devtools.scaling_sim import plot
+    from planning.scaling_sim import plot
 
     fig = plot.figure(run(_inputs(), [900.0] * 120), [("release", 30)], "t")
     fig.canvas.draw()

@@ -1,13 +1,14 @@
-"""``python -m devtools.scaling_sim``: output, --compare, CSV demand, --plot and errors."""
+"""``python -m planning.scaling_sim``: output, --compare, CSV demand, --plot and errors."""
 
 from pathlib import Path
 
 import pytest
 
 from app_config import AppConfig
-from devtools.scaling_sim import __main__ as cli
-from devtools.scaling_sim import demand
-from devtools.scaling_sim.report import format_grid
+from planning.plan import Planner
+from planning.scaling_sim import __main__ as cli
+from planning.scaling_sim import demand
+from planning.scaling_sim.report import format_grid
 from tests.synth_helpers import SEEDS_G5_FLAGS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -24,7 +25,7 @@ def test_default_week_prints_the_headline_figures(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     # The per-instance figures are the config's capacity at the SLO, not seed 001's 1,200/min.
     config = AppConfig()
-    capacity = config.throughput_of(config.serving.primary.instance_type)
+    capacity = Planner.of(config).throughput(config.serving.primary.instance_type)
     for text in (
         f"C = {capacity.concurrency} concurrent",
         f"R = {capacity.requests_per_minute:,.0f} req/min at the TTFT SLO",

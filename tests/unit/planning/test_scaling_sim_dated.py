@@ -7,8 +7,9 @@ import json
 import pytest
 
 from app_config import dated_events
-from devtools import weekly_plan
-from devtools.scaling_sim import __main__ as cli
+from app_config.loader import load_cli_config
+from planning.plan import make_plan
+from planning.scaling_sim import __main__ as cli
 
 SPRING = json.dumps([{"name": "spring-anime", "date": "2027-04-01", "demand_multiplier": 2.5}])
 THU = 3 * 1440  # 2027-04-01 is a Thursday
@@ -21,8 +22,8 @@ def _before_the_event(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _run(*argv: str):
     args = cli.parse_args(list(argv))
-    config = weekly_plan.load(args.context)
-    summary, records, events = cli.simulate(cli.build_scenario(args, config), "t")
+    config = load_cli_config(args.context)
+    summary, records, events = cli.simulate(cli.build_scenario(args, config, make_plan(config)), "t")
     return config, summary, records, events
 
 
@@ -30,7 +31,7 @@ def test_the_event_holds_its_floor_all_day_through_the_weekly_actions_it_pauses(
     config, summary, records, events = _run(
         "--dated-event", "spring-anime", "-c", f"scaling.primary.dated_events={SPRING}"
     )
-    floor = config.plan.scaling.primary.dated_events[0].min_capacity
+    floor = make_plan(config).scaling.primary.dated_events[0].min_capacity
     day = records[THU : THU + 1440]
     # The weekly 01:00, 08:00, 17:45 and 23:00 actions would lower the floor; paused, none of them does.
     assert {r.min_capacity for r in day} == {floor}

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from devtools.scaling_sim import __main__ as cli
-from devtools.scaling_sim import demand, surge
+from planning.scaling_sim import __main__ as cli
+from planning.scaling_sim import demand, surge
 
 TUE_0200 = 1440 + 2 * 60
 MEASURED_RPM = "280"

@@ -1,32 +1,18 @@
-"""At synth, per variant and request class: can the instance type hold the class's TTFT SLO
-(issue 33)? The exact lines, the projection they read, and the flag that makes it stop synth."""
+"""At synth, per variant and request class: can the instance type hold the class's TTFT SLO, up
+to what arrival rate, measured or projected, with what margin (issues 33, 45)? The lines, the
+figures they read, and the flag that makes an unholdable class stop synth."""
 
 import math
 
 import pytest
 
 from app_config import AppConfig, ConfigError, load_config
-from app_config.planning import memory_report
-from app_config.planning.slo_holds import class_holds
-from app_config.planning.throughput_at_slo import throughput_at_slo
+from planning import memory_report
+from planning.fleet_planner import recommend
+from planning.plan import Planner, make_plan
+from planning.slo_holds import class_holds
 from serving_contract.request_classes import RequestClass
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
-
-
-def _fresh(instance_type: str) -> float:
-    """The committed projection's cold-class TTFT p95 at one request (app_config/planning/instance_capacity.json)."""
-    p95 = throughput_at_slo(instance_type, 500, AppConfig().capacity, curve="fresh").ttft_p95_ms
-    assert p95 is not None
-    return p95
-
-
-G5_P95, G6_P95 = _fresh("ml.g5.xlarge"), _fresh("ml.g6.xlarge")
-G5_COLD = (
-    f"slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it, projected TTFT p95 {G5_P95:.0f} ms "
-    f"at 1 concurrent request (fresh curve projected to A10G); would hold: slo.cold.ttft_p95_ms >= "
-    f"{math.ceil(G5_P95)} or serving.primary.instance_type = ml.g6.xlarge (projected {G6_P95:.0f} ms)"
-)
-
 
 G5_TYPES = {key: value for key, value in SEEDS_G5.items() if key.startswith("serving.")}
 """The seeds' ml.g5.xlarge on both variants, at the default SLOs (which it cannot hold at 500 ms cold)."""
@@ -39,67 +25,79 @@ def _load(**overrides: str) -> AppConfig:
     return load_config({**cdk_json_context(), **overrides})
 
 
-def test_an_unholdable_fleet_is_warned_for_each_class_and_variant() -> None:
+def test_a_projected_fleet_that_cannot_hold_the_cold_slo_is_warned_with_its_figure_and_the_recommendation() -> None:
     config = _load(**G5_WARNED)
-    G5_WARM_P95 = throughput_at_slo("ml.g5.xlarge", 500, config.capacity, curve="conversations").ttft_p95_ms  # noqa: N806
-    lines = [hold.line for hold in class_holds(config)]
-    assert lines == [
-        f"WARNING: {G5_COLD}",
-        f"slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 {G5_WARM_P95:.0f} ms "
-        "at 1 concurrent request",
-        f"WARNING: {G5_COLD}".replace("variant primary", "variant canary").replace("serving.primary", "serving.canary"),
-        f"slo.warm.ttft_p95_ms = 500 ms: variant canary (ml.g5.xlarge) holds it up to TTFT p95 {G5_WARM_P95:.0f} ms "
-        "at 1 concurrent request",
-    ]
-    # The synth summary prints them under each variant.
-    rendered = memory_report.render(memory_report.build(config))
-    assert f"    WARNING: {G5_COLD}" in rendered
-
-
-def test_the_figures_are_the_class_curves_of_the_projection() -> None:
-    config = _load(**G5_WARNED)
-    cold, warm = (h for h in class_holds(config) if h.variant_name == "primary")
-    fresh = throughput_at_slo("ml.g5.xlarge", 500, config.capacity, curve="fresh")
-    conversations = throughput_at_slo("ml.g5.xlarge", 500, config.capacity, curve="conversations")
-    assert (cold.ttft_p95_ms, warm.ttft_p95_ms) == (fresh.ttft_p95_ms, conversations.ttft_p95_ms)
-    assert config.throughput_of("ml.g5.xlarge", RequestClass.COLD) == fresh
-
-
-def test_the_suggested_slo_holds() -> None:
-    suggested = math.ceil(G5_P95)
-    (cold, *_) = class_holds(_load(**G5_TYPES, **{"slo.cold.ttft_p95_ms": str(suggested)}))
-    assert cold.holds
+    plan = make_plan(config)
+    cold, warm, canary_cold, canary_warm = class_holds(config, plan)
+    capacity = Planner.of(config).throughput("ml.g5.xlarge", RequestClass.COLD)
+    best = recommend(config, plan.planner)
+    assert best is not None and not capacity.holds_slo and not capacity.measured
+    assert capacity.lightest_ttft_p95_ms is not None
     assert cold.line == (
-        f"slo.cold.ttft_p95_ms = {suggested} ms: variant primary (ml.g5.xlarge) holds it up to TTFT p95 {G5_P95:.0f} "
-        "ms at 1 concurrent request"
+        f"WARNING: slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it at any load: TTFT p95 "
+        f"{capacity.lightest_ttft_p95_ms:,.0f} ms at one request a minute (projected, margin {capacity.margin:.0%}: "
+        f"projected from the H200 runs to A10G (model error {capacity.margin:.0%})); would hold: "
+        f"slo.cold.ttft_p95_ms >= {math.ceil(capacity.lightest_ttft_p95_ms * (1 + capacity.margin)):,} or "
+        f"serving.primary.instance_type = {best.instance_type} with capacity.routing = {best.routing} "
+        f"({best.requests_per_minute:,.0f} req/min per instance, projected; make plan)"
+    )
+    # The warm class holds on the A10G: its line gives the rate, the p95 there, with and without the margin.
+    warm_capacity = Planner.of(config).throughput("ml.g5.xlarge", RequestClass.WARM)
+    assert warm.holds and warm_capacity.ttft_p95_ms is not None
+    assert warm.line == (
+        f"slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) holds it up to "
+        f"{warm_capacity.requests_per_minute:,.0f} req/min per instance (TTFT p95 {warm_capacity.ttft_p95_ms:,.0f} ms "
+        f"there, {warm_capacity.ttft_p95_ms * (1 + warm_capacity.margin):,.0f} ms with the margin); projected, "
+        f"margin {warm_capacity.margin:.0%}: {warm_capacity.source}"
+    )
+    assert (canary_cold.variant_name, canary_warm.variant_name) == ("canary", "canary")
+    # The synth summary prints them under each variant.
+    rendered = memory_report.render(memory_report.build(config, plan))
+    assert f"    {cold.line}" in rendered
+
+
+def test_the_suggested_slo_holds_and_the_margin_is_what_decides() -> None:
+    config = _load(**G5_WARNED)
+    (cold, *_) = class_holds(config, make_plan(config))
+    suggested = cold.suggested_slo_ms
+    (held, *_) = class_holds(*_planned(**G5_TYPES, **{"slo.cold.ttft_p95_ms": str(suggested)}))
+    assert held.holds and held.capacity.requests_per_minute > 0
+    # One millisecond below it, the projection with its margin no longer holds at any load.
+    (missed, *_) = class_holds(*_planned(**G5_WARNED, **{"slo.cold.ttft_p95_ms": str(suggested - 1)}))
+    assert not missed.holds
+
+
+def _planned(**overrides: str):
+    config = _load(**overrides)
+    return config, make_plan(config)
+
+
+def test_a_measured_instance_type_says_measured_and_carries_no_margin() -> None:
+    measured = '{"ml.g5.xlarge": {"concurrency": 4, "requests_per_minute": 120, "ttft_p50_ms": 300}}'
+    config, plan = _planned(**G5_TYPES, **{"capacity.measured": measured})
+    cold, warm, *_ = class_holds(config, plan)
+    assert cold.holds and cold.capacity.measured and cold.capacity.margin == 0
+    assert warm.capacity == cold.capacity  # one measured figure, whatever the class
+    assert cold.line == (
+        "slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) holds it up to 120 req/min per instance, "
+        "TTFT p50 300 ms; measured: measured (capacity.measured.ml.g5.xlarge, python -m ops load)"
     )
 
 
-def test_an_instance_type_that_holds_both_classes_says_so() -> None:
-    config = _load(**{"serving.primary.instance_type": "ml.p5.48xlarge", "serving.canary.enabled": "false"})
-    # Eight H100s, one engine each: the one-GPU curve's level times 8.
-    fresh, conversations = (
-        throughput_at_slo("ml.p5.48xlarge", 500, config.capacity, curve=curve) for curve in ("fresh", "conversations")
-    )
-    assert [hold.line for hold in class_holds(config)] == [
-        f"slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.p5.48xlarge) holds it up to TTFT p95 "
-        f"{fresh.ttft_p95_ms:.0f} ms at {fresh.concurrency * 8} concurrent requests",
-        f"slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.p5.48xlarge) holds it up to TTFT p95 "
-        f"{conversations.ttft_p95_ms:.0f} ms at {conversations.concurrency * 8} concurrent requests",
-    ]
+def test_the_gpu_the_runs_were_made_on_is_labelled_as_fitted_there_without_a_margin() -> None:
+    config, plan = _planned(**{"serving.primary.instance_type": "ml.p5e.48xlarge", "serving.canary.enabled": "false"})
+    cold, warm = class_holds(config, plan)
+    assert cold.capacity.margin == 0 and not cold.capacity.measured
+    assert "model fitted on this GPU's open-loop runs (H200" in cold.line
+    # Eight H200s, one engine each: eight engines' rate.
+    one = Planner.of(config).throughput("ml.p5e.48xlarge", RequestClass.COLD)
+    assert one.requests_per_minute % 8 == 0 and cold.holds and warm.holds
 
 
 def test_require_holdable_turns_the_warning_into_a_one_line_config_error() -> None:
+    warned = class_holds(*_planned(**G5_WARNED))[0]
     with pytest.raises(ConfigError) as info:
-        _load(**G5_TYPES, **{"slo.require_holdable": "true"})
+        make_plan(_load(**G5_TYPES, **{"slo.require_holdable": "true"}))
     assert str(info.value) == (
-        f"config error: {G5_COLD} (slo.require_holdable: a guardrail that always fires is an outage trap)"
-    )
-    # A fleet that holds both classes passes with the flag on.
-    _load(
-        **{
-            "slo.require_holdable": "true",
-            "serving.primary.instance_type": "ml.p5.48xlarge",
-            "serving.canary.instance_type": "ml.p5.48xlarge",
-        }
+        f"config error: {warned.problem} (slo.require_holdable: a guardrail that always fires is an outage trap)"
     )

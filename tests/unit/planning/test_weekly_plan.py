@@ -3,26 +3,29 @@
 import pytest
 
 from app_config import AppConfig
-from app_config.planning import instance_prices
-from devtools import weekly_plan
+from planning import cost_plan, instance_prices
+from planning.plan import load_plan, make_plan
 
 
 def _floors() -> dict[str, int]:
     """The primary's default floors by scheduled action or release day (app_config/scaling.py)."""
-    scaling = AppConfig().plan.scaling.primary
-    return {
+    scaling = make_plan(AppConfig()).scaling.primary
+    floors: dict[str, int | None] = {
         **{action.name: action.min_capacity for action in scaling.schedule},
         **{event.day_of_week: event.min_capacity for event in scaling.events},
     }
+    unset = [name for name, floor in floors.items() if floor is None]
+    assert not unset, f"the plan left these floors unset: {unset}"
+    return {name: floor for name, floor in floors.items() if floor is not None}
 
 
 def _price() -> float:
-    """USD per hour of the default primary's instance type (app_config/planning/instance_prices.json)."""
+    """USD per hour of the default primary's instance type (planning/instance_prices.json)."""
     return instance_prices.hourly_price(AppConfig().serving.primary.instance_type).usd_per_hour
 
 
-def _primary(*overrides: str) -> weekly_plan.VariantPlan:
-    return weekly_plan.plan(weekly_plan.load(list(overrides)))[0]
+def _primary(*overrides: str) -> cost_plan.VariantPlan:
+    return cost_plan.plan(*load_plan(list(overrides)))[0]
 
 
 def test_primary_week_matches_the_hand_calculation() -> None:
@@ -65,7 +68,7 @@ def test_hourly_grid_shows_the_bounds_after_every_action() -> None:
 
 
 def test_canary_runs_within_its_hard_bounds_all_week() -> None:
-    canary = weekly_plan.plan(weekly_plan.load([]))[1]
+    canary = cost_plan.plan(*load_plan([]))[1]
     assert canary.variant_name == "canary"
     assert canary.floor_hours_per_week == 1 * 168
     assert canary.ceiling_hours_per_week == 2 * 168
@@ -82,7 +85,7 @@ def test_missing_price_is_a_config_error(capsys: pytest.CaptureFixture[str], mon
     table = instance_prices.price_table()
     prices = {name: row for name, row in table["prices"].items() if name != "ml.g6.xlarge"}
     monkeypatch.setattr(instance_prices, "price_table", lambda: {**table, "prices": prices})
-    code = weekly_plan.main(["-c", "serving.primary.instance_type=ml.g6.xlarge"])
+    code = cost_plan.main(["-c", "serving.primary.instance_type=ml.g6.xlarge"])
     assert code == 2
     assert capsys.readouterr().err.strip() == (
         "config error: primary: no price for ml.g6.xlarge in instance_prices.json (as of 2026-11-26); add it with "
@@ -91,7 +94,7 @@ def test_missing_price_is_a_config_error(capsys: pytest.CaptureFixture[str], mon
 
 
 def test_command_prints_the_week_and_the_band(capsys: pytest.CaptureFixture[str]) -> None:
-    assert weekly_plan.main([]) == 0
+    assert cost_plan.main([]) == 0
     out = capsys.readouterr().out
     assert "times in Asia/Tokyo" in out
     assert f"MON 16:00  min {_floors()['MON']:3}  max  20  shonen-jump-prescale" in out
@@ -100,7 +103,7 @@ def test_command_prints_the_week_and_the_band(capsys: pytest.CaptureFixture[str]
 
 
 def test_compare_prints_baseline_against_the_override(capsys: pytest.CaptureFixture[str]) -> None:
-    assert weekly_plan.main(["--compare", "-c", "scaling.primary.release_lead_time_min=180"]) == 0
+    assert cost_plan.main(["--compare", "-c", "scaling.primary.release_lead_time_min=180"]) == 0
     out = capsys.readouterr().out
     comparison = out[out.index("Comparison: baseline -> override") :]
     # One extra hour at the release floor instead of business hours' on each of three release days.
@@ -113,7 +116,7 @@ def test_compare_prints_baseline_against_the_override(capsys: pytest.CaptureFixt
 
 
 def test_bad_override_syntax_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
-    assert weekly_plan.main(["-c", "scaling.primary.enabled"]) == 2
+    assert cost_plan.main(["-c", "scaling.primary.enabled"]) == 2
     assert "expected key=value" in capsys.readouterr().err
 
 
@@ -134,5 +137,5 @@ def test_bad_override_syntax_is_reported(capsys: pytest.CaptureFixture[str]) -> 
 def test_the_plan_states_the_instance_start_it_assumes(
     capsys: pytest.CaptureFixture[str], overrides: list[str], line: str
 ) -> None:
-    assert weekly_plan.main(overrides) == 0
+    assert cost_plan.main(overrides) == 0
     assert capsys.readouterr().out.splitlines()[1] == line

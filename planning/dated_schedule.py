@@ -25,11 +25,11 @@ import zoneinfo
 from dataclasses import dataclass
 
 from app_config.dated_events import SCHEDULED_ACTIONS_PER_TARGET, DatedEventConfig
-from app_config.planning.demand_week import base_rate
-from app_config.planning.weekly_plan import bounds_at, effective_bounds
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ResolvedAction
 from app_config.traffic import TrafficConfig
+from planning.demand_week import base_rate
+from planning.weekly_plan import bounds_at, effective_bounds
 
 EVENT_HEADROOM = 1.3
 """Seed 001 user story 7, ``calculate_required_instances``: "Add 30% headroom buffer"."""
@@ -116,7 +116,7 @@ def _firings(
 
 def event_windows(scaling: VariantScalingConfig, hard_min: int) -> list[EventWindow]:
     """Each dated event's window, in start order. An unset ``min_capacity`` counts as ``hard_min``
-    (callers pass the resolved section, ``AppConfig.plan.scaling.<key>``, whose floors are derived)."""
+    (callers pass the resolved section, ``Plan.scaling.<key>``, whose floors are derived)."""
     windows = []
     for event in sorted(scaling.dated_events, key=lambda e: e.start):
         lift = event.start - dt.timedelta(minutes=scaling.release_lead_time_min)

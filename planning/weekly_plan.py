@@ -1,11 +1,11 @@
 """The weekly plan: a variant's fleet bounds over the week, from its scheduled actions, and the checks on them
-(the dated events' one-off actions: app_config/planning/dated_schedule.py)."""
+(the dated events' one-off actions: planning/dated_schedule.py)."""
 
 from dataclasses import dataclass
 
-from app_config.planning.weekly_cron import format_minute_of_week
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ResolvedAction
+from planning.weekly_cron import format_minute_of_week
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,8 @@ def check_schedule(
     timeline = effective_bounds(actions, hard_min, hard_max)
     for event in scaling.events:
         at_event = bounds_at(timeline, event.minute_of_week)
-        if at_event.min_capacity < event.min_capacity:
+        # The resolved plan's events: every floor is set (planning/resolved_plan.py).
+        if event.min_capacity is not None and at_event.min_capacity < event.min_capacity:
             raise ValueError(
                 f"scaling.{variant_key}.events {event.name}: at {event.day_of_week} {event.time} the floor is "
                 f"{at_event.min_capacity} (set by {at_event.set_by}), below the event's min_capacity = "

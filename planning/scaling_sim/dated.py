@@ -1,7 +1,7 @@
 """``--dated-event NAME``: simulate the week (Monday to Monday) that holds one dated event.
 
 The week's bounds are every action that fires in it, in time order: the weekly schedule less the
-firings the event pauses, and its one-off ``at(...)`` actions (app_config/planning/dated_schedule.py), starting from
+firings the event pauses, and its one-off ``at(...)`` actions (planning/dated_schedule.py), starting from
 the bounds the last action before Monday 00:00 set. The demand is the configured week with the
 event's minutes at least the usual demand then times ``demand_multiplier`` (a weekly release that
 is larger still wins), the way app_config.dated_events sizes its floor.
@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from app_config import AppConfig, ConfigError
 from app_config.dated_events import DatedEventConfig
-from app_config.planning.dated_schedule import one_off_actions, paused_firings
-from app_config.planning.demand_week import MINUTES_PER_DAY, base_rate
-from app_config.planning.weekly_cron import MINUTES_PER_WEEK
-from app_config.planning.weekly_plan import Bounds
 from app_config.variants import VariantKey
+from planning.dated_schedule import one_off_actions, paused_firings
+from planning.demand_week import MINUTES_PER_DAY, base_rate
+from planning.plan import Plan
+from planning.weekly_cron import MINUTES_PER_WEEK
+from planning.weekly_plan import Bounds
 
 
 @dataclass(frozen=True)
@@ -30,13 +31,13 @@ class EventWeek:
     end_minute: int
 
 
-def event_week(config: AppConfig, variant_key: VariantKey, name: str) -> EventWeek:
+def event_week(config: AppConfig, plan: Plan, variant_key: VariantKey, name: str) -> EventWeek:
     """The week of ``scaling.<variant_key>.dated_events`` ``name``.
 
     Raises:
         ConfigError: no event of that name (one line listing the configured ones).
     """
-    variant = config.variant(variant_key)
+    variant = plan.variant(variant_key)
     scaling, hard_min, hard_max = variant.scaling, variant.serving.min_capacity, variant.serving.max_capacity
     events = {event.name: event for event in scaling.dated_events}
     if name not in events:

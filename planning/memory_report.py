@@ -1,7 +1,7 @@
 """The memory plan of each production variant, as ``make synth`` and the capacity plan print it.
 
 ``app.py`` writes the plan of the synthesized config to ``cdk.out/memory-plan.json`` (the
-summary reads templates and this file, never the config); ``devtools.weekly_plan`` builds the
+summary reads templates and this file, never the config); ``planning.cost_plan`` builds the
 same report from the config it loads. Both print it with :func:`render`.
 """
 
@@ -9,11 +9,12 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from app_config import AppConfig
-from app_config.planning.gpu_instances import GIB, engines_per_instance, instance_gpus
-from app_config.planning.slo_holds import class_holds
+from app_config.root import AppConfig
 from app_config.serving import VariantConfig
 from app_config.variants import Variant
+from planning.gpu_instances import GIB, engines_per_instance, instance_gpus
+from planning.plan import Plan
+from planning.slo_holds import class_holds
 
 REPORT_FILE = "memory-plan.json"
 
@@ -56,7 +57,7 @@ class VariantMemory:
     slo_source: str
     engines_per_instance: int = 1
     class_slo_lines: tuple[str, ...] = ()
-    """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (app_config/planning/slo_holds.py)."""
+    """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (planning/slo_holds.py)."""
     ttft_slo_label: str = ""
     """``cold <= 500 ms, warm <= 500 ms``: the objectives the capacity is sized at."""
     comparison_warning: str | None = None
@@ -77,10 +78,10 @@ class VariantMemory:
         )
 
 
-def _concurrency_target(config: AppConfig, variant: Variant) -> tuple[float, str, bool]:
+def _concurrency_target(config: AppConfig, plan: Plan, variant: Variant) -> tuple[float, str, bool]:
     """(target, its config key, whether it is the active target-tracking metric) of a variant."""
     if config.serving.hosts_inference_components:
-        scaling = config.plan.inference_components.scaling
+        scaling = plan.inference_components.scaling
         return (
             scaling.target_value,
             ("serving.inference_components.scaling.concurrent_requests_per_copy_target"),
@@ -88,7 +89,7 @@ def _concurrency_target(config: AppConfig, variant: Variant) -> tuple[float, str
         )
     tracking = variant.scaling.target_tracking
     target = tracking.concurrent_requests_target
-    assert target is not None  # AppConfig derives it when unset
+    assert target is not None  # the plan derives it when unset
     return (
         target,
         f"scaling.{variant.key}.target_tracking.concurrent_requests_target",
@@ -96,17 +97,17 @@ def _concurrency_target(config: AppConfig, variant: Variant) -> tuple[float, str
     )
 
 
-def build(config: AppConfig) -> list[VariantMemory]:
+def build(config: AppConfig, planned: Plan) -> list[VariantMemory]:
     """The report of every production variant of ``config``, primary first (inference_components
     mode: the one variant, where each copy of the base component is one engine)."""
     reports = []
-    holds = class_holds(config)
-    for deployed in config.deployed_variants():
+    holds = class_holds(config, planned)
+    for deployed in planned.deployed_variants():
         variant = deployed.serving
-        plan = config.memory_plan_of(variant.instance_type)
+        plan = planned.planner.memory_plan(variant.instance_type)
         gpus = instance_gpus(variant.instance_type)
-        target, target_key, active = _concurrency_target(config, deployed)
-        capacity = config.throughput_of(variant.instance_type)
+        target, target_key, active = _concurrency_target(config, planned, deployed)
+        capacity = planned.planner.throughput(variant.instance_type)
         reports.append(
             VariantMemory(
                 variant_name=variant.variant_name,
@@ -184,7 +185,7 @@ def read(outdir: str | Path) -> list[VariantMemory] | None:
 
 def render(reports: list[VariantMemory]) -> list[str]:
     """Human-readable lines: the memory split, the KV-cache fit and any scaling warning."""
-    lines = ["Memory plan per engine (app_config/planning/memory_plan.py, as vLLM 0.22 sizes its KV cache):"]
+    lines = ["Memory plan per engine (planning/memory_plan.py, as vLLM 0.22 sizes its KV cache):"]
     for r in reports:
         gpus = f"{r.tensor_parallel_size} x {r.gpu_name} {r.gpu_memory_gib:.2f} GiB"
         lines += [

@@ -16,35 +16,35 @@ A variant without scaling runs its ``initial_instance_count`` all week.
 
 Usage::
 
-    python -m devtools.weekly_plan
-    python -m devtools.weekly_plan -c stage=dev
-    python -m devtools.weekly_plan --compare -c scaling.primary.release_lead_time_min=180
-    python -m devtools.weekly_plan --plot week.png      # needs matplotlib (optional)
+    python -m planning.cost_plan
+    python -m planning.cost_plan -c stage=dev
+    python -m planning.cost_plan --compare -c scaling.primary.release_lead_time_min=180
+    python -m planning.cost_plan --plot week.png      # needs matplotlib (optional)
 """
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app_config import AppConfig, ConfigError, load_config
+from app_config import AppConfig, ConfigError
 from app_config.compile_cache import instance_start_s
-from app_config.loader import CDK_JSON, cdk_json_context
-from app_config.planning import memory_report
-from app_config.planning.dated_schedule import (
+from app_config.loader import CDK_JSON
+from app_config.serving import VariantConfig
+from app_config.variants import Variant
+from planning import fleet_planner, memory_report
+from planning.dated_schedule import (
     EVENT_HEADROOM,
     derived_floor,
     one_off_actions,
     usual_peak_rpm,
     weekly_segments,
 )
-from app_config.planning.instance_prices import hourly_price
-from app_config.planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
-from app_config.planning.weekly_plan import Bounds, bounds_at, effective_bounds
-from app_config.serving import VariantConfig
-from app_config.variants import Variant
-from devtools import fleet_planner
+from planning.instance_prices import hourly_price
+from planning.plan import Plan, load_plan
+from planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
+from planning.weekly_plan import Bounds, bounds_at, effective_bounds
 from serving_contract.env import start_up_ranges
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,7 +97,7 @@ def price_usd_per_hour(config: AppConfig, variant: VariantConfig) -> float:
     """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table.
 
     Raises:
-        ConfigError: the instance type has no price (app_config/planning/instance_prices.py).
+        ConfigError: the instance type has no price (planning/instance_prices.py).
     """
     return _price(config, variant.instance_type, variant.variant_name)
 
@@ -109,15 +109,15 @@ def _price(config: AppConfig, instance_type: str, where: str) -> float:
         raise ConfigError([f"{where}: {error}"]) from None
 
 
-def plan(config: AppConfig) -> list[VariantPlan]:
-    """The week of every production variant of ``config``, primary first.
+def plan(config: AppConfig, planned: Plan) -> list[VariantPlan]:
+    """The week of every production variant of ``config`` (``planned``: its plan), primary first.
 
     Raises:
-        ConfigError: a variant's instance type has no price (app_config/planning/instance_prices.py).
+        ConfigError: a variant's instance type has no price (planning/instance_prices.py).
     """
     plans = []
     components = config.serving.hosts_inference_components
-    for deployed in config.deployed_variants():
+    for deployed in planned.deployed_variants():
         variant, scaling = deployed.serving, deployed.scaling
         price = price_usd_per_hour(config, variant)
         if components:
@@ -155,30 +155,12 @@ def plan(config: AppConfig) -> list[VariantPlan]:
     return plans
 
 
-def load(overrides: Sequence[str], cdk_json: Path = CDK_JSON) -> AppConfig:
-    """Config from ``cdk_json``'s context plus ``key=value`` overrides, exactly as ``cdk synth -c``."""
-    context = cdk_json_context(cdk_json)
-    context.update(parse_overrides(overrides))
-    return load_config(context)
-
-
-def parse_overrides(overrides: Sequence[str]) -> Mapping[str, str]:
-    """``["a.b=1"]`` to ``{"a.b": "1"}`` (values stay strings, as the CDK CLI passes them)."""
-    parsed = {}
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError([f"-c {item!r}: expected key=value"])
-        parsed[key] = value
-    return parsed
-
-
-def dated_event_lines(config: AppConfig, variant: Variant) -> list[str]:
+def dated_event_lines(config: AppConfig, planned: Plan, variant: Variant) -> list[str]:
     """The variant's dated events: window, demand, floor (derived or set) and one-off actions."""
     scaling, serving = variant.scaling, variant.serving
     if not scaling.dated_events or config.serving.hosts_inference_components:
         return []
-    instance_rpm = config.throughput_of(serving.instance_type).requests_per_minute
+    instance_rpm = planned.planner.throughput(serving.instance_type).requests_per_minute
     lines = [f"Dated events (one-off at(...) actions, {config.scaling.timezone}; not in the weekly figures above):"]
     for event in scaling.dated_events:
         peak = usual_peak_rpm(event, config.traffic)
@@ -209,7 +191,7 @@ def dated_event_lines(config: AppConfig, variant: Variant) -> list[str]:
     return lines
 
 
-def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
+def format_plan(config: AppConfig, planned: Plan, plans: Sequence[VariantPlan]) -> str:
     """Human-readable week: transitions, the hourly grid and the cost band per variant."""
     lines = [
         f"Capacity plan for {config.endpoint_name} (stage {config.stage}), times in {config.scaling.timezone}",
@@ -223,7 +205,7 @@ def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
             *start_up_ranges()
         ),
     ]
-    variants = {v.serving.variant_name: v for v in config.deployed_variants()}
+    variants = {v.serving.variant_name: v for v in planned.deployed_variants()}
     for p in plans:
         lines += ["", f"== {p.variant_name}: {p.instance_type} at ${p.price_usd_per_hour:.3f}/h =="]
         lines.append("Transitions (bounds from this time on):")
@@ -243,18 +225,22 @@ def format_plan(config: AppConfig, plans: Sequence[VariantPlan]) -> str:
             f"Instance-hours per month ({p.hours_per_month:g} h): floor {p.floor_hours_per_month:.2f}, "
             f"ceiling {p.ceiling_hours_per_month:.2f}",
             f"On-demand cost band per month: ${low:,.2f} .. ${high:,.2f}",
-            *dated_event_lines(config, variants[p.variant_name]),
+            *dated_event_lines(config, planned, variants[p.variant_name]),
         ]
     if len(plans) > 1:
         low = sum(p.monthly_cost_band_usd[0] for p in plans)
         high = sum(p.monthly_cost_band_usd[1] for p in plans)
         lines += ["", f"Endpoint total per month: ${low:,.2f} .. ${high:,.2f}"]
-    lines += ["", *memory_report.render(memory_report.build(config))]
+    lines += ["", *memory_report.render(memory_report.build(config, planned))]
     slo = config.slo
     lines += [
         "",
         fleet_planner.format_planner(
-            config, slo.cold.ttft_p95_ms, slo.warm.ttft_p95_ms, slo_source="slo.cold / slo.warm .ttft_p95_ms"
+            config,
+            planned,
+            slo.cold.ttft_p95_ms,
+            slo.warm.ttft_p95_ms,
+            slo_source="slo.cold / slo.warm .ttft_p95_ms",
         ),
     ]
     return "\n".join(lines)
@@ -323,16 +309,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path, help="write a PNG of the week (needs matplotlib)")
     args = parser.parse_args(argv)
     try:
-        config = load(args.context, args.cdk_json)
-        plans = plan(config)
+        config, planned = load_plan(args.context, cdk_json=args.cdk_json)
+        plans = plan(config, planned)
         if args.compare:
             # The baseline keeps the stage: compare one override, not two stages.
-            baseline_config = load([o for o in args.context if o.startswith("stage=")], args.cdk_json)
-            print(format_plan(config, plans))
+            baseline = load_plan([o for o in args.context if o.startswith("stage=")], cdk_json=args.cdk_json)
+            print(format_plan(config, planned, plans))
             print()
-            print(format_comparison(plan(baseline_config), plans))
+            print(format_comparison(plan(*baseline), plans))
         else:
-            print(format_plan(config, plans))
+            print(format_plan(config, planned, plans))
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2

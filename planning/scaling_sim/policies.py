@@ -38,9 +38,9 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
-from devtools.scaling_sim.alarms import Alarm
-from devtools.scaling_sim.fleet import MinuteLoad
+from app_config.scaling_policies import KvCacheTrackingConfig, StepScalingConfig, TargetTrackingConfig
+from planning.scaling_sim.alarms import Alarm
+from planning.scaling_sim.fleet import MinuteLoad
 
 # The alarms AAS creates for a target-tracking policy on a 1-minute metric. AWS does not publish
 # them (UNCONFIRMED; read the deployed ones with DescribeScalingPolicies -> Alarms[]). Observed on
@@ -117,6 +117,7 @@ class TargetTrackingPolicy:
         self.low = Alarm(self.target * TT_SCALE_IN_FRACTION, "<", TT_SCALE_IN_DATAPOINTS)
         self.out_cooldown = Cooldown(cooldown_minutes(config.scale_out_cooldown_s))
         self.in_cooldown = Cooldown(cooldown_minutes(config.scale_in_cooldown_s))
+        self.scales_in = not config.disable_scale_in
 
     def metric_value(self, load: MinuteLoad) -> float:
         if self.metric == "invocations_per_instance":
@@ -132,7 +133,7 @@ class TargetTrackingPolicy:
             base = self.out_cooldown.base_capacity if self.out_cooldown.active(minute) else desired
             wanted = _ceil(base * value / self.target)
             return Proposal(self, wanted, "out") if wanted > desired else None
-        if low and not (self.out_cooldown.active(minute) or self.in_cooldown.active(minute)):
+        if self.scales_in and low and not (self.out_cooldown.active(minute) or self.in_cooldown.active(minute)):
             wanted = _ceil(desired * value / self.target)
             return Proposal(self, wanted, "in") if wanted < desired else None
         return None
@@ -143,6 +144,33 @@ class TargetTrackingPolicy:
             cooldown.start(minute, capacity_before)
         if proposal.direction == "out":
             self.in_cooldown.started = None  # "the scale-in cooldown period stops and doesn't complete"
+
+
+class KvCacheTrackingPolicy:
+    """Target tracking on the container's KvCacheUsagePercent, scale-out only (DisableScaleIn).
+
+    A customized 1-minute metric: the alarm Application Auto Scaling creates is modelled like the
+    standard-resolution one above (3 breaching minutes), scaling out to ceil(capacity x metric /
+    target) as target tracking does.
+    """
+
+    def __init__(self, config: KvCacheTrackingConfig) -> None:
+        self.name = "kv-cache-tracking"
+        self.target = config.target_value
+        self.high = Alarm(self.target, ">", TT_SCALE_OUT_DATAPOINTS)
+        self.out_cooldown = Cooldown(cooldown_minutes(config.scale_out_cooldown_s))
+
+    def evaluate(self, minute: int, load: MinuteLoad, desired: int) -> Proposal | None:
+        value = load.kv_cache_usage_percent
+        if not self.high.observe(minute, value):
+            return None
+        base = self.out_cooldown.base_capacity if self.out_cooldown.active(minute) else desired
+        wanted = _ceil(base * value / self.target)
+        return Proposal(self, wanted, "out") if wanted > desired else None
+
+    def applied(self, minute: int, proposal: Proposal, capacity_before: int) -> None:
+        if not self.out_cooldown.active(minute):
+            self.out_cooldown.start(minute, capacity_before)
 
 
 class StepScalingPolicy:

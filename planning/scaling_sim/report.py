@@ -8,9 +8,9 @@ duration to ``scaling.hours_per_month``.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app_config.planning.weekly_cron import DAY_NAMES, format_minute_of_week
-from devtools.scaling_sim.demand import MINUTES_PER_DAY
-from devtools.scaling_sim.engine import MinuteRecord
+from planning.scaling_sim.demand import MINUTES_PER_DAY
+from planning.scaling_sim.engine import MinuteRecord
+from planning.weekly_cron import DAY_NAMES, format_minute_of_week
 
 RELEASE_WINDOW_MIN = 4 * 60
 """Minutes after an event's start that count as its release window."""
@@ -56,6 +56,8 @@ class Summary:
     grid: tuple[tuple[str, ...], ...]
     abandoned: float = 0.0
     demand_total: float = 0.0
+    cliff_minutes: int = 0
+    """Minutes whose demand per InService instance reached the engine's cliff (the engine curve's)."""
 
     @property
     def abandoned_share(self) -> float:
@@ -125,12 +127,14 @@ def summarize(
         grid=_grid(records),
         abandoned=sum(r.abandoned for r in records),
         demand_total=sum(r.demand for r in records),
+        cliff_minutes=sum(1 for r in records if r.past_cliff),
     )
 
 
 def headline(summary: Summary) -> list[tuple[str, float, str]]:
     """(label, value, format) of the figures that ``--compare`` puts side by side."""
     figures = [
+        ("minutes past the cliff", summary.cliff_minutes, "{:,.0f}"),
         ("minutes above the TTFT SLO", summary.slo_minutes, "{:,.0f}"),
         ("minutes with a queue", summary.queue_minutes, "{:,.0f}"),
         ("peak queue (requests)", summary.peak_queue, "{:,.0f}"),

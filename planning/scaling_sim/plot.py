@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app_config.planning.weekly_cron import DAY_NAMES
-from devtools.scaling_sim.demand import MINUTES_PER_DAY
-from devtools.scaling_sim.engine import MinuteRecord
+from planning.scaling_sim.demand import MINUTES_PER_DAY
+from planning.scaling_sim.engine import MinuteRecord
+from planning.weekly_cron import DAY_NAMES
 
 
 def write_png(

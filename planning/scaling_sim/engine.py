@@ -17,11 +17,17 @@ the state the previous week left (Monday 00:00 follows Sunday night), not from t
 
 from dataclasses import dataclass
 
-from app_config.planning.weekly_cron import MINUTES_PER_WEEK
-from app_config.planning.weekly_plan import Bounds
-from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
-from devtools.scaling_sim.fleet import Fleet, ServiceModel
-from devtools.scaling_sim.policies import Policy, StepScalingPolicy, TargetTrackingPolicy, decide
+from app_config.scaling_policies import KvCacheTrackingConfig, StepScalingConfig, TargetTrackingConfig
+from planning.scaling_sim.fleet import Fleet, ServiceModel
+from planning.scaling_sim.policies import (
+    KvCacheTrackingPolicy,
+    Policy,
+    StepScalingPolicy,
+    TargetTrackingPolicy,
+    decide,
+)
+from planning.weekly_cron import MINUTES_PER_WEEK
+from planning.weekly_plan import Bounds
 
 _FULL_EPSILON = 1e-6
 
@@ -34,11 +40,12 @@ class SimInputs:
         service: per-instance concurrency, throughput and base TTFT.
         provision_min: minutes SageMaker takes to provision an instance.
         startup_min: minutes the container takes to pass its health check after that.
-        timeline: the scheduled bounds over the week (``app_config.planning.weekly_plan``).
+        timeline: the scheduled bounds over the week (``planning.weekly_plan``).
         target_tracking: the target-tracking policy, None = none.
         step_scaling: the step-scaling policies, None = none.
         ttft_slo_ms: minutes whose TTFT estimate exceeds this count as SLO misses.
         initial_capacity: InService instances at minute 0; None = the minimum in force then.
+        kv_cache_tracking: the KV-cache (leading-signal) policy, None = none.
     """
 
     service: ServiceModel
@@ -49,6 +56,7 @@ class SimInputs:
     step_scaling: StepScalingConfig | None
     ttft_slo_ms: float
     initial_capacity: int | None = None
+    kv_cache_tracking: KvCacheTrackingConfig | None = None
 
     @property
     def launch_delay_min(self) -> int:
@@ -80,6 +88,8 @@ class MinuteRecord:
     at_full_load: bool
     above_slo: bool
     abandoned: float = 0.0
+    kv_cache_usage: float = 0.0
+    past_cliff: bool = False
 
 
 def bounds_per_minute(timeline: tuple[Bounds, ...]) -> list[tuple[int, int]]:
@@ -97,6 +107,8 @@ def make_policies(inputs: SimInputs) -> list[Policy]:
         policies.append(TargetTrackingPolicy(inputs.target_tracking))
     if inputs.step_scaling is not None and inputs.step_scaling.enabled:
         policies.append(StepScalingPolicy(inputs.step_scaling))
+    if inputs.kv_cache_tracking is not None and inputs.kv_cache_tracking.enabled:
+        policies.append(KvCacheTrackingPolicy(inputs.kv_cache_tracking))
     return policies
 
 
@@ -150,6 +162,8 @@ def run(inputs: SimInputs, demand: list[float], *, warmup: bool = False) -> list
                 at_full_load=load.running_per_instance >= concurrency - _FULL_EPSILON,
                 above_slo=load.ttft_ms > inputs.ttft_slo_ms,
                 abandoned=load.abandoned,
+                kv_cache_usage=load.kv_cache_usage,
+                past_cliff=load.past_cliff,
             )
         )
     return records

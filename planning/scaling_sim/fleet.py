@@ -18,8 +18,47 @@ Scale-in removes instances at once: launches still pending go first (newest firs
 InService ones; connection draining is ignored.
 """
 
+import bisect
 import math
 from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class EngineCurve:
+    """One instance's steady state against the arrival rate it takes, from the open-loop engine
+    model (planning/engine_model.py): what the fleet's minute reads off it.
+
+    Attributes:
+        rates: requests per minute per instance, increasing, from 0 to just below the cliff.
+        ttft_p95_ms: the worse class's TTFT p95 at each rate, ms.
+        kv_cache_usage: the KV cache's share in use at each rate (0-1): the gateway's
+            ``KvCacheUsagePercent`` / 100, the leading signal.
+        running: requests in the engine at each rate.
+        cliff_per_minute: the rate per instance at which it collapses (planning.engine_model.capacity).
+        collapsed_ttft_ms: the TTFT p95 a minute past the cliff counts at, at least: the cliff's own
+            definition (twice the highest SLO; the H200 runs measured 1.2-5.4 s there).
+    """
+
+    rates: tuple[float, ...]
+    ttft_p95_ms: tuple[float, ...]
+    kv_cache_usage: tuple[float, ...]
+    running: tuple[float, ...]
+    cliff_per_minute: float
+    collapsed_ttft_ms: float
+
+    def at(self, rate: float) -> tuple[float, float, float]:
+        """``(TTFT p95 ms, KV usage, running)`` at ``rate`` per instance, linear in between;
+        the last point's figures at and past the cliff (the minute's ``past_cliff`` says so)."""
+        if rate >= self.rates[-1]:
+            return self.ttft_p95_ms[-1], self.kv_cache_usage[-1], self.running[-1]
+        index = max(bisect.bisect_right(self.rates, rate) - 1, 0)
+        low, high = self.rates[index], self.rates[index + 1]
+        share = (rate - low) / (high - low) if high > low else 0.0
+
+        def between(values: tuple[float, ...]) -> float:
+            return values[index] + share * (values[index + 1] - values[index])
+
+        return between(self.ttft_p95_ms), between(self.kv_cache_usage), between(self.running)
 
 
 @dataclass(frozen=True)
@@ -38,6 +77,16 @@ class ServiceModel:
     requests_per_minute: float
     base_ttft_ms: float
     patience_s: float | None = None
+    engine: EngineCurve | None = None
+    """The open-loop engine model's curve of this instance type. With it, an instance serves up to its
+    cliff (past which it has collapsed), and TTFT p95, KV usage and running requests are read off
+    it at the minute's rate per instance; without it (``--instance-rpm``), the fluid model above."""
+
+    @property
+    def service_rate_per_minute(self) -> float:
+        """What one instance completes per minute when full: its cliff with the engine curve, else
+        ``requests_per_minute``."""
+        return self.engine.cliff_per_minute if self.engine is not None else self.requests_per_minute
 
     @property
     def request_duration_s(self) -> float:
@@ -61,6 +110,11 @@ class MinuteLoad:
     running: float
     ttft_ms: float
     abandoned: float = 0.0
+    kv_cache_usage: float = 0.0
+    """The engine curve's KV cache usage at the minute's rate per instance (0-1; 0 without a curve)."""
+    past_cliff: bool = False
+    """The minute's demand per InService instance reached the engine's cliff (prefix cache lost,
+    TTFT in seconds): what the leading-signal policy exists to avoid."""
 
     def per_instance(self, total: float) -> float:
         return total / self.in_service if self.in_service else 0.0
@@ -79,6 +133,11 @@ class MinuteLoad:
     def queue_per_instance(self) -> float:
         """The container's ``QueueDepth`` (vLLM waiting requests), Average."""
         return self.per_instance(self.queued)
+
+    @property
+    def kv_cache_usage_percent(self) -> float:
+        """The container's ``KvCacheUsagePercent``, Average over the variant."""
+        return 100 * self.kv_cache_usage
 
     @property
     def concurrent_per_instance(self) -> float:
@@ -129,7 +188,7 @@ class Fleet:
         instances; then the requests whose clients' patience ran out leave the backlog."""
         service = self.service
         offered = demand + self.backlog
-        capacity = self.in_service * service.requests_per_minute
+        capacity = self.in_service * service.service_rate_per_minute
         served = min(offered, capacity)
         left = capacity
         # Oldest first: cohorts in the order they arrived, this minute's demand last.
@@ -149,12 +208,22 @@ class Fleet:
             remaining.pop()
         self.waiting = remaining
         backlog = self.backlog
+        base_ttft, kv_usage, past_cliff = service.base_ttft_ms, 0.0, False
         # Little's law: in flight = arrival rate (per s) x duration, at most C per instance.
         running = min(self.in_service * service.concurrency, served / 60 * service.request_duration_s)
-        if backlog <= 0:
-            ttft = service.base_ttft_ms
+        if service.engine is not None and self.in_service:
+            per_instance = served / self.in_service
+            base_ttft, kv_usage, engine_running = service.engine.at(per_instance)
+            running = engine_running * self.in_service
+            past_cliff = offered / self.in_service >= service.engine.cliff_per_minute
+        if not self.in_service:
+            ttft = math.inf
+        elif past_cliff and service.engine is not None:
+            ttft = max(service.engine.collapsed_ttft_ms, base_ttft + backlog / capacity * 60_000)
+        elif backlog <= 0:
+            ttft = base_ttft
         elif capacity > 0:
-            ttft = service.base_ttft_ms + backlog / capacity * 60_000
+            ttft = base_ttft + backlog / capacity * 60_000
         else:
             ttft = math.inf
-        return MinuteLoad(self.in_service, offered, served, backlog, running, ttft, abandoned)
+        return MinuteLoad(self.in_service, offered, served, backlog, running, ttft, abandoned, kv_usage, past_cliff)

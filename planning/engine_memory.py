@@ -1,11 +1,11 @@
 """The engine memory plan of a config: ``memory_plan.*``, ``engine.*`` and the model's shape fed to
-:func:`app_config.planning.memory_plan.plan_engine_memory`."""
+:func:`planning.memory_plan.plan_engine_memory`."""
 
 from app_config.engine import EngineConfig
 from app_config.llm import ModelConfig
 from app_config.memory_plan_config import MemoryPlanConfig
-from app_config.planning.gpu_instances import GIB, instance_gpus
-from app_config.planning.memory_plan import EngineMemoryInputs, MemoryPlan, plan_engine_memory
+from planning.gpu_instances import GIB, instance_gpus
+from planning.memory_plan import EngineMemoryInputs, MemoryPlan, plan_engine_memory
 
 
 def runtime_overhead_bytes(memory: MemoryPlanConfig, *, cudagraph_memory_estimate: bool) -> int:

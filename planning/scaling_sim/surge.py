@@ -11,10 +11,10 @@ ceiling in force can answer it. The shape reuses the weekly releases' ramp, hold
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app_config.planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from app_config.traffic import ReleaseDemandConfig, TrafficConfig
-from devtools.scaling_sim.demand import DEFAULT_TRAFFIC, release_factor
-from devtools.scaling_sim.engine import MinuteRecord
+from planning.scaling_sim.demand import DEFAULT_TRAFFIC, release_factor
+from planning.scaling_sim.engine import MinuteRecord
+from planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 
 SURGE_MULTIPLIER = 3.0
 """Seed 001 user story 7: "traffic spiked 3x in 15 minutes" (One Piece chapter 1,100)."""
@@ -73,6 +73,7 @@ class SurgeWindow:
     start: int
     queue_minutes: int
     slo_minutes: int
+    cliff_minutes: int
     peak_queue: float
     peak_in_service: int
     max_capacity_at_start: int
@@ -87,6 +88,7 @@ def window(records: Sequence[MinuteRecord], start: int) -> SurgeWindow:
         start=start,
         queue_minutes=sum(1 for r in span if r.queued > 0),
         slo_minutes=sum(1 for r in span if r.above_slo),
+        cliff_minutes=sum(1 for r in span if r.past_cliff),
         peak_queue=max((r.queued for r in span), default=0.0),
         peak_in_service=max((r.in_service for r in span), default=0),
         max_capacity_at_start=span[0].max_capacity if span else 0,
@@ -100,6 +102,7 @@ def format_window(surge: SurgeWindow) -> str:
     lines = [
         f"Unforeseen surge: x{SURGE_MULTIPLIER:g} from {format_minute_of_week(surge.start)} "
         f"(seed 001 user story 7 shape), {SURGE_WINDOW_MIN} min window",
+        f"  minutes past the cliff     {surge.cliff_minutes:>6,}",
         f"  minutes with a queue       {surge.queue_minutes:>6,}",
         f"  minutes above TTFT SLO     {surge.slo_minutes:>6,}",
         f"  peak queue (requests)      {surge.peak_queue:>6,.0f}",
@@ -107,11 +110,11 @@ def format_window(surge: SurgeWindow) -> str:
         f"  max_capacity at the start  {surge.max_capacity_at_start:>6}",
         f"  minutes desired at max     {surge.minutes_at_max:>6,}",
         "",
-        "  time        demand/min  in service  desired  max  queued  TTFT ms",
+        "  time        demand/min  in service  desired  max  queued  TTFT ms  KV %",
     ]
     for r in surge.timeline:
         lines.append(
             f"  {format_minute_of_week(r.minute):<10} {r.demand:>11,.0f} {r.in_service:>11} {r.desired:>8} "
-            f"{r.max_capacity:>4} {r.queued:>7,.0f} {r.ttft_ms:>8,.0f}"
+            f"{r.max_capacity:>4} {r.queued:>7,.0f} {r.ttft_ms:>8,.0f} {100 * r.kv_cache_usage:>5.0f}"
         )
     return "\n".join(lines)

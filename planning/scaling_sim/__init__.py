@@ -1,6 +1,6 @@
 """Minute-by-minute simulation of one production variant's week under Application Auto Scaling.
 
-``python -m devtools.scaling_sim`` (or ``make simulate``) replays a demand curve (requests per
+``python -m planning.scaling_sim`` (or ``make simulate``) replays a demand curve (requests per
 minute, Monday 00:00 in ``scaling.timezone`` = minute 0) against the variant's scheduled
 actions, target-tracking and step-scaling policies, the provisioning + start-up delay of new
 instances and the per-instance concurrency of the memory plan, and prints what the fleet did:

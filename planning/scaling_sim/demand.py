@@ -1,7 +1,7 @@
 """Demand: requests per minute over the simulated time, the configured week or a CSV.
 
 Minute 0 is Monday 00:00 in ``scaling.timezone`` (JST by default), as in
-:mod:`app_config.planning.weekly_cron`. The week is the ``traffic`` section (app_config/traffic.py: the
+:mod:`planning.weekly_cron`. The week is the ``traffic`` section (app_config/traffic.py: the
 volume, the daily shape, the release evenings, and the seeds' conflict about the volume); this
 module only draws it minute by minute:
 
@@ -17,7 +17,7 @@ import csv
 import math
 from pathlib import Path
 
-from app_config.planning.demand_week import (  # in app_config: synth derives dated-event floors from it
+from planning.demand_week import (  # in app_config: synth derives dated-event floors from it
     DEFAULT_TRAFFIC,
     MINUTES_PER_DAY,
     base_rate,

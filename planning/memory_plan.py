@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from app_config.planning.gpu_instances import GIB, InstanceGpus
+from planning.gpu_instances import GIB, InstanceGpus
 
 FP16_BYTES = 2
 """Bytes of one element of the model dtype (AWQ checkpoints compute in float16)."""

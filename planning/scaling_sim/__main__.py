@@ -2,15 +2,15 @@
 
 Usage::
 
-    python -m devtools.scaling_sim
-    python -m devtools.scaling_sim --variant canary
-    python -m devtools.scaling_sim --demand-csv week.csv --plot week.png
-    python -m devtools.scaling_sim --compare -c scaling.primary.target_tracking.metric=invocations_per_instance
-    python -m devtools.scaling_sim --scenario surge --surge-at "TUE 02:00"    # unforeseen x3 (surge.py)
-    python -m devtools.scaling_sim --dated-event spring-anime -c ...        # one dated event's week (dated.py)
+    python -m planning.scaling_sim
+    python -m planning.scaling_sim --variant canary
+    python -m planning.scaling_sim --demand-csv week.csv --plot week.png
+    python -m planning.scaling_sim --compare -c scaling.primary.target_tracking.metric=invocations_per_instance
+    python -m planning.scaling_sim --scenario surge --surge-at "TUE 02:00"    # unforeseen x3 (surge.py)
+    python -m planning.scaling_sim --dated-event spring-anime -c ...        # one dated event's week (dated.py)
 
 Config comes from ``cdk.json`` plus ``-c key=value`` through the same loader as
-``devtools.weekly_plan`` (and ``app.py``). Config and CSV errors print one line and exit 2.
+``planning.cost_plan`` (and ``app.py``). Config and CSV errors print one line and exit 2.
 """
 
 import argparse
@@ -22,15 +22,17 @@ from pathlib import Path
 
 from app_config import AppConfig, ConfigError
 from app_config.compile_cache import instance_start_s
-from app_config.planning.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
-from app_config.planning.weekly_plan import Bounds, effective_bounds
-from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import KvCacheTrackingConfig, StepScalingConfig, TargetTrackingConfig
 from app_config.variants import VariantKey
 from cli_support.argtypes import int_in, positive_float
-from devtools import weekly_plan
-from devtools.scaling_sim import dated, engine, report, surge
-from devtools.scaling_sim import demand as demand_module
-from devtools.scaling_sim.fleet import ServiceModel
+from planning import cost_plan
+from planning.plan import Plan, load_plan
+from planning.scaling_sim import dated, engine, report, surge
+from planning.scaling_sim import demand as demand_module
+from planning.scaling_sim.curve import engine_curve
+from planning.scaling_sim.fleet import ServiceModel
+from planning.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
+from planning.weekly_plan import Bounds, effective_bounds
 
 DEFAULT_PROVISION_MIN = 8
 """Minutes to provision a new instance. Source: seed 001 user story 7 ("SageMaker scale-up:
@@ -51,6 +53,7 @@ class Scenario:
     """What one run of the CLI simulates: the config plus the model and demand options."""
 
     config: AppConfig
+    plan: Plan
     variant_key: VariantKey
     demand: list[float]
     demand_source: str
@@ -75,35 +78,44 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         raise ConfigError(
             ["serving.mode = inference_components: the simulation models production-variant scaling (mode variants)"]
         )
-    chosen = config.variant(scenario.variant_key)
+    chosen = scenario.plan.variant(scenario.variant_key)
     variant, scaling = chosen.serving, chosen.scaling
-    if chosen not in config.variants():
+    if chosen not in scenario.plan.variants():
         raise ConfigError([f"--variant {scenario.variant_key}: serving.canary.enabled is false"])
-    # One instance serves its capacity at the TTFT SLO (app_config/planning/throughput_at_slo.py: measured with
+    # One instance serves its capacity at the TTFT SLO (planning/throughput_at_slo.py: measured with
     # ops load, else projected from the GPU measurement at the workload's request shape).
-    capacity = config.throughput_of(variant.instance_type)
+    capacity = scenario.plan.planner.throughput(variant.instance_type)
     # A queued request's client gives up when the container answers 504 (container.request_timeout_s,
     # under SageMaker's 60 s InvokeEndpoint limit): nobody is still waiting after it (fleet.py).
     patience_s = scenario.patience_s or float(config.container.request_timeout_s)
+    # The open-loop engine model's curve (TTFT p95, KV usage and the cliff by rate per instance),
+    # unless the capacity is given by hand or measured (the measurement has no curve).
+    curve = (
+        None
+        if scenario.instance_rpm or scenario.base_ttft_ms
+        else engine_curve(config, scenario.plan, variant.instance_type)
+    )
     service = ServiceModel(
         capacity.concurrency,
         scenario.instance_rpm or capacity.requests_per_minute,
         scenario.base_ttft_ms or capacity.base_ttft_ms,
         patience_s,
+        curve,
     )
     if scaling.enabled and scenario.dated_event is not None:
         timeline = scenario.dated_event.timeline
-        policies: tuple[TargetTrackingConfig | None, StepScalingConfig | None] = (
+        policies: tuple[TargetTrackingConfig | None, StepScalingConfig | None, KvCacheTrackingConfig | None] = (
             scaling.target_tracking,
             scaling.step_scaling,
+            scaling.kv_cache_tracking,
         )
     elif scaling.enabled:
         timeline = tuple(effective_bounds(scaling.resolved_schedule, variant.min_capacity, variant.max_capacity))
-        policies = (scaling.target_tracking, scaling.step_scaling)
+        policies = (scaling.target_tracking, scaling.step_scaling, scaling.kv_cache_tracking)
     else:
         count = variant.initial_instance_count
         timeline = (Bounds(0, count, count, "no autoscaling (initial_instance_count)"),)
-        policies = (None, None)
+        policies = (None, None, None)
     inputs = engine.SimInputs(
         service=service,
         provision_min=scenario.provision_min,
@@ -111,7 +123,9 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         timeline=timeline,
         target_tracking=policies[0],
         step_scaling=policies[1],
-        ttft_slo_ms=config.ttft_slo_ms,
+        ttft_slo_ms=min(config.slo.ttft_p95_ms().values()),
+        # The leading signal reads the engine curve's KV usage: without a curve it has nothing to read.
+        kv_cache_tracking=policies[2] if curve is not None else None,
     )
     tt, step = scaling.target_tracking, scaling.step_scaling
     lines = [
@@ -121,12 +135,18 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         f"TTFT SLO, D = 60 x C / R = {service.request_duration_s:.2f} s"
         + ("" if scenario.instance_rpm else f" ({capacity.source})")
         + ("" if capacity.holds_slo else f"; {variant.instance_type} cannot hold the SLO: figures at 1 concurrent"),
-        _routing_line(config),
+        _routing_line(config, scenario.plan),
         f"launch: provisioning {scenario.provision_min} min + start-up {scenario.startup_min} min; "
         "scale-in immediate (no draining)",
         f"demand: {scenario.demand_source}",
-        f"TTFT: base {service.base_ttft_ms:g} ms + queue wait; SLO {inputs.ttft_slo_ms:g} ms "
-        f"(slo.{config.routed_class.value}.ttft_p95_ms)",
+        (
+            f"TTFT: the engine model's p95 at each minute's rate per instance (planning/scaling_sim/curve.py), cliff "
+            f"at {curve.cliff_per_minute:,.0f} req/min per instance; SLO {inputs.ttft_slo_ms:g} ms "
+            "(the stricter of slo.cold / slo.warm .ttft_p95_ms)"
+            if curve is not None
+            else f"TTFT: base {service.base_ttft_ms:g} ms + queue wait; SLO {inputs.ttft_slo_ms:g} ms "
+            "(the stricter of slo.cold / slo.warm .ttft_p95_ms)"
+        ),
         f"clients give up on a request queued longer than {patience_s:g} s ("
         + ("--patience-s" if scenario.patience_s else "container.request_timeout_s: the container answers 504")
         + "); those count as abandoned",
@@ -138,6 +158,13 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         + f" cooldown {step.scale_out_cooldown_s} s; RunningRequests < {step.scale_in_running_requests:g} "
         f"for {step.scale_in_evaluation_periods} x {step.scale_in_period_s} s: {step.scale_in_adjustment} "
         f"cooldown {step.scale_in_cooldown_s} s",
+        "KV-cache tracking (leading signal, scale-out only): "
+        + (
+            f"on, KvCacheUsagePercent target {scaling.kv_cache_tracking.target_value:g}, cooldown "
+            f"{scaling.kv_cache_tracking.scale_out_cooldown_s} s"
+            if inputs.kv_cache_tracking is not None and inputs.kv_cache_tracking.enabled and scaling.enabled
+            else "off"
+        ),
     ]
     events = [(event.name, event.minute_of_week) for event in scaling.events]
     if scenario.dated_event is not None:
@@ -151,27 +178,24 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
     return inputs, lines, events
 
 
-def _routing_line(config: AppConfig) -> str:
+def _routing_line(config: AppConfig, plan: Plan) -> str:
     """How follow-up turns reach engines, and what the endpoint config sets for it."""
     routing = config.capacity.routing
-    prefix = config.prefix_routing()
+    prefix = plan.prefix_routing
     detail = (
         f": RoutingStrategy PREFIX_AWARE, PrefixLength {prefix.prefix_length_bytes} bytes, ConcurrencyThreshold "
         f"{prefix.concurrency_threshold} (a conversation's turns meet its prefix cache until the instance is full)"
         if prefix is not None
         else ""
     )
-    return (
-        f"routing: {routing} (capacity.routing; app_config/planning/throughput_at_slo.py picks the measured curve)"
-        f"{detail}"
-    )
+    return f"routing: {routing} (capacity.routing; the engine model's residency: planning/engine_model.py){detail}"
 
 
 def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engine.MinuteRecord], list[tuple[str, int]]]:
     """Run ``scenario``; a weekly demand starts from the state its previous week left."""
     config = scenario.config
     inputs, lines, events = build_inputs(scenario)
-    price = weekly_plan.price_usd_per_hour(config, config.variant(scenario.variant_key).serving)
+    price = cost_plan.price_usd_per_hour(config, getattr(config.serving, scenario.variant_key))
     weekly = len(scenario.demand) == MINUTES_PER_WEEK
     records = engine.run(inputs, scenario.demand, warmup=weekly)
     summary = report.summarize(
@@ -187,7 +211,7 @@ def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engin
 
 def _share(args: argparse.Namespace, config: AppConfig) -> float:
     """The variant's share of the endpoint's traffic (its initial weight over all)."""
-    variant = config.variant(args.variant).serving
+    variant = getattr(config.serving, args.variant)
     weights = sum(v.initial_weight for v in config.serving.variants)
     return variant.initial_weight / weights if variant in config.serving.variants and weights else 1.0
 
@@ -197,7 +221,7 @@ def _scale(args: argparse.Namespace, config: AppConfig) -> float:
 
 
 def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], str]:
-    variant = config.variant(args.variant).serving
+    variant = getattr(config.serving, args.variant)
     share = _share(args, config)
     scale = args.demand_scale * share
     if args.demand_csv:
@@ -216,7 +240,7 @@ def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], s
     return values, f"{source} x {args.demand_scale:g} x weight share {share:.0%} for {variant.variant_name}"
 
 
-def build_scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
+def build_scenario(args: argparse.Namespace, config: AppConfig, plan: Plan) -> Scenario:
     """The run the parsed command line asks for: demand, capacity overrides, launch and patience.
 
     Raises:
@@ -225,11 +249,12 @@ def build_scenario(args: argparse.Namespace, config: AppConfig) -> Scenario:
     values, source = _demand(args, config)
     week = None
     if args.dated_event:
-        week = dated.event_week(config, args.variant, args.dated_event)
+        week = dated.event_week(config, plan, args.variant, args.dated_event)
         values = dated.overlay(values, week, config, _scale(args, config))
         source += f", with dated event {week.event.name} (x{week.event.demand_multiplier:g})"
     return Scenario(
         config=config,
+        plan=plan,
         variant_key=args.variant,
         demand=values,
         demand_source=source,
@@ -253,17 +278,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="scaling-sim", description=__doc__.split("\n\n")[0])
     parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="context override")
     parser.add_argument("--compare", action="store_true", help="print baseline (no -c) vs the overrides")
-    parser.add_argument("--cdk-json", type=Path, default=weekly_plan.REPO / "cdk.json", help="cdk.json to read")
+    parser.add_argument("--cdk-json", type=Path, default=cost_plan.REPO / "cdk.json", help="cdk.json to read")
     parser.add_argument("--variant", choices=("primary", "canary"), default="primary", help="variant to simulate")
     parser.add_argument("--demand-csv", type=Path, help="CSV with requests_per_minute (and optionally minute)")
     parser.add_argument("--demand-scale", type=positive_float, default=1.0, help="multiply the demand (default 1)")
     parser.add_argument(
         "--instance-rpm",
         type=positive_float,
-        help=(
-            "requests/min per instance at the SLO (default: the config's capacity, "
-            "app_config/planning/throughput_at_slo.py)"
-        ),
+        help=("requests/min per instance at the SLO (default: the config's capacity, planning/throughput_at_slo.py)"),
     )
     parser.add_argument(
         "--base-ttft-ms", type=positive_float, help="TTFT with no queue (default: the capacity's TTFT p50 at 1 request)"
@@ -299,7 +321,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
-    """``--scenario surge``: the scenario's demand with the unforeseen spike (devtools.scaling_sim.surge)."""
+    """``--scenario surge``: the scenario's demand with the unforeseen spike (planning.scaling_sim.surge)."""
     if args.scenario != "surge":
         return scenario
     at = format_minute_of_week(args.surge_at)
@@ -310,12 +332,12 @@ def with_surge(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     )
 
 
-def _surge_by_start(args: argparse.Namespace, config: AppConfig) -> str:
+def _surge_by_start(args: argparse.Namespace, config: AppConfig, plan: Plan) -> str:
     """The surge's queue and SLO minutes with a cold and with a cached instance start (issue 25)."""
     lines = ["Unforeseen surge by instance start (provisioning + start-up before an instance serves):"]
     for label, cached in (("cold start  ", False), ("cached start", True)):
         minutes = startup_minutes(config, cached=cached)
-        scenario = replace(with_surge(build_scenario(args, config), args), startup_min=minutes)
+        scenario = replace(with_surge(build_scenario(args, config, plan), args), startup_min=minutes)
         _, records, _ = simulate(scenario, label)
         found = surge.window(records, args.surge_at)
         lines.append(
@@ -328,26 +350,30 @@ def _surge_by_start(args: argparse.Namespace, config: AppConfig) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        config = weekly_plan.load(args.context, args.cdk_json)
+        config, plan = load_plan(args.context, cdk_json=args.cdk_json)
         title = f"Scaling simulation of {config.endpoint_name} (stage {config.stage}), {config.scaling.timezone}"
-        summary, records, events = simulate(with_surge(build_scenario(args, config), args), title)
+        summary, records, events = simulate(with_surge(build_scenario(args, config, plan), args), title)
         print(report.format_summary(summary))
         if args.scenario == "surge":
             print()
             print(surge.format_window(surge.window(records, args.surge_at)))
             print()
-            print(_surge_by_start(args, config))
+            print(_surge_by_start(args, config, plan))
         if args.compare:
             # The baseline keeps the stage: compare one override, not two stages (as weekly_plan).
-            baseline_config = weekly_plan.load([o for o in args.context if o.startswith("stage=")], args.cdk_json)
-            baseline, _, _ = simulate(with_surge(build_scenario(args, baseline_config), args), "baseline")
+            baseline_config, baseline_plan = load_plan(
+                [o for o in args.context if o.startswith("stage=")], cdk_json=args.cdk_json
+            )
+            baseline, _, _ = simulate(
+                with_surge(build_scenario(args, baseline_config, baseline_plan), args), "baseline"
+            )
             print()
             print(report.format_comparison(baseline, summary))
     except (ConfigError, demand_module.DemandError) as error:
         print(error, file=sys.stderr)
         return 2
     if args.plot:
-        from devtools.scaling_sim import plot  # noqa: PLC0415 - matplotlib loads only for --plot
+        from planning.scaling_sim import plot  # noqa: PLC0415 - matplotlib loads only for --plot
 
         plot.write_png(records, events, args.plot, title)
         print(f"\nWrote {args.plot}")

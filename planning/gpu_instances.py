@@ -163,7 +163,7 @@ def instance_gpus(instance_type: str) -> InstanceGpus:
         families = sorted({name.split(".")[1] for name in INSTANCE_GPUS})
         raise ValueError(
             f"no GPU table entry for {instance_type}; supported GPU families: {', '.join(families)} "
-            "(app_config/planning/gpu_instances.py)"
+            "(planning/gpu_instances.py)"
         )
     return found
 

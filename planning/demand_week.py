@@ -1,17 +1,17 @@
 """The configured week drawn minute by minute: requests per minute from the ``traffic`` section.
 
-Minute 0 is Monday 00:00 in ``scaling.timezone``, as in :mod:`app_config.planning.weekly_cron`. Here in
+Minute 0 is Monday 00:00 in ``scaling.timezone``, as in :mod:`planning.weekly_cron`. Here in
 ``app_config`` because synth needs it too: a dated event's derived floor is its demand at the
 event (the usual demand then times its multiplier) over one instance's capacity
-(:mod:`app_config.dated_events`). ``devtools/scaling_sim/demand.py`` describes the drawing and
+(:mod:`app_config.dated_events`). ``planning/scaling_sim/demand.py`` describes the drawing and
 re-exports these.
 """
 
 import functools
 import itertools
 
-from app_config.planning.weekly_cron import MINUTES_PER_WEEK
 from app_config.traffic import TrafficConfig
+from planning.weekly_cron import MINUTES_PER_WEEK
 
 MINUTES_PER_DAY = 1440
 DEFAULT_TRAFFIC = TrafficConfig()

@@ -1,0 +1,161 @@
+"""The config's checks that need its plan: could vLLM start on each variant's GPU, can the fleet
+hold its SLOs, do the schedules and the derived targets make sense.
+
+:func:`planning.plan.make_plan` runs :func:`check_plan` once the plan is made; each check raises
+``ValueError`` with one line naming the keys, their values and what would be accepted, which
+``make_plan`` turns into the config error that stops synth.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app_config import dated_events
+from app_config.root import AppConfig
+from app_config.scaling import PROD_WARM_FLOOR
+from app_config.variants import VARIANT_KEYS
+from planning.dated_schedule import check_dated_events
+from planning.engine_memory import engine_memory_inputs
+from planning.gpu_instances import engines_per_instance, instance_gpus
+from planning.memory_plan import gib, minimum_utilization
+from planning.slo_holds import check_holdable
+from planning.weekly_plan import check_schedule
+
+if TYPE_CHECKING:
+    from planning.plan import Plan
+
+
+def check_plan(config: AppConfig, plan: Plan) -> None:
+    """Every check that needs the plan, in order; the first that fails raises.
+
+    Raises:
+        ValueError: one line naming the keys, the values and what is allowed.
+    """
+    _memory_plan_checks(config, plan)
+    check_holdable(config, plan)  # planning/slo_holds.py: only with slo.require_holdable
+    if not config.serving.hosts_inference_components:
+        _scaling_checks(config, plan)
+
+
+def _memory_plan_checks(config: AppConfig, planned: Plan) -> None:
+    """Stop synth where vLLM could not start (docs/sources.md, "vLLM": it fails at start when one
+    max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
+    engine, shape = config.engine, config.model.shape
+    if engine.max_model_len > shape.max_position_embeddings:
+        raise ValueError(
+            f"engine.max_model_len = {engine.max_model_len}: above model.shape.max_position_embeddings = "
+            f"{shape.max_position_embeddings}, the longest context the model supports (vLLM refuses to start)"
+        )
+    if config.memory_plan.typical_sequence_tokens > engine.max_model_len:
+        raise ValueError(
+            f"memory_plan.typical_sequence_tokens = {config.memory_plan.typical_sequence_tokens}: above "
+            f"engine.max_model_len = {engine.max_model_len}, so no request could be that long"
+        )
+    for variant in planned.variants():
+        instance_type = variant.serving.instance_type
+        where = f"serving.{variant.key}.instance_type = {instance_type}"
+        gpus = instance_gpus(instance_type)
+        if engine.tensor_parallel_size > gpus.count:
+            raise ValueError(
+                f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: {where} has "
+                f"{gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than the instance has"
+            )
+        plan = planned.planner.memory_plan(instance_type)
+        if plan.fits_one_sequence:
+            continue
+        needed = minimum_utilization(
+            shape=shape.to_shape(),
+            gpus=gpus,
+            engine=engine_memory_inputs(engine, len(config.model.adapters)),
+            runtime_overhead_bytes=plan.overhead_bytes // engine.tensor_parallel_size,
+        )
+        if plan.kv_tokens == 0 or needed <= 0.98:
+            raise ValueError(
+                f"engine.gpu_memory_utilization = {engine.gpu_memory_utilization:g}: on {where} "
+                f"({gpus.gpu.name}) it leaves {max(plan.kv_tokens, 0):,} KV-cache tokens, fewer than one "
+                f"engine.max_model_len = {engine.max_model_len} sequence (budget {gib(plan.budget_bytes)} GiB - "
+                f"weights {gib(plan.weights_bytes)} - LoRA slots {gib(plan.lora_bytes)} - runtime "
+                f"{gib(plan.overhead_bytes)}); it needs >= {needed:.2f} (vLLM refuses to start)"
+            )
+        raise ValueError(
+            f"engine.max_model_len = {engine.max_model_len}: only {plan.kv_tokens:,} KV-cache tokens fit on "
+            f"{where} ({gpus.gpu.name}) even at engine.gpu_memory_utilization = "
+            f"{engine.gpu_memory_utilization:g}; lower it to <= {plan.kv_tokens} (vLLM refuses to start)"
+        )
+
+
+def _scaling_checks(config: AppConfig, plan: Plan) -> None:
+    # Copies scale by target tracking; schedules and blue/green are variants-mode features.
+    # The warm floor also binds every scheduled floor of the primary.
+    warm_floor = PROD_WARM_FLOOR if config.stage == "prod" else None
+    for variant in plan.variants():
+        check_schedule(
+            variant.key,
+            variant.scaling,
+            variant.serving.min_capacity,
+            variant.serving.max_capacity,
+            warm_floor if variant.is_primary else None,
+        )
+        if variant.scaling.dated_events:
+            check_dated_events(
+                variant.key,
+                variant.scaling,
+                variant.serving.min_capacity,
+                variant.serving.max_capacity,
+                now=dated_events.clock(config.scaling.timezone),
+                timezone=config.scaling.timezone,
+            )
+    # Both variants' targets, the canary's even while it is disabled: enabling it must not meet a bad one.
+    # Before the scale-in checks, which derive their threshold from the target.
+    for key in VARIANT_KEYS:
+        variant = plan.variant(key)
+        tracking = variant.scaling.target_tracking
+        # The metric is per instance; each of its data-parallel engines runs at most max_num_seqs.
+        engines = engines_per_instance(variant.serving.instance_type, config.engine.tensor_parallel_size)
+        ceiling = config.engine.max_num_seqs * engines
+        if tracking.metric == "concurrent_requests_high_resolution" and tracking.target_value >= ceiling:
+            per_engine = "" if engines == 1 else f" x {engines} engines per {variant.serving.instance_type}"
+            raise ValueError(
+                f"scaling.{key}.target_tracking.concurrent_requests_target = "
+                f"{tracking.target_value:g} must be below engine.max_num_seqs = "
+                f"{config.engine.max_num_seqs}{per_engine}, or the engine queues before the fleet scales"
+            )
+    _scale_in_below_full_load(config, plan)
+
+
+def _scale_in_below_full_load(config: AppConfig, planned: Plan) -> None:
+    """The low-load scale-in must never fire while the engine is full.
+
+    A full engine runs ``concurrency_ceiling`` sequences (the memory plan: what the KV cache
+    fits at the typical length, capped by ``engine.max_num_seqs``), so RunningRequests never
+    exceeds it; a threshold at or above it would shed an instance every cooldown at full load.
+    The bound is half of it: the alarm averages over the variant, and removing one of two
+    instances doubles the survivor's sequences, which must still fit.
+    """
+    for variant in planned.variants():
+        step = variant.scaling.step_scaling
+        if not (variant.scaling.enabled and step.enabled):
+            continue
+        target = variant.scaling.target_tracking.target_value
+        if variant.scaling.target_tracking.metric == "concurrent_requests_high_resolution" and (
+            step.scale_in_threshold >= target
+        ):
+            raise ValueError(
+                f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_threshold:g}: must "
+                f"be below scaling.{variant.key}.target_tracking.concurrent_requests_target = {target:g}, or step "
+                "scale-in removes the instances target tracking adds (leave it unset: a quarter of the target)"
+            )
+        plan = planned.planner.memory_plan(variant.serving.instance_type)
+        # RunningRequests is the instance's: every data-parallel engine's sequences together.
+        engines = engines_per_instance(variant.serving.instance_type, config.engine.tensor_parallel_size)
+        ceiling = plan.concurrency_ceiling * engines
+        bound = ceiling / 2
+        if step.scale_in_threshold > bound:
+            engines_text = "the engine runs" if engines == 1 else f"its {engines} engines run"
+            raise ValueError(
+                f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_threshold:g}: "
+                f"must be <= {bound:g}, half the {ceiling} sequences {engines_text} on "
+                f"{variant.serving.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
+                f"engine.max_num_seqs = {config.engine.max_num_seqs}); removing one of two instances doubles "
+                "the survivor's load, and a threshold at the ceiling scales in at full load"
+            )

@@ -1,0 +1,157 @@
+"""Whether each variant's instance type holds each request class's TTFT SLO, said at synth.
+
+A TTFT guardrail its fleet cannot hold is an outage trap, not a safety net: the alarm pages all
+day and every blue/green update rolls back. So for every deployed variant and request class the
+synth says, in one line, whether the instance type holds ``slo.<class>.ttft_p95_ms``, up to what
+arrival rate per instance, with what margin, and whether that figure was measured on the
+instance type (``capacity.measured``) or projected by the open-loop engine model
+(planning/throughput_at_slo.py). A projection holds only if its p95 grown by the model's error
+stays within the SLO. With ``slo.require_holdable`` (the default) a class a variant cannot hold
+stops synth with one line naming the fleet ``make plan`` recommends instead; without it, a
+WARNING in the synth summary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from serving_contract.request_classes import RequestClass
+
+if TYPE_CHECKING:
+    from app_config.root import AppConfig
+    from planning.plan import Plan
+    from planning.throughput_at_slo import ThroughputAtSlo
+
+
+@dataclass(frozen=True)
+class ClassHold:
+    """One variant's instance type against one request class's TTFT p95 objective.
+
+    Attributes:
+        variant_name: the production variant.
+        variant_key: ``primary`` or ``canary`` (the config key of its instance type).
+        request_class: ``cold`` or ``warm``.
+        slo_ms: ``slo.<class>.ttft_p95_ms``.
+        capacity: the instance type's throughput at this class's SLO (requests per minute, the
+            p95 there, measured or projected, the margin).
+        alternative: what would hold it: the fleet ``make plan`` recommends (one line), or None.
+    """
+
+    variant_name: str
+    variant_key: str
+    request_class: str
+    slo_ms: float
+    capacity: ThroughputAtSlo
+    alternative: str | None
+
+    @property
+    def holds(self) -> bool:
+        return self.capacity.holds_slo
+
+    @property
+    def key(self) -> str:
+        """The config key of the objective, e.g. ``slo.cold.ttft_p95_ms``."""
+        return f"slo.{self.request_class}.ttft_p95_ms"
+
+    def _standing(self) -> str:
+        capacity = self.capacity
+        if capacity.label == "projected":
+            return f"projected, margin {capacity.margin:.0%}: {capacity.source}"
+        return f"{capacity.label}: {capacity.source}"
+
+    def _figure(self) -> str:
+        capacity = self.capacity
+        if capacity.ttft_p95_ms is None:
+            return f"{capacity.requests_per_minute:,.0f} req/min per instance, TTFT p50 {capacity.base_ttft_ms:,.0f} ms"
+        return (
+            f"{capacity.requests_per_minute:,.0f} req/min per instance (TTFT p95 {capacity.ttft_p95_ms:,.0f} ms there, "
+            f"{capacity.ttft_p95_ms * (1 + capacity.margin):,.0f} ms with the margin)"
+        )
+
+    @property
+    def problem(self) -> str:
+        """One line: the key, the figure with its standing, and what would hold it."""
+        capacity = self.capacity
+        fixes = []
+        if capacity.lightest_ttft_p95_ms is not None and math.isfinite(capacity.lightest_ttft_p95_ms):
+            fixes.append(f"{self.key} >= {self.suggested_slo_ms:,}")
+        if self.alternative is not None:
+            fixes.append(self.alternative)
+        lightest = (
+            f"TTFT p95 {capacity.lightest_ttft_p95_ms:,.0f} ms at one request a minute"
+            if capacity.lightest_ttft_p95_ms is not None
+            else f"TTFT p50 {capacity.base_ttft_ms:,.0f} ms"
+        )
+        return (
+            f"{self.key} = {self.slo_ms:g} ms: variant {self.variant_name} ({capacity.instance_type}) cannot hold it "
+            f"at any load: {lightest} ({self._standing()}); would hold: {' or '.join(fixes) or 'nothing configured'}"
+        )
+
+    @property
+    def suggested_slo_ms(self) -> int:
+        """The lowest objective this instance type holds at the lightest load: the p95 there grown by
+        the margin, rounded up (measured figures: the measured TTFT p50)."""
+        capacity = self.capacity
+        floor = capacity.lightest_ttft_p95_ms if capacity.lightest_ttft_p95_ms is not None else capacity.base_ttft_ms
+        return math.ceil(floor * (1 + capacity.margin))
+
+    @property
+    def line(self) -> str:
+        """The synth summary's line for this variant and class."""
+        if not self.holds:
+            return f"WARNING: {self.problem}"
+        return (
+            f"{self.key} = {self.slo_ms:g} ms: variant {self.variant_name} ({self.capacity.instance_type}) holds it "
+            f"up to {self._figure()}; {self._standing()}"
+        )
+
+
+def _alternative(config: AppConfig, plan: Plan, variant_key: str) -> str | None:
+    """The fleet the one recommender (planning/fleet_planner.py) picks at both SLOs, as a config change."""
+    from planning.fleet_planner import recommend  # noqa: PLC0415 (the recommender imports the plan, which imports this)
+
+    best = recommend(config, plan.planner)
+    if best is None:
+        return None
+    return (
+        f"serving.{variant_key}.instance_type = {best.instance_type} with capacity.routing = {best.routing} "
+        f"({best.requests_per_minute:,.0f} req/min per instance, {best.label}; make plan)"
+    )
+
+
+def class_holds(config: AppConfig, plan: Plan) -> list[ClassHold]:
+    """Every deployed variant against every request class, primary first, cold before warm.
+
+    Raises:
+        ValueError: a variant's instance type is unknown or the model does not fit its GPU.
+    """
+    holds = []
+    for variant in plan.deployed_variants():
+        for klass in RequestClass:
+            capacity = plan.planner.throughput(variant.serving.instance_type, klass)
+            holds.append(
+                ClassHold(
+                    variant_name=variant.serving.variant_name,
+                    variant_key=variant.key,
+                    request_class=klass.value,
+                    slo_ms=config.slo.of(klass).ttft_p95_ms,
+                    capacity=capacity,
+                    alternative=None if capacity.holds_slo else _alternative(config, plan, variant.key),
+                )
+            )
+    return holds
+
+
+def check_holdable(config: AppConfig, plan: Plan) -> None:
+    """With ``slo.require_holdable``, stop at the first class a variant cannot hold.
+
+    Raises:
+        ValueError: one line naming the key, the figure and what would hold it.
+    """
+    if not config.slo.require_holdable:
+        return
+    for hold in class_holds(config, plan):
+        if not hold.holds:
+            raise ValueError(f"{hold.problem} (slo.require_holdable: a guardrail that always fires is an outage trap)")

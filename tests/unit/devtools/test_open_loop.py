@@ -1,0 +1,129 @@
+"""The open-loop schedule (cli_support/open_loop.py, issue 45): conversations arrive on their own
+clock, users pause between turns, each request belongs to the step it was sent in, and a step's
+summary and the ramp's verdict say what the runs' JSON says."""
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cli_support.open_loop import (
+    OpenLoopRun,
+    RateStep,
+    TurnRecord,
+    kept_up,
+    ramp,
+    run_open_loop,
+    summarise_step,
+    verdict,
+)
+
+RUN = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "h200-2026-11-27-open-loop" / "ramp-think4.json"
+
+
+@dataclass
+class Chat:
+    number: int
+    turns: int = 3
+    sent: int = 0
+
+
+def test_a_ramp_must_increase_and_every_step_be_positive() -> None:
+    assert [s.requests_per_min for s in ramp([60, 120], settle_s=1, measure_s=2)] == [60, 120]
+    with pytest.raises(ValueError, match=r"rates: \[120, 60\] must increase"):
+        ramp([120, 60], settle_s=1, measure_s=2)
+    with pytest.raises(ValueError, match="rates: at least one request rate is needed"):
+        ramp([], settle_s=1, measure_s=2)
+    with pytest.raises(ValueError, match=r"measure_s: 0 must be a finite number > 0"):
+        RateStep(60, 1, 0)
+    with pytest.raises(ValueError, match=r"settle_s: nan must be a finite number >= 0"):
+        RateStep(60, float("nan"), 1)
+
+
+def _run(steps: list[RateStep], think_s: float, **kwargs: object) -> tuple[OpenLoopRun, dict[int, Chat]]:
+    chats: dict[int, Chat] = {}
+    answered: dict[int, float] = {}
+
+    def new(number: int) -> Chat:
+        chats[number] = Chat(number)
+        return chats[number]
+
+    async def send(chat: Chat, record: TurnRecord) -> bool:
+        assert record.turn == chat.sent  # turns go out in order, one at a time
+        if chat.number in answered:  # the user's pause comes after the previous answer
+            assert record.sent_s >= answered[chat.number]
+        chat.sent += 1
+        await asyncio.sleep(0.01)
+        record.status, record.ttft_s, record.latency_s = 200, 0.005, 0.01
+        record.prompt_tokens, record.cached_tokens, record.output_tokens = 100, 10 if record.turn == 0 else 90, 5
+        answered[chat.number] = record.sent_s + 0.01
+        return True
+
+    run = asyncio.run(
+        run_open_loop(steps, think_s=think_s, mean_turns=3, new_conversation=new, send_turn=send, seed=7, **kwargs)  # type: ignore[arg-type]
+    )
+    return run, chats
+
+
+def test_conversations_send_their_turns_in_order_and_every_request_belongs_to_one_step() -> None:
+    run, chats = _run(ramp([600, 1200], settle_s=0.2, measure_s=0.4), think_s=0.05, drain_s=2)
+    assert run.steps_run == 2 and not run.stopped_early
+    assert chats and run.records
+    assert {r.step for r in run.records} <= {None, 0, 1}
+    # Measured requests exist in both steps; settling ones belong to none.
+    assert {r.step for r in run.records if r.step is not None} == {0, 1}
+    # The drain let every request in flight finish: none is left unanswered.
+    assert all(r.latency_s is not None for r in run.records)
+    summary = summarise_step(run, 1, warm_min_cached_fraction=0.5)
+    assert summary.requests == sum(1 for r in run.records if r.step == 1)
+    assert summary.unfinished == 0 and summary.errors == 0
+    # First turns hit 10 % of their prompt (cold), follow-ups 90 % (warm), as the gateway classifies.
+    firsts = sum(1 for r in run.records if r.step == 1 and r.turn == 0)
+    assert summary.classes["cold"].requests == firsts
+
+
+def test_should_stop_ends_the_ramp_after_the_step_that_asked() -> None:
+    seen: list[int] = []
+
+    def stop(run: OpenLoopRun, index: int) -> bool:
+        seen.append(index)
+        return True
+
+    run, _ = _run(ramp([600, 1200, 2400], settle_s=0.1, measure_s=0.2), think_s=0.05, should_stop=stop, drain_s=2)
+    assert seen == [0] and run.steps_run == 1 and run.stopped_early
+    assert {r.step for r in run.records} <= {None, 0}
+
+
+def test_a_negative_pause_is_refused() -> None:
+    with pytest.raises(ValueError) as info:
+        _run(ramp([60], settle_s=0, measure_s=1), think_s=-1)
+    assert str(info.value) == "think_s: -1 must be a finite number of seconds >= 0"
+
+
+@pytest.fixture(scope="module")
+def measured() -> tuple[OpenLoopRun, list, dict]:  # type: ignore[type-arg]
+    data = json.loads(RUN.read_text())
+    run = OpenLoopRun.from_json(data)
+    summaries = [summarise_step(run, i, warm_min_cached_fraction=0.5) for i in range(run.steps_run)]
+    return run, summaries, data
+
+
+def test_a_committed_run_round_trips_through_its_json(measured: tuple) -> None:  # type: ignore[type-arg]
+    run, _, data = measured
+    again = OpenLoopRun.from_json(run.to_json())
+    assert again.records == run.records and again.steps == run.steps and again.think_s == data["think_s"]
+
+
+def test_the_verdict_of_the_think_4_run_holds_to_540_and_collapses_at_740(measured: tuple) -> None:  # type: ignore[type-arg]
+    _, summaries, _ = measured
+    found = verdict(summaries, {"cold": 500.0, "warm": 500.0})
+    # 600 and 660 held TTFT but completed fewer requests than arrived: not a steady state.
+    by_rate = {s.requests_per_min: s for s in summaries}
+    assert by_rate[600].classes["cold"].ttft_p95_ms is not None and by_rate[600].classes["cold"].ttft_p95_ms < 500
+    assert not kept_up(by_rate[600]) and kept_up(by_rate[540])
+    assert found.holds_per_min == {"cold": 540.0, "warm": 540.0, "both": 540.0}
+    assert found.cliff_per_min == 740.0
+    # The cliff is the prefix cache lost: nearly every request cold.
+    assert by_rate[740].cold_share is not None and by_rate[740].cold_share > 0.95
