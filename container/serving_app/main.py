@@ -234,6 +234,12 @@ def _run(
             request_exit(code)
 
     gateway = Gateway(settings, upstream_url=upstream_url, engine=engine, request_exit=request_exit, on_ready=ready)
+    limits = gateway.invocations.limits
+    transport = TransportLimits(
+        request_read_timeout_s=settings.request_read_timeout_s,
+        max_body_bytes=limits.max_body_bytes,
+        body_bound=limits.body_bound,
+    )
     config = uvicorn.Config(
         create_app(gateway),
         host=host,
@@ -243,8 +249,9 @@ def _run(
         lifespan="on",
         timeout_graceful_shutdown=env.UVICORN_SHUTDOWN_GRACE_S,
         timeout_keep_alive=KEEP_ALIVE_S,
-        # Header caps, the request read deadline and the early 413 (serving_app.transport).
-        http=limited_protocol(TransportLimits(request_read_timeout_s=settings.request_read_timeout_s)),
+        # Header caps, the request read deadline and the early 413 (serving_app.transport): a body
+        # over /invocations' bound is refused from its Content-Length, never read or parsed.
+        http=limited_protocol(transport),
         limit_concurrency=LIMIT_CONCURRENCY,
         proxy_headers=False,  # SageMaker is the only client; no X-Forwarded-* rewriting
     )
