@@ -227,7 +227,9 @@ class InvocationService:
         return error_response(503, "engine unavailable")
 
     def _timed_out(self, record: RequestRecord) -> Response:
-        record.engine_error = True
+        # Not an engine error (EngineErrors pages at one): a long generation or a busy engine ends here
+        # too; the 504 counts in ServerErrors and SageMaker's 5xx rate, and a dead or hung engine is the
+        # health monitor's to find (issue 49, finding 7).
         return error_response(504, f"engine did not answer within REQUEST_TIMEOUT_S={self.timeout_s:g} s")
 
     async def _unary(self, path: str, body: bytes, record: RequestRecord, attempt: BudgetAttempt | None) -> Response:
