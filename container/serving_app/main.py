@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Generator, Sequence
@@ -179,6 +180,8 @@ def _tune_lora_kernels(settings: Settings, output_dir: Path, budget_s: int, tune
         )
         compile_cache.record_lora_tuning(output_dir, files=outcome.files, line=outcome.line)
     except Exception as exc:  # an optimisation: nothing here may cost the job its cache
+        # Configs the manifest does not name would make every model reject the whole cache.
+        shutil.rmtree(output_dir / cache_contract.LORA_CONFIGS_SUBDIR, ignore_errors=True)
         log.exception("lora tuning: failed (%s); the compile cache is published without tuned configs", exc)
 
 
