@@ -118,6 +118,8 @@ class ServingStack(cdk.Stack):
             error_rate=config.monitoring.canary_error_rate,
             ttft_p95=config.monitoring.canary_ttft_p95,
             model_latency_p99=config.monitoring.canary_model_latency_p99,
+            client_error_rate=config.monitoring.canary_client_error_rate,
+            client_error_baseline_cap_percent=config.monitoring.canary_client_error_baseline_cap_percent,
         )
         self.endpoint.rollout_target.node.add_dependency(self.guardrail_alarms)
         execution_role.write_to(self.endpoint.log_groups)
