@@ -55,10 +55,10 @@ class ModelReleasePipeline(Construct):
         project_name: str,
         stage: str,
         bucket: s3.IBucket,
-        repository: ecr.IRepository,
+        tools_repository: ecr.IRepository,
         tools_image_uri: str,
         serving_image_uri: str,
-        serving_image_repository: ecr.IRepository | None = None,
+        serving_image_repository: ecr.IRepository,
         serving_instance_type: str,
         base_model_name: str,
         adapters: Sequence[str],
@@ -73,11 +73,11 @@ class ModelReleasePipeline(Construct):
             project_name / stage: name the pipelines and the model package groups.
             bucket: the model-artifacts bucket: versions under ``base_models_prefix`` / ``adapters_prefix``,
                 release inputs under ``release-inputs/``, step outputs under ``release-reports/``.
-            repository: the app's ECR repository (the tools image and the serving image are in it).
+            tools_repository: the tools image's repository (tools_image.py).
             tools_image_uri: the image the quantize, validate and evaluate steps run (tools_image.py builds it).
             serving_image_uri: the image the endpoint runs (the load test runs it).
-            serving_image_repository: that image's repository when it is not ``repository`` (a prebuilt
-                image in another account); the role pulls from it too.
+            serving_image_repository: that image's repository (the app's, or a prebuilt image's in another
+                account); the role pulls from both.
             serving_instance_type: the primary variant's instance type (the load test runs on it).
             base_model_name / adapters / max_lora_rank: ``model.name``, ``model.adapters``, ``engine.max_lora_rank``.
             base_models_prefix / adapters_prefix: ``image.build``'s.
@@ -137,13 +137,11 @@ class ModelReleasePipeline(Construct):
         self._grant(
             stack=stack,
             bucket=bucket,
-            repository=repository,
+            repositories=[tools_repository, serving_image_repository],
             release=release,
             base_models_prefix=base_models_prefix,
             adapters_prefix=adapters_prefix,
         )
-        if serving_image_repository is not None and serving_image_repository is not repository:
-            serving_image_repository.grant_pull(self.role)  # the load test runs a prebuilt serving image
         policy = self.role.node.find_child("DefaultPolicy")
         for pipeline in self.pipelines.values():
             pipeline.node.add_dependency(policy)  # a first execution right after the deploy needs the permissions
@@ -153,13 +151,14 @@ class ModelReleasePipeline(Construct):
         *,
         stack: cdk.Stack,
         bucket: s3.IBucket,
-        repository: ecr.IRepository,
+        repositories: list[ecr.IRepository],
         release: ReleaseConfig,
         base_models_prefix: str,
         adapters_prefix: str,
     ) -> None:
         role = self.role
-        repository.grant_pull(role)
+        for repository in repositories:  # the steps' images: tools, and the serving image the load test runs
+            repository.grant_pull(role)
         # Read: versions (base models, adapters), the run's inputs, earlier steps' outputs (the pipeline reads
         # property files as the role). Write: quantized checkpoints (a new base-model version folder), outputs.
         reads = [f"{base_models_prefix}/*", f"{adapters_prefix}/*", f"{RELEASE_INPUTS_PREFIX}/*"]

@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import botocore.session
@@ -12,10 +13,11 @@ from aws_cdk.assertions import Match
 
 from cdk_constructs.release.pipeline_definition import IMAGE_PYTHONPATH
 from cdk_constructs.release.runtime import load_test as load_test_step
-from cdk_constructs.release.tools_image import tools_image_tag
+from cdk_constructs.release.tools_image import RUNTIME as TOOLS_RUNTIME
+from cdk_constructs.release.tools_image import locked_llmcompressor_version, tools_image_tag
 from serving_contract import env, outputs
 from stacks.image_build_stack import REPO_ROOT
-from tests.synth_helpers import Synth
+from tests.synth_helpers import Synth, synthesize
 
 UNIT = "ModelRelease"
 
@@ -263,10 +265,68 @@ def test_the_tools_image_pulls_a_prebuilt_serving_image_from_its_own_registry(pr
 
 
 def test_the_tools_image_tag_follows_every_input() -> None:
-    tag = tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
-    assert tag == tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
-    assert tag != tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-2"})
-    assert tag != tools_image_tag(dockerfile_sha256="b" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
+    tag = tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"}, lock_sha256="c" * 64)
+    assert tag == tools_image_tag(
+        dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"}, lock_sha256="c" * 64
+    )
+    assert tag != tools_image_tag(
+        dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-2"}, lock_sha256="c" * 64
+    )
+    assert tag != tools_image_tag(
+        dockerfile_sha256="b" * 64, build_args={"SERVING_IMAGE": "r:build-1"}, lock_sha256="c" * 64
+    )
+    assert tag != tools_image_tag(
+        dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"}, lock_sha256="d" * 64
+    )
+
+
+def _ecr_writes(synth: Synth) -> list[str]:
+    """The repositories (as template JSON) any policy of the release stack lets push an image."""
+    policies = synth.template(UNIT).find_resources("AWS::IAM::Policy")
+    return [
+        json.dumps(s["Resource"])
+        for p in policies.values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "ecr:PutImage" in s["Action"]
+    ]
+
+
+def test_the_tools_build_pushes_only_to_its_own_repository(default_synth: Synth) -> None:
+    """Issue 49, finding 5: the privileged tools build (third-party packages) could push to the serving image's
+    repository. Now it may push to the tools repository alone and only pull the serving image."""
+    writes = _ecr_writes(default_synth)
+    assert writes and all("ToolsImageRepository" in w for w in writes)
+    assert not any("ImportValue" in w or "ModelImageRepository" in w for w in writes)
+    repositories = default_synth.template(UNIT).find_resources("AWS::ECR::Repository")
+    (tools,) = repositories.values()
+    assert tools["Properties"]["ImageTagMutability"] == "IMMUTABLE"
+    assert tools["Properties"]["EncryptionConfiguration"]["EncryptionType"] == "KMS"
+
+
+def test_the_tools_image_installs_only_its_hash_lock(default_synth: Synth) -> None:
+    (project,) = default_synth.template(UNIT).find_resources("AWS::CodeBuild::Project").values()
+    source = project["Properties"]["Source"]["Location"]
+    assert source  # the sources asset: the Dockerfile and the lock (tools_image.LOCK)
+    dockerfile = (TOOLS_RUNTIME / "Dockerfile").read_text()
+    installs = [line for line in dockerfile.splitlines() if "pip install" in line and not line.startswith("#")]
+    assert installs == [
+        "    && /opt/release-venv/bin/python -m pip install --no-cache-dir --require-hashes -r "
+        "/tmp/release-requirements.lock"
+    ]
+    lock = (TOOLS_RUNTIME / "requirements.lock").read_text()
+    pins = [line for line in lock.splitlines() if line and not line.startswith(("#", " "))]
+    assert len(pins) > 50 and all(line.endswith(" \\") for line in pins)  # each followed by its hashes
+    assert locked_llmcompressor_version(lock) == default_synth.config.release.quantize.llmcompressor_version
+
+
+def test_an_llmcompressor_version_the_lock_does_not_hold_stops_synth(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as raised:
+        synthesize(tmp_path, {"release.quantize.llmcompressor_version": "0.15.0"})
+    assert str(raised.value) == (
+        "release.quantize.llmcompressor_version = '0.15.0': the tools image installs llmcompressor==0.14.0.1 from "
+        "its hash lock (cdk_constructs/release/runtime/requirements.lock); regenerate the lock (its header has the "
+        "command) to use another version"
+    )
 
 
 SAMPLE_RUN = {
