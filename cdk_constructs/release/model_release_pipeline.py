@@ -94,7 +94,7 @@ class ModelReleasePipeline(Construct):
             exclude=["*", "!runtime", "!runtime/*.py", "runtime/__pycache__"],
             follow_symlinks=cdk.SymlinkFollowMode.ALWAYS,
         )
-        code.grant_read(self.role)
+        self._read_code(code)
         self.model_package_groups = {
             kind: sagemaker.CfnModelPackageGroup(
                 self,
@@ -145,6 +145,30 @@ class ModelReleasePipeline(Construct):
         policy = self.role.node.find_child("DefaultPolicy")
         for pipeline in self.pipelines.values():
             pipeline.node.add_dependency(policy)  # a first execution right after the deploy needs the permissions
+
+    def _read_code(self, code: s3_assets.Asset) -> None:
+        """The runtime code zip, and nothing else, from the CDK bootstrap's file-assets bucket.
+
+        ``Asset.grant_read`` grants read on the whole bucket, which holds the deploy assets of every CDK
+        app deployed to the account and region (issue 49, finding 6). A step's processing input names
+        the zip as an S3 prefix, so SageMaker lists that prefix before it downloads: ``s3:ListBucket``
+        with ``s3:prefix`` equal to the zip's key, ``s3:GetObject`` on the zip.
+        """
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadRuntimeCode",
+                actions=["s3:GetObject"],
+                resources=[code.bucket.arn_for_objects(code.s3_object_key)],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListRuntimeCode",
+                actions=["s3:ListBucket"],
+                resources=[code.bucket.bucket_arn],
+                conditions={"StringEquals": {"s3:prefix": [code.s3_object_key]}},
+            )
+        )
 
     def _grant(
         self,
@@ -251,21 +275,6 @@ class ModelReleasePipeline(Construct):
             [f"AwsSolutions-IAM5[Resource::{arn}/{folder}]" for folder in dict.fromkeys(folders)],
             "Objects under the release's own folders only: version folders named per release "
             "(serving_contract/model_artifacts.py), inputs and per-execution reports named at run time.",
-        )
-        partition, account, region = (pseudo_placeholder(self, p) for p in ("Partition", "AccountId", "Region"))
-        assets = f"arn:{partition}:s3:::{cdk.DefaultStackSynthesizer.DEFAULT_FILE_ASSETS_BUCKET_NAME}"
-        assets = assets.replace("${AWS::AccountId}", account).replace("${AWS::Region}", region)
-        assets = assets.replace("${Qualifier}", cdk.DefaultStackSynthesizer.DEFAULT_QUALIFIER)
-        acknowledge_all(
-            self.role,
-            [
-                "AwsSolutions-IAM5[Action::s3:GetObject*]",
-                "AwsSolutions-IAM5[Action::s3:GetBucket*]",
-                "AwsSolutions-IAM5[Action::s3:List*]",
-                f"AwsSolutions-IAM5[Resource::{assets}/*]",
-            ],
-            "Asset.grant_read of the runtime code zip: read-only, in the CDK bootstrap's file-assets bucket, "
-            "which holds this app's deploy assets only.",
         )
         acknowledge(
             self.role,

@@ -156,6 +156,47 @@ def test_evaluate_scores_the_load_tests_answers_against_the_configured_gates(def
     assert "--exit-zero" in args  # the condition step decides, and the fail step names the metric
 
 
+def test_every_step_but_the_judges_runs_without_network(default_synth: Synth) -> None:
+    """Issue 49, finding 6: no step set NetworkConfig. Quantize, Validate and LoadTest read only their inputs
+    (SageMaker moves those): isolated. Evaluate calls the Bedrock judge: the one step with network."""
+    for kind in ("base_model", "adapter"):
+        steps = _steps(_definition(default_synth, kind))
+        processing = {name: step["Arguments"] for name, step in steps.items() if step["Type"] == "Processing"}
+        isolated = {
+            name for name, args in processing.items() if args.get("NetworkConfig", {}).get("EnableNetworkIsolation")
+        }
+        expected = {"Validate", "LoadTest"} | ({"Quantize"} if kind == "base_model" else set())
+        assert isolated == expected and set(processing) - isolated == {"Evaluate"}
+    quantize = _steps(_definition(default_synth, "base_model"))["Quantize"]["Arguments"]
+    assert quantize["Environment"]["HF_HUB_OFFLINE"] == "1"  # nothing to fetch: the checkpoint is an input
+
+
+def test_the_role_reads_its_code_zip_not_the_bootstrap_bucket(default_synth: Synth) -> None:
+    """Issue 49, finding 6: Asset.grant_read gave read on all of the CDK bootstrap assets bucket, which every CDK
+    app of the account shares. The role reads the code zip's key and lists only that prefix."""
+    policies = default_synth.template(UNIT).find_resources("AWS::IAM::Policy")
+    statements = [
+        s
+        for lid, p in policies.items()
+        if lid.startswith("ModelReleaseRole")
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    by_sid = {s.get("Sid"): s for s in statements if s.get("Sid")}
+    read = json.dumps(by_sid["ReadRuntimeCode"]["Resource"])
+    assert by_sid["ReadRuntimeCode"]["Action"] == "s3:GetObject" and read.endswith('.zip"]]}')
+    listed = by_sid["ListRuntimeCode"]
+    assert listed["Action"] == "s3:ListBucket"
+    assert listed["Condition"]["StringEquals"]["s3:prefix"][0].endswith(".zip")
+    assets = "cdk-hnb659fds-assets-"
+    wide = [
+        s
+        for s in statements
+        if assets in json.dumps(s["Resource"]) and s.get("Sid") not in ("ReadRuntimeCode", "ListRuntimeCode")
+    ]
+    assert wide == []
+    assert not any(json.dumps(s["Resource"]).endswith('/*"]]}') and assets in json.dumps(s) for s in statements)
+
+
 def test_the_gates_register_a_passing_version_or_fail_with_the_reports_summary(default_synth: Synth) -> None:
     steps = _steps(_definition(default_synth, "adapter"))
     gates = steps["Gates"]["Arguments"]
