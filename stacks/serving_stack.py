@@ -94,6 +94,7 @@ class ServingStack(cdk.Stack):
                 config=serving.compile_cache,
                 log_retention=retention_days(config.observability.log_retention_days),
                 log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
+                job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
             )
         hosting = _hosting(config, compile_cache)  # both modes and the log group take the same settings
         # Here, not in the mode's construct: one construct whichever mode is deployed.

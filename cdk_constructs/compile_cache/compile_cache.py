@@ -25,17 +25,19 @@ from constructs import Construct
 from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S
 from app_config.compile_cache import JOB_PROVISIONING_S, POLL_INTERVAL_S, CompileCacheConfig
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.fixed_name_log_group import processing_job_logs
 from cdk_constructs.common.nag import (
     acknowledge,
     bucket_arn_placeholder,
     log_group_arn_placeholder,
     resource_arn_placeholder,
 )
+from cdk_constructs.common.trust import account_service_principal, grant_pass_role_to
 from serving_contract import compile_cache as contract
+from serving_contract.log_groups import PROCESSING_JOBS_LOG_GROUP
 from serving_contract.outputs import pascal_case
 
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
-PROCESSING_JOB_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 RESOURCE_TYPE = "Custom::CompileCache"
 MANIFEST_OBJECTS = f"*/{contract.MANIFEST_NAME}"
 """The handlers' objects under ``compile-cache/``: each key's manifest, nothing the engine loads."""
@@ -133,11 +135,14 @@ class CompileCacheMaker(Construct):
         config: CompileCacheConfig,
         log_retention: logs.RetentionDays,
         log_removal_policy: cdk.RemovalPolicy,
+        job_log_retention: logs.RetentionDays,
     ) -> None:
         """
         Args:
             bucket: the model-artifacts bucket; caches go under ``compile-cache/``, job inputs under
                 ``compile-cache-jobs/``.
+            job_log_retention: of /aws/sagemaker/ProcessingJobs, where the jobs log
+                (``observability.processing_job_log_retention_days``).
             repositories: where the serving images are (the job pulls them).
             endpoint_name: the endpoint the models serve (names the jobs).
             config: ``serving.compile_cache``.
@@ -149,7 +154,7 @@ class CompileCacheMaker(Construct):
         self._endpoint_name = endpoint_name
         self.wait_s = config.max_runtime_s + JOB_PROVISIONING_S
         stack = cdk.Stack.of(self)
-        self.job_role = iam.Role(self, "JobRole", assumed_by=iam.ServicePrincipal(SAGEMAKER_PRINCIPAL))
+        self.job_role = iam.Role(self, "JobRole", assumed_by=account_service_principal(SAGEMAKER_PRINCIPAL))
         for repository in repositories:
             repository.grant_pull(self.job_role)
         acknowledge(
@@ -159,10 +164,11 @@ class CompileCacheMaker(Construct):
         )
         # The job downloads its input folder and uploads the cache: nothing else in the bucket.
         grant_objects(bucket, self.job_role, read=contract.JOB_INPUT_ROOT, write=contract.S3_ROOT)
+        processing_job_logs(self, "JobLogs", retention=job_log_retention)
         job_logs = stack.format_arn(
             service="logs",
             resource="log-group",
-            resource_name=f"{PROCESSING_JOB_LOG_GROUP}:*",
+            resource_name=f"{PROCESSING_JOBS_LOG_GROUP}:*",
             arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
         )
         self.job_role.add_to_policy(
@@ -174,7 +180,7 @@ class CompileCacheMaker(Construct):
         )
         acknowledge(
             self.job_role,
-            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOB_LOG_GROUP)}]",
+            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOBS_LOG_GROUP)}]",
             "SageMaker writes a processing job's output to /aws/sagemaker/ProcessingJobs, one stream per job named "
             "at run time (SageMaker developer guide, 'Log Amazon SageMaker Events with Amazon CloudWatch').",
         )
@@ -209,7 +215,7 @@ class CompileCacheMaker(Construct):
                     sid="ListCompileCacheJobs", actions=["sagemaker:ListProcessingJobs"], resources=["*"]
                 )
             )
-            self.job_role.grant_pass_role(role)
+            grant_pass_role_to(self.job_role, role, SAGEMAKER_PRINCIPAL)  # to the processing job only
             acknowledge(
                 role,
                 "AwsSolutions-IAM5[Resource::*]",

@@ -31,6 +31,7 @@ from cdk_constructs.common.nag import (
     ref_placeholder,
 )
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
+from cdk_constructs.common.trust import limit_trust_to_account
 from cdk_constructs.image.image_buildspec import BuildRecipe, buildspec
 
 # The handlers make a few CodeBuild/ECR control-plane calls (start or describe a build, look
@@ -201,6 +202,8 @@ class ImageBuild(Construct):
             artifacts_bucket.grant_read(project, f"{fetch.base_models_prefix}/*")
             artifacts_bucket.grant_read(project, f"{fetch.adapters_prefix}/*")
         repository.grant_pull_push(project)
+        assert project.role is not None  # CodeBuild's Project always makes one here
+        limit_trust_to_account(project.role)  # CodeBuild acting for this account only (confused deputy)
         self._acknowledge_build_role(project, artifacts_bucket if fetch else None, recipe)
         return project
 

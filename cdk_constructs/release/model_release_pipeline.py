@@ -10,12 +10,14 @@ from pathlib import Path
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.release import ReleaseConfig, judge_foundation_model, model_package_group_name, release_pipeline_name
+from cdk_constructs.common.fixed_name_log_group import processing_job_logs
 from cdk_constructs.common.nag import (
     acknowledge,
     acknowledge_all,
@@ -24,11 +26,12 @@ from cdk_constructs.common.nag import (
     pseudo_placeholder,
     resource_arn_placeholder,
 )
+from cdk_constructs.common.trust import account_service_principal, grant_pass_role_to
 from cdk_constructs.release.pipeline_definition import ReleaseKind, ReleaseTargets, pipeline_definition
+from serving_contract.log_groups import PROCESSING_JOBS_LOG_GROUP
 from serving_contract.outputs import pascal_case
 
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
-PROCESSING_JOB_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 RELEASE_INPUTS_PREFIX = "release-inputs"
 """Eval sets and calibration sets are uploaded under ``s3://<artifacts bucket>/release-inputs/``."""
 RELEASE_REPORTS_PREFIX = "release-reports"
@@ -66,6 +69,7 @@ class ModelReleasePipeline(Construct):
         base_models_prefix: str,
         adapters_prefix: str,
         engine_environment: Mapping[str, str],
+        job_log_retention: logs.RetentionDays,
     ) -> None:
         """
         Args:
@@ -82,10 +86,13 @@ class ModelReleasePipeline(Construct):
             base_model_name / adapters / max_lora_rank: ``model.name``, ``model.adapters``, ``engine.max_lora_rank``.
             base_models_prefix / adapters_prefix: ``image.build``'s.
             engine_environment: the engine settings' container environment (``engine.environment()``).
+            job_log_retention: of /aws/sagemaker/ProcessingJobs, where the steps log
+                (``observability.processing_job_log_retention_days``).
         """
         super().__init__(scope, construct_id)
         stack = cdk.Stack.of(self)
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(SAGEMAKER_PRINCIPAL))
+        processing_job_logs(self, "JobLogs", retention=job_log_retention)
+        self.role = iam.Role(self, "Role", assumed_by=account_service_principal(SAGEMAKER_PRINCIPAL))
         code = s3_assets.Asset(
             self,
             "RuntimeCode",
@@ -240,11 +247,11 @@ class ModelReleasePipeline(Construct):
                 resources=packages + groups,
             )
         )
-        role.grant_pass_role(role)  # the pipeline passes its role to each step's job
+        grant_pass_role_to(role, role, SAGEMAKER_PRINCIPAL)  # the pipeline passes its role to each step's job
         job_logs = stack.format_arn(
             service="logs",
             resource="log-group",
-            resource_name=f"{PROCESSING_JOB_LOG_GROUP}:*",
+            resource_name=f"{PROCESSING_JOBS_LOG_GROUP}:*",
             arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
         )
         role.add_to_policy(
@@ -295,7 +302,7 @@ class ModelReleasePipeline(Construct):
             )
         acknowledge(
             self.role,
-            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOB_LOG_GROUP)}]",
+            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOBS_LOG_GROUP)}]",
             "SageMaker writes a processing job's output to /aws/sagemaker/ProcessingJobs, one stream per job named "
             "at run time (SageMaker developer guide, 'Log Amazon SageMaker Events with Amazon CloudWatch').",
         )

@@ -5,9 +5,9 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S
 from cdk_constructs.common.handler_code import HANDLER_RUNTIME
 from cdk_constructs.image import image_inputs
-from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S
 from cdk_constructs.image.image_build import HANDLER_TIMEOUT_S
 from serving_contract import env, outputs
 from stacks.image_build_stack import REPO_ROOT
