@@ -171,7 +171,7 @@ def test_a_cache_whose_manifest_the_deploy_pinned_is_loaded(tmp_path: Path, made
         server.stop()
 
 
-def tampered(tmp: Path, made: Path, change: Callable[[Path], None]) -> Path:
+def tampered(tmp: Path, made: Path, change: Callable[[Path], object]) -> Path:
     """A writable copy of ``made`` with ``change`` applied, read-only again (model data)."""
     copy = tmp / "model-data"
     shutil.copytree(made, copy)
@@ -192,7 +192,7 @@ def _rewrite_manifest_to_match(copy: Path) -> None:
     (copy / "manifest.json").write_text(dataclasses.replace(manifest, digests=digests).to_json())
 
 
-TAMPERING: dict[str, tuple[Callable[[Path], None], str]] = {
+TAMPERING: dict[str, tuple[Callable[[Path], object], str]] = {
     "changed graph": (
         lambda copy: (copy / GRAPH).write_text("compiled by someone else"),
         f"{GRAPH} has sha256 {hashlib.sha256(b'compiled by someone else').hexdigest()}, the manifest says ",
@@ -220,7 +220,7 @@ TAMPERING: dict[str, tuple[Callable[[Path], None], str]] = {
 
 @pytest.mark.parametrize("change", TAMPERING.values(), ids=TAMPERING.keys())
 def test_a_cache_whose_files_differ_from_the_manifest_is_rejected_and_a_cold_start(
-    tmp_path: Path, made: Path, change: tuple[Callable[[Path], None], str]
+    tmp_path: Path, made: Path, change: tuple[Callable[[Path], object], str]
 ) -> None:
     """Issue 49, finding 2: vLLM runs code from the cache; a changed, extra or missing file is refused,
     logged as a warning, and the container starts cold: nothing from the cache reaches the engine."""

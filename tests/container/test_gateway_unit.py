@@ -17,6 +17,7 @@ from starlette.requests import Request
 from serving_app.engine.readiness import Phase
 from serving_app.gateway import Gateway
 from serving_app.metrics.emf import EmfWriter
+from serving_app.sagemaker.protocol import ChatCompletionBody
 from serving_app.settings import Settings
 from tests.container.conftest import make_artifacts
 
@@ -222,7 +223,7 @@ def test_oversized_bodies_are_refused_before_any_parse(monkeypatch: pytest.Monke
 
     # The serving module's own json (a namespace with the real dumps), not the json module everyone shares.
     monkeypatch.setattr(serving, "json", types.SimpleNamespace(loads=loads, dumps=json.dumps))
-    monkeypatch.setattr(serving.ChatCompletionBody, "model_validate", classmethod(validate))
+    monkeypatch.setattr(ChatCompletionBody, "model_validate", classmethod(validate))
 
     async def answer(body: dict[str, Any], environ: dict[str, str]) -> tuple[int, str]:
         gateway = Gateway(
