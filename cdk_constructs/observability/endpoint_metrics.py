@@ -293,7 +293,9 @@ class EndpointMetrics:
         if others:
             other_errors, other_invocations = _sum(prefix, ("oc",), len(others)), _sum(prefix, ("oi",), len(others))
             baseline = f"IF({other_invocations} > 0, 100 * {other_errors} / {other_invocations}, 0)"
-            expression = f"{rate} - MIN([{baseline}, {baseline_cap_percent:g}])"
+            cap = f"{baseline_cap_percent:g}"
+            # IF, not MIN([..., cap]): MIN's array takes time series, and a scalar in it is not documented.
+            expression = f"{rate} - IF({baseline} > {cap}, {cap}, {baseline})"
         else:
             expression = rate
         return cloudwatch.MathExpression(

@@ -288,7 +288,7 @@ def test_guardrail_alarms_are_named_for_rollback_and_precede_the_endpoint(defaul
         assert {n for _, n, _, _, _ in read} == {"Invocation4XXErrors", "Invocations"}
         assert {d["VariantName"] for *_, d in read} == variant_names
         cap = config.monitoring.canary_client_error_baseline_cap_percent
-        assert _expression(client_alarm).endswith(f", 0), {cap:g}])")
+        assert f" > {cap:g}, {cap:g}, IF(SUM([FILL(" in _expression(client_alarm)  # the baseline, capped
         _check_rule(client_alarm, config.monitoring.canary_client_error_rate)
         for alarm in (error_alarm, cold_alarm, warm_alarm, model_latency_alarm, client_alarm):
             assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
