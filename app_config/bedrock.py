@@ -6,6 +6,7 @@ from typing import Annotated, Final
 from pydantic import AfterValidator, Field, model_validator
 
 from app_config.base import ConfigModel
+from app_config.cloudformation_limits import PROVIDER_MAX_WAIT_S
 
 # Regions that offer Custom Model Import (docs/sources.md, "Bedrock Custom Model Import";
 # https://docs.aws.amazon.com/bedrock/latest/userguide/model-customization-import-model.html).
@@ -14,15 +15,10 @@ CUSTOM_MODEL_IMPORT_REGIONS: Final = ("us-east-1", "us-east-2", "us-west-2", "eu
 # Bedrock's limit on an imported text model (seed 003 §12 "Bedrock Import Constraints": < 200 GB).
 TEXT_MODEL_SIZE_LIMIT_GB: Final = 200
 
-# CloudFormation stops waiting for a custom resource after its ServiceTimeout: an integer
-# from 1 to 3600 s, default 3600 (AWS::CloudFormation::CustomResource ServiceTimeout), so
-# CDK's Provider (which itself allows 2 hours) cannot usefully wait longer than 60 minutes.
-CUSTOM_RESOURCE_MAX_TIMEOUT_MIN: Final = 60
-# Head room inside ServiceTimeout for the onEvent pre-flight (list + read the prefix, up to
-# handler_timeout_s) and the provider framework's own hops, so the provider's timeout (a clear
-# "import timed out" failure) fires before CloudFormation's.
-PROVIDER_HEADROOM_MIN: Final = 5
-PROVIDER_MAX_TIMEOUT_MIN: Final = CUSTOM_RESOURCE_MAX_TIMEOUT_MIN - PROVIDER_HEADROOM_MIN
+# An import must end inside CloudFormation's wait for its custom resource, less the head room the
+# provider needs for the onEvent pre-flight (list + read the prefix, up to handler_timeout_s) and its
+# own hops (app_config.cloudformation_limits): 55 minutes.
+PROVIDER_MAX_TIMEOUT_MIN: Final = PROVIDER_MAX_WAIT_S // 60
 
 # The imported model's name is "<name>-<10 hex digits>" (a new one per source revision) and
 # Bedrock caps importedModelName at 63 characters with the pattern ([0-9a-zA-Z][_-]?)+.

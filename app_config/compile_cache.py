@@ -3,11 +3,23 @@
 from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel
+from app_config.cloudformation_limits import PROVIDER_MAX_WAIT_S
 from app_config.scaling import ScalingConfig
 
 MEASURED_LORA_TUNING_S = 127.6
 """The tuner's full search with a cold Triton cache on an H200, seconds
 (benchmarks/results/h200-2026-11-26-lora-levers/lora-tune-first-stale-pointers.json)."""
+
+
+JOB_PROVISIONING_S = 900
+"""How much longer than the job's own limit the deploy waits: a GPU processing instance can take
+minutes to provision before ``MaxRuntimeInSeconds`` starts counting."""
+POLL_INTERVAL_S = 30
+"""Seconds between the custom resource's looks at its job (``DescribeProcessingJob``)."""
+MAX_JOB_RUNTIME_S = PROVIDER_MAX_WAIT_S - JOB_PROVISIONING_S - 2 * POLL_INTERVAL_S
+"""Longest ``max_runtime_s``, 2,340 s: the deploy waits for the job (this + :data:`JOB_PROVISIONING_S`) and
+two more polls inside the provider's longest wait, itself inside CloudFormation's 3,600 s
+(``app_config.cloudformation_limits``; issue 49, finding 3)."""
 
 
 class CompileCacheConfig(ConfigModel):
@@ -29,13 +41,16 @@ class CompileCacheConfig(ConfigModel):
         ),
     )
     max_runtime_s: int = Field(
-        default=3600,
+        default=2100,
         ge=600,
-        le=5400,
+        le=MAX_JOB_RUNTIME_S,
         description=(
             "The job's MaxRuntimeInSeconds: SageMaker stops it after this. A cold start took up to 206 s on an H100 "
-            "on 4 CPUs; an ml.g5.xlarge compiles slower and provisioning takes minutes. At most 5,400 so the custom "
-            "resource that waits for it (this + 15 min) stays inside the CDK provider's 2-hour limit."
+            "on 4 CPUs; an ml.g5.xlarge compiles slower, the LoRA tuning step takes up to lora_tuning_budget_s and "
+            f"the image pull minutes: 2,100 s leaves margin. At most {MAX_JOB_RUNTIME_S:,}: the deploy waits this + "
+            f"{JOB_PROVISIONING_S} s of provisioning + two polls inside CloudFormation's 3,600 s wait for a custom "
+            "resource (ServiceTimeout) less 300 s head room. A job still running then does not fail the deploy: "
+            "the models start cold and the next deploy reuses the cache it makes."
         ),
     )
     volume_size_gb: int = Field(

@@ -28,6 +28,7 @@ class ContainerConfig(ConfigModel):
     request_max_stop_sequences: int = spec_field(limits.MAX_STOP_SEQUENCES)
     request_max_stop_sequence_chars: int = spec_field(limits.MAX_STOP_SEQUENCE_CHARS)
     request_max_token_ids: int = spec_field(limits.MAX_TOKEN_IDS)
+    request_max_body_bytes_per_token: int = spec_field(limits.MAX_BODY_BYTES_PER_TOKEN)
 
     sessions_max: int = spec_field(spec.SESSIONS_MAX)
     session_ttl_s: int = spec_field(spec.SESSION_TTL)

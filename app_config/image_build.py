@@ -18,6 +18,13 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from app_config.base import AdapterName, ConfigModel
+from app_config.cloudformation_limits import PROVIDER_MAX_WAIT_S
+
+BUILD_QUEUE_HEADROOM_MIN = 5
+"""Minutes the deploy waits beyond the build's own timeout: time queued in CodeBuild and for the
+pushed image to show in ECR."""
+MAX_BUILD_TIMEOUT_MIN = PROVIDER_MAX_WAIT_S // 60 - BUILD_QUEUE_HEADROOM_MIN
+"""Longest build timeout: the build and its queue time end inside the provider's longest wait (50 min)."""
 
 # A pin is the pointer text: version, '/', the lowercase hex sha256 defined in
 # serving_contract/model_artifacts.py (artifact_sha256).
@@ -144,13 +151,14 @@ class ImageBuildConfig(ConfigModel):
         ),
     )
     timeout_min: int = Field(
-        default=50,
+        default=MAX_BUILD_TIMEOUT_MIN,
         ge=10,
-        le=55,
+        le=MAX_BUILD_TIMEOUT_MIN,
         description=(
-            "CodeBuild build timeout in minutes. At most 55: a CloudFormation custom resource waits at most 3600 s "
-            "(ServiceTimeout, CloudFormation reference), so the build must end first for its failure (build id, "
-            "log link) to reach the deploy."
+            f"CodeBuild build timeout in minutes. At most {MAX_BUILD_TIMEOUT_MIN}: the deploy waits for the build plus "
+            f"{BUILD_QUEUE_HEADROOM_MIN} min queued, inside CloudFormation's 3600 s wait for a custom resource "
+            "(ServiceTimeout) less the provider's 5 min head room (app_config/cloudformation_limits.py), so the "
+            "build's failure (build id, log link) reaches the deploy."
         ),
     )
     cuda_base_image: PinnedImage = Field(

@@ -232,6 +232,26 @@ class MonitoringConfig(ConfigModel):
             "slo.<class>.ttft_p95_ms). Source: seed 000 canary gate (TTFT p95 < 500 ms)."
         ),
     )
+    canary_client_error_rate: AlarmRuleConfig = Field(
+        default=AlarmRuleConfig(threshold=5, period_s=60, evaluation_periods=5),
+        description=(
+            "Each variant's Invocation4XXErrors rate above the other variants' (the baseline: the same clients, "
+            "split by weight), percentage points; rolls a deployment back. A release that refuses what the "
+            "baseline serves is broken even when it answers no 5xx (issue 49). 5 points for 5 minutes: a canary at "
+            "5 % of traffic sees a few requests a minute, where one stray 4xx is already several points for a "
+            "minute. No seed value; the window is the canary gates' (seed 000)."
+        ),
+    )
+    canary_client_error_baseline_cap_percent: float = Field(
+        default=50,
+        gt=0,
+        le=100,
+        description=(
+            "Highest baseline 4xx rate canary_client_error_rate compares against, percent: when a deployment "
+            "changes every variant the baseline breaks too, and a release answering 4xx to most requests must "
+            "still roll back. 50: above any client's bad-request share the 4xx-rate warning (5 %) lets pass."
+        ),
+    )
     canary_model_latency_p99: AlarmRuleConfig = Field(
         default=AlarmRuleConfig(threshold=2_000_000, period_s=60, evaluation_periods=5),
         description=(

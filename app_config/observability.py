@@ -31,6 +31,16 @@ class ObservabilityConfig(ConfigModel):
             "for it (docs/deploy.md)."
         ),
     )
+    processing_job_log_retention_days: LogRetentionDays = Field(
+        default=365,
+        description=(
+            "Retention of /aws/sagemaker/ProcessingJobs, in days: SageMaker writes every processing job of the "
+            "account and region there (the compile cache's jobs, the release steps), and it kept them forever. "
+            "Shared with every stage and app of the region (the last deploy sets it), so not part of "
+            "log_retention_days or its stage overlays; always retained, on CloudWatch's default key. 365: Control "
+            "Tower's CT.CLOUDWATCH.PR.2."
+        ),
+    )
     retain_logs_on_delete: bool = Field(
         default=True,
         description=(

@@ -9,8 +9,15 @@ from serving_contract.request_classes import RequestClass
 
 
 def canary_error_rate_alarm_name(endpoint_name: str, variant_name: str) -> str:
-    """Alarm on a variant's 5xx rate (Invocation5XXErrors / Invocations), used for rollback."""
+    """Alarm on a variant's error rate ((Invocation5XXErrors + StreamErrors) / Invocations: 5xx answers
+    and streams that failed after their 200), used for rollback."""
     return f"{endpoint_name}-{variant_name}-5xx-rate"
+
+
+def canary_client_error_rate_alarm_name(endpoint_name: str, variant_name: str) -> str:
+    """Alarm on a variant's 4xx rate above the other variants' (the baseline), used for rollback: a
+    release that refuses what the baseline serves rolls back (issue 49)."""
+    return f"{endpoint_name}-{variant_name}-4xx-rate"
 
 
 def canary_latency_alarm_name(endpoint_name: str, variant_name: str, request_class: str) -> str:
@@ -25,14 +32,16 @@ def canary_model_latency_alarm_name(endpoint_name: str, variant_name: str) -> st
 
 
 def rollback_alarm_names(endpoint_name: str, variant_name: str) -> tuple[str, ...]:
-    """Every alarm that must roll a deployment back, for the given (canary) variant: the 5xx
-    rate, the TTFT p95 of each request class (streaming requests; cold then warm) and the
+    """Every alarm that must roll a deployment back, for the given (canary) variant: the error
+    rate, the TTFT p95 of each request class (streaming requests; cold then warm), the
     ModelLatency p99 (every request: a canary that only slows non-streaming calls shows there
-    and nowhere else)."""
+    and nowhere else) and the 4xx rate against the baseline. Five per variant: two variants fill
+    AutoRollbackConfig's ten (botocore's SageMaker model, ``AlarmList`` max 10)."""
     return (
         canary_error_rate_alarm_name(endpoint_name, variant_name),
         *(canary_latency_alarm_name(endpoint_name, variant_name, klass.value) for klass in RequestClass),
         canary_model_latency_alarm_name(endpoint_name, variant_name),
+        canary_client_error_rate_alarm_name(endpoint_name, variant_name),
     )
 
 

@@ -14,6 +14,15 @@ downloaded it (ModelDataSource, uncompressed S3 prefix)::
                                                lora-tune.json: the tuner's timings); only when
                                                the job's tuning step succeeded (issue 35)
 
+Integrity (issue 49, finding 2): vLLM loads compiled graphs, Python code included, from the cache, so a
+file changed under ``compile-cache/<key>/`` would run in every serving container. The job records the
+sha256 of every file of ``vllm-cache/`` and ``lora-configs/`` in the manifest (``digests``); the custom
+resource returns the manifest's own sha256 (``ManifestSha256``), which the stack sets on the model as
+:data:`COMPILE_CACHE_MANIFEST_SHA256`; the container loads the cache only when the manifest hashes to
+that pin and every file, and no other, matches its digest (:func:`file_digests`). Anything else is a
+logged cold start. So changing the cache takes changing the model (a deploy), as for the weights,
+which the image pins by sha256.
+
 Why a key of our own on top of vLLM's: vLLM's key (``vllm/envs.py`` ``compile_factors`` and the
 engine config; docs/performance.md, "Can a compile cache be baked...") is only known inside a
 running engine, but the model must name its prefix before any engine runs. The key here
@@ -35,8 +44,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Final
 
 COMPILE_CACHE_DIR: Final = "COMPILE_CACHE_DIR"
@@ -44,6 +55,14 @@ COMPILE_CACHE_DIR: Final = "COMPILE_CACHE_DIR"
 
 COMPILE_CACHE_KEY: Final = "COMPILE_CACHE_KEY"
 """The key the stack computed for this model (:func:`cache_key`); a manifest must carry it."""
+
+COMPILE_CACHE_MANIFEST_SHA256: Final = "COMPILE_CACHE_MANIFEST_SHA256"
+"""The sha256 (hex) of the ``manifest.json`` the deploy found for this model's key (the custom
+resource's ``ManifestSha256``, :func:`manifest_sha256`); the container loads no cache whose manifest
+hashes otherwise. Unset (a local run): the manifest's digests are still checked."""
+
+OWN_VARIABLES: Final = (COMPILE_CACHE_KEY, COMPILE_CACHE_DIR, COMPILE_CACHE_MANIFEST_SHA256)
+"""The variables the cache itself sets on a model: not part of its key."""
 
 MODEL_DATA_DIR: Final = "/opt/ml/model"
 """Where SageMaker places a model's ModelDataSource before the container starts."""
@@ -78,12 +97,12 @@ def cache_key(
         image_uri: the serving image as the model names it (by tag or digest).
         instance_type: the SageMaker instance type the model serves on, e.g. ``ml.g5.xlarge``.
         environment: the model's container environment as the stack sets it, without
-            :data:`COMPILE_CACHE_KEY` and :data:`COMPILE_CACHE_DIR` (they are ignored if present).
+            :data:`OWN_VARIABLES` (they are ignored if present).
         lora_tuning_budget_s: the job's LoRA tuning budget in seconds, 0 when tuning is off. Hashed
             only when on, so turning tuning on makes a new cache (one with ``lora-configs/``) and a
             cache made without tuning keeps the key it had before tuning existed.
     """
-    relevant = {k: v for k, v in environment.items() if k not in (COMPILE_CACHE_KEY, COMPILE_CACHE_DIR)}
+    relevant = {k: v for k, v in environment.items() if k not in OWN_VARIABLES}
     keyed: dict[str, object] = {"image": image_uri, "instance": instance_type, "env": relevant}
     if lora_tuning_budget_s:
         keyed["lora_tuning_budget_s"] = lora_tuning_budget_s
@@ -130,6 +149,41 @@ def job_arguments(*, lora_tuning_budget_s: int = 0) -> list[str]:
     return arguments
 
 
+VERIFIED_SUBDIRS: Final = (CACHE_SUBDIR, LORA_CONFIGS_SUBDIR)
+"""The folders of a made cache whose every file the manifest's ``digests`` cover."""
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def manifest_sha256(text: bytes) -> str:
+    """sha256 (hex) of a manifest's bytes, as stored: what :data:`COMPILE_CACHE_MANIFEST_SHA256` pins."""
+    return hashlib.sha256(text).hexdigest()
+
+
+def file_digests(made: Path) -> dict[str, str]:
+    """``{"vllm-cache/<path>": sha256 hex, "lora-configs/<file>": ...}``: every file under
+    :data:`VERIFIED_SUBDIRS` of the made cache ``made``, by POSIX path relative to it.
+
+    Raises:
+        ValueError: a symbolic link (a cache the job made holds none; one in a downloaded cache
+            could point anywhere).
+        OSError: a file cannot be read.
+    """
+    digests: dict[str, str] = {}
+    for subdir in VERIFIED_SUBDIRS:
+        folder = made / subdir
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(made).as_posix()
+            if path.is_symlink():
+                raise ValueError(f"{relative} is a symbolic link")
+            if path.is_file():
+                with path.open("rb") as handle:
+                    digests[relative] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return digests
+
+
 class ManifestError(ValueError):
     """A manifest that cannot be read; ``str()`` is one line."""
 
@@ -147,6 +201,8 @@ class Manifest:
         made_at: ISO-8601 UTC time it was written.
         lora_configs: number of vLLM config files under ``lora-configs/`` (0: none, vLLM's defaults).
         lora_tuning: one line on the tuning step: tuned, skipped or failed, and why.
+        digests: :func:`file_digests` of the made cache, written by the job; empty for pending and
+            failed manifests (nothing to load).
     """
 
     key: str
@@ -158,6 +214,7 @@ class Manifest:
     made_at: str = ""
     lora_configs: int = 0
     lora_tuning: str = ""
+    digests: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -178,7 +235,20 @@ class Manifest:
             raise ManifestError(f"{MANIFEST_NAME} needs string fields 'key' and 'status'")
         if data["status"] not in STATUSES:
             raise ManifestError(f"{MANIFEST_NAME} status={data['status']!r}; allowed: {', '.join(STATUSES)}")
+        _check_digests(data.get("digests", {}))
         try:
             return cls(**data)
         except TypeError as exc:  # pragma: no cover - guarded by the checks above
             raise ManifestError(f"{MANIFEST_NAME}: {exc}") from None
+
+
+def _check_digests(digests: object) -> None:
+    """``digests`` must map relative paths under :data:`VERIFIED_SUBDIRS` to sha256 hex strings."""
+    if not isinstance(digests, dict):
+        raise ManifestError(f"{MANIFEST_NAME} digests must be an object of path to sha256")
+    for path, digest in digests.items():
+        parts = str(path).split("/")
+        if parts[0] not in VERIFIED_SUBDIRS or len(parts) < 2 or ".." in parts or "" in parts:
+            raise ManifestError(f"{MANIFEST_NAME} digests: {str(path)[:100]!r} is not a file under {VERIFIED_SUBDIRS}")
+        if not isinstance(digest, str) or not _SHA256.match(digest):
+            raise ManifestError(f"{MANIFEST_NAME} digests: {str(path)[:100]!r} has no sha256 (64 hex characters)")

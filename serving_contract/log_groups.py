@@ -14,3 +14,8 @@ def component_log_group_name(component_name: str) -> str:
     """``/aws/sagemaker/InferenceComponents/<component>``: where the console and AWS's samples show an
     inference component's container output (the developer guide does not say)."""
     return f"/aws/sagemaker/InferenceComponents/{component_name}"
+
+
+PROCESSING_JOBS_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
+"""Where SageMaker writes every processing job's output, one stream per job (SageMaker developer guide, "Log
+Amazon SageMaker Events with Amazon CloudWatch"): the compile cache's jobs and the release pipelines' steps."""

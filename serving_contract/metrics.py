@@ -65,6 +65,10 @@ class RequestMetric(StrEnum):
     REQUESTS = "Requests"
     CLIENT_ERRORS = "ClientErrors"  # 4xx answered by the serving layer
     SERVER_ERRORS = "ServerErrors"  # 5xx answered by the serving layer
+    # Streams answered 200 that then ended with an error event (vLLM's, or the relay's own timeout or
+    # failure): the caller got no complete answer, yet SageMaker counts a 200. The error-rate alarms
+    # and rollback guardrails add these to Invocation5XXErrors (issue 49).
+    STREAM_ERRORS = "StreamErrors"
     ENGINE_ERRORS = "EngineErrors"  # upstream engine failed or was unreachable
     OUT_OF_MEMORY_ERRORS = "OutOfMemoryErrors"  # engine reported CUDA OOM
 
@@ -85,6 +89,7 @@ UNITS: Final[dict[str, str]] = {
     RequestMetric.REQUESTS: "Count",
     RequestMetric.CLIENT_ERRORS: "Count",
     RequestMetric.SERVER_ERRORS: "Count",
+    RequestMetric.STREAM_ERRORS: "Count",
     RequestMetric.ENGINE_ERRORS: "Count",
     RequestMetric.OUT_OF_MEMORY_ERRORS: "Count",
 }

@@ -6,6 +6,13 @@ build their fields from these declarations, as they do for the engine settings. 
 refuses a request over a limit with a 400 naming the field (``serving_app.sagemaker.limits``)
 before vLLM sees it.
 
+The size of a body is bounded the same way, relative to the context it must fit in
+(:func:`max_body_bytes`, :func:`max_messages`): a 6 MB body of 174,000 tiny messages held the event
+loop for about 1.1 s of JSON parsing and validation, and with the context budget on its
+context-length 400 re-sent the body about 18 times to vLLM's ``/tokenize`` (issue 49, finding 4).
+Both bounds are checked before the body is parsed: the byte bound from ``Content-Length`` in the
+transport (``serving_app.transport``), the message count before the request model validates.
+
 Why the gateway and not vLLM: vLLM 0.26's only cap on ``n`` is ``VLLM_MAX_N_SEQUENCES``
 (default 16,384, ``vllm/envs.py``, checked in ``SamplingParams._verify_args`` in
 ``vllm/sampling_params.py``), and its logprob cap ``--max-logprobs`` (default 20,
@@ -30,6 +37,16 @@ VLLM_MAX_N_SEQUENCES: Final = 16_384
 
 VLLM_MAX_LOGPROBS_DEFAULT: Final = 20
 """vLLM 0.26's ``--max-logprobs`` default (vllm/config/model.py); the engine refuses more."""
+
+SAGEMAKER_MAX_BODY_BYTES: Final = 6 * 1024 * 1024
+"""SageMaker real-time ``InvokeEndpoint`` payload limit (6 MB): larger bodies never reach the
+container, so no bound here is above it."""
+
+MESSAGE_TEMPLATE_TOKENS: Final = 5
+"""Tokens Llama-3-Instruct's chat template puts around every message, an empty one included:
+``<|start_header_id|>``, the role, ``<|end_header_id|>``, ``\\n\\n`` and ``<|eot_id|>``
+(the model's ``tokenizer_config.json`` ``chat_template``). One context of ``max_model_len`` tokens
+therefore holds at most ``max_model_len // 5`` messages (:func:`max_messages`)."""
 
 
 MAX_SEQUENCES = Setting(
@@ -91,10 +108,40 @@ MAX_TOKEN_IDS = Setting(
     ),
 )
 
+MAX_BODY_BYTES_PER_TOKEN = Setting(
+    key="request_max_body_bytes_per_token",
+    env_var=env.REQUEST_MAX_BODY_BYTES_PER_TOKEN,
+    default=64,
+    ge=8,
+    le=SAGEMAKER_MAX_BODY_BYTES // 4096,
+    description=(
+        "Largest /invocations body, in bytes per token of engine.max_model_len: a body over "
+        "max_model_len x this (at most SageMaker's 6 MB) is refused with 413 before it is read. A context's worth "
+        "of text is ~4 bytes per token in English and ~6 in Japanese written as JSON \\u escapes (as json.dumps "
+        "sends it), plus ~30 bytes of JSON per message of at least 5 tokens; 64 (256 KiB at 4,096 tokens) leaves "
+        "room for a conversation about ten contexts long, which the context budget trims. Gateway choice (issue 49)."
+    ),
+)
+
 REQUEST_LIMITS: Final[tuple[Setting[int], ...]] = (
     MAX_SEQUENCES,
     MAX_LOGPROBS,
     MAX_STOP_SEQUENCES,
     MAX_STOP_SEQUENCE_CHARS,
     MAX_TOKEN_IDS,
+    MAX_BODY_BYTES_PER_TOKEN,
 )
+
+
+def max_body_bytes(max_model_len: int, bytes_per_token: int) -> int:
+    """Largest ``/invocations`` body in bytes: ``max_model_len x bytes_per_token``, at most
+    :data:`SAGEMAKER_MAX_BODY_BYTES` (262,144 for the defaults 4,096 x 64)."""
+    return min(SAGEMAKER_MAX_BODY_BYTES, max_model_len * bytes_per_token)
+
+
+def max_messages(max_model_len: int) -> int:
+    """Most messages a chat body may hold: what one context holds when every message is empty,
+    ``max_model_len // MESSAGE_TEMPLATE_TOKENS`` (819 at 4,096). A longer conversation can never be
+    sent whole; the context budget keeps the most recent turns that fit, so a client sends at most
+    this many."""
+    return max_model_len // MESSAGE_TEMPLATE_TOKENS

@@ -48,10 +48,14 @@ ALLOWED: Final[Mapping[str, str]] = {
 """What is allowed, per pydantic error type; placeholders come from the error's ``ctx``."""
 
 
-def shown(value: object) -> str:
-    """``repr(value)``, cut to :data:`MAX_SHOWN_CHARS` characters with ``...``."""
+def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``repr(value)``, cut to ``limit`` characters (:data:`MAX_SHOWN_CHARS`) with ``...``.
+
+    ``repr`` quotes a string and escapes what is not printable (control characters, lone
+    surrogates as ``\\ud800``), so the result is always encodable text.
+    """
     text = repr(value)
-    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def one_of(values: Iterable[object]) -> str:

@@ -8,7 +8,8 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from app_config.bedrock import PROVIDER_HEADROOM_MIN, BedrockConfig
+from app_config.bedrock import BedrockConfig
+from app_config.cloudformation_limits import PROVIDER_HEADROOM_S
 from app_config.observability import ObservabilityConfig
 from cdk_constructs.bedrock.bedrock_import import BedrockImportedModel, ModelImportHandlers, ModelImportStore
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
@@ -60,7 +61,7 @@ class BedrockImportStack(cdk.Stack):
                 revision=model.revision,
                 retain_on_delete=bedrock.retain_imported_models,
                 # The provider's total_timeout plus head room, so the provider times out first.
-                service_timeout=cdk.Duration.minutes(bedrock.import_timeout_min + PROVIDER_HEADROOM_MIN),
+                service_timeout=cdk.Duration.seconds(bedrock.import_timeout_min * 60 + PROVIDER_HEADROOM_S),
             )
             self.imported_models[model.name] = imported
             cdk.CfnOutput(

@@ -141,7 +141,6 @@ def build_app(app: cdk.App, config: AppConfig, plan: Plan) -> AppStacks:
         env=env,
         description=f"{config.project_name} ({config.stage}): ECR repository for the vLLM serving image",
     )
-    repository = image_repository.repository
     model_artifacts, artifacts_bucket = _artifacts_bucket(app, config, env, image_repository)
     image_build, images, primary_repository = _variant_images(app, config, env, image_repository, artifacts_bucket)
     adapter_artifacts = None
@@ -192,7 +191,6 @@ def build_app(app: cdk.App, config: AppConfig, plan: Plan) -> AppStacks:
             config.stack_name("ModelRelease"),
             config=config,
             bucket=artifacts_bucket,
-            repository=repository,
             serving_image_uri=images.primary,
             serving_image_repository=primary_repository,
             env=env,

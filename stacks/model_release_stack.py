@@ -13,6 +13,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
+from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.release.model_release_pipeline import KINDS, ModelReleasePipeline
 from cdk_constructs.release.tools_image import ToolsImage
@@ -34,7 +35,6 @@ class ModelReleaseStack(cdk.Stack):
         *,
         config: AppConfig,
         bucket: s3.IBucket,
-        repository: ecr.IRepository,
         serving_image_uri: str,
         serving_image_repository: ecr.IRepository,
         **kwargs: Any,
@@ -45,10 +45,10 @@ class ModelReleaseStack(cdk.Stack):
         self.tools_image = ToolsImage(
             self,
             "ToolsImage",
-            repository=repository,
             serving_image_uri=serving_image_uri,
             serving_image_repository=serving_image_repository,
             llmcompressor_version=config.release.quantize.llmcompressor_version,
+            untagged_expiry_days=config.image.untagged_image_expiry_days,
             compute_type=build.compute_type,
             build_timeout=cdk.Duration.minutes(build.timeout_min),
             poll_interval=cdk.Duration.seconds(build.poll_interval_s),
@@ -62,7 +62,7 @@ class ModelReleaseStack(cdk.Stack):
             project_name=config.project_name,
             stage=config.stage,
             bucket=bucket,
-            repository=repository,
+            tools_repository=self.tools_image.repository,
             tools_image_uri=self.tools_image.image_uri,
             serving_image_uri=serving_image_uri,
             serving_image_repository=serving_image_repository,
@@ -73,6 +73,7 @@ class ModelReleaseStack(cdk.Stack):
             base_models_prefix=config.image.build.base_models_prefix,
             adapters_prefix=config.image.build.adapters_prefix,
             engine_environment=config.engine.environment(),
+            job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
         )
         for kind in KINDS:
             # A pipeline's ToolsImageUri default names the image only once it is pushed.
@@ -89,3 +90,4 @@ class ModelReleaseStack(cdk.Stack):
                 value=self.release.model_package_groups[kind].model_package_group_name,
                 description=f"Model package group of released {kind.replace('_', ' ')} versions",
             )
+        finish_log_retention_provider(self)

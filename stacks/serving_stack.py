@@ -98,6 +98,7 @@ class ServingStack(cdk.Stack):
                 config=serving.compile_cache,
                 log_retention=retention_days(config.observability.log_retention_days),
                 log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
+                job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
             )
         hosting = _hosting(config, plan, compile_cache)  # both modes and the log group take the same settings
         # Here, not in the mode's construct: one construct whichever mode is deployed.
@@ -122,6 +123,8 @@ class ServingStack(cdk.Stack):
             error_rate=config.monitoring.canary_error_rate,
             ttft_p95=config.monitoring.canary_ttft_p95,
             model_latency_p99=config.monitoring.canary_model_latency_p99,
+            client_error_rate=config.monitoring.canary_client_error_rate,
+            client_error_baseline_cap_percent=config.monitoring.canary_client_error_baseline_cap_percent,
         )
         self.endpoint.rollout_target.node.add_dependency(self.guardrail_alarms)
         execution_role.write_to(self.endpoint.log_groups)

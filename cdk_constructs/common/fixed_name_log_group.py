@@ -1,14 +1,30 @@
-"""A log group whose name AWS fixes, created if missing and adopted if it already exists."""
+"""A log group whose name AWS fixes, created if missing and adopted if it already exists, encrypted
+with the stack's key; and the one every SageMaker processing job of the region writes to."""
+
+from pathlib import Path
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_constructs.common.custom_resource_handlers import acknowledge_provider_findings, drop_role_depends_on
+from cdk_constructs.common.custom_resource_handlers import (
+    CustomResourceHandlers,
+    Handler,
+    acknowledge_provider_findings,
+    drop_role_depends_on,
+)
+from cdk_constructs.common.kms_keys import stack_logs_key
 from cdk_constructs.common.nag import acknowledge, acknowledge_all, checkov_skip, log_group_arn_placeholder
+from serving_contract.log_groups import PROCESSING_JOBS_LOG_GROUP
 
 # CDK's singleton provider of Custom::LogRetention (one per stack, at the stack's root).
 _PROVIDER_ID = "LogRetentionaae0aa3c5b4d4f87b02d85b201efdd8a"
+# This module's singleton provider of Custom::LogGroupKey (one per stack, at the stack's root).
+_KEY_PROVIDER_ID = "LogGroupKeys"
+RUNTIME = Path(__file__).resolve().parent / "runtime"
+"""The Custom::LogGroupKey handler's folder (``runtime/index.py``)."""
+KEY_RESOURCE_TYPE = "Custom::LogGroupKey"
 
 
 class FixedNameLogGroup(Construct):
@@ -20,6 +36,10 @@ class FixedNameLogGroup(Construct):
     resource (aws-cdk-lib ``aws_logs.LogRetention``, the library CDK itself uses for Lambda log
     groups) creates the group when it is missing, adopts it when it exists, sets the retention
     either way, and on delete removes the group only when ``removal_policy`` is DESTROY.
+
+    ``LogRetention`` has no KMS option: with ``encrypted`` (the default) a ``Custom::LogGroupKey``
+    (``runtime/index.py``) associates the stack's logs key (:func:`cdk_constructs.common.kms_keys.stack_logs_key`),
+    as every other log group of the app has (issue 49, finding 8).
 
     Attributes:
         log_group: the group, for grants and outputs.
@@ -33,15 +53,17 @@ class FixedNameLogGroup(Construct):
         log_group_name: str,
         retention: logs.RetentionDays,
         removal_policy: cdk.RemovalPolicy,
+        encrypted: bool = True,
     ) -> None:
         """
         Args:
             log_group_name: the fixed name (at most 512 characters; checked with the config).
             retention: days kept (``observability.log_retention_days``).
             removal_policy: DESTROY deletes the group with the stack; any retain keeps it.
+            encrypted: encrypt it with the stack's logs key (False for a group other apps share).
         """
         super().__init__(scope, construct_id)
-        logs.LogRetention(
+        retention_resource = logs.LogRetention(
             self,
             "Retention",
             log_group_name=log_group_name,
@@ -52,6 +74,33 @@ class FixedNameLogGroup(Construct):
             else cdk.RemovalPolicy.RETAIN,
         )
         self.log_group = logs.LogGroup.from_log_group_name(self, "LogGroup", log_group_name)
+        if encrypted:
+            key = stack_logs_key(self, removal_policy=removal_policy)
+            handlers = _key_handlers(self, retention, removal_policy)
+            group_arn = cdk.Stack.of(self).format_arn(
+                service="logs",
+                resource="log-group",
+                resource_name=log_group_name,
+                arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+            )
+            assert handlers.on_event_role is not None
+            handlers.on_event_role.add_to_policy(
+                iam.PolicyStatement(actions=["logs:AssociateKmsKey"], resources=[group_arn, f"{group_arn}:*"])
+            )
+            acknowledge(
+                handlers.on_event_role,
+                f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, log_group_name)}]",
+                "logs:AssociateKmsKey on this one fixed-name log group, in both of its ARN forms.",
+            )
+            encryption = cdk.CustomResource(
+                self,
+                "Key",
+                service_token=handlers.service_token,
+                resource_type=KEY_RESOURCE_TYPE,
+                properties={"LogGroupName": log_group_name, "KmsKeyArn": key.key_arn},
+            )
+            encryption.node.add_dependency(retention_resource)  # the group exists first
+            encryption.node.add_dependency(handlers.on_event_role)
         if removal_policy == cdk.RemovalPolicy.DESTROY:
             provider = cdk.Stack.of(self).node.find_child(_PROVIDER_ID)
             acknowledge(
@@ -60,6 +109,45 @@ class FixedNameLogGroup(Construct):
                 "logs:DeleteLogGroup on this one log group (its streams are part of its ARN form): the provider "
                 "deletes it with the stack, as observability.retain_logs_on_delete = false asks.",
             )
+
+
+def _key_handlers(
+    scope: Construct, retention: logs.RetentionDays, removal_policy: cdk.RemovalPolicy
+) -> CustomResourceHandlers:
+    """The stack's one Custom::LogGroupKey provider (made at the stack's root by the first caller)."""
+    stack = cdk.Stack.of(scope)
+    existing = stack.node.try_find_child(_KEY_PROVIDER_ID)
+    if isinstance(existing, CustomResourceHandlers):
+        return existing
+    return CustomResourceHandlers(
+        stack,
+        _KEY_PROVIDER_ID,
+        handler_dir=RUNTIME,
+        on_event=Handler("OnEvent", "on_event", "Encrypts fixed-name log groups with the stack's logs key"),
+        # One AssociateKmsKey call.
+        timeout=cdk.Duration.seconds(30),
+        memory_mib=128,
+        log_retention=retention,
+        log_removal_policy=removal_policy,
+    )
+
+
+def processing_job_logs(scope: Construct, construct_id: str, *, retention: logs.RetentionDays) -> FixedNameLogGroup:
+    """``/aws/sagemaker/ProcessingJobs``: SageMaker writes every processing job of the account and region there
+    (the compile cache's jobs, the release steps), and nothing set its retention, so it kept logs forever.
+
+    Shared with every other app of the region: always retained (deleting a stack must not delete other
+    apps' logs) and left on CloudWatch's default key (a stack's key, deleted with it, would make other
+    apps' logs unreadable). ``retention`` is ``observability.processing_job_log_retention_days``.
+    """
+    return FixedNameLogGroup(
+        scope,
+        construct_id,
+        log_group_name=PROCESSING_JOBS_LOG_GROUP,
+        retention=retention,
+        removal_policy=cdk.RemovalPolicy.RETAIN,
+        encrypted=False,
+    )
 
 
 def finish_log_retention_provider(stack: cdk.Stack) -> None:

@@ -22,26 +22,27 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from app_config.compile_cache import CompileCacheConfig
+from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S
+from app_config.compile_cache import JOB_PROVISIONING_S, POLL_INTERVAL_S, CompileCacheConfig
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
+from cdk_constructs.common.fixed_name_log_group import processing_job_logs
 from cdk_constructs.common.nag import (
     acknowledge,
     bucket_arn_placeholder,
     log_group_arn_placeholder,
     resource_arn_placeholder,
 )
+from cdk_constructs.common.trust import account_service_principal, grant_pass_role_to
 from serving_contract import compile_cache as contract
+from serving_contract.log_groups import PROCESSING_JOBS_LOG_GROUP
 from serving_contract.outputs import pascal_case
 
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
-PROCESSING_JOB_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 RESOURCE_TYPE = "Custom::CompileCache"
+MANIFEST_OBJECTS = f"*/{contract.MANIFEST_NAME}"
+"""The handlers' objects under ``compile-cache/``: each key's manifest, nothing the engine loads."""
 RUNTIME = Path(__file__).resolve().parent / "runtime"
 """The handlers' folder: the Lambda asset is it plus ``serving_contract/compile_cache.py``."""
-WAIT_BEYOND_JOB_S = 900
-"""How much longer than the job's own limit the deploy waits: a GPU processing instance can take
-minutes to provision before MaxRuntimeInSeconds starts counting."""
-POLL_INTERVAL_S = 30
 PREFIX_HASH_CHARS = 8
 """Hex characters of SHA-256 that keep a shortened job-name prefix unique per model."""
 
@@ -60,8 +61,11 @@ def job_name_prefix(endpoint_name: str, variant_name: str) -> str:
     return f"{full[:head].rstrip('-')}-{hashlib.sha256(full.encode()).hexdigest()[:PREFIX_HASH_CHARS]}"
 
 
-def grant_objects(bucket: s3.IBucket, grantee: iam.IRole, *, read: str = "", write: str = "") -> None:
-    """``s3:ListBucket`` + ``s3:GetObject`` under the folder ``read``, ``s3:PutObject`` under ``write``.
+def grant_objects(
+    bucket: s3.IBucket, grantee: iam.IRole, *, read: str = "", write: str = "", objects: str = "*"
+) -> None:
+    """``s3:ListBucket`` + ``s3:GetObject`` on ``<read>/<objects>``, ``s3:PutObject`` on ``<write>/<objects>``
+    (``objects`` defaults to ``*``, everything under the folder).
 
     Narrower than ``bucket.grant_read`` / ``grant_put`` (``s3:GetObject*``, ``s3:List*``, ``s3:Abort*`` on
     the bucket): listing is limited to the folder by ``s3:prefix``, which is also how the handler and
@@ -70,7 +74,7 @@ def grant_objects(bucket: s3.IBucket, grantee: iam.IRole, *, read: str = "", wri
     principal = grantee.grant_principal
     if read:
         principal.add_to_principal_policy(
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{read}/*")])
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{read}/{objects}")])
         )
         principal.add_to_principal_policy(
             iam.PolicyStatement(
@@ -81,14 +85,14 @@ def grant_objects(bucket: s3.IBucket, grantee: iam.IRole, *, read: str = "", wri
         )
     if write:
         principal.add_to_principal_policy(
-            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{write}/*")])
+            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{write}/{objects}")])
         )
     arn = bucket_arn_placeholder(grantee, bucket)
     for folder in dict.fromkeys(f for f in (read, write) if f):
         acknowledge(
             grantee,
-            f"AwsSolutions-IAM5[Resource::{arn}/{folder}/*]",
-            f"Objects under {folder}/ only: one folder per cache key, named at deploy time "
+            f"AwsSolutions-IAM5[Resource::{arn}/{folder}/{objects}]",
+            f"Objects {objects} under {folder}/ only: one folder per cache key, named at deploy time "
             "(serving_contract/compile_cache.py).",
         )
 
@@ -115,7 +119,9 @@ class CompileCacheMaker(Construct):
     Attributes:
         handlers: the custom-resource provider (onEvent starts the job, isComplete polls it).
         job_role: the processing job's role: pulls the image, reads its environment file, writes the
-            cache, writes its logs.
+            cache, writes its logs. The only principal of the app that may write a cache file.
+        wait_s: how long a deploy waits for a job, seconds (``max_runtime_s`` + provisioning); a job
+            still running then leaves the models to start cold, never fails the deploy.
     """
 
     def __init__(
@@ -129,11 +135,14 @@ class CompileCacheMaker(Construct):
         config: CompileCacheConfig,
         log_retention: logs.RetentionDays,
         log_removal_policy: cdk.RemovalPolicy,
+        job_log_retention: logs.RetentionDays,
     ) -> None:
         """
         Args:
             bucket: the model-artifacts bucket; caches go under ``compile-cache/``, job inputs under
                 ``compile-cache-jobs/``.
+            job_log_retention: of /aws/sagemaker/ProcessingJobs, where the jobs log
+                (``observability.processing_job_log_retention_days``).
             repositories: where the serving images are (the job pulls them).
             endpoint_name: the endpoint the models serve (names the jobs).
             config: ``serving.compile_cache``.
@@ -143,8 +152,9 @@ class CompileCacheMaker(Construct):
         self._bucket = bucket
         self._config = config
         self._endpoint_name = endpoint_name
+        self.wait_s = config.max_runtime_s + JOB_PROVISIONING_S
         stack = cdk.Stack.of(self)
-        self.job_role = iam.Role(self, "JobRole", assumed_by=iam.ServicePrincipal(SAGEMAKER_PRINCIPAL))
+        self.job_role = iam.Role(self, "JobRole", assumed_by=account_service_principal(SAGEMAKER_PRINCIPAL))
         for repository in repositories:
             repository.grant_pull(self.job_role)
         acknowledge(
@@ -154,10 +164,11 @@ class CompileCacheMaker(Construct):
         )
         # The job downloads its input folder and uploads the cache: nothing else in the bucket.
         grant_objects(bucket, self.job_role, read=contract.JOB_INPUT_ROOT, write=contract.S3_ROOT)
+        processing_job_logs(self, "JobLogs", retention=job_log_retention)
         job_logs = stack.format_arn(
             service="logs",
             resource="log-group",
-            resource_name=f"{PROCESSING_JOB_LOG_GROUP}:*",
+            resource_name=f"{PROCESSING_JOBS_LOG_GROUP}:*",
             arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
         )
         self.job_role.add_to_policy(
@@ -169,7 +180,7 @@ class CompileCacheMaker(Construct):
         )
         acknowledge(
             self.job_role,
-            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOB_LOG_GROUP)}]",
+            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOBS_LOG_GROUP)}]",
             "SageMaker writes a processing job's output to /aws/sagemaker/ProcessingJobs, one stream per job named "
             "at run time (SageMaker developer guide, 'Log Amazon SageMaker Events with Amazon CloudWatch').",
         )
@@ -187,20 +198,24 @@ class CompileCacheMaker(Construct):
             log_retention=log_retention,
             log_removal_policy=log_removal_policy,
             query_interval=cdk.Duration.seconds(POLL_INTERVAL_S),
-            total_timeout=cdk.Duration.seconds(config.max_runtime_s + WAIT_BEYOND_JOB_S),
+            # The handler stops waiting at the job's limit + provisioning (WaitSeconds) and lets the
+            # deploy go on; two polls later the provider would give up itself. Inside CloudFormation's
+            # ServiceTimeout by the bound of max_runtime_s (app_config.compile_cache.MAX_JOB_RUNTIME_S).
+            total_timeout=cdk.Duration.seconds(self.wait_s + 2 * POLL_INTERVAL_S),
         )
         self._handler_roles = [self.handlers.on_event_role, self.handlers.is_complete_role]
         for role in self._handler_roles:
             assert role is not None
-            # Manifests (read and written) and the jobs' environment files (written).
-            grant_objects(bucket, role, read=contract.S3_ROOT, write=contract.S3_ROOT)
+            # Manifests only (read, and written while no job made one) and the jobs' environment files: the
+            # handlers never write a cache file, so only the job's role may (issue 49, finding 2).
+            grant_objects(bucket, role, read=contract.S3_ROOT, write=contract.S3_ROOT, objects=MANIFEST_OBJECTS)
             grant_objects(bucket, role, write=contract.JOB_INPUT_ROOT)
             role.add_to_policy(
                 iam.PolicyStatement(
                     sid="ListCompileCacheJobs", actions=["sagemaker:ListProcessingJobs"], resources=["*"]
                 )
             )
-            self.job_role.grant_pass_role(role)
+            grant_pass_role_to(self.job_role, role, SAGEMAKER_PRINCIPAL)  # to the processing job only
             acknowledge(
                 role,
                 "AwsSolutions-IAM5[Resource::*]",
@@ -225,7 +240,10 @@ class CompileCacheMaker(Construct):
             f"{pascal_case(variant_name)}CompileCache",
             service_token=self.handlers.service_token,
             resource_type=RESOURCE_TYPE,
+            # CloudFormation's own wait, stated (the default is the same 3600 s): the provider's is inside it.
+            service_timeout=cdk.Duration.seconds(CUSTOM_RESOURCE_SERVICE_TIMEOUT_S),
             properties={
+                "WaitSeconds": str(self.wait_s),
                 "ImageUri": image_uri,
                 "InstanceType": instance_type,
                 "Environment": dict(environment),
@@ -274,5 +292,7 @@ class CompileCacheMaker(Construct):
             environment={
                 contract.COMPILE_CACHE_DIR: contract.MODEL_DATA_DIR,
                 contract.COMPILE_CACHE_KEY: resource.get_att_string("Key"),
+                # The manifest the deploy found: the container loads nothing else (issue 49, finding 2).
+                contract.COMPILE_CACHE_MANIFEST_SHA256: resource.get_att_string("ManifestSha256"),
             },
         )

@@ -17,9 +17,9 @@ from serving_contract.request_classes import RequestClass
 
 
 class DeploymentGuardrailAlarms(Construct):
-    """5xx-rate, p95-TTFT (one per request class) and p99-ModelLatency alarms for each guarded
-    variant, named by ``serving_contract.alarms``; their thresholds come from the one SLO
-    declaration (``slo``: ``max_error_rate``, ``<class>.ttft_p95_ms``).
+    """Error-rate, p95-TTFT (one per request class), p99-ModelLatency and 4xx-against-the-baseline
+    alarms for each guarded variant, named by ``serving_contract.alarms``; their thresholds come from
+    the one SLO declaration (``slo``: ``max_error_rate``, ``<class>.ttft_p95_ms``) and ``monitoring``.
 
     A canary whose first turns slow down hides in a p95 over both classes when most traffic is
     warm, and a warm p95 threshold fires on every cold burst: each class has its own alarm on
@@ -33,12 +33,18 @@ class DeploymentGuardrailAlarms(Construct):
     letting CloudFormation generate one. They carry no actions: the observability stack's
     guardrail composite alarm notifies when one trips.
 
-    Missing data is ``notBreaching`` for all three: a variant with no traffic has no errors and
-    no latency. A silent (crashed) canary container does not hide here, because SageMaker
-    itself counts the requests it cannot serve in ``Invocation5XXErrors``.
+    Count what callers feel (issue 49, finding 7): the error rate adds the container's
+    ``StreamErrors`` (a stream that failed after its 200, a success to SageMaker) to
+    ``Invocation5XXErrors``, and a release that answers 4xx where the baseline serves rolls back on
+    its own alarm (:meth:`EndpointMetrics.client_error_excess`).
+
+    Missing data BREACHES on every guardrail: each expression has a value in every period (0 for a
+    variant without traffic, 100 % errors when SageMaker counted invocations the container never
+    reported), so only a metric pipeline that returns nothing at all is missing, and a release
+    that stops emitting metrics must not roll forward.
 
     Attributes:
-        alarms: variant name to its (error-rate, TTFT cold, TTFT warm, ModelLatency) alarms, the
+        alarms: variant name to its (error-rate, TTFT cold, TTFT warm, ModelLatency, 4xx) alarms, the
             names of ``rollback_alarm_names`` in that order.
     """
 
@@ -53,22 +59,28 @@ class DeploymentGuardrailAlarms(Construct):
         error_rate: AlarmWindowConfig,
         ttft_p95: AlarmWindowConfig,
         model_latency_p99: AlarmRuleConfig,
+        client_error_rate: AlarmRuleConfig,
+        client_error_baseline_cap_percent: float,
         labels: Mapping[str, str] | None = None,
     ) -> None:
         """
         Args:
             metrics: metric factory of the endpoint (in inference_components mode it reads the
                 variant's base component for ``AWS/SageMaker`` metrics).
-            variant_names: variants to guard (the canary; the primary too when it can be
-                the one a deployment shifts traffic to).
+            variant_names: variants to guard (the canary; the primary too when it can be the one a
+                deployment shifts traffic to). The baseline of one's 4xx rate is the others'.
             labels: variant -> the name its alarms carry (default: the variant name; in
                 inference_components mode ``base``, for the base component they guard).
             slo: the thresholds: ``max_error_rate`` (seed 000: 0.5 %) and each class's
                 ``ttft_p95_ms`` (seed 000: 500 ms).
-            error_rate: the 5xx-rate alarm's window.
+            error_rate: the error-rate alarm's window.
             ttft_p95: the window of the per-class p95 TimeToFirstToken alarms.
             model_latency_p99: p99 ModelLatency threshold in microseconds and its window
                 (seed 002: 2,000 ms).
+            client_error_rate: 4xx percentage points above the baseline and the window
+                (``monitoring.canary_client_error_rate``).
+            client_error_baseline_cap_percent: the highest baseline compared against
+                (``monitoring.canary_client_error_baseline_cap_percent``).
         """
         super().__init__(scope, construct_id)
         self.alarms: dict[str, tuple[cloudwatch.Alarm, ...]] = {}
@@ -76,18 +88,18 @@ class DeploymentGuardrailAlarms(Construct):
         self._labels = {v: (labels or {}).get(v, v) for v in variant_names}
         for variant in variant_names:
             label = self._labels[variant]
-            error_name, *latency_names, model_latency_name = alarm_names.rollback_alarm_names(endpoint, label)
+            error_name, *latency_names, model_latency_name, client_name = alarm_names.rollback_alarm_names(
+                endpoint, label
+            )
             node_id = pascal_case(label)
             error_alarm = self._rollback_alarm(
                 f"{node_id}ErrorRate",
                 error_name,
-                f"{label} 5xx rate > {slo.max_error_rate_percent:g} % for {error_rate.window_s} s "
-                "(slo.max_error_rate; seed 000 canary gate)",
-                metrics.error_rate(
-                    SageMakerMetric.INVOCATION_5XX_ERRORS,
-                    variants=[variant],
-                    period_s=error_rate.period_s,
-                    label=f"{label} 5xx rate (%)",
+                f"{label} error rate (5xx answers and streams that failed after their 200) > "
+                f"{slo.max_error_rate_percent:g} % for {error_rate.window_s} s, or its container reported no "
+                "request while SageMaker counted some (slo.max_error_rate; seed 000 canary gate)",
+                metrics.served_error_rate(
+                    variants=[variant], period_s=error_rate.period_s, label=f"{label} error rate (%)", guarded=True
                 ),
                 error_rate,
                 slo.max_error_rate_percent,
@@ -98,12 +110,16 @@ class DeploymentGuardrailAlarms(Construct):
                     name,
                     f"{label} p95 time to first token of {klass.value} requests > {slo.of(klass).ttft_p95_ms:g} ms "
                     f"for {ttft_p95.window_s} s (slo.{klass.value}.ttft_p95_ms; seed 000 canary gate)",
-                    metrics.custom(
-                        RequestMetric.TIME_TO_FIRST_TOKEN,
-                        variant=variant,
-                        statistic="p95",
+                    metrics.filled(
+                        metrics.custom(
+                            RequestMetric.TIME_TO_FIRST_TOKEN,
+                            variant=variant,
+                            statistic="p95",
+                            period_s=ttft_p95.period_s,
+                            request_class=klass,
+                        ),
                         period_s=ttft_p95.period_s,
-                        request_class=klass,
+                        label=f"{label} TTFT p95 {klass.value} (ms)",
                     ),
                     ttft_p95,
                     slo.of(klass).ttft_p95_ms,
@@ -115,15 +131,37 @@ class DeploymentGuardrailAlarms(Construct):
                 model_latency_name,
                 f"{label} p99 ModelLatency > {model_latency_p99.threshold:g} us for {model_latency_p99.window_s} s, "
                 "every request (seed 002 p99 latency SLO)",
-                metrics.sagemaker(
-                    SageMakerMetric.MODEL_LATENCY, variant=variant, statistic="p99", period_s=model_latency_p99.period_s
+                metrics.filled(
+                    metrics.sagemaker(
+                        SageMakerMetric.MODEL_LATENCY,
+                        variant=variant,
+                        statistic="p99",
+                        period_s=model_latency_p99.period_s,
+                    ),
+                    period_s=model_latency_p99.period_s,
+                    label=f"{label} ModelLatency p99 (us)",
                 ),
                 model_latency_p99,
                 model_latency_p99.threshold,
             )
-            self.alarms[variant] = (error_alarm, *latency_alarms, model_latency_alarm)
+            client_alarm = self._rollback_alarm(
+                f"{node_id}ClientErrorRate",
+                client_name,
+                f"{label} 4xx rate > the other variants' (capped at {client_error_baseline_cap_percent:g} %) + "
+                f"{client_error_rate.threshold:g} points for {client_error_rate.window_s} s "
+                "(monitoring.canary_client_error_rate)",
+                metrics.client_error_excess(
+                    variant=variant,
+                    period_s=client_error_rate.period_s,
+                    baseline_cap_percent=client_error_baseline_cap_percent,
+                    label=f"{label} 4xx rate above the baseline (points)",
+                ),
+                client_error_rate,
+                client_error_rate.threshold,
+            )
+            self.alarms[variant] = (error_alarm, *latency_alarms, model_latency_alarm, client_alarm)
 
-    def _rollback_alarm(  # noqa: PLR0917 - one call shape, six call sites in this class
+    def _rollback_alarm(  # noqa: PLR0917 - one call shape, five call sites in this class
         self,
         node_id: str,
         name: str,
@@ -132,7 +170,8 @@ class DeploymentGuardrailAlarms(Construct):
         rule: AlarmWindowConfig,
         threshold: float,
     ) -> cloudwatch.Alarm:
-        """One named rollback alarm: above ``threshold`` over ``rule``'s window, missing data not breaching."""
+        """One named rollback alarm: above ``threshold`` over ``rule``'s window, missing data breaching (the
+        metric has a value in every period; class docstring)."""
         alarm = cloudwatch.Alarm(
             self,
             node_id,
@@ -143,7 +182,7 @@ class DeploymentGuardrailAlarms(Construct):
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=rule.evaluation_periods,
             datapoints_to_alarm=rule.datapoints_to_alarm,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
         )
         guard_suppress(
             alarm,

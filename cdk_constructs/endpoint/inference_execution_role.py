@@ -2,13 +2,13 @@
 
 from collections.abc import Sequence
 
-import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from cdk_constructs.common.nag import acknowledge, checkov_skip, log_group_arn_placeholder
+from cdk_constructs.common.trust import account_service_principal
 
 # Permissions SageMaker needs to attach the container to customer subnets (SageMaker
 # developer guide, "Give SageMaker Hosted Endpoints Access to Resources in Your Amazon VPC").
@@ -55,9 +55,7 @@ class InferenceExecutionRole(Construct):
         self.role = iam.Role(
             self,
             "Role",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com").with_conditions(
-                {"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}}
-            ),
+            assumed_by=account_service_principal("sagemaker.amazonaws.com"),
             description="Runs the vLLM serving container on SageMaker",
         )
         if vpc_placement:

@@ -100,8 +100,8 @@ class VariantsServing(Construct):
             log_group=log_group,
             # Wired by name (serving_contract.alarms) to the guardrail alarms of EVERY variant: a
             # blue/green update replaces the whole fleet, so a primary-only image or engine change
-            # must roll back on the primary's alarms too (issue 21, finding 2). 2 variants x 3
-            # alarms = 6, within AutoRollbackConfig.Alarms' 1-10 (botocore sagemaker AlarmList).
+            # must roll back on the primary's alarms too (issue 21, finding 2). 2 variants x 5
+            # alarms = 10, AutoRollbackConfig.Alarms' most (botocore sagemaker AlarmList 1-10).
             deployment_config=deployment_config(
                 rollout,
                 [name for variant in variants for name in rollback_alarm_names(endpoint_name, variant.name)],

@@ -16,6 +16,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S
+from app_config.image_build import BUILD_QUEUE_HEADROOM_MIN
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
 from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.kms_keys import logs_key
@@ -29,18 +31,13 @@ from cdk_constructs.common.nag import (
     ref_placeholder,
 )
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
+from cdk_constructs.common.trust import limit_trust_to_account
 from cdk_constructs.image.image_buildspec import BuildRecipe, buildspec
 
 # The handlers make a few CodeBuild/ECR control-plane calls (start or describe a build, look
 # up an image digest): seconds each, so 30 s is ample and keeps a hung call from holding the
 # provider's polling loop.
 HANDLER_TIMEOUT_S: Final = 30
-# Head room over the build's own timeout for time queued in CodeBuild and for the pushed image
-# to be visible in ECR before the provider gives up.
-PROVIDER_HEADROOM_MIN: Final = 5
-# CloudFormation waits at most 3600 s for a custom resource (AWS::CloudFormation::CustomResource
-# ServiceTimeout: an integer 1-3600, default 3600); the provider cannot usefully wait longer.
-CUSTOM_RESOURCE_MAX_TIMEOUT_S: Final = 3600
 
 # CodeBuild API names (config) to the CDK enum.
 _COMPUTE_TYPES = {
@@ -205,6 +202,8 @@ class ImageBuild(Construct):
             artifacts_bucket.grant_read(project, f"{fetch.base_models_prefix}/*")
             artifacts_bucket.grant_read(project, f"{fetch.adapters_prefix}/*")
         repository.grant_pull_push(project)
+        assert project.role is not None  # CodeBuild's Project always makes one here
+        limit_trust_to_account(project.role)  # CodeBuild acting for this account only (confused deputy)
         self._acknowledge_build_role(project, artifacts_bucket if fetch else None, recipe)
         return project
 
@@ -236,11 +235,9 @@ class ImageBuild(Construct):
             log_removal_policy=log_removal_policy,
             encryption_key=self.key,
             query_interval=poll_interval,
-            # The build's own timeout plus time queued and for the push to settle; CloudFormation
-            # stops waiting at 3600 s anyway (ServiceTimeout).
-            total_timeout=cdk.Duration.minutes(
-                min(build_timeout.to_minutes() + PROVIDER_HEADROOM_MIN, CUSTOM_RESOURCE_MAX_TIMEOUT_S // 60)
-            ),
+            # The build's own timeout plus time queued and for the push to settle: at most the provider's
+            # longest wait inside CloudFormation's (image.build.timeout_min's bound).
+            total_timeout=cdk.Duration.minutes(build_timeout.to_minutes() + BUILD_QUEUE_HEADROOM_MIN),
         )
         assert handlers.is_complete_role is not None
         for role in (handlers.on_event_role, handlers.is_complete_role):
@@ -270,7 +267,7 @@ class ImageBuild(Construct):
                 "ArtifactPins": json.dumps(dict(request.pins), sort_keys=True),
                 "BaseImages": json.dumps(dict(request.base_images), sort_keys=True),
             },
-            service_timeout=cdk.Duration.seconds(CUSTOM_RESOURCE_MAX_TIMEOUT_S),
+            service_timeout=cdk.Duration.seconds(CUSTOM_RESOURCE_SERVICE_TIMEOUT_S),
         )
         resource.node.add_dependency(self.project)
         return resource

@@ -1,4 +1,4 @@
-"""ECR repository holding the serving image (vLLM + baked weights)."""
+"""ECR repository of an image the app builds: the serving image (vLLM + baked weights), the release tools image."""
 
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
@@ -8,7 +8,7 @@ from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 
 class ModelImageRepository(Construct):
-    """A private ECR repository for the serving image.
+    """A private ECR repository for an image the app builds (the serving image, the release tools image).
 
     Tags are immutable (a tag always means the same weights), images are scanned on push
     and encrypted with KMS. The lifecycle rule expires untagged images only: a "keep the N

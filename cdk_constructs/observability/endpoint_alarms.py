@@ -152,7 +152,8 @@ class EndpointAlarms(Construct):
             "DeploymentRollback",
             composite_alarm_name=f"{prefix}deployment-rollback",
             alarm_description=(
-                "[warning] A rollback alarm (a variant's 5xx rate, p95 TTFT or p99 ModelLatency) is in ALARM. "
+                "[warning] A rollback alarm (a variant's error rate, p95 TTFT, p99 ModelLatency or 4xx rate above the "
+                "baseline) is in ALARM. "
                 "During a blue/green deployment SageMaker rolls that deployment back; outside one nothing rolls "
                 "back: live traffic on that variant breaches its canary gate (check `mangaassist-ops promote`/"
                 "`rollback`)."
@@ -304,13 +305,13 @@ class EndpointAlarms(Construct):
             _Rule(
                 construct_id="ServerErrorRate",
                 slug="5xx-rate",
-                description=f"Invocation 5xx rate > {config.server_error_rate.threshold:g} % for "
-                f"{config.server_error_rate.window_s} s (error-rate SLO).",
-                metric=metrics.error_rate(
-                    SageMakerMetric.INVOCATION_5XX_ERRORS,
+                description=f"Error rate (5xx answers and streams that failed after their 200) > "
+                f"{config.server_error_rate.threshold:g} % for {config.server_error_rate.window_s} s (error-rate SLO).",
+                # StreamErrors: a stream that ends in an error event is a 200 to SageMaker (issue 49).
+                metric=metrics.served_error_rate(
                     variants=metrics.variant_names,
                     period_s=config.server_error_rate.period_s,
-                    label="5xx rate (%)",
+                    label="Error rate (%)",
                 ),
                 rule=config.server_error_rate,
                 comparison=Comparison.GREATER_THAN_THRESHOLD,

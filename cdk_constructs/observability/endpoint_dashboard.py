@@ -126,8 +126,9 @@ class EndpointDashboard(Construct):
     def _slo_row(self) -> list[cloudwatch.IWidget]:
         """Availability, error rate, TTFT per request class, latency, queue wait and ModelLatency, with SLO lines."""
         metrics, config, slo, variants = self._metrics, self._config, self._slo, self._metrics.variant_names
-        five_xx_rate = metrics.error_rate(
-            SageMakerMetric.INVOCATION_5XX_ERRORS, variants=variants, period_s=self._period, label="5xx rate (%)"
+        # What the error-rate alarm reads: 5xx answers and streams that failed after their 200.
+        five_xx_rate = metrics.served_error_rate(
+            variants=variants, period_s=self._period, label="5xx + stream error rate (%)"
         )
         four_xx_rate = metrics.error_rate(
             SageMakerMetric.INVOCATION_4XX_ERRORS, variants=variants, period_s=self._period, label="4xx rate (%)"

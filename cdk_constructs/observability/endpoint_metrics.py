@@ -220,6 +220,99 @@ class EndpointMetrics:
             label=label,
         )
 
+    def served_error_rate(
+        self, *, variants: Sequence[str], period_s: int, label: str, guarded: bool = False
+    ) -> cloudwatch.MathExpression:
+        """What callers felt as errors, percent of invocations, summed over ``variants``:
+        ``(Invocation5XXErrors + StreamErrors) / Invocations x 100``.
+
+        ``StreamErrors`` (the container's) are streams answered 200 that ended with an error event,
+        which SageMaker counts as successes (issue 49, finding 7). Without ``guarded``, periods without
+        invocations have no datapoint, as :meth:`error_rate`. With ``guarded`` (a rollback alarm, whose
+        missing data breaches) every period has a value: 0 without invocations, and 100 when SageMaker
+        counted invocations but the container reported no request at all (its metrics stopped: a
+        release that stops emitting them must not roll forward).
+        """
+        prefix = self._ids()
+        using: dict[str, cloudwatch.IMetric] = {}
+        for i, variant in enumerate(variants):
+            using[f"{prefix}e{i}"] = self.sagemaker(
+                SageMakerMetric.INVOCATION_5XX_ERRORS, variant=variant, statistic="Sum", period_s=period_s
+            )
+            using[f"{prefix}i{i}"] = self.sagemaker(
+                SageMakerMetric.INVOCATIONS, variant=variant, statistic="Sum", period_s=period_s
+            )
+            using[f"{prefix}s{i}"] = self.custom(
+                RequestMetric.STREAM_ERRORS, variant=variant, statistic="Sum", period_s=period_s
+            )
+            if guarded:
+                using[f"{prefix}r{i}"] = self.custom(
+                    RequestMetric.REQUESTS, variant=variant, statistic="Sum", period_s=period_s
+                )
+        count = len(variants)
+        errors = _sum(prefix, ("e", "s"), count)
+        invocations = _sum(prefix, ("i",), count)
+        rate = f"100 * {errors} / {invocations}"
+        if guarded:
+            requests = _sum(prefix, ("r",), count)
+            expression = f"IF({invocations} > 0, IF({requests} > 0, {rate}, 100), 0)"
+        else:
+            expression = f"IF({invocations} > 0, {rate})"
+        return cloudwatch.MathExpression(
+            expression=expression, using_metrics=using, period=cdk.Duration.seconds(period_s), label=label
+        )
+
+    def client_error_excess(
+        self, *, variant: str, period_s: int, baseline_cap_percent: float, label: str
+    ) -> cloudwatch.MathExpression:
+        """``variant``'s 4xx rate less the baseline's, percentage points, a value in every period.
+
+        The baseline is the other variants' ``Invocation4XXErrors / Invocations x 100`` (the same clients,
+        split by weight), capped at ``baseline_cap_percent``: a release that answers 4xx to everything on
+        every variant still stands out. A variant without invocations reads 0; without other variants (a
+        single base component) the baseline is 0 and this is the variant's own 4xx rate.
+        """
+        prefix = self._ids()
+        using: dict[str, cloudwatch.IMetric] = {
+            f"{prefix}c": self.sagemaker(
+                SageMakerMetric.INVOCATION_4XX_ERRORS, variant=variant, statistic="Sum", period_s=period_s
+            ),
+            f"{prefix}i": self.sagemaker(
+                SageMakerMetric.INVOCATIONS, variant=variant, statistic="Sum", period_s=period_s
+            ),
+        }
+        others = [name for name in self.variant_names if name != variant]
+        for i, other in enumerate(others):
+            using[f"{prefix}oc{i}"] = self.sagemaker(
+                SageMakerMetric.INVOCATION_4XX_ERRORS, variant=other, statistic="Sum", period_s=period_s
+            )
+            using[f"{prefix}oi{i}"] = self.sagemaker(
+                SageMakerMetric.INVOCATIONS, variant=other, statistic="Sum", period_s=period_s
+            )
+        rate = f"IF(FILL({prefix}i, 0) > 0, 100 * FILL({prefix}c, 0) / FILL({prefix}i, 0), 0)"
+        if others:
+            other_errors, other_invocations = _sum(prefix, ("oc",), len(others)), _sum(prefix, ("oi",), len(others))
+            baseline = f"IF({other_invocations} > 0, 100 * {other_errors} / {other_invocations}, 0)"
+            cap = f"{baseline_cap_percent:g}"
+            # IF, not MIN([..., cap]): MIN's array takes time series, and a scalar in it is not documented.
+            expression = f"{rate} - IF({baseline} > {cap}, {cap}, {baseline})"
+        else:
+            expression = rate
+        return cloudwatch.MathExpression(
+            expression=expression, using_metrics=using, period=cdk.Duration.seconds(period_s), label=label
+        )
+
+    def filled(self, metric: cloudwatch.IMetric, *, period_s: int, label: str) -> cloudwatch.MathExpression:
+        """``FILL(metric, 0)``: a latency that reads 0 in periods without requests, so a rollback alarm
+        whose missing data breaches is breached only when CloudWatch has no series at all."""
+        key = f"{self._ids()}m"
+        return cloudwatch.MathExpression(
+            expression=f"FILL({key}, 0)",
+            using_metrics={key: metric},
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )
+
     def request_share(self, metric: BudgetMetric, *, period_s: int, label: str) -> cloudwatch.MathExpression:
         """``metric / Requests x 100`` (percent of the container's requests) summed over every variant;
         no datapoint in periods without requests (as :meth:`error_rate`)."""
@@ -239,3 +332,8 @@ class EndpointMetrics:
             period=cdk.Duration.seconds(period_s),
             label=label,
         )
+
+
+def _sum(prefix: str, kinds: Sequence[str], count: int) -> str:
+    """``SUM([FILL(<prefix><kind><i>, 0), ...])`` over every kind and index: a missing count reads 0."""
+    return "SUM([" + ", ".join(f"FILL({prefix}{kind}{i}, 0)" for kind in kinds for i in range(count)) + "])"

@@ -10,12 +10,14 @@ from pathlib import Path
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.release import ReleaseConfig, judge_foundation_model, model_package_group_name, release_pipeline_name
+from cdk_constructs.common.fixed_name_log_group import processing_job_logs
 from cdk_constructs.common.nag import (
     acknowledge,
     acknowledge_all,
@@ -24,11 +26,12 @@ from cdk_constructs.common.nag import (
     pseudo_placeholder,
     resource_arn_placeholder,
 )
+from cdk_constructs.common.trust import account_service_principal, grant_pass_role_to
 from cdk_constructs.release.pipeline_definition import ReleaseKind, ReleaseTargets, pipeline_definition
+from serving_contract.log_groups import PROCESSING_JOBS_LOG_GROUP
 from serving_contract.outputs import pascal_case
 
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
-PROCESSING_JOB_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 RELEASE_INPUTS_PREFIX = "release-inputs"
 """Eval sets and calibration sets are uploaded under ``s3://<artifacts bucket>/release-inputs/``."""
 RELEASE_REPORTS_PREFIX = "release-reports"
@@ -55,10 +58,10 @@ class ModelReleasePipeline(Construct):
         project_name: str,
         stage: str,
         bucket: s3.IBucket,
-        repository: ecr.IRepository,
+        tools_repository: ecr.IRepository,
         tools_image_uri: str,
         serving_image_uri: str,
-        serving_image_repository: ecr.IRepository | None = None,
+        serving_image_repository: ecr.IRepository,
         serving_instance_type: str,
         base_model_name: str,
         adapters: Sequence[str],
@@ -66,6 +69,7 @@ class ModelReleasePipeline(Construct):
         base_models_prefix: str,
         adapters_prefix: str,
         engine_environment: Mapping[str, str],
+        job_log_retention: logs.RetentionDays,
     ) -> None:
         """
         Args:
@@ -73,19 +77,22 @@ class ModelReleasePipeline(Construct):
             project_name / stage: name the pipelines and the model package groups.
             bucket: the model-artifacts bucket: versions under ``base_models_prefix`` / ``adapters_prefix``,
                 release inputs under ``release-inputs/``, step outputs under ``release-reports/``.
-            repository: the app's ECR repository (the tools image and the serving image are in it).
+            tools_repository: the tools image's repository (tools_image.py).
             tools_image_uri: the image the quantize, validate and evaluate steps run (tools_image.py builds it).
             serving_image_uri: the image the endpoint runs (the load test runs it).
-            serving_image_repository: that image's repository when it is not ``repository`` (a prebuilt
-                image in another account); the role pulls from it too.
+            serving_image_repository: that image's repository (the app's, or a prebuilt image's in another
+                account); the role pulls from both.
             serving_instance_type: the primary variant's instance type (the load test runs on it).
             base_model_name / adapters / max_lora_rank: ``model.name``, ``model.adapters``, ``engine.max_lora_rank``.
             base_models_prefix / adapters_prefix: ``image.build``'s.
             engine_environment: the engine settings' container environment (``engine.environment()``).
+            job_log_retention: of /aws/sagemaker/ProcessingJobs, where the steps log
+                (``observability.processing_job_log_retention_days``).
         """
         super().__init__(scope, construct_id)
         stack = cdk.Stack.of(self)
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(SAGEMAKER_PRINCIPAL))
+        processing_job_logs(self, "JobLogs", retention=job_log_retention)
+        self.role = iam.Role(self, "Role", assumed_by=account_service_principal(SAGEMAKER_PRINCIPAL))
         code = s3_assets.Asset(
             self,
             "RuntimeCode",
@@ -94,7 +101,7 @@ class ModelReleasePipeline(Construct):
             exclude=["*", "!runtime", "!runtime/*.py", "runtime/__pycache__"],
             follow_symlinks=cdk.SymlinkFollowMode.ALWAYS,
         )
-        code.grant_read(self.role)
+        self._read_code(code)
         self.model_package_groups = {
             kind: sagemaker.CfnModelPackageGroup(
                 self,
@@ -137,29 +144,52 @@ class ModelReleasePipeline(Construct):
         self._grant(
             stack=stack,
             bucket=bucket,
-            repository=repository,
+            repositories=[tools_repository, serving_image_repository],
             release=release,
             base_models_prefix=base_models_prefix,
             adapters_prefix=adapters_prefix,
         )
-        if serving_image_repository is not None and serving_image_repository is not repository:
-            serving_image_repository.grant_pull(self.role)  # the load test runs a prebuilt serving image
         policy = self.role.node.find_child("DefaultPolicy")
         for pipeline in self.pipelines.values():
             pipeline.node.add_dependency(policy)  # a first execution right after the deploy needs the permissions
+
+    def _read_code(self, code: s3_assets.Asset) -> None:
+        """The runtime code zip, and nothing else, from the CDK bootstrap's file-assets bucket.
+
+        ``Asset.grant_read`` grants read on the whole bucket, which holds the deploy assets of every CDK
+        app deployed to the account and region (issue 49, finding 6). A step's processing input names
+        the zip as an S3 prefix, so SageMaker lists that prefix before it downloads: ``s3:ListBucket``
+        with ``s3:prefix`` equal to the zip's key, ``s3:GetObject`` on the zip.
+        """
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadRuntimeCode",
+                actions=["s3:GetObject"],
+                resources=[code.bucket.arn_for_objects(code.s3_object_key)],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListRuntimeCode",
+                actions=["s3:ListBucket"],
+                resources=[code.bucket.bucket_arn],
+                conditions={"StringEquals": {"s3:prefix": [code.s3_object_key]}},
+            )
+        )
 
     def _grant(
         self,
         *,
         stack: cdk.Stack,
         bucket: s3.IBucket,
-        repository: ecr.IRepository,
+        repositories: list[ecr.IRepository],
         release: ReleaseConfig,
         base_models_prefix: str,
         adapters_prefix: str,
     ) -> None:
         role = self.role
-        repository.grant_pull(role)
+        for repository in repositories:  # the steps' images: tools, and the serving image the load test runs
+            repository.grant_pull(role)
         # Read: versions (base models, adapters), the run's inputs, earlier steps' outputs (the pipeline reads
         # property files as the role). Write: quantized checkpoints (a new base-model version folder), outputs.
         reads = [f"{base_models_prefix}/*", f"{adapters_prefix}/*", f"{RELEASE_INPUTS_PREFIX}/*"]
@@ -217,11 +247,11 @@ class ModelReleasePipeline(Construct):
                 resources=packages + groups,
             )
         )
-        role.grant_pass_role(role)  # the pipeline passes its role to each step's job
+        grant_pass_role_to(role, role, SAGEMAKER_PRINCIPAL)  # the pipeline passes its role to each step's job
         job_logs = stack.format_arn(
             service="logs",
             resource="log-group",
-            resource_name=f"{PROCESSING_JOB_LOG_GROUP}:*",
+            resource_name=f"{PROCESSING_JOBS_LOG_GROUP}:*",
             arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
         )
         role.add_to_policy(
@@ -253,21 +283,6 @@ class ModelReleasePipeline(Construct):
             "Objects under the release's own folders only: version folders named per release "
             "(serving_contract/model_artifacts.py), inputs and per-execution reports named at run time.",
         )
-        partition, account, region = (pseudo_placeholder(self, p) for p in ("Partition", "AccountId", "Region"))
-        assets = f"arn:{partition}:s3:::{cdk.DefaultStackSynthesizer.DEFAULT_FILE_ASSETS_BUCKET_NAME}"
-        assets = assets.replace("${AWS::AccountId}", account).replace("${AWS::Region}", region)
-        assets = assets.replace("${Qualifier}", cdk.DefaultStackSynthesizer.DEFAULT_QUALIFIER)
-        acknowledge_all(
-            self.role,
-            [
-                "AwsSolutions-IAM5[Action::s3:GetObject*]",
-                "AwsSolutions-IAM5[Action::s3:GetBucket*]",
-                "AwsSolutions-IAM5[Action::s3:List*]",
-                f"AwsSolutions-IAM5[Resource::{assets}/*]",
-            ],
-            "Asset.grant_read of the runtime code zip: read-only, in the CDK bootstrap's file-assets bucket, "
-            "which holds this app's deploy assets only.",
-        )
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Resource::*]",
@@ -287,7 +302,7 @@ class ModelReleasePipeline(Construct):
             )
         acknowledge(
             self.role,
-            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOB_LOG_GROUP)}]",
+            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOBS_LOG_GROUP)}]",
             "SageMaker writes a processing job's output to /aws/sagemaker/ProcessingJobs, one stream per job named "
             "at run time (SageMaker developer guide, 'Log Amazon SageMaker Events with Amazon CloudWatch').",
         )

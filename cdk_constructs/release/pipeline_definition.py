@@ -106,7 +106,7 @@ def _sdk() -> Any:
 
 def _import_sdk() -> Any:
     import boto3  # noqa: PLC0415 - see _sdk
-    from sagemaker.core import processing, shapes  # noqa: PLC0415 - see _sdk
+    from sagemaker.core import network, processing, shapes  # noqa: PLC0415 - see _sdk
     from sagemaker.core.workflow import conditions, execution_variables, functions, parameters, properties  # noqa: PLC0415 - see _sdk
     from sagemaker.core.workflow.pipeline_context import PipelineSession  # noqa: PLC0415 - see _sdk
     from sagemaker.mlops import workflow  # noqa: PLC0415 - see _sdk
@@ -117,6 +117,7 @@ def _import_sdk() -> Any:
     )
     return {
         "session": session,
+        "network": network,
         "processing": processing,
         "shapes": shapes,
         "conditions": conditions,
@@ -209,8 +210,15 @@ class _Builder:
         arguments: list[Any],
         environment: Mapping[str, str] | None = None,
         property_files: list[Any] | None = None,
+        isolated: bool = True,
     ) -> Any:
-        """A Processing step running ``python -m runtime.<module>`` from the code asset."""
+        """A Processing step running ``python -m runtime.<module>`` from the code asset.
+
+        ``isolated`` (the default) runs its container with no network at all
+        (``NetworkConfig.EnableNetworkIsolation``; SageMaker still downloads the inputs and uploads the
+        outputs): a step that only reads its inputs can send nothing anywhere, whatever a package in the
+        image does (issue 49, finding 6). Only a step that calls a service (the judge) passes False.
+        """
         processor = self.sdk["processing"].Processor(
             role=ROLE_PLACEHOLDER,
             image_uri=image,
@@ -226,6 +234,7 @@ class _Builder:
                 "PYTHONUNBUFFERED": "1",
             },
             sagemaker_session=self.sdk["session"],
+            network_config=self.sdk["network"].NetworkConfig(enable_network_isolation=isolated),
         )
         step_args = processor.run(
             inputs=[self.input("code", self.code, CODE_DIR), *inputs], outputs=outputs, arguments=arguments
@@ -275,6 +284,8 @@ class _Builder:
                 "--llmcompressor-version",
                 q.llmcompressor_version,
             ],
+            # Isolated (no network): the checkpoint and the calibration set are local inputs.
+            environment={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
         )
 
     def model_inputs(self, quantized: Any | None) -> list[Any]:
@@ -376,6 +387,8 @@ class _Builder:
             max_runtime_s=self.release.step_max_runtime_s,
             inputs=[self.input("eval-set", self.eval_set, EVAL_DIR), self.input("answers", answers, ANSWERS_DIR)],
             outputs=[self.output("report", self.report_uri("evaluate"))],
+            # Not isolated: the judge is Bedrock's Converse API (release.judge_model_id), reached over the network.
+            isolated=False,
             arguments=[
                 "--eval-set",
                 EVAL_DIR,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv-vllm at the repo root: the serving image's environment (container/requirements.txt
-# with container/requirements.lock as constraints, installed by uv 0.13.8 as the Dockerfile does)
+# Create .venv-vllm at the repo root: the serving image's environment (container/requirements.lock,
+# hash-checked, installed by uv 0.13.8 as the Dockerfile does)
 # with vLLM's CPU build in place of the CUDA wheel, for the tests that run the real engine on a
 # CPU-only machine (tests/engine/) and check the argv with vLLM's parser
 # (tests/container/test_vllm_contract.py).
@@ -91,8 +91,7 @@ else
   # --compile-bytecode as the image (UV_COMPILE_BYTECODE=1): without .pyc files every process the
   # tests start at once compiles torch's and vLLM's sources itself, and a CI run doing that was
   # 6 minutes slower (2026-11-25). About a minute here, beside `make setup` in .ci/run.
-  uv pip install --quiet --compile-bytecode -r "${REQUIREMENTS}" \
-    -c "${REPO_ROOT}/container/requirements.lock"
+  uv pip install --quiet --compile-bytecode --require-hashes -r "${REPO_ROOT}/container/requirements.lock"
   swap_in_cpu_build
 fi
 "${VENV}/bin/python" -c "import vllm; print('vllm', vllm.__version__)"

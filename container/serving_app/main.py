@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Generator, Sequence
@@ -179,6 +180,8 @@ def _tune_lora_kernels(settings: Settings, output_dir: Path, budget_s: int, tune
         )
         compile_cache.record_lora_tuning(output_dir, files=outcome.files, line=outcome.line)
     except Exception as exc:  # an optimisation: nothing here may cost the job its cache
+        # Configs the manifest does not name would make every model reject the whole cache.
+        shutil.rmtree(output_dir / cache_contract.LORA_CONFIGS_SUBDIR, ignore_errors=True)
         log.exception("lora tuning: failed (%s); the compile cache is published without tuned configs", exc)
 
 
@@ -234,6 +237,12 @@ def _run(
             request_exit(code)
 
     gateway = Gateway(settings, upstream_url=upstream_url, engine=engine, request_exit=request_exit, on_ready=ready)
+    limits = gateway.invocations.limits
+    transport = TransportLimits(
+        request_read_timeout_s=settings.request_read_timeout_s,
+        max_body_bytes=limits.max_body_bytes,
+        body_bound=limits.body_bound,
+    )
     config = uvicorn.Config(
         create_app(gateway),
         host=host,
@@ -243,8 +252,9 @@ def _run(
         lifespan="on",
         timeout_graceful_shutdown=env.UVICORN_SHUTDOWN_GRACE_S,
         timeout_keep_alive=KEEP_ALIVE_S,
-        # Header caps, the request read deadline and the early 413 (serving_app.transport).
-        http=limited_protocol(TransportLimits(request_read_timeout_s=settings.request_read_timeout_s)),
+        # Header caps, the request read deadline and the early 413 (serving_app.transport): a body
+        # over /invocations' bound is refused from its Content-Length, never read or parsed.
+        http=limited_protocol(transport),
         limit_concurrency=LIMIT_CONCURRENCY,
         proxy_headers=False,  # SageMaker is the only client; no X-Forwarded-* rewriting
     )

@@ -130,6 +130,7 @@ class Settings(BudgetSettings):
     request_max_stop_sequences: int = env_field(limits.MAX_STOP_SEQUENCES)
     request_max_stop_sequence_chars: int = env_field(limits.MAX_STOP_SEQUENCE_CHARS)
     request_max_token_ids: int = env_field(limits.MAX_TOKEN_IDS)
+    request_max_body_bytes_per_token: int = env_field(limits.MAX_BODY_BYTES_PER_TOKEN)
 
     request_read_timeout_s: int = env_field(lifecycle.REQUEST_READ_TIMEOUT)
     cuda_forward_compat: Bool | None = Field(

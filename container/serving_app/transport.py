@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Final
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from serving_app.errors import error_body
-from serving_app.sagemaker.serving import MAX_BODY_BYTES
+from serving_contract.request_limits import SAGEMAKER_MAX_BODY_BYTES
 
 log = logging.getLogger("serving_app.transport")
 
@@ -44,13 +44,17 @@ class TransportLimits:
         max_header_bytes: request line plus all header names and values, bytes (431). nginx's
             default ``large_client_header_buffers 4 8k``: 32 KiB.
         max_body_bytes: declared ``Content-Length`` or received chunked body, bytes (413).
-            SageMaker's 6 MB payload limit.
+            SageMaker's 6 MB payload limit by default; the gateway passes the body bound of
+            ``/invocations`` (``RequestLimits.max_body_bytes``, relative to the engine's context),
+            so a body over it is refused from its headers, before it is read or parsed.
+        body_bound: what the 413 says the limit is (``RequestLimits.body_bound``).
     """
 
     request_read_timeout_s: float = 10.0
     max_headers: int = 100
     max_header_bytes: int = 32 * 1024
-    max_body_bytes: int = MAX_BODY_BYTES
+    max_body_bytes: int = SAGEMAKER_MAX_BODY_BYTES
+    body_bound: str = f"{SAGEMAKER_MAX_BODY_BYTES} bytes"
 
 
 KEEP_ALIVE_S: Final = 65
@@ -133,14 +137,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         declared = self._content_length()
         if declared is not None and declared > self.limits.max_body_bytes:
-            self._refuse(413, f"Content-Length {declared} is over the limit of {self.limits.max_body_bytes} bytes")
+            self._refuse(413, f"body is {declared} bytes (Content-Length): at most {self.limits.body_bound}")
             raise _RefusedError
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
         self._body_bytes += len(body)
         if self._body_bytes > self.limits.max_body_bytes:
-            self._refuse(413, f"body is over the limit of {self.limits.max_body_bytes} bytes")
+            self._refuse(413, f"body is over the limit: at most {self.limits.body_bound}")
             raise _RefusedError
         super().on_body(body)
 

@@ -19,6 +19,10 @@ Scripting (all under ``/_control``, used by the tests only):
 - user content or prompt ``hold``: stream one chunk (or, without streaming, send nothing), then wait
   for ``POST /_control/release``;
 - user content ``slow:<seconds>``: sleep before answering;
+- user content ``fail-mid-stream`` (streaming): one chunk, then the error event vLLM 0.26 writes when
+  generation fails after its 200 (``_convert_generation_error_to_streaming_response`` /
+  ``create_streaming_error_response`` in vllm/entrypoints/openai/chat_completion/serving.py: an
+  ``InternalServerError`` with code 500), then ``[DONE]``;
 - user content ``boom``: answer 500 with a CUDA out-of-memory message, in the exact shape vLLM 0.26's
   API server answers a per-request ``torch.OutOfMemoryError`` (``create_error_response`` in
   vllm/entrypoints/serve/utils/error_response.py: ``InternalServerError``, ``param`` null, code 500);
@@ -354,6 +358,15 @@ async def completions(request: Request) -> Response:  # noqa: PLR0915, C901 (one
         STATE["streams_open"] += 1
         try:
             yield chunk({"role": "assistant", "content": ""})
+            if text == "fail-mid-stream":
+                failure = {
+                    "message": "Internal server error",
+                    "type": "InternalServerError",
+                    "param": None,
+                    "code": 500,
+                }
+                yield b"data: " + json.dumps({"error": failure}).encode() + b"\n\ndata: [DONE]\n\n"
+                return
             if text == "hold":
                 await release.wait()
             for i in range(n_out):

@@ -10,9 +10,13 @@ from a loaded cache, and ``test_lora_tuning.py`` the step's own cases."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -57,10 +61,12 @@ def make_cache(
     return server, out
 
 
-def serve_with(tmp: Path, made: Path | None, key: str = KEY, fake_key: str = "graph-a") -> Serve:
+def serve_with(tmp: Path, made: Path | None, key: str = KEY, fake_key: str = "graph-a", pin: str = "") -> Serve:
     env = {"VLLM_CACHE_ROOT": str(tmp / "root"), contract.COMPILE_CACHE_KEY: key, "FAKE_COMPILE_KEY": fake_key}
     if made is not None:
         env[contract.COMPILE_CACHE_DIR] = str(made)
+    if pin:
+        env[contract.COMPILE_CACHE_MANIFEST_SHA256] = pin
     server = Serve(tmp, env=env)
     server.wait_ready()
     return server
@@ -93,6 +99,24 @@ def test_make_compile_cache_copies_the_engines_cache_and_a_ready_manifest_then_e
     manifest = contract.Manifest.from_json((made / "manifest.json").read_text())
     assert (manifest.key, manifest.status, manifest.files) == (KEY, "ready", 1)
     assert (made / "vllm-cache" / "torch_compile_cache" / "graph-a" / "graph").read_text() == "compiled"
+
+
+def test_make_records_the_sha256_of_every_file_it_publishes(made: Path) -> None:
+    """Issue 49, finding 2: the job writes the digests the container checks before vLLM reads a file."""
+    manifest = contract.Manifest.from_json((made / "manifest.json").read_text())
+    published = sorted(str(p.relative_to(made)) for p in made.rglob("*") if p.is_file() and p.name != "manifest.json")
+    assert (
+        sorted(manifest.digests)
+        == published
+        == [
+            "lora-configs/NVIDIA_H200_EXPAND_TRUE.json",
+            "lora-configs/NVIDIA_H200_SHRINK.json",
+            "lora-configs/lora-tune.json",
+            "vllm-cache/torch_compile_cache/graph-a/graph",
+        ]
+    )
+    for path, digest in manifest.digests.items():
+        assert hashlib.sha256((made / path).read_bytes()).hexdigest() == digest
 
 
 def test_make_then_tunes_the_lora_kernels_into_lora_configs_beside_the_cache(made: Path) -> None:
@@ -133,6 +157,104 @@ def test_a_made_cache_for_the_models_key_is_loaded_and_hit(tmp_path: Path, made:
         assert "vLLM loaded every graph from it" in wait_for_line(server, "compile cache: hit after")
         copied = tmp_path / "root" / "torch_compile_cache" / "graph-a" / "graph"
         assert copied.read_text() == "compiled" and copied.stat().st_mode & 0o200
+    finally:
+        server.stop()
+
+
+def test_a_cache_whose_manifest_the_deploy_pinned_is_loaded(tmp_path: Path, made: Path) -> None:
+    pin = contract.manifest_sha256((made / "manifest.json").read_bytes())
+    server = serve_with(tmp_path, made, pin=pin)
+    try:
+        assert wait_for_line(server, "compile cache: loaded").endswith("4 sha256-verified (pinned manifest))")
+        wait_for_line(server, "compile cache: hit after")
+    finally:
+        server.stop()
+
+
+def tampered(tmp: Path, made: Path, change: Callable[[Path], object]) -> Path:
+    """A writable copy of ``made`` with ``change`` applied, read-only again (model data)."""
+    copy = tmp / "model-data"
+    shutil.copytree(made, copy)
+    for path in [copy, *copy.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
+    change(copy)
+    return read_only(copy)
+
+
+GRAPH = "vllm-cache/torch_compile_cache/graph-a/graph"
+
+
+def _rewrite_manifest_to_match(copy: Path) -> None:
+    """What a writer of the S3 prefix could do: change a graph and the manifest's digest of it."""
+    (copy / GRAPH).write_text("import os  # not what the job compiled")
+    manifest = contract.Manifest.from_json((copy / "manifest.json").read_text())
+    digests = {**manifest.digests, GRAPH: hashlib.sha256((copy / GRAPH).read_bytes()).hexdigest()}
+    (copy / "manifest.json").write_text(dataclasses.replace(manifest, digests=digests).to_json())
+
+
+TAMPERING: dict[str, tuple[Callable[[Path], object], str]] = {
+    "changed graph": (
+        lambda copy: (copy / GRAPH).write_text("compiled by someone else"),
+        f"{GRAPH} has sha256 {hashlib.sha256(b'compiled by someone else').hexdigest()}, the manifest says ",
+    ),
+    "extra file": (
+        lambda copy: (copy / "vllm-cache" / "torch_compile_cache" / "graph-a" / "extra.py").write_text("x"),
+        "vllm-cache/torch_compile_cache/graph-a/extra.py is not in the manifest; a cold start",
+    ),
+    "missing file": (
+        lambda copy: (copy / "lora-configs" / "NVIDIA_H200_SHRINK.json").unlink(),
+        "lora-configs/NVIDIA_H200_SHRINK.json is in the manifest but missing; a cold start",
+    ),
+    "changed lora config": (
+        lambda copy: (copy / "lora-configs" / "NVIDIA_H200_SHRINK.json").write_text("{}"),
+        "lora-configs/NVIDIA_H200_SHRINK.json has sha256 ",
+    ),
+    "no digests (an older manifest)": (
+        lambda copy: (copy / "manifest.json").write_text(
+            json.dumps({k: v for k, v in json.loads((copy / "manifest.json").read_text()).items() if k != "digests"})
+        ),
+        "the manifest records no file digests (made before they were recorded); a cold start",
+    ),
+}
+
+
+@pytest.mark.parametrize("change", TAMPERING.values(), ids=TAMPERING.keys())
+def test_a_cache_whose_files_differ_from_the_manifest_is_rejected_and_a_cold_start(
+    tmp_path: Path, made: Path, change: tuple[Callable[[Path], object], str]
+) -> None:
+    """Issue 49, finding 2: vLLM runs code from the cache; a changed, extra or missing file is refused,
+    logged as a warning, and the container starts cold: nothing from the cache reaches the engine."""
+    alter, reason = change
+    server = serve_with(tmp_path, tampered(tmp_path, made, alter))
+    try:
+        line = server.log_line("compile cache: rejected")
+        assert " WARNING " in line or "WARNING" in line.split("compile cache:")[0]
+        assert reason in line
+        assert wait_for_line(server, "compile cache: cold after").startswith("cold after")
+        assert not (tmp_path / "root" / "torch_compile_cache" / "graph-a" / "extra.py").exists()
+        assert server.engine_state()["tuned_config_folder"] is None
+    finally:
+        server.stop()
+
+
+def test_a_manifest_rewritten_after_the_deploy_is_rejected_by_its_pin(tmp_path: Path, made: Path) -> None:
+    """A writer of the prefix can make the digests match its own files; the manifest's sha256, pinned on
+    the model by the deploy (COMPILE_CACHE_MANIFEST_SHA256), cannot be changed from S3."""
+    pin = contract.manifest_sha256((made / "manifest.json").read_bytes())
+    copy = tampered(tmp_path, made, _rewrite_manifest_to_match)
+    (tmp_path / "unpinned").mkdir()
+    unpinned = serve_with(tmp_path / "unpinned", copy)
+    try:  # without the pin the digests alone are consistent: only the pin tells the rewrite apart
+        assert "sha256-verified (manifest not pinned" in wait_for_line(unpinned, "compile cache: loaded")
+    finally:
+        unpinned.stop()
+    server = serve_with(tmp_path, copy, pin=pin)
+    try:
+        line = wait_for_line(server, "compile cache: rejected")
+        assert line.endswith(
+            f"not the COMPILE_CACHE_MANIFEST_SHA256 {pin} the deploy pinned (written after it); a cold start)"
+        )
+        wait_for_line(server, "compile cache: cold after")
     finally:
         server.stop()
 

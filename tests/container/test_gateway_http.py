@@ -159,9 +159,27 @@ def test_slow_engine_hits_the_request_timeout(tmp_path: Path) -> None:
         response = post(serve, {"prompt": "hold"})
         assert response.status_code == 504
         assert "REQUEST_TIMEOUT_S=1" in message(response)
+        # A 5xx, not an engine error: one slow request must not page on engine-errors (issue 49, finding 7).
+        line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 504)
+        assert (line[RequestMetric.SERVER_ERRORS], line[RequestMetric.ENGINE_ERRORS]) == (1, 0)
     finally:
         httpx.post(serve.engine_url + "/_control/release", timeout=10)
         serve.stop()
+
+
+def test_an_error_event_after_a_streams_200_counts_as_a_stream_error(serve: Serve) -> None:
+    """vLLM ends a stream whose generation failed with an error event after its 200: SageMaker counts a
+    200, so the EMF line's StreamErrors is what the error-rate alarms and guardrails read (issue 49)."""
+    body = {"messages": [{"role": "user", "content": "fail-mid-stream"}], "stream": True, "model": "jp_style_v1"}
+    response = post(serve, body)
+    assert response.status_code == 200
+    events = sse_events(response.text)
+    assert json.loads(events[-2])["error"]["code"] == 500 and events[-1] == "[DONE]"
+    line = wait_for_emf(serve, lambda d: d.get("Adapter") == "jp_style_v1" and d.get(RequestMetric.STREAM_ERRORS))
+    assert line["StatusCode"] == 200 and line[RequestMetric.SERVER_ERRORS] == 0
+    post(serve, {**CHAT, "stream": True, "model": "jp_style_v1"})
+    fine = wait_for_emf(serve, lambda d: d.get("Adapter") == "jp_style_v1" and d[RequestMetric.STREAM_ERRORS] == 0)
+    assert fine["StatusCode"] == 200
 
 
 def sse_events(raw: str) -> list[str]:

@@ -7,14 +7,17 @@ import contextlib
 import io
 import json
 import socket
+import types
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.requests import Request
 
 from serving_app.engine.readiness import Phase
 from serving_app.gateway import Gateway
 from serving_app.metrics.emf import EmfWriter
+from serving_app.sagemaker.protocol import ChatCompletionBody
 from serving_app.settings import Settings
 from tests.container.conftest import make_artifacts
 
@@ -199,3 +202,47 @@ def test_adapter_registration_needs_a_ready_gateway_and_a_reachable_engine(tmp_p
         "engine unavailable",
         False,
     )
+
+
+def test_oversized_bodies_are_refused_before_any_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 49, finding 4: a 6 MB body of tiny messages held the event loop ~1.1 s in json.loads and
+    the request model. Over the byte bound nothing is parsed; over the message bound (a body the
+    byte bound lets through, here with REQUEST_MAX_BODY_BYTES_PER_TOKEN raised) the messages are
+    counted, not validated."""
+    from serving_app.sagemaker import serving
+
+    parsed: list[str] = []
+
+    def loads(text: Any, **kwargs: Any) -> Any:
+        parsed.append("json")
+        return json.loads(text, **kwargs)
+
+    def validate(cls: Any, data: Any) -> Any:
+        parsed.append("model")
+        raise AssertionError("the request model validated an oversized body")
+
+    # The serving module's own json (a namespace with the real dumps), not the json module everyone shares.
+    monkeypatch.setattr(serving, "json", types.SimpleNamespace(loads=loads, dumps=json.dumps))
+    monkeypatch.setattr(ChatCompletionBody, "model_validate", classmethod(validate))
+
+    async def answer(body: dict[str, Any], environ: dict[str, str]) -> tuple[int, str]:
+        gateway = Gateway(
+            Settings.from_env(environ),
+            upstream_url=f"http://127.0.0.1:{closed_port()}",
+            engine=None,
+            request_exit=lambda code: None,
+            emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, io.StringIO()),
+        )
+        gateway.readiness.set_phase(Phase.READY, "ready")
+        gateway.readiness.record_health(True)
+        response = await gateway.invocations.handle(request(body, {"content-type": "application/json"}))
+        await gateway.pool.aclose()
+        return response.status_code, str(json.loads(bytes(response.body))["error"]["message"])
+
+    tiny = {"role": "user", "content": "a"}
+    status, text = asyncio.run(answer({"messages": [tiny] * 174_000}, {}))
+    assert status == 413 and text.startswith("body is 5916014 bytes: at most 262144 bytes")
+    assert parsed == []
+    status, text = asyncio.run(answer({"messages": [tiny] * 100_000}, {"REQUEST_MAX_BODY_BYTES_PER_TOKEN": "1536"}))
+    assert status == 400 and text.startswith("messages has 100000 entries: at most 819")
+    assert parsed == ["json"]  # decoded once to count the messages; no message validated

@@ -90,7 +90,13 @@ def test_a_loaded_compile_cache_passes_its_lora_configs_and_vllm_reads_them(tmp_
     folder.mkdir()
     for name in ("NVIDIA_H200_SHRINK.json", "NVIDIA_H200_EXPAND_TRUE.json", "lora-tune.json"):
         (folder / name).write_text((TUNER_OUTPUT / name).read_text())
-    manifest = contract.Manifest(key="0123456789abcdef", status=contract.STATUS_READY, files=1, lora_configs=2)
+    manifest = contract.Manifest(
+        key="0123456789abcdef",
+        status=contract.STATUS_READY,
+        files=1,
+        lora_configs=2,
+        digests=contract.file_digests(made),  # as the job records them (issue 49)
+    )
     (made / contract.MANIFEST_NAME).write_text(manifest.to_json())
     settings = Settings.from_env({"LORA_ADAPTERS": "manga_domain_v3"})
     environ = engine_environment(settings, dict(os.environ))

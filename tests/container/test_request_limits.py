@@ -68,3 +68,57 @@ def test_limits_come_from_the_environment() -> None:
 def test_a_limit_above_vllms_own_cap_stops_the_container() -> None:
     with pytest.raises(ValueError, match=r"REQUEST_MAX_SEQUENCES = '16385': must be <= 16384"):
         Settings.from_env({env.REQUEST_MAX_SEQUENCES: str(spec.VLLM_MAX_N_SEQUENCES + 1)})
+
+
+# -- the body's size, relative to the engine's context (issue 49, finding 4) ----------------------------
+MESSAGES_BOUND = (
+    "at most 819, what one context holds (ENGINE_MAX_MODEL_LEN=4096 tokens / 5 chat-template tokens per "
+    "message); send the most recent turns"
+)
+
+
+def test_a_chat_with_more_messages_than_a_context_holds_answers_400_naming_the_field(serve: Serve) -> None:
+    before = len(serve.engine_state()["requests"])
+    response = post(serve, {"messages": [{"role": "user", "content": "a"}] * 820})
+    assert response.status_code == 400
+    assert message(response) == f"messages has 820 entries: {MESSAGES_BOUND}"
+    assert len(serve.engine_state()["requests"]) == before  # vLLM never saw it
+    assert post(serve, {"messages": [{"role": "user", "content": "a"}] * 819}).status_code == 200
+
+
+def test_a_body_over_the_context_bound_answers_413_naming_the_setting(serve: Serve) -> None:
+    response = post(serve, {"prompt": "x" * 262_144})  # 262,158 bytes of JSON
+    assert response.status_code == 413
+    assert message(response) == (
+        "body is 262158 bytes (Content-Length): at most 262144 bytes "
+        "(ENGINE_MAX_MODEL_LEN=4096 tokens x REQUEST_MAX_BODY_BYTES_PER_TOKEN=64)"
+    )
+
+
+def test_size_bounds_follow_the_engines_context() -> None:
+    limits = RequestLimits.from_settings(
+        Settings.from_env(
+            {
+                env.ENGINE_MAX_MODEL_LEN: "2048",
+                env.WARMUP_PREFILL_TOKENS: "0",
+                env.REQUEST_MAX_BODY_BYTES_PER_TOKEN: "16",
+            }
+        )
+    )
+    assert (limits.max_body_bytes, limits.max_messages) == (32_768, 409)
+    assert limits.body_violation(32_768) is None
+    assert limits.body_violation(32_769) == (
+        "body is 32769 bytes: at most 32768 bytes "
+        "(ENGINE_MAX_MODEL_LEN=2048 tokens x REQUEST_MAX_BODY_BYTES_PER_TOKEN=16)"
+    )
+    assert limits.messages_violation({"messages": [{}] * 409}) is None
+    assert limits.messages_violation({"messages": [{}] * 410}) == (
+        "messages has 410 entries: at most 409, what one context holds (ENGINE_MAX_MODEL_LEN=2048 tokens / 5 "
+        "chat-template tokens per message); send the most recent turns"
+    )
+    assert limits.messages_violation({"messages": "not a list"}) is None  # the request model refuses it
+
+
+def test_the_body_bound_is_refused_outside_its_range() -> None:
+    with pytest.raises(ValueError, match=r"REQUEST_MAX_BODY_BYTES_PER_TOKEN = '7': must be >= 8"):
+        Settings.from_env({env.REQUEST_MAX_BODY_BYTES_PER_TOKEN: "7"})

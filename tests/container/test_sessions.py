@@ -109,15 +109,29 @@ def test_service_new_session_and_close_headers() -> None:
         (
             {"requestType": "NEW_SESSION", "messages": []},
             {},
-            "a NEW_SESSION request has only 'requestType'; found also messages",
+            "a NEW_SESSION request has only 'requestType'; found also 'messages'",
         ),
+        # Keys and values a caller controls are quoted with escapes: a lone surrogate key made this a 500.
+        (
+            {"requestType": "NEW_SESSION", "\ud800": 1, "a\nb": 2},
+            {},
+            "a NEW_SESSION request has only 'requestType'; found also '\\ud800', 'a\\nb'",
+        ),
+        (
+            {"requestType": "NEW_SESSION", **{f"k{i}": i for i in range(7)}},
+            {},
+            "found also 'k0', 'k1', 'k2', 'k3', 'k4' and 2 more",
+        ),
+        ({"requestType": "\udfff"}, {}, "requestType '\\udfff' is not supported"),
         ({"requestType": "CLOSE"}, {}, "a CLOSE request needs the X-Amzn-SageMaker-Session-Id header"),
         ({"requestType": "CLOSE"}, {"X-Amzn-SageMaker-Session-Id": "nope"}, "session not found: 'nope'"),
     ],
 )
 def test_service_refuses_bad_session_requests(body: dict[str, str], headers: dict[str, str], text: str) -> None:
-    status, message = error(SessionService(store()[0]).handle(body, headers))
+    response = SessionService(store()[0]).handle(body, headers)
+    status, message = error(response)
     assert status == 400 and text in message
+    bytes(response.body).decode("utf-8")  # the answer is UTF-8 text, whatever the caller sent
 
 
 def test_service_unknown_or_oversized_id_on_a_request_is_400() -> None:

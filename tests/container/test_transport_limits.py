@@ -68,20 +68,41 @@ def test_an_oversized_header_gets_431(gateway: Serve) -> None:
         assert status_and_message(read_all(sock)) == (431, "request line and headers over 32768 bytes")
 
 
-def test_a_declared_length_over_6_mb_gets_413_before_any_body_is_sent(gateway: Serve) -> None:
+# The body bound follows the engine's context (issue 49, finding 4): the fixture's defaults,
+# ENGINE_MAX_MODEL_LEN 4096 x REQUEST_MAX_BODY_BYTES_PER_TOKEN 64.
+BODY_BOUND = "262144 bytes (ENGINE_MAX_MODEL_LEN=4096 tokens x REQUEST_MAX_BODY_BYTES_PER_TOKEN=64)"
+
+
+@pytest.mark.parametrize("length", [262_145, 1_000_000_000])
+def test_a_declared_length_over_the_body_bound_gets_413_before_any_body_is_sent(gateway: Serve, length: int) -> None:
     with connect(gateway) as sock:
-        sock.sendall(request_head(length=1_000_000_000))
+        sock.sendall(request_head(length=length))
         assert status_and_message(read_all(sock)) == (
             413,
-            "Content-Length 1000000000 is over the limit of 6291456 bytes",
+            f"body is {length} bytes (Content-Length): at most {BODY_BOUND}",
         )
 
 
-def test_a_chunked_body_over_6_mb_gets_413(gateway: Serve) -> None:
+def test_a_chunked_body_over_the_bound_gets_413(gateway: Serve) -> None:
     with connect(gateway) as sock:
         sock.sendall(request_head("transfer-encoding: chunked\r\n", length=None))
-        sock.sendall(b"%x\r\n" % (6 * 1_048_576 + 1) + b"a" * (6 * 1_048_576 + 1))
-        assert status_and_message(read_all(sock)) == (413, "body is over the limit of 6291456 bytes")
+        sock.sendall(b"%x\r\n" % 262_145 + b"a" * 262_145)
+        assert status_and_message(read_all(sock)) == (413, f"body is over the limit: at most {BODY_BOUND}")
+
+
+def test_the_body_bound_stops_at_sagemakers_6_mb(tmp_path: Path) -> None:
+    server = Serve(tmp_path, env={"ENGINE_MAX_MODEL_LEN": "131072", "REQUEST_MAX_BODY_BYTES_PER_TOKEN": "1536"})
+    try:
+        server.wait_ready()
+        with connect(server) as sock:
+            sock.sendall(request_head(length=6_291_457))
+            assert status_and_message(read_all(sock)) == (
+                413,
+                "body is 6291457 bytes (Content-Length): at most 6291456 bytes (SageMaker's InvokeEndpoint payload "
+                "limit)",
+            )
+    finally:
+        server.stop()
 
 
 def test_a_connection_that_sends_nothing_is_closed(gateway: Serve) -> None:

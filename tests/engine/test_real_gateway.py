@@ -151,6 +151,28 @@ def test_bad_requests_get_a_4xx_with_the_reason(
     assert message in response.json()["error"]["message"]
 
 
+LONE_SURROGATES = {
+    "in-content": '{"messages":[{"role":"user","content":"\\ud800 manga"}],"max_tokens":4,"stream":%s}',
+    "in-a-message-key": '{"messages":[{"role":"user","content":"hi","\\udfff":1}],"max_tokens":4,"stream":%s}',
+    "in-the-prompt": '{"prompt":"manga \\udc00","max_tokens":4,"stream":%s}',
+}
+
+
+@pytest.mark.parametrize("stream", ["false", "true"])
+@pytest.mark.parametrize("template", LONE_SURROGATES.values(), ids=LONE_SURROGATES.keys())
+def test_lone_surrogates_never_get_a_5xx(shared_gateway: RealGateway, template: str, stream: str) -> None:
+    """Issue 49, finding 1, at the engine: text no UTF-8 encoder takes must not become a 5xx (which the
+    error-rate guardrails count), whether the gateway or vLLM answers, before or after a stream's 200."""
+    response = httpx.post(
+        shared_gateway.url + "/invocations",
+        content=(template % stream).encode(),
+        headers={"content-type": "application/json"},
+        timeout=60,
+    )
+    assert response.status_code < 500, response.text
+    assert "error" not in response.text or response.status_code >= 400, response.text
+
+
 def test_malformed_and_oversized_bodies_are_refused(shared_gateway: RealGateway) -> None:
     malformed = httpx.post(
         shared_gateway.url + "/invocations", content=b'{"messages": [', headers={"content-type": "application/json"}
@@ -164,8 +186,37 @@ def test_malformed_and_oversized_bodies_are_refused(shared_gateway: RealGateway)
         timeout=60,
     )
     assert oversized.status_code == 413
-    # Refused from the declared Content-Length, before the body is read (serving_app.transport).
-    assert oversized.json()["error"]["message"].endswith("over the limit of 6291456 bytes")
+    # Refused from the declared Content-Length, before the body is read (serving_app.transport); the bound
+    # follows the engine's context (ENGINE_MAX_MODEL_LEN 2048 here x 64 bytes per token).
+    assert oversized.json()["error"]["message"].endswith(
+        "at most 131072 bytes (ENGINE_MAX_MODEL_LEN=2048 tokens x REQUEST_MAX_BODY_BYTES_PER_TOKEN=64)"
+    )
+
+
+def test_a_6_mb_body_of_tiny_messages_is_refused_while_a_stream_runs_on(shared_gateway: RealGateway) -> None:
+    """Issue 49, finding 4: 174,000 messages in ~6 MB were parsed and validated on the event loop (~1.1 s)
+    before vLLM refused them. Now the transport refuses the body from its Content-Length, and a stream in
+    flight meanwhile is answered exactly as alone (the same greedy text)."""
+    # 16 tokens: the EMF test of this module holds every stream of the shared gateway to <= 16.
+    body = {**GREEDY, "model": BASE_MODEL, "stream": True, "max_tokens": 16}
+    alone, _ = stream_text(invoke(shared_gateway, body))
+    flood = json.dumps({"messages": [{"role": "user", "content": "a"}] * 174_000}).encode()
+    assert len(flood) > 5_900_000
+    with (
+        httpx.Client(timeout=60) as client,
+        client.stream("POST", shared_gateway.url + "/invocations", json=body) as stream,
+    ):
+        assert stream.status_code == 200
+        chunks = stream.iter_raw()
+        first = next(chunks)  # the stream is under way
+        refused = client.post(
+            shared_gateway.url + "/invocations", content=flood, headers={"content-type": "application/json"}
+        )
+        rest = b"".join(chunks)
+    assert refused.status_code == 413
+    assert refused.json()["error"]["message"].startswith("body is 5916014 bytes (Content-Length): at most 131072")
+    text, events = stream_text(httpx.Response(200, content=first + rest))
+    assert text == alone and not [e for e in events if "error" in e]
 
 
 def test_the_engine_exposes_every_metric_the_scraper_reads(shared_gateway: RealGateway) -> None:

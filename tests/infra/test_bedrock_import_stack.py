@@ -15,7 +15,8 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from app_config import load_config
-from app_config.bedrock import CUSTOM_RESOURCE_MAX_TIMEOUT_MIN, PROVIDER_HEADROOM_MIN, PROVIDER_MAX_TIMEOUT_MIN
+from app_config.bedrock import PROVIDER_MAX_TIMEOUT_MIN
+from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S, PROVIDER_HEADROOM_S
 from serving_contract import outputs
 from stacks.bedrock_import_stack import BedrockImportStack
 from tests.infra.test_snapshots import mask_asset_hashes
@@ -220,8 +221,8 @@ def test_provider_waits_long_enough_for_an_import(template: assertions.Template,
     for _, resource in imports.items():
         service_timeout = int(resource["Properties"]["ServiceTimeout"])  # CDK renders it as a string
         # The provider gives up (with its own message) before CloudFormation does.
-        assert service_timeout == total_s + PROVIDER_HEADROOM_MIN * 60
-        assert service_timeout <= CUSTOM_RESOURCE_MAX_TIMEOUT_MIN * 60
+        assert service_timeout == total_s + PROVIDER_HEADROOM_S
+        assert service_timeout <= CUSTOM_RESOURCE_SERVICE_TIMEOUT_S
     machine_logging = machine["Properties"]["LoggingConfiguration"]
     assert machine_logging["Level"] == "ALL"
     # Control Tower's CT.STEPFUNCTIONS.PR.2; CDK's Provider has no option for it (CustomResourceHandlers).

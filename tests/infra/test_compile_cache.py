@@ -1,6 +1,7 @@
 """serving.compile_cache: a cache-making job per model, and each model reading its cache (issue 25)."""
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -8,8 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 from aws_cdk.assertions import Match
 
+from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S, PROVIDER_HEADROOM_S
+from app_config.compile_cache import JOB_PROVISIONING_S, MAX_JOB_RUNTIME_S, POLL_INTERVAL_S
 from cdk_constructs.compile_cache.compile_cache import RUNTIME, job_name_prefix
 from serving_contract import compile_cache as contract
 from tests.metric_refs import resources
@@ -44,11 +48,13 @@ def test_each_model_reads_the_cache_made_for_it_on_its_instance_type(default_syn
         environment = dict(container["Environment"])
         assert environment.pop(contract.COMPILE_CACHE_DIR) == "/opt/ml/model"
         assert environment.pop(contract.COMPILE_CACHE_KEY) == {"Fn::GetAtt": [cache_id, "Key"]}
+        # The manifest the deploy found: the container loads no cache whose manifest differs (issue 49).
+        assert environment.pop(contract.COMPILE_CACHE_MANIFEST_SHA256) == {"Fn::GetAtt": [cache_id, "ManifestSha256"]}
         assert cache["Environment"] == environment
         assert cache["ImageUri"] == container["Image"]
         serving = default_synth.config.serving
         assert cache["InstanceType"] == {"Primary": serving.primary, "Canary": serving.canary}[variant].instance_type
-        assert (cache["MaxRuntimeInSeconds"], cache["VolumeSizeInGB"]) == ("3600", "30")
+        assert (cache["MaxRuntimeInSeconds"], cache["VolumeSizeInGB"]) == ("2100", "30")
         # serving.compile_cache.lora_tuning_budget_s: the job's LoRA tuning step (0 when lora_tuning is off).
         assert cache["LoraTuningBudgetS"] == "600"
         assert container["ModelDataSource"] == {
@@ -83,6 +89,62 @@ def test_the_job_role_is_sagemakers_and_reaches_only_the_cache_folders(default_s
     }
     assert not {a for a in actions if a.startswith("s3:")} - {"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
     assert "sagemaker:CreateProcessingJob" not in actions  # only the handlers start jobs
+
+
+def _s3_writes(template: dict[str, Any], role_prefix: str) -> set[str]:
+    """The object ARNs (joined, bucket as ``<bucket>``) a role's policies may s3:PutObject."""
+    found = set()
+    for lid, policy in resources(template, "AWS::IAM::Policy").items():
+        if not lid.startswith(role_prefix):
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+            if "s3:PutObject" in actions:
+                targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+                for target in targets:
+                    parts = target["Fn::Join"][1] if isinstance(target, dict) else [target]
+                    found.add("".join(p if isinstance(p, str) else "<bucket>" for p in parts))
+    return found
+
+
+def test_only_the_job_may_write_cache_files_the_handlers_write_manifests(default_synth: Synth) -> None:
+    """Issue 49, finding 2: the handlers wrote anywhere under compile-cache/; vLLM runs what is there."""
+    template = default_synth.template_json("Serving")
+    assert _s3_writes(template, "CompileCacheJobRole") == {"<bucket>/compile-cache/*"}
+    for handler in ("CompileCacheHandlersOnEventRole", "CompileCacheHandlersIsCompleteRole"):
+        assert _s3_writes(template, handler) == {
+            "<bucket>/compile-cache/*/manifest.json",
+            "<bucket>/compile-cache-jobs/*",
+        }
+
+
+def _waiter_wait_s(template: dict[str, Any]) -> int:
+    """How long the compile-cache provider's waiter state machine polls, seconds."""
+    (machine,) = [
+        m
+        for lid, m in resources(template, "AWS::StepFunctions::StateMachine").items()
+        if lid.startswith("CompileCache")
+    ]
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    definition = json.loads("".join(p if isinstance(p, str) else "<arn>" for p in parts))
+    retry = definition["States"]["framework-isComplete-task"]["Retry"][0]
+    return int(retry["IntervalSeconds"] * retry["MaxAttempts"])
+
+
+@pytest.mark.parametrize("max_runtime_s", [2100, MAX_JOB_RUNTIME_S])
+def test_the_deploy_waits_for_a_job_inside_cloudformations_wait(tmp_path: Path, max_runtime_s: int) -> None:
+    """Issue 49, finding 3: no ServiceTimeout (CloudFormation gave up at 3,600 s) while the waiter allowed
+    4,500 s and max_runtime_s 5,400. Now: the handler's wait (WaitSeconds), then the provider's, then
+    CloudFormation's, each inside the next, at the largest max_runtime_s too."""
+    synth = synthesize(tmp_path, {"serving.compile_cache.max_runtime_s": str(max_runtime_s)})
+    template = synth.template_json("Serving")
+    waiter_s = _waiter_wait_s(template)
+    for cache in _caches(template).values():
+        assert int(cache["ServiceTimeout"]) == CUSTOM_RESOURCE_SERVICE_TIMEOUT_S == 3600
+        handler_wait_s = int(cache["WaitSeconds"])
+        assert handler_wait_s == max_runtime_s + JOB_PROVISIONING_S
+        assert handler_wait_s + 2 * POLL_INTERVAL_S == waiter_s
+        assert waiter_s + PROVIDER_HEADROOM_S <= int(cache["ServiceTimeout"])
 
 
 def test_the_handlers_may_touch_only_their_models_jobs(default_synth: Synth) -> None:

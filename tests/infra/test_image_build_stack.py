@@ -5,9 +5,10 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S
 from cdk_constructs.common.handler_code import HANDLER_RUNTIME
 from cdk_constructs.image import image_inputs
-from cdk_constructs.image.image_build import CUSTOM_RESOURCE_MAX_TIMEOUT_S, HANDLER_TIMEOUT_S
+from cdk_constructs.image.image_build import HANDLER_TIMEOUT_S
 from serving_contract import env, outputs
 from stacks.image_build_stack import REPO_ROOT
 from tests.synth_helpers import Synth
@@ -115,7 +116,7 @@ def test_default_builds_one_image_and_both_variants_run_it(default_synth: Synth)
     assert tag == default_synth.stacks.image_build.image_tags["primary"]  # type: ignore[union-attr]
     assert tag.startswith("build-") and len(tag) == 70
     # CloudFormation's custom-resource maximum (ServiceTimeout 1-3600 s).
-    assert resource["Properties"]["ServiceTimeout"] == str(CUSTOM_RESOURCE_MAX_TIMEOUT_S) == "3600"
+    assert resource["Properties"]["ServiceTimeout"] == str(CUSTOM_RESOURCE_SERVICE_TIMEOUT_S) == "3600"
     assert any(d.startswith("ImageBuildProject") for d in resource["DependsOn"])
     pins = json.loads(resource["Properties"]["ArtifactPins"])
     assert sorted(pins) == ["base", "general_support_v2", "jp_style_v1", "manga_domain_v3"]

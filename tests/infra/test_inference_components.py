@@ -89,6 +89,7 @@ def test_base_component_reserves_one_gpu_and_rolls_back_on_its_guardrails(compon
                 {"AlarmName": f"{BASE}-ttft-p95-cold"},
                 {"AlarmName": f"{BASE}-ttft-p95-warm"},
                 {"AlarmName": f"{BASE}-model-latency-p99"},
+                {"AlarmName": f"{BASE}-4xx-rate"},
             ]
         },
     }
@@ -101,6 +102,7 @@ def test_base_component_reserves_one_gpu_and_rolls_back_on_its_guardrails(compon
         f"{BASE}-ttft-p95-cold",
         f"{BASE}-ttft-p95-warm",
         f"{BASE}-model-latency-p99",
+        f"{BASE}-4xx-rate",
     } <= alarm_names
 
 

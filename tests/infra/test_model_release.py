@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import botocore.session
@@ -12,10 +13,11 @@ from aws_cdk.assertions import Match
 
 from cdk_constructs.release.pipeline_definition import IMAGE_PYTHONPATH
 from cdk_constructs.release.runtime import load_test as load_test_step
-from cdk_constructs.release.tools_image import tools_image_tag
+from cdk_constructs.release.tools_image import RUNTIME as TOOLS_RUNTIME
+from cdk_constructs.release.tools_image import locked_llmcompressor_version, tools_image_tag
 from serving_contract import env, outputs
 from stacks.image_build_stack import REPO_ROOT
-from tests.synth_helpers import Synth
+from tests.synth_helpers import Synth, synthesize
 
 UNIT = "ModelRelease"
 
@@ -154,6 +156,47 @@ def test_evaluate_scores_the_load_tests_answers_against_the_configured_gates(def
     assert "--exit-zero" in args  # the condition step decides, and the fail step names the metric
 
 
+def test_every_step_but_the_judges_runs_without_network(default_synth: Synth) -> None:
+    """Issue 49, finding 6: no step set NetworkConfig. Quantize, Validate and LoadTest read only their inputs
+    (SageMaker moves those): isolated. Evaluate calls the Bedrock judge: the one step with network."""
+    for kind in ("base_model", "adapter"):
+        steps = _steps(_definition(default_synth, kind))
+        processing = {name: step["Arguments"] for name, step in steps.items() if step["Type"] == "Processing"}
+        isolated = {
+            name for name, args in processing.items() if args.get("NetworkConfig", {}).get("EnableNetworkIsolation")
+        }
+        expected = {"Validate", "LoadTest"} | ({"Quantize"} if kind == "base_model" else set())
+        assert isolated == expected and set(processing) - isolated == {"Evaluate"}
+    quantize = _steps(_definition(default_synth, "base_model"))["Quantize"]["Arguments"]
+    assert quantize["Environment"]["HF_HUB_OFFLINE"] == "1"  # nothing to fetch: the checkpoint is an input
+
+
+def test_the_role_reads_its_code_zip_not_the_bootstrap_bucket(default_synth: Synth) -> None:
+    """Issue 49, finding 6: Asset.grant_read gave read on all of the CDK bootstrap assets bucket, which every CDK
+    app of the account shares. The role reads the code zip's key and lists only that prefix."""
+    policies = default_synth.template(UNIT).find_resources("AWS::IAM::Policy")
+    statements = [
+        s
+        for lid, p in policies.items()
+        if lid.startswith("ModelReleaseRole")
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    by_sid = {s.get("Sid"): s for s in statements if s.get("Sid")}
+    read = json.dumps(by_sid["ReadRuntimeCode"]["Resource"])
+    assert by_sid["ReadRuntimeCode"]["Action"] == "s3:GetObject" and read.endswith('.zip"]]}')
+    listed = by_sid["ListRuntimeCode"]
+    assert listed["Action"] == "s3:ListBucket"
+    assert listed["Condition"]["StringEquals"]["s3:prefix"][0].endswith(".zip")
+    assets = "cdk-hnb659fds-assets-"
+    wide = [
+        s
+        for s in statements
+        if assets in json.dumps(s["Resource"]) and s.get("Sid") not in ("ReadRuntimeCode", "ListRuntimeCode")
+    ]
+    assert wide == []
+    assert not any(json.dumps(s["Resource"]).endswith('/*"]]}') and assets in json.dumps(s) for s in statements)
+
+
 def test_the_gates_register_a_passing_version_or_fail_with_the_reports_summary(default_synth: Synth) -> None:
     steps = _steps(_definition(default_synth, "adapter"))
     gates = steps["Gates"]["Arguments"]
@@ -263,10 +306,68 @@ def test_the_tools_image_pulls_a_prebuilt_serving_image_from_its_own_registry(pr
 
 
 def test_the_tools_image_tag_follows_every_input() -> None:
-    tag = tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
-    assert tag == tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
-    assert tag != tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-2"})
-    assert tag != tools_image_tag(dockerfile_sha256="b" * 64, build_args={"SERVING_IMAGE": "r:build-1"})
+    tag = tools_image_tag(dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"}, lock_sha256="c" * 64)
+    assert tag == tools_image_tag(
+        dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"}, lock_sha256="c" * 64
+    )
+    assert tag != tools_image_tag(
+        dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-2"}, lock_sha256="c" * 64
+    )
+    assert tag != tools_image_tag(
+        dockerfile_sha256="b" * 64, build_args={"SERVING_IMAGE": "r:build-1"}, lock_sha256="c" * 64
+    )
+    assert tag != tools_image_tag(
+        dockerfile_sha256="a" * 64, build_args={"SERVING_IMAGE": "r:build-1"}, lock_sha256="d" * 64
+    )
+
+
+def _ecr_writes(synth: Synth) -> list[str]:
+    """The repositories (as template JSON) any policy of the release stack lets push an image."""
+    policies = synth.template(UNIT).find_resources("AWS::IAM::Policy")
+    return [
+        json.dumps(s["Resource"])
+        for p in policies.values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "ecr:PutImage" in s["Action"]
+    ]
+
+
+def test_the_tools_build_pushes_only_to_its_own_repository(default_synth: Synth) -> None:
+    """Issue 49, finding 5: the privileged tools build (third-party packages) could push to the serving image's
+    repository. Now it may push to the tools repository alone and only pull the serving image."""
+    writes = _ecr_writes(default_synth)
+    assert writes and all("ToolsImageRepository" in w for w in writes)
+    assert not any("ImportValue" in w or "ModelImageRepository" in w for w in writes)
+    repositories = default_synth.template(UNIT).find_resources("AWS::ECR::Repository")
+    (tools,) = repositories.values()
+    assert tools["Properties"]["ImageTagMutability"] == "IMMUTABLE"
+    assert tools["Properties"]["EncryptionConfiguration"]["EncryptionType"] == "KMS"
+
+
+def test_the_tools_image_installs_only_its_hash_lock(default_synth: Synth) -> None:
+    (project,) = default_synth.template(UNIT).find_resources("AWS::CodeBuild::Project").values()
+    source = project["Properties"]["Source"]["Location"]
+    assert source  # the sources asset: the Dockerfile and the lock (tools_image.LOCK)
+    dockerfile = (TOOLS_RUNTIME / "Dockerfile").read_text()
+    installs = [line for line in dockerfile.splitlines() if "pip install" in line and not line.startswith("#")]
+    assert installs == [
+        "    && /opt/release-venv/bin/python -m pip install --no-cache-dir --require-hashes -r "
+        "/tmp/release-requirements.lock"
+    ]
+    lock = (TOOLS_RUNTIME / "requirements.lock").read_text()
+    pins = [line for line in lock.splitlines() if line and not line.startswith(("#", " "))]
+    assert len(pins) > 50 and all(line.endswith(" \\") for line in pins)  # each followed by its hashes
+    assert locked_llmcompressor_version(lock) == default_synth.config.release.quantize.llmcompressor_version
+
+
+def test_an_llmcompressor_version_the_lock_does_not_hold_stops_synth(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as raised:
+        synthesize(tmp_path, {"release.quantize.llmcompressor_version": "0.15.0"})
+    assert str(raised.value) == (
+        "release.quantize.llmcompressor_version = '0.15.0': the tools image installs llmcompressor==0.14.0.1 from "
+        "its hash lock (cdk_constructs/release/runtime/requirements.lock); regenerate the lock (its header has the "
+        "command) to use another version"
+    )
 
 
 SAMPLE_RUN = {

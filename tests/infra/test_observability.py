@@ -128,7 +128,8 @@ ALARMS = [
     AlarmCase(
         "5xx-rate",
         "server_error_rate",
-        {"Invocation5XXErrors", "Invocations"},
+        # StreamErrors: a stream that failed after its 200 is a success to SageMaker (issue 49).
+        {"Invocation5XXErrors", "Invocations", "StreamErrors"},
         "Sum",
         "GreaterThanThreshold",
         "notBreaching",
@@ -255,16 +256,26 @@ def test_critical_composite_covers_exactly_the_critical_alarms(default_synth: Sy
 def test_guardrail_alarms_are_named_for_rollback_and_precede_the_endpoint(default_synth: Synth) -> None:
     config = default_synth.config
     alarms = _alarms_by_name(default_synth, "Serving")
+    variant_names = {v.variant_name for v in config.serving.variants}
     for variant in config.serving.variants:
         names = alarm_names.rollback_alarm_names(config.endpoint_name, variant.variant_name)
-        error_alarm, cold_alarm, warm_alarm, model_latency_alarm = (alarms[name] for name in names)
-        assert "Invocation5XXErrors" in {n for _, n, _, _, _ in _metric_stats(error_alarm)}
+        error_alarm, cold_alarm, warm_alarm, model_latency_alarm, client_alarm = (alarms[name] for name in names)
+        # What callers felt: 5xx answers and streams that failed after their 200, per invocation; the
+        # container's request count tells a silent container from an idle one (issue 49, finding 7).
+        assert {n for _, n, _, _, _ in _metric_stats(error_alarm)} == {
+            "Invocation5XXErrors",
+            "Invocations",
+            "StreamErrors",
+            "Requests",
+        }
         assert {d["VariantName"] for *_, d in _metric_stats(error_alarm)} == {variant.variant_name}
+        assert _expression(error_alarm).startswith("IF(SUM([") and _expression(error_alarm).endswith(", 100), 0)")
         _check_rule(error_alarm, config.monitoring.canary_error_rate, config.slo.max_error_rate_percent)
         for klass, latency_alarm in zip(RequestClass, (cold_alarm, warm_alarm), strict=True):
             assert [(n, s, d["RequestClass"]) for _, n, s, _, d in _metric_stats(latency_alarm)] == [
                 ("TimeToFirstToken", "p95", klass.value)
             ]
+            assert _expression(latency_alarm).startswith("FILL(")  # 0 without streams, never missing
             _check_rule(latency_alarm, config.monitoring.canary_ttft_p95, config.slo.of(klass).ttft_p95_ms)
         # TTFT exists for streaming requests only; ModelLatency for every request.
         assert [(ns, n, s) for ns, n, s, _, _ in _metric_stats(model_latency_alarm)] == [
@@ -272,9 +283,17 @@ def test_guardrail_alarms_are_named_for_rollback_and_precede_the_endpoint(defaul
         ]
         assert {d["VariantName"] for *_, d in _metric_stats(model_latency_alarm)} == {variant.variant_name}
         _check_rule(model_latency_alarm, config.monitoring.canary_model_latency_p99)
-        for alarm in (error_alarm, cold_alarm, warm_alarm, model_latency_alarm):
+        # 4xx against the baseline: the other variants' rate, capped (issue 49, finding 7).
+        read = _metric_stats(client_alarm)
+        assert {n for _, n, _, _, _ in read} == {"Invocation4XXErrors", "Invocations"}
+        assert {d["VariantName"] for *_, d in read} == variant_names
+        cap = config.monitoring.canary_client_error_baseline_cap_percent
+        assert f" > {cap:g}, {cap:g}, IF(SUM([FILL(" in _expression(client_alarm)  # the baseline, capped
+        _check_rule(client_alarm, config.monitoring.canary_client_error_rate)
+        for alarm in (error_alarm, cold_alarm, warm_alarm, model_latency_alarm, client_alarm):
             assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
-            assert alarm["TreatMissingData"] == "notBreaching"
+            # Every period has a value (idle reads 0): missing data means the metrics are gone.
+            assert alarm["TreatMissingData"] == "breaching"
     assert error_alarm["Threshold"] == 0.5  # seed 000 canary gate
     template = default_synth.template_json("Serving")
     guardrail_ids = {

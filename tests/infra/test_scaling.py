@@ -63,8 +63,9 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
         # Application Auto Scaling's service-linked role for SageMaker, not a role of our own.
         assert "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint" in str(props["RoleARN"])
     # No scaling role of our own: the stack's roles are the execution role, the two Lambda
-    # roles of the scheduled-capacity keeper, the one of CDK's LogRetention provider and the
-    # compile cache's (serving.compile_cache): its processing job's and four Lambda roles.
+    # roles of the scheduled-capacity keeper, the one of CDK's LogRetention provider, the two of the
+    # log-group-key provider (the endpoint log group's KMS key) and the compile cache's
+    # (serving.compile_cache): its processing job's and four Lambda roles.
     principals = sorted(
         (
             role_id.startswith("CompileCache"),
@@ -72,7 +73,7 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
         )
         for role_id, role in default_synth.template("Serving").find_resources("AWS::IAM::Role").items()
     )
-    assert [service for cache, service in principals if not cache] == ["lambda.amazonaws.com"] * 3 + [
+    assert [service for cache, service in principals if not cache] == ["lambda.amazonaws.com"] * 5 + [
         "sagemaker.amazonaws.com"
     ]
 
@@ -272,6 +273,7 @@ def test_single_variant_endpoint_rolls_back_on_the_primary_alarms(vpc_single_var
         {"AlarmName": f"{ENDPOINT}-primary-ttft-p95-cold"},
         {"AlarmName": f"{ENDPOINT}-primary-ttft-p95-warm"},
         {"AlarmName": f"{ENDPOINT}-primary-model-latency-p99"},
+        {"AlarmName": f"{ENDPOINT}-primary-4xx-rate"},
     ]
     assert list(_targets(vpc_single_variant_synth)) == [f"endpoint/{ENDPOINT}/variant/primary"]
 

@@ -195,6 +195,47 @@ def test_log_group_is_the_one_sagemaker_writes_to_and_is_adopted_when_it_exists(
     )
 
 
+def _log_group_keys(synth: Synth, unit: str) -> dict[str, Any]:
+    """LogGroupName -> the Custom::LogGroupKey resource of that group."""
+    found = synth.template(unit).find_resources("Custom::LogGroupKey")
+    return {r["Properties"]["LogGroupName"]: r for r in found.values()}
+
+
+def test_the_endpoints_log_group_is_encrypted_with_the_stacks_key(
+    default_synth: Synth, components_synth: Synth
+) -> None:
+    """Issue 49, finding 8: LogRetention has no KMS option, so the endpoint's group (every line the container
+    writes) was on CloudWatch's default key while every other group used the stack's."""
+    template = default_synth.template_json("Serving")
+    keys = _log_group_keys(default_synth, "Serving")
+    assert set(keys) == {"/aws/sagemaker/Endpoints/mangaassist-vllm-prod"}
+    (key_id,) = [
+        lid for lid, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key" and lid.startswith("LogsKey")
+    ]
+    resource = keys["/aws/sagemaker/Endpoints/mangaassist-vllm-prod"]
+    assert resource["Properties"]["KmsKeyArn"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    retention = [lid for lid in resource["DependsOn"] if lid.startswith("EndpointLogGroupRetention")]
+    assert retention  # the group exists (created or adopted) before the key is set on it
+    # The same key every custom-resource log group of the stack uses.
+    groups = [r for r in template["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"]
+    assert groups and all(g["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]} for g in groups)
+    components = _log_group_keys(components_synth, "Serving")
+    assert "/aws/sagemaker/Endpoints/mangaassist-vllm-prod" in components
+    assert any(name.startswith("/aws/sagemaker/InferenceComponents/") for name in components)
+
+
+def test_processing_job_logs_are_kept_a_year_retained_and_shared(default_synth: Synth, dev_synth: Synth) -> None:
+    """Issue 49, finding 8: /aws/sagemaker/ProcessingJobs (the compile cache's jobs, the release steps) kept logs
+    forever. Account-wide: the same retention in every stage, never deleted with a stack, no stack's key."""
+    for synth in (default_synth, dev_synth):
+        for unit in ("Serving", "ModelRelease"):
+            synth.template(unit).has_resource_properties(
+                "Custom::LogRetention",
+                {"LogGroupName": "/aws/sagemaker/ProcessingJobs", "RetentionInDays": 365, "RemovalPolicy": "retain"},
+            )
+            assert "/aws/sagemaker/ProcessingJobs" not in _log_group_keys(synth, unit)
+
+
 def test_outputs_name_the_endpoint_and_variants(default_synth: Synth) -> None:
     template = default_synth.template("Serving")
     template.has_output(outputs.ENDPOINT_NAME, {"Value": "mangaassist-vllm-prod"})

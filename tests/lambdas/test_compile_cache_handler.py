@@ -39,6 +39,7 @@ def _props(**overrides: Any) -> dict[str, Any]:
 KEY = contract.cache_key(image_uri=IMAGE, instance_type="ml.g5.xlarge", environment=ENVIRONMENT)
 CACHE_URI = f"s3://{BUCKET}/compile-cache/{KEY}/"
 MANIFEST_KEY = f"compile-cache/{KEY}/manifest.json"
+GRAPH = "vllm-cache/torch_compile_cache/graph-a/graph"
 
 
 def _event(request_type: str = "Create", **overrides: Any) -> dict[str, Any]:
@@ -79,12 +80,14 @@ def _manifest(s3: Stubber, manifest: contract.Manifest | None) -> None:
 
 
 def _written_manifest(s3: Stubber) -> dict[str, Any]:
+    """The next manifest the handler writes, parsed; its raw bytes under ``"_bytes"``."""
     seen: dict[str, Any] = {}
 
     class Body:
         def __eq__(self, other: object) -> bool:
             assert isinstance(other, bytes)
             seen.update(json.loads(other))
+            seen["_bytes"] = other
             return True
 
         __hash__ = None  # type: ignore[assignment]  # compared, never hashed
@@ -154,14 +157,25 @@ def test_create_writes_a_pending_manifest_and_starts_one_job_on_the_serving_inst
     assert result["Data"]["JobName"] == name
     assert result["Data"]["Key"] == KEY
     assert pending["status"] == "pending" and pending["key"] == KEY
+    # What the models pin until the job ends (the pending manifest), and when the deploy stops waiting.
+    assert result["Data"]["ManifestSha256"] == hashlib.sha256(pending["_bytes"]).hexdigest()
+    assert result["Data"]["WaitUntil"] == str(1_700_000_000 + 1800 + 900)  # MaxRuntimeInSeconds + provisioning
 
 
 def test_a_ready_cache_for_the_key_is_reused_without_a_job(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     sagemaker, s3 = stubs
     _running(sagemaker)
-    _manifest(s3, contract.Manifest(key=KEY, status="ready", files=40, bytes=56_000_000))
+    ready = contract.Manifest(key=KEY, status="ready", files=40, bytes=56_000_000, digests={GRAPH: "a" * 64})
+    _manifest(s3, ready)
     result = handler.on_event(_event("Update"))
-    assert result["Data"] == {"CacheUri": CACHE_URI, "Key": KEY, "JobName": "", "Status": "ready", "Reason": "reused"}
+    assert result["Data"] == {
+        "CacheUri": CACHE_URI,
+        "Key": KEY,
+        "JobName": "",
+        "Status": "ready",
+        "Reason": "reused",
+        "ManifestSha256": hashlib.sha256(ready.to_json().encode()).hexdigest(),  # pinned on the models
+    }
 
 
 def test_a_retried_deploy_adopts_its_running_job_and_stops_one_left_for_another_key(
@@ -171,9 +185,12 @@ def test_a_retried_deploy_adopts_its_running_job_and_stops_one_left_for_another_
     own, stale = f"{PREFIX}-{KEY}-1700000000", f"{PREFIX}-0123456789abcdef-1690000000"
     _running(sagemaker, own, stale)
     sagemaker.add_response("stop_processing_job", {}, {"ProcessingJobName": stale})
-    _manifest(s3, contract.Manifest(key=KEY, status="pending"))
-    result = handler.on_event(_event())
+    pending = contract.Manifest(key=KEY, status="pending")
+    _manifest(s3, pending)
+    result = handler.on_event(_event(), now=1_700_000_100)
     assert result["Data"]["JobName"] == own
+    assert result["Data"]["ManifestSha256"] == hashlib.sha256(pending.to_json().encode()).hexdigest()
+    assert result["Data"]["WaitUntil"] == str(1_700_000_100 + 2700)  # a new wait: this deploy's
 
 
 def test_delete_stops_only_the_keys_running_job(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
@@ -200,21 +217,45 @@ def _describe(sagemaker: Stubber, name: str, status: str, reason: str | None = N
     sagemaker.add_response("describe_processing_job", response, {"ProcessingJobName": name})
 
 
-def _poll(name: str) -> dict[str, Any]:
-    return {**_event(), "Data": {"JobName": name, "CacheUri": CACHE_URI, "Key": KEY}}
+def _poll(name: str, wait_until: int = 1_700_002_700) -> dict[str, Any]:
+    return {**_event(), "Data": {"JobName": name, "CacheUri": CACHE_URI, "Key": KEY, "WaitUntil": str(wait_until)}}
 
 
 def test_is_complete_waits_while_the_job_runs(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     sagemaker, _ = stubs
     _describe(sagemaker, "job-1", "InProgress")
-    assert handler.is_complete(_poll("job-1")) == {"IsComplete": False}
+    assert handler.is_complete(_poll("job-1"), now=1_700_002_699) == {"IsComplete": False}
+
+
+def test_a_job_still_running_at_the_deploys_wait_lets_the_deploy_go_on_cold(
+    handler: ModuleType, stubs: tuple[Stubber, Stubber]
+) -> None:
+    """Issue 49, finding 3: the provider waited past CloudFormation's 3,600 s and a slow job failed the stack
+    (whose rollback stopped the job). Past WaitUntil the resource completes as pending; the job runs on and
+    no manifest is written (the pending one stands, so the models pin and start from it cold)."""
+    sagemaker, _ = stubs
+    _describe(sagemaker, "job-1", "InProgress")
+    result = handler.is_complete(_poll("job-1"), now=1_700_002_700)
+    assert result == {
+        "IsComplete": True,
+        "Data": {
+            "Status": "pending",
+            "Reason": "job job-1 still inprogress after the deploy's 2700 s wait: models start cold; it keeps running "
+            "and the next deploy reuses its cache",
+        },
+    }
 
 
 def test_a_completed_job_with_its_manifest_is_ready(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:
     sagemaker, s3 = stubs
     _describe(sagemaker, "job-1", "Completed")
-    _manifest(s3, contract.Manifest(key=KEY, status="ready", files=40, bytes=56_000_000))
-    assert handler.is_complete(_poll("job-1")) == {"IsComplete": True, "Data": {"Status": "ready", "Reason": ""}}
+    ready = contract.Manifest(key=KEY, status="ready", files=40, bytes=56_000_000, digests={GRAPH: "b" * 64})
+    _manifest(s3, ready)
+    sha256 = hashlib.sha256(ready.to_json().encode()).hexdigest()
+    assert handler.is_complete(_poll("job-1")) == {
+        "IsComplete": True,
+        "Data": {"Status": "ready", "Reason": "", "ManifestSha256": sha256},
+    }
 
 
 def test_a_failed_job_completes_the_deploy_with_a_failed_manifest_so_models_start_cold(
@@ -225,7 +266,8 @@ def test_a_failed_job_completes_the_deploy_with_a_failed_manifest_so_models_star
     failed = _written_manifest(s3)
     result = handler.is_complete(_poll("job-1"))
     reason = "job job-1 failed: ResourceLimitExceeded: ml.g5.xlarge for processing job usage"
-    assert result == {"IsComplete": True, "Data": {"Status": "failed", "Reason": reason}}
+    sha256 = hashlib.sha256(failed["_bytes"]).hexdigest()
+    assert result == {"IsComplete": True, "Data": {"Status": "failed", "Reason": reason, "ManifestSha256": sha256}}
     assert failed["status"] == "failed" and failed["detail"] == reason and failed["key"] == KEY
 
 
@@ -237,7 +279,7 @@ def test_a_completed_job_without_a_ready_manifest_counts_as_failed(
     _manifest(s3, contract.Manifest(key=KEY, status="pending"))
     _written_manifest(s3)
     result = handler.is_complete(_poll("job-1"))
-    assert result["Data"] == {
+    assert {k: v for k, v in result["Data"].items() if k != "ManifestSha256"} == {
         "Status": "failed",
         "Reason": f"job job-1 completed without a ready manifest for key {KEY}",
     }
@@ -256,7 +298,11 @@ def test_the_key_follows_image_instance_type_and_environment_but_not_its_own_var
     assert key(image=IMAGE + "x") != key()
     assert key(instance="ml.g6.xlarge") != key()
     assert key(environment={**ENVIRONMENT, "ENGINE_MAX_MODEL_LEN": "8192"}) != key()
-    own = {contract.COMPILE_CACHE_KEY: key(), contract.COMPILE_CACHE_DIR: "/opt/ml/model"}
+    own = {
+        contract.COMPILE_CACHE_KEY: key(),
+        contract.COMPILE_CACHE_DIR: "/opt/ml/model",
+        contract.COMPILE_CACHE_MANIFEST_SHA256: "c" * 64,
+    }
     assert key(environment={**ENVIRONMENT, **own}) == key()
 
 

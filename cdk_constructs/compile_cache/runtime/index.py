@@ -14,12 +14,15 @@ Resource properties (CloudFormation passes numbers as strings):
     ``ImageUri``, ``InstanceType``, ``Environment`` (the model's container environment, a map),
     ``Bucket``, ``RoleArn`` (the job's role), ``JobNamePrefix`` (<= 32 characters),
     ``VolumeSizeInGB``, ``MaxRuntimeInSeconds``, ``LoraTuningBudgetS`` (optional; > 0 adds the job's
-    LoRA kernel tuning step, bounded by that many seconds, and is part of the key).
+    LoRA kernel tuning step, bounded by that many seconds, and is part of the key), ``WaitSeconds``
+    (optional, default ``MaxRuntimeInSeconds`` + 900: how long the deploy waits for the job).
 
 Returns ``PhysicalResourceId`` = ``s3://<bucket>/compile-cache/<key>/`` (a new key is a new
 resource, so CloudFormation deletes the old one after an update) and ``Data``: ``CacheUri``
 (the same), ``Key``, ``JobName`` (empty when the cache already existed), ``Status``
-(``ready`` or ``failed``) and ``Reason``.
+(``ready``, ``failed`` or ``pending``), ``Reason``, ``ManifestSha256`` (the sha256 of the manifest
+the models will find: the stack pins it on each model, and the container loads no cache whose
+manifest differs; serving_contract/compile_cache.py) and ``WaitUntil`` (epoch seconds).
 
 What it guarantees:
 * The prefix is never empty: a ``pending`` manifest is written before the job starts and a
@@ -27,6 +30,9 @@ What it guarantees:
   and the container starts cold, saying why (never a failed deploy for a missing cache).
 * A cache already ``ready`` for the key is reused (a rollback, a re-created stack): no job.
 * A job still running for the key (a retried deploy) is adopted, not started twice.
+* The deploy never outwaits CloudFormation: past ``WaitSeconds`` (inside the provider's timeout, itself
+  inside the resource's ``ServiceTimeout``) ``is_complete`` answers ``pending`` and leaves the job
+  running; the models start cold, and the next deploy reuses or adopts what the job makes (issue 49).
 * Nothing is left running: each create or update stops in-progress jobs of this resource's
   prefix made for another key (what a rolled-back update left), and delete stops the key's job.
   Each job also stops itself after ``MaxRuntimeInSeconds``.
@@ -57,6 +63,9 @@ S3 = boto3.client("s3")
 
 RUNNING = ("InProgress", "Stopping")
 REASON_CHARS = 500
+DEFAULT_PROVISIONING_S = 900
+"""``WaitSeconds`` when a resource (made before the property) sets none: the job's limit + this
+(``app_config.compile_cache.JOB_PROVISIONING_S``)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,7 @@ class JobRequest:
     volume_size_gb: int
     max_runtime_s: int
     lora_tuning_budget_s: int = 0
+    wait_s: int = 0
 
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> JobRequest:
@@ -91,6 +101,7 @@ class JobRequest:
             volume_size_gb=int(props["VolumeSizeInGB"]),
             max_runtime_s=int(props["MaxRuntimeInSeconds"]),
             lora_tuning_budget_s=int(props.get("LoraTuningBudgetS") or 0),
+            wait_s=int(props.get("WaitSeconds") or int(props["MaxRuntimeInSeconds"]) + DEFAULT_PROVISIONING_S),
         )
 
     @property
@@ -107,8 +118,9 @@ class JobRequest:
         return f"s3://{self.bucket}/{contract.s3_prefix(self.key)}"
 
 
-def read_manifest(bucket: str, key: str) -> contract.Manifest | None:
-    """The manifest of ``key``'s cache, or None when there is none (or it cannot be parsed).
+def read_manifest(bucket: str, key: str) -> tuple[contract.Manifest, str] | None:
+    """The manifest of ``key``'s cache and the sha256 of its bytes, or None when there is none (or it
+    cannot be parsed).
 
     Listed before it is read: the role may list only by prefix (``s3:prefix`` condition), and S3
     answers a GetObject of a missing key with 403, not 404, to a caller it does not let list the
@@ -120,19 +132,22 @@ def read_manifest(bucket: str, key: str) -> contract.Manifest | None:
         return None
     body = S3.get_object(Bucket=bucket, Key=name)["Body"].read()
     try:
-        return contract.Manifest.from_json(body.decode())
+        return contract.Manifest.from_json(body.decode()), contract.manifest_sha256(body)
     except (contract.ManifestError, UnicodeDecodeError) as exc:
         LOG.warning("manifest of %s unreadable, making the cache again: %s", key, exc)
         return None
 
 
-def write_manifest(bucket: str, manifest: contract.Manifest) -> None:
+def write_manifest(bucket: str, manifest: contract.Manifest) -> str:
+    """Write ``manifest`` for its key; the sha256 of the bytes written."""
+    body = manifest.to_json().encode()
     S3.put_object(
         Bucket=bucket,
         Key=contract.s3_prefix(manifest.key) + contract.MANIFEST_NAME,
-        Body=manifest.to_json().encode(),
+        Body=body,
         ContentType="application/json",
     )
+    return contract.manifest_sha256(body)
 
 
 def running_jobs(prefix: str) -> list[str]:
@@ -224,29 +239,31 @@ def on_event(event: Mapping[str, Any], _context: Any = None, *, now: float | Non
     if event["RequestType"] == "Delete":
         stop_jobs([name for name in running_jobs(request.job_name_prefix) if f"-{key}-" in name])
         return {"PhysicalResourceId": event.get("PhysicalResourceId", request.cache_uri)}
+    started = time.time() if now is None else now
     running = running_jobs(request.job_name_prefix)
     stop_jobs([name for name in running if f"-{key}-" not in name])
     data = {"CacheUri": request.cache_uri, "Key": key, "JobName": "", "Status": contract.STATUS_READY, "Reason": ""}
-    manifest = read_manifest(request.bucket, key)
-    if manifest is not None and manifest.status == contract.STATUS_READY and manifest.key == key:
+    found = read_manifest(request.bucket, key)
+    if found is not None and found[0].status == contract.STATUS_READY and found[0].key == key:
         LOG.info("cache %s is ready: reused, no job", request.cache_uri)
-        data["Reason"] = "reused"
+        data |= {"Reason": "reused", "ManifestSha256": found[1]}
+        return {"PhysicalResourceId": request.cache_uri, "Data": data}
+    own = [name for name in running if f"-{key}-" in name]
+    if own and found is not None:
+        LOG.info("adopting running job %s", own[0])
+        data |= {"JobName": own[0], "ManifestSha256": found[1]}
     else:
-        own = [name for name in running if f"-{key}-" in name]
-        if own:
-            LOG.info("adopting running job %s", own[0])
-            data["JobName"] = own[0]
-        else:
-            write_manifest(
-                request.bucket, contract.Manifest(key=key, status=contract.STATUS_PENDING, detail="job starting")
-            )
-            data["JobName"] = start_job(request, time.time() if now is None else now)
+        pending = contract.Manifest(key=key, status=contract.STATUS_PENDING, detail="job starting")
+        data["ManifestSha256"] = write_manifest(request.bucket, pending)
+        data["JobName"] = own[0] if own else start_job(request, started)
+    data["WaitUntil"] = str(int(started) + request.wait_s)
     return {"PhysicalResourceId": request.cache_uri, "Data": data}
 
 
-def is_complete(event: Mapping[str, Any], _context: Any = None) -> dict[str, Any]:
+def is_complete(event: Mapping[str, Any], _context: Any = None, *, now: float | None = None) -> dict[str, Any]:
     """Done when the job ended: ``ready`` if it made the cache, ``failed`` (with a manifest
-    saying why, so models start cold) otherwise. Never fails the deploy for a failed job."""
+    saying why, so models start cold) otherwise; ``pending`` once ``WaitUntil`` passes with the job
+    still running (it is left to finish). Never fails the deploy for a failed or slow job."""
     if event["RequestType"] == "Delete":
         return {"IsComplete": True}
     data = event.get("Data") or {}
@@ -255,21 +272,34 @@ def is_complete(event: Mapping[str, Any], _context: Any = None) -> dict[str, Any
         return {"IsComplete": True}
     job = SAGEMAKER.describe_processing_job(ProcessingJobName=name)
     status = job["ProcessingJobStatus"]
-    if status in RUNNING:
-        return {"IsComplete": False}
     request = JobRequest.from_properties(event["ResourceProperties"])
     key = request.key
+    if status in RUNNING:
+        current = time.time() if now is None else now
+        if current < int(data.get("WaitUntil") or current + 1):
+            return {"IsComplete": False}
+        reason = (
+            f"job {name} still {status.lower()} after the deploy's {request.wait_s} s wait: models start cold; "
+            "it keeps running and the next deploy reuses its cache"
+        )
+        LOG.warning("%s (key %s)", reason, key)
+        return {"IsComplete": True, "Data": {"Status": contract.STATUS_PENDING, "Reason": reason}}
     if status == "Completed":
-        manifest = read_manifest(request.bucket, key)
-        if manifest is not None and manifest.status == contract.STATUS_READY and manifest.key == key:
+        found = read_manifest(request.bucket, key)
+        if found is not None and found[0].status == contract.STATUS_READY and found[0].key == key:
+            manifest, sha256 = found
             LOG.info(
-                "job %s made the cache: %d files, %d bytes; lora tuning: %s",
+                "job %s made the cache: %d files, %d bytes, %d digests; lora tuning: %s",
                 name,
                 manifest.files,
                 manifest.bytes,
+                len(manifest.digests),
                 manifest.lora_tuning or "not run",
             )
-            return {"IsComplete": True, "Data": {"Status": contract.STATUS_READY, "Reason": ""}}
+            return {
+                "IsComplete": True,
+                "Data": {"Status": contract.STATUS_READY, "Reason": "", "ManifestSha256": sha256},
+            }
         reason = f"job {name} completed without a ready manifest for key {key}"
     else:
         reason = (
@@ -277,5 +307,5 @@ def is_complete(event: Mapping[str, Any], _context: Any = None) -> dict[str, Any
         )
     reason = reason[:REASON_CHARS]
     LOG.warning("%s; models of key %s start cold", reason, key)
-    write_manifest(request.bucket, contract.Manifest(key=key, status=contract.STATUS_FAILED, detail=reason))
-    return {"IsComplete": True, "Data": {"Status": contract.STATUS_FAILED, "Reason": reason}}
+    sha256 = write_manifest(request.bucket, contract.Manifest(key=key, status=contract.STATUS_FAILED, detail=reason))
+    return {"IsComplete": True, "Data": {"Status": contract.STATUS_FAILED, "Reason": reason, "ManifestSha256": sha256}}

@@ -68,7 +68,7 @@ from serving_app.adapters.source import AdapterDigestError, check_digest, checke
 from serving_app.artifacts import ArtifactError, adapter_rank
 from serving_app.engine.monitor import EngineMonitor, reports_dead_engine
 from serving_app.engine.readiness import Phase, Readiness
-from serving_app.errors import error_response
+from serving_app.errors import caller_text, error_response
 from serving_app.lifecycle.warmup import prefill_body, prefill_prompt, prefill_sizes, warmup_body
 from serving_app.settings import Settings
 from serving_app.upstream import UpstreamError, UpstreamPool
@@ -204,7 +204,7 @@ class AdapterService:
                 self.models.remove(name)
                 raise AdapterRefusedError(
                     refusal.status,
-                    f"{refusal.message}; the version from src={previous_src!r} is unloaded too: "
+                    f"{refusal.message}; the version from src={caller_text(previous_src, 200)} is unloaded too: "
                     "register it again to restore it",
                 ) from None
             self.models.add(name, src, salt)
@@ -236,7 +236,7 @@ class AdapterService:
         if not folder.is_dir():
             raise AdapterRefusedError(
                 400,
-                f"adapter {name!r}: src={src[:200]!r} is invalid: must be a local folder holding "
+                f"adapter {name!r}: src={caller_text(src, 200)} is invalid: must be a local folder holding "
                 "adapter_config.json and adapter_model.safetensors",
             )
         try:
@@ -338,7 +338,7 @@ class AdapterService:
             if name not in self.models.adapters:
                 raise AdapterRefusedError(
                     404,
-                    f"adapter {name[:100]!r} is not registered; registered adapters: "
+                    f"adapter {caller_text(name)} is not registered; registered adapters: "
                     f"{', '.join(self.models.adapters) or 'none'}",
                 )
             src = self.models.source(name)

@@ -12,7 +12,11 @@ At start, :func:`prepare` decides, and logs one line saying which:
 * ``off``: ``COMPILE_CACHE_DIR`` unset (a local run, or the cache disabled in config);
 * ``absent``: no manifest, or the job did not make the cache (status pending or failed);
 * ``stale``: the manifest was made for another key than ``COMPILE_CACHE_KEY``;
-* ``loaded``: the manifest matches; the cache is copied into the engine's ``VLLM_CACHE_ROOT``,
+* ``rejected``: the manifest is not the one the deploy pinned (``COMPILE_CACHE_MANIFEST_SHA256``), or
+  a file of the cache is missing, extra or differs from the manifest's sha256 (issue 49: vLLM runs
+  code from the cache, so only the job's files may reach it);
+* ``loaded``: the manifest matches and every file is verified; the cache is copied into the engine's
+  ``VLLM_CACHE_ROOT``,
   and when the job also tuned the LoRA kernels (``lora-configs/``, issue 35) that folder is
   passed to vLLM as ``VLLM_TUNED_CONFIG_FOLDER`` (an explicit ``LORA_TUNED_CONFIG_DIR`` wins).
 
@@ -61,7 +65,7 @@ class CachePlan:
     """What :func:`prepare` found.
 
     Attributes:
-        state: ``off``, ``absent``, ``stale`` or ``loaded``.
+        state: ``off``, ``absent``, ``stale``, ``rejected`` or ``loaded``.
         reason: one line saying why.
         root: the engine's ``VLLM_CACHE_ROOT``.
         files_before: the files under ``root`` before the engine started.
@@ -95,15 +99,16 @@ def prepare(environ: MutableMapping[str, str]) -> CachePlan:
     """Load the made cache named by ``environ`` into the engine's cache root; log which case.
 
     ``environ`` is the engine's environment: ``VLLM_CACHE_ROOT`` is set in it when a cache is
-    loaded (vLLM's default otherwise). Never raises for a missing or bad cache: those are cold
-    starts. Raises ``OSError`` only if the copy itself fails (a full disk), which would fail
-    the cold start too.
+    loaded (vLLM's default otherwise). Never raises for a missing, bad or tampered cache: those
+    are cold starts, logged (a rejected one as a warning). Raises ``OSError`` only if the copy
+    itself fails (a full disk), which would fail the cold start too.
     """
     root = cache_root(environ)
     made = environ.get(contract.COMPILE_CACHE_DIR, "").strip()
     state, reason = "off", f"{contract.COMPILE_CACHE_DIR} is not set"
     if made:
-        state, reason = _check(Path(made), environ.get(contract.COMPILE_CACHE_KEY, "").strip())
+        pin = environ.get(contract.COMPILE_CACHE_MANIFEST_SHA256, "").strip()
+        state, reason = _check(Path(made), environ.get(contract.COMPILE_CACHE_KEY, "").strip(), pin)
     if state == "loaded":
         source = Path(made) / contract.CACHE_SUBDIR
         root.mkdir(parents=True, exist_ok=True)
@@ -112,7 +117,7 @@ def prepare(environ: MutableMapping[str, str]) -> CachePlan:
         for path in [root, *root.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o200)
         environ[CACHE_ROOT_VAR] = str(root)
-    log.info("compile cache: %s (%s)", state, reason)
+    log.log(logging.WARNING if state == "rejected" else logging.INFO, "compile cache: %s (%s)", state, reason)
     lora_configs = _lora_configs(Path(made), environ) if state == "loaded" else None
     return CachePlan(state=state, reason=reason, root=root, files_before=_files(root), lora_configs=lora_configs)
 
@@ -149,13 +154,19 @@ def _manifest_field(made: Path, field: str) -> str:
         return ""
 
 
-def _check(made: Path, key: str) -> tuple[str, str]:
+def _check(made: Path, key: str, pin: str = "") -> tuple[str, str]:
     manifest_path = made / contract.MANIFEST_NAME
     if not manifest_path.is_file():
         return "absent", f"no {manifest_path}: a cold start"
     try:
-        manifest = contract.Manifest.from_json(manifest_path.read_text())
-    except (OSError, contract.ManifestError) as exc:
+        raw = manifest_path.read_bytes()
+        if pin and contract.manifest_sha256(raw) != pin:
+            return "rejected", (
+                f"{manifest_path} has sha256 {contract.manifest_sha256(raw)}, not the "
+                f"{contract.COMPILE_CACHE_MANIFEST_SHA256} {pin} the deploy pinned (written after it); a cold start"
+            )
+        manifest = contract.Manifest.from_json(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, contract.ManifestError) as exc:
         return "absent", f"{manifest_path}: {exc}; a cold start"
     if manifest.status != contract.STATUS_READY:
         detail = f": {manifest.detail}" if manifest.detail else ""
@@ -165,15 +176,46 @@ def _check(made: Path, key: str) -> tuple[str, str]:
         return "stale", f"made for key {manifest.key}, {expected}; a cold start"
     if not (made / contract.CACHE_SUBDIR).is_dir():
         return "absent", f"the manifest says ready but {made / contract.CACHE_SUBDIR} is missing; a cold start"
-    return "loaded", f"key {key}, {manifest.files} files made on {manifest.gpu_name or 'an unnamed GPU'}"
+    mismatch = _unverified(made, manifest.digests)
+    if mismatch:
+        return "rejected", f"{mismatch}; a cold start"
+    pinned = "pinned manifest" if pin else f"manifest not pinned ({contract.COMPILE_CACHE_MANIFEST_SHA256} unset)"
+    return "loaded", (
+        f"key {key}, {manifest.files} files made on {manifest.gpu_name or 'an unnamed GPU'}, "
+        f"{len(manifest.digests)} sha256-verified ({pinned})"
+    )
+
+
+def _unverified(made: Path, digests: dict[str, str]) -> str | None:
+    """Why the files under ``made`` are not exactly the ones ``digests`` names, or None.
+
+    The folder is SageMaker's read-only download of the model data, so what is hashed here is
+    what gets copied; the first difference is reported (a path and what is wrong with it).
+    """
+    if not digests:
+        return "the manifest records no file digests (made before they were recorded)"
+    try:
+        found = contract.file_digests(made)
+    except (OSError, ValueError) as exc:
+        return f"cannot verify the cache: {exc}"
+    for path in sorted(digests.keys() | found.keys()):
+        if path not in found:
+            return f"{path} is in the manifest but missing"
+        if path not in digests:
+            return f"{path} is not in the manifest"
+        if found[path] != digests[path]:
+            return f"{path} has sha256 {found[path]}, the manifest says {digests[path]}"
+    return None
 
 
 def write_made_cache(root: Path, output_dir: Path, *, key: str, gpu_name: str) -> contract.Manifest:
-    """Copy the engine's cache ``root`` to ``output_dir/vllm-cache`` and write the manifest.
+    """Copy the engine's cache ``root`` to ``output_dir/vllm-cache`` and write the manifest, with the
+    sha256 of every file copied (``digests``).
 
     The manifest goes last, so a job cut off mid-copy leaves no ``ready`` manifest. Raises
     ``OSError`` when the copy fails and ``ValueError`` when ``root`` holds no file (the engine
-    compiled nothing: ``enforce_eager`` on, say), which the job reports as its failure.
+    compiled nothing: ``enforce_eager`` on, say) or a symbolic link, which the job reports as its
+    failure.
     """
     files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
     if not files:
@@ -187,6 +229,8 @@ def write_made_cache(root: Path, output_dir: Path, *, key: str, gpu_name: str) -
         files=len(files),
         bytes=sum(p.stat().st_size for p in files),
         made_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        # Of the copies SageMaker uploads, so the container checks exactly what the job published.
+        digests=contract.file_digests(output_dir),
     )
     (output_dir / contract.MANIFEST_NAME).write_text(manifest.to_json())
     log.info("compile cache: made %d files (%d bytes) for key %s in %s", len(files), manifest.bytes, key, output_dir)
@@ -194,13 +238,20 @@ def write_made_cache(root: Path, output_dir: Path, *, key: str, gpu_name: str) -
 
 
 def record_lora_tuning(output_dir: Path, *, files: int, line: str) -> contract.Manifest:
-    """Add the LoRA tuning step's result to the made cache's manifest (``lora_configs``, ``lora_tuning``).
+    """Add the LoRA tuning step's result to the made cache's manifest (``lora_configs``, ``lora_tuning``,
+    and the digests of the ``lora-configs/`` files beside those of the cache).
 
-    Raises ``OSError`` or :class:`serving_contract.compile_cache.ManifestError` when the manifest
-    cannot be read or written.
+    Raises ``OSError``, ``ValueError`` or :class:`serving_contract.compile_cache.ManifestError` when
+    the manifest cannot be read or written; the caller then removes ``lora-configs/``, so the
+    published cache still verifies.
     """
     path = output_dir / contract.MANIFEST_NAME
-    manifest = dataclasses.replace(contract.Manifest.from_json(path.read_text()), lora_configs=files, lora_tuning=line)
+    manifest = dataclasses.replace(
+        contract.Manifest.from_json(path.read_text()),
+        lora_configs=files,
+        lora_tuning=line,
+        digests=contract.file_digests(output_dir),
+    )
     path.write_text(manifest.to_json())
     return manifest
 

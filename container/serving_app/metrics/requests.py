@@ -37,6 +37,7 @@ class RequestRecord:
     output_tokens: int | None = None
     cached_tokens: int | None = None
     engine_error: bool = False
+    stream_error: bool = False  # a 200 stream that ended with an error event (StreamErrors)
     oom: bool = False
     disconnected: bool = False
     emitted: bool = False
@@ -86,6 +87,7 @@ class RequestMetrics:
             RequestMetric.REQUEST_LATENCY: latency_ms,
             RequestMetric.CLIENT_ERRORS: int(400 <= status < 500),
             RequestMetric.SERVER_ERRORS: int(status >= 500),
+            RequestMetric.STREAM_ERRORS: int(record.stream_error),
             RequestMetric.ENGINE_ERRORS: int(record.engine_error),
             RequestMetric.OUT_OF_MEMORY_ERRORS: int(record.oom),
         }

@@ -12,19 +12,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from serving_app.errors import caller_text
 from serving_app.settings import Settings
+from serving_contract import engine_settings as engine_spec
+from serving_contract import env
 from serving_contract import request_limits as spec
 
 
 @dataclass(frozen=True, slots=True)
 class RequestLimits:
-    """The limits in force (from :class:`Settings`); see ``serving_contract.request_limits``."""
+    """The limits in force (from :class:`Settings`); see ``serving_contract.request_limits``.
+
+    The body's size follows the engine's context, ``max_model_len`` (``ENGINE_MAX_MODEL_LEN``):
+    :attr:`max_body_bytes` and :attr:`max_messages`.
+    """
 
     max_sequences: int = spec.MAX_SEQUENCES.default
     max_logprobs: int = spec.MAX_LOGPROBS.default
     max_stop_sequences: int = spec.MAX_STOP_SEQUENCES.default
     max_stop_sequence_chars: int = spec.MAX_STOP_SEQUENCE_CHARS.default
     max_token_ids: int = spec.MAX_TOKEN_IDS.default
+    body_bytes_per_token: int = spec.MAX_BODY_BYTES_PER_TOKEN.default
+    max_model_len: int = engine_spec.MAX_MODEL_LEN.default
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RequestLimits:
@@ -34,6 +43,48 @@ class RequestLimits:
             max_stop_sequences=settings.request_max_stop_sequences,
             max_stop_sequence_chars=settings.request_max_stop_sequence_chars,
             max_token_ids=settings.request_max_token_ids,
+            body_bytes_per_token=settings.request_max_body_bytes_per_token,
+            max_model_len=settings.max_model_len,
+        )
+
+    @property
+    def max_body_bytes(self) -> int:
+        """Largest body, bytes (:func:`serving_contract.request_limits.max_body_bytes`)."""
+        return spec.max_body_bytes(self.max_model_len, self.body_bytes_per_token)
+
+    @property
+    def max_messages(self) -> int:
+        """Most messages in a chat body (:func:`serving_contract.request_limits.max_messages`)."""
+        return spec.max_messages(self.max_model_len)
+
+    @property
+    def body_bound(self) -> str:
+        """:attr:`max_body_bytes` and where it comes from, for a 413's message."""
+        if self.max_body_bytes >= spec.SAGEMAKER_MAX_BODY_BYTES:
+            return f"{self.max_body_bytes} bytes (SageMaker's InvokeEndpoint payload limit)"
+        return (
+            f"{self.max_body_bytes} bytes ({env.ENGINE_MAX_MODEL_LEN}={self.max_model_len} tokens x "
+            f"{spec.MAX_BODY_BYTES_PER_TOKEN.env_var}={self.body_bytes_per_token})"
+        )
+
+    def body_violation(self, size: int) -> str | None:
+        """The 413 message for a body of ``size`` bytes over :attr:`max_body_bytes`, else None."""
+        if size <= self.max_body_bytes:
+            return None
+        return f"body is {size} bytes: at most {self.body_bound}"
+
+    def messages_violation(self, body: Mapping[str, Any]) -> str | None:
+        """The 400 message for a chat body with more than :attr:`max_messages` messages, else None.
+
+        Checked on the decoded JSON before the request model validates each message (the work this
+        bound keeps small)."""
+        messages = body.get("messages")
+        if not isinstance(messages, list) or len(messages) <= self.max_messages:
+            return None
+        return (
+            f"messages has {len(messages)} entries: at most {self.max_messages}, what one context holds "
+            f"({env.ENGINE_MAX_MODEL_LEN}={self.max_model_len} tokens / {spec.MESSAGE_TEMPLATE_TOKENS} "
+            "chat-template tokens per message); send the most recent turns"
         )
 
     def violation(self, body: Mapping[str, Any], *, is_chat: bool) -> str | None:
@@ -115,7 +166,7 @@ def _is_int(value: object) -> bool:
 
 
 def _show(value: object) -> str:
-    return repr(value)[:40]
+    return caller_text(value, 40)
 
 
 def _prompt_count(prompt: object) -> int:

@@ -151,6 +151,7 @@ async def relay_events(
             record.status = 499  # client went away; nothing left to tell it
             return
         record.engine_error = not timed_out
+        record.stream_error = True  # the client already has a 200: only this event tells it
         if timed_out:
             record.status = 504
             message = f"stream exceeded REQUEST_TIMEOUT_S={timeout_s:g} s"
@@ -165,6 +166,14 @@ async def relay_events(
         finish(record, started)
 
 
+def _is_error_event(event: bytes) -> bool:
+    """The event is vLLM's error object (``{"error": {...}}``), not a token whose text says "error"."""
+    with contextlib.suppress(ValueError):
+        payload = json.loads(event[6:])
+        return isinstance(payload, dict) and "error" in payload and "choices" not in payload
+    return False
+
+
 def _keep(event: bytes, record: RequestRecord, strip_usage: bool) -> bool:
     """Record usage and errors from one event; False drops it (our own usage-only event)."""
     if b'"usage"' in event and event.startswith(b"data: {"):
@@ -175,7 +184,9 @@ def _keep(event: bytes, record: RequestRecord, strip_usage: bool) -> bool:
                 record.read_usage(usage)
                 if strip_usage and not payload.get("choices"):
                     return False
-    elif b'"error"' in event and event.startswith(b"data: {"):
-        record.engine_error = True
+    elif b'"error"' in event and event.startswith(b"data: {") and _is_error_event(event):
+        # vLLM's own error event after its 200 (generation failed mid-stream): an error for the
+        # caller although SageMaker counts a 200 (StreamErrors).
+        record.engine_error = record.stream_error = True
         record.oom = record.oom or is_oom(event)
     return True

@@ -21,7 +21,7 @@ from serving_app.adapters.registry import ModelRegistry
 from serving_app.context_budget.serving import BudgetAttempt, ContextBudget
 from serving_app.engine.monitor import EngineMonitor, reports_dead_engine
 from serving_app.engine.readiness import Phase, Readiness
-from serving_app.errors import error_response
+from serving_app.errors import caller_text, error_response
 from serving_app.metrics.requests import RequestMetrics, RequestRecord
 from serving_app.sagemaker.limits import RequestLimits
 from serving_app.sagemaker.protocol import ChatCompletionBody, CompletionBody, requested_model
@@ -37,9 +37,6 @@ USAGE_OPTION_MEMBER: Final = b',"stream_options":{"include_usage":true}}'
 """Appended to a JSON object body in place of its closing brace (the object has ``messages`` or
 ``prompt``, so it is never empty and the comma is always right)."""
 
-MAX_BODY_BYTES: Final = 6 * 1024 * 1024
-"""SageMaker real-time InvokeEndpoint payload limit (6 MB); larger bodies never reach us."""
-
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
@@ -54,10 +51,15 @@ def _summarise(exc: ValidationError) -> str:
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _json_object(body: bytes) -> dict[str, Any] | Response:
-    """The body as a JSON object, or the 413/400/422 answer to one too large, malformed or not an object."""
-    if len(body) > MAX_BODY_BYTES:
-        return error_response(413, f"body is {len(body)} bytes; limit {MAX_BODY_BYTES}")
+def _json_object(body: bytes, limits: RequestLimits) -> dict[str, Any] | Response:
+    """The body as a JSON object, or the 413/400/422 answer to one too large, malformed or not an object.
+
+    The size is checked before parsing: the transport refuses a declared ``Content-Length`` over
+    ``limits.max_body_bytes`` before the body is read; this covers a body that reaches the app
+    some other way (a test calling the service, a chunked body the transport counted)."""
+    over = limits.body_violation(len(body))
+    if over:
+        return error_response(413, over)
     try:
         data = json.loads(body, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
@@ -122,7 +124,7 @@ class InvocationService:
         if refusal is not None:
             return refusal
         body = await request.body()
-        data = _json_object(body)
+        data = _json_object(body, self.limits)
         if isinstance(data, Response):
             return data
         if self.sessions.is_session_request(data):
@@ -140,7 +142,7 @@ class InvocationService:
             record.adapter = "unknown"
             # The names served are other tenants' business: the caller learns only its own was wrong.
             log.info("invocations: unknown adapter %r; available: %s", name[:100], self.models.available)
-            return error_response(400, f"unknown adapter {name[:100]!r}")
+            return error_response(400, f"unknown adapter {caller_text(name)}")
         record.adapter = name
         record.version = self.versions.dimension(name) if self.versions.pins else None
         record.stream = parsed.stream
@@ -169,7 +171,7 @@ class InvocationService:
         if content_type:
             media = content_type.split(";", 1)[0].strip().lower()
             if not (media == "application/json" or media.endswith("+json")):
-                return error_response(415, f"content-type {media!r} is not supported; send application/json")
+                return error_response(415, f"content-type {caller_text(media)} is not supported; send application/json")
         return None
 
     def _validated(self, data: dict[str, Any]) -> tuple[bool, ChatCompletionBody | CompletionBody] | Response:
@@ -180,6 +182,9 @@ class InvocationService:
             return error_response(
                 422, "body must have exactly one of 'messages' (chat completions) or 'prompt' (completions)"
             )
+        too_many = self.limits.messages_violation(data)  # before validating each message
+        if too_many:
+            return error_response(400, too_many)
         model_cls = ChatCompletionBody if is_chat else CompletionBody
         try:
             parsed = model_cls.model_validate(data)
@@ -222,7 +227,9 @@ class InvocationService:
         return error_response(503, "engine unavailable")
 
     def _timed_out(self, record: RequestRecord) -> Response:
-        record.engine_error = True
+        # Not an engine error (EngineErrors pages at one): a long generation or a busy engine ends here
+        # too; the 504 counts in ServerErrors and SageMaker's 5xx rate, and a dead or hung engine is the
+        # health monitor's to find (issue 49, finding 7).
         return error_response(504, f"engine did not answer within REQUEST_TIMEOUT_S={self.timeout_s:g} s")
 
     async def _unary(self, path: str, body: bytes, record: RequestRecord, attempt: BudgetAttempt | None) -> Response:

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from starlette.responses import PlainTextResponse, Response
 
-from serving_app.errors import error_response
+from serving_app.errors import caller_text, error_response
 from serving_app.sessions.manager import MAX_ID_CHARS, SessionLimitError, SessionStore, UnknownSessionError
 
 SESSION_ID_HEADER: Final = "X-Amzn-SageMaker-Session-Id"
@@ -34,6 +34,8 @@ CLOSED_SESSION_ID_HEADER: Final = "X-Amzn-SageMaker-Closed-Session-Id"
 REQUEST_TYPE_KEY: Final = "requestType"
 NEW_SESSION: Final = "NEW_SESSION"
 CLOSE: Final = "CLOSE"
+MAX_NAMED_KEYS: Final = 5
+"""Unexpected keys a refusal names; the rest are counted."""
 
 
 class SessionService:
@@ -51,13 +53,15 @@ class SessionService:
         """Answer NEW_SESSION or CLOSE (the body had ``requestType``); never raises."""
         request_type = data[REQUEST_TYPE_KEY]
         if request_type not in (NEW_SESSION, CLOSE):
-            shown = str(request_type)[:50]
-            return error_response(400, f"requestType {shown!r} is not supported; allowed: NEW_SESSION, CLOSE")
-        extra = sorted(key for key in data if key != REQUEST_TYPE_KEY)
-        if extra:
             return error_response(
-                400, f"a {request_type} request has only 'requestType'; found also {', '.join(extra)[:200]}"
+                400, f"requestType {caller_text(request_type, 50)} is not supported; allowed: NEW_SESSION, CLOSE"
             )
+        extra = [key for key in data if key != REQUEST_TYPE_KEY]
+        if extra:
+            # The caller's keys, quoted (caller_text: a lone surrogate in a key made this answer a 500 before).
+            named = ", ".join(caller_text(key, 50) for key in extra[:MAX_NAMED_KEYS])
+            more = f" and {len(extra) - MAX_NAMED_KEYS} more" if len(extra) > MAX_NAMED_KEYS else ""
+            return error_response(400, f"a {request_type} request has only 'requestType'; found also {named}{more}")
         if request_type == NEW_SESSION:
             return self._create()
         return self._close(headers.get(SESSION_ID_HEADER))
@@ -108,6 +112,6 @@ def _valid_id(session_id: str) -> str:
 def _not_found(session_id: str) -> Response:
     return error_response(
         400,
-        f"session not found: {session_id[:100]!r} (never opened here, closed or expired); "
+        f"session not found: {caller_text(session_id)} (never opened here, closed or expired); "
         'open one with {"requestType": "NEW_SESSION"}',
     )

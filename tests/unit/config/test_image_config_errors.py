@@ -28,7 +28,12 @@ SHA = "1" * 64
         ),
         (
             {"image.build.timeout_min": "90"},
-            "config error: image.build.timeout_min = '90': must be <= 55",
+            "config error: image.build.timeout_min = '90': must be <= 50",
+        ),
+        (
+            # The build plus 5 min queued must end inside CloudFormation's wait (3600 s less 300 s head room).
+            {"image.build.timeout_min": "51"},
+            "config error: image.build.timeout_min = '51': must be <= 50",
         ),
         (
             {"image.build.compute_type": "BUILD_GENERAL1_SMALL"},

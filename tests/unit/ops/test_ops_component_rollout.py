@@ -40,7 +40,8 @@ def test_watches_the_update_until_it_ends_in_service(args):
     assert clock.sleeps == [30.0, 30.0]
     assert stubs.lines == [
         f"watching the rolling update of {BASE} (up to 28800 s; rollback alarms: {FIVE_XX}, "
-        f"{ENDPOINT}-base-ttft-p95-cold, {ENDPOINT}-base-ttft-p95-warm, {ENDPOINT}-base-model-latency-p99): "
+        f"{ENDPOINT}-base-ttft-p95-cold, {ENDPOINT}-base-ttft-p95-warm, {ENDPOINT}-base-model-latency-p99, "
+        f"{ENDPOINT}-base-4xx-rate): "
         f"Updating, 2 copies (desired 2), {OLD_IMAGE}",
         f"{BASE}: Updating, 3 copies (desired 2)",
         f"rolling update of {BASE} ended: InService, 2 copies (desired 2), {IMAGE}",
@@ -171,7 +172,7 @@ def test_promote_refuses_without_the_base_components_rollback_alarms(args, capsy
     assert capsys.readouterr().err.strip() == (
         f"error: rollback alarm(s) not found: {FIVE_XX}, {ENDPOINT}-base-ttft-p95-cold, "
         f"{ENDPOINT}-base-ttft-p95-warm, "
-        f"{ENDPOINT}-base-model-latency-p99; "
+        f"{ENDPOINT}-base-model-latency-p99, {ENDPOINT}-base-4xx-rate; "
         "deploy the alarms or pass --allow-missing-alarms"
     )
 

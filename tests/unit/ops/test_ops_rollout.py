@@ -112,7 +112,7 @@ def test_promote_refuses_without_rollback_alarms(capsys):
     assert code == ExitCode.NOT_READY
     assert capsys.readouterr().err.strip() == (
         f"error: rollback alarm(s) not found: {ENDPOINT}-canary-5xx-rate, {ENDPOINT}-canary-ttft-p95-cold, "
-        f"{ENDPOINT}-canary-ttft-p95-warm, {ENDPOINT}-canary-model-latency-p99; "
+        f"{ENDPOINT}-canary-ttft-p95-warm, {ENDPOINT}-canary-model-latency-p99, {ENDPOINT}-canary-4xx-rate; "
         "deploy the alarms or pass --allow-missing-alarms"
     )
 
