@@ -218,6 +218,18 @@ class MonitoringConfig(ConfigModel):
             "start, so the alarm must sit above it; 98 % leaves only the CUDA context."
         ),
     )
+    client_fallback_rate: AlarmRuleConfig = Field(
+        default=AlarmRuleConfig(threshold=1, period_s=300, evaluation_periods=3),
+        description=(
+            "ClientFallbacks / ClientRequests x 100: the share of the client library's calls (client/"
+            "mangaassist_client) that another backend than the endpoint answered or tried (a 5xx, a timeout, a "
+            "throttled endpoint out of tries, an open circuit), percent; warning. No seed value: the callers still "
+            "got answers, so it is not the error-rate SLO (0.1 %, the 5xx-rate alarm); at 1 % for 15 minutes one "
+            "answer in a hundred comes from a model the canary gates did not judge (a merged bf16 import, or a "
+            "foundation model without the adapters) at Bedrock's price, and the client sees failures the "
+            "endpoint's own metrics miss (timeouts, connections, open circuits)."
+        ),
+    )
     canary_error_rate: AlarmWindowConfig = Field(
         default=AlarmWindowConfig(period_s=60, evaluation_periods=5),
         description=(

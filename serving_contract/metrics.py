@@ -113,6 +113,33 @@ EMITTED: Final[frozenset[str]] = frozenset(UNITS)
 """Every custom metric name the container emits."""
 
 
+class ClientMetric(StrEnum):
+    """What the client library counts (client/mangaassist_client, docs/client.md): one EMF line per call,
+    every counter in it (zeros too), in the same namespace as the container's metrics.
+
+    Dimensions: (EndpointName), the endpoint the client calls. The package is installed on its own and
+    cannot import this module: it declares the same names (``mangaassist_client.metrics.ClientMetric``) and
+    tests/client/test_contract_agreement.py keeps the two equal.
+    """
+
+    REQUESTS = "ClientRequests"  # calls, whatever answered
+    RETRIES = "ClientRetries"  # retries after throttling or a 503 with Retry-After
+    FALLBACKS = "ClientFallbacks"  # calls answered (or tried) by a backend after the first
+    CIRCUIT_OPENED = "ClientCircuitOpened"  # a backend's circuit opened
+    STREAMS_INTERRUPTED = "ClientStreamsInterrupted"  # streams that failed after their first token
+    CANARY_REQUESTS = "ClientCanaryRequests"  # calls sent to the client-side canary first
+    SHADOW_REQUESTS = "ClientShadowRequests"  # shadow copies sent
+    SHADOW_ERRORS = "ClientShadowErrors"  # shadow copies that failed
+    SHADOW_MISMATCHES = "ClientShadowMismatches"  # shadow answers that differed from the answer
+    SHADOW_DROPPED = "ClientShadowDropped"  # shadow copies not sent (too many in flight)
+
+
+CLIENT_UNIT: Final = "Count"
+"""The unit of every client metric."""
+CLIENT_EMITTED: Final[frozenset[str]] = frozenset(ClientMetric)
+"""Every custom metric name the client library emits."""
+
+
 class SageMakerMetric(StrEnum):
     """AWS-published endpoint metrics (``AWS/SageMaker``) that alarms and scaling use."""
 

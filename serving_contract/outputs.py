@@ -24,6 +24,9 @@ ADAPTER_COMPONENT_PREFIX: Final = "AdapterInferenceComponent"
 """inference_components mode: one output per adapter, ``AdapterInferenceComponent<PascalCaseAdapter>``
 whose value is the component name (see :func:`adapter_component_output`)."""
 DASHBOARD_NAME: Final = "DashboardName"
+METRICS_NAMESPACE: Final = "MetricsNamespace"
+"""Observability stack: the namespace of the container's and the client library's metrics
+(``observability.metrics_namespace``), which the client reads (client/mangaassist_client/config.py)."""
 
 # Bedrock Custom Model Import stack (optional, bedrock.enabled).
 BEDROCK_ARTIFACT_BUCKET: Final = "BedrockArtifactBucketName"

@@ -98,3 +98,5 @@ class ObservabilityStack(cdk.Stack):
         )
         cdk.CfnOutput(self, outputs.ALARM_TOPIC_ARN, value=self.topic.topic_arn)
         cdk.CfnOutput(self, outputs.DASHBOARD_NAME, value=self.dashboard.dashboard.dashboard_name)
+        # The client library (client/mangaassist_client) writes its metrics here, for the client-fallback-rate alarm.
+        cdk.CfnOutput(self, outputs.METRICS_NAMESPACE, value=config.observability.metrics_namespace)

@@ -16,6 +16,7 @@ from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import (
     BudgetMetric,
+    ClientMetric,
     EngineMetric,
     RequestMetric,
     SageMakerInstanceMetric,
@@ -177,6 +178,7 @@ class EndpointAlarms(Construct):
             *self._engine_rules(),
             *self._endpoint_rules(gpus_per_instance),
             *(self._adapter_rule(adapter) for adapter in adapters),
+            self._client_fallback_rule(),
         ]
 
     def _ttft_rule(self, slo: SloConfig, klass: RequestClass) -> _Rule:
@@ -399,6 +401,24 @@ class EndpointAlarms(Construct):
             missing=Missing.NOT_BREACHING,  # exists only when requests for the adapter arrive
             critical=False,
             threshold=ceiling,  # the adapter's own ceiling, or the shared default
+        )
+
+    def _client_fallback_rule(self) -> _Rule:
+        rule = self._config.client_fallback_rate
+        return _Rule(
+            construct_id="ClientFallbackRate",
+            slug="client-fallback-rate",
+            description=f"Client fallback rate > {rule.threshold:g} % for {rule.window_s} s: that share of the client "
+            "library's calls went to Bedrock (the endpoint answered 5xx, timed out, throttled past the deadline or "
+            "had its circuit open). Check the 5xx-rate and engine-errors alarms and the clients' EMF lines "
+            "(Failures).",
+            metric=self._metrics.client_share(
+                ClientMetric.FALLBACKS, period_s=rule.period_s, label="Client calls answered by a fallback (%)"
+            ),
+            rule=rule,
+            comparison=Comparison.GREATER_THAN_THRESHOLD,
+            missing=Missing.NOT_BREACHING,  # a share of calls: no client calls, no datapoint
+            critical=False,
         )
 
     def _worst(

@@ -26,6 +26,7 @@ from serving_contract.metrics import (
     SAGEMAKER_INSTANCE_NAMESPACE,
     SAGEMAKER_NAMESPACE,
     BudgetMetric,
+    ClientMetric,
     Dimension,
     EngineMetric,
     RequestMetric,
@@ -333,6 +334,30 @@ class EndpointMetrics:
             label=label,
         )
 
+    def client_share(self, metric: ClientMetric, *, period_s: int, label: str) -> cloudwatch.MathExpression:
+        """``metric / ClientRequests x 100`` (percent of the client library's calls to this endpoint; dimension
+        EndpointName only); no datapoint in periods without calls (as :meth:`error_rate`)."""
+        prefix = self._ids()
+        dimensions = {Dimension.ENDPOINT.value: self.endpoint_name}
+        using: dict[str, cloudwatch.IMetric] = {
+            f"{prefix}m": self._metric(
+                self.namespace, metric.value, dimensions=dimensions, statistic="Sum", period_s=period_s, label=None
+            ),
+            f"{prefix}r": self._metric(
+                self.namespace,
+                ClientMetric.REQUESTS.value,
+                dimensions=dimensions,
+                statistic="Sum",
+                period_s=period_s,
+                label=None,
+            ),
+        }
+        return cloudwatch.MathExpression(
+            expression=f"IF(FILL({prefix}r, 0) > 0, 100 * FILL({prefix}m, 0) / FILL({prefix}r, 0))",
+            using_metrics=using,
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )
 
 def _sum(prefix: str, kinds: Sequence[str], count: int) -> str:
     """``SUM([FILL(<prefix><kind><i>, 0), ...])`` over every kind and index: a missing count reads 0."""

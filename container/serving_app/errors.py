@@ -61,9 +61,18 @@ def error_body(status: int, message: str) -> dict[str, dict[str, object]]:
     return {"error": {"message": printable(message), "type": ERROR_TYPES.get(status, "Error"), "code": status}}
 
 
-def error_response(status: int, message: str) -> JSONResponse:
-    """An error as a JSON response with ``status``; never raises for any ``message``."""
-    return JSONResponse(error_body(status, message), status_code=status)
+def error_response(status: int, message: str, *, retry_after_s: int | None = None) -> JSONResponse:
+    """An error as a JSON response with ``status``; never raises for any ``message``.
+
+    ``retry_after_s`` sets ``Retry-After`` and the same seconds as ``error.retry_after_s`` in the body:
+    SageMaker hands a caller the container's status and body (``ModelError``'s ``OriginalStatusCode`` and
+    ``OriginalMessage``) but no response header other than ``CustomAttributes``, so behind an endpoint
+    the body is where a client finds it (client/mangaassist_client/errors.py reads both)."""
+    body = error_body(status, message)
+    if retry_after_s is None:
+        return JSONResponse(body, status_code=status)
+    body["error"]["retry_after_s"] = retry_after_s
+    return JSONResponse(body, status_code=status, headers={"Retry-After": str(retry_after_s)})
 
 
 def sse_error(message: str, status: int) -> bytes:

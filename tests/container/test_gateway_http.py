@@ -140,6 +140,7 @@ def test_engine_out_of_memory_is_the_fallback_503_and_counted(serve: Serve) -> N
     response = post(serve, {"prompt": "boom"})
     assert response.status_code == 503
     assert response.headers["retry-after"] == "5"  # container.context_budget.oom_retry_after_s
+    assert response.json()["error"]["retry_after_s"] == 5  # the same, where a caller behind SageMaker sees it
     assert message(response) == (
         "engine out of memory on this request, also after compressing the older turns; retry later"
     )  # vLLM's text stays in the log

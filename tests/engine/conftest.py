@@ -11,7 +11,11 @@ collection is done, and they boot while the rest of the suite (synth, unit tests
   Its tests run after the shared gateway's drain test, which needs all eight of its streams
   still in flight at SIGTERM: when the runtime-adapter tests ran just before it, it failed in
   two of three full-suite runs on the 2-core machine (one stream finished before the last one
-  started); with them after it, two of two full-suite runs passed.
+  started); with them after it, two of two full-suite runs passed;
+* ``client_gateway``: the client library's end-to-end test (issue 48, test_real_client.py), which
+  kills its engine to see the fallback: a gateway of its own, with the shared one's baked adapters,
+  started only when that test is selected. Its tests rank with the shared gateway's (file order), so
+  it has exited before the drain test's streams start.
 
 The start-up smoke (``startup_smoke_run``: ``benchmarks/gpu_startup.py`` making a compile cache
 on the real engine, then starting from it; about two minutes of one core) also starts at
@@ -75,7 +79,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if any("startup_smoke_run" in getattr(i, "fixturenames", ()) for i in real):
         _start_startup_smoke()
     wanted = [
-        key for key in ("shared", "disposable") if any(f"{key}_gateway" in getattr(i, "fixturenames", ()) for i in real)
+        key
+        for key in ("shared", "disposable", "client")
+        if any(f"{key}_gateway" in getattr(i, "fixturenames", ()) for i in real)
     ]
     if not wanted:
         return
@@ -139,7 +145,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             process.wait()
         log.close()
         shutil.rmtree(out, ignore_errors=True)
-    for key in ("shared", "disposable"):
+    for key in ("shared", "disposable", "client"):
         gateway = _STATE.pop(key, None)
         if isinstance(gateway, RealGateway):
             gateway.stop()
@@ -168,3 +174,9 @@ def disposable_gateway() -> Iterator[RealGateway]:
     """A second one, in inference-components mode (runtime adapters), for tests that change or
     kill the engine; the tiny model's adapters are in ``model_root / "adapters"``."""
     yield _gateway("disposable")
+
+
+@pytest.fixture(scope="session")
+def client_gateway() -> Iterator[RealGateway]:
+    """A third one, like the shared gateway, for the client library's test that kills its engine."""
+    yield _gateway("client")

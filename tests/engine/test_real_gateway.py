@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from serving_app.metrics.scraper import WANTED, parse_samples
-from serving_contract.metrics import Dimension, RequestMetric
+from serving_contract.metrics import CLIENT_EMITTED, Dimension, RequestMetric
 from tests.engine.real_engine import ADAPTERS, BASE_MODEL, ENGINE_ENV, RealGateway
 from tests.engine.test_real_context_budget import MAX_TOKENS as BUDGET_MAX_TOKENS
 from tests.engine.test_real_context_budget import long_messages
@@ -238,6 +238,10 @@ def test_emf_lines_carry_every_metric_the_stacks_read_with_engine_values(
         name for ns, name in metrics_read([t.to_json() for t in default_synth.templates.values()]) if ns == namespace
     }
     assert read, "the stacks read no custom metric?"
+    # The client library's counts share the namespace but come from the callers (tests/client/test_metrics.py,
+    # tests/engine/test_real_client.py), never from the container.
+    assert read & CLIENT_EMITTED
+    read -= CLIENT_EMITTED
     # One conversation over max_model_len, which the context budget trims: the trim metric is
     # emitted only when one happens, and this test must not lean on an earlier file having done it.
     over = {"messages": long_messages(shared_gateway), "max_tokens": BUDGET_MAX_TOKENS, "temperature": 0}

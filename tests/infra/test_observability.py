@@ -221,6 +221,28 @@ def test_error_rates_are_math_over_invocations(default_synth: Synth) -> None:
         assert "100 * SUM([FILL(" in expression
 
 
+def test_the_client_fallback_rate_alarm_reads_the_client_librarys_counts(default_synth: Synth) -> None:
+    """Issue 48: ClientFallbacks / ClientRequests of the endpoint's callers (client/mangaassist_client), in the
+    namespace the stack outputs for them, a warning that notifies."""
+    config = default_synth.config
+    template = default_synth.template_json("Observability")
+    alarm = _alarms_by_name(default_synth, "Observability")[f"{config.endpoint_name}-client-fallback-rate"]
+    rule = config.monitoring.client_fallback_rate
+    namespace = config.observability.metrics_namespace
+    dims = {"EndpointName": config.endpoint_name}
+    assert sorted(_metric_stats(alarm), key=str) == [
+        (namespace, "ClientFallbacks", "Sum", rule.period_s, dims),
+        (namespace, "ClientRequests", "Sum", rule.period_s, dims),
+    ]
+    assert {m.value for m in metrics.ClientMetric} >= {"ClientFallbacks", "ClientRequests"}
+    _check_rule(alarm, rule)
+    assert (alarm["Threshold"], rule.window_s) == (1, 900)
+    assert _expression(alarm).startswith("IF(FILL(") and "> 0, 100 * FILL(" in _expression(alarm)
+    assert (alarm["ComparisonOperator"], alarm["TreatMissingData"]) == ("GreaterThanThreshold", "notBreaching")
+    assert alarm["AlarmDescription"].startswith("[warning]") and alarm["AlarmActions"] and alarm["OKActions"]
+    assert template["Outputs"]["MetricsNamespace"]["Value"] == namespace
+
+
 def test_one_latency_alarm_per_adapter_with_its_ceiling(vpc_single_variant_synth: Synth) -> None:
     config = vpc_single_variant_synth.config
     alarms = _alarms_by_name(vpc_single_variant_synth, "Observability")
@@ -340,7 +362,7 @@ def test_every_alarm_name_carries_the_endpoint_prefix(all_synths: list[Synth]) -
 
 def _allowed(namespace: str) -> set[tuple[str, str]]:
     return (
-        {(namespace, name) for name in metrics.EMITTED}
+        {(namespace, name) for name in metrics.EMITTED | metrics.CLIENT_EMITTED}
         | {(metrics.SAGEMAKER_NAMESPACE, m.value) for m in metrics.SageMakerMetric}
         | {(metrics.SAGEMAKER_INSTANCE_NAMESPACE, m.value) for m in metrics.SageMakerInstanceMetric}
         | {(metrics.SAGEMAKER_COMPONENT_NAMESPACE, m.value) for m in metrics.SageMakerComponentMetric}

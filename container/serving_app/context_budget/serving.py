@@ -217,11 +217,11 @@ class BudgetAttempt:
 
     def fallback(self) -> Response:
         """503 with ``Retry-After``: the out-of-memory error was not contained on this instance."""
-        response = error_response(
-            503, "engine out of memory on this request, also after compressing the older turns; retry later"
+        return error_response(
+            503,
+            "engine out of memory on this request, also after compressing the older turns; retry later",
+            retry_after_s=self.budget.retry_after_s,
         )
-        response.headers["Retry-After"] = str(self.budget.retry_after_s)
-        return response
 
     def annotate(self, response: Response) -> None:
         """Mark a successful answer of a trimmed request (header) and count it (EMF)."""

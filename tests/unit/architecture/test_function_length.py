@@ -14,6 +14,7 @@ PRODUCT = (
     "app_config",
     "benchmarks",
     "cdk_constructs",
+    "client",
     "container",
     "devtools",
     "lambdas",

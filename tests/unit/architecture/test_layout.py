@@ -119,6 +119,7 @@ PRODUCT_FOLDERS = (
     "benchmarks",
     "cdk_constructs",
     "cli_support",
+    "client",
     "container",
     "devtools",
     "lambdas",
@@ -126,7 +127,7 @@ PRODUCT_FOLDERS = (
     "serving_contract",
     "stacks",
 )
-"""The repo's product code: what the app, the image, the Lambdas and the tools are made of."""
+"""The repo's product code: what the app, the image, the Lambdas, the tools and the client library are made of."""
 
 KNOWN_LINKS = {
     "cdk_constructs/release/runtime/model_artifacts.py": "../../../serving_contract/model_artifacts.py",

@@ -1,0 +1,375 @@
+"""The client: one call shape over the configured backends, with retries, fallback, circuits, sessions,
+shadow and canary.
+
+The rules (seed 002's OOM containment ends in "fall back to Bedrock"; errors module for the sorting):
+
+* throttling, and a 503 that says when to come back, are retried on the same backend while the wait fits
+  the call's deadline (at most ``retry.max_attempts`` tries);
+* a 5xx, a timeout, a throttled backend out of tries or an open circuit sends the call to the next backend;
+* a 4xx is the caller's: raised as :class:`~mangaassist_client.errors.CallerError`, never sent elsewhere;
+* a stream that fails after its first token raises :class:`~mangaassist_client.errors.StreamInterruptedError`
+  with the text so far: it is not restarted elsewhere, silently or otherwise;
+* every call writes one metrics line: requests, retries, fallbacks, circuits opened, streams interrupted
+  (metrics module), which the Observability stack's fallback-rate alarm reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+from mangaassist_client.backends import Backend, BackendStream
+from mangaassist_client.config import ClientConfig
+from mangaassist_client.errors import (
+    BackendUnavailableError,
+    CallerError,
+    Failure,
+    FailureKind,
+    StreamInterruptedError,
+    classify,
+)
+from mangaassist_client.factory import ClientFactory, default_factory, make_backend
+from mangaassist_client.metrics import ClientMetric, EmfSink, MetricsSink
+from mangaassist_client.mirror import Answer, Comparison, Shadow
+from mangaassist_client.model import (
+    OPTIONAL_FIELDS,
+    REQUIRED_FIELDS,
+    ChatRequest,
+    ChatResult,
+    Completion,
+    chat_request,
+)
+from mangaassist_client.resilience import Circuit
+from mangaassist_client.sagemaker import SageMakerBackend
+from mangaassist_client.session import Session
+from mangaassist_client.stream import ChatStream
+
+T = TypeVar("T")
+
+
+class _BackendGaveUpError(Exception):
+    """One backend gave up on a call (after its retries): the next one is tried."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
+@dataclass
+class _Tally:
+    """What happened during one call: its metrics line."""
+
+    stream: bool
+    retries: int = 0
+    fallback: bool = False
+    circuits_opened: int = 0
+    interrupted: bool = False
+    canary: bool = False
+    backend: str | None = None
+    outcome: str = "unavailable"
+    failures: list[Failure] = field(default_factory=list)
+
+
+class MangaAssistClient:
+    """Chat with MangaAssist's endpoint, with Bedrock behind it (module docstring for the rules).
+
+    Args:
+        config: backends and policies (``config_from_outputs_file`` / ``config_from_stacks`` read the stacks').
+        metrics: where the counts go; default an :class:`~mangaassist_client.metrics.EmfSink` on stdout.
+        client_factory: ``(service, region) -> boto3 client``; default one boto3 session's clients with
+            :func:`botocore_config`.
+        on_comparison: receives each shadow :class:`~mangaassist_client.mirror.Comparison` (worker thread).
+        clock, sleep, rand: monotonic seconds, sleeping, uniform [0, 1) (tests replace them).
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        metrics: MetricsSink | None = None,
+        client_factory: ClientFactory | None = None,
+        on_comparison: Callable[[Comparison], object] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.config = config
+        self.metrics = (
+            metrics
+            if metrics is not None
+            else EmfSink(endpoint_name=config.endpoint_dimension, namespace=config.metrics_namespace)
+        )
+        factory = client_factory or default_factory(config.attempt_timeout)
+        self.backends: list[Backend] = [make_backend(spec, factory) for spec in (config.primary, *config.fallbacks)]
+        self._circuits = {b.name: Circuit(config.circuit, clock) for b in self.backends}
+        self._clock, self._sleep, self._rand = clock, sleep, rand
+        mirror = config.mirror
+        self._mirror_backend = make_backend(mirror.backend, factory) if mirror else None
+        self._shadow: Shadow | None = None
+        if mirror and mirror.mode == "shadow" and self._mirror_backend is not None:
+            self._shadow = Shadow(
+                self._mirror_backend,
+                max_in_flight=mirror.max_in_flight,
+                sink=self.metrics,
+                clock=clock,
+                on_comparison=on_comparison,
+            )
+        elif self._mirror_backend is not None:
+            self._circuits.setdefault(self._mirror_backend.name, Circuit(config.circuit, clock))
+
+    def circuit(self, backend: str) -> Circuit:
+        """The circuit of the backend named ``backend``."""
+        return self._circuits[backend]
+
+    # -- the public calls ------------------------------------------------------------------------------
+
+    def chat(self, *, deadline_s: float | None = None, session_id: str | None = None, **fields: Any) -> ChatResult:
+        """One whole answer. ``fields`` are :func:`~mangaassist_client.model.chat_request`'s (``adapter``,
+        ``messages``, ``max_tokens``, ``temperature``, ``top_p``, ``context_budget``, ``prefix_aware_id``).
+
+        Raises:
+            ValueError: a bad field (one line).
+            CallerError: a 4xx from the backend that took the call.
+            BackendUnavailableError: no backend answered within the deadline.
+        """
+        request = self._request(fields, session_id)
+        deadline = self._deadline(deadline_s)
+        tally = _Tally(stream=False)
+        chain = self._chain(tally)
+        shadow = self._shadow_for(request)
+        started, result = self._clock(), None
+        try:
+            for backend in self._usable(chain, request, tally, deadline):
+                completion = self._on(backend, tally, partial(self._attempts, backend, request, deadline, tally))
+                if completion is not None:
+                    result = self._answered(backend, completion, tally)
+                    return result
+            raise BackendUnavailableError(tuple(tally.failures))
+        finally:
+            self._finish(request, tally, shadow, (result, self._clock() - started))
+
+    def chat_stream(
+        self, *, deadline_s: float | None = None, session_id: str | None = None, **fields: Any
+    ) -> ChatStream:
+        """A streamed answer (fields as :meth:`chat`). Validation errors raise here; the call starts at the
+        first ``next()``, and iterating raises what :meth:`chat` raises, or
+        :class:`~mangaassist_client.errors.StreamInterruptedError` after the first piece."""
+        request = self._request(fields, session_id)
+        deadline = self._deadline(deadline_s)
+        return ChatStream(lambda handle: self._stream(request, deadline, handle))
+
+    def open_session(self) -> Session:
+        """A SageMaker stateful session on the first SageMaker backend (docs/sessions.md). When it cannot be
+        opened (or no backend is SageMaker) the session works without one: calls still answer, only
+        without the instance affinity; :attr:`Session.open_failure` says why."""
+        backend = next((b for b in self.backends if isinstance(b, SageMakerBackend)), None)
+        session = Session(self, backend)
+        session.open()
+        return session
+
+    def close(self) -> None:
+        """Let running shadow copies finish, then close the metrics sink."""
+        if self._shadow is not None:
+            self._shadow.close()
+        self.metrics.close()
+
+    def __enter__(self) -> MangaAssistClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- one call --------------------------------------------------------------------------------------
+
+    def _request(self, fields: Mapping[str, Any], session_id: str | None) -> ChatRequest:
+        unknown = sorted(set(fields) - {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)}: unknown field; allowed {', '.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)}"
+            )
+        missing = [name for name in REQUIRED_FIELDS if name not in fields]
+        if missing:
+            raise ValueError(f"{', '.join(missing)}: required")
+        return dataclasses.replace(chat_request(**fields), session_id=session_id)
+
+    def _deadline(self, deadline_s: float | None) -> float:
+        seconds = self.config.deadline_s if deadline_s is None else deadline_s
+        if not 0 < seconds <= 3600:
+            raise ValueError(f"deadline_s = {seconds}: must be above 0 and at most 3600")
+        return self._clock() + seconds
+
+    def _chain(self, tally: _Tally) -> Sequence[Backend]:
+        mirror = self.config.mirror
+        if mirror and mirror.mode == "canary" and self._mirror_backend and self._rand() < mirror.share:
+            tally.canary = True
+            canary = self._mirror_backend
+            return [canary, *(backend for backend in self.backends if backend.name != canary.name)]
+        return self.backends
+
+    def _shadow_for(self, request: ChatRequest) -> Future[Answer] | None:
+        mirror = self.config.mirror
+        if self._shadow is None or mirror is None or self._rand() >= mirror.share:
+            return None
+        return self._shadow.start(request)
+
+    def _usable(
+        self, chain: Sequence[Backend], request: ChatRequest, tally: _Tally, deadline: float
+    ) -> Iterator[Backend]:
+        """The backends of ``chain`` that may take the call now, in order; the others' reasons go to the tally."""
+        for index, backend in enumerate(chain):
+            if self._clock() >= deadline:
+                tally.failures.append(Failure(backend.name, FailureKind.TIMEOUT, None, "Deadline", "deadline passed"))
+                return
+            if not backend.serves(request.adapter):
+                reason = f"no model for adapter {request.adapter!r}"
+                tally.failures.append(Failure(backend.name, FailureKind.NOT_SERVED, None, "NotServed", reason))
+                continue
+            if not self._circuits[backend.name].allow():
+                tally.failures.append(Failure(backend.name, FailureKind.CIRCUIT_OPEN, None, "CircuitOpen", "open"))
+                continue
+            tally.fallback = tally.fallback or index > 0
+            yield backend
+
+    def _on(self, backend: Backend, tally: _Tally, call: Callable[[], T]) -> T | None:
+        """``call()`` on ``backend``: its value, or None when the backend gave up (the circuit and tally
+        told). A caller error is raised; it closes the circuit too (the backend answered)."""
+        try:
+            return call()
+        except CallerError:
+            self._circuits[backend.name].success()
+            tally.backend, tally.outcome = backend.name, "caller_error"
+            raise
+        except _BackendGaveUpError as failed:
+            tally.failures.append(failed.failure)
+            tally.circuits_opened += self._circuits[backend.name].failure()
+            return None
+
+    def _attempts(self, backend: Backend, request: ChatRequest, deadline: float, tally: _Tally) -> Completion:
+        return self._retrying(backend, partial(backend.complete, request), deadline, tally)
+
+    def _retrying(self, backend: Backend, call: Callable[[], T], deadline: float, tally: _Tally) -> T:
+        """``call()`` with retries (module docstring); raises :class:`CallerError` or :class:`_BackendGaveUpError`."""
+        retry = 0
+        while True:
+            try:
+                return call()
+            except Exception as error:
+                failure = classify(error, backend.name)
+                if failure is None:
+                    raise
+                if failure.kind is FailureKind.CALLER:
+                    raise CallerError(failure) from error
+            wait = self._retry_wait(failure, retry, deadline)
+            if wait is None:
+                raise _BackendGaveUpError(failure)
+            tally.retries += 1
+            retry += 1
+            self._sleep(wait)
+
+    def _retry_wait(self, failure: Failure, retry: int, deadline: float) -> float | None:
+        """Seconds before the next try, or None: no retry (wrong kind, out of tries, past the deadline)."""
+        policy = self.config.retry
+        if retry + 1 >= policy.max_attempts:
+            return None
+        if failure.kind is FailureKind.THROTTLED:
+            wait = max(policy.backoff_s(retry, self._rand()), failure.retry_after_s or 0.0)
+        elif failure.kind is FailureKind.RETRY_AFTER and failure.retry_after_s is not None:
+            wait = failure.retry_after_s
+        else:
+            return None
+        return wait if self._clock() + wait < deadline else None
+
+    def _answered(self, backend: Backend, completion: Completion, tally: _Tally) -> ChatResult:
+        self._circuits[backend.name].success()
+        tally.backend, tally.outcome = backend.name, "ok"
+        return ChatResult.of(completion, backend.name, tuple(str(f) for f in tally.failures))
+
+    def _finish(self, request: ChatRequest, tally: _Tally, shadow: Future[Answer] | None, answer: Answer) -> None:
+        counts = {
+            ClientMetric.REQUESTS: 1,
+            ClientMetric.RETRIES: tally.retries,
+            ClientMetric.FALLBACKS: int(tally.fallback),
+            ClientMetric.CIRCUIT_OPENED: tally.circuits_opened,
+            ClientMetric.STREAMS_INTERRUPTED: int(tally.interrupted),
+            ClientMetric.CANARY_REQUESTS: int(tally.canary),
+        }
+        properties = {
+            "Backend": tally.backend,
+            "Adapter": request.adapter,
+            "Outcome": tally.outcome,
+            "Stream": tally.stream,
+            "Failures": [str(f) for f in tally.failures],
+        }
+        self.metrics.record(counts, properties)
+        if shadow is not None:
+            shadow.set_result(answer)
+
+    # -- streams ---------------------------------------------------------------------------------------
+
+    def _first_piece(self, backend: Backend, request: ChatRequest) -> tuple[BackendStream, str]:
+        """Start a stream and read to its first text piece ("" when it ends first): failures up to here
+        are retried and fall back like any call's."""
+        stream = backend.stream(request)
+        try:
+            return stream, next(iter(stream), "")
+        except BaseException:
+            stream.close()
+            raise
+
+    def _stream(self, request: ChatRequest, deadline: float, handle: ChatStream) -> Generator[str, None, None]:
+        tally = _Tally(stream=True)
+        chain = self._chain(tally)
+        shadow = self._shadow_for(request)
+        started = self._clock()
+        try:
+            for backend in self._usable(chain, request, tally, deadline):
+                first_piece = partial(self._first_piece, backend, request)
+                opened = self._on(backend, tally, partial(self._retrying, backend, first_piece, deadline, tally))
+                if opened is not None:
+                    yield from self._relay(backend, *opened, tally, handle)
+                    return
+            raise BackendUnavailableError(tuple(tally.failures))
+        except GeneratorExit:
+            tally.outcome = "closed"
+            raise
+        finally:
+            self._finish(request, tally, shadow, (handle.result, self._clock() - started))
+
+    def _relay(
+        self, backend: Backend, stream: BackendStream, first: str, tally: _Tally, handle: ChatStream
+    ) -> Generator[str, None, None]:
+        """The committed stream's pieces; a failure now is the caller's to know about, never a fallback."""
+        parts = [first] if first else []
+        try:
+            if first:
+                yield first
+            for piece in stream:
+                parts.append(piece)
+                yield piece
+        except GeneratorExit:
+            stream.close()
+            raise
+        except Exception as error:
+            failure = classify(error, backend.name) or Failure(
+                backend.name, FailureKind.SERVER, None, type(error).__name__, str(error)[:300]
+            )
+            tally.failures.append(failure)
+            tally.circuits_opened += self._circuits[backend.name].failure()
+            tally.backend, tally.outcome, tally.interrupted = backend.name, "interrupted", True
+            raise StreamInterruptedError("".join(parts), failure) from error
+        completion = Completion(
+            text="".join(parts),
+            usage=stream.usage,
+            version=stream.version,
+            finish_reason=stream.finish_reason,
+            served=stream.served,
+            context_budget=stream.context_budget,
+            variant=stream.variant,
+        )
+        handle.result = self._answered(backend, completion, tally)

@@ -1,0 +1,270 @@
+"""The client's configuration, and how to read it from the stacks' outputs.
+
+The deployed names come from CloudFormation outputs, never typed by hand: the endpoint from
+``<Project>-<stage>-Serving``'s ``EndpointName``, the metric namespace from
+``<Project>-<stage>-Observability``'s ``MetricsNamespace``, and each adapter's imported model from
+``<Project>-<stage>-BedrockImport``'s ``ImportedModelArn<PascalCaseName>`` (docs/bedrock.md). Read them from
+``cdk deploy --outputs-file`` JSON (:func:`config_from_outputs_file`) or with ``DescribeStacks``
+(:func:`config_from_stacks`); a missing stack or output stops with one line naming it.
+
+The stack names, output keys and their PascalCase rule are the app's (``app_config.root.AppConfig.stack_name``,
+``serving_contract.outputs``); this package cannot import the app, so it carries them and
+``tests/client/test_contract_agreement.py`` checks both agree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from mangaassist_client.metrics import DEFAULT_NAMESPACE
+from mangaassist_client.model import check_prefix_aware_id
+from mangaassist_client.resilience import CircuitPolicy, RetryPolicy
+
+ENDPOINT_NAME_OUTPUT: Final = "EndpointName"
+METRICS_NAMESPACE_OUTPUT: Final = "MetricsNamespace"
+IMPORTED_MODEL_ARN_PREFIX: Final = "ImportedModelArn"
+DEFAULT_PROJECT: Final = "MangaAssist"
+
+DEADLINE_S_DEFAULT: Final = 60.0
+"""A call's deadline: SageMaker's own limit for an InvokeEndpoint answer (60 s); past it SageMaker fails
+the call anyway."""
+
+
+def pascal_case(name: str) -> str:
+    """``mangaassist-llama3_domain-v1`` -> ``MangaassistLlama3DomainV1`` (the app's output-key rule)."""
+    return "".join(part[:1].upper() + part[1:] for part in name.replace("_", "-").split("-") if part)
+
+
+def imported_model_output(model_name: str) -> str:
+    """Output key of the imported model configured as ``model_name`` (``bedrock.models[].name``)."""
+    return IMPORTED_MODEL_ARN_PREFIX + pascal_case(model_name)
+
+
+def stack_name(project: str, stage: str, unit: str) -> str:
+    """``MangaAssist-prod-Serving``: the app's stack name of a deployment unit."""
+    return f"{project}-{stage}-{unit}"
+
+
+_ARN_REGION = re.compile(r"^arn:aws[a-z-]*:bedrock:([a-z0-9-]+):")
+
+
+@dataclass(frozen=True, slots=True)
+class SageMakerEndpoint:
+    """The SageMaker endpoint (the Serving stack's ``EndpointName``), in ``region`` (None: the SDK's)."""
+
+    endpoint_name: str
+    region: str | None = None
+    prefix_aware_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", self.endpoint_name):
+            raise ValueError(f"endpoint_name = {self.endpoint_name!r}: not a SageMaker endpoint name")
+        check_prefix_aware_id(self.prefix_aware_id)
+
+
+@dataclass(frozen=True, slots=True)
+class BedrockImportedModels:
+    """Bedrock imported models, adapter (or base) name -> ARN; the region is the ARNs' own."""
+
+    model_arns: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        if not self.model_arns:
+            raise ValueError("model_arns: empty; name at least one adapter's imported model")
+        regions = set()
+        for adapter, arn in self.model_arns.items():
+            match = _ARN_REGION.match(arn)
+            if match is None or ":imported-model/" not in arn:
+                raise ValueError(f"model_arns[{adapter!r}] = {arn!r}: not a Bedrock imported-model ARN")
+            regions.add(match.group(1))
+        if len(regions) > 1:
+            raise ValueError(f"model_arns: ARNs in {', '.join(sorted(regions))}; one client region holds them all")
+
+    @property
+    def region(self) -> str:
+        return next(_ARN_REGION.match(arn).group(1) for arn in self.model_arns.values())  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True, slots=True)
+class BedrockFoundationModel:
+    """A Bedrock model through Converse (e.g. ``meta.llama3-1-8b-instruct-v1:0``), in ``region``."""
+
+    model_id: str
+    region: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.model_id) <= 2048:
+            raise ValueError(f"model_id = {self.model_id[:80]!r}: must be 1 to 2048 characters")
+
+
+BackendConfig = SageMakerEndpoint | BedrockImportedModels | BedrockFoundationModel
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorConfig:
+    """Client-side shadow or canary with a second backend, for what SageMaker's production variants cannot
+    split (seed 002, scenario 6: Bedrock against vLLM).
+
+    Attributes:
+        backend: the second backend.
+        share: the sampled share of calls, 0 to 1.
+        mode: ``shadow``: the sampled calls are also sent to ``backend`` and the answers compared, never
+            delaying the caller's answer; ``canary``: the sampled calls are answered by ``backend``, the
+            configured backends behind it as fallbacks.
+        max_in_flight: shadow copies running at once; a copy beyond it is dropped and counted.
+    """
+
+    backend: BackendConfig
+    share: float
+    mode: Literal["shadow", "canary"] = "shadow"
+    max_in_flight: int = 4
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.share <= 1:
+            raise ValueError(f"mirror.share = {self.share}: must be from 0 to 1")
+        if self.mode not in ("shadow", "canary"):
+            raise ValueError(f"mirror.mode = {self.mode!r}: allowed shadow, canary")
+        if not 1 <= self.max_in_flight <= 64:
+            raise ValueError(f"mirror.max_in_flight = {self.max_in_flight}: must be from 1 to 64")
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """Everything a :class:`~mangaassist_client.client.MangaAssistClient` needs.
+
+    Attributes:
+        primary: where calls go first.
+        fallbacks: where they go next, in order, on a 5xx, a timeout or an open circuit.
+        mirror: shadow or canary, or None.
+        deadline_s: a call's default deadline (a call may set its own), seconds.
+        attempt_timeout_s: botocore's connect and read timeout of each call, seconds; None: half of
+            ``deadline_s``, so a hung backend leaves the fallback the other half (an answer of 180 tokens takes
+            seconds; seed 002: p99 < 2 s).
+        retry, circuit: :class:`RetryPolicy`, :class:`CircuitPolicy`.
+        metrics_namespace: the Observability stack's ``MetricsNamespace``.
+        metrics_endpoint: the ``EndpointName`` dimension (default: the SageMaker backend's endpoint).
+    """
+
+    primary: BackendConfig
+    fallbacks: tuple[BackendConfig, ...] = ()
+    mirror: MirrorConfig | None = None
+    deadline_s: float = DEADLINE_S_DEFAULT
+    attempt_timeout_s: float | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    circuit: CircuitPolicy = field(default_factory=CircuitPolicy)
+    metrics_namespace: str = DEFAULT_NAMESPACE
+    metrics_endpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.deadline_s <= 3600:
+            raise ValueError(f"deadline_s = {self.deadline_s}: must be above 0 and at most 3600")
+        if self.attempt_timeout_s is not None and not 0 < self.attempt_timeout_s <= self.deadline_s:
+            raise ValueError(
+                f"attempt_timeout_s = {self.attempt_timeout_s}: must be above 0 and at most "
+                f"deadline_s = {self.deadline_s}"
+            )
+        if not 1 <= len(self.metrics_namespace) <= 255 or self.metrics_namespace.startswith("AWS/"):
+            raise ValueError(f"metrics_namespace = {self.metrics_namespace!r}: 1-255 characters, not AWS/...")
+        if len(self.fallbacks) > 4:
+            raise ValueError(f"fallbacks: {len(self.fallbacks)} given; at most 4")
+
+    @property
+    def attempt_timeout(self) -> float:
+        """botocore's connect and read timeout, seconds (``attempt_timeout_s`` or half the deadline)."""
+        return self.attempt_timeout_s if self.attempt_timeout_s is not None else self.deadline_s / 2
+
+    @property
+    def endpoint_dimension(self) -> str:
+        """The metrics' ``EndpointName``: configured, else the first SageMaker backend's, else ``none``."""
+        if self.metrics_endpoint:
+            return self.metrics_endpoint
+        backends = (self.primary, *self.fallbacks, *([self.mirror.backend] if self.mirror else []))
+        return next((b.endpoint_name for b in backends if isinstance(b, SageMakerEndpoint)), "none")
+
+
+Outputs = Mapping[str, Mapping[str, str]]
+"""``{stack name: {output key: value}}``, the shape of ``cdk deploy --outputs-file``."""
+
+
+def _output(outputs: Outputs, source: str, stack: str, key: str) -> str:
+    block = outputs.get(stack)
+    if not isinstance(block, Mapping):
+        raise ValueError(f"{source}: no stack {stack} (stacks: {', '.join(sorted(outputs)) or 'none'})")
+    if key not in block:
+        raise ValueError(
+            f"{source}: stack {stack} has no output {key} (its outputs: {', '.join(sorted(block)) or 'none'})"
+        )
+    return str(block[key])
+
+
+def config_from_outputs(
+    outputs: Outputs,
+    *,
+    source: str,
+    stage: str = "prod",
+    project: str = DEFAULT_PROJECT,
+    region: str | None = None,
+    imported_models: Mapping[str, str] | None = None,
+    foundation_model: str | None = None,
+    prefix_aware_id: str | None = None,
+    **options: Any,
+) -> ClientConfig:
+    """The client's config from stack outputs: the endpoint first, then the adapters' imported models
+    (``imported_models``: adapter -> configured model name, ``bedrock.models[].name``), then
+    ``foundation_model`` through Converse, as fallbacks in that order.
+
+    ``options`` are further :class:`ClientConfig` fields (``mirror``, ``deadline_s``, ``retry``, ...).
+    Raises ValueError with one line naming ``source``, the stack and the missing output.
+    """
+    serving = stack_name(project, stage, "Serving")
+    primary = SageMakerEndpoint(
+        _output(outputs, source, serving, ENDPOINT_NAME_OUTPUT), region=region, prefix_aware_id=prefix_aware_id
+    )
+    namespace = _output(outputs, source, stack_name(project, stage, "Observability"), METRICS_NAMESPACE_OUTPUT)
+    fallbacks: list[BackendConfig] = []
+    if imported_models:
+        bedrock = stack_name(project, stage, "BedrockImport")
+        arns = {a: _output(outputs, source, bedrock, imported_model_output(n)) for a, n in imported_models.items()}
+        fallbacks.append(BedrockImportedModels(arns))
+    if foundation_model:
+        fallbacks.append(BedrockFoundationModel(foundation_model, region=region))
+    return ClientConfig(primary=primary, fallbacks=tuple(fallbacks), metrics_namespace=namespace, **options)
+
+
+def config_from_outputs_file(path: str | Path, **kwargs: Any) -> ClientConfig:
+    """:func:`config_from_outputs` of a ``cdk deploy --outputs-file`` JSON file (``cdk-outputs.json``)."""
+    try:
+        outputs = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read ({error.strerror})") from None
+    except ValueError as error:
+        raise ValueError(f"{path}: not JSON ({error})") from None
+    if not isinstance(outputs, dict):
+        raise ValueError(f"{path}: expected an object of stacks")
+    return config_from_outputs(outputs, source=str(path), **kwargs)
+
+
+def stacks_needed(
+    *, stage: str = "prod", project: str = DEFAULT_PROJECT, imported_models: Mapping[str, str] | None = None
+) -> Sequence[str]:
+    """The stacks :func:`config_from_outputs` reads."""
+    units = ("Serving", "Observability", *(("BedrockImport",) if imported_models else ()))
+    return [stack_name(project, stage, unit) for unit in units]
+
+
+def config_from_stacks(cloudformation: Any, **kwargs: Any) -> ClientConfig:
+    """:func:`config_from_outputs` of the deployed stacks' outputs, read with ``DescribeStacks`` (one call per
+    stack; needs ``cloudformation:DescribeStacks``). A stack that does not exist raises botocore's error."""
+    outputs: dict[str, dict[str, str]] = {}
+    wanted = {key: kwargs[key] for key in ("stage", "project", "imported_models") if key in kwargs}
+    for name in stacks_needed(**wanted):
+        stacks = cloudformation.describe_stacks(StackName=name)["Stacks"]
+        outputs[name] = {
+            o["OutputKey"]: o.get("OutputValue", "") for o in (stacks[0].get("Outputs", []) if stacks else [])
+        }
+    return config_from_outputs(outputs, source="DescribeStacks", **kwargs)
