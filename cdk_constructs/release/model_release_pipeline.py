@@ -24,7 +24,8 @@ from cdk_constructs.common.nag import (
     pseudo_placeholder,
     resource_arn_placeholder,
 )
-from cdk_constructs.release.pipeline_definition import ReleaseKind, ReleaseTargets, pipeline_definition
+from cdk_constructs.release.pipeline_definition import ReleaseKind, pipeline_definition
+from cdk_constructs.release.pipeline_steps import ReleaseTargets
 from serving_contract.outputs import pascal_case
 
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"

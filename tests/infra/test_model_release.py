@@ -10,7 +10,7 @@ import pytest
 import regex  # sacrebleu's dependency (pyproject.toml): the \p{L} classes of the API's patterns
 from aws_cdk.assertions import Match
 
-from cdk_constructs.release.pipeline_definition import IMAGE_PYTHONPATH
+from cdk_constructs.release.pipeline_steps import IMAGE_PYTHONPATH
 from cdk_constructs.release.runtime import load_test as load_test_step
 from cdk_constructs.release.tools_image import tools_image_tag
 from serving_contract import env, outputs

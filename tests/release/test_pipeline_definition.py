@@ -4,7 +4,8 @@ import json
 from typing import Any
 
 from app_config.release import QuantizeConfig, ReleaseConfig
-from cdk_constructs.release.pipeline_definition import ReleaseTargets, pipeline_definition
+from cdk_constructs.release.pipeline_definition import pipeline_definition
+from cdk_constructs.release.pipeline_steps import ReleaseTargets
 
 TARGETS = ReleaseTargets(
     role_arn="arn:aws:iam::123456789012:role/release",
