@@ -161,9 +161,11 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
             args.version,
             args.base_model_version,
             args.eval_set,
+            args.catalog,
             adapter=args.adapter,
             source_model=args.source_model,
             calibration=args.calibration,
+            baseline_model=args.baseline_model,
         )
         sagemaker = deps.clients(args.region, args.profile).sagemaker
         return run_release(

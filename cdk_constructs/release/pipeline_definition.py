@@ -2,12 +2,14 @@
 
 Two pipelines, one run per version (seed 000 §5, "CI/CD Pipeline For Model Updates"):
 
-- ``base_model``: [Quantize] -> Validate -> LoadTest -> Evaluate -> Gates -> Register | GateFailed;
+- ``base_model``: [Quantize] -> Validate -> LoadTest (and BaselineLoadTest) -> Evaluate -> Gates -> Register |
+  GateFailed;
 - ``adapter``: Validate -> LoadTest -> Evaluate -> Gates -> Register | GateFailed.
 
 Quantize, Validate and Evaluate run the tools image (``release.tools_image_tag``: the serving image's
 environment plus llm-compressor and sacrebleu); LoadTest runs the serving image itself on the serving
-instance type. Each runs ``python3 -m runtime.<step>`` from the runtime code asset (a zip on the
+instance type, and BaselineLoadTest the same on the unquantized source (the BF16 answers the drop gates read,
+``release.baseline_drop_gates``). Each runs ``python3 -m runtime.<step>`` from the runtime code asset (a zip on the
 ``PYTHONPATH``, ``runtime/``). Gates is a condition step on the evaluate report's ``passed``; GateFailed
 is a fail step whose message is the report's ``summary`` (each failing metric, its value and its
 threshold). Register is a ``RegisterModel`` step: a model package in the kind's model package group,
@@ -21,13 +23,15 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from app_config.release import ReleaseConfig
 from cdk_constructs.release.pipeline_steps import (
     ADAPTERS_DIR,
     ANSWERS_DIR,
+    BASELINE_ANSWERS_DIR,
     CALIBRATION_DIR,
+    CATALOG_DIR,
     EVAL_DIR,
     MODEL_DIR,
     OUTPUT_DIR,
@@ -38,9 +42,18 @@ from cdk_constructs.release.pipeline_steps import (
     ReleaseTargets,
     StepBuilder,
 )
+from cdk_constructs.release.runtime.load_test import ANSWERS_FILE
 from serving_contract.quality_gates import REPORT_FILE
 
 ReleaseKind = Literal["base_model", "adapter"]
+
+BASELINE_LOAD_REQUESTS: Final = 1
+"""Load requests of the BaselineLoadTest step: the baseline is there for its answers, not its throughput."""
+
+
+def _folder(step: str) -> str:
+    """A step's folder under ``release-reports/<execution>/``: ``LoadTest`` -> ``load-test``."""
+    return "".join(f"-{c.lower()}" if c.isupper() else c for c in step).lstrip("-")
 
 
 class _Builder(StepBuilder):
@@ -53,6 +66,7 @@ class _Builder(StepBuilder):
         self.tools_image = p.ParameterString(name="ToolsImageUri", default_value=targets.tools_image_uri)
         self.serving_image = p.ParameterString(name="ServingImageUri", default_value=targets.serving_image_uri)
         self.eval_set = p.ParameterString(name="EvalSetS3Uri")
+        self.catalog = p.ParameterString(name="TitleCatalogS3Uri")
         self.base_version = p.ParameterString(name="BaseModelVersion")
         self.parameters = [
             self.bucket,
@@ -60,14 +74,21 @@ class _Builder(StepBuilder):
             self.tools_image,
             self.serving_image,
             self.eval_set,
+            self.catalog,
             self.base_version,
         ]
+        # A base release's drop gates judge it against the unquantized source it was made from: the Quantize
+        # step's input, or, when the checkpoint was quantized elsewhere, the BF16 folder the run names.
+        self.has_baseline = kind == "base_model" and bool(release.baseline_drop_gates)
         if kind == "base_model":
             self.source_model = p.ParameterString(name="SourceModelS3Uri")
             self.parameters.append(self.source_model)
             if release.quantize.enabled:
                 self.calibration = p.ParameterString(name="CalibrationS3Uri")
                 self.parameters.append(self.calibration)
+            elif self.has_baseline:
+                self.baseline_model = p.ParameterString(name="BaselineModelS3Uri")
+                self.parameters.append(self.baseline_model)
         else:
             self.adapter = p.ParameterString(name="AdapterName")
             self.adapter_version = p.ParameterString(name="AdapterVersion")
@@ -170,17 +191,32 @@ class _Builder(StepBuilder):
         return ["--only-adapter", self.adapter] if self.kind == "adapter" else ["--only-base"]
 
     def load_test(self, quantized: Any | None, after: Any) -> Any:
+        """LoadTest: the serving image serves the candidate (and the adapter released), then answers the eval rows."""
         adapters = self.adapter if self.kind == "adapter" else ""
+        return self.serve_and_answer(
+            "LoadTest", self.model_inputs(quantized), adapters, self.release.load_test_requests_per_adapter, after
+        )
+
+    def baseline_load_test(self, after: Any) -> Any:
+        """BaselineLoadTest: the same script serving the unquantized source (BF16), for the drop gates."""
+        uri = self.source_model if self.release.quantize.enabled else self.baseline_model
+        return self.serve_and_answer(
+            "BaselineLoadTest", [self.input("model", uri, MODEL_DIR)], "", BASELINE_LOAD_REQUESTS, after
+        )
+
+    def serve_and_answer(self, name: str, model_inputs: list[Any], adapters: Any, requests: int, after: Any) -> Any:
+        """A step running the load-test script in the serving image on ``model_inputs``: ``requests`` requests to
+        each model, then every eval row answered greedily; its ``answers`` output is the answers JSONL."""
         step = self.processing_step(
-            "LoadTest",
+            name,
             module="load_test",
             image=self.serving_image,
             python=SERVING_PYTHON,
             instance_type=self.targets.serving_instance_type,
             volume_gb=self.release.eval_volume_size_gb,
             max_runtime_s=self.release.step_max_runtime_s,
-            inputs=[*self.model_inputs(quantized), self.input("eval-set", self.eval_set, EVAL_DIR)],
-            outputs=[self.output("answers", self.report_uri("load-test"))],
+            inputs=[*model_inputs, self.input("eval-set", self.eval_set, EVAL_DIR)],
+            outputs=[self.output("answers", self.report_uri(_folder(name)))],
             arguments=[
                 "--serve",
                 "--model-dir",
@@ -192,7 +228,7 @@ class _Builder(StepBuilder):
                 "--adapters",
                 adapters,
                 "--requests-per-model",
-                str(self.release.load_test_requests_per_adapter),
+                str(requests),
                 "--eval-set",
                 EVAL_DIR,
                 "--answers-dir",
@@ -204,9 +240,43 @@ class _Builder(StepBuilder):
         step.add_depends_on([after])
         return step
 
-    def evaluate(self, load_test: Any) -> tuple[Any, Any]:
+    def evaluate(self, load_test: Any, baseline: Any | None) -> tuple[Any, Any]:
+        """Evaluate: the gates on the candidate's answers, per language and, with ``baseline`` (a base release's
+        BaselineLoadTest), the drop gates against the baseline's answers."""
         report = self.sdk["properties"].PropertyFile(name="Evaluation", output_name="report", path=REPORT_FILE)
         answers = load_test.properties.ProcessingOutputConfig.Outputs["answers"].S3Output.S3Uri
+        inputs = [
+            self.input("eval-set", self.eval_set, EVAL_DIR),
+            self.input("answers", answers, ANSWERS_DIR),
+            self.input("catalog", self.catalog, CATALOG_DIR),
+        ]
+        arguments = [
+            "--eval-set",
+            EVAL_DIR,
+            "--answers",
+            f"{ANSWERS_DIR}/{ANSWERS_FILE}",
+            "--catalog",
+            CATALOG_DIR,
+            "--gates",
+            json.dumps(self.release.gates),
+            "--required-languages",
+            ",".join(self.release.required_languages),
+            "--judge-model-id",
+            self.release.judge_model_id,
+            "--report-dir",
+            OUTPUT_DIR,
+            "--exit-zero",
+            *self.row_filter(),
+        ]
+        if baseline is not None:
+            baseline_answers = baseline.properties.ProcessingOutputConfig.Outputs["answers"].S3Output.S3Uri
+            inputs.append(self.input("baseline-answers", baseline_answers, BASELINE_ANSWERS_DIR))
+            arguments += [
+                "--baseline-answers",
+                f"{BASELINE_ANSWERS_DIR}/{ANSWERS_FILE}",
+                "--baseline-gates",
+                json.dumps(self.release.baseline_drop_gates),
+            ]
         step = self.processing_step(
             "Evaluate",
             module="evaluate",
@@ -215,22 +285,9 @@ class _Builder(StepBuilder):
             instance_type=self.release.eval_instance_type,
             volume_gb=self.release.eval_volume_size_gb,
             max_runtime_s=self.release.step_max_runtime_s,
-            inputs=[self.input("eval-set", self.eval_set, EVAL_DIR), self.input("answers", answers, ANSWERS_DIR)],
+            inputs=inputs,
             outputs=[self.output("report", self.report_uri("evaluate"))],
-            arguments=[
-                "--eval-set",
-                EVAL_DIR,
-                "--answers",
-                f"{ANSWERS_DIR}/answers.jsonl",
-                "--gates",
-                json.dumps(self.release.gates),
-                "--judge-model-id",
-                self.release.judge_model_id,
-                "--report-dir",
-                OUTPUT_DIR,
-                "--exit-zero",
-                *self.row_filter(),
-            ],
+            arguments=arguments,
             property_files=[report],
         )
         return step, report
@@ -282,7 +339,8 @@ class _Builder(StepBuilder):
             steps.append(quantized)
         validate, validation = self.validate(quantized)
         load_test = self.load_test(quantized, validate)
-        evaluate, evaluation = self.evaluate(load_test)
+        baseline = self.baseline_load_test(validate) if self.has_baseline else None
+        evaluate, evaluation = self.evaluate(load_test, baseline)
         passed = functions.JsonGet(step_name=evaluate.name, property_file=evaluation, json_path="passed")
         summary = functions.JsonGet(step_name=evaluate.name, property_file=evaluation, json_path="summary")
         gates = workflow.ConditionStep(
@@ -291,7 +349,7 @@ class _Builder(StepBuilder):
             if_steps=[self.register(validate, validation, evaluate)],
             else_steps=[workflow.FailStep(name="GateFailed", error_message=summary)],
         )
-        steps += [validate, load_test, evaluate, gates]
+        steps += [validate, load_test, *([baseline] if baseline is not None else []), evaluate, gates]
         return workflow.Pipeline(
             name=name,
             parameters=self.parameters,

@@ -12,9 +12,11 @@ from tests.synth_helpers import cdk_json_context
 REPO = Path(__file__).resolve().parents[3]
 
 
-def test_the_defaults_are_seed_000s_gates_and_calibration_rules() -> None:
+def test_the_defaults_are_the_seeds_gates_languages_baseline_and_calibration_rules() -> None:
     release = load_config(cdk_json_context()).release
     assert release.enabled and release.gates == SEED_THRESHOLDS
+    assert release.gates["quality_score"] == 0.80 and release.gates["invented_titles"] == 0.0  # seed 001 story 8
+    assert release.required_languages == ("en", "ja") and release.baseline_drop_gates == {"quality_score": 0.02}
     assert release.approval_status == "PendingManualApproval"
     assert (release.quantize.scheme, release.quantize.min_calibration_samples) == ("W4A16", 256)
     assert release.quantize.language_mix == {"en": 0.7, "ja": 0.3}
@@ -23,7 +25,21 @@ def test_the_defaults_are_seed_000s_gates_and_calibration_rules() -> None:
 def test_an_unknown_gate_metric_is_named_with_the_known_ones() -> None:
     assert config_error(**{"release.gates": json.dumps({"blue": 0.85})}) == (
         "config error: release.gates: quality gate 'blue': unknown metric; known: bleu, factual_accuracy, "
-        "language_quality, safety, hallucination_rate"
+        "language_quality, safety, hallucination_rate, quality_score, invented_titles"
+    )
+
+
+def test_a_bad_language_or_drop_gate_is_refused_in_one_line() -> None:
+    assert config_error(**{"release.required_languages": '["en", "Japanese"]'}) == (
+        "config error: release.required_languages = ['en', 'Japanese']: 'Japanese' is not an ISO 639 language code "
+        "such as 'en' or 'ja'"
+    )
+    assert config_error(**{"release.required_languages": '["ja", "ja"]'}) == (
+        "config error: release.required_languages = ['ja', 'ja']: names a language twice"
+    )
+    assert config_error(**{"release.baseline_drop_gates": '{"quality_score": 2}'}) == (
+        "config error: release.baseline_drop_gates: baseline drop gate quality_score = 2.0: must be a fraction above "
+        "0, at most 1"
     )
 
 
