@@ -20,6 +20,7 @@ from app_config.planning.gpu_instances import instance_gpus
 from app_config.planning.memory_plan import gib, minimum_utilization
 from app_config.planning.slo_holds import check_holdable
 from app_config.planning.weekly_plan import check_schedule
+from app_config.release import check_deploy_approval
 from app_config.scaling import PROD_WARM_FLOOR
 from app_config.variants import VARIANT_KEYS
 from serving_contract.components import adapter_component_name, base_component_name
@@ -73,6 +74,7 @@ def check_cross_sections(config: "AppConfig") -> None:
     _monitoring_checks(config)
     _scaling_checks(config)
     check_import_region(config.bedrock.enabled, config.env.region)
+    check_deploy_approval(config.stage, config.release)
 
 
 def _component_checks(config: "AppConfig") -> None:

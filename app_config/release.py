@@ -8,7 +8,7 @@ evaluate against the quality gates, and register in a model package group. The s
 import re
 from typing import Annotated, Final, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from app_config.base import ConfigModel, InstanceType
 from serving_contract.quality_gates import (
@@ -113,6 +113,48 @@ class QuantizeConfig(ConfigModel):
     )
 
 
+WAIVER_MIN_CHARS: Final = 20
+"""A waiver's reason is a sentence a reviewer can check, not "test" or "off"."""
+
+
+class DeployApprovalConfig(ConfigModel):
+    """The deploy's own approval check (``Custom::ApprovedPins`` in the Serving stack, cdk_constructs/approval/):
+    every pinned base-model and adapter version must be an Approved model package before the endpoint
+    config changes."""
+
+    enforced: bool = Field(
+        default=True,
+        description=(
+            "Fail a Serving stack deploy whose pins are not Approved model packages, naming each package and its "
+            "status, before the endpoint changes (issue 47: ops preflight alone could be skipped by a plain "
+            "cdk deploy). Always on in prod; dev may waive it with waived_because."
+        ),
+    )
+    waived_because: str | None = Field(
+        default=None,
+        min_length=WAIVER_MIN_CHARS,
+        max_length=500,
+        description=(
+            f"Why a dev stage deploys unapproved pins (at least {WAIVER_MIN_CHARS} characters); required with "
+            "enforced = false, refused with enforced = true, and refused in prod."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _waiver_has_a_reason(self) -> "DeployApprovalConfig":
+        if not self.enforced and self.waived_because is None:
+            raise ValueError(
+                "enforced = false needs waived_because: a sentence saying why this stage deploys versions the "
+                "model registry has not approved"
+            )
+        if self.enforced and self.waived_because is not None:
+            raise ValueError(
+                f"waived_because = {self.waived_because!r} while enforced = true: set enforced = false to waive the "
+                "check, or drop the reason"
+            )
+        return self
+
+
 class ReleaseConfig(ConfigModel):
     """The ModelRelease stack: its pipeline's steps, gates and model registry."""
 
@@ -176,6 +218,30 @@ class ReleaseConfig(ConfigModel):
         description="Requests the load test sends through each adapter and the base. Source: seed 000 (10 requests).",
     )
     quantize: QuantizeConfig = Field(default=QuantizeConfig(), description="The quantize step.")
+    deploy_approval: DeployApprovalConfig = Field(
+        default=DeployApprovalConfig(),
+        description="The Serving stack's check that every pinned version is an Approved model package.",
+    )
+
+
+def check_deploy_approval(stage: str, release: ReleaseConfig) -> None:
+    """Prod always enforces the deploy's approval check, and the check needs the model registry.
+
+    Raises:
+        ValueError: one line naming the keys, their values and what is allowed.
+    """
+    approval = release.deploy_approval
+    if stage == "prod" and not approval.enforced:
+        raise ValueError(
+            f"release.deploy_approval.enforced = false (waived_because = {approval.waived_because!r}): prod always "
+            "checks that every pinned version is an Approved model package; only a dev stage may waive it"
+        )
+    if approval.enforced and not release.enabled:
+        raise ValueError(
+            "release.deploy_approval.enforced = true needs release.enabled = true: the check looks each pin up in "
+            "the ModelRelease stack's model package groups; enable the release stack, or in a dev stage waive the "
+            "check with release.deploy_approval.enforced = false and a waived_because"
+        )
 
 
 MODEL_PACKAGE_GROUP_SUFFIXES = {"base_model": "base-model", "adapter": "adapters"}

@@ -12,7 +12,7 @@ serving_contract/model_artifacts.py. ``--region`` / ``--profile`` pick the sessi
 (no credentials, no such pointer, access denied) is one line and exit 5, as ``ops preflight``.
 
 Each pin must be a model package the release pipeline registered and that is Approved, in the
-stage's model package groups (``--stage``, ``--project-name``; ops/model_packages.py): otherwise it
+stage's model package groups (``--stage``, ``--project-name``; serving_contract/model_packages.py): otherwise it
 prints one line per refused pin, naming it and its status, prints no block and exits 8. Only
 ``--no-approval-check`` (a stage without the ModelRelease stack) skips the check.
 """
@@ -30,8 +30,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from app_config.loader import set_in_stage_overlay
 from app_config.release import model_package_group_name
 from ops.exit_codes import ExitCode, OpsError, aws_error
-from ops.model_packages import pin_problem
 from serving_contract.model_artifacts import parse_pointer, pointer_key
+from serving_contract.model_packages import pin_problem
 
 
 def read_pointer(s3: Any, bucket: str, key: str) -> str:

@@ -8,8 +8,9 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
-from app_config.pins import component_pin_problem
+from app_config.pins import component_pin_problem, pin_package_group, pins_in_effect
 from app_config.topology import serving_topology
+from cdk_constructs.approval.approved_pins import ApprovedPins, PinToApprove
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
@@ -38,6 +39,8 @@ class ServingStack(cdk.Stack):
         endpoint_log_group: ``/aws/sagemaker/Endpoints/<endpoint>``.
         topology: what monitoring and scaling name in this mode.
         guardrail_alarms: the alarms deployments roll back on (``serving_contract.alarms``).
+        approved_pins: the deploy's approval check (``release.deploy_approval``), or None when waived or when
+            no pin is in effect.
     """
 
     def __init__(
@@ -120,6 +123,7 @@ class ServingStack(cdk.Stack):
             model_latency_p99=config.monitoring.canary_model_latency_p99,
         )
         self.endpoint.rollout_target.node.add_dependency(self.guardrail_alarms)
+        self.approved_pins = self._approval_check(config, hosting)
         execution_role.write_to(self.endpoint.log_groups)
         self._outputs(config, execution_role.role)
         finish_log_retention_provider(self)
@@ -173,6 +177,31 @@ class ServingStack(cdk.Stack):
             hosting=hosting,
             log_group=self.endpoint_log_group,
         )
+
+    def _approval_check(self, config: AppConfig, hosting: EndpointHosting) -> ApprovedPins | None:
+        """The deploy's own approval check (``release.deploy_approval``): what deploys the pins waits for it."""
+        if not config.release.deploy_approval.enforced:
+            return None
+        pins = [PinToApprove(ref.key, ref.pin, *pin_package_group(config, ref)) for ref in pins_in_effect(config)]
+        if not pins:
+            # A prebuilt image (variants mode) names no versions in config: nothing here to look up.
+            cdk.Annotations.of(self).add_warning_v2(
+                "Serving:ApprovalWithoutPins",
+                "release.deploy_approval.enforced, but image.source = prebuilt pins no model versions in config: the "
+                "deploy cannot check the image's versions against the model registry; build the image "
+                "(image.source = build) to have them checked",
+            )
+            return None
+        check = ApprovedPins(
+            self,
+            "ApprovedPins",
+            pins=pins,
+            log_retention=hosting.log_retention,
+            log_removal_policy=hosting.log_removal_policy,
+        )
+        for resource in self.endpoint.pinned_resources:
+            resource.node.add_dependency(check.resource)
+        return check
 
     def _outputs(self, config: AppConfig, role: iam.Role) -> None:
         cdk.CfnOutput(self, outputs.ENDPOINT_NAME, value=config.endpoint_name)

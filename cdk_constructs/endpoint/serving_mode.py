@@ -96,6 +96,11 @@ class ServingModeConstruct(Protocol):
         the endpoint (blue/green) or the base component (rolling update)."""
 
     @property
+    def pinned_resources(self) -> Sequence[cdk.CfnResource]:
+        """What deploys the pinned versions: the endpoint config (its models run images that bake the pins) or
+        the base and adapter components. The deploy's approval check (cdk_constructs/approval/) runs before them."""
+
+    @property
     def scalable_targets(self) -> Mapping[str, appscaling.ScalableTarget]:
         """Each scaled unit's target, by variant or component name (none when scaling is off)."""
 

@@ -35,8 +35,8 @@ class VariantsServing(Construct):
 
     Attributes:
         endpoint_construct: the :class:`ServingEndpoint` (models, endpoint config, endpoint).
-        endpoint, endpoint_name, variant_names, log_groups, rollout_target, scalable_targets, outputs:
-            the :class:`ServingModeConstruct` face.
+        endpoint, endpoint_name, variant_names, log_groups, rollout_target, pinned_resources, scalable_targets,
+            outputs: the :class:`ServingModeConstruct` face.
         autoscaling: variant name to its :class:`VariantAutoscaling` (variants with scaling on).
     """
 
@@ -113,6 +113,7 @@ class VariantsServing(Construct):
         self.variant_names = self.endpoint_construct.variant_names
         self.log_groups = [self.endpoint_construct.log_group]
         self.rollout_target: cdk.CfnResource = self.endpoint
+        self.pinned_resources: Sequence[cdk.CfnResource] = [self.endpoint_construct.endpoint_config]
         canary = next((v for v in variants if v.key == "canary"), None)
         self.outputs: Mapping[str, str] = {outputs.CANARY_VARIANT_NAME: canary.name} if canary else {}
         self.autoscaling: dict[str, VariantAutoscaling] = {}

@@ -36,6 +36,7 @@ def test_cdk_json_is_read_in_one_place() -> None:
 
 
 CAPABILITIES = {
+    "approval",
     "artifacts",
     "bedrock",
     "common",

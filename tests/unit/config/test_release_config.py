@@ -77,3 +77,33 @@ def test_the_quantize_tests_environment_pins_the_llm_compressor_the_release_pins
         if line and not line.startswith("#")
     )
     assert pins["llmcompressor"] == load_config(cdk_json_context()).release.quantize.llmcompressor_version
+
+
+def test_prod_always_enforces_the_deploys_approval_check_and_dev_waives_it_only_with_a_reason() -> None:
+    reason = "dev trains adapters faster than reviewers approve them; the canary never serves users there"
+    waived = {"release.deploy_approval.enforced": "false", "release.deploy_approval.waived_because": reason}
+    assert config_error(**waived) == (
+        f"config error: release.deploy_approval.enforced = false (waived_because = {reason!r}): prod always checks "
+        "that every pinned version is an Approved model package; only a dev stage may waive it"
+    )
+    dev = load_config({**cdk_json_context(), "stage": "dev", **waived}).release.deploy_approval
+    assert (dev.enforced, dev.waived_because) == (False, reason)
+    assert config_error(stage="dev", **{"release.deploy_approval.enforced": "false"}) == (
+        "config error: release.deploy_approval: enforced = false needs waived_because: a sentence saying why this "
+        "stage deploys versions the model registry has not approved"
+    )
+    assert config_error(stage="dev", **{"release.deploy_approval.waived_because": reason}) == (
+        f"config error: release.deploy_approval: waived_because = {reason!r} while enforced = true: set enforced = "
+        "false to waive the check, or drop the reason"
+    )
+    assert config_error(stage="dev", **{**waived, "release.deploy_approval.waived_because": "testing"}) == (
+        "config error: release.deploy_approval.waived_because = 'testing': must have at least 20 character(s)"
+    )
+
+
+def test_the_approval_check_needs_the_release_stacks_registry() -> None:
+    assert config_error(**{"release.enabled": "false"}) == (
+        "config error: release.deploy_approval.enforced = true needs release.enabled = true: the check looks each pin "
+        "up in the ModelRelease stack's model package groups; enable the release stack, or in a dev stage waive the "
+        "check with release.deploy_approval.enforced = false and a waived_because"
+    )

@@ -9,8 +9,8 @@ from botocore.stub import Stubber
 
 from app_config.image_build import ArtifactSetConfig
 from ops.exit_codes import ExitCode
-from ops.model_packages import find_package
 from ops.pin_artifacts import current_pins, main, unapproved
+from serving_contract.model_packages import find_package
 from tests.botocore_helpers import streaming_body
 from tests.unit.ops.model_package_stubs import NOW, add_model_package, add_no_package, describe_package, package_arn
 
