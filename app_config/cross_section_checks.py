@@ -5,7 +5,8 @@ derived the concurrency targets). Each check raises ``ValueError`` with one line
 their values and what would be accepted; ``app_config.errors`` turns it into the config error
 that stops synth. Concerns: adapters against the engine, the engine's kernels on the variants'
 GPUs, the memory plan (could vLLM start at all), the image build's pins, the Docker Hub cache's
-name, inference components, the prod warm floor, monitoring thresholds and scaling.
+name, inference components, the prod warm floor, monitoring thresholds, scaling, the deploy's approval check and the
+shadow variant.
 """
 
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from app_config.planning.slo_holds import check_holdable
 from app_config.planning.weekly_plan import check_schedule
 from app_config.release import check_deploy_approval
 from app_config.scaling import PROD_WARM_FLOOR
+from app_config.shadow import check_shadow
 from app_config.variants import VARIANT_KEYS
 from serving_contract.components import adapter_component_name, base_component_name
 from serving_contract.lifecycle import warmup_prefill_problem
@@ -75,6 +77,7 @@ def check_cross_sections(config: "AppConfig") -> None:
     _scaling_checks(config)
     check_import_region(config.bedrock.enabled, config.env.region)
     check_deploy_approval(config.stage, config.release)
+    check_shadow(config)  # app_config/shadow.py
 
 
 def _component_checks(config: "AppConfig") -> None:
@@ -363,7 +366,8 @@ def _rollout_fits_in_timeout(config: "AppConfig") -> None:
 
 def _check_artifact_pins(config: "AppConfig") -> None:
     expected = sorted(a.name for a in config.model.adapters)
-    sets = {"primary": config.image.build.primary, "canary": config.image.build.canary}
+    build = config.image.build
+    sets = {"primary": build.primary, "canary": build.canary, "shadow": build.shadow}
     for variant, artifacts in sets.items():
         if artifacts is None:
             continue

@@ -24,10 +24,10 @@ components' archives, which SageMaker reads at deploy, whatever ``image.source``
 
 
 def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
-    """``{"primary": ..., "canary": ...}``: the artifact sets the image build bakes in.
+    """``{"primary": ..., "canary": ..., "shadow": ...}``: the artifact sets the image build bakes in.
 
-    Empty with ``image.source = prebuilt``; the canary's only when it is built (a canary set,
-    the canary enabled, variants mode); ``cdk_constructs/image/serving_images.py`` builds one image per set.
+    Empty with ``image.source = prebuilt``; the canary's (the shadow's) only when it is built (its own set,
+    the variant enabled, variants mode); ``cdk_constructs/image/serving_images.py`` builds one image per set.
     """
     if config.image.source != "build":
         return {}
@@ -37,6 +37,8 @@ def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
         artifacts = build.primary if variant.is_primary else build.canary
         if artifacts is not None:
             sets[variant.key] = artifacts
+    if config.serving.shadow.enabled and build.shadow is not None:  # check_shadow: variants mode only
+        sets["shadow"] = build.shadow
     return sets
 
 

@@ -221,6 +221,8 @@ SCHEMA_TAKES_FROM_PLANNING = {
     | {"throughput_at_slo"},
     # scheduled actions' cron expressions are parsed while validating
     "scaling.py": {"weekly_cron"},
+    # the shadow's instance type must hold the engine, as every variant's
+    "shadow.py": {"gpu_instances"},
     "scheduled_actions.py": {"weekly_cron"},
     # engines per instance, for the inference components' bounds
     "topology.py": {"gpu_instances"},
