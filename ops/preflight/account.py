@@ -27,6 +27,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from app_config.root import AppConfig
+from app_config.serving import VariantShape
 from ops.endpoint import output_values
 from ops.exit_codes import ExitCode
 from ops.preflight.report import Finding, error, fail, ok
@@ -172,6 +173,8 @@ def processing_demands(config: AppConfig) -> list[QuotaDemand]:
     by_type: dict[str, list[str]] = {}
     for variant in config.deployed_variants():
         by_type.setdefault(variant.serving.instance_type, []).append(variant.key)
+    if config.serving.shadow.enabled:  # the shadow's model gets its cache too
+        by_type.setdefault(config.serving.shadow.instance_type, []).append("shadow")
     return [
         QuotaDemand(
             instance_type,
@@ -202,11 +205,11 @@ def _endpoint_demands(config: AppConfig) -> list[QuotaDemand]:
             )
         ]
     by_type: dict[str, list[tuple[str, int, int]]] = {}
-    for variant in config.variants():
-        bounds = variant.serving
-        by_type.setdefault(bounds.instance_type, []).append(
-            (variant.key, bounds.initial_instance_count, bounds.max_capacity)
-        )
+    # The shadow's instances count toward the endpoint quota as a variant's do (a fleet of its own).
+    fleets: list[tuple[str, VariantShape]] = [(v.key, v.serving) for v in config.variants()]
+    fleets += [("shadow", serving.shadow)] if serving.shadow.enabled else []
+    for key, bounds in fleets:
+        by_type.setdefault(bounds.instance_type, []).append((key, bounds.initial_instance_count, bounds.max_capacity))
     demands = []
     for instance_type, variants in by_type.items():
         reach = sum(m for _, _, m in variants)
