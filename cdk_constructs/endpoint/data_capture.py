@@ -20,10 +20,10 @@ class DataCapture(Construct):
     under ``data-capture/<endpoint>/`` of the artifacts bucket and nowhere else, and encrypt them with the
     capture key (``kms:GenerateDataKey`` / ``kms:Encrypt``: SSE-KMS with ``DataCaptureConfig.KmsKeyId``;
     botocore's SageMaker model, ``DataCaptureConfig.KmsKeyId``). It reads nothing back. The key rotates, is kept
-    when the stack drops it (captured objects stay readable until the bucket's retention expires them), and
-    denies grants except to AWS services (Control Tower CT.KMS.PR.3); a failed first create removes it (nothing was
-captured yet). Readers (``ops shadow report``) need
-    ``kms:Decrypt`` on it and ``s3:GetObject`` on the prefix (docs/operations.md).
+    when the stack drops it (captured objects stay readable until the bucket's retention expires them) but not
+    when the stack's first create fails (nothing was captured yet), and denies grants except to AWS services
+    (Control Tower CT.KMS.PR.3). Readers (``ops shadow report``) need ``kms:Decrypt`` on it and
+    ``s3:GetObject`` on the prefix (docs/operations.md).
 
     Attributes:
         key: the capture key.
