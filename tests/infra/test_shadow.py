@@ -41,10 +41,9 @@ def test_the_endpoint_config_holds_the_primary_and_a_shadow_at_its_sampling_shar
     assert shadow["ModelName"]["Fn::GetAtt"][0] in models
     environment = shadow_model["Properties"]["PrimaryContainer"]["Environment"]
     assert environment["VARIANT_NAME"] == "shadow"
-    assert (
-        json.loads(environment["MODEL_VERSIONS"])["manga_domain_v3"]
-        == config.image.build.shadow.adapters["manga_domain_v3"]
-    )
+    pins = config.image.build.shadow
+    assert pins is not None
+    assert json.loads(environment["MODEL_VERSIONS"])["manga_domain_v3"] == pins.adapters["manga_domain_v3"]
 
 
 def test_both_variants_requests_and_answers_are_captured_encrypted_to_the_artifacts_bucket(shadow_synth: Synth) -> None:
