@@ -4,8 +4,8 @@
 raises ``ValueError`` with one line naming the keys, their values and what would be accepted;
 ``app_config.errors`` turns it into the config error that stops synth. Concerns: adapters against
 the engine, the engine's kernels on the variants' GPUs, the image build's pins, the Docker Hub
-cache's name, inference components, the prod warm floor, monitoring thresholds and the rollout's
-timeout. The checks that need the plan (could vLLM start on the variants' GPUs, can they hold
+cache's name, inference components, the prod warm floor, monitoring thresholds, the rollout's
+timeout, the deploy's approval check and the shadow variant. The checks that need the plan (could vLLM start on the variants' GPUs, can they hold
 their SLOs, the schedules and the derived targets) run when it is made: ``planning/checks.py``.
 """
 
@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 from app_config.bedrock import check_import_region
 from app_config.context_budget import check_context_budget
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
+from app_config.release import check_deploy_approval
 from app_config.scaling import PROD_WARM_FLOOR
+from app_config.shadow import check_shadow
 from app_config.variants import existing_variant_keys
 from planning.gpu_instances import instance_gpus
 from serving_contract.components import adapter_component_name, base_component_name
@@ -66,6 +68,8 @@ def check_cross_sections(config: "AppConfig") -> None:
     _monitoring_checks(config)
     _rollout_fits_in_timeout(config)
     check_import_region(config.bedrock.enabled, config.env.region)
+    check_deploy_approval(config.stage, config.release)
+    check_shadow(config)  # app_config/shadow.py
 
 
 def _component_checks(config: "AppConfig") -> None:
@@ -235,7 +239,8 @@ def _rollout_fits_in_timeout(config: "AppConfig") -> None:
 
 def _check_artifact_pins(config: "AppConfig") -> None:
     expected = sorted(a.name for a in config.model.adapters)
-    sets = {"primary": config.image.build.primary, "canary": config.image.build.canary}
+    build = config.image.build
+    sets = {"primary": build.primary, "canary": build.canary, "shadow": build.shadow}
     for variant, artifacts in sets.items():
         if artifacts is None:
             continue

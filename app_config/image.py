@@ -88,6 +88,10 @@ class ImageConfig(ConfigModel):
         default=None,
         description="source = prebuilt: image the canary variant runs; None runs the primary's image.",
     )
+    shadow: ImageRefConfig | None = Field(
+        default=None,
+        description="source = prebuilt: image the shadow variant runs (serving.shadow); None runs the primary's image.",
+    )
     build: ImageBuildConfig = Field(
         default=ImageBuildConfig(),
         description="source = build: CodeBuild settings and the artifact pins of each variant's image.",
@@ -100,8 +104,9 @@ class ImageConfig(ConfigModel):
         if self.source == "prebuilt":
             return self
         # The loader passes every key, so "set" means "differs from the default" (None for the canary).
-        defaults = {"primary": _DEFAULT_PRIMARY, "canary": ImageRefConfig.model_construct(tag=None)}
-        for variant in ("primary", "canary"):
+        unset = ImageRefConfig.model_construct(tag=None)
+        defaults = {"primary": _DEFAULT_PRIMARY, "canary": unset, "shadow": unset}
+        for variant in ("primary", "canary", "shadow"):
             ref: ImageRefConfig | None = getattr(self, variant)
             if ref is None or ref == defaults[variant]:
                 continue

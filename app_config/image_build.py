@@ -219,3 +219,10 @@ class ImageBuildConfig(ConfigModel):
         default=None,
         description="Artifacts of the canary's image (a second build); None runs the primary's image.",
     )
+    shadow: ArtifactSetConfig | None = Field(
+        default=None,
+        description=(
+            "Artifacts of the shadow's image (serving.shadow; a build of its own); None runs the primary's image. "
+            "`ops shadow promote` moves them to canary."
+        ),
+    )

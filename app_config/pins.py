@@ -12,6 +12,7 @@ and the Serving stack's in ``inference_components`` mode (``cdk_constructs/commo
 from dataclasses import dataclass
 
 from app_config.image_build import PLACEHOLDER_SHA256, ArtifactSetConfig, pin_sha256, pin_version
+from app_config.release import model_package_group_name
 from app_config.root import AppConfig
 from app_config.variants import deployed_variant_keys
 from serving_contract.model_artifacts import ADAPTER_ARCHIVE, version_prefix
@@ -24,10 +25,10 @@ components' archives, which SageMaker reads at deploy, whatever ``image.source``
 
 
 def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
-    """``{"primary": ..., "canary": ...}``: the artifact sets the image build bakes in.
+    """``{"primary": ..., "canary": ..., "shadow": ...}``: the artifact sets the image build bakes in.
 
-    Empty with ``image.source = prebuilt``; the canary's only when it is built (a canary set,
-    the canary enabled, variants mode); ``cdk_constructs/image/serving_images.py`` builds one image per set.
+    Empty with ``image.source = prebuilt``; the canary's (the shadow's) only when it is built (its own set,
+    the variant enabled, variants mode); ``cdk_constructs/image/serving_images.py`` builds one image per set.
     """
     if config.image.source != "build":
         return {}
@@ -37,6 +38,8 @@ def built_artifact_sets(config: AppConfig) -> dict[str, ArtifactSetConfig]:
         artifacts = build.primary if key == "primary" else build.canary
         if artifacts is not None:
             sets[key] = artifacts
+    if config.serving.shadow.enabled and build.shadow is not None:  # check_shadow: variants mode only
+        sets["shadow"] = build.shadow
     return sets
 
 
@@ -95,6 +98,20 @@ def pins_in_effect(config: AppConfig) -> list[PinRef]:
                 PinRef(f"serving.inference_components.adapter_artifacts.{name}", pin, prefix, prefix + ADAPTER_ARCHIVE)
             )
     return pins
+
+
+def pin_kind(config: AppConfig, ref: PinRef) -> tuple[str, str]:
+    """``(release kind, artifact name)`` of a pin in effect: the base model or one adapter."""
+    if ref.key.endswith(".base_model"):
+        return "base_model", config.model.name
+    return "adapter", ref.key.rsplit(".", 1)[-1]
+
+
+def pin_package_group(config: AppConfig, ref: PinRef) -> tuple[str, str]:
+    """``(model package group, artifact name)``: where the release registered the pin ``ref``
+    (serving_contract/model_packages.py looks it up there)."""
+    kind, artifact = pin_kind(config, ref)
+    return model_package_group_name(config.project_name, config.stage, kind), artifact
 
 
 def placeholder_pins(config: AppConfig) -> list[tuple[str, str]]:

@@ -5,12 +5,20 @@ evaluate against the quality gates, and register in a model package group. The s
 ``stacks/model_release_stack.py``; docs/model-release.md walks through a run.
 """
 
+import re
 from typing import Annotated, Final, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from app_config.base import ConfigModel, InstanceType
-from serving_contract.quality_gates import SEED_THRESHOLDS, gates_from
+from serving_contract.quality_gates import (
+    BASELINE_DROP,
+    REQUIRED_LANGUAGES,
+    SEED_SOURCES,
+    SEED_THRESHOLDS,
+    drop_gates_from,
+    gates_from,
+)
 
 INFERENCE_PROFILE_PREFIXES: Final = ("us", "eu", "apac", "jp", "au", "us-gov", "global")
 """The geographies of Bedrock's cross-region (system-defined) inference profiles: ``<prefix>.<model id>``. Source:
@@ -29,6 +37,20 @@ def _check_gates(value: dict[str, float]) -> dict[str, float]:
     if not value:
         raise ValueError("needs at least one quality gate: a release with no gate would register anything")
     gates_from(value)  # one line naming the metric or the threshold
+    return value
+
+
+def _check_drop_gates(value: dict[str, float]) -> dict[str, float]:
+    drop_gates_from(value)  # one line naming the metric or the bound
+    return value
+
+
+def _check_languages(value: tuple[str, ...]) -> tuple[str, ...]:
+    for language in value:
+        if not re.fullmatch(r"[a-z]{2,3}", language):
+            raise ValueError(f"{language!r} is not an ISO 639 language code such as 'en' or 'ja'")
+    if len(set(value)) != len(value):
+        raise ValueError("names a language twice")
     return value
 
 
@@ -91,6 +113,48 @@ class QuantizeConfig(ConfigModel):
     )
 
 
+WAIVER_MIN_CHARS: Final = 20
+"""A waiver's reason is a sentence a reviewer can check, not "test" or "off"."""
+
+
+class DeployApprovalConfig(ConfigModel):
+    """The deploy's own approval check (``Custom::ApprovedPins`` in the Serving stack, cdk_constructs/approval/):
+    every pinned base-model and adapter version must be an Approved model package before the endpoint
+    config changes."""
+
+    enforced: bool = Field(
+        default=True,
+        description=(
+            "Fail a Serving stack deploy whose pins are not Approved model packages, naming each package and its "
+            "status, before the endpoint changes (issue 47: ops preflight alone could be skipped by a plain "
+            "cdk deploy). Always on in prod; dev may waive it with waived_because."
+        ),
+    )
+    waived_because: str | None = Field(
+        default=None,
+        min_length=WAIVER_MIN_CHARS,
+        max_length=500,
+        description=(
+            f"Why a dev stage deploys unapproved pins (at least {WAIVER_MIN_CHARS} characters); required with "
+            "enforced = false, refused with enforced = true, and refused in prod."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _waiver_has_a_reason(self) -> "DeployApprovalConfig":
+        if not self.enforced and self.waived_because is None:
+            raise ValueError(
+                "enforced = false needs waived_because: a sentence saying why this stage deploys versions the "
+                "model registry has not approved"
+            )
+        if self.enforced and self.waived_because is not None:
+            raise ValueError(
+                f"waived_because = {self.waived_because!r} while enforced = true: set enforced = false to waive the "
+                "check, or drop the reason"
+            )
+        return self
+
+
 class ReleaseConfig(ConfigModel):
     """The ModelRelease stack: its pipeline's steps, gates and model registry."""
 
@@ -98,8 +162,28 @@ class ReleaseConfig(ConfigModel):
     gates: Annotated[dict[str, float], AfterValidator(_check_gates)] = Field(
         default=dict(SEED_THRESHOLDS),
         description=(
-            "Quality gates, metric -> threshold as a fraction 0-1 (serving_contract/quality_gates.py). Source: "
-            "seed 000 'Quality Gate Details'. bleu is sacrebleu's corpus BLEU / 100 (0.85 = BLEU 85)."
+            "Quality gates, metric -> threshold as a fraction 0-1 (serving_contract/quality_gates.py), each judged on "
+            "the release's rows pooled and on each language's rows alone. Sources: "
+            + "; ".join(f"{metric} {SEED_THRESHOLDS[metric]:g}: {SEED_SOURCES[metric]}" for metric in SEED_THRESHOLDS)
+            + ". bleu is sacrebleu's corpus BLEU / 100 (0.85 = BLEU 85); quality_score is seed 001's score / 5 "
+            "(0.80 = 4.0/5); invented_titles is the share of answers naming a title the release's catalog lacks."
+        ),
+    )
+    required_languages: Annotated[tuple[str, ...], AfterValidator(_check_languages)] = Field(
+        default=REQUIRED_LANGUAGES,
+        max_length=10,
+        description=(
+            "Languages (ISO 639 codes) every gate must see eval rows of; a release whose rows lack one fails closed. "
+            "Source: seed 001 user story 8 (EN and JP eval judged apart, 4.0/5 each) and seed 000 gotcha 2 (30 % of "
+            "traffic is Japanese)."
+        ),
+    )
+    baseline_drop_gates: Annotated[dict[str, float], AfterValidator(_check_drop_gates)] = Field(
+        default=dict(BASELINE_DROP),
+        description=(
+            "Base-model releases: metric -> largest relative drop from the BF16 baseline's answers to the same eval "
+            "rows (0.02 = 2 %), pooled and per language; the baseline is the unquantized source the Quantize step "
+            "reads. Source: seed 001 user story 8 ('<2% quality loss'). Empty: no baseline step."
         ),
     )
     judge_model_id: str = Field(
@@ -134,6 +218,30 @@ class ReleaseConfig(ConfigModel):
         description="Requests the load test sends through each adapter and the base. Source: seed 000 (10 requests).",
     )
     quantize: QuantizeConfig = Field(default=QuantizeConfig(), description="The quantize step.")
+    deploy_approval: DeployApprovalConfig = Field(
+        default=DeployApprovalConfig(),
+        description="The Serving stack's check that every pinned version is an Approved model package.",
+    )
+
+
+def check_deploy_approval(stage: str, release: ReleaseConfig) -> None:
+    """Prod always enforces the deploy's approval check, and the check needs the model registry.
+
+    Raises:
+        ValueError: one line naming the keys, their values and what is allowed.
+    """
+    approval = release.deploy_approval
+    if stage == "prod" and not approval.enforced:
+        raise ValueError(
+            f"release.deploy_approval.enforced = false (waived_because = {approval.waived_because!r}): prod always "
+            "checks that every pinned version is an Approved model package; only a dev stage may waive it"
+        )
+    if approval.enforced and not release.enabled:
+        raise ValueError(
+            "release.deploy_approval.enforced = true needs release.enabled = true: the check looks each pin up in "
+            "the ModelRelease stack's model package groups; enable the release stack, or in a dev stage waive the "
+            "check with release.deploy_approval.enforced = false and a waived_because"
+        )
 
 
 MODEL_PACKAGE_GROUP_SUFFIXES = {"base_model": "base-model", "adapter": "adapters"}

@@ -122,6 +122,22 @@ class VariantScalingConfig(ConfigModel):
         return tuple(actions)
 
 
+class ShadowScalingConfig(ConfigModel):
+    """Scaling of the shadow variant (its bounds are serving.shadow.min/max_capacity): target tracking only.
+
+    Its own target, and no schedule and no queue-depth steps: the shadow carries a copy of a share of the
+    traffic, never the week's peaks, and nothing it does may move the primary's capacity."""
+
+    enabled: bool = Field(default=True, description="Register the shadow's scalable target and its policy.")
+    target_tracking: TargetTrackingConfig = Field(
+        default=TargetTrackingConfig(),
+        description=(
+            "Target tracking of the shadow (its concurrency target, unset, is its instance type's concurrency at the "
+            "TTFT SLO, as the production variants')."
+        ),
+    )
+
+
 # --- the section -------------------------------------------------------------------------
 
 # Floors only: every action's ceiling is the variant's hard max (ScheduledActionConfig.max_capacity
@@ -192,6 +208,9 @@ class ScalingConfig(ConfigModel):
             step_scaling=StepScalingConfig(scale_out_steps=(ScalingStepConfig(lower=50, upper=None, adjustment=1),)),
         ),
         description="Canary variant scaling: same policies, one +1 step, no schedule (bounds serving.canary).",
+    )
+    shadow: ShadowScalingConfig = Field(
+        default=ShadowScalingConfig(), description="Shadow variant scaling: target tracking only (serving.shadow)."
     )
     rollout: RolloutConfig = Field(default=RolloutConfig(), description="Blue/green deployment guardrails.")
     hourly_price_usd: dict[str, float] = Field(

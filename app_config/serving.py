@@ -16,12 +16,9 @@ from serving_contract.env import (
 )
 
 
-class VariantConfig(ConfigModel):
-    """One production variant of the endpoint (a model, an instance fleet and a weight).
-
-    Capacity bounds are the hard limits of the variant's scalable target; scheduled
-    actions may move the floor and ceiling only inside them.
-    """
+class VariantShape(ConfigModel):
+    """What every variant of the endpoint has, production or shadow: a name, an instance type and the hard
+    bounds of its scalable target (scheduled actions may move the floor and ceiling only inside them)."""
 
     variant_name: VariantName = Field(description="Production variant name (the scaling ResourceId uses it).")
     instance_type: InstanceType = Field(
@@ -40,21 +37,11 @@ class VariantConfig(ConfigModel):
     initial_instance_count: int = Field(
         ge=1, le=100, description="Instances at creation (autoscaling owns it afterwards)."
     )
-    initial_weight: float = Field(
-        ge=0,
-        le=1000,
-        description=(
-            "Relative traffic weight at endpoint creation; traffic share = weight / sum of weights, 0 = no traffic. "
-            "Afterwards weights are runtime state owned by ops promote/rollback (UpdateEndpointWeightsAndCapacities) "
-            "and every deploy keeps them (the endpoint retains DesiredWeight). Changing this later makes a new "
-            "endpoint config, which UpdateEndpoint deploys to a new fleet: every instance replaced, no traffic moved."
-        ),
-    )
     min_capacity: int = Field(ge=1, le=100, description="Hard floor of the scalable target, in instances.")
     max_capacity: int = Field(ge=1, le=100, description="Hard ceiling of the scalable target, in instances.")
 
     @model_validator(mode="after")
-    def _capacity_in_bounds(self) -> "VariantConfig":
+    def _capacity_in_bounds(self) -> "VariantShape":
         if self.min_capacity > self.max_capacity:
             raise ValueError(f"min_capacity = {self.min_capacity} must be <= max_capacity = {self.max_capacity}")
         if not self.min_capacity <= self.initial_instance_count <= self.max_capacity:
@@ -65,10 +52,102 @@ class VariantConfig(ConfigModel):
         return self
 
 
+class VariantConfig(VariantShape):
+    """One production variant of the endpoint (a model, an instance fleet and a weight)."""
+
+    initial_weight: float = Field(
+        ge=0,
+        le=1000,
+        description=(
+            "Relative traffic weight at endpoint creation; traffic share = weight / sum of weights, 0 = no traffic. "
+            "Afterwards weights are runtime state owned by ops promote/rollback (UpdateEndpointWeightsAndCapacities) "
+            "and every deploy keeps them (the endpoint retains DesiredWeight). Changing this later makes a new "
+            "endpoint config, which UpdateEndpoint deploys to a new fleet: every instance replaced, no traffic moved."
+        ),
+    )
+
+
 class CanaryVariantConfig(VariantConfig):
     """The canary variant: same shape as the primary, smaller bounds, optional."""
 
     enabled: bool = Field(default=True, description="Create the canary variant at all.")
+
+
+SHADOW_SAMPLING_SOURCE = "seed 002 scenario 6, migration phase 2: '10% shadow-copied'"
+
+
+class ShadowVariantConfig(VariantShape):
+    """The shadow variant (issue 47; seed 002 scenario 6, migration phase 2): a candidate that receives a copy of
+    a share of the primary's requests and answers nobody. SageMaker replicates the requests
+    (``ShadowProductionVariants``) and captures both variants' requests and answers (``DataCaptureConfig``) for
+    ``ops shadow report``; ``ops shadow promote`` makes a passing shadow the canary.
+
+    Its image comes from ``image.build.shadow`` (build) or ``image.shadow`` (prebuilt), as the canary's does.
+    """
+
+    enabled: bool = Field(
+        default=False,
+        description=(
+            "Run the shadow variant. An endpoint config with a shadow variant holds one production variant "
+            "(botocore's SageMaker model, CreateEndpointConfig.ShadowProductionVariants), so serving.canary.enabled "
+            "must be false while it runs: shadow first, then canary (seed 002's phases)."
+        ),
+    )
+    sampling_percent: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description=(
+            f"Share of the primary's requests copied to the shadow, percent. Source: {SHADOW_SAMPLING_SOURCE}. "
+            "Written as the shadow's InitialVariantWeight = serving.primary.initial_weight x percent / 100 (SageMaker "
+            "copies the share of the shadow's weight to the primary's; `ops shadow report` prints the share the "
+            "endpoint runs, from DescribeEndpoint's weights)."
+        ),
+    )
+    capture_percent: int = Field(
+        default=100,
+        ge=1,
+        le=100,
+        description=(
+            "DataCaptureConfig.InitialSamplingPercentage: share of requests whose request and answers SageMaker "
+            "writes to the artifacts bucket (data-capture/<endpoint>/<variant>/...). 100 keeps every shadowed "
+            "request's primary answer for the comparison (~1 KB x requests a day; seed 003's 50,000 a day is ~50 "
+            "MB a day of answers plus the prompts)."
+        ),
+    )
+    capture_retention_days: int = Field(
+        default=30,
+        ge=1,
+        le=365,
+        description=(
+            "Days captured requests and answers stay in the artifacts bucket (a lifecycle rule on data-capture/; "
+            "they hold user prompts). Default 30: seed 002's two-week shadow phase, plus two weeks to report and "
+            "review."
+        ),
+    )
+    min_captured_answers: int = Field(
+        default=200,
+        ge=1,
+        le=100000,
+        description=(
+            "Answers of each variant `ops shadow report` needs before its verdict can pass. Source: seed 000's "
+            "offline eval suite (200 test cases)."
+        ),
+    )
+    guardrail_share_tolerance: float = Field(
+        default=0.02,
+        ge=0,
+        le=1,
+        description=(
+            "How far the shadow's share of answers passing the release's guardrail checks may fall below the "
+            "primary's before the report fails, as a fraction. 0.02: about the 95 % noise of a share measured on "
+            "min_captured_answers = 200 answers near 99 % (binomial standard error 0.7 points, x 1.96 = 1.4)."
+        ),
+    )
+
+    def weight(self, primary_weight: float) -> float:
+        """The shadow's InitialVariantWeight that copies ``sampling_percent`` of the primary's requests."""
+        return primary_weight * self.sampling_percent / 100
 
 
 class VpcPlacementConfig(ConfigModel):
@@ -174,6 +253,13 @@ class ServingConfig(ConfigModel):
         ),
         description="Canary variant. Source: seed 003 §8 (1 instance, weight 5).",
     )
+    shadow: ShadowVariantConfig = Field(
+        default=ShadowVariantConfig(variant_name="shadow", initial_instance_count=1, min_capacity=1, max_capacity=2),
+        description=(
+            "Shadow variant (off by default): one instance like the canary's, scaling 1..2. Source: seed 002 scenario "
+            "6 (shadow phase before the canary); the bounds follow serving.canary's."
+        ),
+    )
     container_startup_health_check_timeout_s: int = Field(
         default=STARTUP_HEALTH_CHECK_TIMEOUT_DEFAULT_S,
         ge=60,
@@ -231,6 +317,12 @@ class ServingConfig(ConfigModel):
         if self.canary.enabled and self.canary.variant_name == self.primary.variant_name:
             raise ValueError(
                 f"canary.variant_name = {self.canary.variant_name!r} must differ from primary.variant_name"
+            )
+        names = [v.variant_name for v in self.variants]
+        if self.shadow.enabled and self.shadow.variant_name in names:
+            raise ValueError(
+                f"shadow.variant_name = {self.shadow.variant_name!r} must differ from the production variants' "
+                f"names ({', '.join(names)})"
             )
         if all(variant.initial_weight == 0 for variant in self.variants):
             weights = ", ".join(f"{v.variant_name}.initial_weight = 0" for v in self.variants)

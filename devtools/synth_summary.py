@@ -89,7 +89,25 @@ def _endpoint_lines(templates: dict[str, dict[str, Any]], bounds: dict[str, str]
                 lines += ["", f"Endpoint: {resource['Properties'].get('EndpointName', '(generated)')}"]
         for resource in _resources(template):
             if resource["Type"] == "AWS::SageMaker::EndpointConfig":
-                lines += _variant_lines(resource["Properties"]["ProductionVariants"], bounds)
+                properties = resource["Properties"]
+                lines += _variant_lines(properties["ProductionVariants"], bounds)
+                lines += _shadow_lines(properties.get("ShadowProductionVariants", []), properties, bounds)
+    return lines
+
+
+def _shadow_lines(shadows: list[dict[str, Any]], properties: dict[str, Any], bounds: dict[str, str]) -> list[str]:
+    """The shadow variant: the share of the production variant's requests it gets a copy of (its weight over the
+    production variant's), and whether both variants' answers are captured."""
+    lines = []
+    primary = float(properties["ProductionVariants"][0].get("InitialVariantWeight", 1))
+    captured = " answers captured" if properties.get("DataCaptureConfig", {}).get("EnableCapture") else ""
+    for v in shadows:
+        share = 100 * float(v.get("InitialVariantWeight", 1)) / primary
+        lines.append(
+            f"  shadow  {v['VariantName']:<10} {v['InstanceType']:<14} "
+            f"x{v['InitialInstanceCount']:<3} at creation, copy {share:5.1f}%  {bounds.get(v['VariantName'], '')}"
+            f"{captured}"
+        )
     return lines
 
 

@@ -12,6 +12,7 @@ large dependency tree to an SRE's laptop and to CI for nothing this tool needs.
 """
 
 import argparse
+import datetime as dt
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ from ops.preflight import PreflightClients, PreflightOptions, boto3_preflight_cl
 from ops.release import ReleaseRequest, run_release
 from ops.rollout import Runtime, Timing, promote, rollback
 from ops.served_versions import expected_versions
+from ops.shadow import ShadowClients, boto3_shadow_clients, run_shadow
 from ops.smoke import MODES, SmokeOptions, WakeOptions, run_smoke
 
 __all__ = ["Clients", "Deps", "build_parser", "main"]
@@ -99,6 +101,8 @@ class Deps:
     sleep: Callable[[float], None] = time.sleep
     out: Callable[[str], None] = print
     preflight_clients: Callable[[str | None, str | None], PreflightClients] = boto3_preflight_clients
+    shadow_clients: Callable[[str | None, str | None], ShadowClients] = boto3_shadow_clients
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
 
 
 def _app_config(args: argparse.Namespace) -> tuple[str, AppConfig]:
@@ -145,15 +149,19 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
     if args.command == "preflight":
         checks = PreflightOptions(args.region, args.profile, args.cdk_out, args.download_digests, args.foundation)
         return run_preflight(config, deps.preflight_clients, checks, deps.out)
+    if args.command == "shadow":
+        return run_shadow(args, config, deps.shadow_clients(args.region, args.profile), now=deps.now, out=deps.out)
     if args.command == "release":
         request = ReleaseRequest(
             args.kind,
             args.version,
             args.base_model_version,
             args.eval_set,
+            args.catalog,
             adapter=args.adapter,
             source_model=args.source_model,
             calibration=args.calibration,
+            baseline_model=args.baseline_model,
         )
         sagemaker = deps.clients(args.region, args.profile).sagemaker
         return run_release(

@@ -99,14 +99,8 @@ def ref_from_config(endpoint_name: str, mode: str, adapters: Sequence[str]) -> E
     return EndpointRef(endpoint_name, None, None, mode, base, by_adapter)
 
 
-def ref_from_outputs_file(path: Path, stack_name: str, adapters: Sequence[str] = ()) -> EndpointRef:
-    """Read ``cdk deploy --outputs-file`` JSON: ``{"<stack>": {"<OutputKey>": "<value>"}}``.
-
-    Uses ``stack_name``'s block; when that stack is absent but exactly one stack carries an
-    ``EndpointName`` output, uses that one. ``adapters`` (the configured adapter names) are
-    looked up as ``AdapterInferenceComponent<Adapter>`` outputs in inference_components mode.
-    Raises OpsError (USAGE) otherwise.
-    """
+def _outputs_file(path: Path) -> dict[str, Any]:
+    """The ``cdk deploy --outputs-file`` JSON, ``{"<stack>": {"<OutputKey>": "<value>"}}``; OpsError (USAGE) else."""
     try:
         data = json.loads(path.read_text())
     except OSError as error:
@@ -115,6 +109,25 @@ def ref_from_outputs_file(path: Path, stack_name: str, adapters: Sequence[str] =
         raise OpsError(f"--stack-outputs {path}: not JSON ({error})", ExitCode.USAGE) from error
     if not isinstance(data, dict):
         raise OpsError(f"--stack-outputs {path}: expected an object of stacks", ExitCode.USAGE)
+    return data
+
+
+def output_of(path: Path, stack_name: str, key: str) -> str | None:
+    """One output of one stack in a ``cdk deploy --outputs-file`` JSON, or None when it is not there."""
+    block = _outputs_file(path).get(stack_name)
+    value = block.get(key) if isinstance(block, dict) else None
+    return str(value) if value else None
+
+
+def ref_from_outputs_file(path: Path, stack_name: str, adapters: Sequence[str] = ()) -> EndpointRef:
+    """Read ``cdk deploy --outputs-file`` JSON: ``{"<stack>": {"<OutputKey>": "<value>"}}``.
+
+    Uses ``stack_name``'s block; when that stack is absent but exactly one stack carries an
+    ``EndpointName`` output, uses that one. ``adapters`` (the configured adapter names) are
+    looked up as ``AdapterInferenceComponent<Adapter>`` outputs in inference_components mode.
+    Raises OpsError (USAGE) otherwise.
+    """
+    data = _outputs_file(path)
     if isinstance(data.get(stack_name), dict):
         return _ref_from_outputs(data[stack_name], f"--stack-outputs {path}: stack {stack_name}", adapters)
     candidates = [name for name, block in data.items() if isinstance(block, dict) and outputs.ENDPOINT_NAME in block]

@@ -19,6 +19,7 @@ from ops.load import (
 )
 from ops.preflight import add_preflight_parser
 from ops.release import add_release_parser
+from ops.shadow import add_shadow_parser
 from ops.smoke import DEFAULT_WAKE_POLL_S, DEFAULT_WAKE_TIMEOUT_S, MODES
 from serving_contract.env import SAGEMAKER_INVOCATION_TIMEOUT_S
 
@@ -82,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mangaassist-ops",
         description="Operations commands for the MangaAssist SageMaker endpoint. See docs/operations.md.",
         epilog="Exit codes: 0 ok, 1 check failed, 2 usage, 3 endpoint not ready, 4 rolled back, 5 AWS error; "
-        "preflight: 6 config, 7 account, 8 artifacts, 9 conflict.",
+        "preflight: 6 config, 7 account, 8 artifacts, 9 conflict. shadow: 0 passes, 1 fails, 3 its alarms.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -113,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_load(commands)
     add_preflight_parser(commands)
     add_release_parser(commands)
+    add_shadow_parser(commands)
     return parser
 
 

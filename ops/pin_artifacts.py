@@ -6,13 +6,13 @@ Run by an operator with AWS credentials (never at synth):
         --base-model llama-3-8b-instruct-awq --adapters manga_domain_v3,general_support_v2,jp_style_v1
 
 prints ``{"base_model": "v1/<sha>", "adapters": {"manga_domain_v3": "v4/<sha>", ...}}``, the
-value for ``image.build.canary`` (a new candidate) or ``image.build.primary`` (a promotion)
-in cdk.json's stage overlay; ``--write primary|canary`` sets it there and prints the diff. Key layout:
+value for ``image.build.shadow`` or ``image.build.canary`` (a new candidate) or ``image.build.primary`` (a
+promotion) in cdk.json's stage overlay; ``--write primary|canary|shadow`` sets it there and prints the diff. Key layout:
 serving_contract/model_artifacts.py. ``--region`` / ``--profile`` pick the session; a failed AWS call
 (no credentials, no such pointer, access denied) is one line and exit 5, as ``ops preflight``.
 
 Each pin must be a model package the release pipeline registered and that is Approved, in the
-stage's model package groups (``--stage``, ``--project-name``; ops/model_packages.py): otherwise it
+stage's model package groups (``--stage``, ``--project-name``; serving_contract/model_packages.py): otherwise it
 prints one line per refused pin, naming it and its status, prints no block and exits 8. Only
 ``--no-approval-check`` (a stage without the ModelRelease stack) skips the check.
 """
@@ -30,8 +30,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from app_config.loader import set_in_stage_overlay
 from app_config.release import model_package_group_name
 from ops.exit_codes import ExitCode, OpsError, aws_error
-from ops.model_packages import pin_problem
 from serving_contract.model_artifacts import parse_pointer, pointer_key
+from serving_contract.model_packages import pin_problem
 
 
 def read_pointer(s3: Any, bucket: str, key: str) -> str:
@@ -94,8 +94,9 @@ def main(argv: list[str] | None = None, session_factory: Callable[..., Any] = bo
     )
     parser.add_argument(
         "--write",
-        choices=("primary", "canary"),
-        help="Also set image.build.<variant> in cdk.json's stages.<stage> overlay, and print the diff.",
+        choices=("primary", "canary", "shadow"),
+        help="Also set image.build.<variant> in cdk.json's stages.<stage> overlay (shadow: the candidate a shadow "
+        "variant runs first, docs/operations.md), and print the diff.",
     )
     parser.add_argument(
         "--cdk-json", type=Path, default=Path("cdk.json"), help="cdk.json to --write (default ./cdk.json)."

@@ -34,9 +34,11 @@ class ReleaseRequest:
     version: str
     base_model_version: str
     eval_set: str
+    catalog: str
     adapter: str | None = None
     source_model: str | None = None
     calibration: str | None = None
+    baseline_model: str | None = None
 
     def parameters(self, config: AppConfig) -> list[dict[str, str]]:
         """The pipeline's parameters (cdk_constructs/release/pipeline_definition.py) for this release.
@@ -44,7 +46,7 @@ class ReleaseRequest:
         Raises:
             OpsError: (USAGE) an input the kind needs is missing.
         """
-        values = {"EvalSetS3Uri": self.eval_set}
+        values = {"EvalSetS3Uri": self.eval_set, "TitleCatalogS3Uri": self.catalog}
         if self.kind == "adapter":
             if not self.adapter:
                 raise OpsError("--adapter: an adapter release names the adapter", ExitCode.USAGE)
@@ -61,6 +63,15 @@ class ReleaseRequest:
                 if not self.calibration:
                     raise OpsError("--calibration: release.quantize.enabled needs the calibration set", ExitCode.USAGE)
                 values["CalibrationS3Uri"] = self.calibration
+            elif config.release.baseline_drop_gates:
+                if not self.baseline_model:
+                    raise OpsError(
+                        "--baseline-model: with release.quantize.enabled = false the drop gates "
+                        f"({', '.join(config.release.baseline_drop_gates)}) compare with the unquantized (BF16) "
+                        "checkpoint; name its s3:// folder",
+                        ExitCode.USAGE,
+                    )
+                values["BaselineModelS3Uri"] = self.baseline_model
         return [{"Name": name, "Value": value} for name, value in values.items()]
 
     def pin_key(self, config: AppConfig) -> str:
@@ -158,8 +169,17 @@ def add_release_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("--base-model-version", default="", help="adapter: the base version it runs on, e.g. v2.")
     parser.add_argument("--adapter", help="adapter: its name, e.g. manga_domain_v3.")
     parser.add_argument("--eval-set", required=True, help="s3://.../release-inputs/<eval set>.jsonl")
+    parser.add_argument(
+        "--catalog",
+        required=True,
+        help="s3://.../release-inputs/<title catalog>.jsonl: the titles that exist (the invented-titles check).",
+    )
     parser.add_argument("--source-model", help="base_model: s3:// prefix of the checkpoint to quantize (or release).")
     parser.add_argument("--calibration", help="base_model with quantize: s3://.../release-inputs/<set>.jsonl")
+    parser.add_argument(
+        "--baseline-model",
+        help="base_model without quantize: s3:// prefix of the unquantized (BF16) checkpoint, the drop gates baseline.",
+    )
     parser.add_argument("--timeout-s", type=positive_float, default=4 * 3600.0, help="Max wait (default 14400).")
     parser.add_argument("--poll-s", type=positive_float, default=60.0, help="Status interval (default 60).")
     parser.add_argument("--stage", default=None, help="Stage (default: cdk.json's `stage`).")

@@ -48,3 +48,19 @@ def rollback_alarm_names(endpoint_name: str, variant_name: str) -> tuple[str, ..
 def alarm_name_prefix(endpoint_name: str) -> str:
     """Prefix shared by every alarm of one endpoint (``DescribeAlarms(AlarmNamePrefix=...)``)."""
     return f"{endpoint_name}-"
+
+
+SHADOW_RULES = (
+    "5xx-rate",
+    *(f"ttft-p95-{klass.value}" for klass in RequestClass),
+    "model-latency-p99",
+    "engine-errors",
+)
+"""The shadow variant's alarms, in order: its 5xx rate, TTFT p95 per request class, ModelLatency p99 and engine
+errors (cdk_constructs/observability/shadow_comparison.py)."""
+
+
+def shadow_alarm_names(endpoint_name: str, shadow_variant: str) -> tuple[str, ...]:
+    """``<endpoint>-<shadow variant>-<rule>`` of each of :data:`SHADOW_RULES`: the alarms ``ops shadow promote``
+    requires out of ALARM. They page nobody and roll nothing back (the shadow answers no user)."""
+    return tuple(f"{endpoint_name}-{shadow_variant}-{rule}" for rule in SHADOW_RULES)

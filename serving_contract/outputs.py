@@ -15,6 +15,14 @@ IMAGE_BUILD_PROJECT_NAME: Final = "ImageBuildProjectName"
 MODEL_ARTIFACTS_BUCKET_NAME: Final = "ModelArtifactsBucketName"
 PRIMARY_IMAGE_TAG: Final = "PrimaryImageTag"
 CANARY_IMAGE_TAG: Final = "CanaryImageTag"
+SHADOW_IMAGE_TAG: Final = "ShadowImageTag"
+SHADOW_VARIANT_NAME: Final = "ShadowVariantName"
+"""``serving.shadow.enabled``: the shadow variant's name."""
+DATA_CAPTURE_PREFIX: Final = "DataCapturePrefix"
+"""``serving.shadow.enabled``: ``data-capture/<endpoint>/`` in the model-artifacts bucket (the ModelArtifacts
+stack's ``ModelArtifactsBucketName``), where SageMaker writes each variant's captured requests and answers
+(``<variant>/yyyy/mm/dd/hh/*.jsonl``; ``ops shadow report`` reads them). The bucket is not in this output: an
+output may not re-export another stack's export (cfn-lint W6001)."""
 ALARM_TOPIC_ARN: Final = "AlarmTopicArn"
 SERVING_MODE: Final = "ServingMode"
 """``variants`` or ``inference_components`` (``serving.mode``)."""

@@ -97,6 +97,7 @@ def _variant_images(
             primary=image_build.image_uris["primary"],
             canary=image_build.image_uris["canary"],
             repositories=[repository],
+            shadow=image_build.image_uris["shadow"],
         )
     else:
         imported: dict[str, ecr.IRepository] = {}
@@ -107,10 +108,16 @@ def _variant_images(
             if config.image.canary is not None
             else (primary_uri, primary_repo)
         )
+        shadow_uri, shadow_repo = (
+            prebuilt_image(image_repository, repository, config.image.shadow, imported)
+            if config.image.shadow is not None and config.serving.shadow.enabled
+            else (primary_uri, primary_repo)
+        )
         images = VariantImages(
             primary=primary_uri,
             canary=canary_uri,
-            repositories=list({id(r): r for r in (primary_repo, canary_repo)}.values()),
+            repositories=list({id(r): r for r in (primary_repo, canary_repo, shadow_repo)}.values()),
+            shadow=shadow_uri,
         )
     return image_build, images, primary_repository
 
@@ -154,7 +161,9 @@ def build_app(app: cdk.App, config: AppConfig, plan: Plan) -> AppStacks:
         plan=plan,
         images=images,
         adapter_artifacts=adapter_artifacts,
-        artifacts_bucket=artifacts_bucket if config.serving.compile_cache.enabled else None,
+        artifacts_bucket=(
+            artifacts_bucket if config.serving.compile_cache.enabled or config.serving.shadow.enabled else None
+        ),
         env=env,
         description=f"{config.project_name} ({config.stage}): SageMaker endpoint {config.endpoint_name}",
     )
@@ -215,9 +224,9 @@ def _artifacts_bucket(
     """The model-artifacts bucket, and the stack that owns it when this app does.
 
     Needed by the release pipelines (``release.enabled``), the image build (``image.source = build``), by adapter
-    components (``serving.mode = inference_components``) and by the compile cache
-    (``serving.compile_cache``). ``image.build.artifacts_bucket_name`` names an existing bucket,
-    imported by name (``importer`` only scopes the import: the name is a literal, so no stack
+    components (``serving.mode = inference_components``), by the compile cache (``serving.compile_cache``) and
+    by the shadow phase's data capture (``serving.shadow``). ``image.build.artifacts_bucket_name`` names an
+    existing bucket, imported by name (``importer`` only scopes the import: the name is a literal, so no stack
     exports it); otherwise the ModelArtifacts stack creates one, deployed before the stacks that
     read it (docs/deploy.md).
     """
@@ -226,6 +235,7 @@ def _artifacts_bucket(
         or config.image.source == "build"
         or config.serving.hosts_inference_components
         or config.serving.compile_cache.enabled
+        or config.serving.shadow.enabled
     )
     if not needed:
         return None, None
@@ -235,6 +245,7 @@ def _artifacts_bucket(
     stack = ModelArtifactsStack(
         app,
         config.stack_name("ModelArtifacts"),
+        capture_retention_days=config.serving.shadow.capture_retention_days,
         env=env,
         description=f"{config.project_name} ({config.stage}): bucket of the model artifacts (base models, adapters)",
     )

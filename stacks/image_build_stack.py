@@ -23,9 +23,9 @@ class ImageBuildStack(cdk.Stack):
     (:class:`ServingImages`).
 
     Attributes:
-        image_uris: ``{"primary": uri, "canary": uri}``; the canary's equals the primary's
-            when no canary artifacts are configured. Known at synth (the tag is).
-        image_tags: ``{"primary": tag, "canary": tag}``, the same way.
+        image_uris: ``{"primary": uri, "canary": uri, "shadow": uri}``; the canary's and the shadow's equal the
+            primary's when they have no artifacts of their own. Known at synth (the tag is).
+        image_tags: ``{"primary": tag, "canary": tag, "shadow": tag}``, the same way.
         image_build: the :class:`ImageBuild` construct.
         docker_hub_cache: the :class:`DockerHubCache`, or None.
         artifacts_bucket: the model-artifacts bucket (the ModelArtifacts stack's, or the configured one).
@@ -63,3 +63,5 @@ class ImageBuildStack(cdk.Stack):
         cdk.CfnOutput(self, outputs.IMAGE_BUILD_PROJECT_NAME, value=self.image_build.project.project_name)
         cdk.CfnOutput(self, outputs.PRIMARY_IMAGE_TAG, value=self.image_tags["primary"])
         cdk.CfnOutput(self, outputs.CANARY_IMAGE_TAG, value=self.image_tags["canary"])
+        if config.serving.shadow.enabled:
+            cdk.CfnOutput(self, outputs.SHADOW_IMAGE_TAG, value=self.image_tags["shadow"])

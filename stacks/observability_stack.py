@@ -3,6 +3,7 @@
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from app_config import AppConfig
@@ -11,6 +12,7 @@ from cdk_constructs.observability.alarm_topic import AlarmTopic
 from cdk_constructs.observability.endpoint_alarms import EndpointAlarms
 from cdk_constructs.observability.endpoint_dashboard import BoundsLine, EndpointDashboard
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
+from cdk_constructs.observability.shadow_comparison import ShadowAlarms, comparison_row
 from serving_contract import alarms as alarm_names
 from serving_contract import outputs
 
@@ -30,6 +32,8 @@ class ObservabilityStack(cdk.Stack):
         topic: the alarm topic (KMS-encrypted, TLS-only).
         alarms: the :class:`EndpointAlarms`.
         dashboard: the :class:`EndpointDashboard`.
+        shadow_alarms: the shadow variant's :class:`ShadowAlarms` (``serving.shadow.enabled``; they page nobody),
+            or None.
     """
 
     def __init__(
@@ -72,6 +76,20 @@ class ObservabilityStack(cdk.Stack):
             guardrail_alarm_names=guardrail_alarm_names,
             idle_may_be_silent=topology.may_scale_to_zero,
         )
+        self.shadow_alarms: ShadowAlarms | None = None
+        shadow_row: list[cloudwatch.IWidget] = []
+        if config.serving.shadow.enabled:
+            shadow = config.serving.shadow.variant_name
+            self.shadow_alarms = ShadowAlarms(
+                self, "ShadowAlarms", metrics=metrics, shadow_variant=shadow, slo=config.slo, monitoring=monitoring
+            )
+            shadow_row = comparison_row(
+                metrics,
+                primary=config.serving.primary.variant_name,
+                shadow=shadow,
+                slo=config.slo,
+                period_s=monitoring.dashboard_period_s,
+            )
         self.dashboard = EndpointDashboard(
             self,
             "Dashboard",
@@ -94,7 +112,9 @@ class ObservabilityStack(cdk.Stack):
                 *self.alarms.alarms.values(),
                 self.alarms.critical_composite,
                 self.alarms.guardrail_composite,
+                *(self.shadow_alarms.alarms.values() if self.shadow_alarms else ()),
             ],
+            shadow_row=shadow_row,
         )
         cdk.CfnOutput(self, outputs.ALARM_TOPIC_ARN, value=self.topic.topic_arn)
         cdk.CfnOutput(self, outputs.DASHBOARD_NAME, value=self.dashboard.dashboard.dashboard_name)

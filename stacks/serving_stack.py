@@ -8,21 +8,25 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from app_config import AppConfig
-from app_config.pins import component_pin_problem
+from app_config.pins import component_pin_problem, pin_package_group, pins_in_effect
+from app_config.shadow import shadow_target_tracking
 from app_config.topology import serving_topology
+from cdk_constructs.approval.approved_pins import ApprovedPins, PinToApprove
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
 from cdk_constructs.endpoint.components_serving import ComponentsServing
 from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
+from cdk_constructs.endpoint.data_capture import DataCapture
 from cdk_constructs.endpoint.deployment_guardrail_alarms import DeploymentGuardrailAlarms
 from cdk_constructs.endpoint.inference_execution_role import InferenceExecutionRole
 from cdk_constructs.endpoint.serving_mode import AdapterArtifacts, ServingModeConstruct, VariantImages
 from cdk_constructs.endpoint.serving_model import EndpointHosting, endpoint_log_group
-from cdk_constructs.endpoint.variants_serving import VariantsServing
+from cdk_constructs.endpoint.variants_serving import ShadowPlan, VariantsServing
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from planning.plan import Plan
 from serving_contract import outputs
+from serving_contract.data_capture import endpoint_prefix
 
 
 class ServingStack(cdk.Stack):
@@ -39,6 +43,9 @@ class ServingStack(cdk.Stack):
         endpoint_log_group: ``/aws/sagemaker/Endpoints/<endpoint>``.
         topology: what monitoring and scaling name in this mode.
         guardrail_alarms: the alarms deployments roll back on (``serving_contract.alarms``).
+        data_capture: the shadow phase's data capture (``serving.shadow.enabled``), or None.
+        approved_pins: the deploy's approval check (``release.deploy_approval``), or None when waived or when
+            no pin is in effect.
     """
 
     def __init__(
@@ -61,11 +68,11 @@ class ServingStack(cdk.Stack):
             images: the image of each variant.
             adapter_artifacts: where the adapter components' archives are (inference_components mode).
             artifacts_bucket: the model-artifacts bucket, where each model's compile cache is made
-                (``serving.compile_cache.enabled``).
+                (``serving.compile_cache.enabled``) and the shadow phase captures (``serving.shadow.enabled``).
 
         Raises:
-            ValueError: inference_components mode without ``adapter_artifacts``, or the compile cache
-                on without ``artifacts_bucket`` (composition's errors).
+            ValueError: inference_components mode without ``adapter_artifacts``, or the compile cache or the
+                shadow on without ``artifacts_bucket`` (composition's errors).
         """
         super().__init__(scope, construct_id, **kwargs)
         serving = config.serving
@@ -103,6 +110,25 @@ class ServingStack(cdk.Stack):
         hosting = _hosting(config, plan, compile_cache)  # both modes and the log group take the same settings
         # Here, not in the mode's construct: one construct whichever mode is deployed.
         self.endpoint_log_group = endpoint_log_group(self, "EndpointLogGroup", config.endpoint_name, hosting)
+        self.data_capture: DataCapture | None = None
+        if serving.shadow.enabled:
+            if artifacts_bucket is None:
+                raise ValueError("serving.shadow needs the model-artifacts bucket, where it captures (composition)")
+            self.data_capture = DataCapture(
+                self,
+                "DataCapture",
+                bucket=artifacts_bucket,
+                endpoint_name=config.endpoint_name,
+                execution_role=execution_role.role,
+                capture_percent=serving.shadow.capture_percent,
+            )
+            if config.image.build.artifacts_bucket_name:
+                cdk.Annotations.of(self).add_warning_v2(
+                    "Serving:DataCaptureRetention",
+                    f"serving.shadow captures requests and answers to {config.image.build.artifacts_bucket_name}, a "
+                    "bucket this app does not manage: serving.shadow.capture_retention_days is not applied there; "
+                    "give the bucket a lifecycle rule that expires data-capture/ (they hold user prompts)",
+                )
         self.endpoint = self._serving_mode(config, plan, images, execution_role.role, hosting, adapter_artifacts)
         # The guardrail alarms sit here, not in the observability stack: the deployment's
         # AutoRollbackConfiguration names them, and they must exist before any update starts.
@@ -127,6 +153,7 @@ class ServingStack(cdk.Stack):
             client_error_baseline_cap_percent=config.monitoring.canary_client_error_baseline_cap_percent,
         )
         self.endpoint.rollout_target.node.add_dependency(self.guardrail_alarms)
+        self.approved_pins = self._approval_check(config, hosting)
         execution_role.write_to(self.endpoint.log_groups)
         self._outputs(config, execution_role.role)
         finish_log_retention_provider(self)
@@ -180,7 +207,46 @@ class ServingStack(cdk.Stack):
             role=role,
             hosting=hosting,
             log_group=self.endpoint_log_group,
+            shadow=self._shadow_plan(config),
         )
+
+    def _shadow_plan(self, config: AppConfig) -> ShadowPlan | None:
+        """The shadow variant's part of the endpoint (``serving.shadow``, variants mode only: check_shadow)."""
+        if self.data_capture is None:
+            return None
+        return ShadowPlan(
+            config=config.serving.shadow,
+            primary_weight=config.serving.primary.initial_weight,
+            scaling_enabled=config.scaling.shadow.enabled,
+            target_tracking=shadow_target_tracking(config),
+            data_capture=self.data_capture.property,
+            versions_environment=model_versions_environment(config, "shadow"),
+        )
+
+    def _approval_check(self, config: AppConfig, hosting: EndpointHosting) -> ApprovedPins | None:
+        """The deploy's own approval check (``release.deploy_approval``): what deploys the pins waits for it."""
+        if not config.release.deploy_approval.enforced:
+            return None
+        pins = [PinToApprove(ref.key, ref.pin, *pin_package_group(config, ref)) for ref in pins_in_effect(config)]
+        if not pins:
+            # A prebuilt image (variants mode) names no versions in config: nothing here to look up.
+            cdk.Annotations.of(self).add_warning_v2(
+                "Serving:ApprovalWithoutPins",
+                "release.deploy_approval.enforced, but image.source = prebuilt pins no model versions in config: the "
+                "deploy cannot check the image's versions against the model registry; build the image "
+                "(image.source = build) to have them checked",
+            )
+            return None
+        check = ApprovedPins(
+            self,
+            "ApprovedPins",
+            pins=pins,
+            log_retention=hosting.log_retention,
+            log_removal_policy=hosting.log_removal_policy,
+        )
+        for resource in self.endpoint.pinned_resources:
+            resource.node.add_dependency(check.resource)
+        return check
 
     def _outputs(self, config: AppConfig, role: iam.Role) -> None:
         cdk.CfnOutput(self, outputs.ENDPOINT_NAME, value=config.endpoint_name)
@@ -188,6 +254,8 @@ class ServingStack(cdk.Stack):
         cdk.CfnOutput(self, outputs.PRIMARY_VARIANT_NAME, value=config.serving.primary.variant_name)
         for key, value in self.endpoint.outputs.items():
             cdk.CfnOutput(self, key, value=value)
+        if self.data_capture is not None:
+            cdk.CfnOutput(self, outputs.DATA_CAPTURE_PREFIX, value=endpoint_prefix(config.endpoint_name))
         cdk.CfnOutput(self, outputs.EXECUTION_ROLE_ARN, value=role.role_arn)
         cdk.CfnOutput(self, outputs.LOG_GROUP_NAME, value=self.endpoint_log_group.log_group.log_group_name)
 

@@ -102,8 +102,10 @@ def extra_synths(  # noqa: PLR0917 - one fixture per synth is how pytest injects
     prebuilt_uri_synth: Synth,
     components_synth: Synth,
     dev_components_synth: Synth,
+    shadow_synth: Synth,
+    dev_waived_shadow_synth: Synth,
 ) -> list[Synth]:
-    """Synths added for scaling, Bedrock, image-build and inference-component tests; cfn-lint and
+    """Synths added for scaling, Bedrock, image-build, inference-component and shadow tests; cfn-lint and
     cdk-nag cover them too."""
     return [
         scaling_override_synth,
@@ -113,7 +115,43 @@ def extra_synths(  # noqa: PLR0917 - one fixture per synth is how pytest injects
         prebuilt_uri_synth,
         components_synth,
         dev_components_synth,
+        shadow_synth,
+        dev_waived_shadow_synth,
     ]
+
+
+SHADOW_PINS = (
+    '{"base_model": "v2/' + "2" * 64 + '", "adapters": {"manga_domain_v3": "v4/' + "3" * 64 + '", '
+    '"general_support_v2": "v2/' + "4" * 64 + '", "jp_style_v1": "v2/' + "5" * 64 + '"}}'
+)
+SHADOW = {"serving.shadow.enabled": "true", "serving.canary.enabled": "false", "image.build.shadow": SHADOW_PINS}
+"""The shadow phase on the prod defaults (issue 47): the canary off, a shadow with its own pins at 10 %."""
+
+
+@pytest.fixture(scope="session")
+def shadow_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(tmp_path_factory.mktemp("cdk-out-shadow"), SHADOW)
+
+
+DEV_WAIVER = "dev serves engineers only; adapters are tried there before the release pipeline registers them"
+
+
+@pytest.fixture(scope="session")
+def dev_waived_shadow_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The dev stage with a prebuilt shadow image, the deploy's approval check waived with a reason."""
+    return synthesize(
+        tmp_path_factory.mktemp("cdk-out-dev-shadow"),
+        {
+            "stage": "dev",
+            "serving.shadow.enabled": "true",
+            "serving.canary.enabled": "false",
+            "release.deploy_approval.enforced": "false",
+            "release.deploy_approval.waived_because": DEV_WAIVER,
+            "image.source": "prebuilt",
+            "image.primary.digest": "sha256:" + "ab" * 32,
+            "image.shadow.digest": "sha256:" + "cd" * 32,
+        },
+    )
 
 
 BEDROCK_OVERRIDES = {

@@ -10,6 +10,7 @@ from constructs import Construct
 from cdk_constructs.common.bucket_defaults import abort_incomplete_uploads, send_events_to_eventbridge
 from cdk_constructs.common.nag import acknowledge, checkov_skip, guard_suppress
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
+from serving_contract.data_capture import DATA_CAPTURE_PREFIX
 
 NONCURRENT_LOGS_KEPT_DAYS = 90
 """Days a deleted or overwritten access-log object's old version is kept (a quarter's audit look-back)."""
@@ -28,7 +29,12 @@ class ModelArtifactsBucket(Construct):
         access_logs: the bucket receiving its server access logs.
     """
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, capture_retention_days: int) -> None:
+        """
+        Args:
+            capture_retention_days: days the shadow phase's captured requests and answers (``data-capture/``)
+                are kept, every version of them (``serving.shadow.capture_retention_days``): they hold user prompts.
+        """
         super().__init__(scope, construct_id)
         self.access_logs = s3.Bucket(
             self,
@@ -65,7 +71,16 @@ class ModelArtifactsBucket(Construct):
             encryption=s3.BucketEncryption.S3_MANAGED,
             enforce_ssl=True,
             versioned=True,  # an overwritten CURRENT pointer or version folder can be recovered
-            lifecycle_rules=[abort_incomplete_uploads()],
+            lifecycle_rules=[
+                abort_incomplete_uploads(),
+                s3.LifecycleRule(
+                    id="ExpireDataCapture",
+                    prefix=f"{DATA_CAPTURE_PREFIX}/",
+                    expiration=cdk.Duration.days(capture_retention_days),
+                    # Versioned: an expired capture leaves a noncurrent version; it goes the next day.
+                    noncurrent_version_expiration=cdk.Duration.days(1),
+                ),
+            ],
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             server_access_logs_bucket=self.access_logs,

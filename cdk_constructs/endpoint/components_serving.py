@@ -31,7 +31,8 @@ class ComponentsServing(Construct):
 
     Attributes:
         endpoint_construct: the :class:`InferenceComponentEndpoint` (pool, base and adapter components).
-        endpoint, endpoint_name, variant_names, log_groups, rollout_target, scalable_targets, outputs:
+        endpoint, endpoint_name, variant_names, log_groups, rollout_target, pinned_resources, scalable_targets,
+            outputs:
             the :class:`ServingModeConstruct` face.
         autoscaling: the base component's :class:`ComponentAutoscaling`.
 
@@ -118,6 +119,10 @@ class ComponentsServing(Construct):
         self.variant_names = self.endpoint_construct.variant_names
         self.log_groups = [self.endpoint_construct.log_group, self.endpoint_construct.component_log_group]
         self.rollout_target: cdk.CfnResource = self.endpoint_construct.base_component
+        self.pinned_resources: Sequence[cdk.CfnResource] = [
+            self.endpoint_construct.base_component,
+            *self.endpoint_construct.adapter_components.values(),
+        ]
         self.scalable_targets: Mapping[str, appscaling.ScalableTarget] = {base_name: self.autoscaling.scalable_target}
         self.outputs: Mapping[str, str] = {
             outputs.BASE_COMPONENT_NAME: base_name,

@@ -7,19 +7,22 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from app_config.serving import VariantConfig
+from app_config.serving import VariantShape
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.endpoint.serving_model import EndpointHosting, serving_model
 
 
 @dataclass(frozen=True)
 class VariantDeployment:
-    """What one production variant runs: its config and its own image URI.
+    """What one variant (production or shadow) runs: its config, its weight and its own image URI.
 
-    Each variant gets its own SageMaker model so a canary can run a new image.
+    Each variant gets its own SageMaker model so a canary or a shadow can run a new image.
     """
 
-    config: VariantConfig
+    config: VariantShape
+    weight: float
+    """``InitialVariantWeight``: ``serving.<variant>.initial_weight``; a shadow's: the share of the primary's
+    requests it gets a copy of (``ShadowVariantConfig.weight``)."""
     image_uri: str
     data_parallel_size: int = 1
     """Engines in the variant's container (planning.gpu_instances.engines_per_instance)."""
@@ -41,7 +44,8 @@ class ServingEndpoint(Construct):
     Attributes:
         endpoint: the ``AWS::SageMaker::Endpoint``.
         endpoint_config: the ``AWS::SageMaker::EndpointConfig`` (replaced on every change).
-        models: variant name to its ``AWS::SageMaker::Model``.
+        models: variant name to its ``AWS::SageMaker::Model`` (the shadow's too).
+        shadow_variant_name: the shadow variant's name, or None.
         log_group: ``/aws/sagemaker/Endpoints/<endpoint>``, where container stdout (and EMF) lands.
         endpoint_name: the endpoint's name (known at synth).
         variant_names: production variant names in order, primary first.
@@ -60,6 +64,8 @@ class ServingEndpoint(Construct):
         log_group: FixedNameLogGroup,
         deployment_config: sagemaker.CfnEndpoint.DeploymentConfigProperty | None = None,
         retain_deployment_config: bool = False,
+        shadow: VariantDeployment | None = None,
+        data_capture: sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None = None,
     ) -> None:
         """
         Args:
@@ -75,41 +81,25 @@ class ServingEndpoint(Construct):
                 ``cdk_constructs.endpoint.deployment_guardrails``); None = SageMaker's default.
             retain_deployment_config: ``RetainDeploymentConfig``: reuse the previous
                 deployment's config instead of ``deployment_config``.
+            shadow: the shadow variant (``ShadowProductionVariants``; then ``variants`` holds only the primary).
+            data_capture: the endpoint config's ``DataCaptureConfig`` (with the shadow: both variants' requests and
+                answers).
         """
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
         self.variant_names = [variant.config.variant_name for variant in variants]
         self.log_group = log_group.log_group
         self.models: dict[str, sagemaker.CfnModel] = {}
-        production_variants = []
-        for variant in variants:
-            name = variant.config.variant_name
-            model = serving_model(
-                self,
-                variant_name=name,
-                image_uri=variant.image_uri,
-                instance_type=variant.config.instance_type,
-                role=role,
-                environment=environment,
-                hosting=hosting,
-                data_parallel_size=variant.data_parallel_size,
-                versions_environment=variant.versions_environment,
-            )
-            self.models[name] = model
-            production_variants.append(
-                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                    variant_name=name,
-                    model_name=model.attr_model_name,
-                    instance_type=variant.config.instance_type,
-                    initial_instance_count=variant.config.initial_instance_count,
-                    initial_variant_weight=variant.config.initial_weight,
-                    container_startup_health_check_timeout_in_seconds=hosting.startup_health_check_timeout_s,
-                    routing_config=hosting.routing_config,
-                    inference_ami_version=hosting.inference_ami_version,
-                )
-            )
+        production_variants = [self._production_variant(v, role, environment, hosting) for v in variants]
+        shadow_variants = [self._production_variant(shadow, role, environment, hosting)] if shadow else None
+        self.shadow_variant_name = shadow.config.variant_name if shadow else None
         self.endpoint_config = sagemaker.CfnEndpointConfig(
-            self, "EndpointConfig", production_variants=production_variants, metrics_config=hosting.metrics_config
+            self,
+            "EndpointConfig",
+            production_variants=production_variants,
+            shadow_production_variants=shadow_variants,
+            data_capture_config=data_capture,
+            metrics_config=hosting.metrics_config,
         )
         self.endpoint = sagemaker.CfnEndpoint(
             self,
@@ -125,3 +115,36 @@ class ServingEndpoint(Construct):
         )
         # The log group must exist (with its retention) before the first container writes.
         self.endpoint.node.add_dependency(log_group)
+
+    def _production_variant(
+        self,
+        variant: VariantDeployment,
+        role: iam.Role,
+        environment: Mapping[str, str],
+        hosting: EndpointHosting,
+    ) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
+        """One variant's SageMaker model (kept in :attr:`models`) and its ``ProductionVariant`` (a shadow's too:
+        ``ShadowProductionVariants`` takes the same shape)."""
+        name = variant.config.variant_name
+        model = serving_model(
+            self,
+            variant_name=name,
+            image_uri=variant.image_uri,
+            instance_type=variant.config.instance_type,
+            role=role,
+            environment=environment,
+            hosting=hosting,
+            data_parallel_size=variant.data_parallel_size,
+            versions_environment=variant.versions_environment,
+        )
+        self.models[name] = model
+        return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+            variant_name=name,
+            model_name=model.attr_model_name,
+            instance_type=variant.config.instance_type,
+            initial_instance_count=variant.config.initial_instance_count,
+            initial_variant_weight=variant.weight,
+            container_startup_health_check_timeout_in_seconds=hosting.startup_health_check_timeout_s,
+            routing_config=hosting.routing_config,
+            inference_ami_version=hosting.inference_ami_version,
+        )

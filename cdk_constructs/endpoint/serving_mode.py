@@ -12,7 +12,7 @@ from :class:`app_config.topology.ServingTopology`, which needs no construct.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -34,14 +34,18 @@ class VariantImages:
         primary: image URI of the primary variant (and of the base component).
         canary: image URI of the canary variant (the primary's when it runs the same image).
         repositories: ECR repositories the execution role must pull from.
+        shadow: image URI of the shadow variant (the primary's when it runs the same image).
     """
 
     primary: str
     canary: str
     repositories: Sequence[ecr.IRepository]
+    shadow: str | None = None
 
-    def uri(self, key: VariantKey) -> str:
+    def uri(self, key: VariantKey | Literal["shadow"]) -> str:
         """The image URI of the variant ``key``."""
+        if key == "shadow":
+            return self.shadow or self.primary
         return self.primary if key == "primary" else self.canary
 
 
@@ -94,6 +98,11 @@ class ServingModeConstruct(Protocol):
     def rollout_target(self) -> cdk.CfnResource:
         """What a deployment updates and rolls back on the guardrail alarms (which must exist first):
         the endpoint (blue/green) or the base component (rolling update)."""
+
+    @property
+    def pinned_resources(self) -> Sequence[cdk.CfnResource]:
+        """What deploys the pinned versions: the endpoint config (its models run images that bake the pins) or
+        the base and adapter components. The deploy's approval check (cdk_constructs/approval/) runs before them."""
 
     @property
     def scalable_targets(self) -> Mapping[str, appscaling.ScalableTarget]:

@@ -2,14 +2,18 @@
 its own, with scheduled capacity kept through deploys and blue/green deployments."""
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.rollout import RolloutConfig
+from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
+from app_config.serving import ShadowVariantConfig
 from app_config.variants import Variant
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
 from cdk_constructs.endpoint.deployment_guardrails import deployment_config
@@ -26,6 +30,27 @@ from serving_contract.alarms import rollback_alarm_names
 from serving_contract.outputs import pascal_case
 
 
+@dataclass(frozen=True)
+class ShadowPlan:
+    """The shadow variant's part of the endpoint (``serving.shadow``, issue 47).
+
+    Attributes:
+        config: ``serving.shadow`` (enabled).
+        primary_weight: the primary's ``initial_weight``; the shadow's weight is its share of it.
+        scaling_enabled / target_tracking: ``scaling.shadow`` (the concurrency target derived:
+            ``app_config.shadow.shadow_target_tracking``).
+        data_capture: the endpoint config's ``DataCaptureConfig`` (``DataCapture.property``).
+        versions_environment: ``MODEL_VERSIONS`` of the pins its image bakes.
+    """
+
+    config: ShadowVariantConfig
+    primary_weight: float
+    scaling_enabled: bool
+    target_tracking: TargetTrackingConfig
+    data_capture: sagemaker.CfnEndpointConfig.DataCaptureConfigProperty
+    versions_environment: Mapping[str, str]
+
+
 class VariantsServing(Construct):
     """The endpoint of production variants (primary, optional canary) and each variant's scaling.
 
@@ -35,8 +60,8 @@ class VariantsServing(Construct):
 
     Attributes:
         endpoint_construct: the :class:`ServingEndpoint` (models, endpoint config, endpoint).
-        endpoint, endpoint_name, variant_names, log_groups, rollout_target, scalable_targets, outputs:
-            the :class:`ServingModeConstruct` face.
+        endpoint, endpoint_name, variant_names, log_groups, rollout_target, pinned_resources, scalable_targets,
+            outputs: the :class:`ServingModeConstruct` face.
         autoscaling: variant name to its :class:`VariantAutoscaling` (variants with scaling on).
     """
 
@@ -59,6 +84,7 @@ class VariantsServing(Construct):
         role: iam.Role,
         hosting: EndpointHosting,
         log_group: FixedNameLogGroup,
+        shadow: ShadowPlan | None = None,
     ) -> None:
         """
         Args:
@@ -77,11 +103,13 @@ class VariantsServing(Construct):
             role: the execution role, already granted its ECR pull (CreateModel checks it).
             hosting: health check, routing, AMI, placement and log settings of the models.
             log_group: the endpoint's log group (the stack's, the same in both modes).
+            shadow: the shadow variant, its scaling and the data capture, or None.
         """
         super().__init__(scope, construct_id)
         deployments = [
             VariantDeployment(
                 config=v.serving,
+                weight=v.serving.initial_weight,
                 image_uri=images.uri(v.key),
                 # One engine per GPU group: vLLM data parallel in the container.
                 data_parallel_size=engines_per_instance(v.serving.instance_type, tensor_parallel_size),
@@ -107,14 +135,30 @@ class VariantsServing(Construct):
                 [name for variant in variants for name in rollback_alarm_names(endpoint_name, variant.name)],
             ),
             retain_deployment_config=rollout.retain_deployment_config,
+            shadow=(
+                VariantDeployment(
+                    config=shadow.config,
+                    weight=shadow.config.weight(shadow.primary_weight),
+                    image_uri=images.uri("shadow"),
+                    data_parallel_size=engines_per_instance(shadow.config.instance_type, tensor_parallel_size),
+                    versions_environment=dict(shadow.versions_environment),
+                )
+                if shadow
+                else None
+            ),
+            data_capture=shadow.data_capture if shadow else None,
         )
         self.endpoint = self.endpoint_construct.endpoint
         self.endpoint_name = endpoint_name
         self.variant_names = self.endpoint_construct.variant_names
         self.log_groups = [self.endpoint_construct.log_group]
         self.rollout_target: cdk.CfnResource = self.endpoint
+        self.pinned_resources: Sequence[cdk.CfnResource] = [self.endpoint_construct.endpoint_config]
         canary = next((v for v in variants if v.key == "canary"), None)
-        self.outputs: Mapping[str, str] = {outputs.CANARY_VARIANT_NAME: canary.name} if canary else {}
+        self.outputs: Mapping[str, str] = {
+            **({outputs.CANARY_VARIANT_NAME: canary.name} if canary else {}),
+            **({outputs.SHADOW_VARIANT_NAME: shadow.config.variant_name} if shadow else {}),
+        }
         self.autoscaling: dict[str, VariantAutoscaling] = {}
         self._scaling(
             variants,
@@ -123,9 +167,28 @@ class VariantsServing(Construct):
             log_retention=log_retention,
             log_removal_policy=log_removal_policy,
         )
+        if shadow is not None and shadow.scaling_enabled:
+            self._shadow_scaling(shadow, metrics_namespace=metrics_namespace, timezone=timezone)
         self.scalable_targets: Mapping[str, appscaling.ScalableTarget] = {
             name: scaling.scalable_target for name, scaling in self.autoscaling.items()
         }
+
+    def _shadow_scaling(self, shadow: ShadowPlan, *, metrics_namespace: str, timezone: str) -> None:
+        """The shadow's own target and target tracking: no queue steps, no schedule (``ShadowScalingConfig``)."""
+        self.autoscaling[shadow.config.variant_name] = VariantAutoscaling(
+            self,
+            "ShadowScaling",
+            endpoint=self.endpoint,
+            endpoint_name=self.endpoint_name,
+            variant_name=shadow.config.variant_name,
+            min_capacity=shadow.config.min_capacity,
+            max_capacity=shadow.config.max_capacity,
+            target_tracking=shadow.target_tracking,
+            step_scaling=StepScalingConfig(enabled=False),
+            schedule=(),
+            timezone=timezone,
+            metrics_namespace=metrics_namespace,
+        )
 
     def _scaling(
         self,

@@ -19,7 +19,7 @@ from cdk_constructs.image.image_inputs import ImageInputs
 
 
 class ServingImages(Construct):
-    """One image per variant (``primary``, ``canary``), tagged by its inputs and built once per tag.
+    """One image per variant (``primary``, ``canary``, ``shadow``), tagged by its inputs and built once per tag.
 
     The tag is a hash of every input (:func:`image_inputs.image_tag`): the sources, the base model,
     the baked artifact pins, the build arguments and the base images. A canary pinned like the
@@ -33,9 +33,9 @@ class ServingImages(Construct):
     the ids they had as the stack's own children.
 
     Attributes:
-        image_uris: ``{"primary": uri, "canary": uri}``; the canary's equals the primary's
-            when no canary artifacts are configured. Known at synth (the tag is).
-        image_tags: ``{"primary": tag, "canary": tag}``, the same way.
+        image_uris: ``{"primary": uri, "canary": uri, "shadow": uri}``; the canary's and the shadow's equal the
+            primary's when they have no artifacts of their own. Known at synth (the tag is).
+        image_tags: ``{"primary": tag, "canary": tag, "shadow": tag}``, the same way.
         image_build: the :class:`ImageBuild` construct.
         docker_hub_cache: the :class:`DockerHubCache` the build pulls base images through, or None
             (``image.build.docker_hub_credentials_secret_arn`` unset).
@@ -117,9 +117,10 @@ class ServingImages(Construct):
             assert self.image_build.project.role is not None
             self.docker_hub_cache.grant_pull_through(self.image_build.project.role)
         by_tag = {request.tag: self.image_build.image_uris[name] for name, request in unique.values()}
-        primary, canary = requests["primary"], requests.get("canary", requests["primary"])
-        self.image_uris: Mapping[str, str] = {"primary": by_tag[primary.tag], "canary": by_tag[canary.tag]}
-        self.image_tags: Mapping[str, str] = {"primary": primary.tag, "canary": canary.tag}
+        # A canary or shadow without artifacts of its own runs the primary's image.
+        chosen = {key: requests.get(key, requests["primary"]) for key in ("primary", "canary", "shadow")}
+        self.image_uris: Mapping[str, str] = {key: by_tag[request.tag] for key, request in chosen.items()}
+        self.image_tags: Mapping[str, str] = {key: request.tag for key, request in chosen.items()}
 
     def _requests(self, inputs: ImageInputs, source_root: Path) -> dict[str, ImageBuildRequest]:
         """The image each artifact set needs, keyed like :attr:`ImageInputs.artifact_sets`."""

@@ -69,6 +69,7 @@ class EndpointDashboard(Construct):
         fleet_bounds: Sequence[BoundsLine],
         gpus_per_instance: int,
         alarms: Sequence[cloudwatch.IAlarm],
+        shadow_row: Sequence[cloudwatch.IWidget] = (),
     ) -> None:
         """
         Args:
@@ -79,6 +80,8 @@ class EndpointDashboard(Construct):
             fleet_bounds: min/max instances of each variant.
             gpus_per_instance: GPU memory is percent x device count; the line is scaled by it.
             alarms: alarms shown in the alarm-status widget.
+            shadow_row: the shadow variant beside the primary (``shadow_comparison.comparison_row``), after the
+                SLO row; empty without a shadow.
         """
         super().__init__(scope, construct_id)
         self._metrics = metrics
@@ -89,6 +92,7 @@ class EndpointDashboard(Construct):
         # Built in this order (the rows' metrics, then the dashboard), as the widgets are laid out.
         rows = [
             self._slo_row(),
+            *([list(shadow_row)] if shadow_row else []),
             self._fleet_bounds_row(fleet_bounds),
             self._engine_row(gpus_per_instance),
             self._adapter_row(),

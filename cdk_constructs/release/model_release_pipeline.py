@@ -27,7 +27,8 @@ from cdk_constructs.common.nag import (
     resource_arn_placeholder,
 )
 from cdk_constructs.common.trust import account_service_principal, grant_pass_role_to
-from cdk_constructs.release.pipeline_definition import ReleaseKind, ReleaseTargets, pipeline_definition
+from cdk_constructs.release.pipeline_definition import ReleaseKind, pipeline_definition
+from cdk_constructs.release.pipeline_steps import ReleaseTargets
 from serving_contract.log_groups import PROCESSING_JOBS_LOG_GROUP
 from serving_contract.outputs import pascal_case
 

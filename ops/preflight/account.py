@@ -27,6 +27,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from app_config.root import AppConfig
+from app_config.serving import VariantShape
 from app_config.variants import deployed_variant_keys, existing_variant_keys
 from ops.endpoint import output_values
 from ops.exit_codes import ExitCode
@@ -173,6 +174,8 @@ def processing_demands(config: AppConfig) -> list[QuotaDemand]:
     by_type: dict[str, list[str]] = {}
     for key in deployed_variant_keys(config.serving):
         by_type.setdefault(getattr(config.serving, key).instance_type, []).append(key)
+    if config.serving.shadow.enabled:  # the shadow's model gets its cache too
+        by_type.setdefault(config.serving.shadow.instance_type, []).append("shadow")
     return [
         QuotaDemand(
             instance_type,
@@ -203,8 +206,10 @@ def _endpoint_demands(config: AppConfig) -> list[QuotaDemand]:
             )
         ]
     by_type: dict[str, list[tuple[str, int, int]]] = {}
-    for key in existing_variant_keys(config.serving):
-        bounds = getattr(config.serving, key)
+    # The shadow's instances count toward the endpoint quota as a variant's do (a fleet of its own).
+    fleets: list[tuple[str, VariantShape]] = [(key, getattr(serving, key)) for key in existing_variant_keys(serving)]
+    fleets += [("shadow", serving.shadow)] if serving.shadow.enabled else []
+    for key, bounds in fleets:
         by_type.setdefault(bounds.instance_type, []).append((key, bounds.initial_instance_count, bounds.max_capacity))
     demands = []
     for instance_type, variants in by_type.items():

@@ -11,7 +11,7 @@ import pytest
 import regex  # sacrebleu's dependency (pyproject.toml): the \p{L} classes of the API's patterns
 from aws_cdk.assertions import Match
 
-from cdk_constructs.release.pipeline_definition import IMAGE_PYTHONPATH
+from cdk_constructs.release.pipeline_steps import IMAGE_PYTHONPATH
 from cdk_constructs.release.runtime import load_test as load_test_step
 from cdk_constructs.release.tools_image import RUNTIME as TOOLS_RUNTIME
 from cdk_constructs.release.tools_image import locked_llmcompressor_version, tools_image_tag
@@ -71,10 +71,12 @@ def _inputs(step: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 def test_the_base_model_pipeline_runs_quantize_validate_load_test_evaluate_then_the_gates(default_synth: Synth) -> None:
     definition = _definition(default_synth, "base_model")
-    assert [s["Name"] for s in definition["Steps"]] == ["Quantize", "Validate", "LoadTest", "Evaluate", "Gates"]
+    assert [s["Name"] for s in definition["Steps"]] == [
+        "Quantize", "Validate", "LoadTest", "BaselineLoadTest", "Evaluate", "Gates",
+    ]  # fmt: skip
     assert [p["Name"] for p in definition["Parameters"]] == [
         "ArtifactsBucket", "RuntimeCodeS3Uri", "ToolsImageUri", "ServingImageUri", "EvalSetS3Uri",
-        "BaseModelVersion", "SourceModelS3Uri", "CalibrationS3Uri",
+        "TitleCatalogS3Uri", "BaseModelVersion", "SourceModelS3Uri", "CalibrationS3Uri",
     ]  # fmt: skip
     quantize = _steps(definition)["Quantize"]["Arguments"]
     assert quantize["ProcessingResources"]["ClusterConfig"]["InstanceType"] == "ml.g5.2xlarge"
@@ -151,7 +153,10 @@ def test_evaluate_scores_the_load_tests_answers_against_the_configured_gates(def
     args = [_join(a) for a in evaluate["AppSpecification"]["ContainerArguments"]]
     assert json.loads(args[args.index("--gates") + 1]) == {
         "bleu": 0.85, "factual_accuracy": 0.90, "language_quality": 0.88, "safety": 0.99, "hallucination_rate": 0.05,
+        "quality_score": 0.80, "invented_titles": 0.0,
     }  # fmt: skip
+    assert args[args.index("--required-languages") + 1] == "en,ja"
+    assert _inputs({"Arguments": evaluate})["catalog"][0] == "{TitleCatalogS3Uri}"
     assert args[args.index("--judge-model-id") + 1] == "amazon.nova-pro-v1:0"
     assert "--exit-zero" in args  # the condition step decides, and the fail step names the metric
 

@@ -52,6 +52,11 @@ def test_inference_components_dev_serving_snapshot(
     assert mask_asset_hashes(dev_components_synth.template_json("Serving")) == json_snapshot
 
 
+@pytest.mark.parametrize("unit", ["ImageBuild", "Serving", "Observability"])
+def test_shadow_stack_snapshot(shadow_synth: Synth, json_snapshot: SnapshotAssertion, unit: str) -> None:
+    assert mask_asset_hashes(shadow_synth.template_json(unit)) == json_snapshot
+
+
 def test_masking_replaces_hashes_only() -> None:
     digest = "a" * 64
     assert mask_asset_hashes({"k": [f"{digest}.zip", "plain"]}) == {"k": ["<asset-hash>.zip", "plain"]}

@@ -4,7 +4,8 @@ import json
 from typing import Any
 
 from app_config.release import QuantizeConfig, ReleaseConfig
-from cdk_constructs.release.pipeline_definition import ReleaseTargets, pipeline_definition
+from cdk_constructs.release.pipeline_definition import pipeline_definition
+from cdk_constructs.release.pipeline_steps import ReleaseTargets
 
 TARGETS = ReleaseTargets(
     role_arn="arn:aws:iam::123456789012:role/release",
@@ -39,10 +40,54 @@ def test_approved_releases_register_as_approved() -> None:
 def test_without_quantize_the_base_pipeline_validates_the_uploaded_checkpoint() -> None:
     release = ReleaseConfig(quantize=QuantizeConfig(enabled=False))
     definition = json.loads(pipeline_definition("base_model", TARGETS, release))
-    assert [s["Name"] for s in definition["Steps"]] == ["Validate", "LoadTest", "Evaluate", "Gates"]
+    assert [s["Name"] for s in definition["Steps"]] == ["Validate", "LoadTest", "BaselineLoadTest", "Evaluate", "Gates"]
     model = _steps(definition)["Validate"]["Arguments"]["ProcessingInputs"][1]
     assert model["InputName"] == "model" and model["S3Input"]["S3Uri"] == {"Get": "Parameters.SourceModelS3Uri"}
-    assert "CalibrationS3Uri" not in [p["Name"] for p in definition["Parameters"]]
+    parameters = [p["Name"] for p in definition["Parameters"]]
+    assert "CalibrationS3Uri" not in parameters
+    # Quantized elsewhere: the BF16 checkpoint the drop gates compare with is a parameter of the run.
+    baseline = _steps(definition)["BaselineLoadTest"]["Arguments"]["ProcessingInputs"][1]
+    assert baseline["S3Input"]["S3Uri"] == {"Get": "Parameters.BaselineModelS3Uri"}
+
+
+def _arguments(step: dict[str, Any]) -> list[Any]:
+    return list(step["Arguments"]["AppSpecification"]["ContainerArguments"])
+
+
+def _after(arguments: list[Any], flag: str) -> Any:
+    return arguments[arguments.index(flag) + 1]
+
+
+def test_a_quantized_base_release_is_judged_per_language_against_its_bf16_source() -> None:
+    definition = json.loads(pipeline_definition("base_model", TARGETS, ReleaseConfig()))
+    steps = _steps(definition)
+    assert [s["Name"] for s in definition["Steps"]] == [
+        "Quantize", "Validate", "LoadTest", "BaselineLoadTest", "Evaluate", "Gates",
+    ]  # fmt: skip
+    # The baseline serves the Quantize step's own input (the unquantized source), after Validate passed.
+    baseline = steps["BaselineLoadTest"]["Arguments"]
+    assert baseline["ProcessingInputs"][1]["S3Input"]["S3Uri"] == {"Get": "Parameters.SourceModelS3Uri"}
+    assert steps["BaselineLoadTest"]["DependsOn"] == ["Validate"]
+    assert _after(_arguments(steps["BaselineLoadTest"]), "--adapters") == ""
+    evaluate = _arguments(steps["Evaluate"])
+    assert _after(evaluate, "--required-languages") == "en,ja"
+    assert json.loads(_after(evaluate, "--baseline-gates")) == {"quality_score": 0.02}
+    assert _after(evaluate, "--baseline-answers") == "/opt/ml/processing/input/baseline-answers/answers.jsonl"
+    inputs = {i["InputName"]: i["S3Input"]["S3Uri"] for i in steps["Evaluate"]["Arguments"]["ProcessingInputs"]}
+    assert inputs["catalog"] == {"Get": "Parameters.TitleCatalogS3Uri"}
+    assert inputs["baseline-answers"] == {
+        "Get": "Steps.BaselineLoadTest.ProcessingOutputConfig.Outputs['answers'].S3Output.S3Uri"
+    }
+    assert json.loads(_after(evaluate, "--gates"))["quality_score"] == 0.8
+
+
+def test_an_adapter_release_has_the_catalog_and_languages_but_no_baseline() -> None:
+    definition = json.loads(pipeline_definition("adapter", TARGETS, ReleaseConfig(required_languages=("ja",))))
+    steps = _steps(definition)
+    assert "BaselineLoadTest" not in steps
+    evaluate = _arguments(steps["Evaluate"])
+    assert _after(evaluate, "--required-languages") == "ja" and "--baseline-answers" not in evaluate
+    assert "TitleCatalogS3Uri" in [p["Name"] for p in definition["Parameters"]]
 
 
 def test_w8a8_and_stricter_gates_reach_the_steps() -> None:

@@ -1,14 +1,17 @@
 """The eval set a release is scored on, and the answers the candidate gave to it.
 
-Eval set (JSONL, user-supplied in S3, ``release.eval_set_s3_uri``), one object per line::
+Eval set (JSONL, user-supplied in S3 under ``release-inputs/``), one object per line::
 
     {"id": "q-001", "prompt": "...", "reference": "...", "adapter": "manga_domain_v3",
-     "tags": ["factual", "lang:ja"]}
+     "language": "ja", "tags": ["factual"], "required": ["進撃の巨人", "呪術廻戦"]}
 
 - ``id``: unique; ``prompt``, ``reference``: non-empty strings;
 - ``adapter``: the LoRA adapter that answers (``null`` or absent: the base model);
-- ``tags``: subsets (``factual``, ``safety``, ``grounded``: serving_contract/quality_gates.py
-  ``SUBSET_TAGS``) and the language, ``lang:<code>`` (default ``en``).
+- ``language``: the row's language, an ISO 639 code (``en``, ``ja``); required: every gate is judged per
+  language (serving_contract/quality_gates.py);
+- ``tags``: subsets (``factual``, ``safety``, ``grounded``: serving_contract/quality_gates.py ``SUBSET_TAGS``);
+- ``required``: titles or terms a good answer names (seed 001's ``required_titles`` / ``required_terms``);
+  the rows that list them are the ones quality_score scores.
 
 Answers (JSONL, written by the load-test step): ``{"id": "q-001", "output": "..."}``.
 """
@@ -16,9 +19,15 @@ Answers (JSONL, written by the load-test step): ``{"id": "q-001", "output": "...
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+LANGUAGE = re.compile(r"^[a-z]{2,3}$")
+"""An ISO 639-1 or 639-3 code in lowercase: ``en``, ``ja``."""
+MAX_REQUIRED = 32
+"""Required terms per row, at most (seed 001's rows list four titles)."""
 
 
 class EvalSetError(ValueError):
@@ -27,16 +36,15 @@ class EvalSetError(ValueError):
 
 @dataclass(frozen=True)
 class EvalRow:
+    """One eval row (module docstring); ``language`` is its ISO 639 code."""
+
     id: str
     prompt: str
     reference: str
     adapter: str | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def language(self) -> str:
-        """The ``lang:<code>`` tag's code, ``en`` without one."""
-        return next((tag.split(":", 1)[1] for tag in self.tags if tag.startswith("lang:")), "en")
+    language: str = "en"
+    required: tuple[str, ...] = field(default_factory=tuple)
 
 
 def _lines(path: Path) -> list[tuple[int, dict[str, object]]]:
@@ -87,11 +95,38 @@ def load_eval_set(path: Path) -> list[EvalRow]:
                 _text(path, number, value, "reference"),
                 adapter or None,
                 tuple(tags),
+                _language(path, number, value, tags),
+                _required(path, number, value),
             )
         )
     if not rows:
         raise EvalSetError(f"{path}: no eval rows")
     return rows
+
+
+def _language(path: Path, number: int, value: dict[str, object], tags: list[str]) -> str:
+    language = value.get("language")
+    if not isinstance(language, str) or not LANGUAGE.match(language):
+        legacy = next((tag for tag in tags if tag.startswith("lang:")), None)
+        hint = f" (move the tag {legacy!r} to the field)" if legacy else ""
+        raise EvalSetError(
+            f"{path}:{number}: language = {language!r}: every row names its language, an ISO 639 code such as "
+            f"'en' or 'ja'{hint}"
+        )
+    return language
+
+
+def _required(path: Path, number: int, value: dict[str, object]) -> tuple[str, ...]:
+    required = value.get("required", [])
+    if (
+        not isinstance(required, list)
+        or len(required) > MAX_REQUIRED
+        or not all(isinstance(term, str) and term.strip() for term in required)
+    ):
+        raise EvalSetError(
+            f"{path}:{number}: required = {required!r}: must be a list of at most {MAX_REQUIRED} non-empty strings"
+        )
+    return tuple(required)
 
 
 def rows_for(rows: list[EvalRow], *, adapter: str | None, base: bool) -> list[EvalRow]:

@@ -11,7 +11,6 @@ the rows that did answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -97,18 +96,3 @@ def verdict(client: Any, model_id: str, criterion: Criterion, row: EvalRow, answ
     if text not in (criterion.hit, criterion.miss):
         raise JudgeError(f"row {row.id}: the judge answered {text[:40]!r}, not {criterion.hit} or {criterion.miss}")
     return text == criterion.hit
-
-
-def judged_rate(
-    client: Any, model_id: str, metric: str, rows: Sequence[EvalRow], answers: dict[str, str]
-) -> tuple[float, int]:
-    """``(fraction of rows judged a hit, rows judged)`` of one judged metric.
-
-    Raises:
-        JudgeError: any row without a verdict (the metric fails closed), or no rows to judge.
-    """
-    if not rows:
-        raise JudgeError("no eval rows to judge")
-    criterion = CRITERIA[metric]
-    hits = sum(verdict(client, model_id, criterion, row, answers[row.id]) for row in rows)
-    return hits / len(rows), len(rows)

@@ -36,6 +36,7 @@ def test_cdk_json_is_read_in_one_place() -> None:
 
 
 CAPABILITIES = {
+    "approval",
     "artifacts",
     "bedrock",
     "common",
@@ -217,6 +218,8 @@ SCHEMA_TAKES_FROM_PLANNING = {
     "llm.py": {"gpu_instances", "memory_plan"},
     # scheduled actions' cron expressions are parsed while validating
     "scaling.py": {"weekly_cron"},
+    # the shadow's instance type must hold the engine, as every variant's
+    "shadow.py": {"gpu_instances"},
     "scheduled_actions.py": {"weekly_cron"},
     # engines per instance, for the inference components' bounds
     "topology.py": {"gpu_instances"},

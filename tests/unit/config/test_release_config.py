@@ -12,9 +12,11 @@ from tests.synth_helpers import cdk_json_context
 REPO = Path(__file__).resolve().parents[3]
 
 
-def test_the_defaults_are_seed_000s_gates_and_calibration_rules() -> None:
+def test_the_defaults_are_the_seeds_gates_languages_baseline_and_calibration_rules() -> None:
     release = load_config(cdk_json_context()).release
     assert release.enabled and release.gates == SEED_THRESHOLDS
+    assert release.gates["quality_score"] == 0.80 and release.gates["invented_titles"] == 0.0  # seed 001 story 8
+    assert release.required_languages == ("en", "ja") and release.baseline_drop_gates == {"quality_score": 0.02}
     assert release.approval_status == "PendingManualApproval"
     assert (release.quantize.scheme, release.quantize.min_calibration_samples) == ("W4A16", 256)
     assert release.quantize.language_mix == {"en": 0.7, "ja": 0.3}
@@ -23,7 +25,21 @@ def test_the_defaults_are_seed_000s_gates_and_calibration_rules() -> None:
 def test_an_unknown_gate_metric_is_named_with_the_known_ones() -> None:
     assert config_error(**{"release.gates": json.dumps({"blue": 0.85})}) == (
         "config error: release.gates: quality gate 'blue': unknown metric; known: bleu, factual_accuracy, "
-        "language_quality, safety, hallucination_rate"
+        "language_quality, safety, hallucination_rate, quality_score, invented_titles"
+    )
+
+
+def test_a_bad_language_or_drop_gate_is_refused_in_one_line() -> None:
+    assert config_error(**{"release.required_languages": '["en", "Japanese"]'}) == (
+        "config error: release.required_languages = ['en', 'Japanese']: 'Japanese' is not an ISO 639 language code "
+        "such as 'en' or 'ja'"
+    )
+    assert config_error(**{"release.required_languages": '["ja", "ja"]'}) == (
+        "config error: release.required_languages = ['ja', 'ja']: names a language twice"
+    )
+    assert config_error(**{"release.baseline_drop_gates": '{"quality_score": 2}'}) == (
+        "config error: release.baseline_drop_gates: baseline drop gate quality_score = 2.0: must be a fraction above "
+        "0, at most 1"
     )
 
 
@@ -61,3 +77,33 @@ def test_the_quantize_tests_environment_pins_the_llm_compressor_the_release_pins
         if line and not line.startswith("#")
     )
     assert pins["llmcompressor"] == load_config(cdk_json_context()).release.quantize.llmcompressor_version
+
+
+def test_prod_always_enforces_the_deploys_approval_check_and_dev_waives_it_only_with_a_reason() -> None:
+    reason = "dev trains adapters faster than reviewers approve them; the canary never serves users there"
+    waived = {"release.deploy_approval.enforced": "false", "release.deploy_approval.waived_because": reason}
+    assert config_error(**waived) == (
+        f"config error: release.deploy_approval.enforced = false (waived_because = {reason!r}): prod always checks "
+        "that every pinned version is an Approved model package; only a dev stage may waive it"
+    )
+    dev = load_config({**cdk_json_context(), "stage": "dev", **waived}).release.deploy_approval
+    assert (dev.enforced, dev.waived_because) == (False, reason)
+    assert config_error(stage="dev", **{"release.deploy_approval.enforced": "false"}) == (
+        "config error: release.deploy_approval: enforced = false needs waived_because: a sentence saying why this "
+        "stage deploys versions the model registry has not approved"
+    )
+    assert config_error(stage="dev", **{"release.deploy_approval.waived_because": reason}) == (
+        f"config error: release.deploy_approval: waived_because = {reason!r} while enforced = true: set enforced = "
+        "false to waive the check, or drop the reason"
+    )
+    assert config_error(stage="dev", **{**waived, "release.deploy_approval.waived_because": "testing"}) == (
+        "config error: release.deploy_approval.waived_because = 'testing': must have at least 20 character(s)"
+    )
+
+
+def test_the_approval_check_needs_the_release_stacks_registry() -> None:
+    assert config_error(**{"release.enabled": "false"}) == (
+        "config error: release.deploy_approval.enforced = true needs release.enabled = true: the check looks each pin "
+        "up in the ModelRelease stack's model package groups; enable the release stack, or in a dev stage waive the "
+        "check with release.deploy_approval.enforced = false and a waived_because"
+    )

@@ -14,9 +14,8 @@ import boto3
 from botocore.stub import Stubber
 
 from app_config import AppConfig, load_config
-from app_config.pins import pins_in_effect
+from app_config.pins import pin_kind, pins_in_effect
 from app_config.release import model_package_group_name
-from ops.model_packages import pin_kind
 from ops.preflight import PreflightClients
 from tests.botocore_helpers import streaming_body
 from tests.synth_helpers import SEEDS_G5

@@ -162,6 +162,17 @@ def test_quota_demand_counts_blue_green_in_variants_mode_and_max_instances_with_
         ("ml.g6.xlarge", "processing job", 1),
     ]
     assert [d.usage for d in quota_demands(config(**{"serving.compile_cache.enabled": "false"}))] == ["endpoint"]
+    # The shadow is a fleet of its own (serving.shadow): its instances and its cache job count too.
+    on = {
+        "serving.shadow.enabled": "true",
+        "serving.canary.enabled": "false",
+        "serving.shadow.instance_type": "ml.g5.xlarge",
+    }
+    shadow = quota_demands(config(**on))
+    assert [(d.instance_type, d.usage, d.reach, d.needed, d.keys) for d in shadow] == [
+        ("ml.g5.xlarge", "endpoint", 22, 44, "serving.primary.max_capacity 20 + serving.shadow.max_capacity 2"),
+        ("ml.g5.xlarge", "processing job", 2, 2, "serving.primary.instance_type + serving.shadow.instance_type"),
+    ]
 
 
 def test_quota_at_the_blue_green_count_passes():

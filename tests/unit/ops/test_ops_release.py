@@ -17,9 +17,11 @@ SHA = "b" * 64
 CONFIG = load_config({"stage": "prod", "stages": {"prod": {}}})
 EXECUTION = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/mangaassist-prod-release-adapter/execution/abc123"
 T0 = dt.datetime(2026, 11, 26, 5, 0, tzinfo=dt.UTC)
-REQUEST = ReleaseRequest("adapter", "v4", "v1", "s3://artifacts/release-inputs/eval.jsonl", adapter="manga_domain_v3")
+EVAL, CATALOG = "s3://artifacts/release-inputs/eval.jsonl", "s3://artifacts/release-inputs/catalog.jsonl"
+REQUEST = ReleaseRequest("adapter", "v4", "v1", EVAL, CATALOG, adapter="manga_domain_v3")
 PARAMETERS = [
-    {"Name": "EvalSetS3Uri", "Value": "s3://artifacts/release-inputs/eval.jsonl"},
+    {"Name": "EvalSetS3Uri", "Value": EVAL},
+    {"Name": "TitleCatalogS3Uri", "Value": CATALOG},
     {"Name": "AdapterName", "Value": "manga_domain_v3"},
     {"Name": "AdapterVersion", "Value": "v4"},
     {"Name": "BaseModelVersion", "Value": "v1"},
@@ -132,9 +134,23 @@ def test_a_release_still_running_at_the_timeout_says_so() -> None:
 
 
 def test_a_base_model_release_with_quantize_needs_the_calibration_set() -> None:
-    request = ReleaseRequest("base_model", "v2", "", "s3://a/release-inputs/eval.jsonl", source_model="s3://a/fp16/")
+    request = ReleaseRequest("base_model", "v2", "", EVAL, CATALOG, source_model="s3://a/fp16/")
     with pytest.raises(OpsError, match=r"^--calibration: release.quantize.enabled needs the calibration set$"):
         request.parameters(CONFIG)
+
+
+def test_a_base_model_release_quantized_elsewhere_names_its_bf16_baseline() -> None:
+    config = load_config({"stage": "prod", "stages": {"prod": {}}, "release.quantize.enabled": "false"})
+    request = ReleaseRequest("base_model", "v2", "", EVAL, CATALOG, source_model="s3://a/base-models/awq/v2/")
+    with pytest.raises(
+        OpsError,
+        match=r"^--baseline-model: with release.quantize.enabled = false the drop gates "
+        r"\(quality_score\) compare with the unquantized \(BF16\) checkpoint; name its s3:// folder$",
+    ):
+        request.parameters(config)
+    bf16 = "s3://a/base-models/fp16/v2/"
+    parameters = ReleaseRequest("base_model", "v2", "", EVAL, CATALOG, source_model="s3://a/x/", baseline_model=bf16)
+    assert {"Name": "BaselineModelS3Uri", "Value": bf16} in parameters.parameters(config)
 
 
 def test_the_cli_starts_the_release_with_the_stage_config(capsys: pytest.CaptureFixture[str]) -> None:
@@ -145,7 +161,7 @@ def test_the_cli_starts_the_release_with_the_stage_config(capsys: pytest.Capture
         _status(stub, "Stopped")
         clients = Clients(sagemaker=sagemaker, runtime=None, cloudwatch=None, cloudformation=None)
         argv = ["release", "--kind", "adapter", "--adapter", "manga_domain_v3", "--version", "v4",
-                "--base-model-version", "v1", "--eval-set", "s3://artifacts/release-inputs/eval.jsonl"]  # fmt: skip
+                "--base-model-version", "v1", "--eval-set", EVAL, "--catalog", CATALOG]  # fmt: skip
         code = main(argv, Deps(clients=lambda r, p: clients, out=lines.append, sleep=lambda s: None))
     assert code == ExitCode.CHECK_FAILED
     assert lines[-1] == "release FAILED (Stopped): see the steps above"

@@ -9,8 +9,8 @@ from botocore.stub import Stubber
 
 from app_config.image_build import ArtifactSetConfig
 from ops.exit_codes import ExitCode
-from ops.model_packages import find_package
 from ops.pin_artifacts import current_pins, main, unapproved
+from serving_contract.model_packages import find_package
 from tests.botocore_helpers import streaming_body
 from tests.unit.ops.model_package_stubs import NOW, add_model_package, add_no_package, describe_package, package_arn
 
@@ -137,7 +137,10 @@ def test_without_credentials_it_is_one_line_and_exit_5(
     assert err == "pin_artifacts: s3://b: Unable to locate credentials\n"
 
 
-def test_write_sets_the_stage_overlay_and_prints_the_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("variant", ["canary", "shadow"])
+def test_write_sets_the_stage_overlay_and_prints_the_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], variant: str
+) -> None:
     cdk_json = tmp_path / "cdk.json"
     cdk_json.write_text(
         json.dumps({"app": "x", "context": {"stages": {"prod": {}, "dev": {"tags": {"a": "b"}}}}}, indent=2)
@@ -154,7 +157,7 @@ def test_write_sets_the_stage_overlay_and_prints_the_diff(tmp_path: Path, capsys
         code = main(
             [
                 *("--bucket", "b", "--base-model", "llama", "--adapters", "a", "--no-approval-check"),
-                *("--stage", "dev", "--write", "canary", "--cdk-json", str(cdk_json), "--profile", "ops"),
+                *("--stage", "dev", "--write", variant, "--cdk-json", str(cdk_json), "--profile", "ops"),
             ],
             session_factory=session,
         )
@@ -163,7 +166,7 @@ def test_write_sets_the_stage_overlay_and_prints_the_diff(tmp_path: Path, capsys
     written = json.loads(cdk_json.read_text())["context"]["stages"]
     assert written["dev"] == {
         "tags": {"a": "b"},
-        "image": {"build": {"canary": {"base_model": f"v2/{SHA}", "adapters": {"a": f"v4/{SHA}"}}}},
+        "image": {"build": {variant: {"base_model": f"v2/{SHA}", "adapters": {"a": f"v4/{SHA}"}}}},
     }
     assert written["prod"] == {}
     diff = [line for line in capsys.readouterr().out.splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
