@@ -5,8 +5,9 @@ raises ``ValueError`` with one line naming the keys, their values and what would
 ``app_config.errors`` turns it into the config error that stops synth. Concerns: adapters against
 the engine, the engine's kernels on the variants' GPUs, the image build's pins, the Docker Hub
 cache's name, inference components, the prod warm floor, monitoring thresholds, the rollout's
-timeout, the deploy's approval check and the shadow variant. The checks that need the plan (could vLLM start on the variants' GPUs, can they hold
-their SLOs, the schedules and the derived targets) run when it is made: ``planning/checks.py``.
+timeout, the deploy's approval check and the shadow variant. The checks that need the plan (could
+vLLM start on the variants' GPUs, can they hold their SLOs, the schedules and the derived targets)
+run when it is made: ``planning/checks.py``.
 """
 
 from typing import TYPE_CHECKING

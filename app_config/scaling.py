@@ -130,10 +130,12 @@ class ShadowScalingConfig(ConfigModel):
 
     enabled: bool = Field(default=True, description="Register the shadow's scalable target and its policy.")
     target_tracking: TargetTrackingConfig = Field(
-        default=TargetTrackingConfig(),
+        # Scales in too: the shadow has no low-load step policy to do it (a production variant's does).
+        default=TargetTrackingConfig(disable_scale_in=False),
         description=(
             "Target tracking of the shadow (its concurrency target, unset, is its instance type's concurrency at the "
-            "TTFT SLO, as the production variants')."
+            "TTFT SLO, as the production variants'). It scales in as well (disable_scale_in false): the shadow has "
+            "no step policy to do it."
         ),
     )
 

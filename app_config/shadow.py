@@ -20,15 +20,15 @@ how the two deploys that change them (shadow on, shadow promoted) go.
 
 from typing import TYPE_CHECKING
 
-from app_config.planning.gpu_instances import instance_gpus
-from app_config.scaling_policies import TargetTrackingConfig
+from planning.gpu_instances import instance_gpus
 
 if TYPE_CHECKING:
     from app_config.root import AppConfig
 
 
 def check_shadow(config: "AppConfig") -> None:
-    """The shadow variant against the other sections (module docstring); nothing when it is off.
+    """The shadow variant against the other sections (module docstring); nothing when it is off. Whether
+    vLLM fits on its GPU needs the memory plan: ``planning/checks.py``.
 
     Raises:
         ValueError: one line naming the keys, their values and what is allowed.
@@ -56,20 +56,3 @@ def check_shadow(config: "AppConfig") -> None:
             f"engine.tensor_parallel_size = {config.engine.tensor_parallel_size}: serving.shadow.instance_type = "
             f"{instance_type} has {gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than that"
         )
-    plan = config.memory_plan_of(instance_type)
-    if not plan.fits_one_sequence:
-        raise ValueError(
-            f"serving.shadow.instance_type = {instance_type}: only {max(plan.kv_tokens, 0):,} KV-cache tokens fit "
-            f"({gpus.gpu.name}), fewer than one engine.max_model_len = {config.engine.max_model_len} sequence (vLLM "
-            "refuses to start); pick a larger GPU"
-        )
-
-
-def shadow_target_tracking(config: "AppConfig") -> TargetTrackingConfig:
-    """``scaling.shadow.target_tracking`` with its concurrency target derived when unset: the shadow's instance
-    type's concurrency at the TTFT SLO (``AppConfig.throughput_of``), as the production variants'."""
-    tracking = config.scaling.shadow.target_tracking
-    if tracking.concurrent_requests_target is not None:
-        return tracking
-    concurrency = float(config.throughput_of(config.serving.shadow.instance_type).concurrency)
-    return tracking.model_copy(update={"concurrent_requests_target": concurrency})

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from app_config import dated_events
 from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR
-from app_config.variants import VARIANT_KEYS
+from app_config.variants import VARIANT_KEYS, existing_variant_keys
 from planning.dated_schedule import check_dated_events
 from planning.engine_memory import engine_memory_inputs
 from planning.gpu_instances import engines_per_instance, instance_gpus
@@ -32,14 +32,20 @@ def check_plan(config: AppConfig, plan: Plan) -> None:
         ValueError: one line naming the keys, the values and what is allowed.
     """
     _memory_plan_checks(config, plan)
+    _shadow_fits(config, plan)
     check_holdable(config, plan)  # planning/slo_holds.py: only with slo.require_holdable
     if not config.serving.hosts_inference_components:
         _scaling_checks(config, plan)
 
 
-def _memory_plan_checks(config: AppConfig, planned: Plan) -> None:
-    """Stop synth where vLLM could not start (docs/sources.md, "vLLM": it fails at start when one
-    max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
+def check_before_plan(config: AppConfig) -> None:
+    """The engine against the model and the variants' instances: what the plan's memory and
+    throughput figures assume (``make_plan`` runs it first, so a bad value gets its own line, not the
+    memory plan's).
+
+    Raises:
+        ValueError: one line naming the key, the value and what is allowed.
+    """
     engine, shape = config.engine, config.model.shape
     if engine.max_model_len > shape.max_position_embeddings:
         raise ValueError(
@@ -51,15 +57,25 @@ def _memory_plan_checks(config: AppConfig, planned: Plan) -> None:
             f"memory_plan.typical_sequence_tokens = {config.memory_plan.typical_sequence_tokens}: above "
             f"engine.max_model_len = {engine.max_model_len}, so no request could be that long"
         )
+    for key in existing_variant_keys(config.serving):
+        instance_type = getattr(config.serving, key).instance_type
+        gpus = instance_gpus(instance_type)
+        if engine.tensor_parallel_size > gpus.count:
+            raise ValueError(
+                f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: serving.{key}.instance_type = "
+                f"{instance_type} has {gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than "
+                "the instance has"
+            )
+
+
+def _memory_plan_checks(config: AppConfig, planned: Plan) -> None:
+    """Stop synth where vLLM could not start (docs/sources.md, "vLLM": it fails at start when one
+    max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
+    engine, shape = config.engine, config.model.shape
     for variant in planned.variants():
         instance_type = variant.serving.instance_type
         where = f"serving.{variant.key}.instance_type = {instance_type}"
         gpus = instance_gpus(instance_type)
-        if engine.tensor_parallel_size > gpus.count:
-            raise ValueError(
-                f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: {where} has "
-                f"{gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than the instance has"
-            )
         plan = planned.planner.memory_plan(instance_type)
         if plan.fits_one_sequence:
             continue
@@ -81,6 +97,20 @@ def _memory_plan_checks(config: AppConfig, planned: Plan) -> None:
             f"engine.max_model_len = {engine.max_model_len}: only {plan.kv_tokens:,} KV-cache tokens fit on "
             f"{where} ({gpus.gpu.name}) even at engine.gpu_memory_utilization = "
             f"{engine.gpu_memory_utilization:g}; lower it to <= {plan.kv_tokens} (vLLM refuses to start)"
+        )
+
+
+def _shadow_fits(config: AppConfig, planned: Plan) -> None:
+    """The shadow variant's engine fits on its GPU (``serving.shadow``; app_config/shadow.py checks the rest)."""
+    shadow = config.serving.shadow
+    if not shadow.enabled:
+        return
+    plan = planned.planner.memory_plan(shadow.instance_type)
+    if not plan.fits_one_sequence:
+        raise ValueError(
+            f"serving.shadow.instance_type = {shadow.instance_type}: only {max(plan.kv_tokens, 0):,} KV-cache tokens "
+            f"fit ({instance_gpus(shadow.instance_type).gpu.name}), fewer than one engine.max_model_len = "
+            f"{config.engine.max_model_len} sequence (vLLM refuses to start); pick a larger GPU"
         )
 
 

@@ -124,10 +124,11 @@ def make_plan(config: AppConfig) -> Plan:
         ConfigError: one line naming the key, the value and what is allowed.
     """
     # Here, not at the top: resolved_plan and checks read Plan's fields back through Planner.
-    from planning.checks import check_plan  # noqa: PLC0415 (the checks import this module)
+    from planning.checks import check_before_plan, check_plan  # noqa: PLC0415 (the checks import this module)
     from planning.resolved_plan import resolve  # noqa: PLC0415 (resolve takes a Planner defined here)
 
     try:
+        check_before_plan(config)
         planner = Planner.of(config)
         resolved = resolve(config, planner)
         routing = None

@@ -15,6 +15,8 @@ throughput at the TTFT SLOs of :mod:`planning.throughput_at_slo`):
   (:func:`planning.throughput_at_slo.instances_needed`), at least the variant's ``min_capacity``
   and, for the prod primary, the warm floor;
 * ``scaling.<variant>.kv_cache_tracking.target_percent``: the KV cache's share in use at that rate;
+* ``scaling.shadow.target_tracking.concurrent_requests_target``: the shadow's instance type's
+  concurrency at the SLOs;
 * ``serving.inference_components.scaling.concurrent_requests_per_copy_target``: one engine's
   share of the instance's concurrency at the SLOs (a copy is one engine).
 
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from app_config.dated_events import DatedEventConfig
 from app_config.inference_components import InferenceComponentsConfig
-from app_config.scaling import PROD_WARM_FLOOR, ScalingConfig, VariantScalingConfig
+from app_config.scaling import PROD_WARM_FLOOR, ScalingConfig, ShadowScalingConfig, VariantScalingConfig
 from app_config.scaling_policies import SCALE_IN_TARGET_FRACTION
 from app_config.serving import VariantConfig
 from app_config.variants import VARIANT_KEYS
@@ -73,9 +75,20 @@ def resolve(config: "AppConfig", planner: "Planner") -> ResolvedPlan:
         for key in VARIANT_KEYS
     }
     return ResolvedPlan(
-        scaling=config.scaling.model_copy(update=resolved),
+        scaling=config.scaling.model_copy(update={**resolved, "shadow": _resolved_shadow(config, planner)}),
         inference_components=_resolved_components(config, planner),
     )
+
+
+def _resolved_shadow(config: "AppConfig", planner: "Planner") -> ShadowScalingConfig:
+    """``scaling.shadow`` with its concurrency target derived when unset: the shadow's instance type's
+    concurrency at the TTFT SLOs, as the production variants'."""
+    shadow = config.scaling.shadow
+    if shadow.target_tracking.concurrent_requests_target is not None:
+        return shadow
+    concurrency = float(planner.throughput(config.serving.shadow.instance_type).concurrency)
+    tracking = shadow.target_tracking.model_copy(update={"concurrent_requests_target": concurrency})
+    return shadow.model_copy(update={"target_tracking": tracking})
 
 
 def _resolved_variant(

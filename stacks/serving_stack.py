@@ -9,7 +9,6 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.pins import component_pin_problem, pin_package_group, pins_in_effect
-from app_config.shadow import shadow_target_tracking
 from app_config.topology import serving_topology
 from cdk_constructs.approval.approved_pins import ApprovedPins, PinToApprove
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
@@ -207,10 +206,10 @@ class ServingStack(cdk.Stack):
             role=role,
             hosting=hosting,
             log_group=self.endpoint_log_group,
-            shadow=self._shadow_plan(config),
+            shadow=self._shadow_plan(config, plan),
         )
 
-    def _shadow_plan(self, config: AppConfig) -> ShadowPlan | None:
+    def _shadow_plan(self, config: AppConfig, plan: Plan) -> ShadowPlan | None:
         """The shadow variant's part of the endpoint (``serving.shadow``, variants mode only: check_shadow)."""
         if self.data_capture is None:
             return None
@@ -218,7 +217,7 @@ class ServingStack(cdk.Stack):
             config=config.serving.shadow,
             primary_weight=config.serving.primary.initial_weight,
             scaling_enabled=config.scaling.shadow.enabled,
-            target_tracking=shadow_target_tracking(config),
+            target_tracking=plan.scaling.shadow.target_tracking,  # its concurrency target derived
             data_capture=self.data_capture.property,
             versions_environment=model_versions_environment(config, "shadow"),
         )

@@ -1,14 +1,16 @@
-"""Bad config in, the one-line error out: what every config test checks for a refused value."""
+"""Bad config in, the one-line error out: what every config test checks for a refused value; and the
+seeds' scheduled floors, for tests whose week needs them pinned."""
 
+import json
 from collections.abc import Mapping
 
 import pytest
 
-from app_config import ConfigError, load_config
+from app_config import AppConfig, ConfigError, load_config
 from app_config.loader import cdk_json_context
 from planning.plan import make_plan
 
-__all__ = ["config_error"]
+__all__ = ["SEEDS_FLOORS", "config_error", "seeds_schedule"]
 
 
 def config_error(overrides: Mapping[str, str] | None = None, /, **keys: str) -> str:
@@ -34,3 +36,23 @@ def config_error(overrides: Mapping[str, str] | None = None, /, **keys: str) -> 
     message = str(info.value)
     assert "\n" not in message, f"expected one line, got: {message}"
     return message
+
+
+SEEDS_FLOORS = {
+    "off-peak": 2,
+    "business-hours": 4,
+    "jp-evening-peak": 6,
+    "jp-evening-end": 4,
+    "shonen-jump": 8,
+    "shonen-magazine": 8,
+    "friday-release": 8,
+}
+"""Seed 001 user stories 4 and 7 and seed 003 §9: the floors before make plan sized them."""
+
+
+def seeds_schedule() -> list[str]:
+    """The default schedule's times and names with ``SEEDS_FLOORS``, as ``key=value`` overrides."""
+    primary = make_plan(AppConfig()).scaling.primary
+    schedule = [{**a.model_dump(), "min_capacity": SEEDS_FLOORS[a.name]} for a in primary.schedule]
+    events = [{**e.model_dump(), "min_capacity": SEEDS_FLOORS[e.name]} for e in primary.events]
+    return [f"scaling.primary.schedule={json.dumps(schedule)}", f"scaling.primary.events={json.dumps(events)}"]

@@ -12,7 +12,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.rollout import RolloutConfig
-from app_config.scaling_policies import StepScalingConfig, TargetTrackingConfig
+from app_config.scaling_policies import KvCacheTrackingConfig, StepScalingConfig, TargetTrackingConfig
 from app_config.serving import ShadowVariantConfig
 from app_config.variants import Variant
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
@@ -185,6 +185,8 @@ class VariantsServing(Construct):
             max_capacity=shadow.config.max_capacity,
             target_tracking=shadow.target_tracking,
             step_scaling=StepScalingConfig(enabled=False),
+            # No leading signal: the shadow answers nobody, so its TTFT past the cliff costs no user.
+            kv_cache_tracking=KvCacheTrackingConfig(enabled=False),
             schedule=(),
             timezone=timezone,
             metrics_namespace=metrics_namespace,

@@ -359,6 +359,7 @@ class EndpointMetrics:
             label=label,
         )
 
+
 def _sum(prefix: str, kinds: Sequence[str], count: int) -> str:
     """``SUM([FILL(<prefix><kind><i>, 0), ...])`` over every kind and index: a missing count reads 0."""
     return "SUM([" + ", ".join(f"FILL({prefix}{kind}{i}, 0)" for kind in kinds for i in range(count)) + "])"

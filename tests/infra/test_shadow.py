@@ -5,6 +5,7 @@ nobody, and the dashboard row that compares it with the primary."""
 import json
 from typing import Any
 
+from planning.plan import Planner
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import Dimension
 from tests.metric_refs import dashboard_bodies, resources
@@ -32,7 +33,7 @@ def test_the_endpoint_config_holds_the_primary_and_a_shadow_at_its_sampling_shar
     (shadow,) = properties["ShadowProductionVariants"]
     assert (primary["VariantName"], shadow["VariantName"]) == ("primary", "shadow")
     assert shadow["InitialVariantWeight"] == primary["InitialVariantWeight"] * 10 / 100  # 10 % copied (seed 002)
-    assert (shadow["InstanceType"], shadow["InitialInstanceCount"]) == ("ml.g6.xlarge", 1)
+    assert (shadow["InstanceType"], shadow["InitialInstanceCount"]) == (config.serving.shadow.instance_type, 1)
     # A shadow is a ProductionVariant shape: the same routing, AMI and startup health check.
     for key in ("RoutingConfig", "InferenceAmiVersion", "ContainerStartupHealthCheckTimeoutInSeconds"):
         assert shadow[key] == primary[key]
@@ -107,8 +108,9 @@ def test_the_shadow_scales_on_its_own_target_with_no_schedule_and_no_steps(shado
     ]
     assert [p["Properties"]["PolicyType"] for p in policies] == ["TargetTrackingScaling"]
     tracking = policies[0]["Properties"]["TargetTrackingScalingPolicyConfiguration"]
-    expected = shadow_synth.config.throughput_of("ml.g6.xlarge").concurrency
+    expected = Planner.of(shadow_synth.config).throughput(shadow_synth.config.serving.shadow.instance_type).concurrency
     assert tracking["TargetValue"] == expected
+    assert tracking["DisableScaleIn"] is False
 
 
 def test_the_shadows_alarms_page_nobody_and_roll_nothing_back(shadow_synth: Synth) -> None:

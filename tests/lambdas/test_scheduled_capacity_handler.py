@@ -1,6 +1,9 @@
 """The scheduled-capacity handler against botocore's Stubber (requests validated against the
-real Application Auto Scaling model), fed the default config's timeline the way
-CloudFormation passes it (numbers as strings)."""
+real Application Auto Scaling model), fed a planned timeline the way CloudFormation passes it
+(numbers as strings).
+
+The week is the default's at a peak busy enough that its floors differ (the default's all sit at
+the warm floor of 2), and a hard max of 20."""
 
 from datetime import UTC, datetime
 from types import ModuleType
@@ -9,7 +12,9 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
-from app_config import load_config
+from app_config import AppConfig, load_config
+from app_config.scheduled_actions import ResolvedAction
+from planning.plan import make_plan
 from planning.weekly_plan import effective_bounds
 from tests.synth_helpers import cdk_json_context
 
@@ -23,9 +28,19 @@ def autoscaling(stubs: tuple[Stubber]) -> Stubber:
     return stubs[0]
 
 
+def _config() -> AppConfig:
+    return load_config(
+        {**cdk_json_context(), "traffic.peak_requests_per_minute": "3000", "serving.primary.max_capacity": "20"}
+    )
+
+
+def _schedule() -> tuple[ResolvedAction, ...]:
+    """The primary's planned weekly actions (their floors derived by the plan)."""
+    return make_plan(_config()).scaling.primary.resolved_schedule
+
+
 def _event(request_type: str = "Update", timezone: str = "Asia/Tokyo") -> dict[str, Any]:
-    config = load_config(cdk_json_context())
-    timeline = effective_bounds(config.scaling.primary.resolved_schedule, 2, 20)
+    timeline = effective_bounds(_schedule(), 2, 20)
     return {
         "RequestType": request_type,
         "PhysicalResourceId": f"{RESOURCE_ID}/scheduled-capacity",
@@ -50,9 +65,8 @@ def _event(request_type: str = "Update", timezone: str = "Asia/Tokyo") -> dict[s
 
 
 def _floor(action: str) -> int:
-    """The default primary floor that ``action`` sets (app_config/scaling.py)."""
-    schedule = load_config(cdk_json_context()).scaling.primary.resolved_schedule
-    (found,) = [a.min_capacity for a in schedule if a.name == action]
+    """The primary floor that ``action`` sets (derived: planning/resolved_plan.py)."""
+    (found,) = [a.min_capacity for a in _schedule() if a.name == action]
     return found
 
 

@@ -4,7 +4,7 @@ what SageMaker refuses with a shadow (botocore's SageMaker model, CreateEndpoint
 import json
 
 from app_config import load_config
-from app_config.shadow import shadow_target_tracking
+from planning.plan import Planner, make_plan
 from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 
@@ -20,7 +20,9 @@ def test_the_shadow_is_off_by_default_and_copies_seed_002s_ten_percent_when_on()
     assert shadow.weight(config.serving.primary.initial_weight) == 9.5
     assert (shadow.min_capacity, shadow.initial_instance_count, shadow.max_capacity) == (1, 1, 2)
     # Its own scaling target: the shadow instance type's concurrency at the SLO, as the production variants'.
-    assert shadow_target_tracking(config).target_value == config.throughput_of(shadow.instance_type).concurrency
+    tracking = make_plan(config).scaling.shadow.target_tracking
+    assert tracking.target_value == Planner.of(config).throughput(shadow.instance_type).concurrency
+    assert not tracking.disable_scale_in  # no step policy scales the shadow in
 
 
 def test_sagemaker_holds_one_production_variant_beside_a_shadow() -> None:

@@ -24,11 +24,11 @@ def test_summary_names_stacks_endpoint_variants_and_instance_types(default_synth
     primary, canary = serving.primary.instance_type, serving.canary.instance_type  # make plan's fleet
     p, c = serving.primary, serving.canary
     assert (
-        f"variant primary    {primary}   x{p.initial_instance_count}   at creation, weight  95.0%  "
+        f"variant primary    {primary:<14} x{p.initial_instance_count:<3} at creation, weight  95.0%  "
         f"scales {p.min_capacity}..{p.max_capacity}" in text
     )
     assert (
-        f"variant canary     {canary}   x{c.initial_instance_count}   at creation, weight   5.0%  "
+        f"variant canary     {canary:<14} x{c.initial_instance_count:<3} at creation, weight   5.0%  "
         f"scales {c.min_capacity}..{c.max_capacity}" in text
     )
 

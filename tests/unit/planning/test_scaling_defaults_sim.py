@@ -17,44 +17,30 @@ projection holds no concurrency within the SLO at MangaAssist's request shape (d
 which test_capacity_model.py covers.
 """
 
-import json
 import math
 
 import pytest
 
-from app_config import AppConfig
 from app_config.loader import load_cli_config
 from planning.plan import make_plan
 from planning.scaling_sim import __main__ as cli
 from planning.scaling_sim import report
 from planning.scaling_sim.engine import MinuteRecord
+from tests.config_helpers import seeds_schedule
 from tests.synth_helpers import SEEDS_G5_ARGS
-
-SEEDS_FLOORS = {
-    "off-peak": 2,
-    "business-hours": 4,
-    "jp-evening-peak": 6,
-    "jp-evening-end": 4,
-    "shonen-jump": 8,
-    "shonen-magazine": 8,
-    "friday-release": 8,
-}
-"""Seed 001 user stories 4 and 7 and seed 003 §9: the floors before make plan sized them."""
-
-
-def _seeds_schedule() -> list[str]:
-    """The default schedule's times and names with ``SEEDS_FLOORS``, as ``key=value`` overrides."""
-    primary = make_plan(AppConfig()).scaling.primary
-    schedule = [{**a.model_dump(), "min_capacity": SEEDS_FLOORS[a.name]} for a in primary.schedule]
-    events = [{**e.model_dump(), "min_capacity": SEEDS_FLOORS[e.name]} for e in primary.events]
-    return [f"scaling.primary.schedule={json.dumps(schedule)}", f"scaling.primary.events={json.dumps(events)}"]
 
 
 @pytest.fixture(scope="module")
 def default_week() -> tuple[cli.Scenario, report.Summary, list[MinuteRecord]]:
     measured = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 248, "ttft_p50_ms": 77}}'
     config = load_cli_config(
-        [*SEEDS_G5_ARGS, *_seeds_schedule(), f"capacity.measured={measured}", "traffic.peak_requests_per_minute=8000"]
+        [
+            *SEEDS_G5_ARGS,
+            *seeds_schedule(),
+            f"capacity.measured={measured}",
+            "traffic.peak_requests_per_minute=8000",
+            "serving.primary.max_capacity=20",  # seed 001's hard max
+        ]
     )
     scenario = cli.build_scenario(cli.parse_args(["--demand-scale", f"{248 / 1200:.4f}"]), config, make_plan(config))
     summary, records, _ = cli.simulate(scenario, "default")

@@ -31,7 +31,9 @@ def test_the_event_holds_its_floor_all_day_through_the_weekly_actions_it_pauses(
     config, summary, records, events = _run(
         "--dated-event", "spring-anime", "-c", f"scaling.primary.dated_events={SPRING}"
     )
-    floor = make_plan(config).scaling.primary.dated_events[0].min_capacity
+    scaling = make_plan(config).scaling.primary
+    floor = scaling.dated_events[0].min_capacity
+    (evening_end,) = [a.min_capacity for a in scaling.schedule if a.name == "jp-evening-end"]
     day = records[THU : THU + 1440]
     # The weekly 01:00, 08:00, 17:45 and 23:00 actions would lower the floor; paused, none of them does.
     assert {r.min_capacity for r in day} == {floor}
@@ -39,7 +41,7 @@ def test_the_event_holds_its_floor_all_day_through_the_weekly_actions_it_pauses(
     assert ("spring-anime", THU) in events
     assert any(w.name == "spring-anime" for w in summary.releases)
     # Friday 00:00 gives the week back: jp-evening-end's floor until off-peak.
-    assert records[THU + 1440].min_capacity == 4
+    assert records[THU + 1440].min_capacity == evening_end
     assert summary.queue_minutes == 0
 
 

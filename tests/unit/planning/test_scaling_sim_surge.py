@@ -7,6 +7,7 @@ import pytest
 
 from planning.scaling_sim import __main__ as cli
 from planning.scaling_sim import demand, surge
+from tests.config_helpers import seeds_schedule
 
 TUE_0200 = 1440 + 2 * 60
 MEASURED_RPM = "280"
@@ -36,8 +37,8 @@ def _figure(out: str, label: str) -> int:
     return int(match.group(1).replace(",", ""))
 
 
-SEED_001_WEEK = ["-c", "traffic.peak_requests_per_minute=8000"]
-"""Seed 001's volume (app_config/traffic.py): the surge checks need a week that fills the fleet."""
+SEED_001_WEEK = ["-c", "traffic.peak_requests_per_minute=8000", "-c", "serving.primary.max_capacity=20"]
+"""Seed 001's volume (app_config/traffic.py) and hard max: the surge checks need a week that fills the fleet."""
 
 
 def test_surge_triples_the_curve_after_a_15_minute_ramp() -> None:
@@ -92,10 +93,14 @@ def _by_start(out: str) -> dict[str, tuple[int, int, int]]:
 
 def test_surge_prints_queue_minutes_with_a_cold_and_a_cached_start(capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 25: the instance start comes from config (cold 206 s -> 4 min, cached 83 s -> 2 min); with
-    demand the fleet's ceiling can meet, the cached start queues for fewer minutes. At 0.1 of seed 001's
-    week the default floors absorb the surge (no queue either way); 0.2 needs new instances."""
+    demand the fleet's ceiling can meet, the cached start queues for fewer minutes.
+
+    The surge must need new instances: the seeds' floors (2 at night), and a fleet that scales in near
+    its target (RunningRequests < 15 of 19). With the derived quarter (4.75) a fleet stops scaling in
+    at a quarter of its target, so a x3 surge fits in what it already runs."""
     args = ["--scenario", "surge", "--demand-scale", "0.2", "--instance-rpm", "60", "--base-ttft-ms", "300"]
-    args += SEED_001_WEEK
+    args += [*SEED_001_WEEK, "-c", "scaling.primary.step_scaling.scale_in_running_requests=15"]
+    args += [flag for override in seeds_schedule() for flag in ("-c", override)]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
     rows = _by_start(out)

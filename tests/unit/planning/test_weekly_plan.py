@@ -1,15 +1,25 @@
-"""The capacity plan's numbers against a hand calculation of the default schedule (the seeds' times, its floors)."""
+"""The capacity plan's numbers against a hand calculation of the default schedule (the seeds' times, its floors).
+
+The week is the default's at a peak busy enough that its floors differ (at the default traffic every
+floor is the warm floor of 2), with a hard max of 20."""
+
+import json
+from pathlib import Path
 
 import pytest
 
 from app_config import AppConfig
+from app_config.loader import CDK_JSON
 from planning import cost_plan, instance_prices
-from planning.plan import load_plan, make_plan
+from planning.plan import load_plan
+
+BUSY = ["traffic.peak_requests_per_minute=3000", "serving.primary.max_capacity=20"]
+BUSY_FLAGS = [flag for override in BUSY for flag in ("-c", override)]
 
 
 def _floors() -> dict[str, int]:
-    """The primary's default floors by scheduled action or release day (app_config/scaling.py)."""
-    scaling = make_plan(AppConfig()).scaling.primary
+    """The primary's floors by scheduled action or release day (derived by the plan: planning/resolved_plan.py)."""
+    scaling = load_plan(BUSY)[1].scaling.primary
     floors: dict[str, int | None] = {
         **{action.name: action.min_capacity for action in scaling.schedule},
         **{event.day_of_week: event.min_capacity for event in scaling.events},
@@ -25,7 +35,7 @@ def _price() -> float:
 
 
 def _primary(*overrides: str) -> cost_plan.VariantPlan:
-    return cost_plan.plan(*load_plan(list(overrides)))[0]
+    return cost_plan.plan(*load_plan([*BUSY, *overrides]))[0]
 
 
 def test_primary_week_matches_the_hand_calculation() -> None:
@@ -76,25 +86,26 @@ def test_canary_runs_within_its_hard_bounds_all_week() -> None:
 
 def test_variant_without_scaling_runs_its_initial_count() -> None:
     plan = _primary("scaling.primary.enabled=false")
-    assert plan.floor_hours_per_week == plan.ceiling_hours_per_week == 4 * 168
+    count = AppConfig().serving.primary.initial_instance_count
+    assert plan.floor_hours_per_week == plan.ceiling_hours_per_week == count * 168
 
 
 def test_missing_price_is_a_config_error(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # Every accepted type is priced (tests/unit/planning/test_instance_prices.py); a table that lost a row
-    # makes the plan stop with the type named, not print a blank.
+    # makes the plan stop with the type named, not print a blank (the recommender prices every type).
     table = instance_prices.price_table()
     prices = {name: row for name, row in table["prices"].items() if name != "ml.g6.xlarge"}
     monkeypatch.setattr(instance_prices, "price_table", lambda: {**table, "prices": prices})
     code = cost_plan.main(["-c", "serving.primary.instance_type=ml.g6.xlarge"])
     assert code == 2
     assert capsys.readouterr().err.strip() == (
-        "config error: primary: no price for ml.g6.xlarge in instance_prices.json (as of 2026-11-26); add it with "
+        "config error: no price for ml.g6.xlarge in instance_prices.json (as of 2026-11-26); add it with "
         "make prices or -c 'scaling.hourly_price_usd={\"ml.g6.xlarge\": USD}'"
     )
 
 
 def test_command_prints_the_week_and_the_band(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cost_plan.main([]) == 0
+    assert cost_plan.main(BUSY_FLAGS) == 0
     out = capsys.readouterr().out
     assert "times in Asia/Tokyo" in out
     assert f"MON 16:00  min {_floors()['MON']:3}  max  20  shonen-jump-prescale" in out
@@ -102,8 +113,17 @@ def test_command_prints_the_week_and_the_band(capsys: pytest.CaptureFixture[str]
     assert f"On-demand cost band per month: ${low:,.2f} .. ${high:,.2f}" in out
 
 
-def test_compare_prints_baseline_against_the_override(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cost_plan.main(["--compare", "-c", "scaling.primary.release_lead_time_min=180"]) == 0
+def test_compare_prints_baseline_against_the_override(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # The baseline is the cdk.json without -c: the busy week goes into the prod stage of a copy.
+    cdk_json = json.loads(CDK_JSON.read_text())
+    cdk_json["context"]["stages"]["prod"] = {
+        "traffic": {"peak_requests_per_minute": 3000},
+        "serving": {"primary": {"max_capacity": 20}},
+    }
+    busy_json = tmp_path / "cdk.json"
+    busy_json.write_text(json.dumps(cdk_json))
+    argv = ["--compare", "--cdk-json", str(busy_json), "-c", "scaling.primary.release_lead_time_min=180"]
+    assert cost_plan.main(argv) == 0
     out = capsys.readouterr().out
     comparison = out[out.index("Comparison: baseline -> override") :]
     # One extra hour at the release floor instead of business hours' on each of three release days.
