@@ -101,6 +101,8 @@ def _start_startup_smoke() -> None:
         "--smoke",
         "--levers",
         STARTUP_SMOKE_LEVERS,
+        "--port",
+        "0",  # ports the kernel picks, reserved while the servers run (local_gateway.PortReservation)
         "--out-dir",
         str(out / "results"),
     ]

@@ -28,6 +28,8 @@ def test_smoke_run_measures_the_gateway_against_its_own_vllm_side_by_side(tmp_pa
             "--smoke",
             "--setups",
             "gateway-ab",
+            "--port",
+            "0",  # ports the kernel picks, reserved while the servers run (local_gateway.PortReservation)
             "--out-dir",
             str(tmp_path),
         ],
