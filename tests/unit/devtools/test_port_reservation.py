@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import http.server
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -145,3 +146,19 @@ def test_the_kernel_hands_every_other_port_out_but_never_the_reserved_one() -> N
     assert seen["reserved"] not in seen["bound"] + seen["connected"]
     assert set(seen["bound"]) == everything_else  # every other port was handed out: the range was exhausted
     assert set(seen["connected"]) == everything_else - {seen["bound"][0]}
+
+
+def test_the_port_churn_serves_on_ports_the_kernel_picks_and_reports_them() -> None:
+    """devtools/port_churn.py, the process the issue's CI run keeps beside the suite."""
+    done = subprocess.run(
+        [sys.executable, "-m", "devtools.port_churn", "--seconds", "1"],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    cycles, ports = (int(n) for n in re.findall(r"(\d+) ", done.stdout)[:2])
+    assert re.fullmatch(r"port churn: \d+ servers on \d+ distinct kernel-picked ports in 1 s\n", done.stdout)
+    assert cycles >= ports >= 1
