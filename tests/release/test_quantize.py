@@ -94,46 +94,55 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _release(tiny: Path, scheme: str, out: Path) -> Path:
-    """The release's quantize step on ``tiny`` (its CLI, llm-compressor's venv); ``out/base`` is the checkpoint."""
-    argv = [
-        str(LLMC_PYTHON), "-m", "cdk_constructs.release.runtime.quantize", "--model-dir", str(tiny / "base"),
-        "--calibration", str(tiny / "calibration.jsonl"), "--out-dir", str(out / "base"), "--scheme", scheme,
-        "--samples", "64", "--min-samples", "64", "--language-mix", json.dumps(MIX), "--language-tolerance", "0.05",
-        "--max-sequence-length", "64", "--llmcompressor-version", "0.14.0.1",
-    ]  # fmt: skip
-    shim = str(REPO / "tests" / "release" / "llmc_shim")
-    done = subprocess.run(
-        argv,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": shim},
-        capture_output=True,
-        text=True,
-        timeout=QUANTIZE_TIMEOUT_S,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    provenance = json.loads((out / "base" / "release_provenance.json").read_text())
-    assert (provenance["llmcompressor"], provenance["scheme"], provenance["calibration_samples"]) == (
-        "0.14.0.1",
-        scheme,
-        64,
-    )
-    return out / "base"
+SCHEMES = ("W4A16", "W8A8")
+"""``release.quantize.scheme``'s values (app_config/release.py)."""
+
+
+@pytest.fixture(scope="module")
+def releases(tiny_checkpoint: Path) -> dict[str, Path]:
+    """The release's quantize step (its CLI, llm-compressor's venv) on the tiny model in each scheme,
+    both at once (one core each): scheme -> the checkpoint folder (``<root>/base``)."""
+    running = {}
+    for scheme in SCHEMES:
+        out = tiny_checkpoint / scheme / "base"
+        argv = [
+            str(LLMC_PYTHON), "-m", "cdk_constructs.release.runtime.quantize", "--model-dir",
+            str(tiny_checkpoint / "base"), "--calibration", str(tiny_checkpoint / "calibration.jsonl"),
+            "--out-dir", str(out), "--scheme", scheme, "--samples", "64", "--min-samples", "64",
+            "--language-mix", json.dumps(MIX), "--language-tolerance", "0.05", "--max-sequence-length", "64",
+            "--llmcompressor-version", "0.14.0.1",
+        ]  # fmt: skip
+        shim = str(REPO / "tests" / "release" / "llmc_shim")
+        running[scheme] = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": shim},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    for scheme, process in running.items():
+        _, stderr = process.communicate(timeout=QUANTIZE_TIMEOUT_S)
+        assert process.returncode == 0, f"{scheme}: {stderr[-2000:]}"
+    return {scheme: tiny_checkpoint / scheme / "base" for scheme in SCHEMES}
+
+
+def _provenance(checkpoint: Path) -> tuple[str, str, int]:
+    provenance = json.loads((checkpoint / "release_provenance.json").read_text())
+    return provenance["llmcompressor"], provenance["scheme"], provenance["calibration_samples"]
 
 
 @pytest.mark.real_engine  # after the other tests (tests/engine/conftest.py): not beside the gateways' start
 @_needs_llmcompressor
 @_needs_engine
-def test_a_w4a16_release_is_what_vllms_own_config_and_weight_loaders_load(
-    tiny_checkpoint: Path, tmp_path: Path
-) -> None:
+def test_a_w4a16_release_is_what_vllms_own_config_and_weight_loaders_load(releases: dict[str, Path]) -> None:
     """The production scheme (AWQ INT4, group 128), checked as far as the CPU build can on any host:
     vLLM reads its ``quantization_config``, picks the W4A16 scheme for every linear layer, loads every
     tensor through its weight loaders and repacks it for its kernel (tests/release/vllm_load_check.py).
     Serving it needs ``cpu_gemm_wna16``, which only the AVX-512 kernel libraries have (issue 44: an
     AVX2-only runner failed); where the host's library has it, one quantized layer also runs."""
-    checkpoint = _release(tiny_checkpoint, "W4A16", tmp_path)
+    checkpoint = releases["W4A16"]
+    assert _provenance(checkpoint) == ("0.14.0.1", "W4A16", 64)
     quantization = json.loads((checkpoint / "config.json").read_text())["quantization_config"]
     weights = quantization["config_groups"]["group_0"]["weights"]
     assert (weights["num_bits"], weights["group_size"], weights["symmetric"]) == (4, 128, False)
@@ -160,16 +169,15 @@ def test_a_w4a16_release_is_what_vllms_own_config_and_weight_loaders_load(
 @pytest.mark.real_engine
 @_needs_llmcompressor
 @_needs_engine
-def test_a_w8a8_release_is_served_by_the_real_engine_on_avx2_and_avx512_alike(
-    tiny_checkpoint: Path, tmp_path: Path
-) -> None:
+def test_a_w8a8_release_is_served_by_the_real_engine_on_avx2_and_avx512_alike(releases: dict[str, Path]) -> None:
     """The release's other scheme (SmoothQuant + GPTQ INT8): its GEMM (oneDNN's, ``onednn_scaled_mm``)
     is in every kernel library of the CPU build, so the container serves the quantize step's output on
     any runner, through ``/invocations`` with the release's version header."""
-    _release(tiny_checkpoint, "W8A8", tmp_path / "served")
-    (tmp_path / "served" / "adapters").mkdir()
+    checkpoint = releases["W8A8"]
+    assert _provenance(checkpoint) == ("0.14.0.1", "W8A8", 64)
+    (checkpoint.parent / "adapters").mkdir()
     versions = {"MODEL_VERSIONS": json.dumps({"base": "v2/" + "f" * 64})}
-    gateway = RealGateway(tmp_path / "served", env={"LORA_ADAPTERS": "", **versions})
+    gateway = RealGateway(checkpoint.parent, env={"LORA_ADAPTERS": "", **versions})
     try:
         gateway.wait_ready(timeout_s=600)
         answer = httpx.post(
