@@ -1,6 +1,6 @@
 """Start and stop an HTTP server on ports the kernel picks, over and over, until stopped.
 
-    python -m devtools.port_churn [--seconds N]   # Ctrl-C or SIGTERM ends it; prints what it did
+    python -m devtools.port_churn [--seconds N] [--pause-s S]   # Ctrl-C or SIGTERM ends it; prints what it did
 
 Run beside the test suite (issue 44's "done when": a ``.ci/run`` with another process opening and
 closing ports for the whole run): each cycle binds port 0, serves one request to itself and closes,
@@ -19,7 +19,7 @@ import time
 import urllib.request
 from collections.abc import Sequence
 
-from cli_support.argtypes import positive_float
+from cli_support.argtypes import non_negative_float, positive_float
 
 
 class _Quiet(http.server.BaseHTTPRequestHandler):
@@ -32,8 +32,8 @@ class _Quiet(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def churn(stop: threading.Event, seconds: float | None = None) -> tuple[int, int, float]:
-    """Cycles until ``stop`` is set or ``seconds`` pass: (cycles, distinct ports, seconds run)."""
+def churn(stop: threading.Event, seconds: float | None = None, pause_s: float = 0.0) -> tuple[int, int, float]:
+    """Cycles until ``stop`` is set or ``seconds`` pass, ``pause_s`` apart: (cycles, distinct ports, seconds run)."""
     started = time.monotonic()
     cycles, ports = 0, set()
     while not stop.is_set() and (seconds is None or time.monotonic() - started < seconds):
@@ -47,17 +47,24 @@ def churn(stop: threading.Event, seconds: float | None = None) -> tuple[int, int
         server.server_close()
         cycles += 1
         ports.add(port)
+        stop.wait(pause_s)
     return cycles, len(ports), time.monotonic() - started
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devtools.port_churn", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=positive_float, help="stop after this long (default: until signalled)")
+    parser.add_argument(
+        "--pause-s",
+        type=non_negative_float,
+        default=0.01,
+        help="between cycles (default 0.01: ~50 servers a second, a few percent of one core; 0: back to back)",
+    )
     args = parser.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.set())
-    cycles, ports, seconds = churn(stop, args.seconds)
+    cycles, ports, seconds = churn(stop, args.seconds, args.pause_s)
     print(f"port churn: {cycles} servers on {ports} distinct kernel-picked ports in {seconds:.0f} s", flush=True)
     return 0
 
