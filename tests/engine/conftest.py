@@ -175,10 +175,14 @@ def capacity_smoke_run() -> SmokeRun:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _SMOKE_STOP.set()
-    for process in _SMOKE_RUNNING:
+    for process in _SMOKE_RUNNING:  # an aborted session: SIGTERM lets the harness stop its servers
         if process.poll() is None:
-            process.kill()
-            process.wait()
+            process.terminate()
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
     for out in _SMOKE_DIRS:
         shutil.rmtree(out, ignore_errors=True)
     for key in ("shared", "disposable"):
