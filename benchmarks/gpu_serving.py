@@ -185,7 +185,7 @@ def measure(
         settings_env=settings_env,
         model_root=Path(args.model_dir),
         port=args.port,
-        engine_port=args.port + 1,
+        engine_port=args.port and args.port + 1,  # 0: the kernel picks both
         log_dir=Path(args.out_dir),
         cpus=args.server_cpus if setup.four_cpus else None,
     )
@@ -238,7 +238,7 @@ def measure(
 
 def ab_levels(server: ServerRun, args: argparse.Namespace, profile: Profile, models: list[str]) -> list[dict[str, Any]]:
     """Each level twice, interleaved: straight to the gateway's vLLM, and through the gateway."""
-    urls = {"direct": f"http://127.0.0.1:{args.port + 1}/v1/chat/completions", "gateway": server.chat_url}
+    urls = {"direct": f"http://127.0.0.1:{server.engine_port}/v1/chat/completions", "gateway": server.chat_url}
     levels = []
     for concurrency in args.concurrency:
         for stream in (False, True):
@@ -293,7 +293,12 @@ def main(argv: list[str] | None = None) -> int:
         "--client-cpus", type=cpu_set, help="CPU set of this load generator (taskset semantics, e.g. 4-15)"
     )
     parser.add_argument("--clear-compile-cache", action="store_true", help=f"empty {COMPILE_CACHE} first")
-    parser.add_argument("--port", type=int_in(1, 65535), default=18080)
+    parser.add_argument(
+        "--port",
+        type=int_in(0, 65535),
+        default=18080,
+        help="the gateway's (or bare vLLM's) port, vLLM's the next; 0: ports the kernel picks (the test suite's smoke)",
+    )
     parser.add_argument("--report", nargs="*", help="print the tables of saved results (dirs or files) and exit")
     args = parser.parse_args(argv)
 

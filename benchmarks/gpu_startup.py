@@ -233,7 +233,7 @@ def short_load(
     server: ServerRun, args: argparse.Namespace, shape: RequestShape, adapters: list[str], seed: int
 ) -> dict[str, Any]:
     level = run_level(
-        [f"http://127.0.0.1:{server.port + (1 if server.kind == 'gateway' else 0)}"],
+        [f"http://127.0.0.1:{server.engine_port}"],
         shape,
         adapters,
         label=server.name,
@@ -318,7 +318,7 @@ def startup(
             settings_env=environ,
             model_root=Path(args.model_dir),
             port=args.port,
-            engine_port=args.port + 1,
+            engine_port=args.port and args.port + 1,  # 0: the kernel picks both
             log_dir=Path(args.out_dir),
             cpus=args.server_cpus,
             extra_env=extra_env,
@@ -341,8 +341,9 @@ def startup(
             if variant.made_cache != "make":
                 result["load"] = short_load(server, args, shape, adapters, seed=100 + index)
         except (RuntimeError, TimeoutError, subprocess.TimeoutExpired) as exc:
-            result["error"] = f"{exc}; {error_line(server.log_path)}"
-            print(f"{name}: FAILED {result['error']}", flush=True)
+            # The result keeps one line; the log's first error block goes to the console (ServerRun.wait_ready).
+            result["error"] = f"{str(exc).splitlines()[0]}; {error_line(server.log_path)}"
+            print(f"{name}: FAILED {exc}", flush=True)
         finally:
             server.stop()
         results.append(result)
@@ -363,14 +364,14 @@ def matrix(
             extra = list(variant.args)
             if args.kv_cache_memory_bytes:
                 extra += ["--kv-cache-memory-bytes", str(args.kv_cache_memory_bytes)]
-            port = args.port + 2 * offset
+            port = args.port and args.port + 2 * offset  # 0: the kernel picks
             server = start(
                 name=re.sub(r"[^\w.=+-]", "_", name),
                 kind="bare",
                 settings_env=settings_env(profile, args, variant),
                 model_root=Path(args.model_dir),
                 port=port,
-                engine_port=port + 1,
+                engine_port=port and port + 1,
                 log_dir=Path(args.out_dir),
                 extra_args=extra,
             )
@@ -386,7 +387,7 @@ def matrix(
                 started.append((name, server, result))
             except (RuntimeError, TimeoutError) as exc:
                 result["status"] = "failed"
-                result["error"] = error_line(server.log_path) or str(exc)
+                result["error"] = error_line(server.log_path) or str(exc).splitlines()[0]
                 result["start"] = read_start(server)
                 server.stop()
             print(f"{name}: {result['status']} {result.get('error', '')} {result['start']}", flush=True)
@@ -416,7 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server-cpus", help="CPU set of each server (startup), e.g. 0-3")
     parser.add_argument("--load-seconds", type=positive_float, default=10.0)
     parser.add_argument("--load-concurrency", type=int_in(1), default=8)
-    parser.add_argument("--port", type=int_in(1, 65535), default=18280)
+    parser.add_argument(
+        "--port", type=int_in(0, 65535), default=18280, help="first server's port; 0: ports the kernel picks"
+    )
     args = parser.parse_args(argv)
 
     profile = SMOKE if args.smoke else GPU

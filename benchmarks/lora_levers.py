@@ -96,7 +96,7 @@ def _start_server(args: argparse.Namespace, name: str, kv_args: list[str]) -> tu
             extra_args=kv_args,
         )
         server.wait_ready(GPU.ready_timeout_s)
-        return server, f"http://127.0.0.1:{args.port + 1}"
+        return server, f"http://127.0.0.1:{server.engine_port}"
     ns = argparse.Namespace(
         gpu_memory_utilization=args.gpu_memory_utilization,
         model_dir=args.model_dir,

@@ -24,7 +24,7 @@ for path in (REPO, REPO / "container"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from local_gateway import serve_command  # noqa: E402
+from local_gateway import PortReservation, explain_exit, serve_command  # noqa: E402
 from serving_app.settings import Settings  # noqa: E402
 from serving_app.vllm_args import ENGINE_MODULE, EnginePaths, build_vllm_args  # noqa: E402
 
@@ -60,6 +60,10 @@ class ServerRun:
     spawned: float
     ready_s: float | None = None
     figures: dict[str, Any] = field(default_factory=dict)
+    engine_port: int = 0
+    """vLLM's port: ``port`` itself for ``bare``, the gateway's engine port for ``gateway``."""
+    reservations: list[PortReservation] = field(default_factory=list)
+    """The server's ports, held from before its start to :meth:`stop` (``local_gateway.PortReservation``)."""
 
     @property
     def base_url(self) -> str:
@@ -77,7 +81,10 @@ class ServerRun:
         deadline = self.spawned + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.process.returncode}; see {self.log_path}")
+                lines = self.log_path.read_text(errors="replace").splitlines()
+                raise RuntimeError(
+                    f"{self.name} exited with {self.process.returncode}; see {self.log_path}\n{explain_exit(lines)}"
+                )
             with (
                 contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError),
                 urllib.request.urlopen(self.base_url + route, timeout=2) as response,
@@ -99,6 +106,8 @@ class ServerRun:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+        for reservation in self.reservations:
+            reservation.release()
 
 
 def stop_servers_on_sigterm() -> None:
@@ -140,10 +149,18 @@ def start(
 ) -> ServerRun:
     """Spawn a server; ``settings_env`` is the container environment (as the stack sets it).
 
+    ``port`` (and, for ``gateway``, ``engine_port``) are reserved before the spawn and held until
+    :meth:`ServerRun.stop`; 0 lets the kernel pick one (the CPU smoke runs in the test suite). A
+    fixed port a server already listens on raises :class:`OSError` naming it.
     ``extra_args`` are vLLM flags appended to the container's argv (for options the config does
     not have yet): directly for ``bare``, through ``benchmarks/vllm_with_args.py`` as the
     gateway's engine command for ``gateway``.
     """
+    if kind not in ("bare", "gateway"):
+        raise ValueError(f"kind {kind!r}: bare or gateway")
+    reservations = [PortReservation(port)] + ([PortReservation(engine_port)] if kind == "gateway" else [])
+    port = reservations[0].port
+    engine_port = reservations[-1].port
     environ = {**os.environ, **settings_env, **(extra_env or {})}
     environ["PYTHONPATH"] = os.pathsep.join(
         [str(REPO / "container"), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -153,7 +170,7 @@ def start(
         settings = Settings.from_env(settings_env)
         paths = EnginePaths(model_dir=model_root / "base", adapter_dir=model_root / "adapters", port=port)
         command: Sequence[str] = [sys.executable, "-m", ENGINE_MODULE, *build_vllm_args(settings, paths), *extra_args]
-    elif kind == "gateway":
+    else:
         engine_command = None
         if extra_args:
             environ["BENCH_EXTRA_VLLM_ARGS"] = shlex.join(extra_args)
@@ -166,8 +183,6 @@ def start(
             engine_command=engine_command,
             command=gateway_command,
         )
-    else:
-        raise ValueError(f"kind {kind!r}: bare or gateway")
     if cpus:
         # Every process of the server (API server, engine core, gateway) inherits the set.
         command = ["taskset", "-c", cpus, *command]
@@ -176,7 +191,16 @@ def start(
     process = subprocess.Popen(
         list(command), env=environ, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
     )
-    return ServerRun(name=name, kind=kind, port=port, log_path=log_path, process=process, spawned=time.monotonic())
+    return ServerRun(
+        name=name,
+        kind=kind,
+        port=port,
+        log_path=log_path,
+        process=process,
+        spawned=time.monotonic(),
+        engine_port=engine_port,
+        reservations=reservations,
+    )
 
 
 JIT_LINE = re.compile(r"Triton kernel JIT compilation during inference: (\w+)")

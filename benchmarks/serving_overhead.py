@@ -35,7 +35,7 @@ from typing import Any
 
 import uvloop
 
-from local_gateway import free_port, serve_command
+from local_gateway import explain_exit, reserve_ports, serve_command
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -199,7 +199,8 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="serving-bench-"))
     model = tiny_model(tmp)
-    gateway_port, upstream_port = free_port(), free_port()
+    reservations = reserve_ports(2)  # held while the servers run (local_gateway.PortReservation)
+    gateway_port, upstream_port = (r.port for r in reservations)
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "container")]),
@@ -230,13 +231,15 @@ def main() -> int:
             except OSError:
                 pass
             if time.monotonic() > deadline or proc.poll() is not None:
-                print((tmp / "serve.log").read_text()[-2000:], file=sys.stderr)
+                print(explain_exit((tmp / "serve.log").read_text().splitlines()), file=sys.stderr)
                 return 1
             time.sleep(0.1)
         results = uvloop.run(measure(gateway_port, upstream_port, proc.pid, args))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+        for reservation in reservations:
+            reservation.release()
 
     print(f"cpus={os.cpu_count()} seconds/phase={args.seconds} rounds={args.rounds} "
           f"upstream_delay_ms={args.upstream_delay_ms:g} "

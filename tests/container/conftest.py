@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from local_gateway import collect_lines, free_port, serve_command, wait_for_line
+from local_gateway import collect_lines, explain_exit, reserve_ports, serve_command, wait_for_line
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_VLLM = Path(__file__).with_name("fake_vllm.py")
@@ -105,7 +105,9 @@ class Serve:
     ) -> None:
         self.tmp = tmp
         artifacts = make_artifacts(tmp / "model")
-        self.port, self.engine_port = free_port(), free_port()
+        # Held until stop(): the gateway and the fake engine bind them (local_gateway.PortReservation).
+        self.reservations = reserve_ports(2)
+        self.port, self.engine_port = (r.port for r in self.reservations)
         self.pid_file = tmp / "engine.pid"
         environ = {
             **os.environ,
@@ -151,9 +153,10 @@ class Serve:
             response = self.ping()
             if response is not None and response.status_code == 200:
                 return
-            assert self.proc.poll() is None, f"serve exited: {self.stderr_lines[-5:]}"
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited with {self.proc.returncode}; {explain_exit(self.stderr_lines)}")
             time.sleep(0.05)
-        raise AssertionError(f"not ready in {timeout_s} s: {self.stderr_lines[-5:]}")
+        raise AssertionError(f"not ready in {timeout_s} s; {explain_exit(self.stderr_lines)}")
 
     def engine_state(self) -> dict[str, Any]:
         return httpx.get(self.engine_url + "/_control/state", timeout=2.0).json()
@@ -180,6 +183,8 @@ class Serve:
         if self.pid_file.exists():
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(self.pid_file.read_text()), signal.SIGKILL)
+        for reservation in self.reservations:
+            reservation.release()
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,15 @@ import asyncio
 import contextlib
 import io
 import json
-import socket
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.requests import Request
 
+from local_gateway import PortReservation
 from serving_app.engine.readiness import Phase
 from serving_app.gateway import Gateway
 from serving_app.metrics.emf import EmfWriter
@@ -22,10 +23,11 @@ from serving_app.settings import Settings
 from tests.container.conftest import make_artifacts
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # nothing listens once the socket closes
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port nothing listens on for the whole test: held by a reservation, so no other process can."""
+    with PortReservation() as reservation:
+        yield reservation.port
 
 
 def request(body: dict[str, Any], headers: dict[str, str] | None = None) -> Request:
@@ -49,14 +51,14 @@ def request(body: dict[str, Any], headers: dict[str, str] | None = None) -> Requ
     return Request(scope, receive)
 
 
-def test_unreachable_engine_is_a_503_counted_as_engine_error() -> None:
+def test_unreachable_engine_is_a_503_counted_as_engine_error(closed_port: int) -> None:
     emf_out = io.StringIO()
 
     async def main() -> list[str]:
         settings = Settings.from_env({"LORA_ADAPTERS": "a"})
         gateway = Gateway(
             settings,
-            upstream_url=f"http://127.0.0.1:{closed_port()}",
+            upstream_url=f"http://127.0.0.1:{closed_port}",
             engine=None,
             request_exit=lambda code: None,
             emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, emf_out),
@@ -83,13 +85,13 @@ def test_unreachable_engine_is_a_503_counted_as_engine_error() -> None:
     assert [line["ServerErrors"] for line in lines] == [1, 1, 1]
 
 
-def test_requests_while_the_engine_is_unhealthy_are_refused_without_reaching_it() -> None:
+def test_requests_while_the_engine_is_unhealthy_are_refused_without_reaching_it(closed_port: int) -> None:
     emf_out = io.StringIO()
 
     async def main() -> dict[str, Any]:
         gateway = Gateway(
             Settings.from_env({}),
-            upstream_url=f"http://127.0.0.1:{closed_port()}",
+            upstream_url=f"http://127.0.0.1:{closed_port}",
             engine=None,
             request_exit=lambda code: None,
             emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, emf_out),
@@ -163,13 +165,13 @@ def test_cancel_before_the_first_chunk_aborts_the_upstream_stream() -> None:
     assert [line["StatusCode"] for line in lines] == [503]  # one line: cut before any byte
 
 
-def test_adapter_registration_needs_a_ready_gateway_and_a_reachable_engine(tmp_path: Path) -> None:
+def test_adapter_registration_needs_a_ready_gateway_and_a_reachable_engine(tmp_path: Path, closed_port: int) -> None:
     folder = make_artifacts(tmp_path) / "adapters" / "manga_domain_v3"
 
     async def register(phase: Phase, healthy: bool) -> tuple[int, str, bool]:
         gateway = Gateway(
             Settings.from_env({"LORA_RUNTIME_ADAPTERS": "true", "ADAPTER_SRC_ROOT": str(tmp_path)}),
-            upstream_url=f"http://127.0.0.1:{closed_port()}",
+            upstream_url=f"http://127.0.0.1:{closed_port}",
             engine=None,
             request_exit=lambda code: None,
             emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, io.StringIO()),

@@ -33,20 +33,27 @@ TUNER_OUTPUT = REPO / "benchmarks" / "results" / "h200-2026-11-26-lora-levers"
 
 LOOKUP = """
 import json, sys, torch
-torch.cuda.get_device_name = lambda *args: sys.argv[1]  # the name vLLM keys the files by
-from vllm.lora.ops.triton_ops.utils import get_lora_op_configs
-# A 2,040-token prefill through the down projection (k = 14336) and the gate_up expand, max_loras 3.
-shrink = get_lora_op_configs("shrink", max_loras=4, batch=2040, hidden_size=14336, rank=16, num_slices=1)
-expand = get_lora_op_configs(
-    "expand", max_loras=4, batch=2040, hidden_size=14336, rank=16, num_slices=2, add_inputs=True
-)
-print(json.dumps({"shrink": shrink, "expand": expand}))
+from vllm.lora.ops.triton_ops import utils
+answers = {}
+for gpu_name in sys.argv[1:]:  # one vLLM import for every GPU name (~12 s each on 2 cores)
+    torch.cuda.get_device_name = lambda *args: gpu_name  # the name vLLM keys the files by
+    # Both lookups are lru_caches keyed without the GPU name: forget the previous name's answers.
+    utils.load_lora_op_config.cache_clear()
+    utils.get_lora_op_configs.cache_clear()
+    # A 2,040-token prefill through the down projection (k = 14336) and the gate_up expand, max_loras 3.
+    shrink = utils.get_lora_op_configs("shrink", max_loras=4, batch=2040, hidden_size=14336, rank=16, num_slices=1)
+    expand = utils.get_lora_op_configs(
+        "expand", max_loras=4, batch=2040, hidden_size=14336, rank=16, num_slices=2, add_inputs=True
+    )
+    answers[gpu_name] = {"shrink": shrink, "expand": expand}
+print(json.dumps(answers))
 """
 
 
-def lookup(environ: dict[str, str], gpu_name: str) -> tuple[dict[str, dict[str, object]], str]:
+def lookup(environ: dict[str, str], *gpu_names: str) -> tuple[dict[str, dict[str, dict[str, object]]], str]:
+    """vLLM's configs for each GPU name (name -> {"shrink": ..., "expand": ...}), and its log."""
     done = subprocess.run(
-        [str(VLLM_PYTHON), "-c", LOOKUP, gpu_name],
+        [str(VLLM_PYTHON), "-c", LOOKUP, *gpu_names],
         env=environ,
         capture_output=True,
         text=True,
@@ -66,7 +73,8 @@ def test_the_tuned_folder_is_passed_to_vllm_and_read(tmp_path: Path) -> None:
     environ = engine_environment(settings, dict(os.environ))
     assert environ[TUNED_CONFIG_FOLDER] == str(folder)
 
-    configs, log = lookup(environ, "NVIDIA H200")
+    found, log = lookup(environ, "NVIDIA H200", "NVIDIA A10G")
+    configs = found["NVIDIA H200"]
     table = json.loads((folder / "NVIDIA_H200_SHRINK.json").read_text())
     # The tuner writes one prefill config under batch key 128; vLLM takes the nearest key.
     assert configs["shrink"] == table["4"]["1"]["128"]["14336"]["16"]
@@ -75,8 +83,7 @@ def test_the_tuned_folder_is_passed_to_vllm_and_read(tmp_path: Path) -> None:
     assert f"Using tuned LoRA kernel configs from {folder}/NVIDIA_H200_SHRINK.json" in log
 
     # Another GPU finds no file of its name and keeps vLLM's defaults (logged, not fatal).
-    defaults, log = lookup(environ, "NVIDIA A10G")
-    assert defaults["shrink"] != configs["shrink"]
+    assert found["NVIDIA A10G"]["shrink"] != configs["shrink"]
     assert f"No LoRA kernel configs found in {folder}/NVIDIA_A10G_SHRINK.json" in log
 
 
@@ -109,7 +116,7 @@ def test_a_loaded_compile_cache_passes_its_lora_configs_and_vllm_reads_them(tmp_
     assert (plan.state, plan.lora_configs) == ("loaded", folder)
     assert environ[TUNED_CONFIG_FOLDER] == str(folder)
 
-    configs, log = lookup(environ, "NVIDIA H200")
+    found, log = lookup(environ, "NVIDIA H200")
     table = json.loads((folder / "NVIDIA_H200_SHRINK.json").read_text())
-    assert configs["shrink"] == table["4"]["1"]["128"]["14336"]["16"]
+    assert found["NVIDIA H200"]["shrink"] == table["4"]["1"]["128"]["14336"]["16"]
     assert f"Using tuned LoRA kernel configs from {folder}/NVIDIA_H200_SHRINK.json" in log

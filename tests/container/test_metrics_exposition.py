@@ -6,20 +6,21 @@ import asyncio
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from local_gateway import free_port
+from local_gateway import PortReservation
 from serving_app.metrics.exposition import REQUEST_LATENCY, TIME_TO_FIRST_TOKEN, GatewayCollector, MetricsExposition
 from serving_app.upstream import UpstreamPool
 
 
 def test_an_unreachable_engine_leaves_the_gateway_series_with_engine_up_zero() -> None:
-    async def render() -> str:
-        pool = UpstreamPool("127.0.0.1", free_port())  # nothing listens there
+    async def render(port: int) -> str:
+        pool = UpstreamPool("127.0.0.1", port)
         try:
             return (await MetricsExposition(pool, GatewayCollector(lambda: 3, lambda: 2)).render()).decode()
         finally:
             await pool.aclose()
 
-    text = asyncio.run(render())
+    with PortReservation() as nothing_listens:  # held: no other process can listen there meanwhile
+        text = asyncio.run(render(nothing_listens.port))
     families = list(text_string_to_metric_families(text))
     # (prometheus_client writes each histogram's ``_created`` timestamp as a gauge family of its own)
     gauges = {s.name: s.value for f in families if f.type == "gauge" for s in f.samples if "_created" not in s.name}

@@ -17,10 +17,13 @@ collection is done, and they boot while the rest of the suite (synth, unit tests
   started only when that test is selected. Its tests rank with the shared gateway's (file order), so
   it has exited before the drain test's streams start.
 
-The start-up smoke (``startup_smoke_run``: ``benchmarks/gpu_startup.py`` making a compile cache
-on the real engine, then starting from it; about two minutes of one core) also starts at
-collection, for the same reason: it runs beside the synth and unit tests, which leave a core
-idle once the two gateways are up, instead of adding its minutes at the end of CI.
+The GPU harnesses' CPU smoke runs (:data:`SMOKES`: ``benchmarks/gpu_startup.py`` making a compile
+cache on the real engine, then starting from it; ``gpu_serving.py``'s side-by-side setup;
+``gpu_capacity.py``'s capacity run; one to two minutes of one core each) also start at collection,
+one after another in a thread, for the same reason: they run beside the synth and unit tests, which
+leave a core idle once the two gateways are up, instead of adding their minutes at the end of CI
+(issue 44: the two run in the foreground took 88 and 92 s of a 1,015 s suite). Their tests are the
+first real-engine tests (file order), so every run has finished before the SIGTERM drain test.
 
 Real-engine tests run after every other test. Without the engine environment they skip with
 the reason, unless ``REQUIRE_REAL_ENGINE=1`` (CI), where they fail instead.
@@ -32,10 +35,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import pytest
 
@@ -76,8 +79,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                 item.add_marker(pytest.mark.skip(reason=reason))
         _STATE["missing"] = reason
         return
-    if any("startup_smoke_run" in getattr(i, "fixturenames", ()) for i in real):
-        _start_startup_smoke()
+    smokes = [name for name in SMOKES if any(name in getattr(i, "fixturenames", ()) for i in real)]
+    if smokes:
+        _start_smokes(smokes)
     wanted = [
         key
         for key in ("shared", "disposable", "client")
@@ -92,58 +96,100 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         _STATE[key] = RealGateway(model, RUNTIME_ADAPTER_ENV if key == "disposable" else None)
 
 
-STARTUP_SMOKE_LEVERS = "gateway-make,gateway-made-hit"
-STARTUP_SMOKE_TIMEOUT_S = 900
-_STARTUP_SMOKE: list[tuple[subprocess.Popen[bytes], Path, IO[str]]] = []
-
-
-def _start_startup_smoke() -> None:
-    out = Path(tempfile.mkdtemp(prefix="startup-smoke-"))
-    log = (out / "run.log").open("w")
-    command = [
-        str(VLLM_PYTHON),
-        str(REPO / "benchmarks" / "gpu_startup.py"),
-        "startup",
-        "--smoke",
-        "--levers",
-        STARTUP_SMOKE_LEVERS,
-        "--out-dir",
-        str(out / "results"),
-    ]
-    process = subprocess.Popen(
-        command, env={**os.environ, "PYTHONPATH": str(SHIM)}, stdout=log, stderr=subprocess.STDOUT
-    )
-    _STARTUP_SMOKE.append((process, out, log))
-
-
 @dataclass(frozen=True)
 class SmokeRun:
-    """A finished harness run: its exit status, output folder and log text."""
+    """A finished harness run: its exit status, output folder and log text (stdout and stderr)."""
 
     returncode: int
     out_dir: Path
     log: str
 
 
-@pytest.fixture(scope="session")
-def startup_smoke_run() -> Iterator[SmokeRun]:
-    """The start-up smoke started at collection, waited for (STARTUP_SMOKE_LEVERS)."""
+STARTUP_SMOKE_LEVERS = "gateway-make,gateway-made-hit"
+SMOKES: dict[str, tuple[str, ...]] = {
+    # fixture -> the harness and its arguments (then --out-dir); ports the kernel picks where the harness
+    # takes --port 0 (local_gateway.PortReservation). In this order, one at a time.
+    "startup_smoke_run": ("gpu_startup.py", "startup", "--smoke", "--levers", STARTUP_SMOKE_LEVERS, "--port", "0"),
+    "serving_smoke_run": ("gpu_serving.py", "--smoke", "--setups", "gateway-ab", "--port", "0"),
+    "capacity_smoke_run": ("gpu_capacity.py", "capacity", "--smoke"),
+}
+SMOKE_TIMEOUT_S = 900
+"""Each harness run's liveness bound (about two minutes each on a quiet 2-core machine)."""
+_SMOKE_DONE: dict[str, threading.Event] = {}
+_SMOKE_RESULTS: dict[str, SmokeRun] = {}
+_SMOKE_RUNNING: list[subprocess.Popen[bytes]] = []
+_SMOKE_DIRS: list[Path] = []
+_SMOKE_STOP = threading.Event()
+
+
+def _start_smokes(names: list[str]) -> None:
+    """Run the harnesses ``names`` one after another in a thread (module docstring)."""
+    for name in names:
+        _SMOKE_DONE[name] = threading.Event()
+    threading.Thread(target=_run_smokes, args=(names,), daemon=True).start()
+
+
+def _run_smokes(names: list[str]) -> None:
+    for name in names:
+        out = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+        _SMOKE_DIRS.append(out)
+        script, *args = SMOKES[name]
+        command = [str(VLLM_PYTHON), str(REPO / "benchmarks" / script), *args, "--out-dir", str(out / "results")]
+        with (out / "run.log").open("w") as log:
+            if _SMOKE_STOP.is_set():
+                return
+            process = subprocess.Popen(
+                command, env={**os.environ, "PYTHONPATH": str(SHIM)}, stdout=log, stderr=subprocess.STDOUT
+            )
+            _SMOKE_RUNNING[:] = [process]
+            try:
+                code = process.wait(timeout=SMOKE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                code = process.wait()
+        _SMOKE_RESULTS[name] = SmokeRun(returncode=code, out_dir=out / "results", log=(out / "run.log").read_text())
+        _SMOKE_DONE[name].set()
+
+
+def _smoke(name: str) -> SmokeRun:
     if "missing" in _STATE:
         pytest.fail(f"REQUIRE_REAL_ENGINE is set but {_STATE['missing']}")
-    assert _STARTUP_SMOKE, "the start-up smoke was not started at collection"
-    process, out, log = _STARTUP_SMOKE[0]
-    code = process.wait(timeout=STARTUP_SMOKE_TIMEOUT_S)
-    log.close()
-    yield SmokeRun(returncode=code, out_dir=out / "results", log=(out / "run.log").read_text())
+    done = _SMOKE_DONE.get(name)
+    assert done is not None, f"{name} was not started at collection"
+    bound_s = len(SMOKES) * SMOKE_TIMEOUT_S + 60  # the runs before it, then its own
+    assert done.wait(timeout=bound_s), f"{name}: no result in {bound_s} s"
+    return _SMOKE_RESULTS[name]
+
+
+@pytest.fixture(scope="session")
+def startup_smoke_run() -> SmokeRun:
+    """``benchmarks/gpu_startup.py startup --smoke`` (STARTUP_SMOKE_LEVERS), run from collection on."""
+    return _smoke("startup_smoke_run")
+
+
+@pytest.fixture(scope="session")
+def serving_smoke_run() -> SmokeRun:
+    """``benchmarks/gpu_serving.py --smoke --setups gateway-ab``, run from collection on."""
+    return _smoke("serving_smoke_run")
+
+
+@pytest.fixture(scope="session")
+def capacity_smoke_run() -> SmokeRun:
+    """``benchmarks/gpu_capacity.py capacity --smoke``, run from collection on."""
+    return _smoke("capacity_smoke_run")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    while _STARTUP_SMOKE:
-        process, out, log = _STARTUP_SMOKE.pop()
+    _SMOKE_STOP.set()
+    for process in _SMOKE_RUNNING:  # an aborted session: SIGTERM lets the harness stop its servers
         if process.poll() is None:
-            process.kill()
-            process.wait()
-        log.close()
+            process.terminate()
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    for out in _SMOKE_DIRS:
         shutil.rmtree(out, ignore_errors=True)
     for key in ("shared", "disposable", "client"):
         gateway = _STATE.pop(key, None)

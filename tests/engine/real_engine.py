@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from local_gateway import collect_lines, free_port, serve_command, wait_for_line
+from local_gateway import collect_lines, explain_exit, reserve_ports, serve_command, wait_for_line
 
 REPO = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
@@ -156,7 +156,9 @@ class RealGateway:
 
     def __init__(self, model_root: Path, env: Mapping[str, str] | None = None) -> None:
         self.model_root = model_root
-        self.port, self.engine_port = free_port(), free_port()
+        # Held until stop(): the gateway's uvicorn and vLLM bind them (local_gateway.PortReservation).
+        self.reservations = reserve_ports(2)
+        self.port, self.engine_port = (r.port for r in self.reservations)
         self.url = f"http://127.0.0.1:{self.port}"
         self.engine_url = f"http://127.0.0.1:{self.engine_port}"
         environ = {
@@ -171,7 +173,9 @@ class RealGateway:
         self.spawned = time.monotonic()
         command = serve_command(VLLM_PYTHON, port=self.port, engine_port=self.engine_port, model_root=model_root)
         self.proc = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.stdout_lines, self.stderr_lines = collect_lines(self.proc)
+        self.log_lines: list[str] = []  # both pipes, in order (vLLM logs to stdout, the gateway to stderr)
+        self._readers: list[threading.Thread] = []
+        self.stdout_lines, self.stderr_lines = collect_lines(self.proc, self.log_lines, self._readers)
         self._ready = threading.Event()
         threading.Thread(target=self._watch_ping, daemon=True).start()
 
@@ -191,13 +195,16 @@ class RealGateway:
                 time.sleep(0.1)
 
     def wait_ready(self, timeout_s: float = 420.0) -> None:
-        """Block until ``/ping`` answered 200; raise with the log tail if it exits or times out."""
+        """Block until ``/ping`` answered 200; raise if it exits or times out, with the log's first
+        error block (vLLM's root cause) and its tail (``local_gateway.explain_exit``)."""
         deadline = time.monotonic() + timeout_s
         while not self._ready.wait(0.5):
             if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited with {self.proc.returncode}: {self.stderr_lines[-15:]}")
+                for reader in self._readers:  # the lines written before the pipes closed
+                    reader.join(timeout=10)
+                raise AssertionError(f"serve exited with {self.proc.returncode}; {explain_exit(self.log_lines)}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"not ready in {timeout_s} s: {self.stderr_lines[-15:]}")
+                raise AssertionError(f"not ready in {timeout_s} s; {explain_exit(self.log_lines)}")
 
     def wait_for_log(self, text: str, timeout_s: float = 10.0) -> str:
         """The gateway's stderr, joined, once a line holds ``text`` (``wait_for_line``: the thread
@@ -243,3 +250,5 @@ class RealGateway:
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        for reservation in self.reservations:
+            reservation.release()

@@ -5,40 +5,21 @@ container's compile-cache path (issue 25). Seconds of load, four engine starts i
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.engine.conftest import SmokeRun
-from tests.engine.real_engine import REPO, SHIM, VLLM_PYTHON
 
 pytestmark = pytest.mark.real_engine
 
 
-def test_smoke_run_measures_the_gateway_against_its_own_vllm_side_by_side(tmp_path: Path) -> None:
+def test_smoke_run_measures_the_gateway_against_its_own_vllm_side_by_side(serving_smoke_run: SmokeRun) -> None:
     """``--setups gateway-ab``, the side-by-side setup the relay figures come from: one engine
     start, the load alternating between vLLM's own route and the gateway's ``/invocations``
-    (one engine instead of the default bare-then-gateway pair keeps CI's time down)."""
-    result = subprocess.run(
-        [
-            str(VLLM_PYTHON),
-            str(REPO / "benchmarks" / "gpu_serving.py"),
-            "--smoke",
-            "--setups",
-            "gateway-ab",
-            "--out-dir",
-            str(tmp_path),
-        ],
-        env={**os.environ, "PYTHONPATH": str(SHIM)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    run = json.loads((tmp_path / "gateway-ab.json").read_text())
+    (one engine instead of the default bare-then-gateway pair keeps CI's time down). Run from
+    collection on (tests/engine/conftest.py)."""
+    assert serving_smoke_run.returncode == 0, serving_smoke_run.log[-6000:]
+    run = json.loads((serving_smoke_run.out_dir / "gateway-ab.json").read_text())
     assert run["ready_s"] > 0
     assert run["vllm"]["kv_cache_tokens"] > 0  # parsed from vLLM's own start-up log
     levels = {(lv["target"], lv["concurrency"], lv["stream"]): lv for lv in run["levels"]}
@@ -51,29 +32,14 @@ def test_smoke_run_measures_the_gateway_against_its_own_vllm_side_by_side(tmp_pa
     assert all(levels[(t, c, True)]["ttft_p50_ms"] > 0 for t in ("direct", "gateway") for c in (1, 4))
     # The gateway also reports its own start-up: vLLM healthy, then warmed through every model name.
     assert run["gateway"]["ready_s"] >= run["gateway"]["engine_healthy_s"]
-    assert "gateway-ab:gateway vs gateway-ab:direct: throughput ratio and TTFT p50 difference" in result.stdout
+    assert "gateway-ab:gateway vs gateway-ab:direct: throughput ratio and TTFT p50 difference" in serving_smoke_run.log
 
 
-def test_capacity_smoke_run_measures_both_request_mixes(tmp_path: Path) -> None:
+def test_capacity_smoke_run_measures_both_request_mixes(capacity_smoke_run: SmokeRun) -> None:
     """benchmarks/gpu_capacity.py capacity --smoke: the harness behind the fleet's capacity figure
-    (docs/performance.md) on vLLM's CPU build, so it cannot rot between GPU runs."""
-    result = subprocess.run(
-        [
-            str(VLLM_PYTHON),
-            str(REPO / "benchmarks" / "gpu_capacity.py"),
-            "capacity",
-            "--smoke",
-            "--out-dir",
-            str(tmp_path),
-        ],
-        env={**os.environ, "PYTHONPATH": str(SHIM)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    run = json.loads((tmp_path / "capacity.json").read_text())
+    (docs/performance.md) on vLLM's CPU build, so it cannot rot between GPU runs. Run from collection on."""
+    assert capacity_smoke_run.returncode == 0, capacity_smoke_run.log[-6000:]
+    run = json.loads((capacity_smoke_run.out_dir / "capacity.json").read_text())
     assert run["vllm"]["kv_cache_tokens"] > 0
     for mode in ("fresh", "conversations"):
         assert run[mode], mode

