@@ -110,8 +110,9 @@ def start_engines(
                 kind="bare",
                 settings_env=settings_env,
                 model_root=Path(args.model_dir),
-                port=args.port + 2 * index,
-                engine_port=args.port + 2 * index + 1,
+                # 0: ports the kernel picks, reserved until the engine stops (local_gateway.PortReservation).
+                port=args.port + 2 * index if args.port else 0,
+                engine_port=args.port + 2 * index + 1 if args.port else 0,
                 log_dir=Path(args.out_dir),
                 cpus=cpu_sets[index],
                 extra_args=extra_args,
@@ -344,7 +345,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"sessions: mean pause between a conversation's turns (default {THINK_S:g})",
     )
     parser.add_argument("--client-cpus", type=cpu_set, help="CPU set of this load generator (taskset semantics)")
-    parser.add_argument("--port", type=int_in(1, 65535), default=18180)
+    parser.add_argument(
+        "--port",
+        type=int_in(0, 65535),
+        default=18180,
+        help="engine i's port is PORT + 2i; 0: ports the kernel picks (the test suite's smoke)",
+    )
     args = parser.parse_args(argv)
 
     profile = SMOKE if args.smoke else GPU

@@ -111,7 +111,7 @@ SMOKES: dict[str, tuple[str, ...]] = {
     # takes --port 0 (local_gateway.PortReservation). In this order, one at a time.
     "startup_smoke_run": ("gpu_startup.py", "startup", "--smoke", "--levers", STARTUP_SMOKE_LEVERS, "--port", "0"),
     "serving_smoke_run": ("gpu_serving.py", "--smoke", "--setups", "gateway-ab", "--port", "0"),
-    "capacity_smoke_run": ("gpu_capacity.py", "capacity", "--smoke"),
+    "capacity_smoke_run": ("gpu_capacity.py", "capacity", "--smoke", "--port", "0"),
 }
 SMOKE_TIMEOUT_S = 900
 """Each harness run's liveness bound (about two minutes each on a quiet 2-core machine)."""
