@@ -1,0 +1,17 @@
+"""The capacity job's code (issue 46): ``python -m runtime.measure`` in the serving image.
+
+The Serving stack publishes this folder as one zip (a CDK asset), with the repository modules in
+:data:`SHARED_MODULES` copied in at their package paths; the job puts the zip first on its
+``PYTHONPATH`` (serving_contract/capacity_job.py). Nothing here imports aws-cdk.
+"""
+
+SHARED_MODULES = (
+    "cli_support.conversation_workload",
+    "cli_support.open_loop",
+    "cli_support.open_loop_engine",
+    "cli_support.percentiles",
+    "cli_support.sse",
+    "serving_contract.capacity_job",
+)
+"""Modules of this repository the job imports, each one standard-library-only file except for
+aiohttp (in the serving image's venv: vLLM depends on it) and ``serving_contract`` (in the image)."""
