@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from app_config.base import UNION_TAGS
 from serving_contract.validation import allowed, describe
 
 
@@ -55,7 +56,8 @@ REMOVED_KEYS = {
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(part) for part in loc)
+    """The dotted key of an error's location, less the tags of tagged unions (app_config.base.union_tag)."""
+    return ".".join(str(part) for part in loc if part not in UNION_TAGS)
 
 
 def _describe(error: ErrorDetails, root: type[BaseModel]) -> str:

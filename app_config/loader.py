@@ -123,17 +123,33 @@ def _model(annotation: Any) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def _map_key(parts: list[str], value_model: type[BaseModel] | None) -> int:
-    """How many of ``parts`` form one key of a map whose keys may hold dots (``ml.g6e.xlarge``).
+def _models(annotation: Any) -> list[type[BaseModel]]:
+    """The sections ``annotation`` may hold: one, or each of a union of sections (``MeasuredCurve |
+    MeasuredThroughput``); none for a value."""
+    while typing.get_origin(annotation) is typing.Annotated:  # a tagged union: Annotated[X | Y, Discriminator]
+        annotation = typing.get_args(annotation)[0]
+    members = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    return [model for member in (members or (annotation,)) if (model := _model(_plain(member))) is not None]
+
+
+def _plain(annotation: Any) -> Any:
+    """``X`` of ``Annotated[X, ...]`` (a union member with its tag); anything else as it is."""
+    return typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+
+
+def _map_key(parts: list[str], value_models: Sequence[type[BaseModel]]) -> tuple[int, type[BaseModel] | None]:
+    """How many of ``parts`` form one key of a map whose keys may hold dots (``ml.g6e.xlarge``), and
+    the section the rest walks into.
 
     A map of sections (``capacity.measured.<type>.concurrency``): the key ends before the first
-    part that names a field of the section. A map of values: the key is every remaining part.
+    part that names a field of a section the map may hold, and the rest walks into that section.
+    A map of values: the key is every remaining part.
     """
-    if value_model is not None:
-        for end in range(1, len(parts)):
-            if parts[end] in value_model.model_fields:
-                return end
-    return len(parts)
+    for end in range(1, len(parts)):
+        for model in value_models:
+            if parts[end] in model.model_fields:
+                return end, model
+    return len(parts), None
 
 
 def _list_item(items: list[Any], part: str, path: str) -> int:
@@ -176,12 +192,11 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any, warnings: list[st
                 child = node[part] = {}
             node = child
             rest = parts[index + 1 :]
-            end = _map_key(rest, _model(args[1]))
+            end, model = _map_key(rest, _models(args[1]))
             key = ".".join(rest[:end])
             if end == len(rest):
                 node[key] = value
                 return
-            model = _model(args[1])
             node = node.setdefault(key, {})
             index += 1 + end
             continue

@@ -5,14 +5,12 @@ The projection these settings select is :mod:`planning.throughput_at_slo`.
 """
 
 import datetime as dt
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Discriminator, Field, model_validator
 
-from app_config.base import ConfigModel
-
-RESULT_FORMAT = "mangaassist-capacity/1"
-"""serving_contract.capacity_job.RESULT_FORMAT: the capacity job's result, which this section accepts."""
+from app_config.base import ConfigModel, union_tag
+from serving_contract.capacity_job import RESULT_FORMAT
 
 
 class MeasuredThroughput(ConfigModel):
@@ -61,7 +59,7 @@ class MeasuredCurve(ConfigModel):
     class at each offered rate of an open-loop sweep, what its engines did there, and where it fell
     off the cliff. The planner judges it against the config's SLOs (planning/throughput_at_slo.py)."""
 
-    format: Literal["mangaassist-capacity/1"] = Field(description=f"Result format ({RESULT_FORMAT}).")
+    format: str = Field(description=f"Result format: {RESULT_FORMAT} (serving_contract/capacity_job.py).")
     instance_type: str = Field(min_length=1, max_length=64, description="The instance type the job ran on.")
     date: dt.date = Field(description="The day the job ran (UTC).")
     job: str = Field(min_length=1, max_length=63, description="The SageMaker processing job's name.")
@@ -80,6 +78,8 @@ class MeasuredCurve(ConfigModel):
 
     @model_validator(mode="after")
     def _rates_increase(self) -> "MeasuredCurve":
+        if self.format != RESULT_FORMAT:
+            raise ValueError(f"format = {self.format!r}: this version reads {RESULT_FORMAT!r} (ops capacity measure)")
         rates = [s.requests_per_minute for s in self.steps]
         if rates != sorted(set(rates)):
             raise ValueError(f"steps: requests_per_minute must increase step by step, got {rates}")
@@ -127,6 +127,20 @@ class CapacityJobConfig(ConfigModel):
         return self
 
 
+def _measured_form(value: Any) -> str:
+    """``curve`` for the capacity job's result (it names its ``format``), else ``figure``: one form is
+    validated, so a bad value gets that form's one error, not both forms' lists."""
+    named = value.get("format") if isinstance(value, dict) else getattr(value, "format", None)
+    return "curve" if named is not None else "figure"
+
+
+Measured = Annotated[
+    Annotated[MeasuredCurve, union_tag("curve")] | Annotated[MeasuredThroughput, union_tag("figure")],
+    Discriminator(_measured_form),
+]
+"""One instance type's measurement, in either form (:func:`_measured_form` tells them apart)."""
+
+
 class ThroughputConfig(ConfigModel):
     """Where the per-instance throughput at the TTFT SLO comes from (see planning/throughput_at_slo.py)."""
 
@@ -139,7 +153,7 @@ class ThroughputConfig(ConfigModel):
             "the conversations curve with no client change; docs/planning.md)."
         ),
     )
-    measured: dict[str, MeasuredCurve | MeasuredThroughput] = Field(
+    measured: dict[str, Measured] = Field(
         default={},
         description=(
             "Capacity measured in the account per instance type; overrides the open-loop engine model "

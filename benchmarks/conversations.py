@@ -40,6 +40,9 @@ sends most follow-ups back to it (measured: both routers at the same prefix-cach
 docs/performance.md). A pause of about a request's own latency lets other conversations' turns
 take that slot, as real users' pauses do.
 
+The request shape, the conversations and the router are ``cli_support/conversation_workload.py``'s
+(the capacity job sends the same turns); this module drives them closed loop.
+
 aiohttp: it is in vLLM's environment (the benchmark runs there) and is the gateway's client.
 """
 
@@ -47,7 +50,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import re
 import statistics
 import time
@@ -58,6 +60,14 @@ from typing import Any, Literal
 
 import aiohttp
 
+from cli_support.conversation_workload import (
+    TOKEN_ID_RANGE,
+    Conversation,
+    RequestShape,
+    Route,
+    Workload,
+    completion_body,
+)
 from cli_support.percentiles import percentile
 from cli_support.sse import timed_json_events
 from serving_app.lifecycle.warmup import prefill_sizes
@@ -70,78 +80,6 @@ from serving_contract.request_classes import (
 )
 
 Mode = Literal["fresh", "conversations"]
-Route = Literal["least_outstanding", "affinity"]
-
-TOKEN_ID_RANGE = (16, 1000)
-"""Prompt token ids are drawn from here: inside the synthetic tokenizer's 1,024 tokens and past
-its special tokens (benchmarks/synthetic_model.py), so vLLM accepts and can detokenize them."""
-
-
-@dataclass(frozen=True)
-class RequestShape:
-    """MangaAssist's prompt layout and answer length, tokens (module docstring for sources)."""
-
-    shared_prefix_tokens: int = 600
-    conversation_tokens: int = 1400
-    turn_tokens: int = 40
-    output_tokens: int = 180
-    long_conversation_every: int = 5
-    """Every n-th conversation has 5 turns, the rest 4: 4.2 on average for n = 5 (seed 002)."""
-
-    def turns(self, conversation: int) -> int:
-        """Turns of conversation number ``conversation``."""
-        return 5 if conversation % self.long_conversation_every == self.long_conversation_every - 1 else 4
-
-    @property
-    def mean_turns(self) -> float:
-        """Mean turns per conversation (4.2 with the defaults)."""
-        n = self.long_conversation_every
-        return (4 * (n - 1) + 5) / n
-
-    def prompt_tokens(self, turn: int) -> int:
-        """Prompt length of turn ``turn`` (0-based) when every earlier answer was ``output_tokens`` long."""
-        return (
-            self.shared_prefix_tokens
-            + self.conversation_tokens
-            + turn * (self.turn_tokens + self.output_tokens)
-            + self.turn_tokens
-        )
-
-    @property
-    def mean_prompt_tokens(self) -> float:
-        """Mean prompt over every turn of every conversation (2,396 with the defaults)."""
-        n = self.long_conversation_every
-        turns = [t for c in range(n) for t in range(self.turns(c))]
-        return statistics.fmean(self.prompt_tokens(t) for t in turns)
-
-    def turn_cycle(self) -> list[int]:
-        """Turn indexes of ``long_conversation_every`` conversations in order: the real mix of turns."""
-        return [t for c in range(self.long_conversation_every) for t in range(self.turns(c))]
-
-
-def _tokens(rng: random.Random, count: int) -> list[int]:
-    return [rng.randrange(*TOKEN_ID_RANGE) for _ in range(count)]
-
-
-@dataclass
-class Conversation:
-    """One conversation: its adapter, its context, and the history so far (token ids)."""
-
-    number: int
-    adapter: str
-    turns: int
-    context: list[int]
-    rng: random.Random
-    history: list[int] = field(default_factory=list)
-    turn: int = 0
-    engine: int | None = None
-
-    def next_prompt(self, shape: RequestShape) -> list[int]:
-        """The next turn's prompt: context + history + a new user message (kept in the history)."""
-        message = _tokens(self.rng, shape.turn_tokens)
-        prompt = self.context + self.history + message
-        self.history += message
-        return prompt
 
 
 @dataclass
@@ -161,72 +99,6 @@ class Sample:
     """vLLM's ``usage.prompt_tokens_details.cached_tokens`` (the engines run the container's argv,
     which asks for it): the request class, as the gateway classifies it."""
     error: str | None = None
-
-
-class Workload:
-    """Makes conversations (deterministic per ``seed``) and routes their turns to engines."""
-
-    def __init__(
-        self,
-        shape: RequestShape,
-        adapters: Sequence[str],
-        engines: int,
-        route: Route,
-        seed: int,
-    ) -> None:
-        self.shape = shape
-        self.adapters = list(adapters)
-        self.route = route
-        self.in_flight = [0] * engines
-        self._rng = random.Random(seed)
-        self._shared = _tokens(random.Random(0), shape.shared_prefix_tokens)  # one system prompt for every run
-        self._seed = seed
-        self._next = 0
-        self._turn_cycle = shape.turn_cycle()
-
-    def new_conversation(self) -> Conversation:
-        """The next conversation: adapters round-robin, its own retrieved context."""
-        number = self._next
-        self._next += 1
-        rng = random.Random(f"{self._seed}-{number}")
-        return Conversation(
-            number=number,
-            adapter=self.adapters[number % len(self.adapters)],
-            turns=self.shape.turns(number),
-            context=self._shared + _tokens(rng, self.shape.conversation_tokens),
-            rng=rng,
-        )
-
-    def fresh_request(self) -> tuple[Conversation, list[int]]:
-        """A turn of a conversation no engine has seen: history of the right length, random answers."""
-        conversation = self.new_conversation()
-        turn = self._turn_cycle[conversation.number % len(self._turn_cycle)]
-        conversation.turn = turn
-        conversation.history = _tokens(conversation.rng, turn * (self.shape.turn_tokens + self.shape.output_tokens))
-        return conversation, conversation.next_prompt(self.shape)
-
-    def pick_engine(self, conversation: Conversation) -> int:
-        """Least outstanding requests (random among ties), or the conversation's engine under affinity."""
-        if self.route == "affinity" and conversation.engine is not None:
-            return conversation.engine
-        fewest = min(self.in_flight)
-        engine = self._rng.choice([i for i, n in enumerate(self.in_flight) if n == fewest])
-        conversation.engine = engine
-        return engine
-
-
-def completion_body(adapter: str, prompt: list[int], output_tokens: int) -> dict[str, Any]:
-    """A streaming completion of exactly ``output_tokens`` (``ignore_eos``) that returns token ids."""
-    return {
-        "model": adapter,
-        "prompt": prompt,
-        "max_tokens": output_tokens,
-        "ignore_eos": True,
-        "temperature": 0,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "return_token_ids": True,
-    }
 
 
 async def _send(session: aiohttp.ClientSession, url: str, body: dict[str, Any], sample: Sample) -> list[int]:

@@ -26,8 +26,8 @@ from typing import Any
 
 import aiohttp
 
+from cli_support.conversation_workload import TOKEN_ID_RANGE
 from cli_support.sse import timed_json_events
-from conversations import TOKEN_ID_RANGE
 
 
 @dataclass

@@ -55,16 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine_probes
 from app_config.root import AppConfig
 from cli_support.argtypes import cpu_set, int_in, int_list, non_negative_float, positive_float
-from conversations import (
-    LevelSummary,
-    Mode,
-    RequestShape,
-    Route,
-    format_summary,
-    prefill_warm_up,
-    run_level,
-    warm_up,
-)
+from cli_support.conversation_workload import RequestShape, Route
+from conversations import LevelSummary, Mode, format_summary, prefill_warm_up, run_level, warm_up
 from gpu_report import container_environment
 from gpu_serving import GPU, SMOKE, Profile, gpu_total_mib, prepare_model, use_cpu_engine_shim
 from planning.plan import Planner

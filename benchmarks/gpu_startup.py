@@ -50,7 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from app_config.root import AppConfig
 from cli_support.argtypes import int_in, positive_float
-from conversations import RequestShape, format_summary, run_level
+from cli_support.conversation_workload import RequestShape
+from conversations import format_summary, run_level
 from gpu_report import container_environment
 from gpu_serving import COMPILE_CACHE, GPU, SMOKE, Profile, prepare_model, use_cpu_engine_shim
 from servers_under_test import ServerRun, read_figures, start, stop_servers_on_sigterm

@@ -42,7 +42,8 @@ for path in (HERE, HERE.parent, HERE.parent / "container", HERE.parent / "benchm
 
 from app_config.root import AppConfig  # noqa: E402
 from cli_support.argtypes import cpu_set, int_in, non_negative_float, positive_float  # noqa: E402
-from conversations import LevelSummary, RequestShape, format_summary, prefill_warm_up, run_level, warm_up  # noqa: E402
+from cli_support.conversation_workload import RequestShape  # noqa: E402
+from conversations import LevelSummary, format_summary, prefill_warm_up, run_level, warm_up  # noqa: E402
 from gpu_capacity import at_slo, start_engines  # noqa: E402
 from gpu_report import container_environment  # noqa: E402
 from gpu_serving import GPU  # noqa: E402

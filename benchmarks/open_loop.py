@@ -33,11 +33,9 @@ import asyncio
 import json
 import os
 import random
-import re
 import signal
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -49,19 +47,14 @@ import aiohttp
 
 from app_config.root import AppConfig
 from cli_support.argtypes import cpu_set, int_in, non_negative_float, positive_float, positive_float_list
+from cli_support.conversation_workload import TOKEN_ID_RANGE, RequestShape, completion_body
 from cli_support.open_loop import (
-    OpenLoopRun,
-    TurnRecord,
     format_step,
-    ramp,
-    run_open_loop,
-    summarise_step,
-    verdict,
 )
+from cli_support.open_loop_engine import Sweep, result_json, sweep, wait_idle
 from cli_support.sse import timed_json_events
-from conversations import TOKEN_ID_RANGE, Conversation, RequestShape, Workload, completion_body
 from gpu_serving import GPU, SMOKE, prepare_model, use_cpu_engine_shim
-from serving_contract.request_classes import RequestClass, cached_prompt_tokens
+from serving_contract.request_classes import RequestClass
 
 SLO = AppConfig().slo
 SMOKE_SHAPE = RequestShape(shared_prefix_tokens=32, conversation_tokens=48, turn_tokens=8, output_tokens=8)
@@ -72,131 +65,23 @@ bytes = 128 KiB): ``--kv-cache-tokens`` becomes ``--kv-cache-memory-bytes`` with
 PROBE_SIZES = [64, 512, 1024, 2048, 3072]
 """Uncached prompt tokens of the one-request probes: a follow-up's new turn up to a long history."""
 SMOKE_PROBE_SIZES = [64, 256]
-GAUGES = ("kv_cache_usage", "running", "waiting")
-COUNTERS = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "generation_tokens")
-_METRICS = {
-    "kv_cache_usage": "vllm:kv_cache_usage_perc",
-    "running": "vllm:num_requests_running",
-    "waiting": "vllm:num_requests_waiting",
-    "preemptions": "vllm:num_preemptions_total",
-    "prefix_queries": "vllm:prefix_cache_queries_total",
-    "prefix_hits": "vllm:prefix_cache_hits_total",
-    "prompt_tokens": "vllm:prompt_tokens_total",
-    "generation_tokens": "vllm:generation_tokens_total",
-}
-_LINE = re.compile(r"^([a-zA-Z_:]+)(?:\{[^}]*\})? ([0-9.eE+-]+)$", re.MULTILINE)
-
-
-def engine_figures(text: str) -> dict[str, float]:
-    """The gauges and counters of :data:`_METRICS` from vLLM's Prometheus text, summed over labels
-    (vLLM 0.26 labels each by ``model_name`` and ``engine``; CONVENTIONS.md)."""
-    wanted = {metric: name for name, metric in _METRICS.items()}
-    figures: dict[str, float] = {}
-    for metric, value in _LINE.findall(text):
-        if metric in wanted:
-            figures[wanted[metric]] = figures.get(wanted[metric], 0.0) + float(value)
-    return figures
-
-
-def read_engine_figures(base_url: str) -> dict[str, float]:
-    """:func:`engine_figures` of the engine at ``base_url`` now (blocking)."""
-    with urllib.request.urlopen(base_url + "/metrics", timeout=10) as response:
-        return engine_figures(response.read().decode())
-
-
-async def send_turn(
-    session: aiohttp.ClientSession, url: str, shape: RequestShape, conversation: Conversation, record: TurnRecord
-) -> bool:
-    """Stream the conversation's next turn into ``record``; keep the answer's token ids in its history."""
-    prompt = conversation.next_prompt(shape)
-    started = time.perf_counter()
-    answer: list[int] = []
-    record.latency_s = None
-    try:
-        async with session.post(url, json=completion_body(conversation.adapter, prompt, shape.output_tokens)) as resp:
-            record.status = resp.status
-            if resp.status != 200:
-                record.error = f"{resp.status}: {(await resp.text())[:200]}"
-                record.latency_s = time.perf_counter() - started
-                return False
-            async for arrived, payload in timed_json_events(resp.content.iter_any(), time.perf_counter):
-                for choice in payload.get("choices") or ():
-                    ids = choice.get("token_ids") or []
-                    if ids and record.ttft_s is None:
-                        record.ttft_s = arrived - started
-                    answer += ids
-                if payload.get("usage"):
-                    record.prompt_tokens = payload["usage"]["prompt_tokens"]
-                    record.output_tokens = payload["usage"]["completion_tokens"]
-                    record.cached_tokens = cached_prompt_tokens(payload["usage"])
-    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
-        record.status = 0
-        record.error = f"{exc.__class__.__name__}: {exc}"[:200]
-        record.latency_s = time.perf_counter() - started
-        return False
-    record.latency_s = time.perf_counter() - started
-    conversation.history += answer
-    conversation.turn += 1
-    return True
-
-
-def wait_idle(base_url: str, timeout_s: float = 120.0) -> None:
-    """Until the engine runs and queues nothing (an earlier ramp's requests are gone)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        figures = read_engine_figures(base_url)
-        if figures.get("running", 0) == 0 and figures.get("waiting", 0) == 0:
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"{base_url}: still busy after {timeout_s:g} s")
 
 
 def run_ramp(args: argparse.Namespace, base_url: str, shape: RequestShape, adapters: list[str]) -> dict[str, Any]:
     """One ramp on the engine at ``base_url``; the result (also written to ``--out-dir/<name>.json``)."""
-    steps = ramp(args.rates, settle_s=args.settle_s, measure_s=args.measure_s)
     slo = {"cold": args.cold_ttft_slo_ms, "warm": args.warm_ttft_slo_ms}
-    warm_fraction = SLO.warm_min_cached_fraction
-    workload = Workload(shape, adapters, engines=1, route="affinity", seed=args.seed)
-    url = base_url + "/v1/completions"
-    wait_idle(base_url)
-
-    def should_stop(run: OpenLoopRun, index: int) -> bool:
-        summary = summarise_step(run, index, warm_min_cached_fraction=warm_fraction, gauges=GAUGES, counters=COUNTERS)
-        print(format_step(summary), flush=True)
-        p95 = summary.ttft_p95_ms
-        return bool(
-            (p95 is not None and p95 >= args.stop_factor * max(slo.values()))
-            or (summary.requests and summary.errors / summary.requests > 0.1)
-        )
-
-    async def go() -> OpenLoopRun:
-        timeout = aiohttp.ClientTimeout(total=600)
-        async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0)) as session:
-
-            async def sample() -> dict[str, float]:
-                async with session.get(base_url + "/metrics") as response:
-                    return engine_figures(await response.text())
-
-            return await run_open_loop(
-                steps,
-                think_s=args.think_s,
-                mean_turns=shape.mean_turns,
-                new_conversation=lambda _: workload.new_conversation(),
-                send_turn=lambda conversation, record: send_turn(session, url, shape, conversation, record),
-                seed=args.seed,
-                sample=sample,
-                should_stop=should_stop,
-                drain_s=args.drain_s,
-            )
-
-    started = time.monotonic()
-    run = asyncio.run(go())
-    wall_s = round(time.monotonic() - started, 1)
-    # Summarised again now that every request is back: mid-run, a step's slowest were still out.
-    summaries = [
-        summarise_step(run, index, warm_min_cached_fraction=warm_fraction, gauges=GAUGES, counters=COUNTERS)
-        for index in range(run.steps_run)
-    ]
+    settings = Sweep(
+        rates_per_min=args.rates,
+        settle_s=args.settle_s,
+        measure_s=args.measure_s,
+        think_s=args.think_s,
+        slo_ms=slo,
+        warm_min_cached_fraction=SLO.warm_min_cached_fraction,
+        stop_factor=args.stop_factor,
+        drain_s=args.drain_s,
+        seed=args.seed,
+    )
+    swept = sweep(base_url, shape, adapters, settings, log=lambda line: print(line, flush=True))
     result = {
         "kind": "open_loop",
         "kv_cache_tokens": args.kv_cache_tokens,
@@ -204,17 +89,14 @@ def run_ramp(args: argparse.Namespace, base_url: str, shape: RequestShape, adapt
         "mean_prompt_tokens": shape.mean_prompt_tokens,
         "adapters": adapters,
         "slo_ms": slo,
-        "warm_min_cached_fraction": warm_fraction,
-        "wall_s": wall_s,
-        "summaries": [s.to_json() for s in summaries],
-        "verdict": verdict(summaries, slo).to_json(),
-        **run.to_json(),
+        "warm_min_cached_fraction": settings.warm_min_cached_fraction,
+        **result_json(swept),
     }
     if args.engine_info:
         result["engine"] = json.loads(Path(args.engine_info).read_text())
     out = Path(args.out_dir, f"{args.name}.json")
     out.write_text(json.dumps(result))
-    for summary in summaries:
+    for summary in swept.summaries:
         print(format_step(summary), flush=True)
     print(f"{args.name}: verdict {result['verdict']} -> {out}", flush=True)
     return result

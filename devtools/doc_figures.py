@@ -29,6 +29,7 @@ from app_config.errors import ConfigError
 from app_config.loader import CDK_JSON, cdk_json_context, load_cli_config
 from app_config.root import AppConfig
 from cli_support.open_loop import OpenLoopRun
+from devtools import measure_doc
 from devtools.synth_summary import summarize
 from ops.preflight.account import check_quotas, quota_demands, quota_name
 from planning import cost_plan, engine_fit, fleet_planner, memory_report
@@ -460,6 +461,8 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "default-instance-type": lambda sources: sources.config.serving.primary.instance_type,
     "default-rate": lambda sources: f"{sources.best.requests_per_minute:,.0f}",
     "default-monthly": lambda sources: f"${sources.best.usd_per_month:,.0f}",
+    "capacity-job-cost": lambda sources: measure_doc.cost_block(),
+    "measured-plan-change": lambda sources: measure_doc.plan_change_block(),
 }
 """Block name -> what writes it. A block is inline (a figure in a sentence) when its marker and its
 end share a line; otherwise its body is the lines between them."""

@@ -38,6 +38,7 @@ from ops.endpoint import (
 from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import DEFAULT_PROMPT, HttpTarget, SageMakerTarget, Target
 from ops.load import LoadPlan, Route, run_load
+from ops.measure import MeasureClients, boto3_measure_clients, run_capacity
 from ops.parser import DEFAULT_PROMOTE_STEPS, DEFAULT_WATCH_S, SAGEMAKER_INVOKE_TIMEOUT_S, build_parser
 from ops.preflight import PreflightClients, PreflightOptions, boto3_preflight_clients, run_preflight
 from ops.release import ReleaseRequest, run_release
@@ -102,6 +103,7 @@ class Deps:
     out: Callable[[str], None] = print
     preflight_clients: Callable[[str | None, str | None], PreflightClients] = boto3_preflight_clients
     shadow_clients: Callable[[str | None, str | None], ShadowClients] = boto3_shadow_clients
+    measure_clients: Callable[[str | None, str | None], MeasureClients] = boto3_measure_clients
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
 
 
@@ -149,6 +151,10 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
     if args.command == "preflight":
         checks = PreflightOptions(args.region, args.profile, args.cdk_out, args.download_digests, args.foundation)
         return run_preflight(config, deps.preflight_clients, checks, deps.out)
+    if args.command == "capacity":
+        return run_capacity(
+            args, config, deps.measure_clients, now=deps.now, clock=deps.clock, sleep=deps.sleep, out=deps.out
+        )
     if args.command == "shadow":
         return run_shadow(args, config, deps.shadow_clients(args.region, args.profile), now=deps.now, out=deps.out)
     if args.command == "release":

@@ -342,7 +342,7 @@ def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
 def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_type: str | None) -> str:
     """The ``-c 'capacity.measured=...'`` line for ``best``, or one line saying why there is none.
 
-    The override is checked against :class:`planning.throughput_at_slo.MeasuredThroughput`, the model the
+    The override is checked against :class:`app_config.throughput_config.MeasuredThroughput`, the model the
     config loader parses it with, before it is printed: ``ops load`` never prints a value the
     config refuses (a rate above its bound means the target was no instance, e.g. a local stub).
     """

@@ -17,6 +17,7 @@ from ops.load import (
     MAX_TOTAL_REQUESTS,
     MAX_TURNS,
 )
+from ops.measure import add_capacity_parser
 from ops.preflight import add_preflight_parser
 from ops.release import add_release_parser
 from ops.shadow import add_shadow_parser
@@ -83,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mangaassist-ops",
         description="Operations commands for the MangaAssist SageMaker endpoint. See docs/operations.md.",
         epilog="Exit codes: 0 ok, 1 check failed, 2 usage, 3 endpoint not ready, 4 rolled back, 5 AWS error; "
-        "preflight: 6 config, 7 account, 8 artifacts, 9 conflict. shadow: 0 passes, 1 fails, 3 its alarms.",
+        "preflight: 6 config, 7 account, 8 artifacts, 9 conflict. shadow: 0 passes, 1 fails, 3 its alarms. "
+        "capacity measure: 1 a job failed or was stopped.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -115,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_preflight_parser(commands)
     add_release_parser(commands)
     add_shadow_parser(commands)
+    add_capacity_parser(commands)
     return parser
 
 

@@ -230,9 +230,11 @@ def scheduled_floors(config: AppConfig, plan: Plan, fleet: Fleet) -> list[tuple[
     return rows
 
 
-def _row(fleet: Fleet) -> str:
+def _row(fleet: Fleet, note: str = "") -> str:
+    """One fleet's columns, then ``note`` (the verdict or why it loses) and where its figure comes
+    from: ``measured <date> (<job or ops load>)`` or ``projected from <GPU> to <GPU> (model error X %)``."""
     standing = f"proj {fleet.margin:.0%}" if fleet.label == "projected" else fleet.label
-    return (
+    columns = (
         f"  {fleet.instance_type:<18} {fleet.gpu_name:<15} {fleet.engines:>3} {fleet.routing:<17} "
         f"{fleet.concurrency:>5} {fleet.requests_per_minute:>8,.0f} {standing:>9} {fleet.price_usd_per_hour:>8.3f} "
         + (
@@ -242,6 +244,7 @@ def _row(fleet: Fleet) -> str:
             else f"{'-':>5} {'-':>5} {'-':>10} {'-':>9}"
         )
     )
+    return f"{columns}  {note + '; ' if note else ''}{fleet.source}"
 
 
 HEADER = (
@@ -282,6 +285,11 @@ def format_planner(
             HEADER,
             _row(best),
         ]
+        if best.label != "measured":
+            lines.append(
+                f"  Measure it before you buy: python -m ops capacity measure --instance-type {best.instance_type} "
+                "(docs/planning.md, 'Measure before you buy')"
+            )
         ceiling = config.serving.primary.max_capacity
         if best.count_at_peak > ceiling:
             lines.append(
@@ -290,12 +298,12 @@ def format_planner(
             )
     lines += ["Runners-up and why each loses:", HEADER]
     for fleet in [f for f in fleets if f != best][:runners_up]:
-        lines.append(_row(fleet) + f"  <- {loses_because(fleet, best, cold_p95_ms, warm_p95_ms)}")
+        lines.append(_row(fleet, f"<- {loses_because(fleet, best, cold_p95_ms, warm_p95_ms)}"))
     configured = config.capacity.routing
     lines += [f"Every instance type, routing {configured} (capacity.routing):", HEADER]
     for fleet in plan_fleets(config, plan.planner, cold_p95_ms, warm_p95_ms, routings=(configured,)):
         verdict = "holds" if fleet.holds else "cannot hold"
-        lines.append(_row(fleet) + f"  {verdict}")
+        lines.append(_row(fleet, verdict))
     if best is not None:
         lines += [f"Scheduled floors of scaling.primary for {best.instance_type} (configured -> the week needs):"]
         for when, configured_floor, needed in scheduled_floors(config, plan, best):

@@ -14,7 +14,7 @@ from app_config.serving import VariantConfig
 from app_config.variants import Variant
 from planning.gpu_instances import GIB, engines_per_instance, instance_gpus
 from planning.plan import Plan
-from planning.slo_holds import class_holds
+from planning.slo_holds import class_holds, measure_line
 
 REPORT_FILE = "memory-plan.json"
 
@@ -60,6 +60,8 @@ class VariantMemory:
     """Per request class: holds ``slo.<class>.ttft_p95_ms`` or a WARNING (planning/slo_holds.py)."""
     ttft_slo_label: str = ""
     """``cold <= 500 ms, warm <= 500 ms``: the objectives the capacity is sized at."""
+    measure_line: str | None = None
+    """The command that would measure a figure the engine model projected (planning/slo_holds.py)."""
     comparison_warning: str | None = None
     """The canary on another instance type than the primary: it measures another GPU (issue 40 item 6)."""
 
@@ -146,6 +148,7 @@ def build(config: AppConfig, planned: Plan) -> list[VariantMemory]:
                 if config.serving.hosts_inference_components
                 else engines_per_instance(variant.instance_type, config.engine.tensor_parallel_size),
                 class_slo_lines=tuple(h.line for h in holds if h.variant_name == variant.variant_name),
+                measure_line=measure_line(capacity),
                 comparison_warning=_canary_comparison(config, variant),
             )
         )
@@ -209,9 +212,11 @@ def render(reports: list[VariantMemory]) -> list[str]:
             lines.append(
                 f"    sized at 1 concurrent request per instance ({r.slo_requests_per_minute:,.0f} req/min, TTFT p50 "
                 f"{r.slo_base_ttft_ms:,.0f} ms): it cannot hold TTFT p95 {r.ttft_slo_label} at MangaAssist's "
-                "request shape; make plan ranks the instance types, python -m ops load measures them"
+                "request shape; make plan ranks the instance types, python -m ops capacity measure measures them"
             )
         lines += [f"    {line}" for line in r.class_slo_lines]
+        if r.measure_line:
+            lines.append(f"    {r.measure_line}")
         if r.warning:
             lines.append(f"    WARNING: {r.warning}")
         if r.comparison_warning:

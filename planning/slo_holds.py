@@ -56,10 +56,7 @@ class ClassHold:
         return f"slo.{self.request_class}.ttft_p95_ms"
 
     def _standing(self) -> str:
-        capacity = self.capacity
-        if capacity.label == "projected":
-            return f"projected, margin {capacity.margin:.0%}: {capacity.source}"
-        return f"{capacity.label}: {capacity.source}"
+        return standing(self.capacity)
 
     def _figure(self) -> str:
         capacity = self.capacity
@@ -106,6 +103,31 @@ class ClassHold:
             f"{self.key} = {self.slo_ms:g} ms: variant {self.variant_name} ({self.capacity.instance_type}) holds it "
             f"up to {self._figure()}; {self._standing()}"
         )
+
+
+MEASURE_SECTION = "docs/planning.md, 'Measure before you buy'"
+
+
+def standing(capacity: ThroughputAtSlo) -> str:
+    """Where a figure comes from, in every report's words: ``measured <date> (<job or ops load>)``,
+    ``modelled: ...`` (the GPU the engine model was fitted on) or ``projected, margin X%: projected
+    from <GPU> to <GPU> (model error X%)``."""
+    if capacity.measured:
+        return capacity.source
+    if capacity.label == "projected":
+        return f"projected, margin {capacity.margin:.0%}: {capacity.source}"
+    return f"{capacity.label}: {capacity.source}"
+
+
+def measure_line(capacity: ThroughputAtSlo) -> str | None:
+    """For a figure that rests on the engine model, not a measurement: the one command that would
+    measure it on the instance type itself; None for a measured one."""
+    if capacity.measured:
+        return None
+    return (
+        f"{capacity.instance_type}'s figures are {capacity.label}, not measured: measure them with "
+        f"`python -m ops capacity measure --instance-type {capacity.instance_type}` ({MEASURE_SECTION})"
+    )
 
 
 def _alternative(config: AppConfig, plan: Plan, variant_key: str) -> str | None:

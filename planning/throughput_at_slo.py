@@ -8,8 +8,9 @@ The fleet's size at a demand, the concurrency target of target tracking, the KV-
 the leading-signal policy, the simulation, the dated-event floors, the prefix-aware routing
 threshold and every "holds the SLO" verdict read :func:`throughput_at_slo`. Its source, in order:
 
-1. ``capacity.measured.<instance type>``: what ``python -m ops load`` measured on that instance
-   type in the account: a measurement beats any model, and is labelled ``measured``;
+1. ``capacity.measured.<instance type>``: what the capacity job (``python -m ops capacity measure``)
+   or ``python -m ops load`` measured on that instance type in the account: a measurement beats
+   any model, and is labelled ``measured <date> (<job or ops load>)`` (planning/measured_capacity.py);
 2. the open-loop engine model (``planning/engine_model.py``): the highest arrival rate at which
    one engine holds each class's TTFT p95 with conversations arriving at random and users
    pausing ``traffic.think_s`` between turns, fitted on the H200 runs and projected to the
@@ -38,6 +39,7 @@ from app_config.traffic import TrafficConfig
 from planning.engine_model import CLASSES, Capacity, ConversationShape, EngineParts, Routing, capacity, solve
 from planning.engines import conversation_shape, engine_on
 from planning.gpu_instances import engines_per_instance
+from planning.measured_capacity import from_measurement
 from serving_contract.request_classes import RequestClass
 
 LEAST_OUTSTANDING_INSTANCES = 10
@@ -123,22 +125,8 @@ def throughput_at_slo(
     measured = capacity_config.measured.get(instance_type)
     slo_ms = slo.ttft_p95_ms()
     if measured is not None:
-        judged = [slo_ms[request_class.value]] if request_class else list(slo_ms.values())
-        return ThroughputAtSlo(
-            instance_type=instance_type,
-            requests_per_minute=measured.requests_per_minute,
-            concurrency=measured.concurrency,
-            base_ttft_ms=measured.ttft_p50_ms,
-            holds_slo=measured.ttft_p50_ms <= min(judged),
-            source=f"measured (capacity.measured.{instance_type}, python -m ops load)",
-            measured=True,
-            margin=0.0,
-            ttft_p95_ms=None,
-            cliff_per_minute=math.inf,
-            kv_cache_usage=None,
-            cold_share=None,
-            lightest_ttft_p95_ms=None,
-        )
+        judged = (request_class.value,) if request_class else tuple(slo_ms)
+        return from_measurement(instance_type, measured, slo_ms, max_error_rate=slo.max_error_rate, judged=judged)
     return _modelled(
         instance_type,
         tuple(sorted(slo_ms.items())),

@@ -6,6 +6,7 @@ import pytest
 
 from app_config import AppConfig, load_config
 from app_config.scaling import PROD_WARM_FLOOR
+from app_config.throughput_config import MeasuredThroughput
 from tests.synth_helpers import cdk_json_context
 
 
@@ -131,6 +132,7 @@ def test_a_map_of_sections_takes_one_field_at_a_time() -> None:
     fields = {"concurrency": "12", "requests_per_minute": "240", "ttft_p50_ms": "310.5"}
     config = _load(**{f"capacity.measured.ml.g5.xlarge.{key}": value for key, value in fields.items()})
     measured = config.capacity.measured["ml.g5.xlarge"]
+    assert isinstance(measured, MeasuredThroughput)
     assert (measured.concurrency, measured.requests_per_minute, measured.ttft_p50_ms) == (12, 240, 310.5)
 
 

@@ -18,7 +18,8 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 import gpu_capacity
-from conversations import RequestShape, Route, Workload, drive, summarise
+from cli_support.conversation_workload import RequestShape, Route, Workload
+from conversations import drive, summarise
 
 SHAPE = RequestShape(shared_prefix_tokens=8, conversation_tokens=8, turn_tokens=4, output_tokens=4)
 ENGINES = 3

@@ -1,7 +1,11 @@
 """The planner: the cheapest fleet that holds both TTFT classes at the configured week."""
 
+import re
+
 import pytest
 
+from app_config import AppConfig
+from devtools import measure_doc
 from planning import cost_plan, fleet_planner
 from planning.gpu_instances import INSTANCE_GPUS
 from planning.plan import Planner, load_plan
@@ -67,7 +71,7 @@ def test_make_plan_prints_a_price_and_a_verdict_for_every_instance_type(capsys: 
     verdicts = out[out.index(f"Every instance type, routing {routing} (capacity.routing)") :]
     for instance_type in INSTANCE_GPUS:
         (line,) = [row for row in verdicts.splitlines() if row.startswith(f"  {instance_type} ")]
-        assert line.endswith(("holds", "cannot hold")), line
+        assert "  holds; " in line or "  cannot hold; " in line, line
     assert "Recommendation: " in out and "Runners-up and why each loses:" in out
     for cold in ("500", "800", "1,200"):
         assert f"cold p95 {cold:>6} ms: " in out
@@ -114,3 +118,39 @@ def test_a_fleet_above_the_hard_max_says_so() -> None:
     assert "is above serving.primary.max_capacity" in text and ": raise it" in text
     config, plan = load_plan([])
     assert "NOTE" not in fleet_planner.format_planner(config, plan, 500, 500)
+
+
+def test_every_row_of_make_plan_says_where_its_figure_comes_from(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cost_plan.main([]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("  ml.")]
+    assert rows
+    source = re.compile(
+        r"(; |\d  )(projected from the H200 runs to .+ \(model error \d+%.*\)|model fitted on this GPU's open-loop runs .+)$"
+    )
+    for row in rows:
+        assert source.search(row), row
+    assert "  Measure it before you buy: python -m ops capacity measure --instance-type " in out
+
+
+def test_a_measured_curve_changes_the_recommendation_and_its_row_says_measured() -> None:
+    before = fleet_planner.recommend(*_config_and_planner([]))
+    after = fleet_planner.recommend(*_config_and_planner([measure_doc.planted_override()]))
+    assert before is not None and after is not None
+    # The model projects the L4 cannot hold the 500 ms cold SLO; the planted curve says it holds 300 req/min.
+    assert (before.instance_type, after.instance_type) == (
+        load_plan([])[0].serving.primary.instance_type,
+        "ml.g6.xlarge",
+    )
+    assert after.usd_per_month < before.usd_per_month
+    assert (after.label, after.requests_per_minute) == ("measured", 300)
+    config, plan = load_plan([measure_doc.planted_override()])
+    text = fleet_planner.format_planner(config, plan, 500, 500)
+    row = next(line for line in text.splitlines() if line.startswith("  ml.g6.xlarge "))
+    assert row.endswith("measured 2026-11-27 (planted-example-not-a-measurement)"), row
+    assert "Measure it before you buy" not in text  # the recommendation rests on a measurement
+
+
+def _config_and_planner(overrides: list[str]) -> tuple[AppConfig, Planner]:
+    config, plan = load_plan(overrides)
+    return config, plan.planner

@@ -2,6 +2,7 @@
 to what arrival rate, measured or projected, with what margin (issues 33, 45)? The lines, the
 figures they read, and the flag that makes an unholdable class stop synth."""
 
+import json
 import math
 
 import pytest
@@ -12,6 +13,7 @@ from planning.fleet_planner import recommend
 from planning.plan import Planner, make_plan
 from planning.slo_holds import class_holds
 from serving_contract.request_classes import RequestClass
+from devtools.measure_doc import PLANTED
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 G5_TYPES = {key: value for key, value in SEEDS_G5.items() if key.startswith("serving.")}
@@ -80,8 +82,41 @@ def test_a_measured_instance_type_says_measured_and_carries_no_margin() -> None:
     assert warm.capacity == cold.capacity  # one measured figure, whatever the class
     assert cold.line == (
         "slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) holds it up to 120 req/min per instance, "
-        "TTFT p50 300 ms; measured: measured (capacity.measured.ml.g5.xlarge, python -m ops load)"
+        "TTFT p50 300 ms; measured (ops load)"
     )
+
+
+def test_a_measured_curve_is_judged_per_class_and_labelled_with_its_date_and_job() -> None:
+    curve = json.loads(PLANTED.read_text())  # ml.g6.xlarge: cold p95 470 ms at 300 req/min, 1,900 at 360
+    config, plan = _planned(**_on_g6(curve))
+    cold, warm = class_holds(config, plan)
+    assert (cold.capacity.requests_per_minute, warm.capacity.requests_per_minute) == (300, 300)
+    assert cold.capacity.cliff_per_minute == 360 and cold.capacity.margin == 0
+    assert cold.line.endswith("; measured 2026-11-27 (planted-example-not-a-measurement)")
+    report = memory_report.render(memory_report.build(config, plan))
+    assert not any("not measured" in line for line in report)  # nothing left to measure
+    # A stricter cold SLO re-judges the same measurement: 410 ms at 240 req/min, 470 at 300.
+    stricter, _ = class_holds(*_planned(**_on_g6(curve), **{"slo.cold.ttft_p95_ms": "450"}))
+    assert stricter.capacity.requests_per_minute == 240
+
+
+def _on_g6(curve: dict[str, object]) -> dict[str, str]:
+    """The primary alone on ml.g6.xlarge, measured with ``curve``."""
+    return {
+        "serving.primary.instance_type": "ml.g6.xlarge",
+        "serving.canary.enabled": "false",
+        "capacity.measured": json.dumps({"ml.g6.xlarge": curve}),
+    }
+
+
+def test_a_projected_variant_names_the_command_that_would_measure_it() -> None:
+    config, plan = _planned()
+    report = memory_report.render(memory_report.build(config, plan))
+    instance_type = config.serving.primary.instance_type
+    assert (
+        f"    {instance_type}'s figures are projected, not measured: measure them with "
+        f"`python -m ops capacity measure --instance-type {instance_type}` (docs/planning.md, 'Measure before you buy')"
+    ) in report
 
 
 def test_the_gpu_the_runs_were_made_on_is_labelled_as_fitted_there_without_a_margin() -> None:
