@@ -8,12 +8,12 @@ import math
 import pytest
 
 from app_config import AppConfig, ConfigError, load_config
+from devtools.measure_doc import PLANTED
 from planning import memory_report
 from planning.fleet_planner import recommend
 from planning.plan import Planner, make_plan
 from planning.slo_holds import class_holds
 from serving_contract.request_classes import RequestClass
-from devtools.measure_doc import PLANTED
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 
 G5_TYPES = {key: value for key, value in SEEDS_G5.items() if key.startswith("serving.")}
