@@ -82,9 +82,10 @@ def resolve(config: "AppConfig", planner: "Planner") -> ResolvedPlan:
 
 def _resolved_shadow(config: "AppConfig", planner: "Planner") -> ShadowScalingConfig:
     """``scaling.shadow`` with its concurrency target derived when unset: the shadow's instance type's
-    concurrency at the TTFT SLOs, as the production variants'."""
+    concurrency at the TTFT SLOs, as the production variants'. A shadow that is off gets none: its
+    instance type need not fit the engine (``engine.tensor_parallel_size`` is checked when it is on)."""
     shadow = config.scaling.shadow
-    if shadow.target_tracking.concurrent_requests_target is not None:
+    if not config.serving.shadow.enabled or shadow.target_tracking.concurrent_requests_target is not None:
         return shadow
     concurrency = float(planner.throughput(config.serving.shadow.instance_type).concurrency)
     tracking = shadow.target_tracking.model_copy(update={"concurrent_requests_target": concurrency})

@@ -206,7 +206,7 @@ def test_adapter_registration_needs_a_ready_gateway_and_a_reachable_engine(tmp_p
     )
 
 
-def test_oversized_bodies_are_refused_before_any_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_oversized_bodies_are_refused_before_any_parse(monkeypatch: pytest.MonkeyPatch, closed_port: int) -> None:
     """Issue 49, finding 4: a 6 MB body of tiny messages held the event loop ~1.1 s in json.loads and
     the request model. Over the byte bound nothing is parsed; over the message bound (a body the
     byte bound lets through, here with REQUEST_MAX_BODY_BYTES_PER_TOKEN raised) the messages are
@@ -230,7 +230,7 @@ def test_oversized_bodies_are_refused_before_any_parse(monkeypatch: pytest.Monke
     async def answer(body: dict[str, Any], environ: dict[str, str]) -> tuple[int, str]:
         gateway = Gateway(
             Settings.from_env(environ),
-            upstream_url=f"http://127.0.0.1:{closed_port()}",
+            upstream_url=f"http://127.0.0.1:{closed_port}",
             engine=None,
             request_exit=lambda code: None,
             emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, io.StringIO()),

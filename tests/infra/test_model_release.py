@@ -162,7 +162,7 @@ def test_evaluate_scores_the_load_tests_answers_against_the_configured_gates(def
 
 
 def test_every_step_but_the_judges_runs_without_network(default_synth: Synth) -> None:
-    """Issue 49, finding 6: no step set NetworkConfig. Quantize, Validate and LoadTest read only their inputs
+    """Issue 49, finding 6: no step set NetworkConfig. Quantize, Validate and the load tests read only their inputs
     (SageMaker moves those): isolated. Evaluate calls the Bedrock judge: the one step with network."""
     for kind in ("base_model", "adapter"):
         steps = _steps(_definition(default_synth, kind))
@@ -170,7 +170,8 @@ def test_every_step_but_the_judges_runs_without_network(default_synth: Synth) ->
         isolated = {
             name for name, args in processing.items() if args.get("NetworkConfig", {}).get("EnableNetworkIsolation")
         }
-        expected = {"Validate", "LoadTest"} | ({"Quantize"} if kind == "base_model" else set())
+        # A base release also load-tests its BF16 baseline for the answers the gates compare (issue 47).
+        expected = {"Validate", "LoadTest"} | ({"Quantize", "BaselineLoadTest"} if kind == "base_model" else set())
         assert isolated == expected and set(processing) - isolated == {"Evaluate"}
     quantize = _steps(_definition(default_synth, "base_model"))["Quantize"]["Arguments"]
     assert quantize["Environment"]["HF_HUB_OFFLINE"] == "1"  # nothing to fetch: the checkpoint is an input

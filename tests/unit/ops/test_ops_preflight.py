@@ -168,7 +168,7 @@ def test_quota_demand_counts_blue_green_in_variants_mode_and_max_instances_with_
         "serving.canary.enabled": "false",
         "serving.shadow.instance_type": "ml.g5.xlarge",
     }
-    shadow = quota_demands(config(**on))
+    shadow = quota_demands(config(**SEEDS_COUNTS, **on))
     assert [(d.instance_type, d.usage, d.reach, d.needed, d.keys) for d in shadow] == [
         ("ml.g5.xlarge", "endpoint", 22, 44, "serving.primary.max_capacity 20 + serving.shadow.max_capacity 2"),
         ("ml.g5.xlarge", "processing job", 2, 2, "serving.primary.instance_type + serving.shadow.instance_type"),
