@@ -46,12 +46,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import aiohttp
 
 from app_config.root import AppConfig
+from cdk_constructs.capacity_job.runtime.sweep import Sweep, result_json, sweep, wait_idle
 from cli_support.argtypes import cpu_set, int_in, non_negative_float, positive_float, positive_float_list
 from cli_support.conversation_workload import TOKEN_ID_RANGE, RequestShape, completion_body
 from cli_support.open_loop import (
     format_step,
 )
-from cli_support.open_loop_engine import Sweep, result_json, sweep, wait_idle
 from cli_support.sse import timed_json_events
 from gpu_serving import GPU, SMOKE, prepare_model, use_cpu_engine_shim
 from serving_contract.request_classes import RequestClass

@@ -2,7 +2,7 @@
 router that sends its turns to engines. Standard library only.
 
 Shared by the closed-loop benchmarks (``benchmarks/conversations.py``, whose docstring gives the
-shape's sources), the open-loop sweep (``cli_support/open_loop_engine.py``) and the capacity job
+shape's sources), the open-loop sweep (``cdk_constructs/capacity_job/runtime/sweep.py``) and the capacity job
 that runs that sweep in the serving image (``cdk_constructs/capacity_job/runtime``).
 
 Every prompt is the shared system prompt (``shared_prefix_tokens``), the conversation's retrieved

@@ -8,10 +8,9 @@ The Serving stack publishes this folder as one zip (a CDK asset), with the repos
 SHARED_MODULES = (
     "cli_support.conversation_workload",
     "cli_support.open_loop",
-    "cli_support.open_loop_engine",
     "cli_support.percentiles",
     "cli_support.sse",
     "serving_contract.capacity_job",
 )
-"""Modules of this repository the job imports, each one standard-library-only file except for
-aiohttp (in the serving image's venv: vLLM depends on it) and ``serving_contract`` (in the image)."""
+"""Modules of this repository the job imports, each one standard-library-only file (``sweep.py``, in
+this folder, needs aiohttp: the serving image's venv has it, vLLM depends on it)."""

@@ -12,7 +12,7 @@ layout)::
    the model's container environment from ``--environment-file``: the engine argv and the memory
    plan the variant would run with, on the instance type the job runs on. ``/ping`` answers 200
    once the engine is up and every adapter is warm, as on an endpoint.
-2. The open-loop sweep of ``cli_support/open_loop_engine.py`` (the code behind the H200 runs the
+2. The open-loop sweep of ``sweep.py`` (the code behind the H200 runs the
    engine model was fitted on) drives the engine inside it: conversations arrive at random at each
    offered rate of ``--sweep-file``, users pause between turns; TTFT per request class per rate,
    and vLLM's running requests and KV-cache usage.
@@ -43,8 +43,9 @@ from typing import Any
 
 from cli_support.conversation_workload import RequestShape
 from cli_support.open_loop import StepSummary
-from cli_support.open_loop_engine import Sweep, SweepResult, result_json, sweep
 from serving_contract import capacity_job
+
+from .sweep import Sweep, SweepResult, result_json, sweep
 
 SERVER_PORT = 8080
 """The gateway's port (the container contract)."""

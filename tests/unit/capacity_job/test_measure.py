@@ -19,8 +19,8 @@ import pytest
 
 from app_config.throughput_config import MeasuredCurve
 from cdk_constructs.capacity_job.runtime import measure
+from cdk_constructs.capacity_job.runtime.sweep import SweepResult
 from cli_support.open_loop import ClassFigures, OpenLoopRun, StepSummary, Verdict
-from cli_support.open_loop_engine import SweepResult
 from local_gateway import reserve_ports
 
 SWEEP = {

@@ -1,8 +1,9 @@
 """The open-loop sweep against one vLLM engine: transport, engine gauges, and the ramp itself.
 
 Shared by ``benchmarks/open_loop.py`` (GPU sessions, the runs the engine model was fitted on) and
-the capacity job (``cdk_constructs/capacity_job/runtime/measure.py``, in the serving image), so a
-measured curve and the model's runs come from the same code. The schedule (Poisson arrivals of
+the capacity job (``measure.py`` beside it, in the serving image), so a measured curve and the
+model's runs come from the same code. It lives in the job's code asset (this folder) because it
+needs aiohttp, which ``cli_support`` (standard library only) may not import. The schedule (Poisson arrivals of
 conversations, exponential pauses between turns) is ``cli_support/open_loop.py``; the
 conversations are ``cli_support/conversation_workload.py``'s. Turns go to vLLM's
 ``/v1/completions`` as token ids (the history carried exactly, as a chat client's would); vLLM's
