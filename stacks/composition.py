@@ -161,9 +161,7 @@ def build_app(app: cdk.App, config: AppConfig, plan: Plan) -> AppStacks:
         plan=plan,
         images=images,
         adapter_artifacts=adapter_artifacts,
-        artifacts_bucket=(
-            artifacts_bucket if config.serving.compile_cache.enabled or config.serving.shadow.enabled else None
-        ),
+        artifacts_bucket=artifacts_bucket,  # the compile cache's, the shadow's, the capacity jobs'
         env=env,
         description=f"{config.project_name} ({config.stage}): SageMaker endpoint {config.endpoint_name}",
     )
@@ -225,7 +223,8 @@ def _artifacts_bucket(
 
     Needed by the release pipelines (``release.enabled``), the image build (``image.source = build``), by adapter
     components (``serving.mode = inference_components``), by the compile cache (``serving.compile_cache``) and
-    by the shadow phase's data capture (``serving.shadow``). ``image.build.artifacts_bucket_name`` names an
+    by the shadow phase's data capture (``serving.shadow``); the capacity jobs use it where there is one, but
+    do not make one needed. ``image.build.artifacts_bucket_name`` names an
     existing bucket, imported by name (``importer`` only scopes the import: the name is a literal, so no stack
     exports it); otherwise the ModelArtifacts stack creates one, deployed before the stacks that
     read it (docs/deploy.md).

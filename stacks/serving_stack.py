@@ -11,6 +11,7 @@ from app_config import AppConfig
 from app_config.pins import component_pin_problem, pin_package_group, pins_in_effect
 from app_config.topology import serving_topology
 from cdk_constructs.approval.approved_pins import ApprovedPins, PinToApprove
+from cdk_constructs.capacity_job.capacity_job import CapacityJob
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
 from cdk_constructs.common.log_retention import log_removal_policy, retention_days
 from cdk_constructs.compile_cache.compile_cache import CompileCacheMaker
@@ -24,7 +25,7 @@ from cdk_constructs.endpoint.serving_model import EndpointHosting, endpoint_log_
 from cdk_constructs.endpoint.variants_serving import ShadowPlan, VariantsServing
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from planning.plan import Plan
-from serving_contract import outputs
+from serving_contract import capacity_job, outputs
 from serving_contract.data_capture import endpoint_prefix
 
 
@@ -43,6 +44,8 @@ class ServingStack(cdk.Stack):
         topology: what monitoring and scaling name in this mode.
         guardrail_alarms: the alarms deployments roll back on (``serving_contract.alarms``).
         data_capture: the shadow phase's data capture (``serving.shadow.enabled``), or None.
+        capacity_job: what ``ops capacity measure`` starts its jobs with, or None without the model-artifacts
+            bucket (where the jobs read and write).
         approved_pins: the deploy's approval check (``release.deploy_approval``), or None when waived or when
             no pin is in effect.
     """
@@ -67,7 +70,8 @@ class ServingStack(cdk.Stack):
             images: the image of each variant.
             adapter_artifacts: where the adapter components' archives are (inference_components mode).
             artifacts_bucket: the model-artifacts bucket, where each model's compile cache is made
-                (``serving.compile_cache.enabled``) and the shadow phase captures (``serving.shadow.enabled``).
+                (``serving.compile_cache.enabled``), the shadow phase captures (``serving.shadow.enabled``) and
+                the capacity jobs read and write; None when the app has none.
 
         Raises:
             ValueError: inference_components mode without ``adapter_artifacts``, or the compile cache or the
@@ -106,6 +110,8 @@ class ServingStack(cdk.Stack):
                 log_removal_policy=log_removal_policy(config.observability.retain_logs_on_delete),
                 job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
             )
+        # After the compile cache, whose construct makes /aws/sagemaker/ProcessingJobs first (one per stack).
+        self.capacity_job = self._capacity_job(config, images, artifacts_bucket)
         hosting = _hosting(config, plan, compile_cache)  # both modes and the log group take the same settings
         # Here, not in the mode's construct: one construct whichever mode is deployed.
         self.endpoint_log_group = endpoint_log_group(self, "EndpointLogGroup", config.endpoint_name, hosting)
@@ -154,8 +160,26 @@ class ServingStack(cdk.Stack):
         self.endpoint.rollout_target.node.add_dependency(self.guardrail_alarms)
         self.approved_pins = self._approval_check(config, hosting)
         execution_role.write_to(self.endpoint.log_groups)
-        self._outputs(config, execution_role.role)
+        self._outputs(config, execution_role.role, artifacts_bucket.bucket_name if artifacts_bucket else "")
         finish_log_retention_provider(self)
+
+    def _capacity_job(
+        self, config: AppConfig, images: VariantImages, artifacts_bucket: s3.IBucket | None
+    ) -> CapacityJob | None:
+        """What ``ops capacity measure`` starts its jobs with, in both modes alike (the job runs the primary's
+        image, the base model and every adapter in it); None without the bucket the jobs read and write."""
+        if artifacts_bucket is None:
+            return None
+        return CapacityJob(
+            self,
+            "CapacityJob",
+            bucket=artifacts_bucket,
+            repositories=list(images.repositories),
+            image_uri=images.primary,
+            endpoint_name=config.endpoint_name,
+            max_runtime_s=config.capacity.job.max_runtime_s,
+            job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
+        )
 
     def _serving_mode(  # noqa: PLR0917 (private; its call site names every part)
         self,
@@ -247,7 +271,7 @@ class ServingStack(cdk.Stack):
             resource.node.add_dependency(check.resource)
         return check
 
-    def _outputs(self, config: AppConfig, role: iam.Role) -> None:
+    def _outputs(self, config: AppConfig, role: iam.Role, bucket_name: str) -> None:
         cdk.CfnOutput(self, outputs.ENDPOINT_NAME, value=config.endpoint_name)
         cdk.CfnOutput(self, outputs.SERVING_MODE, value=config.serving.mode)
         cdk.CfnOutput(self, outputs.PRIMARY_VARIANT_NAME, value=config.serving.primary.variant_name)
@@ -257,6 +281,19 @@ class ServingStack(cdk.Stack):
             cdk.CfnOutput(self, outputs.DATA_CAPTURE_PREFIX, value=endpoint_prefix(config.endpoint_name))
         cdk.CfnOutput(self, outputs.EXECUTION_ROLE_ARN, value=role.role_arn)
         cdk.CfnOutput(self, outputs.LOG_GROUP_NAME, value=self.endpoint_log_group.log_group.log_group_name)
+        if self.capacity_job is not None:
+            self._capacity_job_outputs(self.capacity_job, bucket_name)
+
+    def _capacity_job_outputs(self, job: CapacityJob, bucket_name: str) -> None:
+        """What ``ops capacity measure`` reads (serving_contract/capacity_job.py). The image and the bucket only
+        when known at synth: another stack's value would be an export re-exported (cfn-lint W6001)."""
+        cdk.CfnOutput(self, capacity_job.OUTPUT_ROLE_ARN, value=job.role.role_arn)
+        cdk.CfnOutput(self, capacity_job.OUTPUT_CODE_URI, value=job.code_uri)
+        cdk.CfnOutput(self, capacity_job.OUTPUT_KMS_KEY_ARN, value=job.key.key_arn)
+        cdk.CfnOutput(self, capacity_job.OUTPUT_OPERATOR_POLICY_ARN, value=job.operator_policy.managed_policy_arn)
+        for key, value in ((capacity_job.OUTPUT_IMAGE_URI, job.image_uri), (capacity_job.OUTPUT_BUCKET, bucket_name)):
+            if not cdk.Token.is_unresolved(value):
+                cdk.CfnOutput(self, key, value=value)
 
 
 def _hosting(config: AppConfig, plan: Plan, compile_cache: CompileCacheMaker | None = None) -> EndpointHosting:

@@ -134,12 +134,19 @@ def _key_handlers(
 
 def processing_job_logs(scope: Construct, construct_id: str, *, retention: logs.RetentionDays) -> FixedNameLogGroup:
     """``/aws/sagemaker/ProcessingJobs``: SageMaker writes every processing job of the account and region there
-    (the compile cache's jobs, the release steps), and nothing set its retention, so it kept logs forever.
+    (the compile cache's jobs, the capacity jobs, the release steps), and nothing set its retention, so it kept
+    logs forever.
+
+    One per stack: the first caller makes it under ``scope`` as ``construct_id``; a later caller in the same
+    stack gets that one (two ``Custom::LogRetention`` resources would fight over one group's retention).
 
     Shared with every other app of the region: always retained (deleting a stack must not delete other
     apps' logs) and left on CloudWatch's default key (a stack's key, deleted with it, would make other
     apps' logs unreadable). ``retention`` is ``observability.processing_job_log_retention_days``.
     """
+    for node in cdk.Stack.of(scope).node.find_all():
+        if isinstance(node, FixedNameLogGroup) and node.log_group.log_group_name == PROCESSING_JOBS_LOG_GROUP:
+            return node
     return FixedNameLogGroup(
         scope,
         construct_id,
@@ -147,6 +154,33 @@ def processing_job_logs(scope: Construct, construct_id: str, *, retention: logs.
         retention=retention,
         removal_policy=cdk.RemovalPolicy.RETAIN,
         encrypted=False,
+    )
+
+
+def grant_processing_job_logs(role: iam.IRole, *, sid: str = "ProcessingJobLogs") -> None:
+    """What SageMaker needs, as the job's ``role``, to write a processing job's logs: its stream in
+    /aws/sagemaker/ProcessingJobs (created if missing), and the ``AwsSolutions-IAM5`` finding acknowledged.
+
+    Grants only: the group itself is :func:`processing_job_logs`'s.
+    """
+    job_logs = cdk.Stack.of(role).format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name=f"{PROCESSING_JOBS_LOG_GROUP}:*",
+        arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+    )
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid=sid,
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            resources=[job_logs],
+        )
+    )
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(role, PROCESSING_JOBS_LOG_GROUP)}]",
+        "SageMaker writes a processing job's output to /aws/sagemaker/ProcessingJobs, one stream per job named "
+        "at run time (SageMaker developer guide, 'Log Amazon SageMaker Events with Amazon CloudWatch').",
     )
 
 

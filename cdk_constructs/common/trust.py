@@ -37,12 +37,15 @@ def limit_trust_to_account(role: iam.IRole) -> None:
     )
 
 
+def pass_role_statement(role: iam.IRole, service: str) -> iam.PolicyStatement:
+    """``iam:PassRole`` on ``role``, only to ``service`` (``iam:PassedToService``): for a managed policy."""
+    return iam.PolicyStatement(
+        actions=["iam:PassRole"],
+        resources=[role.role_arn],
+        conditions={"StringEquals": {"iam:PassedToService": service}},
+    )
+
+
 def grant_pass_role_to(role: iam.IRole, grantee: iam.IGrantable, service: str) -> None:
     """``iam:PassRole`` on ``role`` for ``grantee``, only to ``service`` (``iam:PassedToService``)."""
-    grantee.grant_principal.add_to_principal_policy(
-        iam.PolicyStatement(
-            actions=["iam:PassRole"],
-            resources=[role.role_arn],
-            conditions={"StringEquals": {"iam:PassedToService": service}},
-        )
-    )
+    grantee.grant_principal.add_to_principal_policy(pass_role_statement(role, service))

@@ -25,16 +25,11 @@ from constructs import Construct
 from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S
 from app_config.compile_cache import JOB_PROVISIONING_S, POLL_INTERVAL_S, CompileCacheConfig
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
-from cdk_constructs.common.fixed_name_log_group import processing_job_logs
-from cdk_constructs.common.nag import (
-    acknowledge,
-    bucket_arn_placeholder,
-    log_group_arn_placeholder,
-    resource_arn_placeholder,
-)
+from cdk_constructs.common.fixed_name_log_group import grant_processing_job_logs, processing_job_logs
+from cdk_constructs.common.nag import acknowledge, resource_arn_placeholder
+from cdk_constructs.common.s3_grants import grant_objects
 from cdk_constructs.common.trust import account_service_principal, grant_pass_role_to
 from serving_contract import compile_cache as contract
-from serving_contract.log_groups import PROCESSING_JOBS_LOG_GROUP
 from serving_contract.outputs import pascal_case
 
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
@@ -44,6 +39,8 @@ MANIFEST_OBJECTS = f"*/{contract.MANIFEST_NAME}"
 RUNTIME = Path(__file__).resolve().parent / "runtime"
 """The handlers' folder: the Lambda asset is it plus ``serving_contract/compile_cache.py``."""
 PREFIX_HASH_CHARS = 8
+_PER_KEY = "one folder per cache key, named at deploy time (serving_contract/compile_cache.py)."
+"""Why the cache's objects are granted by pattern (the acknowledgement's reason)."""
 """Hex characters of SHA-256 that keep a shortened job-name prefix unique per model."""
 
 
@@ -59,42 +56,6 @@ def job_name_prefix(endpoint_name: str, variant_name: str) -> str:
         return full
     head = contract.JOB_NAME_PREFIX_MAX - 1 - PREFIX_HASH_CHARS
     return f"{full[:head].rstrip('-')}-{hashlib.sha256(full.encode()).hexdigest()[:PREFIX_HASH_CHARS]}"
-
-
-def grant_objects(
-    bucket: s3.IBucket, grantee: iam.IRole, *, read: str = "", write: str = "", objects: str = "*"
-) -> None:
-    """``s3:ListBucket`` + ``s3:GetObject`` on ``<read>/<objects>``, ``s3:PutObject`` on ``<write>/<objects>``
-    (``objects`` defaults to ``*``, everything under the folder).
-
-    Narrower than ``bucket.grant_read`` / ``grant_put`` (``s3:GetObject*``, ``s3:List*``, ``s3:Abort*`` on
-    the bucket): listing is limited to the folder by ``s3:prefix``, which is also how the handler and
-    SageMaker's download find out whether an object exists.
-    """
-    principal = grantee.grant_principal
-    if read:
-        principal.add_to_principal_policy(
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{read}/{objects}")])
-        )
-        principal.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{read}/*"]}},
-            )
-        )
-    if write:
-        principal.add_to_principal_policy(
-            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{write}/{objects}")])
-        )
-    arn = bucket_arn_placeholder(grantee, bucket)
-    for folder in dict.fromkeys(f for f in (read, write) if f):
-        acknowledge(
-            grantee,
-            f"AwsSolutions-IAM5[Resource::{arn}/{folder}/{objects}]",
-            f"Objects {objects} under {folder}/ only: one folder per cache key, named at deploy time "
-            "(serving_contract/compile_cache.py).",
-        )
 
 
 @dataclass(frozen=True)
@@ -153,7 +114,6 @@ class CompileCacheMaker(Construct):
         self._config = config
         self._endpoint_name = endpoint_name
         self.wait_s = config.max_runtime_s + JOB_PROVISIONING_S
-        stack = cdk.Stack.of(self)
         self.job_role = iam.Role(self, "JobRole", assumed_by=account_service_principal(SAGEMAKER_PRINCIPAL))
         for repository in repositories:
             repository.grant_pull(self.job_role)
@@ -163,27 +123,9 @@ class CompileCacheMaker(Construct):
             "ecr:GetAuthorizationToken has no resource-level permissions (grant_pull).",
         )
         # The job downloads its input folder and uploads the cache: nothing else in the bucket.
-        grant_objects(bucket, self.job_role, read=contract.JOB_INPUT_ROOT, write=contract.S3_ROOT)
+        grant_objects(bucket, self.job_role, read=contract.JOB_INPUT_ROOT, write=contract.S3_ROOT, why=_PER_KEY)
         processing_job_logs(self, "JobLogs", retention=job_log_retention)
-        job_logs = stack.format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name=f"{PROCESSING_JOBS_LOG_GROUP}:*",
-            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
-        )
-        self.job_role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ProcessingJobLogs",
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[job_logs],
-            )
-        )
-        acknowledge(
-            self.job_role,
-            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOBS_LOG_GROUP)}]",
-            "SageMaker writes a processing job's output to /aws/sagemaker/ProcessingJobs, one stream per job named "
-            "at run time (SageMaker developer guide, 'Log Amazon SageMaker Events with Amazon CloudWatch').",
-        )
+        grant_processing_job_logs(self.job_role)
         self.handlers = CustomResourceHandlers(
             self,
             "Handlers",
@@ -208,8 +150,10 @@ class CompileCacheMaker(Construct):
             assert role is not None
             # Manifests only (read, and written while no job made one) and the jobs' environment files: the
             # handlers never write a cache file, so only the job's role may (issue 49, finding 2).
-            grant_objects(bucket, role, read=contract.S3_ROOT, write=contract.S3_ROOT, objects=MANIFEST_OBJECTS)
-            grant_objects(bucket, role, write=contract.JOB_INPUT_ROOT)
+            grant_objects(
+                bucket, role, read=contract.S3_ROOT, write=contract.S3_ROOT, objects=MANIFEST_OBJECTS, why=_PER_KEY
+            )
+            grant_objects(bucket, role, write=contract.JOB_INPUT_ROOT, why=_PER_KEY)
             role.add_to_policy(
                 iam.PolicyStatement(
                     sid="ListCompileCacheJobs", actions=["sagemaker:ListProcessingJobs"], resources=["*"]
@@ -257,7 +201,7 @@ class CompileCacheMaker(Construct):
             },
         )
         # SageMaker downloads the model data with the model's execution role.
-        grant_objects(self._bucket, execution_role, read=contract.S3_ROOT)
+        grant_objects(self._bucket, execution_role, read=contract.S3_ROOT, why=_PER_KEY)
         prefix = job_name_prefix(self._endpoint_name, variant_name)
         # SageMaker writes names lower-case in ARNs; the handler names jobs <prefix>-<key>-<epoch s>.
         job_resource = f"processing-job/{prefix.lower()}-*"

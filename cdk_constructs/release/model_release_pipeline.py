@@ -17,19 +17,18 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from app_config.release import ReleaseConfig, judge_foundation_model, model_package_group_name, release_pipeline_name
-from cdk_constructs.common.fixed_name_log_group import processing_job_logs
+from cdk_constructs.common.fixed_name_log_group import grant_processing_job_logs, processing_job_logs
 from cdk_constructs.common.nag import (
     acknowledge,
     acknowledge_all,
     bucket_arn_placeholder,
-    log_group_arn_placeholder,
     pseudo_placeholder,
     resource_arn_placeholder,
 )
+from cdk_constructs.common.s3_grants import grant_asset_read
 from cdk_constructs.common.trust import account_service_principal, grant_pass_role_to
 from cdk_constructs.release.pipeline_definition import ReleaseKind, pipeline_definition
 from cdk_constructs.release.pipeline_steps import ReleaseTargets
-from serving_contract.log_groups import PROCESSING_JOBS_LOG_GROUP
 from serving_contract.outputs import pascal_case
 
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
@@ -102,7 +101,8 @@ class ModelReleasePipeline(Construct):
             exclude=["*", "!runtime", "!runtime/*.py", "runtime/__pycache__"],
             follow_symlinks=cdk.SymlinkFollowMode.ALWAYS,
         )
-        self._read_code(code)
+        # The runtime code zip and nothing else of the CDK bootstrap's bucket (issue 49, finding 6).
+        grant_asset_read(code, self.role)
         self.model_package_groups = {
             kind: sagemaker.CfnModelPackageGroup(
                 self,
@@ -153,30 +153,6 @@ class ModelReleasePipeline(Construct):
         policy = self.role.node.find_child("DefaultPolicy")
         for pipeline in self.pipelines.values():
             pipeline.node.add_dependency(policy)  # a first execution right after the deploy needs the permissions
-
-    def _read_code(self, code: s3_assets.Asset) -> None:
-        """The runtime code zip, and nothing else, from the CDK bootstrap's file-assets bucket.
-
-        ``Asset.grant_read`` grants read on the whole bucket, which holds the deploy assets of every CDK
-        app deployed to the account and region (issue 49, finding 6). A step's processing input names
-        the zip as an S3 prefix, so SageMaker lists that prefix before it downloads: ``s3:ListBucket``
-        with ``s3:prefix`` equal to the zip's key, ``s3:GetObject`` on the zip.
-        """
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadRuntimeCode",
-                actions=["s3:GetObject"],
-                resources=[code.bucket.arn_for_objects(code.s3_object_key)],
-            )
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ListRuntimeCode",
-                actions=["s3:ListBucket"],
-                resources=[code.bucket.bucket_arn],
-                conditions={"StringEquals": {"s3:prefix": [code.s3_object_key]}},
-            )
-        )
 
     def _grant(
         self,
@@ -249,19 +225,7 @@ class ModelReleasePipeline(Construct):
             )
         )
         grant_pass_role_to(role, role, SAGEMAKER_PRINCIPAL)  # the pipeline passes its role to each step's job
-        job_logs = stack.format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name=f"{PROCESSING_JOBS_LOG_GROUP}:*",
-            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="StepJobLogs",
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[job_logs],
-            )
-        )
+        grant_processing_job_logs(role, sid="StepJobLogs")
         # Converse is authorized as bedrock:InvokeModel. A cross-region inference profile (a "us."/"apac."
         # prefix) routes to the foundation model in any of its regions, so the model's ARN names no region.
         model = release.judge_model_id
@@ -301,12 +265,6 @@ class ModelReleasePipeline(Construct):
                 f"AwsSolutions-IAM5[Resource::{package}]",
                 "A model package's ARN ends in its version number, assigned at registration, in this group only.",
             )
-        acknowledge(
-            self.role,
-            f"AwsSolutions-IAM5[Resource::{log_group_arn_placeholder(self, PROCESSING_JOBS_LOG_GROUP)}]",
-            "SageMaker writes a processing job's output to /aws/sagemaker/ProcessingJobs, one stream per job named "
-            "at run time (SageMaker developer guide, 'Log Amazon SageMaker Events with Amazon CloudWatch').",
-        )
         partition = pseudo_placeholder(self, "Partition")
         acknowledge(
             self.role,

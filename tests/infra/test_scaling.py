@@ -65,11 +65,11 @@ def test_each_variant_has_a_scalable_target_with_its_hard_bounds(default_synth: 
     # No scaling role of our own: the stack's roles are the execution role, the two Lambda
     # roles of the scheduled-capacity keeper, the one of CDK's LogRetention provider, the two of the
     # log-group-key provider (the endpoint log group's KMS key), the compile cache's
-    # (serving.compile_cache): its processing job's and four Lambda roles, and the two Lambda
-    # roles of the deploy's approval check (release.deploy_approval).
+    # (serving.compile_cache): its processing job's and four Lambda roles, the two Lambda
+    # roles of the deploy's approval check (release.deploy_approval) and the capacity job's.
     principals = sorted(
         (
-            role_id.startswith(("CompileCache", "ApprovedPins")),
+            role_id.startswith(("CompileCache", "ApprovedPins", "CapacityJob")),
             role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"],
         )
         for role_id, role in default_synth.template("Serving").find_resources("AWS::IAM::Role").items()

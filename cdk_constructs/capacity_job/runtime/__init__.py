@@ -10,7 +10,9 @@ SHARED_MODULES = (
     "cli_support.open_loop",
     "cli_support.percentiles",
     "cli_support.sse",
-    "serving_contract.capacity_job",
 )
 """Modules of this repository the job imports, each one standard-library-only file (``sweep.py``, in
-this folder, needs aiohttp: the serving image's venv has it, vLLM depends on it)."""
+this folder, needs aiohttp: the serving image's venv has it, vLLM depends on it). Not
+``serving_contract``: the image has it at /opt/app as a regular package, which a copy in the zip (a
+namespace portion) could not shadow; the job runs the image this version of the app built, whose
+``serving_contract`` has ``capacity_job``."""

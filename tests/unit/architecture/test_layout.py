@@ -39,6 +39,7 @@ CAPABILITIES = {
     "approval",
     "artifacts",
     "bedrock",
+    "capacity_job",
     "common",
     "compile_cache",
     "endpoint",
