@@ -195,6 +195,14 @@ class CapacityJob(Construct):
         )
         grant_objects(bucket, policy, write=contract.S3_ROOT, objects=INPUT_OBJECTS, why=_JOB_NAMED_AT_RUN_TIME)
         grant_objects(bucket, policy, read=contract.S3_ROOT, objects=OUTPUT_OBJECTS, why=_JOB_NAMED_AT_RUN_TIME)
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="CleanUpCapacityJobInputs",
+                # A job that failed or was stopped: the CLI deletes the inputs it put (ops/measure).
+                actions=["s3:DeleteObject"],
+                resources=[bucket.arn_for_objects(f"{contract.S3_ROOT}/{INPUT_OBJECTS}")],
+            )
+        )
         acknowledge(
             policy,
             f"AwsSolutions-IAM5[Resource::{resource_arn_placeholder(self, 'sagemaker', f'processing-job/{pattern}')}]",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from app_config.loader import set_in_stage_overlay
 from app_config.root import AppConfig
 from app_config.throughput_config import MeasuredCurve
 from cli_support.argtypes import positive_float
-from ops.endpoint import output_of, output_values
+from ops.endpoint import output_values
 from ops.exit_codes import ExitCode, OpsError, aws_error
 from ops.measure.job import (
     CostBound,
@@ -172,53 +173,91 @@ def _bound(config: AppConfig, instance_type: str) -> CostBound:
         raise OpsError(f"--instance-type {instance_type}: {error}", ExitCode.USAGE) from error
 
 
+class _StackOutputs:
+    """The outputs of this app's stacks: from ``--stack-outputs``, else DescribeStacks, each stack read once."""
+
+    def __init__(self, args: argparse.Namespace, cloudformation: Any) -> None:
+        self._file: Path | None = args.stack_outputs
+        self._cloudformation = cloudformation
+        self._read: dict[str, dict[str, str]] = {}
+
+    def of(self, stack: str, *, required: bool) -> dict[str, str]:
+        """``{OutputKey: value}`` of ``stack`` (empty for an absent stack that is not ``required``).
+
+        Raises:
+            OpsError: no credentials (AWS_ERROR, one line), or a required stack cannot be described.
+        """
+        if stack in self._read:
+            return self._read[stack]
+        if self._file is not None:
+            data = json.loads(self._file.read_text()) if self._file.exists() else {}
+            block = data.get(stack)
+            values = {str(k): str(v) for k, v in block.items()} if isinstance(block, dict) else {}
+        else:
+            try:
+                (described,) = self._cloudformation.describe_stacks(StackName=stack)["Stacks"]
+                values = output_values(described)
+            except NoCredentialsError as error:
+                raise OpsError(NO_CREDENTIALS, ExitCode.AWS_ERROR) from error
+            except ClientError as error:
+                if required:
+                    raise aws_error(f"stack {stack}", error) from error
+                values = {}
+            except BotoCoreError as error:
+                raise aws_error(f"stack {stack}", error) from error
+        self._read[stack] = values
+        return values
+
+
 def _resources(args: argparse.Namespace, config: AppConfig, cloudformation: Any) -> JobResources:
-    """The Serving stack's capacity-job outputs, from ``--stack-outputs`` or DescribeStacks.
+    """The capacity job's resources: the Serving stack's outputs; the bucket and the image from the
+    stacks that own them where the Serving stack could not re-export them
+    (serving_contract/capacity_job.py ``OUTPUTS_KNOWN_AT_SYNTH_ONLY``).
 
     Raises:
-        OpsError: the stack has no such outputs (USAGE), or the call failed (AWS_ERROR; no credentials: one line).
+        OpsError: an output is missing (USAGE: deploy this version first), or a call failed (AWS_ERROR;
+            no credentials: one line).
     """
-    stack = config.stack_name("Serving")
-    keys = (
-        contract.OUTPUT_ROLE_ARN,
-        contract.OUTPUT_CODE_URI,
-        contract.OUTPUT_KMS_KEY_ARN,
-        contract.OUTPUT_IMAGE_URI,
-        contract.OUTPUT_BUCKET,
-    )
-    if args.stack_outputs:
-        values = {key: output_of(args.stack_outputs, stack, key) or "" for key in keys}
-        values[outputs.MODEL_ARTIFACTS_BUCKET_NAME] = (
-            output_of(args.stack_outputs, config.stack_name("ModelArtifacts"), outputs.MODEL_ARTIFACTS_BUCKET_NAME)
-            or ""
-        )
-    else:
-        try:
-            (described,) = cloudformation.describe_stacks(StackName=stack)["Stacks"]
-        except NoCredentialsError as error:
-            raise OpsError(NO_CREDENTIALS, ExitCode.AWS_ERROR) from error
-        except (ClientError, BotoCoreError) as error:
-            raise aws_error(f"stack {stack}", error) from error
-        values = output_values(described)
+    stacks = _StackOutputs(args, cloudformation)
+    serving = config.stack_name("Serving")
+    values = stacks.of(serving, required=True)
     bucket = (
         values.get(contract.OUTPUT_BUCKET)
         or config.image.build.artifacts_bucket_name
-        or values.get(outputs.MODEL_ARTIFACTS_BUCKET_NAME, "")
+        or stacks.of(config.stack_name("ModelArtifacts"), required=False).get(outputs.MODEL_ARTIFACTS_BUCKET_NAME, "")
     )
-    missing = [key for key in keys[:4] if not values.get(key)] + ([] if bucket else [contract.OUTPUT_BUCKET])
+    image = values.get(contract.OUTPUT_IMAGE_URI) or _image_uri(config, stacks)
+    required = (contract.OUTPUT_ROLE_ARN, contract.OUTPUT_CODE_URI, contract.OUTPUT_KMS_KEY_ARN)
+    missing = [key for key in required if not values.get(key)]
+    missing += ([] if image else [contract.OUTPUT_IMAGE_URI]) + ([] if bucket else [contract.OUTPUT_BUCKET])
     if missing:
         raise OpsError(
-            f"stack {stack} has no output(s) {', '.join(missing)}: deploy the Serving stack of this version "
-            "(it makes the capacity job's role, key and code) first",
+            f"stack {serving} (and the stacks it reads) has no output(s) {', '.join(missing)}: deploy the stacks of "
+            "this version (the Serving stack makes the capacity job's role, key and code) first",
             ExitCode.USAGE,
         )
     return JobResources(
         role_arn=values[contract.OUTPUT_ROLE_ARN],
         code_uri=values[contract.OUTPUT_CODE_URI],
         kms_key_arn=values[contract.OUTPUT_KMS_KEY_ARN],
-        image_uri=values[contract.OUTPUT_IMAGE_URI],
+        image_uri=image,
         bucket=bucket,
     )
+
+
+def _image_uri(config: AppConfig, stacks: _StackOutputs) -> str:
+    """The primary variant's image: ``<ImageRepositoryUri>:<PrimaryImageTag>`` (the ImageRepository and
+    ImageBuild stacks' outputs); prebuilt, ``image.primary``'s uri, or its digest or tag on the app's
+    repository; empty when it is not known."""
+    prebuilt = config.image.primary
+    if config.image.source != "build" and prebuilt.uri:
+        return prebuilt.uri
+    repository = stacks.of(config.stack_name("ImageRepository"), required=False).get(outputs.IMAGE_REPOSITORY_URI)
+    if config.image.source != "build":  # a tag or digest of the app's repository (a digest wins, as the stack's)
+        reference = f"@{prebuilt.digest}" if prebuilt.digest else f":{prebuilt.tag}"
+        return f"{repository}{reference}" if repository else ""
+    tag = stacks.of(config.stack_name("ImageBuild"), required=False).get(outputs.PRIMARY_IMAGE_TAG)
+    return f"{repository}:{tag}" if repository and tag else ""
 
 
 def _wait(

@@ -162,6 +162,7 @@ def test_the_operator_starts_only_this_endpoints_encrypted_bounded_jobs(default_
             ),
             (("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"), (f"<{key_id}.Arn>",), {}),
             (("s3:PutObject",), (f"{BUCKET}/{root}/*/input/*",), {}),
+            (("s3:DeleteObject",), (f"{BUCKET}/{root}/*/input/*",), {}),  # the CLI's clean-up
             (("s3:GetObject",), (f"{BUCKET}/{root}/*/output/*",), {}),
             (("s3:ListBucket",), (BUCKET,), {"StringLike": {"s3:prefix": [f"{root}/*"]}}),
         ],
@@ -242,7 +243,10 @@ def test_the_code_zip_is_the_runtime_folder_and_the_shared_modules(default_synth
     }
     sources |= {str(module_file(name).relative_to(REPO)): module_file(name) for name in SHARED_MODULES}
     assert "runtime/__init__.py" in sources
-    assert "serving_contract/capacity_job.py" in sources
+    assert "runtime/measure.py" in sources and "runtime/sweep.py" in sources
+    assert "cli_support/open_loop.py" in sources
+    # serving_contract is the image's (a regular package there: a copy here could not shadow it).
+    assert not any(name.startswith("serving_contract/") for name in staged)
     assert sorted(staged) == sorted(sources)
     for name, source in sources.items():
         assert not staged[name].is_symlink() and staged[name].read_bytes() == source.read_bytes(), name

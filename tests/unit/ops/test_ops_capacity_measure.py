@@ -309,3 +309,47 @@ def test_without_credentials_it_fails_in_one_line(
     assert capsys.readouterr().err.strip() == (
         "error: no AWS credentials found (environment, --profile, SSO, instance role): nothing measured"
     )
+
+
+def test_the_image_and_the_bucket_come_from_the_stacks_that_own_them(tmp_path: Path) -> None:
+    """The Serving stack cannot re-export another stack's export (cfn-lint W6001): the image is
+    ImageRepositoryUri:PrimaryImageTag, the bucket ModelArtifactsBucketName, from ``cdk deploy --outputs-file``."""
+    own = {k: v for k, v in OUTPUTS.items() if k not in contract.OUTPUTS_KNOWN_AT_SYNTH_ONLY}
+    repository = f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/mangaassist-vllm"
+    outputs_file = tmp_path / "cdk-outputs.json"
+    outputs_file.write_text(
+        json.dumps(
+            {
+                "MangaAssist-prod-Serving": own,
+                "MangaAssist-prod-ImageRepository": {"ImageRepositoryUri": repository},
+                "MangaAssist-prod-ImageBuild": {"PrimaryImageTag": "primary-abc"},
+                "MangaAssist-prod-ModelArtifacts": {"ModelArtifactsBucketName": "mangaassist-artifacts"},
+            }
+        )
+    )
+    lines: list[str] = []
+    with _Run() as run:
+        run.started()
+        run.stubs["sagemaker"].add_response(
+            "describe_processing_job", _described("Stopped"), {"ProcessingJobName": JOB}
+        )
+        run.cleaned_inputs()
+        assert run.main([*_argv(tmp_path), "--yes", "--stack-outputs", str(outputs_file)], lines) == 1
+    (request,) = run.requests
+    assert request["AppSpecification"]["ImageUri"] == f"{repository}:primary-abc"
+    assert request["ProcessingInputs"][1]["S3Input"]["S3Uri"].startswith("s3://mangaassist-artifacts/")
+    assert f"cleaned up: {JOB} is Stopped; nothing of it runs" in lines
+
+
+def test_a_serving_stack_without_the_job_is_refused_naming_its_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outputs_file = tmp_path / "cdk-outputs.json"
+    outputs_file.write_text(json.dumps({"MangaAssist-prod-Serving": {"EndpointName": "mangaassist-vllm-prod"}}))
+    argv = [*_argv(tmp_path), "--yes", "--stack-outputs", str(outputs_file)]
+    assert main(argv, Deps(measure_clients=lambda r, p: _Run().clients, out=lambda _: None)) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: stack MangaAssist-prod-Serving (and the stacks it reads) has no output(s) CapacityJobRoleArn, "
+        "CapacityJobCodeUri, CapacityJobKmsKeyArn, CapacityJobImageUri, CapacityJobBucketName: deploy the stacks of "
+        "this version (the Serving stack makes the capacity job's role, key and code) first"
+    )
