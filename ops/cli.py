@@ -39,6 +39,7 @@ from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import DEFAULT_PROMPT, HttpTarget, SageMakerTarget, Target
 from ops.load import LoadPlan, Route, run_load
 from ops.measure import MeasureClients, boto3_measure_clients, run_capacity
+from ops.open_load import OpenLoadPlan, run_open_load
 from ops.parser import DEFAULT_PROMOTE_STEPS, DEFAULT_WATCH_S, SAGEMAKER_INVOKE_TIMEOUT_S, build_parser
 from ops.preflight import PreflightClients, PreflightOptions, boto3_preflight_clients, run_preflight
 from ops.release import ReleaseRequest, run_release
@@ -181,11 +182,8 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
             out=deps.out,
         )
     adapters = tuple(a.name for a in config.model.adapters)
-    if args.command == "load" and args.url:
-        plan = _load_plan(args, _adapter_routes(args, adapters), instances=args.instances or 1, slo=config.slo)
-        plan = replace(plan, copies=args.copies)  # a local container is one copy: --copies 1 suggests per copy
-        target: Target = HttpTarget(args.url, clock=deps.clock, timeout_s=args.timeout_s)
-        return run_load(target, plan, clock=deps.clock, out=deps.out)
+    if args.command == "load" and (args.open_loop or args.url):
+        return _load_without_ref(args, config, deps, adapters)
 
     clients = deps.clients(args.region, args.profile)
     ref = _endpoint_ref(args, config, clients, adapters)
@@ -285,6 +283,51 @@ def _load_endpoint(  # noqa: PLR0917 - the command's context, passed through
     instances = args.instances or max(1, counted)
     plan = _load_plan(args, _adapter_routes(args, adapters), instances=instances, slo=slo)
     return run_load(target, plan, clock=deps.clock, out=deps.out)
+
+
+def _load_without_ref(args: argparse.Namespace, config: AppConfig, deps: Deps, adapters: tuple[str, ...]) -> ExitCode:
+    """``load --open-loop`` (anywhere) and ``load --url`` (the concurrency ramp against a local server)."""
+    if args.open_loop:
+        return _open_load(args, config, deps, adapters)
+    plan = _load_plan(args, _adapter_routes(args, adapters), instances=args.instances or 1, slo=config.slo)
+    plan = replace(plan, copies=args.copies)  # a local container is one copy: --copies 1 suggests per copy
+    target: Target = HttpTarget(args.url, clock=deps.clock, timeout_s=args.timeout_s)
+    return run_load(target, plan, clock=deps.clock, out=deps.out)
+
+
+def _open_load(args: argparse.Namespace, config: AppConfig, deps: Deps, adapters: tuple[str, ...]) -> ExitCode:
+    """``load --open-loop`` against ``--url`` or the endpoint (variants mode)."""
+    instances = args.instances or 1
+    if args.url:
+        target: Target = HttpTarget(args.url, clock=deps.clock, timeout_s=args.timeout_s)
+    else:
+        clients = deps.clients(args.region, args.profile)
+        ref = _endpoint_ref(args, config, clients, adapters)
+        if ref.hosts_components:
+            raise OpsError("--open-loop: variants mode only (sessions reach instances, not components)", ExitCode.USAGE)
+        target = SageMakerTarget(clients.runtime, ref.endpoint_name, clock=deps.clock)
+        if not args.instances:
+            state = describe(clients.sagemaker, ref.endpoint_name)
+            counted = [v.current_instances for v in state.variants if v.current_weight > 0 and not args.variant]
+            counted += [v.current_instances for v in state.variants if v.name == args.variant]
+            instances = max(1, sum(counted))
+    plan = OpenLoadPlan(
+        rates_per_min=args.rates,
+        step_s=args.step_s,
+        think_s=config.traffic.think_s if args.think_s is None else args.think_s,
+        models=tuple(args.adapter or adapters),
+        prompt=args.prompt,
+        max_tokens=args.max_tokens,
+        slo_ms={
+            "cold": args.cold_ttft_slo_ms or config.slo.cold.ttft_p95_ms,
+            "warm": args.warm_ttft_slo_ms or config.slo.warm.ttft_p95_ms,
+        },
+        warm_min_cached_fraction=config.slo.warm_min_cached_fraction,
+        sessions=not args.no_sessions,
+        variant=args.variant,
+        instances=instances,
+    )
+    return run_open_load(target, plan, out=deps.out)
 
 
 def _adapter_routes(args: argparse.Namespace, adapters: tuple[str, ...]) -> tuple[Route, ...]:

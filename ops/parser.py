@@ -8,7 +8,7 @@ explicit flag from a default and reject it in the other mode with one line (see
 import argparse
 from pathlib import Path
 
-from cli_support.argtypes import int_in, int_list, non_negative_float, positive_float
+from cli_support.argtypes import int_in, int_list, non_negative_float, positive_float, positive_float_list
 from ops.invoke import DEFAULT_PROMPT
 from ops.load import (
     DEFAULT_LEVELS,
@@ -270,4 +270,30 @@ def _add_load(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -
         default=1,
         help="Turns per conversation: above 1, each worker runs conversations in SageMaker stateful sessions "
         "(open, N turns resending the conversation so far, close; docs/sessions.md). Default 1: single requests.",
+    )
+    open_loop = load.add_argument_group("open loop (--open-loop)")
+    open_loop.add_argument(
+        "--open-loop",
+        action="store_true",
+        help="Conversations arriving at random at each --rates, users pausing --think-s between turns, instead of "
+        "the concurrency ramp (ops/open_load.py).",
+    )
+    open_loop.add_argument(
+        "--rates",
+        type=positive_float_list(increasing=True),
+        default=[30.0, 60.0, 120.0],
+        help="Offered requests per minute, per step, increasing (default 30,60,120; at most 4000).",
+    )
+    open_loop.add_argument(
+        "--step-s", type=positive_float, default=120.0, help="Seconds per step: a quarter settles (default 120)."
+    )
+    open_loop.add_argument(
+        "--think-s",
+        type=non_negative_float,
+        help="Mean pause between turns, s (default: the config's traffic.think_s).",
+    )
+    open_loop.add_argument(
+        "--no-sessions",
+        action="store_true",
+        help="Route every turn as a single request (no stateful session): least-outstanding routing's figure.",
     )
