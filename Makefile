@@ -68,10 +68,11 @@ synth: setup
 	npx cdk synth --quiet $(ARGS)
 	$(PY) -m devtools.synth_summary cdk.out
 
-## Lint, type-check and run the whole test suite (what CI runs).
+## Lint, type-check and run the whole test suite (what CI runs): two pytest runs side by side, the engine's
+## tests and the templates' and config's (devtools/suite_halves.py); `.venv/bin/python -m pytest` runs it in one.
 # The whole suite on a fresh machine: the real engine's and llm-compressor's venvs too (README).
 test: setup vllm-venv llmcompressor-venv lint typecheck
-	$(PY) -m pytest
+	$(PY) -m devtools.suite_halves
 
 ## Test tiers (make test runs them all, with lint and types): unit (tests/unit/<area>: config, planning,
 ## ops, contract, image, devtools, docs, architecture; and tests/lambdas, the Lambda handlers), infra

@@ -50,14 +50,11 @@ Units are in the key name (`_s` seconds, `_gb` gigabytes, `_days` days) or the d
 """
 
 
-def _model_of(annotation: Any) -> type[BaseModel] | None:
+def _models_of(annotation: Any) -> list[type[BaseModel]]:
+    """The sections ``annotation`` holds: one, or each form of a union of sections (``capacity.measured``)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _model_of(arg)
-        if found is not None:
-            return found
-    return None
+        return [annotation]
+    return [model for arg in typing.get_args(annotation) for model in _models_of(arg)]
 
 
 def _type_name(annotation: Any) -> str:
@@ -134,7 +131,7 @@ def _rows(
     and ``scaling.primary.schedule`` is ``[]`` on the class but the seeds' actions in the section."""
     for name, field in model.model_fields.items():
         path = f"{prefix}{name}"
-        nested = _model_of(field.annotation)
+        nested = list(dict.fromkeys(_models_of(field.annotation)))
         is_list = typing.get_origin(field.annotation) in (tuple, list)
         if defaults is not None:
             value = getattr(defaults, name)
@@ -145,11 +142,15 @@ def _rows(
             value = field.get_default(call_default_factory=True)
             default = _default(value)
         yield path, _type_name(field.annotation), default, _allowed(field), field.description or ""
-        if nested is not None:
+        shown: set[str] = set()
+        for section in nested:  # a union's forms: a key both have is listed once, under the first
             # List items have no default of their own: their required keys are required per item.
             child_defaults = value if isinstance(value, BaseModel) and not is_list else None
             label = "(required per item)" if is_list else required if child_defaults else "(required when set)"
-            yield from _rows(nested, f"{path}[]." if is_list else f"{path}.", child_defaults, label)
+            for row in _rows(section, f"{path}[]." if is_list else f"{path}.", child_defaults, label):
+                if row[0] not in shown:
+                    shown.add(row[0])
+                    yield row
 
 
 def render() -> str:

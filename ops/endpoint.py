@@ -112,6 +112,12 @@ def _outputs_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def outputs_in_file(path: Path, stack_name: str) -> dict[str, str]:
+    """Every output of one stack in a ``cdk deploy --outputs-file`` JSON (empty when the stack is not there)."""
+    block = _outputs_file(path).get(stack_name)
+    return {str(key): str(value) for key, value in block.items()} if isinstance(block, dict) else {}
+
+
 def output_of(path: Path, stack_name: str, key: str) -> str | None:
     """One output of one stack in a ``cdk deploy --outputs-file`` JSON, or None when it is not there."""
     block = _outputs_file(path).get(stack_name)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from app_config.loader import set_in_stage_overlay
 from app_config.root import AppConfig
 from app_config.throughput_config import MeasuredCurve
 from cli_support.argtypes import positive_float
-from ops.endpoint import output_values
+from ops.endpoint import output_values, outputs_in_file
 from ops.exit_codes import ExitCode, OpsError, aws_error
 from ops.measure.job import (
     CostBound,
@@ -190,9 +189,7 @@ class _StackOutputs:
         if stack in self._read:
             return self._read[stack]
         if self._file is not None:
-            data = json.loads(self._file.read_text()) if self._file.exists() else {}
-            block = data.get(stack)
-            values = {str(k): str(v) for k, v in block.items()} if isinstance(block, dict) else {}
+            values = outputs_in_file(self._file, stack)
         else:
             try:
                 (described,) = self._cloudformation.describe_stacks(StackName=stack)["Stacks"]

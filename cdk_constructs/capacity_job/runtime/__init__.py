@@ -6,6 +6,8 @@ The Serving stack publishes this folder as one zip (a CDK asset), with the repos
 """
 
 SHARED_MODULES = (
+    # The package's own __init__ (a docstring): Python's zipimport finds no namespace package in a zip.
+    "cli_support.__init__",
     "cli_support.conversation_workload",
     "cli_support.open_loop",
     "cli_support.percentiles",

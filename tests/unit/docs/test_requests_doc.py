@@ -155,7 +155,10 @@ def test_each_requests_block_runs_through_the_client_library(
         random.seed(next(seed for seed in range(1000) if random.Random(seed).random() < float(share.group(1))))
     exec(compile(block, "docs/requests.md", "exec"), {"__name__": "docs_snippet"})  # the doc's own code
     calls, printed = expected
-    assert services.calls == calls
+    if index == len(EXPECTED) - 1:  # the mirror calls Bedrock beside the endpoint: no order between them
+        assert sorted(services.calls) == sorted(calls)
+    else:
+        assert services.calls == calls
     out = capsys.readouterr().out
     for fragment in printed:
         assert fragment in out, out

@@ -1,0 +1,72 @@
+"""``make test``: the whole suite as two pytest runs side by side, one per half of the machine's work.
+
+One pytest run is one process: on CI's 2 cores it left one idle most of the time (measured on
+2026-11-27: 932 s for the whole suite in one run, with the engine idle while the templates were
+checked and the checkers idle while the engine served). The halves:
+
+* **engine**: what runs vLLM's CPU build or the container (tests/engine, tests/release,
+  tests/container): the engine's processes, a core's worth of work while they serve;
+* **templates and config**: synth, cdk-nag, cfn-lint, checkov and Control Tower's rules, and the
+  pure-Python tests (tests/infra, tests/unit, tests/lambdas, tests/client): one core, single-threaded.
+
+No test of one half depends on the other's fixtures (each half synthesizes or starts what it needs),
+and each has its own ``--basetemp``, so neither cleans the other's temporary folders. Every folder of
+``tests/`` that holds tests must be in exactly one half: a new one is refused here, not silently
+skipped. Each half's output is printed whole when both have ended, then the exit status is the
+worse of the two (pytest's own codes).
+
+pytest-xdist was tried on paper and not used: its workers each collect the whole suite, so the engine
+suite's collection-time smokes (tests/engine/conftest.py) would start in both, and session fixtures
+(the synth, the shared gateway) would be made once per worker that needs them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+HALVES: dict[str, tuple[str, ...]] = {
+    "engine": ("tests/engine", "tests/release", "tests/container"),
+    "templates and config": ("tests/infra", "tests/unit", "tests/lambdas", "tests/client"),
+}
+
+
+def uncovered(halves: dict[str, tuple[str, ...]] = HALVES, tests: Path = TESTS) -> list[str]:
+    """Folders of ``tests/`` holding a ``test_*.py`` that no half runs, or that two halves run."""
+    folders = sorted({path.relative_to(tests).parts[0] for path in tests.rglob("test_*.py")})
+    listed = [path.removeprefix("tests/") for paths in halves.values() for path in paths]
+    return sorted({f"tests/{folder}" for folder in folders if listed.count(folder) != 1})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run both halves (extra ``argv`` goes to both pytest runs); the worse exit status."""
+    problems = uncovered()
+    if problems:
+        print(f"devtools.suite_halves: {', '.join(problems)}: in no half or in both (HALVES)", file=sys.stderr)
+        return 2
+    root = Path(tempfile.mkdtemp(prefix="test-halves-"))
+    runs = []
+    for index, (name, paths) in enumerate(HALVES.items()):
+        log = root / f"half-{index}.log"
+        command = [sys.executable, "-m", "pytest", *paths, f"--basetemp={root / f'tmp-{index}'}", *(argv or [])]
+        # Line-buffered to a file: a half that hangs still shows how far it got when CI kills the job.
+        handle = log.open("w")
+        runs.append((name, log, handle, time.monotonic(), subprocess.Popen(command, stdout=handle, stderr=handle)))
+    codes = []
+    for name, log, handle, started, process in runs:
+        code = process.wait()
+        handle.close()
+        codes.append(code)
+        print(f"==== {name} half: exit {code}, {time.monotonic() - started:.0f} s ({log}) ====", flush=True)
+        print(log.read_text(), flush=True)
+    return max(codes)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
