@@ -96,11 +96,13 @@ def synthesize_default() -> Path:
 
     outdir = Path(tempfile.mkdtemp(prefix="doc-figures-synth-"))
     config = load_cli_config()
+    plan = make_plan(config)
     app = cdk.App(outdir=str(outdir), context=dict(cdk_json_context(CDK_JSON)))
-    build_app(app, config, make_plan(config))
+    build_app(app, config, plan)
     failure = synthesize(app)
     if failure is not None:
         raise RuntimeError(f"the default config does not synthesize: {failure}")
+    memory_report.write(memory_report.build(config, plan), outdir)  # as app.py does: make synth prints it
     return outdir
 
 
