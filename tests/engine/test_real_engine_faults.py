@@ -21,10 +21,11 @@ pytestmark = pytest.mark.real_engine
 
 STREAMS = 8
 STREAM_TOKENS = 500
-"""Tokens per stream. Too few and a stream ends before the last stream's first chunk, when the test
-sends SIGTERM: 228 did on a fast runner (issue 32), where the first chunks were a second apart.
-Too many and a stream outlives the relay's REQUEST_TIMEOUT_S (59 s, SageMaker's most): 1000 tokens
-of 8 streams took about 57 s on the slowest CI machine seen (2026-11-25), so 500 take ~29 s there.
+"""Tokens per stream: enough that no stream ends between its first chunk and the SIGTERM the test sends
+then. Too many and a stream outlives the relay's REQUEST_TIMEOUT_S (59 s, SageMaker's most): 1000 tokens
+of 8 streams took about 57 s on the slowest CI machine seen (2026-11-25), so 500 take ~29 s there. (The
+test once waited for every stream's first chunk before the signal: with one of two cores busy, all eight
+had ended by then, 2026-11-27.)
 The drain itself is out of the race: the shared gateway's DRAIN_TIMEOUT_S is 240 s (``ENGINE_ENV``).
 The first chunks are kept close together: every adapter is loaded and every connection open before
 the streams start behind a barrier."""
@@ -75,11 +76,12 @@ def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gatew
     threads = [threading.Thread(target=stream, args=(i,)) for i in range(STREAMS)]
     for thread in threads:
         thread.start()
-    wait_for(lambda: all(e.is_set() for e in first_chunk), 120, "every stream's first chunk")
+    # SIGTERM at the first chunk of any stream: no stream of STREAM_TOKENS can have ended, however far apart a
+    # busy runner starts them. A stream the gateway took before the signal is drained to its end; one that
+    # reaches it later is refused (both are asserted below, and the drain's own count must match).
+    wait_for(lambda: any(e.is_set() for e in first_chunk), 120, "a stream's first chunk")
     engine = gateway.descendants()
-    finished_before_sigterm = [body.endswith("data: [DONE]\n\n") for body in bodies]
     gateway.proc.send_signal(signal.SIGTERM)
-    assert not any(finished_before_sigterm), f"a stream of {STREAM_TOKENS} tokens ended before SIGTERM"
 
     wait_for(lambda: httpx.get(gateway.url + "/ping").status_code == 503, 30, "/ping to turn 503")
     assert httpx.get(gateway.url + "/ping").json()["status"] == "draining"
@@ -91,19 +93,20 @@ def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gatew
     assert gateway.proc.wait(timeout=SHUTDOWN_BUDGET_S) == 0
     for thread in threads:
         thread.join(timeout=30)
-    assert statuses == [200] * STREAMS
-    for body in bodies:
+    drained_streams = [index for index, status in enumerate(statuses) if status == 200]
+    assert drained_streams and all(status in (200, 503) for status in statuses), statuses
+    for index in set(range(STREAMS)) - set(drained_streams):  # reached the gateway after the signal
+        assert "instance is draining (SIGTERM)" in bodies[index], bodies[index]
+    for body in [bodies[index] for index in drained_streams]:
         assert body.endswith("data: [DONE]\n\n")
         assert "REQUEST_TIMEOUT_S" not in body, f"a stream of {STREAM_TOKENS} tokens outlived the request budget"
         usage = [json.loads(e[6:])["usage"] for e in body.split("\n\n") if e.startswith("data: {") and '"usage"' in e]
         assert usage[-1]["completion_tokens"] == STREAM_TOKENS
     stderr = gateway.wait_for_log("drain: all requests finished")
-    # The drain counted the streams in flight when its handler ran: every one whose first chunk had come,
-    # less any that ended in the moment between the signal and the handler on a busy runner (each stream
-    # above still ended complete either way). The line itself, not a truncated log, when it is not so.
+    # The drain counted exactly the streams it then finished. The line itself, not a truncated log, if not.
     drained = re.findall(r"drain: SIGTERM, (\d+) request\(s\) in flight", stderr)
     lines = [line for line in stderr.splitlines() if "drain:" in line]
-    assert len(drained) == 1 and 1 <= int(drained[0]) <= STREAMS, lines
+    assert drained == [str(len(drained_streams))], lines
     assert not [pid for pid in engine if gateway.process_name(pid)]  # no engine process outlives it
 
 
