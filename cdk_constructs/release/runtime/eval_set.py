@@ -47,19 +47,29 @@ class EvalRow:
     required: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _lines(path: Path) -> list[tuple[int, dict[str, object]]]:
+def json_object_lines(path: Path, error: type[Exception]) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of every non-blank line of the JSONL file ``path`` (the eval set, answers,
+    the title catalog).
+
+    Raises:
+        error: a line that is not JSON, or not a JSON object (``<path>:<line>: ...``).
+    """
     rows = []
     for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not text.strip():
             continue
         try:
             value = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise EvalSetError(f"{path}:{number}: not JSON ({error.msg})") from None
+        except json.JSONDecodeError as failure:
+            raise error(f"{path}:{number}: not JSON ({failure.msg})") from None
         if not isinstance(value, dict):
-            raise EvalSetError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
+            raise error(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
         rows.append((number, value))
     return rows
+
+
+def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    return json_object_lines(path, EvalSetError)
 
 
 def _text(path: Path, number: int, value: dict[str, object], key: str) -> str:

@@ -21,7 +21,6 @@ Standard library only (runs in the tools image's Processing job and in ``ops sha
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from .eval_set import json_object_lines
 from .judge import JudgeError
 
 NONE_WORD: Final = "NONE"
@@ -81,15 +81,7 @@ def load_catalog(path: Path) -> Catalog:
         CatalogError: a line that is not a title object, a title or alias that is empty or too long, or no titles.
     """
     names: set[str] = set()
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise CatalogError(f"{path}:{number}: not JSON ({error.msg})") from None
-        if not isinstance(value, dict):
-            raise CatalogError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
+    for number, value in json_object_lines(path, CatalogError):
         aliases = value.get("aliases", [])
         if not isinstance(aliases, list):
             raise CatalogError(f"{path}:{number}: aliases = {aliases!r}: must be a list of strings")
