@@ -86,8 +86,14 @@ def start_engines(
     count: int,
     cpu_sets: Sequence[str | None],
     extra_args: Sequence[str] = (),
+    *,
+    kind: str = "bare",
 ) -> list[ServerRun]:
-    """``count`` bare engines with the container's argv (plus ``extra_args``), one port pair each; waits for all."""
+    """``count`` engines with the container's argv (plus ``extra_args``), one port pair each; waits for all.
+
+    ``kind`` ``gateway`` puts the container's entrypoint in front of each (the gateway and its
+    engine share the CPU set, as they share an instance's vCPUs); the warm-ups then go straight to
+    the engine's port."""
     config = AppConfig()
     overrides = dict(profile.engine_env)
     if args.gpu_memory_utilization:
@@ -99,7 +105,7 @@ def start_engines(
         servers.append(
             start(
                 name=f"engine-{index}",
-                kind="bare",
+                kind=kind,
                 settings_env=settings_env,
                 model_root=Path(args.model_dir),
                 # 0: ports the kernel picks, reserved until the engine stops (local_gateway.PortReservation).
@@ -116,12 +122,13 @@ def start_engines(
     for server in servers:
         server.wait_ready(profile.ready_timeout_s)
         adapters = [a.name for a in config.model.adapters]
-        warm_up(server.base_url, adapters)
+        engine_url = f"http://127.0.0.1:{server.engine_port}"
+        warm_up(engine_url, adapters)
         # The container's warm-up reaches prefill-sized LoRA batches before /ping (issue 35);
         # without this the first measured level pays Triton's JIT compile.
         tokens = int(settings_env.get(env.WARMUP_PREFILL_TOKENS) or lifecycle.WARMUP_PREFILL_TOKENS.default)
         if sizes := prefill_sizes(tokens):  # as the container sends them; () when off
-            server.figures["prefill_warmup"] = prefill_warm_up(server.base_url, [*adapters, config.model.name], sizes)
+            server.figures["prefill_warmup"] = prefill_warm_up(engine_url, [*adapters, config.model.name], sizes)
         server.figures["jit_at_ready"] = jit_lines(server.log_path)
         print(
             f"{server.name}: ready after {server.ready_s} s, KV tokens {server.figures.get('kv_cache_tokens')}",

@@ -30,7 +30,11 @@
 #               prefill rate, decode steps
 #   ol-ramp     conversations arriving at random at RATES (req/min, increasing), users pausing THINK
 #               s on average; STEP_S="settle,measure" seconds per step; NAME names the result
-#   ol-stop     stop the ol-serve engine
+#   ol-stop     stop the ol-serve engine (and a campaign's engines)
+#   ol-campaign several engines at once and ramps one after another, from the JSON spec SPEC
+#               (benchmarks/open_loop_campaign.py says how), in its own session so it outlives the
+#               call; then waits as ol-progress does
+#   ol-progress wait up to STEP_TIMEOUT for the campaign, copy the ramps finished so far and its logs
 # UTIL (default: 0.92 x an A10G's 23,028 MiB over this GPU's memory) sets
 # --gpu-memory-utilization so the KV cache is an ml.g5.xlarge's.
 set -uo pipefail
@@ -50,7 +54,7 @@ log() { echo "== $(date +%T) $*"; }
 # A server an earlier, interrupted step left behind would hold GPU memory (the open-loop steps
 # drive the engine ol-serve left running on purpose).
 case "$step" in
-  ol-probes|ol-ramp) ;;
+  ol-probes|ol-ramp|ol-progress) ;;
   *) pkill -f 'vllm.entrypoints|serving_app serve|vllm_with_args|open_loop.py serve' 2>/dev/null && sleep 5 ;;
 esac
 ol=/root/bench/open-loop
@@ -113,7 +117,7 @@ print(ensure_model(Path('$model'), GPU, device='cuda')['seconds'], 's to make th
     ;;
   ol-serve)
     instance=${INSTANCE:-ml.g5.xlarge}
-    kv=$(PYTHONPATH=$site:$here/.. python3 -c "from app_config.root import AppConfig; print(AppConfig().memory_plan_of('$instance').kv_tokens)")
+    kv=$(PYTHONPATH=$site:$here/..:$here python3 -c "from open_loop_campaign import kv_tokens_of; print(kv_tokens_of('$instance'))")
     log "ol-serve $instance: $kv KV tokens"
     mkdir -p "$ol"; rm -f "$ol/engine.json"
     [ -d /root/lora ] && export VLLM_TUNED_CONFIG_FOLDER=/root/lora
@@ -141,7 +145,21 @@ print(ensure_model(Path('$model'), GPU, device='cuda')['seconds'], 's to make th
       --settle-s "${step_s%,*}" --measure-s "${step_s#*,}" --client-cpus 4-15 ${ARGS:-}
     ;;
   ol-stop)
-    pkill -f 'open_loop.py serve'; sleep 5
+    pkill -f 'open_loop_campaign.py run'; pkill -f 'open_loop.py serve'; sleep 5
+    ;;
+  ol-campaign)
+    log "ol-campaign ${SPEC:?}"
+    mkdir -p /root/campaign
+    setsid nohup env "PYTHONPATH=$site:$here/..:$here:$here/../container" python3 "$here/open_loop_campaign.py" run \
+      "$SPEC" --model-dir "$model" --work /root/campaign > /root/campaign/run.log 2>&1 < /dev/null &
+    sleep 5
+    env "PYTHONPATH=$site:$here/..:$here:$here/../container" python3 "$here/open_loop_campaign.py" progress \
+      --work /root/campaign --out "$dest" --wait-s "${WAIT_S:-$((limit - 20))}"
+    tail -20 /root/campaign/run.log
+    ;;
+  ol-progress)
+    env "PYTHONPATH=$site:$here/..:$here:$here/../container" python3 "$here/open_loop_campaign.py" progress \
+      --work /root/campaign --out "$dest" --wait-s "${WAIT_S:-$limit}"
     ;;
   *)
     echo "unknown step $step" >&2; exit 2 ;;

@@ -33,6 +33,7 @@ import asyncio
 import json
 import os
 import random
+import shlex
 import signal
 import sys
 import time
@@ -80,10 +81,16 @@ def run_ramp(args: argparse.Namespace, base_url: str, shape: RequestShape, adapt
         stop_factor=args.stop_factor,
         drain_s=args.drain_s,
         seed=args.seed,
+        warm_start=args.warm_start,
+        first_settle_s=args.first_settle_s,
+        invoke_path=args.invoke_path,
+        metrics_url=args.metrics_url,
     )
     swept = sweep(base_url, shape, adapters, settings, log=lambda line: print(line, flush=True))
     result = {
         "kind": "open_loop",
+        "invoke_path": args.invoke_path,
+        "warm_start": args.warm_start,
         "kv_cache_tokens": args.kv_cache_tokens,
         "shape": shape.__dict__,
         "mean_prompt_tokens": shape.mean_prompt_tokens,
@@ -132,7 +139,7 @@ def probes(args: argparse.Namespace, base_url: str, adapters: list[str]) -> dict
     import engine_probes  # noqa: PLC0415 (imports conversations' aiohttp stack; only here)
 
     url = base_url + "/v1/completions"
-    wait_idle(base_url)
+    wait_idle(base_url + "/metrics")
     result: dict[str, Any] = {
         "kind": "open_loop_probes",
         "one_request": one_request_ttft(
@@ -158,9 +165,17 @@ def serve(args: argparse.Namespace, profile: Any) -> None:
     figures to ``--out-dir/engine.json``, then hold it until SIGTERM."""
     from gpu_capacity import start_engines  # noqa: PLC0415 (gpu_capacity parses its own CLI constants)
 
-    extra = ("--kv-cache-memory-bytes", str(args.kv_cache_tokens * KV_BYTES_PER_TOKEN)) if args.kv_cache_tokens else ()
-    [server] = start_engines(args, profile, 1, [args.server_cpus], extra)
-    info = {"base_url": server.base_url, "pid": server.process.pid, "ready_s": server.ready_s, **server.figures}
+    [server] = start_engines(args, profile, 1, [args.server_cpus], engine_args(args), kind=server_kind(args))
+    info = {
+        "base_url": server.base_url,
+        "engine_url": f"http://127.0.0.1:{server.engine_port}",
+        "kind": server.kind,
+        "server_cpus": args.server_cpus,
+        "extra_vllm_args": args.extra_vllm_args,
+        "pid": server.process.pid,
+        "ready_s": server.ready_s,
+        **server.figures,
+    }
     Path(args.out_dir, "engine.json").write_text(json.dumps(info, indent=1))
     print(f"engine ready: {info}", flush=True)
 
@@ -174,6 +189,17 @@ def serve(args: argparse.Namespace, profile: Any) -> None:
             time.sleep(1)
     finally:
         server.stop()
+
+
+def engine_args(args: argparse.Namespace) -> list[str]:
+    """vLLM flags beyond the container's argv: the fixed KV cache and ``--extra-vllm-args``."""
+    extra = ["--kv-cache-memory-bytes", str(args.kv_cache_tokens * KV_BYTES_PER_TOKEN)] if args.kv_cache_tokens else []
+    return extra + shlex.split(args.extra_vllm_args or "")
+
+
+def server_kind(args: argparse.Namespace) -> str:
+    """``gateway`` (the container's entrypoint in front of the engine) or ``bare``."""
+    return "gateway" if args.gateway else "bare"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -190,10 +216,29 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--server-cpus", help="CPU set of the engine, e.g. 0-3 (an ml.g5.xlarge has 4 vCPUs)")
     p.add_argument("--client-cpus", type=cpu_set, help="CPU set of this load generator")
     p.add_argument("--port", type=int_in(1, 65535), default=18180)
+    p.add_argument(
+        "--gateway", action="store_true", help="the container's gateway in front of the engine, on the same CPU set"
+    )
+    p.add_argument(
+        "--extra-vllm-args", help="vLLM flags appended to the container's argv, e.g. '--kv-offloading-size 40'"
+    )
+    p.add_argument(
+        "--invoke-path",
+        default="/v1/completions",
+        choices=("/v1/completions", "/invocations"),
+        help="ramp: where turns go (/invocations through a gateway)",
+    )
+    p.add_argument("--metrics-url", help="ramp: the engine's Prometheus text (default <base-url>/metrics)")
+    p.add_argument(
+        "--warm-start",
+        action="store_true",
+        help="ramp: start with the conversations a steady past at the first rate leaves alive",
+    )
     p.add_argument("--think-s", type=non_negative_float, default=4.0, help="mean pause between turns, s")
     p.add_argument("--rates", type=positive_float_list(increasing=True), help="offered requests per minute, per step")
     p.add_argument("--settle-s", type=non_negative_float, default=15.0, help="unmeasured seconds per step")
     p.add_argument("--measure-s", type=positive_float, default=25.0, help="measured seconds per step")
+    p.add_argument("--first-settle-s", type=non_negative_float, help="the first step's unmeasured seconds")
     p.add_argument("--drain-s", type=non_negative_float, default=20.0, help="seconds in-flight requests get at the end")
     p.add_argument("--stop-factor", type=positive_float, default=4.0, help="stop past p95 >= this x the highest SLO")
     p.add_argument("--repeats", type=int_in(1), default=6, help="probes: requests per prompt size")
@@ -230,10 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     from gpu_capacity import start_engines  # noqa: PLC0415
 
     prepare_model(args, profile)
-    extra = ("--kv-cache-memory-bytes", str(args.kv_cache_tokens * KV_BYTES_PER_TOKEN)) if args.kv_cache_tokens else ()
-    [server] = start_engines(args, profile, 1, [args.server_cpus], extra)
+    [server] = start_engines(args, profile, 1, [args.server_cpus], engine_args(args), kind=server_kind(args))
     try:
         if args.mode == "ramp":
+            if args.gateway:
+                args.invoke_path = "/invocations"
+                args.metrics_url = f"http://127.0.0.1:{server.engine_port}/metrics"
             run_ramp(args, server.base_url, shape, adapters)
         else:
             probes(args, server.base_url, adapters)

@@ -127,12 +127,16 @@ class Workload:
             rng=rng,
         )
 
+    def resume(self, conversation: Conversation, turn: int) -> None:
+        """Give ``conversation`` the history of ``turn`` earlier turns (random messages and answers
+        of the shape's lengths, never sent to an engine), so its next prompt is turn ``turn``'s."""
+        conversation.turn = turn
+        conversation.history = _tokens(conversation.rng, turn * (self.shape.turn_tokens + self.shape.output_tokens))
+
     def fresh_request(self) -> tuple[Conversation, list[int]]:
         """A turn of a conversation no engine has seen: history of the right length, random answers."""
         conversation = self.new_conversation()
-        turn = self._turn_cycle[conversation.number % len(self._turn_cycle)]
-        conversation.turn = turn
-        conversation.history = _tokens(conversation.rng, turn * (self.shape.turn_tokens + self.shape.output_tokens))
+        self.resume(conversation, self._turn_cycle[conversation.number % len(self._turn_cycle)])
         return conversation, conversation.next_prompt(self.shape)
 
     def pick_engine(self, conversation: Conversation) -> int:

@@ -16,6 +16,13 @@ turns in order, pausing an exponential time of mean ``think_s`` after each answe
 first runs ``settle_s`` unmeasured seconds (the conversations alive at the new rate build up),
 then ``measure_s`` measured ones: a request belongs to the step in whose measured window it was
 sent. Standard library only (the benchmarks import it from vLLM's environment).
+
+A ramp from an empty engine needs a whole conversation's life (about ``mean_turns x think_s``)
+before the conversations alive reach what the first rate keeps alive: 2-4 minutes at 30-60 s
+pauses, most of a GPU session's budget. ``warm_start`` skips it: the conversations a steady past at
+the first rate would have left alive are started at once, each at the turn and with the remaining
+pause that past gives it (:func:`backdated_conversations`). Their histories were never sent, so each
+one's first request finds nothing cached: it is sent, but measured in no step.
 """
 
 from __future__ import annotations
@@ -54,8 +61,11 @@ class RateStep:
             raise ValueError(f"settle_s: {self.settle_s!r} must be a finite number >= 0")
 
 
-def ramp(rates_per_min: Sequence[float], *, settle_s: float, measure_s: float) -> list[RateStep]:
-    """Steps at ``rates_per_min`` (requests per minute, increasing), each ``settle_s`` + ``measure_s``.
+def ramp(
+    rates_per_min: Sequence[float], *, settle_s: float, measure_s: float, first_settle_s: float | None = None
+) -> list[RateStep]:
+    """Steps at ``rates_per_min`` (requests per minute, increasing), each ``settle_s`` + ``measure_s``;
+    the first settles ``first_settle_s`` instead when given (the cache fills from nothing there).
 
     Raises:
         ValueError: no rate, or the rates do not increase (a ramp runs past the cliff once).
@@ -64,7 +74,10 @@ def ramp(rates_per_min: Sequence[float], *, settle_s: float, measure_s: float) -
         raise ValueError("rates: at least one request rate is needed")
     if any(b <= a for a, b in itertools.pairwise(rates_per_min)):
         raise ValueError(f"rates: {list(rates_per_min)} must increase")
-    return [RateStep(rate, settle_s, measure_s) for rate in rates_per_min]
+    steps = [RateStep(rate, settle_s, measure_s) for rate in rates_per_min]
+    if first_settle_s is not None:
+        steps[0] = RateStep(rates_per_min[0], first_settle_s, measure_s)
+    return steps
 
 
 @dataclass
@@ -101,6 +114,61 @@ class Conversation(Protocol):
 
     @property
     def turns(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Backdated:
+    """A conversation a steady past would have left alive at the ramp's start: its next turn
+    (0-based) and the seconds until the user sends it."""
+
+    turn: int
+    delay_s: float
+
+
+def backdated_conversations(
+    rng: random.Random,
+    *,
+    requests_per_min: float,
+    think_s: float,
+    turns_of: Callable[[int], int],
+    answer_s: float,
+    mean_turns: float,
+) -> list[Backdated]:
+    """Where each conversation alive at time 0 after a steady past at ``requests_per_min`` stands,
+    in the order they are to be started (conversation numbers 0, 1, ...).
+
+    Conversations arrived as a Poisson process over the past (a turn answered ``answer_s`` seconds
+    after it was sent, exponential pauses of mean ``think_s``); the ones with a turn still to send
+    at time 0 are returned. Each arrival is played with the turns of the next conversation to be
+    started (``turns_of(number)``), so a conversation goes on with as many turns as it was played
+    with. The horizon is long enough that a conversation older than it has surely ended (10 pauses).
+
+    Raises:
+        ValueError: a rate <= 0, or ``think_s`` / ``answer_s`` negative.
+    """
+    if requests_per_min <= 0 or think_s < 0 or answer_s < 0:
+        raise ValueError(
+            f"requests_per_min {requests_per_min!r} must be > 0, think_s {think_s!r} and answer_s {answer_s!r} >= 0"
+        )
+    rate = requests_per_min / 60 / mean_turns  # conversations per second
+    horizon = 10 * think_s + 10 * answer_s + 1.0
+    arrivals: list[float] = []
+    at = -horizon
+    while True:
+        at += rng.expovariate(rate)
+        if at >= 0:
+            break
+        arrivals.append(at)
+    alive: list[Backdated] = []
+    for start in arrivals:
+        sent = start
+        for turn in range(turns_of(len(alive))):
+            if turn:
+                sent += answer_s + (rng.expovariate(1 / think_s) if think_s else 0.0)
+            if sent >= 0:
+                alive.append(Backdated(turn, sent))
+                break
+    return alive
 
 
 ConversationT = TypeVar("ConversationT", bound=Conversation)
@@ -213,8 +281,11 @@ class _Schedule(Generic[ConversationT]):
         new_conversation: Callable[[int], ConversationT],
         send_turn: Callable[[ConversationT, TurnRecord], Awaitable[bool]],
         clock: Callable[[], float],
+        *,
+        resume: Callable[[ConversationT, int], None] | None = None,
     ) -> None:
         self.run = run
+        self.resume = resume
         self.rng = rng
         self.new_conversation = new_conversation
         self.send_turn = send_turn
@@ -231,16 +302,26 @@ class _Schedule(Generic[ConversationT]):
     def now(self) -> float:
         return self.clock() - self.started
 
-    async def conversation(self, think_rng: random.Random) -> None:
+    async def conversation(self, think_rng: random.Random, backdated: Backdated | None = None) -> None:
         number = self.next_number
         self.next_number += 1
         conversation = self.new_conversation(number)
+        first = 0
+        if backdated is not None:
+            assert self.resume is not None  # run_open_loop checks it
+            first = min(backdated.turn, conversation.turns - 1)
+            self.resume(conversation, first)
         self.live += 1
         try:
-            for turn in range(conversation.turns):
+            if backdated is not None:
+                await asyncio.sleep(backdated.delay_s)
+            for turn in range(first, conversation.turns):
                 if self.closed:
                     return
-                record = TurnRecord(number, turn, self.step_index if self.measuring else None, self.now())
+                # A resumed conversation's first turn finds no history in the cache (it was never
+                # sent): load, but no step's measurement.
+                measured = self.measuring and not (backdated is not None and turn == first and first > 0)
+                record = TurnRecord(number, turn, self.step_index if measured else None, self.now())
                 self.run.records.append(record)
                 self.in_flight += 1
                 try:
@@ -253,10 +334,10 @@ class _Schedule(Generic[ConversationT]):
         finally:
             self.live -= 1
 
-    def spawn(self) -> None:
+    def spawn(self, backdated: Backdated | None = None) -> None:
         # Each conversation's pauses come from its own generator, seeded from the run's: the same
         # seed replays the same pauses whatever order the answers arrive in.
-        task = asyncio.ensure_future(self.conversation(random.Random(self.rng.getrandbits(64))))
+        task = asyncio.ensure_future(self.conversation(random.Random(self.rng.getrandbits(64)), backdated))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -285,6 +366,10 @@ async def run_open_loop(
     should_stop: Callable[[OpenLoopRun, int], bool] | None = None,
     drain_s: float = 30.0,
     clock: Callable[[], float] = time.monotonic,
+    warm_start: bool = False,
+    resume: Callable[[ConversationT, int], None] | None = None,
+    turns_of: Callable[[int], int] | None = None,
+    answer_s: float = 3.0,
 ) -> OpenLoopRun:
     """Run the ramp; return every request and reading.
 
@@ -296,9 +381,14 @@ async def run_open_loop(
     ``should_stop(run, step)`` is asked after each step; True ends the ramp there (past the cliff,
     more load only measures a queue). At the end, requests still in flight get ``drain_s`` seconds
     to finish (no new turn is sent); the rest are cancelled and stay unanswered (``latency_s`` None).
+    ``warm_start`` starts the conversations a steady past at the first step's rate leaves alive
+    (module docstring); ``resume(conversation, turn)`` readies one to go on from ``turn`` (its
+    history of the earlier turns), ``turns_of(number)`` is how many turns conversation ``number``
+    will have, and ``answer_s`` is the seconds an answer takes in that past.
 
     Raises:
-        ValueError: ``think_s`` negative or not finite, ``mean_turns`` < 1, no step.
+        ValueError: ``think_s`` negative or not finite, ``mean_turns`` < 1, no step, ``warm_start``
+            without ``resume`` and ``turns_of``.
     """
     if not math.isfinite(think_s) or think_s < 0:
         raise ValueError(f"think_s: {think_s!r} must be a finite number of seconds >= 0")
@@ -306,8 +396,24 @@ async def run_open_loop(
         raise ValueError(f"mean_turns: {mean_turns!r} must be >= 1")
     if not steps:
         raise ValueError("steps: at least one rate step is needed")
+    if warm_start and (resume is None or turns_of is None):
+        raise ValueError(
+            "warm_start: needs resume(conversation, turn) and turns_of(number) to start conversations mid-way"
+        )
     run = OpenLoopRun(steps=list(steps), think_s=think_s, mean_turns=mean_turns)
-    schedule = _Schedule(run, random.Random(seed), new_conversation, send_turn, clock)
+    schedule = _Schedule(run, random.Random(seed), new_conversation, send_turn, clock, resume=resume)
+    if warm_start:
+        assert turns_of is not None  # checked above
+        past = backdated_conversations(
+            random.Random(seed + 1),
+            requests_per_min=steps[0].requests_per_min,
+            think_s=think_s,
+            turns_of=turns_of,
+            answer_s=answer_s,
+            mean_turns=mean_turns,
+        )
+        for backdated in past:
+            schedule.spawn(backdated)
 
     async def readings() -> None:
         while True:

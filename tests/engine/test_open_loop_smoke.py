@@ -1,7 +1,8 @@
 """benchmarks/open_loop.py ramp --smoke: the open-loop harness behind the engine model (issue 45) on
-vLLM's CPU build, so it cannot rot between GPU runs. It drives the shared gateway's own engine (no
-engine start of its own): conversations arrive at random, users pause, the engine's gauges are
-read each second, and the result is what planning/engine_fit.py reads."""
+vLLM's CPU build, so it cannot rot between GPU runs. It drives the shared gateway (no engine start
+of its own) as the GPU runs with a gateway do: turns through ``/invocations``, the engine's gauges
+read from its own port each second, conversations arriving at random and users pausing, the ramp
+starting warm (conversations already under way). The result is what planning/engine_fit.py reads."""
 
 from __future__ import annotations
 
@@ -26,7 +27,12 @@ def test_a_smoke_ramp_measures_each_class_and_the_engines_gauges(shared_gateway:
             "ramp",
             "--smoke",
             "--base-url",
-            shared_gateway.engine_url,
+            shared_gateway.url,
+            "--invoke-path",
+            "/invocations",
+            "--metrics-url",
+            shared_gateway.engine_url + "/metrics",
+            "--warm-start",
             "--out-dir",
             str(tmp_path),
             "--name",
@@ -40,9 +46,17 @@ def test_a_smoke_ramp_measures_each_class_and_the_engines_gauges(shared_gateway:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     data = json.loads((tmp_path / "smoke.json").read_text())
-    assert data["kind"] == "open_loop" and data["steps_run"] == 2
+    assert data["kind"] == "open_loop" and data["steps_run"] == 2 and data["warm_start"]
     run = OpenLoopRun.from_json(data)
     answered = [r for r in run.records if r.ok]
+    # Warm start: conversations under way from the first second, each resumed one's first turn
+    # (its history never sent, so nothing cached) sent but measured in no step.
+    resumed = [
+        r
+        for r in run.records
+        if r.turn > 0 and not any(o.conversation == r.conversation and o.turn < r.turn for o in run.records)
+    ]
+    assert resumed and all(r.step is None for r in resumed)
     assert answered and all(r.error is None for r in run.records if r.latency_s is not None)
     # Conversations carry their history: a follow-up's prompt extends its first turn's, and finds it cached.
     follow_ups = [r for r in answered if r.turn > 0]

@@ -41,7 +41,17 @@ from cli_support.sse import timed_json_events
 from serving_contract.request_classes import cached_prompt_tokens
 
 GAUGES = ("kv_cache_usage", "running", "waiting")
-COUNTERS = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "generation_tokens")
+COUNTERS = (
+    "preemptions",
+    "prefix_queries",
+    "prefix_hits",
+    "external_prefix_queries",
+    "external_prefix_hits",
+    "offload_load_bytes",
+    "offload_load_s",
+    "prompt_tokens",
+    "generation_tokens",
+)
 _METRICS = {
     "kv_cache_usage": "vllm:kv_cache_usage_perc",
     "running": "vllm:num_requests_running",
@@ -49,6 +59,12 @@ _METRICS = {
     "preemptions": "vllm:num_preemptions_total",
     "prefix_queries": "vllm:prefix_cache_queries_total",
     "prefix_hits": "vllm:prefix_cache_hits_total",
+    # KV offloaded to host memory (--kv-offloading-size): what came back from it, and how long the copies
+    # took (vLLM 0.26: v1/metrics/loggers.py, kv_connector/v1/offloading/metrics.py); absent without offload.
+    "external_prefix_queries": "vllm:external_prefix_cache_queries_total",
+    "external_prefix_hits": "vllm:external_prefix_cache_hits_total",
+    "offload_load_bytes": "vllm:kv_offload_load_bytes_total",
+    "offload_load_s": "vllm:kv_offload_load_time_total",
     "prompt_tokens": "vllm:prompt_tokens_total",
     "generation_tokens": "vllm:generation_tokens_total",
 }
@@ -66,9 +82,9 @@ def engine_figures(text: str) -> dict[str, float]:
     return figures
 
 
-def read_engine_figures(base_url: str) -> dict[str, float]:
-    """:func:`engine_figures` of the engine at ``base_url`` now (blocking)."""
-    with urllib.request.urlopen(base_url + "/metrics", timeout=10) as response:
+def read_engine_figures(metrics_url: str) -> dict[str, float]:
+    """:func:`engine_figures` of the engine whose Prometheus text is at ``metrics_url`` now (blocking)."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
         return engine_figures(response.read().decode())
 
 
@@ -108,19 +124,20 @@ async def send_turn(
     return True
 
 
-def wait_idle(base_url: str, timeout_s: float = 120.0) -> None:
-    """Until the engine runs and queues nothing (an earlier ramp's requests are gone).
+def wait_idle(metrics_url: str, timeout_s: float = 120.0) -> None:
+    """Until the engine whose ``/metrics`` is ``metrics_url`` runs and queues nothing (an earlier
+    ramp's requests are gone).
 
     Raises:
         TimeoutError: still busy after ``timeout_s`` seconds.
     """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        figures = read_engine_figures(base_url)
+        figures = read_engine_figures(metrics_url)
         if figures.get("running", 0) == 0 and figures.get("waiting", 0) == 0:
             return
         time.sleep(0.5)
-    raise TimeoutError(f"{base_url}: still busy after {timeout_s:g} s")
+    raise TimeoutError(f"{metrics_url}: still busy after {timeout_s:g} s")
 
 
 @dataclass(frozen=True)
@@ -136,6 +153,14 @@ class Sweep:
         stop_factor: the ramp stops after a step whose TTFT p95 reached this x the highest SLO.
         drain_s: seconds in-flight requests get at the end.
         seed: the conversations' and arrivals' seed.
+        warm_start: start with the conversations a steady past at the first rate leaves alive
+            (``cli_support.open_loop.backdated_conversations``) instead of none.
+        first_settle_s: the first step's unmeasured seconds, when not ``settle_s`` (the prefix
+            cache fills from nothing there: about one pause with ``warm_start``).
+        invoke_path: where turns go: vLLM's ``/v1/completions``, or a gateway's ``/invocations``
+            (the same body; the gateway forwards a token-id ``prompt`` to vLLM's completions).
+        metrics_url: vLLM's Prometheus text (default ``<base_url>/metrics``; a gateway's engine
+            has its own port).
     """
 
     rates_per_min: Sequence[float]
@@ -147,6 +172,10 @@ class Sweep:
     stop_factor: float = 4.0
     drain_s: float = 20.0
     seed: int = 45
+    warm_start: bool = False
+    first_settle_s: float | None = None
+    invoke_path: str = "/v1/completions"
+    metrics_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -174,10 +203,16 @@ def sweep(
         TimeoutError: the engine is busy before the ramp (:func:`wait_idle`).
         ValueError: bad rates or seconds (``cli_support.open_loop.ramp``).
     """
-    steps = ramp(settings.rates_per_min, settle_s=settings.settle_s, measure_s=settings.measure_s)
+    steps = ramp(
+        settings.rates_per_min,
+        settle_s=settings.settle_s,
+        measure_s=settings.measure_s,
+        first_settle_s=settings.first_settle_s,
+    )
     workload = Workload(shape, adapters, engines=1, route="affinity", seed=settings.seed)
-    url = base_url + "/v1/completions"
-    wait_idle(base_url)
+    url = base_url + settings.invoke_path
+    metrics_url = settings.metrics_url or base_url + "/metrics"
+    wait_idle(metrics_url)
 
     def summary_of(run: OpenLoopRun, index: int) -> StepSummary:
         return summarise_step(
@@ -198,7 +233,7 @@ def sweep(
         async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0)) as session:
 
             async def sample() -> dict[str, float]:
-                async with session.get(base_url + "/metrics") as response:
+                async with session.get(metrics_url) as response:
                     return engine_figures(await response.text())
 
             return await run_open_loop(
@@ -211,6 +246,9 @@ def sweep(
                 sample=sample,
                 should_stop=should_stop,
                 drain_s=settings.drain_s,
+                warm_start=settings.warm_start,
+                resume=workload.resume,
+                turns_of=shape.turns,
             )
 
     started = time.monotonic()

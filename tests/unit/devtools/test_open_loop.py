@@ -4,6 +4,7 @@ summary and the ramp's verdict say what the runs' JSON says."""
 
 import asyncio
 import json
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from cli_support.open_loop import (
     OpenLoopRun,
     RateStep,
     TurnRecord,
+    backdated_conversations,
     kept_up,
     ramp,
     run_open_loop,
@@ -127,3 +129,45 @@ def test_the_verdict_of_the_think_4_run_holds_to_540_and_collapses_at_740(measur
     assert found.cliff_per_min == 740.0
     # The cliff is the prefix cache lost: nearly every request cold.
     assert by_rate[740].cold_share is not None and by_rate[740].cold_share > 0.95
+
+
+def test_a_warm_start_leaves_alive_what_a_steady_past_would_and_measures_no_resumed_first_turn() -> None:
+    # Little's law: 600 req/min over 3-turn conversations is 200 conversations/min; each lives two
+    # pauses of 30 s and three answers of 3 s (69 s), so about 230 are alive at any moment.
+    alive = backdated_conversations(
+        random.Random(1), requests_per_min=600, think_s=30, turns_of=lambda _: 3, answer_s=3, mean_turns=3
+    )
+    assert 200 <= len(alive) <= 260
+    # Each is mid-way (turn 0 was sent in the past) and sends its next turn within the coming pauses.
+    assert all(1 <= b.turn <= 2 and b.delay_s >= 0 for b in alive)
+    assert sum(b.delay_s for b in alive) / len(alive) == pytest.approx(33, rel=0.2)  # a pause and an answer
+    with pytest.raises(ValueError, match=r"requests_per_min 0 must be > 0"):
+        backdated_conversations(random.Random(1), requests_per_min=0, think_s=1, turns_of=len, answer_s=1, mean_turns=3)
+
+    resumed: list[tuple[int, int]] = []
+
+    def resume(chat: Chat, turn: int) -> None:
+        chat.sent = turn
+        resumed.append((chat.number, turn))
+
+    run, _ = _run(
+        ramp([6000], settle_s=0.0, measure_s=0.3),
+        think_s=0.2,
+        drain_s=2,
+        warm_start=True,
+        resume=resume,
+        turns_of=lambda _: 3,
+        answer_s=0.01,
+    )
+    assert resumed, "a warm start resumes conversations"
+    sent = [(number, turn) for number, turn in resumed if any(r.conversation == number for r in run.records)]
+    assert sent, "resumed conversations whose pause ended before the ramp did sent their turn"
+    first_sent = {number: min(r.turn for r in run.records if r.conversation == number) for number, _ in sent}
+    for number, turn in sent:
+        assert first_sent[number] == turn > 0
+        # The resumed turn found nothing cached (never sent before): load, but in no step.
+        [record] = [r for r in run.records if r.conversation == number and r.turn == turn]
+        assert record.step is None
+    # A warm start without a way to resume is refused.
+    with pytest.raises(ValueError, match=r"warm_start: needs resume\(conversation, turn\) and turns_of\(number\)"):
+        _run(ramp([600], settle_s=0, measure_s=0.1), think_s=0.1, warm_start=True)
