@@ -142,7 +142,7 @@ def test_a_warm_start_leaves_alive_what_a_steady_past_would_and_measures_no_resu
     assert all(1 <= b.turn <= 2 and b.delay_s >= 0 for b in alive)
     assert sum(b.delay_s for b in alive) / len(alive) == pytest.approx(33, rel=0.2)  # a pause and an answer
     with pytest.raises(ValueError, match=r"requests_per_min 0 must be > 0"):
-        backdated_conversations(random.Random(1), requests_per_min=0, think_s=1, turns_of=len, answer_s=1, mean_turns=3)
+        backdated_conversations(random.Random(1), requests_per_min=0, think_s=1, turns_of=abs, answer_s=1, mean_turns=3)
 
     resumed: list[tuple[int, int]] = []
 
