@@ -45,7 +45,7 @@ from mangaassist_client.model import (
     Completion,
     chat_request,
 )
-from mangaassist_client.resilience import Circuit
+from mangaassist_client.resilience import Admission, Circuit
 from mangaassist_client.sagemaker import SageMakerBackend
 from mangaassist_client.session import Session
 from mangaassist_client.stream import ChatStream
@@ -145,11 +145,14 @@ class MangaAssistClient:
         shadow = self._shadow_for(request)
         started, result = self._clock(), None
         try:
-            for backend in self._usable(chain, request, tally, deadline):
-                completion = self._on(backend, tally, partial(self._attempts, backend, request, deadline, tally))
-                if completion is not None:
-                    result = self._answered(backend, completion, tally)
-                    return result
+            for backend, admission in self._usable(chain, request, tally, deadline):
+                with admission:  # whatever ends the call ends a probe it started (issue 53, finding 1)
+                    attempts = partial(self._attempts, backend, request, deadline, tally)
+                    completion = self._on(backend, admission, tally, attempts)
+                    if completion is not None:
+                        admission.success()
+                        result = self._answered(backend, completion, tally)
+                        return result
             raise BackendUnavailableError(tuple(tally.failures))
         finally:
             self._finish(request, tally, shadow, (result, self._clock() - started))
@@ -220,8 +223,9 @@ class MangaAssistClient:
 
     def _usable(
         self, chain: Sequence[Backend], request: ChatRequest, tally: _Tally, deadline: float
-    ) -> Iterator[Backend]:
-        """The backends of ``chain`` that may take the call now, in order; the others' reasons go to the tally."""
+    ) -> Iterator[tuple[Backend, Admission]]:
+        """The backends of ``chain`` that may take the call now, in order, each with its circuit's admission
+        (which the caller must end); the others' reasons go to the tally."""
         for index, backend in enumerate(chain):
             if self._clock() >= deadline:
                 tally.failures.append(Failure(backend.name, FailureKind.TIMEOUT, None, "Deadline", "deadline passed"))
@@ -230,24 +234,26 @@ class MangaAssistClient:
                 reason = f"no model for adapter {request.adapter!r}"
                 tally.failures.append(Failure(backend.name, FailureKind.NOT_SERVED, None, "NotServed", reason))
                 continue
-            if not self._circuits[backend.name].allow():
+            admission = self._circuits[backend.name].allow()
+            if admission is None:
                 tally.failures.append(Failure(backend.name, FailureKind.CIRCUIT_OPEN, None, "CircuitOpen", "open"))
                 continue
             tally.fallback = tally.fallback or index > 0
-            yield backend
+            yield backend, admission
 
-    def _on(self, backend: Backend, tally: _Tally, call: Callable[[], T]) -> T | None:
+    def _on(self, backend: Backend, admission: Admission, tally: _Tally, call: Callable[[], T]) -> T | None:
         """``call()`` on ``backend``: its value, or None when the backend gave up (the circuit and tally
-        told). A caller error is raised; it closes the circuit too (the backend answered)."""
+        told). A caller error is raised; it closes the circuit too (the backend answered). Any other error
+        is raised as it is, leaving ``admission`` to the caller's ``with`` block, which releases it."""
         try:
             return call()
         except CallerError:
-            self._circuits[backend.name].success()
+            admission.success()
             tally.backend, tally.outcome = backend.name, "caller_error"
             raise
         except _BackendGaveUpError as failed:
             tally.failures.append(failed.failure)
-            tally.circuits_opened += self._circuits[backend.name].failure()
+            tally.circuits_opened += admission.failure()
             return None
 
     def _attempts(self, backend: Backend, request: ChatRequest, deadline: float, tally: _Tally) -> Completion:
@@ -286,7 +292,6 @@ class MangaAssistClient:
         return wait if self._clock() + wait < deadline else None
 
     def _answered(self, backend: Backend, completion: Completion, tally: _Tally) -> ChatResult:
-        self._circuits[backend.name].success()
         tally.backend, tally.outcome = backend.name, "ok"
         return ChatResult.of(completion, backend.name, tuple(str(f) for f in tally.failures))
 
@@ -328,9 +333,17 @@ class MangaAssistClient:
         shadow = self._shadow_for(request)
         started = self._clock()
         try:
-            for backend in self._usable(chain, request, tally, deadline):
-                first_piece = partial(self._first_piece, backend, request)
-                opened = self._on(backend, tally, partial(self._retrying, backend, first_piece, deadline, tally))
+            for backend, admission in self._usable(chain, request, tally, deadline):
+                with admission:
+                    first_piece = partial(self._first_piece, backend, request)
+                    opened = self._on(
+                        backend, admission, tally, partial(self._retrying, backend, first_piece, deadline, tally)
+                    )
+                    if opened is not None:
+                        # The backend answered (a first piece, or a stream that ended before one): the circuit's
+                        # verdict is given now, so a caller that stops reading leaves no probe running (issue 53,
+                        # finding 1); a failure after this is counted on its own (_relay).
+                        admission.success()
                 if opened is not None:
                     yield from self._relay(backend, *opened, tally, handle)
                     return
