@@ -34,7 +34,7 @@ from mangaassist_client.errors import (
     StreamInterruptedError,
     classify,
 )
-from mangaassist_client.factory import ClientFactory, default_factory, make_backend
+from mangaassist_client.factory import ClientFactory, attempt_read_timeout, default_factory, make_backend
 from mangaassist_client.metrics import ClientMetric, EmfSink, MetricsSink
 from mangaassist_client.mirror import Answer, Comparison, Shadow
 from mangaassist_client.model import (
@@ -59,6 +59,17 @@ class _BackendGaveUpError(Exception):
     def __init__(self, failure: Failure) -> None:
         super().__init__(str(failure))
         self.failure = failure
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """One backend's turn at a call: its circuit admission, the call's deadline (monotonic seconds) and
+    whether another backend follows it in the chain."""
+
+    backend: Backend
+    admission: Admission
+    deadline: float
+    fallback_follows: bool
 
 
 @dataclass
@@ -145,13 +156,12 @@ class MangaAssistClient:
         shadow = self._shadow_for(request)
         started, result = self._clock(), None
         try:
-            for backend, admission in self._usable(chain, request, tally, deadline):
-                with admission:  # whatever ends the call ends a probe it started (issue 53, finding 1)
-                    attempts = partial(self._attempts, backend, request, deadline, tally)
-                    completion = self._on(backend, admission, tally, attempts)
+            for turn in self._usable(chain, request, tally, deadline):
+                with turn.admission:  # whatever ends the call ends a probe it started (issue 53, finding 1)
+                    completion = self._on(turn, tally, partial(self._attempts, turn, request, tally))
                     if completion is not None:
-                        admission.success()
-                        result = self._answered(backend, completion, tally)
+                        turn.admission.success()
+                        result = self._answered(turn.backend, completion, tally)
                         return result
             raise BackendUnavailableError(tuple(tally.failures))
         finally:
@@ -223,9 +233,9 @@ class MangaAssistClient:
 
     def _usable(
         self, chain: Sequence[Backend], request: ChatRequest, tally: _Tally, deadline: float
-    ) -> Iterator[tuple[Backend, Admission]]:
-        """The backends of ``chain`` that may take the call now, in order, each with its circuit's admission
-        (which the caller must end); the others' reasons go to the tally."""
+    ) -> Iterator[_Turn]:
+        """The backends of ``chain`` that may take the call now, in order, each as a :class:`_Turn` whose
+        admission the caller must end; the others' reasons go to the tally."""
         for index, backend in enumerate(chain):
             if self._clock() >= deadline:
                 tally.failures.append(Failure(backend.name, FailureKind.TIMEOUT, None, "Deadline", "deadline passed"))
@@ -239,47 +249,59 @@ class MangaAssistClient:
                 tally.failures.append(Failure(backend.name, FailureKind.CIRCUIT_OPEN, None, "CircuitOpen", "open"))
                 continue
             tally.fallback = tally.fallback or index > 0
-            yield backend, admission
+            yield _Turn(backend, admission, deadline, fallback_follows=index < len(chain) - 1)
 
-    def _on(self, backend: Backend, admission: Admission, tally: _Tally, call: Callable[[], T]) -> T | None:
-        """``call()`` on ``backend``: its value, or None when the backend gave up (the circuit and tally
+    def _on(self, turn: _Turn, tally: _Tally, call: Callable[[], T]) -> T | None:
+        """``call()`` on the turn's backend: its value, or None when the backend gave up (the circuit and tally
         told). A caller error is raised; it closes the circuit too (the backend answered). Any other error
-        is raised as it is, leaving ``admission`` to the caller's ``with`` block, which releases it."""
+        is raised as it is, leaving the admission to the caller's ``with`` block, which releases it."""
         try:
             return call()
         except CallerError:
-            admission.success()
-            tally.backend, tally.outcome = backend.name, "caller_error"
+            turn.admission.success()
+            tally.backend, tally.outcome = turn.backend.name, "caller_error"
             raise
         except _BackendGaveUpError as failed:
             tally.failures.append(failed.failure)
-            tally.circuits_opened += admission.failure()
+            tally.circuits_opened += turn.admission.failure()
             return None
 
-    def _attempts(self, backend: Backend, request: ChatRequest, deadline: float, tally: _Tally) -> Completion:
-        return self._retrying(backend, partial(backend.complete, request), deadline, tally)
+    def _attempts(self, turn: _Turn, request: ChatRequest, tally: _Tally) -> Completion:
+        return self._retrying(turn, partial(turn.backend.complete, request), tally)
 
-    def _retrying(self, backend: Backend, call: Callable[[], T], deadline: float, tally: _Tally) -> T:
-        """``call()`` with retries (module docstring); raises :class:`CallerError` or :class:`_BackendGaveUpError`."""
+    def _budget_s(self, turn: _Turn) -> float:
+        """Seconds the turn's backend may take from now: what remains of the deadline, half of it when a
+        fallback follows (so a hung backend leaves the fallback the other half; issue 53, finding 2), at most
+        ``ClientConfig.attempt_timeout_s`` when set."""
+        remaining = turn.deadline - self._clock()
+        share = remaining / 2 if turn.fallback_follows else remaining
+        cap = self.config.attempt_timeout_s
+        return share if cap is None else min(share, cap)
+
+    def _retrying(self, turn: _Turn, call: Callable[[], T], tally: _Tally) -> T:
+        """``call()`` with retries (module docstring), each try's read timeout its :meth:`_budget_s`; raises
+        :class:`CallerError` or :class:`_BackendGaveUpError`."""
         retry = 0
         while True:
             try:
-                return call()
+                with attempt_read_timeout(self._budget_s(turn)):
+                    return call()
             except Exception as error:
-                failure = classify(error, backend.name)
+                failure = classify(error, turn.backend.name)
                 if failure is None:
                     raise
                 if failure.kind is FailureKind.CALLER:
                     raise CallerError(failure) from error
-            wait = self._retry_wait(failure, retry, deadline)
+            wait = self._retry_wait(failure, retry, turn)
             if wait is None:
                 raise _BackendGaveUpError(failure)
             tally.retries += 1
             retry += 1
             self._sleep(wait)
 
-    def _retry_wait(self, failure: Failure, retry: int, deadline: float) -> float | None:
-        """Seconds before the next try, or None: no retry (wrong kind, out of tries, past the deadline)."""
+    def _retry_wait(self, failure: Failure, retry: int, turn: _Turn) -> float | None:
+        """Seconds before the next try, or None: no retry (wrong kind, out of tries, or a wait that would not
+        end within the turn's :meth:`_budget_s`, which keeps the fallback's share of the deadline)."""
         policy = self.config.retry
         if retry + 1 >= policy.max_attempts:
             return None
@@ -289,7 +311,7 @@ class MangaAssistClient:
             wait = failure.retry_after_s
         else:
             return None
-        return wait if self._clock() + wait < deadline else None
+        return wait if wait < self._budget_s(turn) else None
 
     def _answered(self, backend: Backend, completion: Completion, tally: _Tally) -> ChatResult:
         tally.backend, tally.outcome = backend.name, "ok"
@@ -333,19 +355,17 @@ class MangaAssistClient:
         shadow = self._shadow_for(request)
         started = self._clock()
         try:
-            for backend, admission in self._usable(chain, request, tally, deadline):
-                with admission:
-                    first_piece = partial(self._first_piece, backend, request)
-                    opened = self._on(
-                        backend, admission, tally, partial(self._retrying, backend, first_piece, deadline, tally)
-                    )
+            for turn in self._usable(chain, request, tally, deadline):
+                with turn.admission:
+                    first_piece = partial(self._first_piece, turn.backend, request)
+                    opened = self._on(turn, tally, partial(self._retrying, turn, first_piece, tally))
                     if opened is not None:
                         # The backend answered (a first piece, or a stream that ended before one): the circuit's
                         # verdict is given now, so a caller that stops reading leaves no probe running (issue 53,
                         # finding 1); a failure after this is counted on its own (_relay).
-                        admission.success()
+                        turn.admission.success()
                 if opened is not None:
-                    yield from self._relay(backend, *opened, tally, handle)
+                    yield from self._relay(turn.backend, *opened, tally, handle)
                     return
             raise BackendUnavailableError(tuple(tally.failures))
         except GeneratorExit:

@@ -142,9 +142,12 @@ class ClientConfig:
         fallbacks: where they go next, in order, on a 5xx, a timeout or an open circuit.
         mirror: shadow or canary, or None.
         deadline_s: a call's default deadline (a call may set its own), seconds.
-        attempt_timeout_s: botocore's connect and read timeout of each call, seconds; None: half of
-            ``deadline_s``, so a hung backend leaves the fallback the other half (an answer of 180 tokens takes
-            seconds; seed 002: p99 < 2 s).
+        attempt_timeout_s: the most botocore waits between bytes on one try, seconds; None: no cap beyond the
+            deadline. Each try's read timeout is what remains of the call's deadline, half of it while a
+            fallback follows, so a hung backend leaves the fallback the other half (an answer of 180 tokens
+            takes seconds; seed 002: p99 < 2 s). Calls without a deadline (sessions, shadow copies) wait
+            ``attempt_timeout_s`` or half of ``deadline_s``. Connecting takes at most 2 s
+            (``factory.CONNECT_TIMEOUT_S``).
         retry, circuit: :class:`RetryPolicy`, :class:`CircuitPolicy`.
         metrics_namespace: the Observability stack's ``MetricsNamespace``.
         metrics_endpoint: the ``EndpointName`` dimension (default: the SageMaker backend's endpoint).
@@ -175,7 +178,8 @@ class ClientConfig:
 
     @property
     def attempt_timeout(self) -> float:
-        """botocore's connect and read timeout, seconds (``attempt_timeout_s`` or half the deadline)."""
+        """The clients' own read timeout, seconds (``attempt_timeout_s`` or half of ``deadline_s``): what a
+        call without a deadline waits (a session's open and close, a shadow copy); a chat call sets its own."""
         return self.attempt_timeout_s if self.attempt_timeout_s is not None else self.deadline_s / 2
 
     @property

@@ -12,7 +12,8 @@ kind                      from                                                  
                           header, or the container's ``retry_after_s`` in the         retries, then falls
                           error body that SageMaker's ``ModelError`` carries)         back
 ``server``                any other 5xx, a connection failure, a failed stream        falls back
-``timeout``               botocore's read/connect timeout, HTTP 408/504, Bedrock      falls back
+``timeout``               a read/connect timeout (botocore's, or urllib3's in an      falls back
+                          event stream), HTTP 408/504, Bedrock
                           ``ModelTimeoutException``
 ``caller``                any other 4xx: the request itself is wrong                  raises it as is
 ========================  ==========================================================  ====================
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+import urllib3.exceptions
 from botocore.exceptions import (
     ClientError,
     ConnectionError,
@@ -222,9 +224,12 @@ def classify(error: Exception, backend: str) -> Failure | None:
         return Failure(backend, _kind(error.status, error.code, None), error.status, error.code, error.message[:300])
     if isinstance(error, ClientError):  # EventStreamError, raised mid-stream, is one too
         return _client_error(error, backend)
-    if isinstance(error, ReadTimeoutError | ConnectTimeoutError):
+    # botocore wraps urllib3's errors while it sends a request and reads a blob, but an event stream reads
+    # urllib3's response itself: a stream that stalls or breaks before its first piece raises urllib3's own
+    # ReadTimeoutError or ProtocolError (botocore/eventstream.py).
+    if isinstance(error, ReadTimeoutError | ConnectTimeoutError | urllib3.exceptions.TimeoutError):
         return Failure(backend, FailureKind.TIMEOUT, None, type(error).__name__, str(error)[:300])
-    if isinstance(error, ConnectionError | HTTPClientError):
+    if isinstance(error, ConnectionError | HTTPClientError | urllib3.exceptions.HTTPError):
         return Failure(backend, FailureKind.SERVER, None, type(error).__name__, str(error)[:300])
     # Anything else (NoCredentialsError, ParamValidationError, a bug) is configuration, not availability:
     # another backend would not help.
