@@ -263,7 +263,10 @@ class MangaAssistClient:
             raise
         except _BackendGaveUpError as failed:
             tally.failures.append(failed.failure)
-            tally.circuits_opened += turn.admission.failure()
+            if failed.failure.kind is FailureKind.DRAINING:  # an instance leaving, not the endpoint failing
+                turn.admission.release()
+            else:
+                tally.circuits_opened += turn.admission.failure()
             return None
 
     def _attempts(self, turn: _Turn, request: ChatRequest, tally: _Tally) -> Completion:
@@ -301,17 +304,31 @@ class MangaAssistClient:
 
     def _retry_wait(self, failure: Failure, retry: int, turn: _Turn) -> float | None:
         """Seconds before the next try, or None: no retry (wrong kind, out of tries, or a wait that would not
-        end within the turn's :meth:`_budget_s`, which keeps the fallback's share of the deadline)."""
+        end within the turn's :meth:`_budget_s`, which keeps the fallback's share of the deadline).
+
+        Throttling without advice waits botocore's full-jitter backoff. A wait the backend asked for
+        (``Retry-After``, a drain's 1 s) is that long plus full jitter of up to as many seconds again, cut at
+        the turn's budget: callers that met the same 503 come back spread out, never before they were asked
+        to (issue 53, finding 5)."""
         policy = self.config.retry
         if retry + 1 >= policy.max_attempts:
             return None
+        budget = self._budget_s(turn)
+        asked = failure.retry_after_s
         if failure.kind is FailureKind.THROTTLED:
-            wait = max(policy.backoff_s(retry, self._rand()), failure.retry_after_s or 0.0)
-        elif failure.kind is FailureKind.RETRY_AFTER and failure.retry_after_s is not None:
-            wait = failure.retry_after_s
+            wait = policy.backoff_s(retry, self._rand())
+            if asked is not None:
+                wait = max(wait, self._jittered(asked, budget))
+        elif failure.kind in (FailureKind.RETRY_AFTER, FailureKind.DRAINING) and asked is not None:
+            wait = self._jittered(asked, budget)
         else:
             return None
-        return wait if wait < self._budget_s(turn) else None
+        return wait if wait < budget else None
+
+    def _jittered(self, asked_s: float, budget_s: float) -> float:
+        """``asked_s`` plus a uniform share of the span up to ``2 x asked_s`` or ``budget_s``, whichever is less
+        (``asked_s`` itself when it does not fit: the caller then gives up)."""
+        return asked_s + self._rand() * max(0.0, min(2 * asked_s, budget_s) - asked_s)
 
     def _answered(self, backend: Backend, completion: Completion, tally: _Tally) -> ChatResult:
         tally.backend, tally.outcome = backend.name, "ok"

@@ -17,11 +17,14 @@ Each operation answers from a script the test queues (:meth:`Services.sagemaker`
   ``x-amzn-ErrorType`` with the status the API model gives the exception.
 
 A hanging request is held until the test ends (:meth:`Services.close` releases it), so a client that waits
-for it waits on a real socket, and nothing is left blocked after the test.
+for it waits on a real socket, and nothing is left blocked after the test. :func:`gateway_drain_answer` is
+the real gateway's own refusal while it drains, for a script to send as the container's answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import sys
 import threading
@@ -44,8 +47,13 @@ from mangaassist_client import (
     botocore_config,
 )
 from mangaassist_client.config import BackendConfig
+from serving_app.engine.readiness import Phase
+from serving_app.gateway import Gateway
+from serving_app.metrics.emf import EmfWriter
+from serving_app.settings import Settings
 from tests.botocore_helpers import bedrock_chunk, payload_part
 from tests.client.stubs import DOMAIN_ARN, ENDPOINT, VERSIONS, completion, sse
+from tests.container.test_gateway_unit import request
 
 HOLD_S = 60.0
 """Most a hanging request is held (the test's end releases it sooner)."""
@@ -304,3 +312,23 @@ def wired_client(
     names = ("sagemaker-runtime", "bedrock-runtime")
     clients = {name: running.client(name, timeout_s=settings.attempt_timeout) for name in names}
     return MangaAssistClient(settings, metrics=lines, client_factory=lambda service, region: clients[service])
+
+
+def gateway_drain_answer() -> tuple[int, dict[str, str], str]:
+    """``(status, headers, body)`` the real gateway answers an invocation while it drains."""
+
+    async def handle() -> Any:
+        gateway = Gateway(
+            Settings.from_env({}),
+            upstream_url="http://127.0.0.1:9",  # never reached: a draining gateway refuses first
+            engine=None,
+            request_exit=lambda code: None,
+            emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, io.StringIO()),
+        )
+        gateway.readiness.set_phase(Phase.DRAINING, "SIGTERM received, draining")
+        response = await gateway.invocations.handle(request({"prompt": "x"}, {"content-type": "application/json"}))
+        await gateway.pool.aclose()
+        return response
+
+    response = asyncio.run(handle())
+    return response.status_code, dict(response.headers), bytes(response.body).decode()
