@@ -9,8 +9,9 @@ The rules (seed 002's OOM containment ends in "fall back to Bedrock"; errors mod
 * a 4xx is the caller's: raised as :class:`~mangaassist_client.errors.CallerError`, never sent elsewhere;
 * a stream that fails after its first token raises :class:`~mangaassist_client.errors.StreamInterruptedError`
   with the text so far: it is not restarted elsewhere, silently or otherwise;
-* every call writes one metrics line: requests, retries, fallbacks, circuits opened, streams interrupted
-  (metrics module), which the Observability stack's fallback-rate alarm reads.
+* every call writes one metrics line: requests, retries, fallbacks, circuits opened, streams interrupted,
+  calls no backend answered (metrics module), which the Observability stack's client-fallback-rate and
+  client-unanswered-rate alarms read.
 """
 
 from __future__ import annotations
@@ -85,6 +86,13 @@ class _Tally:
     backend: str | None = None
     outcome: str = "unavailable"
     failures: list[Failure] = field(default_factory=list)
+    error: str | None = None
+    """An error the client does not sort (``errors.classify``), raised to the caller as it is."""
+
+    @property
+    def unanswered(self) -> bool:
+        """No backend answered: every one failed or was skipped, or an error ended the call."""
+        return self.outcome in ("unavailable", "error")
 
 
 class MangaAssistClient:
@@ -268,6 +276,10 @@ class MangaAssistClient:
             else:
                 tally.circuits_opened += turn.admission.failure()
             return None
+        except Exception as error:  # no backend's failure (NoCredentialsError, a bug): the caller's to see
+            tally.backend, tally.outcome = turn.backend.name, "error"
+            tally.error = f"{turn.backend.name}: {type(error).__name__}: {str(error)[:300]}"
+            raise
 
     def _attempts(self, turn: _Turn, request: ChatRequest, tally: _Tally) -> Completion:
         return self._retrying(turn, partial(turn.backend.complete, request), tally)
@@ -342,13 +354,14 @@ class MangaAssistClient:
             ClientMetric.CIRCUIT_OPENED: tally.circuits_opened,
             ClientMetric.STREAMS_INTERRUPTED: int(tally.interrupted),
             ClientMetric.CANARY_REQUESTS: int(tally.canary),
+            ClientMetric.UNANSWERED: int(tally.unanswered),
         }
         properties = {
             "Backend": tally.backend,
             "Adapter": request.adapter,
             "Outcome": tally.outcome,
             "Stream": tally.stream,
-            "Failures": [str(f) for f in tally.failures],
+            "Failures": [str(f) for f in tally.failures] + ([tally.error] if tally.error else []),
         }
         self.metrics.record(counts, properties)
         if shadow is not None:

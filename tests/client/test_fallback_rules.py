@@ -44,6 +44,7 @@ def test_the_endpoint_answers_and_nothing_else_is_called() -> None:
         ClientMetric.CIRCUIT_OPENED: 0,
         ClientMetric.STREAMS_INTERRUPTED: 0,
         ClientMetric.CANARY_REQUESTS: 0,
+        ClientMetric.UNANSWERED: 0,
     }
 
 
