@@ -17,6 +17,7 @@ The rules (seed 002's OOM containment ends in "fall back to Bedrock"; errors mod
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -35,7 +36,13 @@ from mangaassist_client.errors import (
     StreamInterruptedError,
     classify,
 )
-from mangaassist_client.factory import ClientFactory, attempt_read_timeout, default_factory, make_backend
+from mangaassist_client.factory import (
+    ClientFactory,
+    attempt_read_timeout,
+    backend_name,
+    default_factory,
+    make_backend,
+)
 from mangaassist_client.metrics import ClientMetric, EmfSink, MetricsSink
 from mangaassist_client.mirror import Answer, Comparison, Shadow
 from mangaassist_client.model import (
@@ -52,6 +59,7 @@ from mangaassist_client.session import Session
 from mangaassist_client.stream import ChatStream
 
 T = TypeVar("T")
+log = logging.getLogger("mangaassist_client")
 
 
 class _BackendGaveUpError(Exception):
@@ -124,6 +132,13 @@ class MangaAssistClient:
             if metrics is not None
             else EmfSink(endpoint_name=config.endpoint_dimension, namespace=config.metrics_namespace)
         )
+        if not config.fallbacks:  # issue 53, finding 3: a client without one looked fine until the first outage
+            log.warning(
+                "mangaassist_client: no fallback: when %s cannot answer, calls raise BackendUnavailableError "
+                "(counted as ClientUnanswered). Deploy the BedrockImport stack with bedrock.models[].adapter set "
+                "(config_from_outputs_file reads it), or give ClientConfig(fallbacks=...) or foundation_model=...",
+                backend_name(config.primary),
+            )
         factory = client_factory or default_factory(config.attempt_timeout)
         self.backends: list[Backend] = [make_backend(spec, factory) for spec in (config.primary, *config.fallbacks)]
         self._circuits = {b.name: Circuit(config.circuit, clock) for b in self.backends}

@@ -85,6 +85,15 @@ def default_factory(attempt_timeout_s: float) -> ClientFactory:
     return lambda service, region: session.client(service, region_name=region, config=config)
 
 
+def backend_name(spec: BackendConfig) -> str:
+    """The name the backend ``spec`` describes goes by (``Backend.name``), without making its client."""
+    if isinstance(spec, SageMakerEndpoint):
+        return f"sagemaker:{spec.endpoint_name}"
+    if isinstance(spec, BedrockImportedModels):
+        return ImportedModelBackend.name
+    return f"bedrock:{spec.model_id}"
+
+
 def make_backend(spec: BackendConfig, factory: ClientFactory) -> Backend:
     """The backend a :data:`~mangaassist_client.config.BackendConfig` describes; its client's read timeout is
     bounded per call (:func:`bound_read_timeouts`), a client the caller's factory made included."""

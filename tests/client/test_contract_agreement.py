@@ -39,8 +39,10 @@ def test_output_keys_and_stack_names_agree() -> None:
     assert client_config.ENDPOINT_NAME_OUTPUT == outputs.ENDPOINT_NAME
     assert client_config.METRICS_NAMESPACE_OUTPUT == outputs.METRICS_NAMESPACE
     assert client_config.IMPORTED_MODEL_ARN_PREFIX == outputs.IMPORTED_MODEL_ARN_PREFIX
+    assert client_config.IMPORTED_MODEL_ADAPTER_PREFIX == outputs.IMPORTED_MODEL_ADAPTER_PREFIX
     for name in ("mangaassist-llama3-domain-v1", "a-b_c1", "manga_domain_v3", "x--y__z", "Already-Pascal"):
         assert client_config.imported_model_output(name) == outputs.imported_model_output(name)
+        assert client_config.imported_model_adapter_output(name) == outputs.imported_model_adapter_output(name)
     for stage in ("prod", "dev"):
         config = load_config({"stage": stage, "stages": {stage: {}}})
         for unit in ("Serving", "Observability", "BedrockImport"):
