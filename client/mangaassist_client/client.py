@@ -7,6 +7,10 @@ The rules (seed 002's OOM containment ends in "fall back to Bedrock"; errors mod
   the call's deadline (at most ``retry.max_attempts`` tries);
 * a 5xx, a timeout, a throttled backend out of tries or an open circuit sends the call to the next backend;
 * a 4xx is the caller's: raised as :class:`~mangaassist_client.errors.CallerError`, never sent elsewhere;
+* a backend whose model lacks the request's adapter (a foundation model through Converse) answers only when
+  the caller allows a substitute (``allow_substitute`` on the call or in the config); otherwise it is
+  skipped with a reason that says how to allow it (issue 53, finding 6), and every result names the model
+  and adapter that answered (:class:`~mangaassist_client.model.Origin`), a stream's before its first piece;
 * a stream that fails after its first token raises :class:`~mangaassist_client.errors.StreamInterruptedError`
   with the text so far: it is not restarted elsewhere, silently or otherwise;
 * every call writes one metrics line: requests, retries, fallbacks, circuits opened, streams interrupted,
@@ -51,7 +55,9 @@ from mangaassist_client.model import (
     ChatRequest,
     ChatResult,
     Completion,
+    Origin,
     chat_request,
+    check_flag,
 )
 from mangaassist_client.resilience import Admission, Circuit
 from mangaassist_client.sagemaker import SageMakerBackend
@@ -76,6 +82,7 @@ class _Turn:
     whether another backend follows it in the chain."""
 
     backend: Backend
+    origin: Origin
     admission: Admission
     deadline: float
     fallback_follows: bool
@@ -163,16 +170,30 @@ class MangaAssistClient:
 
     # -- the public calls ------------------------------------------------------------------------------
 
-    def chat(self, *, deadline_s: float | None = None, session_id: str | None = None, **fields: Any) -> ChatResult:
+    def chat(
+        self,
+        *,
+        deadline_s: float | None = None,
+        session_id: str | None = None,
+        allow_substitute: bool | None = None,
+        **fields: Any,
+    ) -> ChatResult:
         """One whole answer. ``fields`` are :func:`~mangaassist_client.model.chat_request`'s (``adapter``,
         ``messages``, ``max_tokens``, ``temperature``, ``top_p``, ``context_budget``, ``prefix_aware_id``).
+
+        Args:
+            deadline_s: seconds the whole call may take, retries and fallback included (None: the config's).
+            session_id: the SageMaker stateful session (:meth:`open_session` sets it).
+            allow_substitute: whether a model without the requested adapter may answer (a foundation model
+                through Converse); None: ``ClientConfig.allow_substitute``.
 
         Raises:
             ValueError: a bad field (one line).
             CallerError: a 4xx from the backend that took the call.
-            BackendUnavailableError: no backend answered within the deadline.
+            BackendUnavailableError: no backend answered within the deadline (or the only ones left lack the
+                adapter and no substitute was allowed: its message says how to allow one).
         """
-        request = self._request(fields, session_id)
+        request = self._request(fields, session_id, allow_substitute)
         deadline = self._deadline(deadline_s)
         tally = _Tally(stream=False)
         chain = self._chain(tally)
@@ -184,19 +205,25 @@ class MangaAssistClient:
                     completion = self._on(turn, tally, partial(self._attempts, turn, request, tally))
                     if completion is not None:
                         turn.admission.success()
-                        result = self._answered(turn.backend, completion, tally)
+                        result = self._answered(turn, completion, tally)
                         return result
             raise BackendUnavailableError(tuple(tally.failures))
         finally:
             self._finish(request, tally, shadow, (result, self._clock() - started))
 
     def chat_stream(
-        self, *, deadline_s: float | None = None, session_id: str | None = None, **fields: Any
+        self,
+        *,
+        deadline_s: float | None = None,
+        session_id: str | None = None,
+        allow_substitute: bool | None = None,
+        **fields: Any,
     ) -> ChatStream:
-        """A streamed answer (fields as :meth:`chat`). Validation errors raise here; the call starts at the
-        first ``next()``, and iterating raises what :meth:`chat` raises, or
-        :class:`~mangaassist_client.errors.StreamInterruptedError` after the first piece."""
-        request = self._request(fields, session_id)
+        """A streamed answer (arguments as :meth:`chat`). Validation errors raise here; the call starts at
+        :meth:`ChatStream.start` (which returns the :class:`~mangaassist_client.model.Origin` of the answer
+        before its first piece is taken) or the first ``next()``, and either raises what :meth:`chat` raises;
+        iterating raises :class:`~mangaassist_client.errors.StreamInterruptedError` after the first piece."""
+        request = self._request(fields, session_id, allow_substitute)
         deadline = self._deadline(deadline_s)
         return ChatStream(lambda handle: self._stream(request, deadline, handle))
 
@@ -223,7 +250,7 @@ class MangaAssistClient:
 
     # -- one call --------------------------------------------------------------------------------------
 
-    def _request(self, fields: Mapping[str, Any], session_id: str | None) -> ChatRequest:
+    def _request(self, fields: Mapping[str, Any], session_id: str | None, allow_substitute: bool | None) -> ChatRequest:
         unknown = sorted(set(fields) - {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
         if unknown:
             raise ValueError(
@@ -232,7 +259,12 @@ class MangaAssistClient:
         missing = [name for name in REQUIRED_FIELDS if name not in fields]
         if missing:
             raise ValueError(f"{', '.join(missing)}: required")
-        return dataclasses.replace(chat_request(**fields), session_id=session_id)
+        allow = (
+            self.config.allow_substitute
+            if allow_substitute is None
+            else check_flag("allow_substitute", allow_substitute)
+        )
+        return dataclasses.replace(chat_request(**fields), session_id=session_id, allow_substitute=allow)
 
     def _deadline(self, deadline_s: float | None) -> float:
         seconds = self.config.deadline_s if deadline_s is None else deadline_s
@@ -263,16 +295,30 @@ class MangaAssistClient:
             if self._clock() >= deadline:
                 tally.failures.append(Failure(backend.name, FailureKind.TIMEOUT, None, "Deadline", "deadline passed"))
                 return
-            if not backend.serves(request.adapter):
-                reason = f"no model for adapter {request.adapter!r}"
-                tally.failures.append(Failure(backend.name, FailureKind.NOT_SERVED, None, "NotServed", reason))
+            origin = backend.origin(request.adapter)
+            refusal = self._refusal(origin, request)
+            if origin is None or refusal:
+                tally.failures.append(Failure(backend.name, FailureKind.NOT_SERVED, None, "NotServed", refusal))
                 continue
             admission = self._circuits[backend.name].allow()
             if admission is None:
                 tally.failures.append(Failure(backend.name, FailureKind.CIRCUIT_OPEN, None, "CircuitOpen", "open"))
                 continue
             tally.fallback = tally.fallback or index > 0
-            yield _Turn(backend, admission, deadline, fallback_follows=index < len(chain) - 1)
+            yield _Turn(backend, origin, admission, deadline, fallback_follows=index < len(chain) - 1)
+
+    @staticmethod
+    def _refusal(origin: Origin | None, request: ChatRequest) -> str:
+        """Why a backend may not answer ``request`` ("" when it may): it has no model for the adapter, or its
+        model lacks the adapter and the caller allowed no substitute (issue 53, finding 6)."""
+        if origin is None:
+            return f"no model for adapter {request.adapter!r}"
+        if origin.adapter is None and not request.allow_substitute:
+            return (
+                f"{origin.model} has no adapter {request.adapter!r}; let it answer without the adapter with "
+                "allow_substitute=True on the call, or ClientConfig(allow_substitute=True)"
+            )
+        return ""
 
     def _on(self, turn: _Turn, tally: _Tally, call: Callable[[], T]) -> T | None:
         """``call()`` on the turn's backend: its value, or None when the backend gave up (the circuit and tally
@@ -357,9 +403,9 @@ class MangaAssistClient:
         (``asked_s`` itself when it does not fit: the caller then gives up)."""
         return asked_s + self._rand() * max(0.0, min(2 * asked_s, budget_s) - asked_s)
 
-    def _answered(self, backend: Backend, completion: Completion, tally: _Tally) -> ChatResult:
-        tally.backend, tally.outcome = backend.name, "ok"
-        return ChatResult.of(completion, backend.name, tuple(str(f) for f in tally.failures))
+    def _answered(self, turn: _Turn, completion: Completion, tally: _Tally) -> ChatResult:
+        tally.backend, tally.outcome = turn.backend.name, "ok"
+        return ChatResult.of(completion, turn.origin, tuple(str(f) for f in tally.failures))
 
     def _finish(self, request: ChatRequest, tally: _Tally, shadow: Future[Answer] | None, answer: Answer) -> None:
         counts = {
@@ -410,7 +456,8 @@ class MangaAssistClient:
                         # finding 1); a failure after this is counted on its own (_relay).
                         turn.admission.success()
                 if opened is not None:
-                    yield from self._relay(turn.backend, *opened, tally, handle)
+                    handle.origin = turn.origin  # before the first piece reaches the caller
+                    yield from self._relay(turn, *opened, tally, handle)
                     return
             raise BackendUnavailableError(tuple(tally.failures))
         except GeneratorExit:
@@ -420,9 +467,10 @@ class MangaAssistClient:
             self._finish(request, tally, shadow, (handle.result, self._clock() - started))
 
     def _relay(
-        self, backend: Backend, stream: BackendStream, first: str, tally: _Tally, handle: ChatStream
+        self, turn: _Turn, stream: BackendStream, first: str, tally: _Tally, handle: ChatStream
     ) -> Generator[str, None, None]:
         """The committed stream's pieces; a failure now is the caller's to know about, never a fallback."""
+        backend = turn.backend
         parts = [first] if first else []
         try:
             if first:
@@ -450,4 +498,4 @@ class MangaAssistClient:
             context_budget=stream.context_budget,
             variant=stream.variant,
         )
-        handle.result = self._answered(backend, completion, tally)
+        handle.result = self._answered(turn, completion, tally)

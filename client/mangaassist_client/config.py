@@ -27,7 +27,7 @@ from typing import Any, Final, Literal
 from botocore.exceptions import ClientError
 
 from mangaassist_client.metrics import DEFAULT_NAMESPACE
-from mangaassist_client.model import check_prefix_aware_id
+from mangaassist_client.model import check_flag, check_prefix_aware_id
 from mangaassist_client.resilience import CircuitPolicy, RetryPolicy
 
 ENDPOINT_NAME_OUTPUT: Final = "EndpointName"
@@ -162,6 +162,9 @@ class ClientConfig:
         retry, circuit: :class:`RetryPolicy`, :class:`CircuitPolicy`.
         metrics_namespace: the Observability stack's ``MetricsNamespace``.
         metrics_endpoint: the ``EndpointName`` dimension (default: the SageMaker backend's endpoint).
+        allow_substitute: whether a model without the requested adapter (a foundation model through Converse)
+            may answer a call that does not say (False: such a backend is skipped, and the error says how to
+            allow it; issue 53, finding 6).
     """
 
     primary: BackendConfig
@@ -173,8 +176,10 @@ class ClientConfig:
     circuit: CircuitPolicy = field(default_factory=CircuitPolicy)
     metrics_namespace: str = DEFAULT_NAMESPACE
     metrics_endpoint: str | None = None
+    allow_substitute: bool = False
 
     def __post_init__(self) -> None:
+        check_flag("allow_substitute", self.allow_substitute)
         if not 0 < self.deadline_s <= 3600:
             raise ValueError(f"deadline_s = {self.deadline_s}: must be above 0 and at most 3600")
         if self.attempt_timeout_s is not None and not 0 < self.attempt_timeout_s <= self.deadline_s:
@@ -186,6 +191,13 @@ class ClientConfig:
             raise ValueError(f"metrics_namespace = {self.metrics_namespace!r}: 1-255 characters, not AWS/...")
         if len(self.fallbacks) > 4:
             raise ValueError(f"fallbacks: {len(self.fallbacks)} given; at most 4")
+        canary = self.mirror.backend if self.mirror and self.mirror.mode == "canary" else None
+        if isinstance(canary, BedrockFoundationModel) and not self.allow_substitute:
+            # Every sampled call would skip it (issue 53, finding 6), and count as a fallback.
+            raise ValueError(
+                f"mirror.backend = {canary.model_id!r}: a canary without the adapters answers only with "
+                "allow_substitute = True; set it, or canary an imported model or an endpoint"
+            )
 
     @property
     def attempt_timeout(self) -> float:

@@ -228,6 +228,13 @@ def test_the_config_comes_from_describe_stacks() -> None:
             "metrics_namespace = 'AWS/SageMaker': 1-255 characters, not AWS/...",
         ),
         (lambda: MirrorConfig(SageMakerEndpoint("e"), share=1.5), "mirror.share = 1.5: must be from 0 to 1"),
+        (
+            lambda: ClientConfig(
+                SageMakerEndpoint("e"), mirror=MirrorConfig(BedrockFoundationModel("m"), share=0.1, mode="canary")
+            ),
+            "mirror.backend = 'm': a canary without the adapters answers only with allow_substitute = True; set it, "
+            "or canary an imported model or an endpoint",
+        ),
         (lambda: RetryPolicy(max_attempts=0), "retry.max_attempts = 0: must be from 1 to 10"),
     ],
 )

@@ -262,12 +262,13 @@ def test_the_foundation_model_answers_through_converse_when_the_imported_model_f
                 "metrics": {"latencyMs": 420},
             },
         )
-        result = r.client.chat(**CALL)
+        result = r.client.chat(**CALL, allow_substitute=True)  # a model without the adapter (test_substitutes.py)
         r.pending()
-    assert (result.backend, result.text, result.finish_reason) == (
+    assert (result.backend, result.text, result.finish_reason, result.adapter) == (
         "bedrock:meta.llama3-1-8b-instruct-v1:0",
         "Try Witch Hat Atelier.",
         "end_turn",
+        None,
     )
     assert [f.split(":")[0] for f in result.fallback_from] == ["sagemaker", "bedrock-import"]
     assert "timeout 408 ModelTimeoutException" in result.fallback_from[1]

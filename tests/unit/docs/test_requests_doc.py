@@ -146,7 +146,7 @@ EXPECTED = [
             "adapter='manga_domain_v3/v3/def'",
         ],
     ),
-    (["InvokeEndpointWithResponseStream"], ["Try Dungeon Meshi."]),
+    (["InvokeEndpointWithResponseStream"], [f"[sagemaker:{ENDPOINT}, adapter jp_style_v1]", "Try Dungeon Meshi."]),
     (["NEW_SESSION", "InvokeEndpoint", "InvokeEndpoint", "CLOSE"], ["trimmed 1 turns", "Try Delicious in Dungeon."]),
     (["InvokeEndpoint", "Converse"], [f"sagemaker:{ENDPOINT} bedrock:meta.llama3-1-8b-instruct-v1:0 False"]),
 ]
