@@ -345,22 +345,27 @@ class MangaAssistClient:
     def _attempts(self, turn: _Turn, request: ChatRequest, tally: _Tally) -> Completion:
         return self._retrying(turn, partial(turn.backend.complete, request), tally)
 
-    def _budget_s(self, turn: _Turn) -> float:
-        """Seconds the turn's backend may take from now: what remains of the deadline, half of it when a
-        fallback follows (so a hung backend leaves the fallback the other half; issue 53, finding 2), at most
-        ``ClientConfig.attempt_timeout_s`` when set."""
+    def _share_s(self, turn: _Turn) -> float:
+        """Seconds the turn's backend may take from now, its tries and waits together: what remains of the
+        deadline, half of it when a fallback follows (so a hung backend leaves the fallback the other half;
+        issue 53, finding 2)."""
         remaining = turn.deadline - self._clock()
-        share = remaining / 2 if turn.fallback_follows else remaining
+        return remaining / 2 if turn.fallback_follows else remaining
+
+    def _read_timeout_s(self, turn: _Turn) -> float:
+        """botocore's read timeout of the turn's next try: its :meth:`_share_s`, at most
+        ``ClientConfig.attempt_timeout_s`` when set."""
         cap = self.config.attempt_timeout_s
+        share = self._share_s(turn)
         return share if cap is None else min(share, cap)
 
     def _retrying(self, turn: _Turn, call: Callable[[], T], tally: _Tally) -> T:
-        """``call()`` with retries (module docstring), each try's read timeout its :meth:`_budget_s`; raises
-        :class:`CallerError` or :class:`_BackendGaveUpError`."""
+        """``call()`` with retries (module docstring), each try's read timeout its :meth:`_read_timeout_s`;
+        raises :class:`CallerError` or :class:`_BackendGaveUpError`."""
         retry = 0
         while True:
             try:
-                with attempt_read_timeout(self._budget_s(turn)):
+                with attempt_read_timeout(self._read_timeout_s(turn)):
                     return call()
             except Exception as error:
                 failure = classify(error, turn.backend.name)
@@ -377,7 +382,7 @@ class MangaAssistClient:
 
     def _retry_wait(self, failure: Failure, retry: int, turn: _Turn) -> float | None:
         """Seconds before the next try, or None: no retry (wrong kind, out of tries, or a wait that would not
-        end within the turn's :meth:`_budget_s`, which keeps the fallback's share of the deadline).
+        end within the turn's :meth:`_share_s`, which keeps the fallback's share of the deadline).
 
         Throttling without advice waits botocore's full-jitter backoff. A wait the backend asked for
         (``Retry-After``, a drain's 1 s) is that long plus full jitter of up to as many seconds again, cut at
@@ -386,7 +391,7 @@ class MangaAssistClient:
         policy = self.config.retry
         if retry + 1 >= policy.max_attempts:
             return None
-        budget = self._budget_s(turn)
+        budget = self._share_s(turn)
         asked = failure.retry_after_s
         if failure.kind is FailureKind.THROTTLED:
             wait = policy.backoff_s(retry, self._rand())

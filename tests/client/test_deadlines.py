@@ -107,3 +107,14 @@ def test_a_retry_after_wait_and_its_retry_fit_the_deadline() -> None:
     assert second.at - first.at >= 1.0
     assert elapsed < 3 + SLACK_S
     assert lines.last()[ClientMetric.RETRIES] == 1
+
+
+def test_attempt_timeout_s_caps_a_try_below_its_share_of_the_deadline() -> None:
+    with wire.services() as s:
+        chat = wire.wired_client(s, Lines(), attempt_timeout_s=0.5)
+        s.queue("InvokeEndpoint", wire.hang)
+        s.queue("InvokeModel", wire.imported_answer())
+        assert chat.chat(**CALL, deadline_s=10).backend == IMPORTED
+        (endpoint,) = s.calls("InvokeEndpoint")
+        (bedrock,) = s.calls("InvokeModel")
+    assert 0.45 <= bedrock.at - endpoint.at < 0.5 + SLACK_S
