@@ -117,9 +117,13 @@ class MangaAssistClient:
         config: backends and policies (``config_from_outputs_file`` / ``config_from_stacks`` read the stacks').
         metrics: where the counts go; default an :class:`~mangaassist_client.metrics.EmfSink` on stdout.
         client_factory: ``(service, region) -> boto3 client``; default one boto3 session's clients with
-            :func:`botocore_config`.
+            :func:`botocore_config`. Each client gets a ``before-call`` handler that sets a call's read
+            timeout from its deadline (``factory.bound_read_timeouts``); keep botocore's retries off in yours.
         on_comparison: receives each shadow :class:`~mangaassist_client.mirror.Comparison` (worker thread).
         clock, sleep, rand: monotonic seconds, sleeping, uniform [0, 1) (tests replace them).
+
+    A config without fallbacks is logged as a warning (logger ``mangaassist_client``): such a client raises
+    :class:`~mangaassist_client.errors.BackendUnavailableError` whenever the endpoint cannot answer.
     """
 
     def __init__(
