@@ -1,12 +1,15 @@
 """The optional Bedrock Custom Model Import path (seed 003 §11-12): off unless ``bedrock.enabled``."""
 
+import difflib
 import re
+from collections.abc import Sequence
 from typing import Annotated, Final
 
 from pydantic import AfterValidator, Field, model_validator
 
 from app_config.base import ConfigModel
 from app_config.cloudformation_limits import PROVIDER_MAX_WAIT_S
+from serving_contract.validation import line
 
 # Regions that offer Custom Model Import (docs/sources.md, "Bedrock Custom Model Import";
 # https://docs.aws.amazon.com/bedrock/latest/userguide/model-customization-import-model.html).
@@ -79,6 +82,17 @@ class BedrockImportModelConfig(ConfigModel):
         pattern=r"^[A-Za-z0-9._-]{1,32}$",
         description="Change it to import the same prefix again after uploading new weights (a new model version).",
     )
+    adapter: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description=(
+            "The adapter (model.adapters[].name) or base model (model.name) whose requests this merged model "
+            "answers when the endpoint cannot: the stack outputs it as ImportedModelAdapter<PascalCaseName>, and "
+            "the client library's config_from_outputs_file makes it that adapter's Bedrock fallback (issue 53, "
+            "finding 3). None: no fallback from this model (the client cannot tell which adapter it merges)."
+        ),
+    )
 
 
 DEFAULT_IMPORT_MODELS = (BedrockImportModelConfig(name="mangaassist-llama3-domain-v1", s3_prefix="llama3-domain-v1/"),)
@@ -145,6 +159,29 @@ class BedrockConfig(ConfigModel):
         if duplicates:
             raise ValueError(f"models: duplicate model name(s) {', '.join(duplicates)}; each name must be unique")
         return self
+
+
+def check_imported_adapters(models: Sequence[BedrockImportModelConfig], served: Sequence[str]) -> None:
+    """Raise ValueError (one line) unless each ``bedrock.models[].adapter`` is one of ``served`` (the endpoint's
+    base model and adapter names) and no two models answer for one adapter."""
+    owners: dict[str, int] = {}
+    for index, model in enumerate(models):
+        if model.adapter is None:
+            continue
+        key = f"bedrock.models[{index}].adapter"
+        if model.adapter not in served:
+            near = difflib.get_close_matches(model.adapter, served, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(
+                f"{line(key, model.adapter, 'not a name the endpoint serves')}; allowed: "
+                f"{', '.join(sorted(served))}{hint}"
+            )
+        if model.adapter in owners:
+            raise ValueError(
+                line(key, model.adapter, f"bedrock.models[{owners[model.adapter]}] answers for it already")
+                + "; one imported model per adapter"
+            )
+        owners[model.adapter] = index
 
 
 def check_import_region(enabled: bool, region: str | None) -> None:

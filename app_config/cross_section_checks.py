@@ -12,7 +12,7 @@ run when it is made: ``planning/checks.py``.
 
 from typing import TYPE_CHECKING
 
-from app_config.bedrock import check_import_region
+from app_config.bedrock import check_import_region, check_imported_adapters
 from app_config.context_budget import check_context_budget
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
 from app_config.release import check_deploy_approval
@@ -69,6 +69,7 @@ def check_cross_sections(config: "AppConfig") -> None:
     _monitoring_checks(config)
     _rollout_fits_in_timeout(config)
     check_import_region(config.bedrock.enabled, config.env.region)
+    check_imported_adapters(config.bedrock.models, [config.model.name, *(a.name for a in config.model.adapters)])
     check_deploy_approval(config.stage, config.release)
     check_shadow(config)  # app_config/shadow.py
 

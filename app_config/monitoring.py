@@ -230,6 +230,16 @@ class MonitoringConfig(ConfigModel):
             "endpoint's own metrics miss (timeouts, connections, open circuits)."
         ),
     )
+    client_unanswered_rate: AlarmRuleConfig = Field(
+        default=AlarmRuleConfig(threshold=0.1, period_s=300, evaluation_periods=3),
+        description=(
+            "ClientUnanswered / ClientRequests x 100: the share of the client library's calls that no backend "
+            "answered (every one failed or was skipped, or an error ended the call), percent; critical. Source: "
+            "seed 002 (error rate SLO < 0.1 %), as the 5xx-rate alarm: these callers got an error. With every "
+            "call failing and no fallback configured, the fallback rate stays 0 and the endpoint's own metrics "
+            "may see nothing (an endpoint the callers cannot reach); this alarm sees it (issue 53, finding 4)."
+        ),
+    )
     canary_error_rate: AlarmWindowConfig = Field(
         default=AlarmWindowConfig(period_s=60, evaluation_periods=5),
         description=(

@@ -129,6 +129,17 @@ LIFECYCLE_SETTINGS: Final[tuple[Setting[int] | Setting[float], ...]] = (
 )
 """Every lifecycle setting with a config key (``container.<key>``), in the config reference's order."""
 
+DRAIN_RETRY_AFTER_S: Final = 1
+"""``Retry-After`` of the 503 a draining instance answers new work with (issue 53, finding 5), seconds, and
+the same as ``error.retry_after_s`` in its body (SageMaker passes the body, not the header). The instance's
+``/ping`` is 503 from the signal on, so SageMaker takes it out of rotation, and the retry is routed among the
+variant's other instances; 1 s is short enough for a caller's deadline of seconds (seed 002: p99 < 2 s) to
+hold the retry, long enough that a retry does not land back before the signal's effect."""
+DRAINING_ERROR_TYPE: Final = "InstanceDraining"
+"""``error.type`` of that 503: the client library (``mangaassist_client.errors``, which carries a copy) retries
+it elsewhere and never counts it against the endpoint's circuit, so a deploy that drains every old instance
+within seconds does not open it."""
+
 # Container-only: the stack derives the first from serving.container_startup_health_check_timeout_s
 # and never sets the second (SageMaker's SIGKILL window is fixed).
 STARTUP_TIMEOUT: Final = Setting(

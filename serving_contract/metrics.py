@@ -128,6 +128,10 @@ class ClientMetric(StrEnum):
     CIRCUIT_OPENED = "ClientCircuitOpened"  # a backend's circuit opened
     STREAMS_INTERRUPTED = "ClientStreamsInterrupted"  # streams that failed after their first token
     CANARY_REQUESTS = "ClientCanaryRequests"  # calls sent to the client-side canary first
+    # Calls no backend answered (every one failed, was skipped or refused, or an error ended the call): with
+    # every call failing and no fallback configured, ClientFallbacks stays 0, and only this shows the outage
+    # (issue 53, finding 4).
+    UNANSWERED = "ClientUnanswered"
     SHADOW_REQUESTS = "ClientShadowRequests"  # shadow copies sent
     SHADOW_ERRORS = "ClientShadowErrors"  # shadow copies that failed
     SHADOW_MISMATCHES = "ClientShadowMismatches"  # shadow answers that differed from the answer

@@ -42,6 +42,10 @@ BEDROCK_IMPORT_ROLE_ARN: Final = "BedrockImportRoleArn"
 BEDROCK_MODEL_KEY_ARN: Final = "BedrockModelKeyArn"
 IMPORTED_MODEL_ARN_PREFIX: Final = "ImportedModelArn"
 """One output per imported model, ``ImportedModelArn<PascalCaseName>`` (see :func:`imported_model_output`)."""
+IMPORTED_MODEL_ADAPTER_PREFIX: Final = "ImportedModelAdapter"
+"""One output per imported model with ``bedrock.models[].adapter`` set, ``ImportedModelAdapter<PascalCaseName>``:
+the adapter (or base model) it answers for, from which the client library builds its Bedrock fallback
+(client/mangaassist_client/config.py; see :func:`imported_model_adapter_output`)."""
 
 
 # ModelRelease stack: per release kind (base_model, adapter), its pipeline and model package group.
@@ -67,6 +71,12 @@ def adapter_component_output(adapter: str) -> str:
 def imported_model_output(model_name: str) -> str:
     """Output key of the imported model configured as ``model_name`` (``a-b_c1`` -> ``ImportedModelArnABC1``)."""
     return IMPORTED_MODEL_ARN_PREFIX + pascal_case(model_name)
+
+
+def imported_model_adapter_output(model_name: str) -> str:
+    """Output key naming the adapter the imported model ``model_name`` answers for
+    (``a-b_c1`` -> ``ImportedModelAdapterABC1``)."""
+    return IMPORTED_MODEL_ADAPTER_PREFIX + pascal_case(model_name)
 
 
 def pascal_case(name: str) -> str:

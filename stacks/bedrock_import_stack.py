@@ -70,6 +70,13 @@ class BedrockImportStack(cdk.Stack):
                 value=imported.imported_model_arn,
                 description=f"Bedrock imported model ARN of {model.name} (s3 prefix {model.s3_prefix})",
             )
+            if model.adapter is not None:  # the client library's fallback for that adapter (docs/client.md)
+                cdk.CfnOutput(
+                    self,
+                    outputs.imported_model_adapter_output(model.name),
+                    value=model.adapter,
+                    description=f"The adapter (or base model) {model.name} answers for",
+                )
         cdk.CfnOutput(self, outputs.BEDROCK_ARTIFACT_BUCKET, value=self.store.bucket.bucket_name)
         cdk.CfnOutput(self, outputs.BEDROCK_IMPORT_ROLE_ARN, value=self.store.import_role.role_arn)
         cdk.CfnOutput(self, outputs.BEDROCK_MODEL_KEY_ARN, value=self.store.model_key.key_arn)

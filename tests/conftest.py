@@ -158,7 +158,8 @@ BEDROCK_OVERRIDES = {
     "bedrock.enabled": "true",
     "env.region": "us-east-1",
     "bedrock.models": '[{"name": "mangaassist-llama3-domain-v1", "s3_prefix": "llama3-domain-v1/"},'
-    ' {"name": "mangaassist-jp-style-v1", "s3_prefix": "merged/jp-style-v1/", "revision": "2"}]',
+    ' {"name": "mangaassist-jp-style-v1", "s3_prefix": "merged/jp-style-v1/", "revision": "2",'
+    ' "adapter": "jp_style_v1"}]',
 }
 
 PIN = "{version}/" + "1" * 64

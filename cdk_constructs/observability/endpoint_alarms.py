@@ -179,6 +179,7 @@ class EndpointAlarms(Construct):
             *self._endpoint_rules(gpus_per_instance),
             *(self._adapter_rule(adapter) for adapter in adapters),
             self._client_fallback_rule(),
+            self._client_unanswered_rule(),
         ]
 
     def _ttft_rule(self, slo: SloConfig, klass: RequestClass) -> _Rule:
@@ -419,6 +420,24 @@ class EndpointAlarms(Construct):
             comparison=Comparison.GREATER_THAN_THRESHOLD,
             missing=Missing.NOT_BREACHING,  # a share of calls: no client calls, no datapoint
             critical=False,
+        )
+
+    def _client_unanswered_rule(self) -> _Rule:
+        rule = self._config.client_unanswered_rate
+        return _Rule(
+            construct_id="ClientUnansweredRate",
+            slug="client-unanswered-rate",
+            description=f"Client calls no backend answered > {rule.threshold:g} % for {rule.window_s} s "
+            "(error-rate SLO): the client library's callers got errors, the endpoint and every fallback failed, "
+            "were skipped or are not configured. The endpoint's own metrics may show nothing when the callers "
+            "cannot reach it. Read the clients' EMF lines (Failures, Outcome) and the 5xx-rate alarm.",
+            metric=self._metrics.client_share(
+                ClientMetric.UNANSWERED, period_s=rule.period_s, label="Client calls no backend answered (%)"
+            ),
+            rule=rule,
+            comparison=Comparison.GREATER_THAN_THRESHOLD,
+            missing=Missing.NOT_BREACHING,  # a share of calls: no client calls, no datapoint
+            critical=True,
         )
 
     def _worst(

@@ -29,7 +29,7 @@ from mangaassist_client.errors import (
 from mangaassist_client.factory import botocore_config
 from mangaassist_client.metrics import ClientMetric, EmfSink, NullSink, PutMetricDataSink
 from mangaassist_client.mirror import Comparison
-from mangaassist_client.model import ChatResult, ContextBudgetReport, ServedVersions, Usage, chat_request
+from mangaassist_client.model import ChatResult, ContextBudgetReport, Origin, ServedVersions, Usage, chat_request
 from mangaassist_client.resilience import CircuitPolicy, RetryPolicy
 from mangaassist_client.session import Session
 from mangaassist_client.stream import ChatStream
@@ -53,6 +53,7 @@ __all__ = [
     "MangaAssistClientError",
     "MirrorConfig",
     "NullSink",
+    "Origin",
     "PutMetricDataSink",
     "RetryPolicy",
     "SageMakerEndpoint",

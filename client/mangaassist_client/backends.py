@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from mangaassist_client.model import ChatRequest, Completion, ContextBudgetReport, ServedVersions, Usage
+from mangaassist_client.model import ChatRequest, Completion, ContextBudgetReport, Origin, ServedVersions, Usage
 
 
 class BackendStream:
@@ -56,8 +56,10 @@ class Backend(Protocol):
     """``sagemaker:<endpoint>``, ``bedrock-import`` or ``bedrock:<model id>``: the result's ``backend``, the
     circuit's key and the metrics' ``Backend`` property."""
 
-    def serves(self, adapter: str) -> bool:
-        """Whether this backend has a model for ``adapter`` (an imported model per adapter may lack one)."""
+    def origin(self, adapter: str) -> Origin | None:
+        """The model that would answer a request for ``adapter`` and whether it has that adapter
+        (:class:`~mangaassist_client.model.Origin`), or None when this backend has no model for it (an
+        imported model per adapter may lack one)."""
         ...
 
     def complete(self, request: ChatRequest) -> Completion:

@@ -7,7 +7,8 @@ foundation model through Converse.
   output. A streamed answer's ``chunk`` events each carry one ``chat.completion.chunk`` object as their
   bytes (an ``data: {...}`` SSE line is read too). Not checked in an AWS account here: docs/client.md.
 * :class:`ConverseBackend`: ``Converse`` / ``ConverseStream`` with a model id (a foundation model such as
-  Llama 3.1 8B Instruct, which serves no LoRA adapter: every adapter gets the same model).
+  Llama 3.1 8B Instruct, which serves no LoRA adapter: every adapter gets the same model, so it answers an
+  adapter's request only where the caller allows a substitute; client module).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from mangaassist_client.backends import BackendStream
 from mangaassist_client.errors import AnswerError
-from mangaassist_client.model import ChatRequest, Completion, Usage, openai_usage
+from mangaassist_client.model import ChatRequest, Completion, Origin, Usage, openai_usage
 from mangaassist_client.sagemaker import chunk_text, read_completion
 from mangaassist_client.sse import DONE, SseDecoder
 
@@ -51,8 +52,9 @@ class ImportedModelBackend:
         self.runtime = runtime
         self.model_arns = dict(model_arns)
 
-    def serves(self, adapter: str) -> bool:
-        return adapter in self.model_arns
+    def origin(self, adapter: str) -> Origin | None:
+        arn = self.model_arns.get(adapter)
+        return None if arn is None else Origin(self.name, arn, adapter)  # the adapter's merged weights
 
     def complete(self, request: ChatRequest) -> Completion:
         arn = self.model_arns[request.adapter]
@@ -128,8 +130,8 @@ class ConverseBackend:
         self.model_id = model_id
         self.name = f"bedrock:{model_id}"
 
-    def serves(self, adapter: str) -> bool:
-        return True
+    def origin(self, adapter: str) -> Origin:
+        return Origin(self.name, self.model_id, None)  # one model, no LoRA adapter: a substitute
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         system, messages = converse_messages(request)

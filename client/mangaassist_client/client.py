@@ -7,15 +7,21 @@ The rules (seed 002's OOM containment ends in "fall back to Bedrock"; errors mod
   the call's deadline (at most ``retry.max_attempts`` tries);
 * a 5xx, a timeout, a throttled backend out of tries or an open circuit sends the call to the next backend;
 * a 4xx is the caller's: raised as :class:`~mangaassist_client.errors.CallerError`, never sent elsewhere;
+* a backend whose model lacks the request's adapter (a foundation model through Converse) answers only when
+  the caller allows a substitute (``allow_substitute`` on the call or in the config); otherwise it is
+  skipped with a reason that says how to allow it (issue 53, finding 6), and every result names the model
+  and adapter that answered (:class:`~mangaassist_client.model.Origin`), a stream's before its first piece;
 * a stream that fails after its first token raises :class:`~mangaassist_client.errors.StreamInterruptedError`
   with the text so far: it is not restarted elsewhere, silently or otherwise;
-* every call writes one metrics line: requests, retries, fallbacks, circuits opened, streams interrupted
-  (metrics module), which the Observability stack's fallback-rate alarm reads.
+* every call writes one metrics line: requests, retries, fallbacks, circuits opened, streams interrupted,
+  calls no backend answered (metrics module), which the Observability stack's client-fallback-rate and
+  client-unanswered-rate alarms read.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -34,7 +40,13 @@ from mangaassist_client.errors import (
     StreamInterruptedError,
     classify,
 )
-from mangaassist_client.factory import ClientFactory, default_factory, make_backend
+from mangaassist_client.factory import (
+    ClientFactory,
+    attempt_read_timeout,
+    backend_name,
+    default_factory,
+    make_backend,
+)
 from mangaassist_client.metrics import ClientMetric, EmfSink, MetricsSink
 from mangaassist_client.mirror import Answer, Comparison, Shadow
 from mangaassist_client.model import (
@@ -43,14 +55,17 @@ from mangaassist_client.model import (
     ChatRequest,
     ChatResult,
     Completion,
+    Origin,
     chat_request,
+    check_flag,
 )
-from mangaassist_client.resilience import Circuit
+from mangaassist_client.resilience import Admission, Circuit
 from mangaassist_client.sagemaker import SageMakerBackend
 from mangaassist_client.session import Session
 from mangaassist_client.stream import ChatStream
 
 T = TypeVar("T")
+log = logging.getLogger("mangaassist_client")
 
 
 class _BackendGaveUpError(Exception):
@@ -59,6 +74,18 @@ class _BackendGaveUpError(Exception):
     def __init__(self, failure: Failure) -> None:
         super().__init__(str(failure))
         self.failure = failure
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """One backend's turn at a call: its circuit admission, the call's deadline (monotonic seconds) and
+    whether another backend follows it in the chain."""
+
+    backend: Backend
+    origin: Origin
+    admission: Admission
+    deadline: float
+    fallback_follows: bool
 
 
 @dataclass
@@ -74,6 +101,13 @@ class _Tally:
     backend: str | None = None
     outcome: str = "unavailable"
     failures: list[Failure] = field(default_factory=list)
+    error: str | None = None
+    """An error the client does not sort (``errors.classify``), raised to the caller as it is."""
+
+    @property
+    def unanswered(self) -> bool:
+        """No backend answered: every one failed or was skipped, or an error ended the call."""
+        return self.outcome in ("unavailable", "error")
 
 
 class MangaAssistClient:
@@ -83,9 +117,13 @@ class MangaAssistClient:
         config: backends and policies (``config_from_outputs_file`` / ``config_from_stacks`` read the stacks').
         metrics: where the counts go; default an :class:`~mangaassist_client.metrics.EmfSink` on stdout.
         client_factory: ``(service, region) -> boto3 client``; default one boto3 session's clients with
-            :func:`botocore_config`.
+            :func:`botocore_config`. Each client gets a ``before-call`` handler that sets a call's read
+            timeout from its deadline (``factory.bound_read_timeouts``); keep botocore's retries off in yours.
         on_comparison: receives each shadow :class:`~mangaassist_client.mirror.Comparison` (worker thread).
         clock, sleep, rand: monotonic seconds, sleeping, uniform [0, 1) (tests replace them).
+
+    A config without fallbacks is logged as a warning (logger ``mangaassist_client``): such a client raises
+    :class:`~mangaassist_client.errors.BackendUnavailableError` whenever the endpoint cannot answer.
     """
 
     def __init__(
@@ -105,6 +143,13 @@ class MangaAssistClient:
             if metrics is not None
             else EmfSink(endpoint_name=config.endpoint_dimension, namespace=config.metrics_namespace)
         )
+        if not config.fallbacks:  # issue 53, finding 3: a client without one looked fine until the first outage
+            log.warning(
+                "mangaassist_client: no fallback: when %s cannot answer, calls raise BackendUnavailableError "
+                "(counted as ClientUnanswered). Deploy the BedrockImport stack with bedrock.models[].adapter set "
+                "(config_from_outputs_file reads it), or give ClientConfig(fallbacks=...) or foundation_model=...",
+                backend_name(config.primary),
+            )
         factory = client_factory or default_factory(config.attempt_timeout)
         self.backends: list[Backend] = [make_backend(spec, factory) for spec in (config.primary, *config.fallbacks)]
         self._circuits = {b.name: Circuit(config.circuit, clock) for b in self.backends}
@@ -129,38 +174,60 @@ class MangaAssistClient:
 
     # -- the public calls ------------------------------------------------------------------------------
 
-    def chat(self, *, deadline_s: float | None = None, session_id: str | None = None, **fields: Any) -> ChatResult:
+    def chat(
+        self,
+        *,
+        deadline_s: float | None = None,
+        session_id: str | None = None,
+        allow_substitute: bool | None = None,
+        **fields: Any,
+    ) -> ChatResult:
         """One whole answer. ``fields`` are :func:`~mangaassist_client.model.chat_request`'s (``adapter``,
         ``messages``, ``max_tokens``, ``temperature``, ``top_p``, ``context_budget``, ``prefix_aware_id``).
+
+        Args:
+            deadline_s: seconds the whole call may take, retries and fallback included (None: the config's).
+            session_id: the SageMaker stateful session (:meth:`open_session` sets it).
+            allow_substitute: whether a model without the requested adapter may answer (a foundation model
+                through Converse); None: ``ClientConfig.allow_substitute``.
 
         Raises:
             ValueError: a bad field (one line).
             CallerError: a 4xx from the backend that took the call.
-            BackendUnavailableError: no backend answered within the deadline.
+            BackendUnavailableError: no backend answered within the deadline (or the only ones left lack the
+                adapter and no substitute was allowed: its message says how to allow one).
         """
-        request = self._request(fields, session_id)
+        request = self._request(fields, session_id, allow_substitute)
         deadline = self._deadline(deadline_s)
         tally = _Tally(stream=False)
         chain = self._chain(tally)
         shadow = self._shadow_for(request)
         started, result = self._clock(), None
         try:
-            for backend in self._usable(chain, request, tally, deadline):
-                completion = self._on(backend, tally, partial(self._attempts, backend, request, deadline, tally))
-                if completion is not None:
-                    result = self._answered(backend, completion, tally)
-                    return result
+            for turn in self._usable(chain, request, tally, deadline):
+                with turn.admission:  # whatever ends the call ends a probe it started (issue 53, finding 1)
+                    completion = self._on(turn, tally, partial(self._attempts, turn, request, tally))
+                    if completion is not None:
+                        turn.admission.success()
+                        result = self._answered(turn, completion, tally)
+                        return result
             raise BackendUnavailableError(tuple(tally.failures))
         finally:
             self._finish(request, tally, shadow, (result, self._clock() - started))
 
     def chat_stream(
-        self, *, deadline_s: float | None = None, session_id: str | None = None, **fields: Any
+        self,
+        *,
+        deadline_s: float | None = None,
+        session_id: str | None = None,
+        allow_substitute: bool | None = None,
+        **fields: Any,
     ) -> ChatStream:
-        """A streamed answer (fields as :meth:`chat`). Validation errors raise here; the call starts at the
-        first ``next()``, and iterating raises what :meth:`chat` raises, or
-        :class:`~mangaassist_client.errors.StreamInterruptedError` after the first piece."""
-        request = self._request(fields, session_id)
+        """A streamed answer (arguments as :meth:`chat`). Validation errors raise here; the call starts at
+        :meth:`ChatStream.start` (which returns the :class:`~mangaassist_client.model.Origin` of the answer
+        before its first piece is taken) or the first ``next()``, and either raises what :meth:`chat` raises;
+        iterating raises :class:`~mangaassist_client.errors.StreamInterruptedError` after the first piece."""
+        request = self._request(fields, session_id, allow_substitute)
         deadline = self._deadline(deadline_s)
         return ChatStream(lambda handle: self._stream(request, deadline, handle))
 
@@ -187,7 +254,7 @@ class MangaAssistClient:
 
     # -- one call --------------------------------------------------------------------------------------
 
-    def _request(self, fields: Mapping[str, Any], session_id: str | None) -> ChatRequest:
+    def _request(self, fields: Mapping[str, Any], session_id: str | None, allow_substitute: bool | None) -> ChatRequest:
         unknown = sorted(set(fields) - {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
         if unknown:
             raise ValueError(
@@ -196,7 +263,12 @@ class MangaAssistClient:
         missing = [name for name in REQUIRED_FIELDS if name not in fields]
         if missing:
             raise ValueError(f"{', '.join(missing)}: required")
-        return dataclasses.replace(chat_request(**fields), session_id=session_id)
+        allow = (
+            self.config.allow_substitute
+            if allow_substitute is None
+            else check_flag("allow_substitute", allow_substitute)
+        )
+        return dataclasses.replace(chat_request(**fields), session_id=session_id, allow_substitute=allow)
 
     def _deadline(self, deadline_s: float | None) -> float:
         seconds = self.config.deadline_s if deadline_s is None else deadline_s
@@ -220,75 +292,129 @@ class MangaAssistClient:
 
     def _usable(
         self, chain: Sequence[Backend], request: ChatRequest, tally: _Tally, deadline: float
-    ) -> Iterator[Backend]:
-        """The backends of ``chain`` that may take the call now, in order; the others' reasons go to the tally."""
+    ) -> Iterator[_Turn]:
+        """The backends of ``chain`` that may take the call now, in order, each as a :class:`_Turn` whose
+        admission the caller must end; the others' reasons go to the tally."""
         for index, backend in enumerate(chain):
             if self._clock() >= deadline:
                 tally.failures.append(Failure(backend.name, FailureKind.TIMEOUT, None, "Deadline", "deadline passed"))
                 return
-            if not backend.serves(request.adapter):
-                reason = f"no model for adapter {request.adapter!r}"
-                tally.failures.append(Failure(backend.name, FailureKind.NOT_SERVED, None, "NotServed", reason))
+            origin = backend.origin(request.adapter)
+            refusal = self._refusal(origin, request)
+            if origin is None or refusal:
+                tally.failures.append(Failure(backend.name, FailureKind.NOT_SERVED, None, "NotServed", refusal))
                 continue
-            if not self._circuits[backend.name].allow():
+            admission = self._circuits[backend.name].allow()
+            if admission is None:
                 tally.failures.append(Failure(backend.name, FailureKind.CIRCUIT_OPEN, None, "CircuitOpen", "open"))
                 continue
             tally.fallback = tally.fallback or index > 0
-            yield backend
+            yield _Turn(backend, origin, admission, deadline, fallback_follows=index < len(chain) - 1)
 
-    def _on(self, backend: Backend, tally: _Tally, call: Callable[[], T]) -> T | None:
-        """``call()`` on ``backend``: its value, or None when the backend gave up (the circuit and tally
-        told). A caller error is raised; it closes the circuit too (the backend answered)."""
+    @staticmethod
+    def _refusal(origin: Origin | None, request: ChatRequest) -> str:
+        """Why a backend may not answer ``request`` ("" when it may): it has no model for the adapter, or its
+        model lacks the adapter and the caller allowed no substitute (issue 53, finding 6)."""
+        if origin is None:
+            return f"no model for adapter {request.adapter!r}"
+        if origin.adapter is None and not request.allow_substitute:
+            return (
+                f"{origin.model} has no adapter {request.adapter!r}; let it answer without the adapter with "
+                "allow_substitute=True on the call, or ClientConfig(allow_substitute=True)"
+            )
+        return ""
+
+    def _on(self, turn: _Turn, tally: _Tally, call: Callable[[], T]) -> T | None:
+        """``call()`` on the turn's backend: its value, or None when the backend gave up (the circuit and tally
+        told). A caller error is raised; it closes the circuit too (the backend answered). Any other error
+        is raised as it is, leaving the admission to the caller's ``with`` block, which releases it."""
         try:
             return call()
         except CallerError:
-            self._circuits[backend.name].success()
-            tally.backend, tally.outcome = backend.name, "caller_error"
+            turn.admission.success()
+            tally.backend, tally.outcome = turn.backend.name, "caller_error"
             raise
         except _BackendGaveUpError as failed:
             tally.failures.append(failed.failure)
-            tally.circuits_opened += self._circuits[backend.name].failure()
+            if failed.failure.kind is FailureKind.DRAINING:  # an instance leaving, not the endpoint failing
+                turn.admission.release()
+            else:
+                tally.circuits_opened += turn.admission.failure()
             return None
+        except Exception as error:  # no backend's failure (NoCredentialsError, a bug): the caller's to see
+            tally.backend, tally.outcome = turn.backend.name, "error"
+            tally.error = f"{turn.backend.name}: {type(error).__name__}: {str(error)[:300]}"
+            raise
 
-    def _attempts(self, backend: Backend, request: ChatRequest, deadline: float, tally: _Tally) -> Completion:
-        return self._retrying(backend, partial(backend.complete, request), deadline, tally)
+    def _attempts(self, turn: _Turn, request: ChatRequest, tally: _Tally) -> Completion:
+        return self._retrying(turn, partial(turn.backend.complete, request), tally)
 
-    def _retrying(self, backend: Backend, call: Callable[[], T], deadline: float, tally: _Tally) -> T:
-        """``call()`` with retries (module docstring); raises :class:`CallerError` or :class:`_BackendGaveUpError`."""
+    def _share_s(self, turn: _Turn) -> float:
+        """Seconds the turn's backend may take from now, its tries and waits together: what remains of the
+        deadline, half of it when a fallback follows (so a hung backend leaves the fallback the other half;
+        issue 53, finding 2)."""
+        remaining = turn.deadline - self._clock()
+        return remaining / 2 if turn.fallback_follows else remaining
+
+    def _read_timeout_s(self, turn: _Turn) -> float:
+        """botocore's read timeout of the turn's next try: its :meth:`_share_s`, at most
+        ``ClientConfig.attempt_timeout_s`` when set."""
+        cap = self.config.attempt_timeout_s
+        share = self._share_s(turn)
+        return share if cap is None else min(share, cap)
+
+    def _retrying(self, turn: _Turn, call: Callable[[], T], tally: _Tally) -> T:
+        """``call()`` with retries (module docstring), each try's read timeout its :meth:`_read_timeout_s`;
+        raises :class:`CallerError` or :class:`_BackendGaveUpError`."""
         retry = 0
         while True:
             try:
-                return call()
+                with attempt_read_timeout(self._read_timeout_s(turn)):
+                    return call()
             except Exception as error:
-                failure = classify(error, backend.name)
+                failure = classify(error, turn.backend.name)
                 if failure is None:
                     raise
                 if failure.kind is FailureKind.CALLER:
                     raise CallerError(failure) from error
-            wait = self._retry_wait(failure, retry, deadline)
+            wait = self._retry_wait(failure, retry, turn)
             if wait is None:
                 raise _BackendGaveUpError(failure)
             tally.retries += 1
             retry += 1
             self._sleep(wait)
 
-    def _retry_wait(self, failure: Failure, retry: int, deadline: float) -> float | None:
-        """Seconds before the next try, or None: no retry (wrong kind, out of tries, past the deadline)."""
+    def _retry_wait(self, failure: Failure, retry: int, turn: _Turn) -> float | None:
+        """Seconds before the next try, or None: no retry (wrong kind, out of tries, or a wait that would not
+        end within the turn's :meth:`_share_s`, which keeps the fallback's share of the deadline).
+
+        Throttling without advice waits botocore's full-jitter backoff. A wait the backend asked for
+        (``Retry-After``, a drain's 1 s) is that long plus full jitter of up to as many seconds again, cut at
+        the turn's budget: callers that met the same 503 come back spread out, never before they were asked
+        to (issue 53, finding 5)."""
         policy = self.config.retry
         if retry + 1 >= policy.max_attempts:
             return None
+        budget = self._share_s(turn)
+        asked = failure.retry_after_s
         if failure.kind is FailureKind.THROTTLED:
-            wait = max(policy.backoff_s(retry, self._rand()), failure.retry_after_s or 0.0)
-        elif failure.kind is FailureKind.RETRY_AFTER and failure.retry_after_s is not None:
-            wait = failure.retry_after_s
+            wait = policy.backoff_s(retry, self._rand())
+            if asked is not None:
+                wait = max(wait, self._jittered(asked, budget))
+        elif failure.kind in (FailureKind.RETRY_AFTER, FailureKind.DRAINING) and asked is not None:
+            wait = self._jittered(asked, budget)
         else:
             return None
-        return wait if self._clock() + wait < deadline else None
+        return wait if wait < budget else None
 
-    def _answered(self, backend: Backend, completion: Completion, tally: _Tally) -> ChatResult:
-        self._circuits[backend.name].success()
-        tally.backend, tally.outcome = backend.name, "ok"
-        return ChatResult.of(completion, backend.name, tuple(str(f) for f in tally.failures))
+    def _jittered(self, asked_s: float, budget_s: float) -> float:
+        """``asked_s`` plus a uniform share of the span up to ``2 x asked_s`` or ``budget_s``, whichever is less
+        (``asked_s`` itself when it does not fit: the caller then gives up)."""
+        return asked_s + self._rand() * max(0.0, min(2 * asked_s, budget_s) - asked_s)
+
+    def _answered(self, turn: _Turn, completion: Completion, tally: _Tally) -> ChatResult:
+        tally.backend, tally.outcome = turn.backend.name, "ok"
+        return ChatResult.of(completion, turn.origin, tuple(str(f) for f in tally.failures))
 
     def _finish(self, request: ChatRequest, tally: _Tally, shadow: Future[Answer] | None, answer: Answer) -> None:
         counts = {
@@ -298,13 +424,14 @@ class MangaAssistClient:
             ClientMetric.CIRCUIT_OPENED: tally.circuits_opened,
             ClientMetric.STREAMS_INTERRUPTED: int(tally.interrupted),
             ClientMetric.CANARY_REQUESTS: int(tally.canary),
+            ClientMetric.UNANSWERED: int(tally.unanswered),
         }
         properties = {
             "Backend": tally.backend,
             "Adapter": request.adapter,
             "Outcome": tally.outcome,
             "Stream": tally.stream,
-            "Failures": [str(f) for f in tally.failures],
+            "Failures": [str(f) for f in tally.failures] + ([tally.error] if tally.error else []),
         }
         self.metrics.record(counts, properties)
         if shadow is not None:
@@ -328,11 +455,18 @@ class MangaAssistClient:
         shadow = self._shadow_for(request)
         started = self._clock()
         try:
-            for backend in self._usable(chain, request, tally, deadline):
-                first_piece = partial(self._first_piece, backend, request)
-                opened = self._on(backend, tally, partial(self._retrying, backend, first_piece, deadline, tally))
+            for turn in self._usable(chain, request, tally, deadline):
+                with turn.admission:
+                    first_piece = partial(self._first_piece, turn.backend, request)
+                    opened = self._on(turn, tally, partial(self._retrying, turn, first_piece, tally))
+                    if opened is not None:
+                        # The backend answered (a first piece, or a stream that ended before one): the circuit's
+                        # verdict is given now, so a caller that stops reading leaves no probe running (issue 53,
+                        # finding 1); a failure after this is counted on its own (_relay).
+                        turn.admission.success()
                 if opened is not None:
-                    yield from self._relay(backend, *opened, tally, handle)
+                    handle.origin = turn.origin  # before the first piece reaches the caller
+                    yield from self._relay(turn, *opened, tally, handle)
                     return
             raise BackendUnavailableError(tuple(tally.failures))
         except GeneratorExit:
@@ -342,9 +476,10 @@ class MangaAssistClient:
             self._finish(request, tally, shadow, (handle.result, self._clock() - started))
 
     def _relay(
-        self, backend: Backend, stream: BackendStream, first: str, tally: _Tally, handle: ChatStream
+        self, turn: _Turn, stream: BackendStream, first: str, tally: _Tally, handle: ChatStream
     ) -> Generator[str, None, None]:
         """The committed stream's pieces; a failure now is the caller's to know about, never a fallback."""
+        backend = turn.backend
         parts = [first] if first else []
         try:
             if first:
@@ -372,4 +507,4 @@ class MangaAssistClient:
             context_budget=stream.context_budget,
             variant=stream.variant,
         )
-        handle.result = self._answered(backend, completion, tally)
+        handle.result = self._answered(turn, completion, tally)

@@ -3,7 +3,10 @@
 The deployed names come from CloudFormation outputs, never typed by hand: the endpoint from
 ``<Project>-<stage>-Serving``'s ``EndpointName``, the metric namespace from
 ``<Project>-<stage>-Observability``'s ``MetricsNamespace``, and each adapter's imported model from
-``<Project>-<stage>-BedrockImport``'s ``ImportedModelArn<PascalCaseName>`` (docs/bedrock.md). Read them from
+``<Project>-<stage>-BedrockImport``'s ``ImportedModelArn<PascalCaseName>``, whose adapter the stack names in
+``ImportedModelAdapter<PascalCaseName>`` (``bedrock.models[].adapter``; docs/bedrock.md): so the documented
+path, ``config_from_outputs_file("cdk-outputs.json")``, gets the Bedrock fallback the outputs name (issue 53,
+finding 3). Read them from
 ``cdk deploy --outputs-file`` JSON (:func:`config_from_outputs_file`) or with ``DescribeStacks``
 (:func:`config_from_stacks`); a missing stack or output stops with one line naming it.
 
@@ -21,13 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from botocore.exceptions import ClientError
+
 from mangaassist_client.metrics import DEFAULT_NAMESPACE
-from mangaassist_client.model import check_prefix_aware_id
+from mangaassist_client.model import check_flag, check_prefix_aware_id
 from mangaassist_client.resilience import CircuitPolicy, RetryPolicy
 
 ENDPOINT_NAME_OUTPUT: Final = "EndpointName"
 METRICS_NAMESPACE_OUTPUT: Final = "MetricsNamespace"
 IMPORTED_MODEL_ARN_PREFIX: Final = "ImportedModelArn"
+IMPORTED_MODEL_ADAPTER_PREFIX: Final = "ImportedModelAdapter"
 DEFAULT_PROJECT: Final = "MangaAssist"
 
 DEADLINE_S_DEFAULT: Final = 60.0
@@ -43,6 +49,11 @@ def pascal_case(name: str) -> str:
 def imported_model_output(model_name: str) -> str:
     """Output key of the imported model configured as ``model_name`` (``bedrock.models[].name``)."""
     return IMPORTED_MODEL_ARN_PREFIX + pascal_case(model_name)
+
+
+def imported_model_adapter_output(model_name: str) -> str:
+    """Output key naming the adapter the imported model ``model_name`` answers for."""
+    return IMPORTED_MODEL_ADAPTER_PREFIX + pascal_case(model_name)
 
 
 def stack_name(project: str, stage: str, unit: str) -> str:
@@ -142,12 +153,18 @@ class ClientConfig:
         fallbacks: where they go next, in order, on a 5xx, a timeout or an open circuit.
         mirror: shadow or canary, or None.
         deadline_s: a call's default deadline (a call may set its own), seconds.
-        attempt_timeout_s: botocore's connect and read timeout of each call, seconds; None: half of
-            ``deadline_s``, so a hung backend leaves the fallback the other half (an answer of 180 tokens takes
-            seconds; seed 002: p99 < 2 s).
+        attempt_timeout_s: the most botocore waits between bytes on one try, seconds; None: no cap beyond the
+            deadline. Each try's read timeout is what remains of the call's deadline, half of it while a
+            fallback follows, so a hung backend leaves the fallback the other half (an answer of 180 tokens
+            takes seconds; seed 002: p99 < 2 s). Calls without a deadline (sessions, shadow copies) wait
+            ``attempt_timeout_s`` or half of ``deadline_s``. Connecting takes at most 2 s
+            (``factory.CONNECT_TIMEOUT_S``).
         retry, circuit: :class:`RetryPolicy`, :class:`CircuitPolicy`.
         metrics_namespace: the Observability stack's ``MetricsNamespace``.
         metrics_endpoint: the ``EndpointName`` dimension (default: the SageMaker backend's endpoint).
+        allow_substitute: whether a model without the requested adapter (a foundation model through Converse)
+            may answer a call that does not say (False: such a backend is skipped, and the error says how to
+            allow it; issue 53, finding 6).
     """
 
     primary: BackendConfig
@@ -159,8 +176,10 @@ class ClientConfig:
     circuit: CircuitPolicy = field(default_factory=CircuitPolicy)
     metrics_namespace: str = DEFAULT_NAMESPACE
     metrics_endpoint: str | None = None
+    allow_substitute: bool = False
 
     def __post_init__(self) -> None:
+        check_flag("allow_substitute", self.allow_substitute)
         if not 0 < self.deadline_s <= 3600:
             raise ValueError(f"deadline_s = {self.deadline_s}: must be above 0 and at most 3600")
         if self.attempt_timeout_s is not None and not 0 < self.attempt_timeout_s <= self.deadline_s:
@@ -172,10 +191,18 @@ class ClientConfig:
             raise ValueError(f"metrics_namespace = {self.metrics_namespace!r}: 1-255 characters, not AWS/...")
         if len(self.fallbacks) > 4:
             raise ValueError(f"fallbacks: {len(self.fallbacks)} given; at most 4")
+        canary = self.mirror.backend if self.mirror and self.mirror.mode == "canary" else None
+        if isinstance(canary, BedrockFoundationModel) and not self.allow_substitute:
+            # Every sampled call would skip it (issue 53, finding 6), and count as a fallback.
+            raise ValueError(
+                f"mirror.backend = {canary.model_id!r}: a canary without the adapters answers only with "
+                "allow_substitute = True; set it, or canary an imported model or an endpoint"
+            )
 
     @property
     def attempt_timeout(self) -> float:
-        """botocore's connect and read timeout, seconds (``attempt_timeout_s`` or half the deadline)."""
+        """The clients' own read timeout, seconds (``attempt_timeout_s`` or half of ``deadline_s``): what a
+        call without a deadline waits (a session's open and close, a shadow copy); a chat call sets its own."""
         return self.attempt_timeout_s if self.attempt_timeout_s is not None else self.deadline_s / 2
 
     @property
@@ -202,6 +229,24 @@ def _output(outputs: Outputs, source: str, stack: str, key: str) -> str:
     return str(block[key])
 
 
+def named_imported_models(outputs: Outputs, source: str, stack: str) -> dict[str, str]:
+    """Adapter -> imported model ARN for every model the BedrockImport ``stack`` names an adapter for (its
+    ``ImportedModelAdapter<Name>`` outputs, each beside its ``ImportedModelArn<Name>``); empty when the
+    outputs hold no such stack. Raises ValueError (one line) on an adapter output without its ARN."""
+    block = outputs.get(stack)
+    if not isinstance(block, Mapping):
+        return {}
+    arns: dict[str, str] = {}
+    for key, adapter in sorted(block.items()):
+        if not key.startswith(IMPORTED_MODEL_ADAPTER_PREFIX):
+            continue
+        arn_key = IMPORTED_MODEL_ARN_PREFIX + key.removeprefix(IMPORTED_MODEL_ADAPTER_PREFIX)
+        if arn_key not in block:
+            raise ValueError(f"{source}: stack {stack} names adapter {adapter!r} in {key} but has no output {arn_key}")
+        arns[str(adapter)] = str(block[arn_key])
+    return arns
+
+
 def config_from_outputs(
     outputs: Outputs,
     *,
@@ -214,9 +259,13 @@ def config_from_outputs(
     prefix_aware_id: str | None = None,
     **options: Any,
 ) -> ClientConfig:
-    """The client's config from stack outputs: the endpoint first, then the adapters' imported models
-    (``imported_models``: adapter -> configured model name, ``bedrock.models[].name``), then
+    """The client's config from stack outputs: the endpoint first, then the adapters' imported models, then
     ``foundation_model`` through Converse, as fallbacks in that order.
+
+    The imported models: with ``imported_models`` None (the default), every one the BedrockImport stack
+    names an adapter for (:func:`named_imported_models`; none when the outputs hold no BedrockImport stack);
+    with a mapping, adapter -> configured model name (``bedrock.models[].name``), each of which must have its
+    ARN output; ``{}``: none.
 
     ``options`` are further :class:`ClientConfig` fields (``mirror``, ``deadline_s``, ``retry``, ...).
     Raises ValueError with one line naming ``source``, the stack and the missing output.
@@ -227,9 +276,12 @@ def config_from_outputs(
     )
     namespace = _output(outputs, source, stack_name(project, stage, "Observability"), METRICS_NAMESPACE_OUTPUT)
     fallbacks: list[BackendConfig] = []
-    if imported_models:
-        bedrock = stack_name(project, stage, "BedrockImport")
+    bedrock = stack_name(project, stage, "BedrockImport")
+    if imported_models is None:
+        arns = named_imported_models(outputs, source, bedrock)
+    else:
         arns = {a: _output(outputs, source, bedrock, imported_model_output(n)) for a, n in imported_models.items()}
+    if arns:
         fallbacks.append(BedrockImportedModels(arns))
     if foundation_model:
         fallbacks.append(BedrockFoundationModel(foundation_model, region=region))
@@ -252,19 +304,36 @@ def config_from_outputs_file(path: str | Path, **kwargs: Any) -> ClientConfig:
 def stacks_needed(
     *, stage: str = "prod", project: str = DEFAULT_PROJECT, imported_models: Mapping[str, str] | None = None
 ) -> Sequence[str]:
-    """The stacks :func:`config_from_outputs` reads."""
+    """The stacks :func:`config_from_outputs` must read (the BedrockImport stack only when ``imported_models``
+    names models; with None it is read when it exists: :func:`config_from_stacks`)."""
     units = ("Serving", "Observability", *(("BedrockImport",) if imported_models else ()))
     return [stack_name(project, stage, unit) for unit in units]
 
 
+def _stack_outputs(cloudformation: Any, name: str) -> dict[str, str]:
+    stacks = cloudformation.describe_stacks(StackName=name)["Stacks"]
+    return {o["OutputKey"]: o.get("OutputValue", "") for o in (stacks[0].get("Outputs", []) if stacks else [])}
+
+
+def _no_such_stack(error: ClientError) -> bool:
+    """CloudFormation's answer to DescribeStacks of a stack that does not exist (400 ``ValidationError``)."""
+    details = error.response.get("Error", {})
+    return details.get("Code") == "ValidationError" and "does not exist" in str(details.get("Message", ""))
+
+
 def config_from_stacks(cloudformation: Any, **kwargs: Any) -> ClientConfig:
     """:func:`config_from_outputs` of the deployed stacks' outputs, read with ``DescribeStacks`` (one call per
-    stack; needs ``cloudformation:DescribeStacks``). A stack that does not exist raises botocore's error."""
+    stack; needs ``cloudformation:DescribeStacks``). A stack that does not exist raises botocore's error,
+    except the BedrockImport stack when ``imported_models`` is None: it is optional (``bedrock.enabled``)."""
     outputs: dict[str, dict[str, str]] = {}
     wanted = {key: kwargs[key] for key in ("stage", "project", "imported_models") if key in kwargs}
     for name in stacks_needed(**wanted):
-        stacks = cloudformation.describe_stacks(StackName=name)["Stacks"]
-        outputs[name] = {
-            o["OutputKey"]: o.get("OutputValue", "") for o in (stacks[0].get("Outputs", []) if stacks else [])
-        }
+        outputs[name] = _stack_outputs(cloudformation, name)
+    if kwargs.get("imported_models") is None:
+        bedrock = stack_name(kwargs.get("project", DEFAULT_PROJECT), kwargs.get("stage", "prod"), "BedrockImport")
+        try:
+            outputs[bedrock] = _stack_outputs(cloudformation, bedrock)
+        except ClientError as error:
+            if not _no_such_stack(error):
+                raise
     return config_from_outputs(outputs, source="DescribeStacks", **kwargs)

@@ -8,11 +8,15 @@ kind                      from                                                  
 ``throttled``             HTTP 429 (Bedrock ``ThrottlingException``,                  retries with backoff
                           ``ModelNotReadyException``, the container's 429 through     within the deadline,
                           SageMaker's ``ModelError``), or a throttling code           then falls back
-``retry_after``           a 503 that says when to come back (a ``Retry-After``        waits that long and
-                          header, or the container's ``retry_after_s`` in the         retries, then falls
-                          error body that SageMaker's ``ModelError`` carries)         back
+``retry_after``           a 503 that says when to come back (a ``Retry-After``        waits that long (plus
+                          header, or the container's ``retry_after_s`` in the         jitter) and retries,
+                          error body that SageMaker's ``ModelError`` carries)         then falls back
+``draining``              the container's 503 while it drains after SIGTERM           as ``retry_after``, and
+                          (``error.type`` ``InstanceDraining``, Retry-After 1 s)      never counts against
+                                                                                      the circuit
 ``server``                any other 5xx, a connection failure, a failed stream        falls back
-``timeout``               botocore's read/connect timeout, HTTP 408/504, Bedrock      falls back
+``timeout``               a read/connect timeout (botocore's, or urllib3's in an      falls back
+                          event stream), HTTP 408/504, Bedrock
                           ``ModelTimeoutException``
 ``caller``                any other 4xx: the request itself is wrong                  raises it as is
 ========================  ==========================================================  ====================
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+import urllib3.exceptions
 from botocore.exceptions import (
     ClientError,
     ConnectionError,
@@ -49,6 +54,9 @@ class FailureKind(StrEnum):
     SERVER = "server"
     TIMEOUT = "timeout"
     CALLER = "caller"
+    DRAINING = "draining"
+    """The instance that took the call is draining (SIGTERM, a deploy or a scale-in): retried, which SageMaker
+    routes to another instance, and never a circuit failure (issue 53, finding 5)."""
     CIRCUIT_OPEN = "circuit_open"
     """Not a call: the backend's circuit is open, so the call went to the next backend."""
     NOT_SERVED = "not_served"
@@ -67,6 +75,13 @@ SERVER_CODES: Final = frozenset(
 )
 """Codes of a backend's failure that carry a 4xx status or none (Bedrock's model error is 424, stream
 error events have no status): the backend failed, not the request."""
+DRAINING_ERROR_TYPE: Final = "InstanceDraining"
+"""``error.type`` of the container's drain 503 (``serving_contract.lifecycle.DRAINING_ERROR_TYPE``; this package
+cannot import the app, tests/client/test_contract_agreement.py keeps the two equal)."""
+DRAINING_MESSAGE: Final = "instance is draining (SIGTERM)"
+"""How the drain 503's message starts: a container built before issue 53 sends it without the type."""
+DRAIN_RETRY_AFTER_S: Final = 1.0
+"""The wait before retrying a drain 503 that names none (a container built before issue 53): its own 1 s."""
 CALLER_CODES: Final = frozenset({"validationException", "ValidationException", "ValidationError"})
 """Codes of a refused request that may come without a status (Bedrock's stream exception events)."""
 
@@ -182,9 +197,11 @@ def _retry_after(headers: Mapping[str, str], error: Mapping[str, Any]) -> float 
     return None
 
 
-def _kind(status: int | None, code: str, retry_after_s: float | None) -> FailureKind:
+def _kind(status: int | None, code: str, retry_after_s: float | None, draining: bool = False) -> FailureKind:
     if code in THROTTLING_CODES or status == 429:
         return FailureKind.THROTTLED
+    if status == 503 and draining:
+        return FailureKind.DRAINING
     if status == 503 and retry_after_s is not None:
         return FailureKind.RETRY_AFTER
     if code in TIMEOUT_CODES or status in (408, 504):
@@ -212,7 +229,11 @@ def _client_error(error: ClientError, backend: str) -> Failure:
         body_error = _error_object(body)
         message = str(body_error.get("message", body))
     retry_after_s = _retry_after(headers, body_error)
-    return Failure(backend, _kind(status, code, retry_after_s), status, code, message[:300], retry_after_s)
+    draining = body_error.get("type") == DRAINING_ERROR_TYPE or message.startswith(DRAINING_MESSAGE)
+    if draining and retry_after_s is None:
+        retry_after_s = DRAIN_RETRY_AFTER_S
+    kind = _kind(status, code, retry_after_s, draining)
+    return Failure(backend, kind, status, code, message[:300], retry_after_s)
 
 
 def classify(error: Exception, backend: str) -> Failure | None:
@@ -222,9 +243,12 @@ def classify(error: Exception, backend: str) -> Failure | None:
         return Failure(backend, _kind(error.status, error.code, None), error.status, error.code, error.message[:300])
     if isinstance(error, ClientError):  # EventStreamError, raised mid-stream, is one too
         return _client_error(error, backend)
-    if isinstance(error, ReadTimeoutError | ConnectTimeoutError):
+    # botocore wraps urllib3's errors while it sends a request and reads a blob, but an event stream reads
+    # urllib3's response itself: a stream that stalls or breaks before its first piece raises urllib3's own
+    # ReadTimeoutError or ProtocolError (botocore/eventstream.py).
+    if isinstance(error, ReadTimeoutError | ConnectTimeoutError | urllib3.exceptions.TimeoutError):
         return Failure(backend, FailureKind.TIMEOUT, None, type(error).__name__, str(error)[:300])
-    if isinstance(error, ConnectionError | HTTPClientError):
+    if isinstance(error, ConnectionError | HTTPClientError | urllib3.exceptions.HTTPError):
         return Failure(backend, FailureKind.SERVER, None, type(error).__name__, str(error)[:300])
     # Anything else (NoCredentialsError, ParamValidationError, a bug) is configuration, not availability:
     # another backend would not help.

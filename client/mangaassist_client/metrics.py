@@ -1,9 +1,10 @@
 """What the client counts, where the project's alarms see it: CloudWatch EMF lines or PutMetricData.
 
 One EMF line per call (every counter, zeros included, so a Sum over a period is exact and
-``ClientFallbacks / ClientRequests`` is the fallback rate the Observability stack alarms on), and one per
-shadow comparison. The names, unit and dimension are the ones ``serving_contract.metrics.ClientMetric``
-declares for the alarm; this package cannot import the app, so it carries them and
+``ClientFallbacks / ClientRequests`` is the fallback rate and ``ClientUnanswered / ClientRequests`` the share
+of calls nothing answered, which the Observability stack alarms on), and one per shadow comparison. The
+names, unit and dimension are the ones ``serving_contract.metrics.ClientMetric`` declares for the alarms;
+this package cannot import the app, so it carries them and
 ``tests/client/test_contract_agreement.py`` checks that both agree.
 
 Sinks:
@@ -42,6 +43,7 @@ class ClientMetric(StrEnum):
     CIRCUIT_OPENED = "ClientCircuitOpened"  # a backend's circuit opened (or opened again after a failed probe)
     STREAMS_INTERRUPTED = "ClientStreamsInterrupted"  # streams that failed after their first token
     CANARY_REQUESTS = "ClientCanaryRequests"  # calls sent to the canary backend first
+    UNANSWERED = "ClientUnanswered"  # calls no backend answered (BackendUnavailableError, or an unsorted error)
     SHADOW_REQUESTS = "ClientShadowRequests"  # shadow copies sent
     SHADOW_ERRORS = "ClientShadowErrors"  # shadow copies that failed
     SHADOW_MISMATCHES = "ClientShadowMismatches"  # shadow answers that differed from the answer
@@ -55,6 +57,7 @@ CALL_METRICS: Final = (
     ClientMetric.CIRCUIT_OPENED,
     ClientMetric.STREAMS_INTERRUPTED,
     ClientMetric.CANARY_REQUESTS,
+    ClientMetric.UNANSWERED,
 )
 """The counters of every call's line."""
 

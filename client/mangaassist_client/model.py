@@ -58,6 +58,8 @@ class ChatRequest:
         context_budget: False sends ``CustomAttributes: context_budget=off`` (vLLM's 400 instead of a trim).
         prefix_aware_id: SageMaker's ``PrefixAwareId`` routing hint, or None.
         session_id: the SageMaker stateful session (set by :class:`~mangaassist_client.client.Session`).
+        allow_substitute: a model without ``adapter`` may answer (set by the client from the call or its
+            config; :class:`Origin`).
     """
 
     adapter: str
@@ -68,6 +70,7 @@ class ChatRequest:
     context_budget: bool = True
     prefix_aware_id: str | None = None
     session_id: str | None = None
+    allow_substitute: bool = False
 
     def openai_body(self, *, model: str | None, stream: bool) -> dict[str, Any]:
         """The OpenAI chat-completions body (``model`` omitted when None, e.g. for a Bedrock imported model)."""
@@ -97,6 +100,13 @@ def _check_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str,
     if checked[-1]["role"] != "user":
         raise ValueError(f"messages[{len(checked) - 1}].role = {checked[-1]['role']!r}: the last message must be user")
     return tuple(checked)
+
+
+def check_flag(name: str, value: object) -> bool:
+    """``value`` if it is a bool; raises ValueError (one line) otherwise (``"yes"``, ``1``: a typo, not a choice)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} = {value!r}: must be True or False")
+    return value
 
 
 def check_prefix_aware_id(value: str | None) -> str | None:
@@ -239,6 +249,25 @@ class Completion:
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Which backend, model and adapter answer a call (known before a stream's first piece: ``ChatStream.start``).
+
+    Attributes:
+        backend: ``sagemaker:<endpoint>``, ``bedrock-import`` or ``bedrock:<model id>``.
+        model: what that backend calls the model that answers: the endpoint's served name (the request's
+            ``adapter``, an adapter's or the base model's), the adapter's imported model ARN, or the
+            foundation model's id.
+        adapter: the request's adapter when the answering model has it (the endpoint; the adapter's imported
+            model, its merged weights); None when a model without it answers, which the caller allowed
+            (``allow_substitute``; a foundation model through Converse serves no LoRA adapter).
+    """
+
+    backend: str
+    model: str
+    adapter: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class ChatResult:
     """What a call returns, whichever backend answered.
 
@@ -253,6 +282,8 @@ class ChatResult:
         finish_reason: ``stop``, ``length``, ... as the backend said (Converse's ``stopReason``).
         variant: the SageMaker production variant that answered (``InvokedProductionVariant``).
         fallback_from: why each backend before this one did not answer (empty: the first one did).
+        model, adapter: the model that answered and the adapter it has, None when it has not the requested
+            one (:class:`Origin`).
     """
 
     text: str
@@ -264,13 +295,22 @@ class ChatResult:
     finish_reason: str | None = None
     variant: str | None = None
     fallback_from: tuple[str, ...] = field(default=())
+    model: str = ""
+    adapter: str | None = None
+
+    @property
+    def origin(self) -> Origin:
+        """:class:`Origin` of the answer: its backend, model and adapter."""
+        return Origin(self.backend, self.model, self.adapter)
 
     @classmethod
-    def of(cls, completion: Completion, backend: str, fallback_from: tuple[str, ...]) -> ChatResult:
+    def of(cls, completion: Completion, origin: Origin, fallback_from: tuple[str, ...]) -> ChatResult:
         return cls(
             text=completion.text,
             usage=completion.usage,
-            backend=backend,
+            backend=origin.backend,
+            model=origin.model,
+            adapter=origin.adapter,
             version=completion.version,
             served=completion.served,
             context_budget=completion.context_budget,

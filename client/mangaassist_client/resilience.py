@@ -83,6 +83,52 @@ class CircuitPolicy:
             )
 
 
+class Admission:
+    """One call's pass through a :class:`Circuit`, from :meth:`Circuit.allow` to its verdict.
+
+    End it with :meth:`success` (the backend answered, a 4xx included), :meth:`failure` (it failed after its
+    retries) or :meth:`release` (no verdict: the call ended for a reason that says nothing about the backend,
+    such as an error the client does not sort or a caller that stopped reading). Used as a context manager,
+    leaving the block without a verdict releases it, so every path that starts a half-open probe ends it
+    (issue 53, finding 1: a probe left running kept the circuit open for the life of the process).
+    Only the first verdict counts.
+
+    Attributes:
+        probe: True when this call is the circuit's half-open probe.
+    """
+
+    def __init__(self, circuit: Circuit, *, probe: bool) -> None:
+        self._circuit = circuit
+        self.probe = probe
+        self._ended = False
+
+    def success(self) -> bool:
+        """The backend answered. Returns True when this closed the circuit."""
+        if self._ended:
+            return False
+        self._ended = True
+        return self._circuit.success(self)
+
+    def failure(self) -> bool:
+        """The call failed after its retries. Returns True when this opened the circuit (again)."""
+        if self._ended:
+            return False
+        self._ended = True
+        return self._circuit.failure(self)
+
+    def release(self) -> None:
+        """End without a verdict: a probe's slot is freed, so the next call may probe; the circuit stays as it was."""
+        if not self._ended:
+            self._ended = True
+            self._circuit.release(self)
+
+    def __enter__(self) -> Admission:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class Circuit:
     """One backend's circuit (:class:`CircuitPolicy`); safe to share between threads."""
 
@@ -92,7 +138,7 @@ class Circuit:
         self._lock = threading.Lock()
         self._failures: deque[float] = deque()
         self._opened_at: float | None = None
-        self._probing = False
+        self._probe: Admission | None = None
 
     @property
     def is_open(self) -> bool:
@@ -100,30 +146,43 @@ class Circuit:
         with self._lock:
             return self._opened_at is not None
 
-    def allow(self) -> bool:
-        """May a call go to this backend now? Closed: yes. Open: no, except one probe once ``open_s`` passed."""
+    @property
+    def state(self) -> str:
+        """``closed``; ``open`` (calls skip the backend); ``half_open`` (the next call probes it); or
+        ``probing`` (one call is probing it now)."""
         with self._lock:
             if self._opened_at is None:
-                return True
-            if self._probing or self._clock() - self._opened_at < self._policy.open_s:
-                return False
-            self._probing = True
-            return True
+                return "closed"
+            if self._probe is not None:
+                return "probing"
+            return "half_open" if self._clock() - self._opened_at >= self._policy.open_s else "open"
 
-    def success(self) -> bool:
+    def allow(self) -> Admission | None:
+        """May a call go to this backend now? Closed: yes. Open: no (None), except one probe once ``open_s``
+        passed. The :class:`Admission` must be ended (use it as a context manager)."""
+        with self._lock:
+            if self._opened_at is None:
+                return Admission(self, probe=False)
+            if self._probe is not None or self._clock() - self._opened_at < self._policy.open_s:
+                return None
+            self._probe = Admission(self, probe=True)
+            return self._probe
+
+    def success(self, admission: Admission | None = None) -> bool:
         """The backend answered (a 4xx is an answer too). Returns True when this closed the circuit."""
         with self._lock:
             was_open = self._opened_at is not None
             self._failures.clear()
-            self._opened_at, self._probing = None, False
+            self._opened_at, self._probe = None, None
             return was_open
 
-    def failure(self) -> bool:
-        """A call failed after its retries. Returns True when this opened the circuit (again)."""
+    def failure(self, admission: Admission | None = None) -> bool:
+        """A call failed after its retries (``admission``: the call's, None for a failure after an answer began,
+        such as a stream cut after its first piece). Returns True when this opened the circuit (again)."""
         with self._lock:
             now = self._clock()
-            if self._probing:  # the probe failed: open for another open_s
-                self._probing = False
+            if admission is not None and admission is self._probe:  # the probe failed: open for another open_s
+                self._probe = None
                 self._opened_at = now
                 return True
             if self._opened_at is not None:  # a call let in before the circuit opened: it is open already
@@ -136,3 +195,9 @@ class Circuit:
                 self._opened_at = now
                 return True
             return False
+
+    def release(self, admission: Admission) -> None:
+        """``admission`` ended without a verdict: if it was the probe, the next call may probe."""
+        with self._lock:
+            if admission is self._probe:
+                self._probe = None

@@ -31,6 +31,7 @@ from mangaassist_client.model import (
     CONTEXT_BUDGET_OFF,
     ChatRequest,
     Completion,
+    Origin,
     context_budget_report,
     openai_usage,
     parse_custom_attributes,
@@ -149,8 +150,9 @@ class SageMakerBackend:
         model = runtime.meta.service_model.operation_model("InvokeEndpoint")
         self._takes_prefix_aware_id = PREFIX_AWARE_ID in model.input_shape.members
 
-    def serves(self, adapter: str) -> bool:
-        return True  # the endpoint answers an unknown adapter itself, with a 400 naming it
+    def origin(self, adapter: str) -> Origin:
+        # The endpoint serves every adapter it has, and answers an unknown one itself, with a 400 naming it.
+        return Origin(self.name, adapter, adapter)
 
     def _params(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
         body = request.openai_body(model=request.adapter, stream=stream)

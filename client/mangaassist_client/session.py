@@ -67,6 +67,7 @@ class Session:
             self.open()
             stream = self._client.chat_stream(session_id=self.id, **fields)
             piece = next(stream, None)
+        handle.origin = stream.origin  # before the first piece reaches the caller
         if piece is not None:
             yield piece
             yield from stream

@@ -56,19 +56,24 @@ def printable(text: str) -> str:
     return text
 
 
-def error_body(status: int, message: str) -> dict[str, dict[str, object]]:
-    """``{"error": {"message", "type", "code"}}``; the message made :func:`printable`."""
-    return {"error": {"message": printable(message), "type": ERROR_TYPES.get(status, "Error"), "code": status}}
+def error_body(status: int, message: str, error_type: str | None = None) -> dict[str, dict[str, object]]:
+    """``{"error": {"message", "type", "code"}}``; the message made :func:`printable`; ``type`` is
+    ``error_type`` when given, else the status's (:data:`ERROR_TYPES`)."""
+    kind = error_type or ERROR_TYPES.get(status, "Error")
+    return {"error": {"message": printable(message), "type": kind, "code": status}}
 
 
-def error_response(status: int, message: str, *, retry_after_s: int | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, *, retry_after_s: int | None = None, error_type: str | None = None
+) -> JSONResponse:
     """An error as a JSON response with ``status``; never raises for any ``message``.
 
     ``retry_after_s`` sets ``Retry-After`` and the same seconds as ``error.retry_after_s`` in the body:
     SageMaker hands a caller the container's status and body (``ModelError``'s ``OriginalStatusCode`` and
     ``OriginalMessage``) but no response header other than ``CustomAttributes``, so behind an endpoint
-    the body is where a client finds it (client/mangaassist_client/errors.py reads both)."""
-    body = error_body(status, message)
+    the body is where a client finds it (client/mangaassist_client/errors.py reads both). ``error_type``
+    names a refusal more closely than its status does (``InstanceDraining``)."""
+    body = error_body(status, message, error_type)
     if retry_after_s is None:
         return JSONResponse(body, status_code=status)
     body["error"]["retry_after_s"] = retry_after_s

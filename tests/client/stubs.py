@@ -4,7 +4,7 @@ in their real shapes, a clock that sleeps by moving, and a sink that keeps the m
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,13 +175,21 @@ class Rig:
 
 
 @contextmanager
-def rig(*, foundation: bool = False, on_comparison: Any = None, **config: Any) -> Iterator[Rig]:
-    """SageMaker first, the domain adapter's imported model (and with ``foundation``, Converse) behind it;
-    ``config``: further ClientConfig fields."""
+def rig(
+    *,
+    foundation: bool = False,
+    on_comparison: Any = None,
+    rand: Callable[[], float] = lambda: 0.5,
+    fallbacks: tuple[Any, ...] | None = None,
+    **config: Any,
+) -> Iterator[Rig]:
+    """SageMaker first, the domain adapter's imported model (and with ``foundation``, Converse) behind it, or
+    ``fallbacks``; ``rand``: the client's uniform [0, 1) draws; ``config``: further ClientConfig fields."""
     runtime, bedrock = client("sagemaker-runtime"), client("bedrock-runtime")
-    fallbacks: tuple[Any, ...] = (BedrockImportedModels({"manga_domain_v3": DOMAIN_ARN}),)
-    if foundation:
-        fallbacks += (BedrockFoundationModel(FOUNDATION_ID, region="us-east-1"),)
+    if fallbacks is None:
+        fallbacks = (BedrockImportedModels({"manga_domain_v3": DOMAIN_ARN}),)
+        if foundation:
+            fallbacks += (BedrockFoundationModel(FOUNDATION_ID, region="us-east-1"),)
     settings = ClientConfig(primary=SageMakerEndpoint(ENDPOINT), fallbacks=fallbacks, **config)
     clock, lines = Clock(), Lines()
     clients = {"sagemaker-runtime": runtime, "bedrock-runtime": bedrock}
@@ -193,7 +201,7 @@ def rig(*, foundation: bool = False, on_comparison: Any = None, **config: Any) -
             client_factory=lambda service, region: clients[service],
             clock=clock,
             sleep=clock.sleep,
-            rand=lambda: 0.5,
+            rand=rand,
             on_comparison=on_comparison,
         )
         yield Rig(chat, sm, br, clock, lines, clients)

@@ -4,6 +4,7 @@ one-line error of a bad config or a bad call (issue 48)."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,9 @@ from mangaassist_client import (
     BedrockFoundationModel,
     BedrockImportedModels,
     ClientConfig,
+    MangaAssistClient,
     MirrorConfig,
+    NullSink,
     RetryPolicy,
     SageMakerEndpoint,
     config_from_outputs_file,
@@ -25,7 +28,12 @@ from tests.client.stubs import CALL, DOMAIN_ARN, client, rig
 OUTPUTS = {
     "MangaAssist-prod-Serving": {"EndpointName": "mangaassist-vllm-prod", "PrimaryVariantName": "primary"},
     "MangaAssist-prod-Observability": {"MetricsNamespace": "MangaAssist/Inference", "AlarmTopicArn": "arn:..."},
-    "MangaAssist-prod-BedrockImport": {"ImportedModelArnMangaassistMangaDomainV3": DOMAIN_ARN},
+    "MangaAssist-prod-BedrockImport": {
+        "ImportedModelArnMangaassistMangaDomainV3": DOMAIN_ARN,
+        "ImportedModelAdapterMangaassistMangaDomainV3": "manga_domain_v3",
+        "ImportedModelArnMangaassistLlama3DomainV1": "arn:aws:bedrock:us-east-1:123456789012:imported-model/unnamed",
+        "BedrockModelKeyArn": "arn:aws:kms:us-east-1:123456789012:key/k",
+    },
 }
 
 
@@ -75,7 +83,8 @@ def test_the_config_comes_from_the_outputs_file(tmp_path: Path) -> None:
             OUTPUTS,
             {"imported_models": {"jp_style_v1": "mangaassist-jp-style-v1"}},
             "stack MangaAssist-prod-BedrockImport has no output ImportedModelArnMangaassistJpStyleV1 "
-            "(its outputs: ImportedModelArnMangaassistMangaDomainV3)",
+            "(its outputs: BedrockModelKeyArn, ImportedModelAdapterMangaassistMangaDomainV3, "
+            "ImportedModelArnMangaassistLlama3DomainV1, ImportedModelArnMangaassistMangaDomainV3)",
         ),
         (OUTPUTS, {"stage": "dev"}, "no stack MangaAssist-dev-Serving (stacks: MangaAssist-prod-BedrockImport, "),
     ],
@@ -89,6 +98,77 @@ def test_a_missing_stack_or_output_is_one_line_naming_it(
         config_from_outputs_file(path, **kwargs)
     assert str(raised.value).startswith(f"{path}: {message}")
     assert "\n" not in str(raised.value)
+
+
+# Issue 53, finding 3: config_from_outputs_file("cdk-outputs.json"), as the docs' examples call it, gave no
+# fallback. The BedrockImport stack names the adapter each imported model answers for (bedrock.models[].adapter,
+# output ImportedModelAdapter<Name>), and the documented path reads it.
+
+
+def test_the_documented_path_gets_the_bedrock_fallback_the_outputs_name(tmp_path: Path) -> None:
+    config = config_from_outputs_file(_file(tmp_path, OUTPUTS))
+    assert config.fallbacks == (BedrockImportedModels({"manga_domain_v3": DOMAIN_ARN}),)  # not the unnamed one
+
+
+def test_no_bedrock_stack_no_fallback_and_the_client_says_so_loudly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    outputs = {k: v for k, v in OUTPUTS.items() if k != "MangaAssist-prod-BedrockImport"}
+    config = config_from_outputs_file(_file(tmp_path, outputs))
+    assert config.fallbacks == ()
+    with caplog.at_level(logging.WARNING, logger="mangaassist_client"):
+        MangaAssistClient(config, metrics=NullSink(), client_factory=lambda service, region: client(service))
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING
+    assert record.getMessage().startswith(
+        "mangaassist_client: no fallback: when sagemaker:mangaassist-vllm-prod cannot answer, calls raise "
+        "BackendUnavailableError"
+    )
+
+
+def test_imported_models_given_or_empty_override_what_the_outputs_name(tmp_path: Path) -> None:
+    path = _file(tmp_path, OUTPUTS)
+    assert config_from_outputs_file(path, imported_models={}).fallbacks == ()
+    named = config_from_outputs_file(path, imported_models={"general_support_v2": "mangaassist-llama3-domain-v1"})
+    assert named.fallbacks == (
+        BedrockImportedModels({"general_support_v2": "arn:aws:bedrock:us-east-1:123456789012:imported-model/unnamed"}),
+    )
+
+
+def test_an_adapter_output_without_its_arn_is_one_line(tmp_path: Path) -> None:
+    bedrock = {"ImportedModelAdapterMangaassistX": "manga_domain_v3"}
+    path = _file(tmp_path, {**OUTPUTS, "MangaAssist-prod-BedrockImport": bedrock})
+    with pytest.raises(ValueError) as raised:
+        config_from_outputs_file(path)
+    assert str(raised.value) == (
+        f"{path}: stack MangaAssist-prod-BedrockImport names adapter 'manga_domain_v3' in "
+        "ImportedModelAdapterMangaassistX but has no output ImportedModelArnMangaassistX"
+    )
+
+
+def _describe(stub: Stubber, outputs: dict[str, dict[str, str]], missing: str | None = None) -> None:
+    for name, values in outputs.items():
+        stack = {
+            "StackName": name,
+            "CreationTime": "2026-11-20T00:00:00Z",
+            "StackStatus": "UPDATE_COMPLETE",
+            "Outputs": [{"OutputKey": k, "OutputValue": v} for k, v in values.items()],
+        }
+        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": name})
+    if missing:  # what CloudFormation answers for a stack that does not exist
+        message = f"Stack with id {missing} does not exist"
+        expected = {"StackName": missing}
+        stub.add_client_error("describe_stacks", "ValidationError", message, 400, expected_params=expected)
+
+
+def test_describe_stacks_reads_the_fallback_the_bedrock_stack_names_and_goes_on_without_that_stack() -> None:
+    cloudformation = client("cloudformation")
+    with Stubber(cloudformation) as stub:
+        _describe(stub, OUTPUTS)
+        assert config_from_stacks(cloudformation).fallbacks == (BedrockImportedModels({"manga_domain_v3": DOMAIN_ARN}),)
+        _describe(stub, {k: v for k, v in OUTPUTS.items() if "Bedrock" not in k}, "MangaAssist-prod-BedrockImport")
+        assert config_from_stacks(cloudformation).fallbacks == ()
+        stub.assert_no_pending_responses()
 
 
 def test_an_unreadable_file_is_one_line(tmp_path: Path) -> None:
@@ -148,6 +228,13 @@ def test_the_config_comes_from_describe_stacks() -> None:
             "metrics_namespace = 'AWS/SageMaker': 1-255 characters, not AWS/...",
         ),
         (lambda: MirrorConfig(SageMakerEndpoint("e"), share=1.5), "mirror.share = 1.5: must be from 0 to 1"),
+        (
+            lambda: ClientConfig(
+                SageMakerEndpoint("e"), mirror=MirrorConfig(BedrockFoundationModel("m"), share=0.1, mode="canary")
+            ),
+            "mirror.backend = 'm': a canary without the adapters answers only with allow_substitute = True; set it, "
+            "or canary an imported model or an endpoint",
+        ),
         (lambda: RetryPolicy(max_attempts=0), "retry.max_attempts = 0: must be from 1 to 10"),
     ],
 )

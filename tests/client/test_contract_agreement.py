@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from app_config import load_config
 from cli_support.sse import SseDecodeError, SseDecoder
 from mangaassist_client import config as client_config
+from mangaassist_client import errors as client_errors
 from mangaassist_client import metrics as client_metrics
 from mangaassist_client import model as client_model
 from mangaassist_client.errors import FailureKind, classify
@@ -22,8 +23,9 @@ from mangaassist_client.sse import SseDecoder as ClientSseDecoder
 from serving_app.context_budget.protocol import Trim
 from serving_app.errors import error_response
 from serving_app.versions import ModelVersions
-from serving_contract import context_budget, metrics, outputs
+from serving_contract import context_budget, lifecycle, metrics, outputs
 from tests.client.stubs import client, model_error
+from tests.client.wire import gateway_drain_answer
 
 
 def test_metric_names_unit_dimension_and_namespace_agree() -> None:
@@ -37,8 +39,10 @@ def test_output_keys_and_stack_names_agree() -> None:
     assert client_config.ENDPOINT_NAME_OUTPUT == outputs.ENDPOINT_NAME
     assert client_config.METRICS_NAMESPACE_OUTPUT == outputs.METRICS_NAMESPACE
     assert client_config.IMPORTED_MODEL_ARN_PREFIX == outputs.IMPORTED_MODEL_ARN_PREFIX
+    assert client_config.IMPORTED_MODEL_ADAPTER_PREFIX == outputs.IMPORTED_MODEL_ADAPTER_PREFIX
     for name in ("mangaassist-llama3-domain-v1", "a-b_c1", "manga_domain_v3", "x--y__z", "Already-Pascal"):
         assert client_config.imported_model_output(name) == outputs.imported_model_output(name)
+        assert client_config.imported_model_adapter_output(name) == outputs.imported_model_adapter_output(name)
     for stage in ("prod", "dev"):
         config = load_config({"stage": stage, "stages": {stage: {}}})
         for unit in ("Serving", "Observability", "BedrockImport"):
@@ -82,6 +86,22 @@ def test_the_containers_oom_503_is_read_as_retry_after_through_model_error() -> 
     failure = classify(raised.value, "sagemaker:e")
     assert failure is not None
     assert (failure.kind, failure.status, failure.retry_after_s) == (FailureKind.RETRY_AFTER, 503, 5.0)
+
+
+def test_the_containers_drain_503_is_read_as_draining_through_model_error() -> None:
+    """The real gateway's refusal while it drains (issue 53, finding 5), as SageMaker hands it back."""
+    assert client_errors.DRAINING_ERROR_TYPE == lifecycle.DRAINING_ERROR_TYPE
+    assert client_errors.DRAIN_RETRY_AFTER_S == lifecycle.DRAIN_RETRY_AFTER_S
+    status, _, body = gateway_drain_answer()
+    assert json.loads(body)["error"]["message"].startswith(client_errors.DRAINING_MESSAGE)
+    runtime = client("sagemaker-runtime")
+    with Stubber(runtime) as stub:
+        stub.add_client_error("invoke_endpoint", **model_error(status, body))
+        with pytest.raises(Exception) as raised:
+            runtime.invoke_endpoint(EndpointName="e", Body=b"{}")
+    failure = classify(raised.value, "sagemaker:e")
+    assert failure is not None
+    assert (failure.kind, failure.status, failure.retry_after_s) == (FailureKind.DRAINING, 503, 1.0)
 
 
 EVENT = st.lists(

@@ -44,18 +44,20 @@ def test_the_endpoint_answers_and_nothing_else_is_called() -> None:
         ClientMetric.CIRCUIT_OPENED: 0,
         ClientMetric.STREAMS_INTERRUPTED: 0,
         ClientMetric.CANARY_REQUESTS: 0,
+        ClientMetric.UNANSWERED: 0,
     }
 
 
 def test_a_503_with_retry_after_is_retried_after_that_wait_on_the_same_endpoint() -> None:
-    """The container's OOM 503 (Retry-After 5, and retry_after_s in its body, which ModelError carries)."""
+    """The container's OOM 503 (Retry-After 5, and retry_after_s in its body, which ModelError carries): the
+    wait is the 5 s plus jitter of up to 5 s more (rand 0.5 here; tests/client/test_drain_and_jitter.py)."""
     with rig() as r:
         r.fail(503, OOM_503)
         r.answer()
         result = r.client.chat(**CALL)
         r.pending()
     assert result.backend == SAGEMAKER
-    assert r.clock.sleeps == [5.0]
+    assert r.clock.sleeps == [7.5]
     assert r.lines.last()[ClientMetric.RETRIES] == 1
     assert r.lines.last()[ClientMetric.FALLBACKS] == 0
 
@@ -127,12 +129,11 @@ def test_throttling_out_of_tries_falls_back() -> None:
     [
         {"status": 503, "body": gateway_error(503, "engine unavailable")},  # no Retry-After: instance down
         {"status": 502, "body": gateway_error(502, "engine error 500")},
-        {"status": 503, "body": gateway_error(503, "instance is draining (SIGTERM); retry elsewhere")},
         {"code": "InternalFailure", "http": 500},
         {"code": "ServiceUnavailable", "http": 503},
         {"code": "InternalDependencyException", "http": 530},
     ],
-    ids=["engine-503", "engine-502", "draining-503", "internal-failure", "service-unavailable", "dependency-530"],
+    ids=["engine-503", "engine-502", "internal-failure", "service-unavailable", "dependency-530"],
 )
 def test_a_5xx_goes_to_the_fallback_without_a_retry(failure: dict[str, Any]) -> None:
     with rig() as r:
@@ -147,6 +148,23 @@ def test_a_5xx_goes_to_the_fallback_without_a_retry(failure: dict[str, Any]) -> 
     assert r.clock.sleeps == []
     assert r.lines.last()[ClientMetric.FALLBACKS] == 1
     assert r.lines.calls()[-1][1]["Backend"] == IMPORTED
+
+
+def test_a_drain_503_of_a_container_before_issue_53_is_retried_after_1_s_too() -> None:
+    """Its message, without InstanceDraining or Retry-After: still a drain (1 s, plus jitter), never a
+    circuit failure."""
+    with rig(retry=RetryPolicy(max_attempts=2)) as r:
+        r.fail(503, gateway_error(503, "instance is draining (SIGTERM); retry elsewhere"))
+        r.answer()
+        assert r.client.chat(**CALL).backend == SAGEMAKER
+        r.fail(503, gateway_error(503, "instance is draining (SIGTERM); retry elsewhere"))
+        r.fail(503, gateway_error(503, "instance is draining (SIGTERM); retry elsewhere"))
+        r.imported_answer()
+        result = r.client.chat(**CALL)
+        r.pending()
+    assert r.clock.sleeps == [1.5, 1.5]
+    assert result.fallback_from[0].startswith(f"{SAGEMAKER}: draining 503 ModelError: instance is draining")
+    assert r.client.circuit(SAGEMAKER).state == "closed"
 
 
 def test_a_timeout_goes_to_the_fallback() -> None:
@@ -244,12 +262,13 @@ def test_the_foundation_model_answers_through_converse_when_the_imported_model_f
                 "metrics": {"latencyMs": 420},
             },
         )
-        result = r.client.chat(**CALL)
+        result = r.client.chat(**CALL, allow_substitute=True)  # a model without the adapter (test_substitutes.py)
         r.pending()
-    assert (result.backend, result.text, result.finish_reason) == (
+    assert (result.backend, result.text, result.finish_reason, result.adapter) == (
         "bedrock:meta.llama3-1-8b-instruct-v1:0",
         "Try Witch Hat Atelier.",
         "end_turn",
+        None,
     )
     assert [f.split(":")[0] for f in result.fallback_from] == ["sagemaker", "bedrock-import"]
     assert "timeout 408 ModelTimeoutException" in result.fallback_from[1]

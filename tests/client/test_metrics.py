@@ -8,11 +8,19 @@ import json
 from contextlib import redirect_stdout
 
 import pytest
+from botocore.exceptions import NoCredentialsError
 from botocore.stub import Stubber
 
-from mangaassist_client import ClientMetric, EmfSink, MangaAssistClient, PutMetricDataSink
+from mangaassist_client import (
+    BackendUnavailableError,
+    CallerError,
+    ClientMetric,
+    EmfSink,
+    MangaAssistClient,
+    PutMetricDataSink,
+)
 from mangaassist_client.metrics import CALL_METRICS
-from tests.client.stubs import CALL, ENDPOINT, client, rig
+from tests.client.stubs import CALL, ENDPOINT, SAGEMAKER, client, gateway_error, rig, sse
 
 
 def test_an_emf_line_names_namespace_dimension_metrics_and_units() -> None:
@@ -55,6 +63,7 @@ def test_every_call_writes_every_counter_to_stdout_by_default() -> None:
         "ClientCircuitOpened": 0,
         "ClientStreamsInterrupted": 0,
         "ClientCanaryRequests": 0,
+        "ClientUnanswered": 0,
     }
     assert document["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "MangaAssist/Inference"
     assert (document["Adapter"], document["Outcome"], document["Stream"]) == ("manga_domain_v3", "ok", False)
@@ -86,3 +95,60 @@ def test_put_metric_data_sends_the_sums_and_keeps_them_when_it_fails() -> None:
 def test_put_metric_data_interval_is_bounded() -> None:
     with pytest.raises(ValueError, match=r"interval_s = -1: must be from 0 to 3600"):
         PutMetricDataSink(cloudwatch=None, endpoint_name=ENDPOINT, interval_s=-1)
+
+
+# Issue 53, finding 4: with every call failing and no fallback, each line read ClientFallbacks 0 and nothing
+# counted the calls no backend answered, so no alarm could see a total outage.
+
+
+def test_a_call_no_backend_answered_is_counted_unanswered_with_or_without_a_fallback() -> None:
+    with rig(fallbacks=()) as r:
+        for _ in range(3):
+            r.fail(502, gateway_error(502, "engine error 500"))
+            with pytest.raises(BackendUnavailableError):
+                r.client.chat(**CALL)
+        r.pending()
+    assert [(c[ClientMetric.UNANSWERED], c[ClientMetric.FALLBACKS]) for c, _ in r.lines.calls()] == [(1, 0)] * 3
+    assert {p["Outcome"] for _, p in r.lines.calls()} == {"unavailable"}
+    with rig() as r:
+        r.fail(502, gateway_error(502, "engine error 500"))
+        r.bedrock.add_client_error("invoke_model", "ServiceUnavailableException", "busy", 503)
+        with pytest.raises(BackendUnavailableError):
+            r.client.chat(**CALL)
+    assert (r.lines.last()[ClientMetric.UNANSWERED], r.lines.last()[ClientMetric.FALLBACKS]) == (1, 1)
+
+
+def test_answers_caller_errors_and_closed_streams_are_not_unanswered() -> None:
+    with rig() as r:
+        r.answer()
+        r.client.chat(**CALL)
+        r.fail(502, gateway_error(502, "engine error 500"))
+        r.imported_answer()
+        r.client.chat(**CALL)  # the fallback answered
+        r.fail(400, gateway_error(400, "unknown adapter 'ghost'"))
+        with pytest.raises(CallerError):
+            r.client.chat(**CALL)
+        r.stream(sse("Try ", "Frieren."))
+        stream = r.client.chat_stream(**CALL)
+        next(stream)
+        stream.close()
+        r.pending()
+    assert [c[ClientMetric.UNANSWERED] for c, _ in r.lines.calls()] == [0, 0, 0, 0]
+    assert [p["Outcome"] for _, p in r.lines.calls()] == ["ok", "ok", "caller_error", "closed"]
+
+
+def test_an_error_the_client_does_not_sort_is_unanswered_too() -> None:
+    """A client that cannot sign (no credentials) answers nobody: the alarm must see it as well."""
+    with rig() as r:
+        runtime = r.clients["sagemaker-runtime"]
+        r.sagemaker.deactivate()
+
+        def no_credentials(**_: object) -> None:
+            raise NoCredentialsError()
+
+        runtime.meta.events.register_first("before-sign.sagemaker-runtime.InvokeEndpoint", no_credentials)
+        with pytest.raises(NoCredentialsError):
+            r.client.chat(**CALL)
+    counts, properties = r.lines.calls()[-1]
+    assert (counts[ClientMetric.UNANSWERED], properties["Outcome"]) == (1, "error")
+    assert properties["Failures"] == [f"{SAGEMAKER}: NoCredentialsError: Unable to locate credentials"]

@@ -106,7 +106,8 @@ CONVERSE_ANSWER = {
 
 
 def test_a_canary_call_is_answered_by_the_canary_backend() -> None:
-    with rig(mirror=CANARY) as r:
+    """A foundation model lacks the adapter: as a canary it answers only where substitutes are allowed."""
+    with rig(mirror=CANARY, allow_substitute=True) as r:
         r.bedrock.add_response("converse", CONVERSE_ANSWER)
         result = r.client.chat(**CALL)
         r.pending()  # the endpoint was not called
@@ -116,7 +117,7 @@ def test_a_canary_call_is_answered_by_the_canary_backend() -> None:
 
 
 def test_a_failing_canary_falls_back_to_the_primary() -> None:
-    with rig(mirror=CANARY) as r:
+    with rig(mirror=CANARY, allow_substitute=True) as r:
         r.bedrock.add_client_error("converse", "InternalServerException", "boom", 500)
         r.answer()
         assert r.client.chat(**CALL).backend == SAGEMAKER
@@ -125,7 +126,7 @@ def test_a_failing_canary_falls_back_to_the_primary() -> None:
 
 
 def test_outside_the_canary_share_the_primary_answers() -> None:
-    with rig(mirror=MirrorConfig(CANARY.backend, share=0.4, mode="canary")) as r:
+    with rig(mirror=MirrorConfig(CANARY.backend, share=0.4, mode="canary"), allow_substitute=True) as r:
         r.answer()
         assert r.client.chat(**CALL).backend == SAGEMAKER
         r.fail(502, gateway_error(502, "engine error 500"))

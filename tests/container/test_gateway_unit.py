@@ -20,6 +20,7 @@ from serving_app.gateway import Gateway
 from serving_app.metrics.emf import EmfWriter
 from serving_app.sagemaker.protocol import ChatCompletionBody
 from serving_app.settings import Settings
+from serving_contract.lifecycle import DRAIN_RETRY_AFTER_S, DRAINING_ERROR_TYPE
 from tests.container.conftest import make_artifacts
 
 
@@ -107,6 +108,34 @@ def test_requests_while_the_engine_is_unhealthy_are_refused_without_reaching_it(
     assert body["error"]["message"] == "not ready: engine unhealthy"
     (line,) = [json.loads(line) for line in emf_out.getvalue().splitlines()]
     assert (line["EngineErrors"], line["ServerErrors"]) == (0, 1)
+
+
+def test_a_draining_gateway_refuses_with_a_503_that_says_when_to_retry(closed_port: int) -> None:
+    """Issue 53, finding 5: the drain 503 carries Retry-After (1 s) and its own error type, so the client
+    library retries it elsewhere and never counts it against the endpoint's circuit."""
+    emf_out = io.StringIO()
+
+    async def main() -> Any:
+        gateway = Gateway(
+            Settings.from_env({}),
+            upstream_url=f"http://127.0.0.1:{closed_port}",
+            engine=None,
+            request_exit=lambda code: None,
+            emf=EmfWriter("NS", {"EndpointName": "e", "VariantName": "v"}, emf_out),
+        )
+        gateway.readiness.set_phase(Phase.DRAINING, "SIGTERM received, draining")
+        response = await gateway.invocations.handle(request({"prompt": "x"}, {"content-type": "application/json"}))
+        await gateway.pool.aclose()
+        return response
+
+    response = asyncio.run(main())
+    assert (response.status_code, response.headers["retry-after"]) == (503, str(DRAIN_RETRY_AFTER_S))
+    assert json.loads(bytes(response.body))["error"] == {
+        "message": "instance is draining (SIGTERM); retry elsewhere",
+        "type": DRAINING_ERROR_TYPE,
+        "code": 503,
+        "retry_after_s": DRAIN_RETRY_AFTER_S,
+    }
 
 
 def test_cancel_before_the_first_chunk_aborts_the_upstream_stream() -> None:

@@ -246,6 +246,23 @@ def test_one_import_per_model_with_its_prefix_and_an_arn_output(
         assert template_outputs[key]["Value"] == {"Fn::GetAtt": [resource_id, "ImportedModelArn"]}
 
 
+def test_each_imported_model_names_the_adapter_it_answers_for(bedrock_synth: Synth) -> None:
+    """Issue 53, finding 3: the client library's documented path (config_from_outputs_file) builds its Bedrock
+    fallback from these outputs; a model with no adapter configured names none, and is not a fallback."""
+    template_outputs = bedrock_synth.template_json(UNIT)["Outputs"]
+    named = {
+        key: value["Value"]
+        for key, value in template_outputs.items()
+        if key.startswith(outputs.IMPORTED_MODEL_ADAPTER_PREFIX)
+    }
+    assert named == {
+        outputs.imported_model_adapter_output(m.name): m.adapter
+        for m in bedrock_synth.config.bedrock.models
+        if m.adapter is not None
+    }
+    assert list(named.values()) == ["jp_style_v1"]  # tests/conftest.py BEDROCK_OVERRIDES
+
+
 def _stack_template(tmp_path: Path, overrides: dict[str, str]) -> assertions.Template:
     """Just the Bedrock stack with cdk-nag (synth raises on a finding): cheaper than a full synth."""
     context = {**cdk_json_context(), "bedrock.enabled": "true", "env.region": "eu-central-1", **overrides}

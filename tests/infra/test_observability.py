@@ -243,6 +243,29 @@ def test_the_client_fallback_rate_alarm_reads_the_client_librarys_counts(default
     assert template["Outputs"]["MetricsNamespace"]["Value"] == namespace
 
 
+def test_an_alarm_sees_calls_that_nothing_answered(default_synth: Synth) -> None:
+    """Issue 53, finding 4: with every call failing and no fallback configured, ClientFallbacks stays 0 and the
+    fallback-rate alarm cannot fire; ClientUnanswered / ClientRequests can, at the error-rate SLO, and it pages
+    (critical) like the 5xx-rate alarm: these callers got errors."""
+    config = default_synth.config
+    alarm = _alarms_by_name(default_synth, "Observability")[f"{config.endpoint_name}-client-unanswered-rate"]
+    rule = config.monitoring.client_unanswered_rate
+    namespace = config.observability.metrics_namespace
+    dims = {"EndpointName": config.endpoint_name}
+    assert sorted(_metric_stats(alarm), key=str) == [
+        (namespace, "ClientRequests", "Sum", rule.period_s, dims),
+        (namespace, "ClientUnanswered", "Sum", rule.period_s, dims),
+    ]
+    assert "ClientUnanswered" in {m.value for m in metrics.ClientMetric}
+    _check_rule(alarm, rule)
+    assert (alarm["Threshold"], rule.window_s) == (config.monitoring.server_error_rate.threshold, 900)
+    expression = _expression(alarm)
+    assert expression.startswith("IF(FILL(") and "> 0, 100 * FILL(" in expression
+    # Every call failing: 100 % unanswered, far above the threshold, whatever ClientFallbacks says.
+    assert (alarm["ComparisonOperator"], alarm["TreatMissingData"]) == ("GreaterThanThreshold", "notBreaching")
+    assert alarm["AlarmDescription"].startswith("[critical]") and not alarm.get("AlarmActions")
+
+
 def test_one_latency_alarm_per_adapter_with_its_ceiling(vpc_single_variant_synth: Synth) -> None:
     config = vpc_single_variant_synth.config
     alarms = _alarms_by_name(vpc_single_variant_synth, "Observability")
@@ -271,7 +294,7 @@ def test_critical_composite_covers_exactly_the_critical_alarms(default_synth: Sy
     critical = composites[f"{default_synth.config.endpoint_name}-critical"]
     rule = json.dumps(critical["AlarmRule"])
     assert {key for key in critical_ids if key in rule} == critical_ids
-    assert len(critical_ids) == 3
+    assert len(critical_ids) == 4  # queue build-up, engine errors, 5xx rate, client calls nothing answered
     assert critical["AlarmActions"] and critical["OKActions"]
 
 

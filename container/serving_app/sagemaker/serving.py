@@ -29,6 +29,7 @@ from serving_app.sagemaker.relay import RelayResponse, is_oom, read_usage, relay
 from serving_app.sessions.serving import SessionService
 from serving_app.upstream import UpstreamError, UpstreamPool, UpstreamResponse
 from serving_app.versions import CUSTOM_ATTRIBUTES_HEADER, ModelVersions
+from serving_contract.lifecycle import DRAIN_RETRY_AFTER_S, DRAINING_ERROR_TYPE
 from serving_contract.validation import describe
 
 log = logging.getLogger("serving_app.sagemaker")
@@ -160,8 +161,13 @@ class InvocationService:
 
     def _refusal(self, request: Request) -> Response | None:
         """503 while draining or not ready, 415 for a body that is not JSON; None to go on."""
-        if self.readiness.draining:
-            return error_response(503, "instance is draining (SIGTERM); retry elsewhere")
+        if self.readiness.draining:  # a retry a second later is routed to another instance (issue 53, finding 5)
+            return error_response(
+                503,
+                "instance is draining (SIGTERM); retry elsewhere",
+                retry_after_s=DRAIN_RETRY_AFTER_S,
+                error_type=DRAINING_ERROR_TYPE,
+            )
         if not self.readiness.ready:
             ready_phase = self.readiness.phase is Phase.READY
             return error_response(

@@ -80,6 +80,35 @@ def test_bad_values_give_one_line(key: str, value: str, expected: str) -> None:
     assert message.startswith(expected), message
 
 
+@pytest.mark.parametrize(
+    ("models", "expected"),
+    [
+        (
+            '[{"name": "domain", "s3_prefix": "a/", "adapter": "manga_domian_v3"}]',
+            "config error: bedrock.models[0].adapter = 'manga_domian_v3': not a name the endpoint serves; allowed: "
+            "general_support_v2, jp_style_v1, llama-3-8b-instruct-awq, manga_domain_v3 (did you mean "
+            "'manga_domain_v3'?)",
+        ),
+        (
+            '[{"name": "a", "s3_prefix": "a/", "adapter": "jp_style_v1"},'
+            ' {"name": "b", "s3_prefix": "b/", "adapter": "jp_style_v1"}]',
+            "config error: bedrock.models[1].adapter = 'jp_style_v1': bedrock.models[0] answers for it already; "
+            "one imported model per adapter",
+        ),
+    ],
+    ids=["unknown-adapter", "two-models-one-adapter"],
+)
+def test_the_adapter_an_imported_model_answers_for_is_one_the_endpoint_serves(models: str, expected: str) -> None:
+    """Issue 53, finding 3: the client library's fallback reads it from the stack's outputs."""
+    assert config_error(**ENABLED, **{"bedrock.models": models}) == expected
+
+
+def test_an_imported_model_may_answer_for_an_adapter_or_the_base_model() -> None:
+    models = '[{"name": "a", "s3_prefix": "a/", "adapter": "jp_style_v1"}, {"name": "b", "s3_prefix": "b/"}]'
+    config = load_config({**cdk_json_context(), **ENABLED, "bedrock.models": models})
+    assert [m.adapter for m in config.bedrock.models] == ["jp_style_v1", None]
+
+
 def test_app_stops_synth_on_an_unsupported_region(tmp_path: Path) -> None:
     result = _run_app(tmp_path, {"bedrock.enabled": "true", "env.region": "eu-west-1"})
     assert result.returncode == 2

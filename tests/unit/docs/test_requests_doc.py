@@ -36,7 +36,8 @@ OUTPUTS = {
     "MangaAssist-prod-Serving": {"EndpointName": ENDPOINT},
     "MangaAssist-prod-Observability": {"MetricsNamespace": "MangaAssist/Inference"},
     "MangaAssist-prod-BedrockImport": {
-        "ImportedModelArnMangaassistMangaDomainV3": "arn:aws:bedrock:us-east-1:123456789012:imported-model/abc"
+        "ImportedModelArnMangaassistMangaDomainV3": "arn:aws:bedrock:us-east-1:123456789012:imported-model/abc",
+        "ImportedModelAdapterMangaassistMangaDomainV3": "manga_domain_v3",
     },
 }
 
@@ -136,8 +137,16 @@ def services(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Services:
 
 
 EXPECTED = [
-    (["InvokeEndpoint"], ["Try Delicious in Dungeon.", f"sagemaker:{ENDPOINT}", "adapter='manga_domain_v3/v3/def'"]),
-    (["InvokeEndpointWithResponseStream"], ["Try Dungeon Meshi."]),
+    (
+        ["InvokeEndpoint"],
+        [
+            "BedrockImportedModels(model_arns={'manga_domain_v3': 'arn:aws:bedrock:us-east-1:123456789012:imported",
+            "Try Delicious in Dungeon.",
+            f"sagemaker:{ENDPOINT}",
+            "adapter='manga_domain_v3/v3/def'",
+        ],
+    ),
+    (["InvokeEndpointWithResponseStream"], [f"[sagemaker:{ENDPOINT}, adapter jp_style_v1]", "Try Dungeon Meshi."]),
     (["NEW_SESSION", "InvokeEndpoint", "InvokeEndpoint", "CLOSE"], ["trimmed 1 turns", "Try Delicious in Dungeon."]),
     (["InvokeEndpoint", "Converse"], [f"sagemaker:{ENDPOINT} bedrock:meta.llama3-1-8b-instruct-v1:0 False"]),
 ]
