@@ -494,6 +494,25 @@ class StepSummary:
     engine: dict[str, float | None] = field(default_factory=dict)
     """Means of the caller's gauges over the measured window (``<name>_mean``, ``<name>_max``)
     and the growth of its counters (``<name>_delta``), as :func:`summarise` was told."""
+    achieved_per_min: float | None = None
+    """Every request sent in the measured window, per minute, measured or not (a warm start's
+    resumed turns too): the arrival rate the engine had. None where the run does not say (a
+    measured curve of an older capacity job): :attr:`arrived_per_min` falls back to
+    ``served_per_min``."""
+    paced_per_min: float | None = None
+    """The requests this run's own arrivals and pauses would have sent in the window had every
+    answer come as fast as in its lightest step (:func:`paced_requests`), per minute: what the
+    engine was offered on this sample path, free of the arrivals' noise. None for a ramp's last step
+    (turns it would have sent after the ramp ended are missing)."""
+
+    due_per_min: float | None = None
+    """Requests sent one median answer time before the window, per minute: what an engine that keeps
+    up completes in it (rule 3 of :class:`Verdict`; without it, ``arrived_per_min``)."""
+
+    @property
+    def arrived_per_min(self) -> float:
+        """The achieved arrival rate (``achieved_per_min``, else ``served_per_min``)."""
+        return self.served_per_min if self.achieved_per_min is None else self.achieved_per_min
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -539,6 +558,12 @@ def summarise_step(
         for r in run.records
         if r.ok and r.latency_s is not None and window_start <= r.sent_s + r.latency_s < window_end
     )
+    achieved = sum(1 for r in run.records if window_start <= r.sent_s < window_end)
+    # What was due to finish in the window: the requests sent one median answer time earlier.
+    lag = statistics.median(r.latency_s for r in ok if r.latency_s is not None) if ok else 0.0
+    due = sum(1 for r in run.records if window_start - lag <= r.sent_s < window_end - lag)
+    # The last step's later turns were never sent (the ramp ended): its paced count would miss them.
+    paced = paced_requests(run, window_start, window_end) if index < run.steps_run - 1 else None
     engine: dict[str, float | None] = {}
     for name in gauges:
         values = [s.figures[name] for s in readings if name in s.figures]
@@ -567,41 +592,108 @@ def summarise_step(
         else None,
         in_flight_mean=round(statistics.fmean(s.in_flight for s in readings), 2) if readings else None,
         engine=engine,
+        achieved_per_min=round(60 * achieved / step.measure_s, 1),
+        paced_per_min=None if paced is None else round(60 * paced / step.measure_s, 1),
+        due_per_min=round(60 * due / step.measure_s, 1),
     )
+
+
+def _nominal_e2e_s(run: OpenLoopRun) -> float | None:
+    """The median answer time of the run's first measured step (its lightest load), seconds."""
+    first = [r.latency_s for r in run.records if r.step == 0 and r.ok and r.latency_s is not None]
+    return statistics.median(first) if first else None
+
+
+def paced_requests(run: OpenLoopRun, window_start: float, window_end: float) -> int | None:
+    """How many requests this run's arrivals and pauses would have sent in ``[window_start,
+    window_end)`` had every answer taken the run's lightest-load answer time.
+
+    A conversation sends its next turn a pause after its previous answer, so an engine that answers
+    slowly delays every later turn: the requests it gets fall behind what the same users would have
+    sent (open loop at the conversation level, closed within one). Each turn's send time is moved
+    earlier by how much longer its conversation's earlier answers took than the nominal one; the
+    count of turns that lands in the window is what the sample path offered. Comparing the
+    requests that arrived with it separates an engine that falls behind from the arrivals' own
+    noise (two ramps with one seed share their arrivals: benchmarks/results/h200-2026-11-29-open-loop).
+    None without a measured first step.
+    """
+    nominal = _nominal_e2e_s(run)
+    if nominal is None:
+        return None
+    turns: dict[int, list[TurnRecord]] = {}
+    for record in run.records:
+        turns.setdefault(record.conversation, []).append(record)
+    count = 0
+    for records in turns.values():
+        stretch = 0.0
+        for record in sorted(records, key=lambda r: r.turn):
+            if window_start <= record.sent_s - stretch < window_end:
+                count += 1
+            if record.latency_s is not None:
+                stretch += max(record.latency_s - nominal, 0.0)
+    return count
 
 
 @dataclass
 class Verdict:
-    """Where a ramp held each class's SLO, and where it fell off the cliff (requests per minute)."""
+    """Where a ramp held each class's SLO, and where it fell off the cliff (requests per minute).
+
+    The rule (docs/planning.md, "When a step holds"), written before any model was fitted to it: a
+    step holds a class when
+
+    1. the class's TTFT p95 is within its objective;
+    2. no more than ``max_error_rate`` of its requests failed;
+    3. the engine finished what arrived: answers completed in the window >= :data:`KEPT_UP_COMPLETED`
+       x the requests due in it (sent one median answer time before it: :attr:`StepSummary.due_per_min`);
+    4. the load reached the engine: requests that arrived >= :data:`KEPT_UP_PACED` x what the run's
+       own arrivals and pauses offered on that sample path (:func:`paced_requests`); where a run
+       cannot say (no measured first step), >= :data:`KEPT_UP_ARRIVED` x the offered rate.
+
+    The first step that fails ends the search: a lucky step further up does not count.
+    """
 
     holds_per_min: dict[str, float | None]
-    """Per class, and ``both``: the highest offered rate up to which every step held the class's
-    TTFT p95 objective, with no errors above ``max_error_rate``, and kept up (:func:`kept_up`);
-    None when the first step did not."""
+    """Per class, and ``both``: the offered rate of the last step before the first that failed the
+    rule; None when the first step failed."""
     cliff_per_min: float | None
     """The first offered rate whose TTFT p95 (all turns) reached ``cliff_factor`` x the highest
     SLO: the collapse, not the first miss. None when the ramp never reached it."""
+    holds_achieved_per_min: dict[str, float | None] = field(default_factory=dict)
+    """The same steps' achieved rates (:attr:`StepSummary.arrived_per_min`): what a run says it
+    held, and what the engine model is checked against."""
+    fails_achieved_per_min: float | None = None
+    """The achieved rate of the first step that failed the rule for both classes (None: none
+    failed): with ``holds_achieved_per_min['both']`` the bracket the true holding rate lies in."""
+    steps_held: int = 0
+    """How many steps, from the first, held both classes."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
 KEPT_UP_COMPLETED = 0.9
-"""A step kept up when the answers finishing in its window are at least this share of the requests
-sent in it (an engine falling behind piles up running requests, whatever its TTFT says yet)..."""
+"""Rule 3: answers completed in a step's window over the requests due in it. An engine that keeps
+up completes what is due, up to the noise of a window's few hundred requests; one that falls
+behind piles up running requests and completes less and less of it."""
+KEPT_UP_PACED = 0.9
+"""Rule 4: requests that arrived over what the sample path offered. Free of the arrivals' noise,
+this ratio moves only when answers take longer than at light load, and 10 % fewer requests is an
+answer time grown by more than a third of a 30 s pause."""
 KEPT_UP_ARRIVED = 0.75
-"""...and the requests sent reached at least this share of the offered rate (conversations whose
-answers stall send their next turns late). Both leave room for a 25-40 s window's Poisson noise:
-the steady steps of the H200 runs (benchmarks/results/h200-2026-11-27-open-loop) ranged
-0.92-1.03 and 0.79-1.07."""
+"""Rule 4 without a paced count (a measured curve from an older capacity job): arrived over offered,
+which carries the window's Poisson noise (steady steps of the 2026-11-27 runs: 0.79-1.07)."""
 
 
 def kept_up(summary: StepSummary) -> bool:
-    """The engine completed what arrived (module constants say how much is noise)."""
-    return (
-        summary.completed_per_min >= KEPT_UP_COMPLETED * summary.served_per_min
-        and summary.served_per_min >= KEPT_UP_ARRIVED * summary.requests_per_min
-    )
+    """Rules 3 and 4 of :class:`Verdict`: the engine finished what arrived, and what arrived is what
+    the users sent."""
+    arrived = summary.arrived_per_min
+    due = arrived if summary.due_per_min is None else summary.due_per_min
+    if summary.completed_per_min < KEPT_UP_COMPLETED * due:
+        return False
+    if summary.paced_per_min:
+        return arrived >= KEPT_UP_PACED * summary.paced_per_min
+    return arrived >= KEPT_UP_ARRIVED * summary.requests_per_min
 
 
 def verdict(
@@ -617,23 +709,35 @@ def verdict(
     not keep up, ends the search (a lucky step further up does not count).
     """
     holds: dict[str, float | None] = {}
+    achieved: dict[str, float | None] = {}
+    first_failure: dict[str, int] = {}
     for klass in CLASSES:
-        best: float | None = None
-        for summary in summaries:
+        best: StepSummary | None = None
+        for index, summary in enumerate(summaries):
             p95 = summary.classes[klass].ttft_p95_ms
             erred = summary.requests and summary.errors / summary.requests > max_error_rate
             if erred or not kept_up(summary) or (p95 is not None and p95 > slo_ms[klass]):
+                first_failure[klass] = index
                 break
-            best = summary.requests_per_min
-        holds[klass] = best
-    values = [v for v in holds.values()]
-    holds["both"] = None if any(v is None for v in values) else min(v for v in values if v is not None)
+            best = summary
+        holds[klass] = None if best is None else best.requests_per_min
+        achieved[klass] = None if best is None else best.arrived_per_min
+    for table in (holds, achieved):
+        values = [table[klass] for klass in CLASSES]
+        table["both"] = None if any(v is None for v in values) else min(v for v in values if v is not None)
+    failed = min(first_failure.values()) if first_failure else None
     limit = cliff_factor * max(slo_ms[klass] for klass in CLASSES)
     cliff = next(
         (s.requests_per_min for s in summaries if s.ttft_p95_ms is not None and s.ttft_p95_ms >= limit),
         None,
     )
-    return Verdict(holds, cliff)
+    return Verdict(
+        holds,
+        cliff,
+        achieved,
+        None if failed is None else summaries[failed].arrived_per_min,
+        len(summaries) if failed is None else failed,
+    )
 
 
 def format_step(summary: StepSummary) -> str:
@@ -649,7 +753,8 @@ def format_step(summary: StepSummary) -> str:
     engine = " ".join(f"{k} {v:g}" for k, v in summary.engine.items() if v is not None)
     cold = "-" if summary.cold_share is None else f"{summary.cold_share:.0%}"
     return (
-        f"{summary.requests_per_min:7.1f}/min offered {summary.served_per_min:7.1f} sent "
+        f"{summary.requests_per_min:7.1f}/min offered {summary.arrived_per_min:7.1f} arrived "
+        f"({'-' if summary.paced_per_min is None else f'{summary.paced_per_min:.1f}'} paced) "
         f"{summary.completed_per_min:7.1f} completed "
         f"TTFT p50/p95 {ms(summary.ttft_p50_ms)}/{ms(summary.ttft_p95_ms)} ms {classes} cold {cold} "
         f"ITL {summary.itl_mean_ms} ms live {summary.live_conversations_mean} in flight {summary.in_flight_mean} "

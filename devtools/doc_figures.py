@@ -28,15 +28,21 @@ from pathlib import Path
 from app_config.errors import ConfigError
 from app_config.loader import CDK_JSON, cdk_json_context, load_cli_config
 from app_config.root import AppConfig
-from cli_support.open_loop import OpenLoopRun
+from cli_support.open_loop import OpenLoopRun, verdict
 from devtools import measure_doc
 from devtools.synth_summary import summarize
 from ops.preflight.account import check_quotas, quota_demands, quota_name
 from planning import cost_plan, engine_fit, fleet_planner, memory_report
+from planning.capacity import engine_for
 from planning.capacity import report as capacity_report
 from planning.demand_week import week
 from planning.engine_model import capacity
-from planning.engines import conversation_shape, gpu_named, reference_fit, smallest_instance_with
+from planning.engines import (
+    conversation_shape,
+    gpu_named,
+    instance_host_scale,
+    reference_fit,
+)
 from planning.fleet_planner import Fleet
 from planning.gpu_instances import GIB, INSTANCE_GPUS
 from planning.gpu_projection import project
@@ -314,10 +320,8 @@ def _what_if(sources: Sources) -> str:
     config = sources.config
     lines = ["```"]
     for name, kv, think in WHAT_IF_GPUS:
-        gpu = gpu_named(name)
         args = f"--gpu {name}" + (f" --kv-cache-tokens {kv}" if kv else "") + (f" --think-s {think:g}" if think else "")
-        tokens = kv or sources.plan.planner.memory_plan(smallest_instance_with(gpu)).kv_tokens
-        engine = project(reference_fit(), gpu, tokens, max_num_seqs=config.engine.max_num_seqs)
+        engine = engine_for(config, name, kv)
         shape = conversation_shape(config.traffic, config.engine, len(config.model.adapters))
         if think is not None:
             shape = replace(shape, think_s=think)
@@ -336,17 +340,30 @@ def _think_sensitivity(sources: Sources) -> str:
         "| GPU, KV cache | " + " | ".join(f"pause {think:g} s" for think in THINK_SWEEP_S) + " |",
         "|---|" + "---:|" * len(THINK_SWEEP_S),
     ]
-    for name, instance_type in (("H200", "ml.g5.xlarge"), ("L40S", "ml.g6e.xlarge")):
+    # The H200 on the runs' own host (4 cores, no gateway); the L40S on its instance's (2 cores, gateway).
+    for name, instance_type, host in (
+        ("H200", "ml.g5.xlarge", 1.0),
+        ("L40S", "ml.g6e.xlarge", instance_host_scale("ml.g6e.xlarge", config.engine.tensor_parallel_size)),
+    ):
         tokens = sources.plan.planner.memory_plan(instance_type).kv_tokens
-        engine = project(reference_fit(), gpu_named(name), tokens, max_num_seqs=config.engine.max_num_seqs)
+        engine = project(
+            reference_fit(), gpu_named(name), tokens, max_num_seqs=config.engine.max_num_seqs, host_scale=host
+        )
         base = conversation_shape(config.traffic, config.engine, len(config.model.adapters))
         cells = []
         for think in THINK_SWEEP_S:
             result = capacity(
                 engine.parts, replace(base, think_s=think), config.slo.ttft_p95_ms(), margin=engine.margin
             )
-            cells.append(f"{result.holds_per_min['both']:,.0f} (cliff {result.cliff_per_min:,.0f})")
-        rows.append(f"| {name}, {tokens:,} tokens ({instance_type}'s) | " + " | ".join(cells) + " |")
+            cells.append(
+                f"{result.model_holds_per_min['both']:,.0f} / {result.holds_per_min['both']:,.0f} "
+                f"(cliff {result.cliff_per_min:,.0f})"
+            )
+        rows.append(
+            f"| {name}, {tokens:,} tokens ({instance_type}'s), host x{host:g}, margin {engine.margin:.0%} | "
+            + " | ".join(cells)
+            + " |"
+        )
     return "\n".join(rows)
 
 
@@ -357,22 +374,26 @@ def _engine_fit(sources: Sources) -> str:
 
 def _open_loop_runs(sources: Sources) -> str:
     del sources
-    _, runs = engine_fit.load_steps()
     rows = [
-        "| run | offered /min | sent /min | completed /min | cold share | TTFT p95 cold / warm, ms | KV in use | "
-        "preemptions | live conversations |",
-        "|---|---:|---:|---:|---:|---|---:|---:|---:|",
+        "| run | offered /min | arrived /min | paced /min | completed /min | cold share | TTFT p95 cold / warm, ms | "
+        "ITL ms | running | KV in use | preemptions | held |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
     ]
-    for name, (run, summaries, data) in runs.items():
-        for summary in summaries:
+    for run in engine_fit.load_runs():
+        judged = verdict(run.summaries, {"cold": 500.0, "warm": 500.0})
+        host = f"{run.host_cores} cores{' + gateway' if run.gateway else ''}"
+        for index, summary in enumerate(run.summaries):
             cold, warm = summary.classes["cold"].ttft_p95_ms, summary.classes["warm"].ttft_p95_ms
-            kv_tokens = int(data["engine"]["kv_cache_tokens"])
             kv = summary.engine.get("kv_cache_usage_mean")
+            running = summary.engine.get("running_mean")
+            paced = "-" if summary.paced_per_min is None else f"{summary.paced_per_min:,.0f}"
+            held = "yes" if index < judged.steps_held else "no"
             rows.append(
-                f"| {name.removesuffix('.json')} (think {run.think_s:g} s, KV {kv_tokens:,}) | "
-                f"{summary.requests_per_min:,.0f} | {summary.served_per_min:,.0f} | {summary.completed_per_min:,.0f} | "
-                f"{summary.cold_share:.0%} | {_ms(cold)} / {_ms(warm)} | {'-' if kv is None else f'{kv:.0%}'} | "
-                f"{_preemptions(run, summaries.index(summary))} | {summary.live_conversations_mean:,.0f} |"
+                f"| {run.label} (think {run.think_s:g} s, KV {run.kv_cache_tokens:,}, {host}) | "
+                f"{summary.requests_per_min:,.0f} | {summary.arrived_per_min:,.0f} | {paced} | "
+                f"{summary.completed_per_min:,.0f} | {summary.cold_share:.0%} | {_ms(cold)} / {_ms(warm)} | "
+                f"{_ms(summary.itl_mean_ms)} | {'-' if running is None else f'{running:,.0f}'} | "
+                f"{'-' if kv is None else f'{kv:.0%}'} | {_preemptions(run.run, index)} | {held} |"
             )
     return "\n".join(rows)
 

@@ -1,31 +1,34 @@
-"""The engine model's parts, fitted on the committed GPU runs, and its error against each run.
+"""The engine model's parts fitted on the committed GPU runs, and its error on runs it was not fitted on.
 
-Runs (``benchmarks/results/h200-2026-11-27-open-loop``, README there; made with
-``bash benchmarks/gpu_session.sh ol-serve | ol-probes | ol-ramp``): one bare engine with the
-container's argv for the default config on an H200, 4 CPUs (an ``xlarge``'s vCPUs), the KV cache
-fixed at the memory plan's for an ml.g5.xlarge (110,592 tokens) and then an ml.g6e.xlarge's
-(280,176); conversations of MangaAssist's shape arriving at random, users pausing 4 s or 12 s.
+Runs (each folder's README says how they were made; ``bash benchmarks/gpu_session.sh ol-serve |
+ol-probes | ol-ramp`` and ``ol-campaign``): one engine with the container's argv for the default
+config on an H200, conversations of MangaAssist's shape arriving at random, users pausing
+4-30 s, the KV cache fixed at the memory plan's for an ml.g5.xlarge (110,592 tokens) or an
+ml.g6e.xlarge's (280,176); bare on 4 dedicated CPUs, or behind the container's gateway on an
+ml.g6e.xlarge's 2 cores.
 
 What each part is fitted on (:func:`fit`):
 
 * ``fixed_ms`` and the prefill per token: TTFT p50 of one request at a time against its uncached
   tokens (``probes.json``: 64, 2,048 and 3,072 tokens; 512 and 1,024 sit 10-17 ms above the line
   and are reported, not fitted: the prefill warm-up compiles 2,048 and 2,047, not them);
-* the host's part of a prefilled token, ``host_step_ms`` (``k0 + k1 x running``): least squares
-  of the ramps' ITL against the running requests (vLLM's gauge), the host's prefill share
-  scanned for the best fit; the GPU's part of a prefilled token is the rest of the one-request
-  slope;
 * ``gpu_step_ms``: the decode probes at 1, 8 and 32 requests (2,048-token context);
-* ``host_wait_ms``: the TTFT p95 per class of every ramp step before its collapse, given that
-  step's measured running requests, ITL and follow-up misses.
+* ``host_step_ms`` and ``prefill_interference``: least squares of the log of every held step's ITL
+  against its running requests (vLLM's gauge) and its share of GPU time in prefill, each run at
+  its own host (``engine_model.host_scale``: its cores, and whether a gateway shares them);
+* ``host_wait_ms``: the TTFT p95 per class of the same steps, given their running requests, ITL
+  and follow-up misses.
 
-:func:`check` then solves the whole model (nothing measured fed in but the arrival rate) and
-compares the highest rate at which each ramp held both SLOs, and its collapse, with the
-measurement (``cli_support.open_loop.verdict``: a step counts only if it also kept up).
+:func:`check` then solves the whole model (nothing measured fed in but the arrival rate, the
+pause, the KV cache and the host) and compares the highest rate at which it holds both SLOs with
+the run's (``cli_support.open_loop.verdict``: the achieved rate of the last step that held, and
+of the first that did not). :func:`held_out` does the same with the model refitted without the
+run it is checked on: the largest of those errors is the model's error, and the margin a
+projection carries (docs/planning.md, "How far to trust the model").
 
 Usage::
 
-    python -m planning.engine_fit            # the fit and its error against every run
+    python -m planning.engine_fit            # the fit, and each run's in-sample and held-out error
     python -m planning.engine_fit --write    # regenerate planning/engine_fit.json (synth reads it)
 """
 
@@ -37,17 +40,34 @@ import json
 import math
 import statistics
 import sys
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cli_support.open_loop import OpenLoopRun, StepSummary, summarise_step, verdict
-from planning.engine_model import ConversationShape, EngineParts, _mix, _ttft, capacity
+from planning.engine_model import (
+    REFERENCE_HOST_CORES,
+    ConversationShape,
+    EngineParts,
+    _mix,
+    _ttft,
+    capacity,
+    host_scale,
+)
 
 REPO = Path(__file__).resolve().parent.parent
-RUNS = REPO / "benchmarks" / "results" / "h200-2026-11-27-open-loop"
+RESULTS = REPO / "benchmarks" / "results"
+PROBES = RESULTS / "h200-2026-11-27-open-loop" / "probes.json"
+RUN_FILES = (
+    "h200-2026-11-27-open-loop/ramp-think4.json",
+    "h200-2026-11-27-open-loop/ramp-think12.json",
+    "h200-2026-11-27-open-loop/ramp-think4-l40s-kv.json",
+    "h200-2026-11-29-open-loop/ramp-think30-a10g-kv.json",
+    "h200-2026-11-29-open-loop/ramp-think30-l40s-kv-gateway.json",
+)
+"""Every complete open-loop ramp (under benchmarks/results): each is fitted on, and held out once."""
 FIT_FILE = Path(__file__).with_name("engine_fit.json")
-RAMPS = ("ramp-think4.json", "ramp-think12.json", "ramp-think4-l40s-kv.json")
 PROBE_SIZES_FITTED = (64, 2048, 3072)
 REFERENCE_GPU = "H200"
 WEIGHTS_BYTES = 5_727_854_592
@@ -60,25 +80,131 @@ REFERENCE_BANDWIDTH_GBS = 4800.0
 """The H200's datasheet bandwidth (docs/sources.md, "GPU datasheets")."""
 _SLO_MS = {"cold": 500.0, "warm": 500.0}
 """The runs' objective (seed 002: TTFT p95 <= 500 ms, both classes)."""
-_HOST_PREFILL_GRID = tuple(x * 0.0005 for x in range(25))
+INTERFERENCE_GRID = tuple(round(x * 0.1, 1) for x in range(7))
+"""Candidates for ``prefill_interference``, chosen by cross-validation (:func:`select_interference`)."""
 _WAIT_GRID = tuple(itertools.product(range(50, 500, 10), (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0)))
 
 
 @dataclass(frozen=True)
+class RunData:
+    """One committed ramp: its conditions, its steps and its verdict."""
+
+    name: str
+    think_s: float
+    kv_cache_tokens: int
+    host_cores: int
+    gateway: bool
+    run: OpenLoopRun
+    summaries: list[StepSummary]
+    warm_min_cached_fraction: float
+
+    @property
+    def host_scale(self) -> float:
+        """The run's host against the reference (``engine_model.host_scale``)."""
+        return host_scale(self.host_cores, gateway=self.gateway)
+
+    @property
+    def label(self) -> str:
+        return Path(self.name).stem
+
+
+def _cpu_count(cpus: str | None) -> int:
+    """``0-3`` or ``4,5`` -> 4 or 2; the 2026-11-27 runs name none: CPUs 0-3 (gpu_session.sh)."""
+    if not cpus:
+        return REFERENCE_HOST_CORES
+    count = 0
+    for part in cpus.split(","):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
+
+
+def load_runs(files: Sequence[str] = RUN_FILES, root: Path = RESULTS) -> list[RunData]:
+    """The committed ramps, summarised step by step as the harness summarises them."""
+    runs = []
+    for name in files:
+        data = json.loads((root / name).read_text())
+        run = OpenLoopRun.from_json(data)
+        fraction = float(data["warm_min_cached_fraction"])
+        summaries = [
+            summarise_step(run, index, warm_min_cached_fraction=fraction, gauges=("kv_cache_usage", "running"))
+            for index in range(run.steps_run)
+        ]
+        engine = data.get("engine") or {}
+        runs.append(
+            RunData(
+                name=name,
+                think_s=run.think_s,
+                kv_cache_tokens=int(engine["kv_cache_tokens"]),
+                host_cores=_cpu_count(engine.get("server_cpus")),
+                gateway=engine.get("kind") == "gateway",
+                run=run,
+                summaries=summaries,
+                warm_min_cached_fraction=fraction,
+            )
+        )
+    return runs
+
+
+@dataclass(frozen=True)
 class StepPoint:
-    """One measured ramp step, as the fit and the check read it."""
+    """One held ramp step, as the fit reads it."""
 
     run: str
-    kv_cache_tokens: int
     think_s: float
-    offered_per_min: float
+    host_scale: float
     arrived_per_min: float
     follow_up_miss: float
     running: float
     itl_ms: float
-    kv_in_use: float
     ttft_p95_ms: dict[str, float | None]
-    collapsed: bool
+
+
+def held_steps(run: RunData) -> list[StepPoint]:
+    """The run's steps that held both classes (``verdict``), with what the fit reads of them."""
+    judged = verdict(run.summaries, _SLO_MS)
+    points = []
+    for index, summary in enumerate(run.summaries[: judged.steps_held]):
+        if not summary.itl_mean_ms:
+            continue
+        answered = [r for r in run.run.records if r.step == index and r.ok]
+        follow = [r for r in answered if r.turn > 0]
+        missed = sum(1 for r in follow if r.request_class(run.warm_min_cached_fraction) == "cold")
+        points.append(
+            StepPoint(
+                run=run.name,
+                think_s=run.think_s,
+                host_scale=run.host_scale,
+                arrived_per_min=summary.arrived_per_min,
+                follow_up_miss=missed / len(follow) if follow else 0.0,
+                running=float(summary.engine["running_mean"] or 0.0),
+                itl_ms=float(summary.itl_mean_ms),
+                ttft_p95_ms={k: summary.classes[k].ttft_p95_ms for k in ("cold", "warm")},
+            )
+        )
+    return points
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    """One run: the rate at which both classes held, measured and modelled."""
+
+    run: str
+    think_s: float
+    kv_cache_tokens: int
+    host_cores: int
+    gateway: bool
+    measured_holds_per_min: float
+    """The achieved rate of the last step that held both classes."""
+    measured_fails_per_min: float | None
+    """The achieved rate of the first step that did not (None: none failed)."""
+    model_holds_per_min: float
+    model_cliff_per_min: float
+
+    @property
+    def error(self) -> float:
+        """Model over measurement, less one."""
+        return self.model_holds_per_min / self.measured_holds_per_min - 1
 
 
 @dataclass(frozen=True)
@@ -92,15 +218,21 @@ class Fit:
     gpu_step_ms: tuple[float, float]
     host_step_ms: tuple[float, float]
     host_wait_ms: tuple[float, float]
+    prefill_interference: float
     step_floor_ms: tuple[float, float]
     """``(o0, o1)``: the GPU step less its memory traffic at the reference bandwidth, what
     ``planning/gpu_projection.py`` keeps when it scales the traffic to another GPU's bandwidth."""
     model_error: float
-    """The largest relative error of the held rate over the runs (:func:`check`)."""
+    """The largest relative error of the held rate on a run the model was not fitted on (:func:`held_out`)."""
     runs: tuple[str, ...]
+    checks: tuple[dict[str, Any], ...] = field(default=())
+    """Per run: in-sample and held-out modelled rates against the measured one (:func:`report` prints them)."""
 
-    def parts(self, kv_cache_tokens: int, *, max_num_seqs: int = 128) -> EngineParts:
-        """The reference GPU's engine with ``kv_cache_tokens`` of KV cache."""
+    def parts(
+        self, kv_cache_tokens: int, *, max_num_seqs: int = 128, host_scale: float = 1.0, measured: bool = True
+    ) -> EngineParts:
+        """The reference GPU's engine with ``kv_cache_tokens`` of KV cache on a host ``host_scale``
+        times the runs' (``engine_model.host_scale``)."""
         return EngineParts(
             gpu=self.gpu,
             kv_cache_tokens=kv_cache_tokens,
@@ -111,7 +243,9 @@ class Fit:
             host_step_ms=self.host_step_ms,
             host_wait_ms=self.host_wait_ms,
             max_num_seqs=max_num_seqs,
-            measured=True,
+            measured=measured,
+            host_scale=host_scale,
+            prefill_interference=self.prefill_interference,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -120,8 +254,8 @@ class Fit:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fit:
         fields = {k: v for k, v in data.items() if k != "generated_by"}
-        for key in ("gpu_step_ms", "host_step_ms", "host_wait_ms", "step_floor_ms", "runs"):
-            fields[key] = tuple(fields[key])
+        for key in ("gpu_step_ms", "host_step_ms", "host_wait_ms", "step_floor_ms", "runs", "checks"):
+            fields[key] = tuple(fields.get(key, ()))
         return cls(**fields)
 
 
@@ -138,172 +272,153 @@ def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
-RunData = tuple[OpenLoopRun, list[StepSummary], dict[str, Any]]
-"""A committed ramp: the run, its step summaries and its raw JSON."""
-
-
-def load_steps(folder: Path = RUNS) -> tuple[list[StepPoint], dict[str, RunData]]:
-    """Every ramp step of the committed runs, and each run with its summaries."""
-    points: list[StepPoint] = []
-    runs: dict[str, RunData] = {}
-    for name in RAMPS:
-        data = json.loads((folder / name).read_text())
-        run = OpenLoopRun.from_json(data)
-        fraction = float(data["warm_min_cached_fraction"])
-        summaries = [
-            summarise_step(
-                run, index, warm_min_cached_fraction=fraction, gauges=("kv_cache_usage", "running"), counters=()
-            )
-            for index in range(run.steps_run)
-        ]
-        runs[name] = (run, summaries, data)
-        kv = int(data["engine"]["kv_cache_tokens"])
-        for index, summary in enumerate(summaries):
-            answered = [r for r in run.records if r.step == index and r.ok]
-            follow = [r for r in answered if r.turn > 0]
-            missed = sum(1 for r in follow if r.request_class(fraction) == "cold")
-            p95 = {klass: summary.classes[klass].ttft_p95_ms for klass in ("cold", "warm")}
-            points.append(
-                StepPoint(
-                    run=name,
-                    kv_cache_tokens=kv,
-                    think_s=run.think_s,
-                    offered_per_min=summary.requests_per_min,
-                    arrived_per_min=summary.served_per_min,
-                    follow_up_miss=missed / len(follow) if follow else 0.0,
-                    running=float(summary.engine["running_mean"] or 0.0),
-                    itl_ms=float(summary.itl_mean_ms or 0.0),
-                    kv_in_use=float(summary.engine["kv_cache_usage_mean"] or 0.0),
-                    ttft_p95_ms=p95,
-                    collapsed=(summary.ttft_p95_ms or 0.0) >= 2 * max(_SLO_MS.values()),
-                )
-            )
-    return points, runs
-
-
 def _shape(think_s: float) -> ConversationShape:
     return ConversationShape(think_s=think_s)
 
 
-def fit(folder: Path = RUNS) -> Fit:
-    """Fit every part (module docstring) on the runs in ``folder``."""
-    probes = json.loads((folder / "probes.json").read_text())
+def _probe_parts(probes: dict[str, Any]) -> tuple[float, float, float, float]:
+    """``(fixed_ms, prefill ms per token, a0, a1)`` from the one-request and decode probes."""
     by_size: dict[int, list[float]] = {}
     for row in probes["one_request"]:
         by_size.setdefault(int(row["prompt_tokens"]), []).append(float(row["ttft_ms"]))
     fixed, per_token = _line([(n, statistics.median(by_size[n])) for n in PROBE_SIZES_FITTED])
     a0, a1 = _line([(p["batch"], p["decode_step_ms"]) for p in probes["probes"] if p["kind"] == "decode"])
-    points, _ = load_steps(folder)
-    steady = [p for p in points if not p.collapsed]
+    return fixed, per_token, a0, a1
 
-    def host_fit(host_prefill: float) -> tuple[float, float, float]:
-        rows = []
-        for p in steady:
-            uncached = _mix(_shape(p.think_s), p.follow_up_miss, 1.0).uncached_mean
-            rows.append((p.running, p.itl_ms * (1 - p.arrived_per_min / 60 * uncached * host_prefill / 1000), uncached))
-        k0, k1 = _line([(r[0], r[1]) for r in rows])
-        error = sum(
-            ((k0 + k1 * running) / (1 - p.arrived_per_min / 60 * uncached * host_prefill / 1000) - p.itl_ms) ** 2
-            for (running, _, uncached), p in zip(rows, steady, strict=True)
-        )
-        return error, k0, k1
 
-    host_prefill = min(_HOST_PREFILL_GRID, key=lambda h: host_fit(h)[0])
-    _, k0, k1 = host_fit(host_prefill)
-    gpu_prefill = per_token - host_prefill
+def fit(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES) -> Fit:
+    """Fit every part (module docstring) on ``runs`` (the probes are one run of their own, always
+    used), with ``prefill_interference`` given (:func:`select_interference` chooses it).
+
+    Raises:
+        ValueError: fewer than two held steps to fit the host on.
+    """
+    fixed, per_token, a0, a1 = _probe_parts(json.loads(probes_path.read_text()))
+    points = [point for run in runs for point in held_steps(run)]
+    if len(points) < 2:
+        raise ValueError(f"engine fit: {len(points)} held step(s) in {[r.label for r in runs]}; at least 2 are needed")
+    base = EngineParts(REFERENCE_GPU, 0, fixed, per_token, 0.0, (a0, a1), (0.0, 0.0), (0.0, 1.0))
+
+    def busy(p: StepPoint) -> float:
+        return p.arrived_per_min / 60 * _mix(_shape(p.think_s), p.follow_up_miss, 1.0).uncached_mean * per_token / 1000
+
+    # ITL x (1 - beta u) = k0 + k1 x (scale x running): a line.
+    k0, k1 = _line([(p.host_scale * p.running, p.itl_ms * (1 - interference * busy(p))) for p in points])
+    base = replace(base, host_step_ms=(k0, k1), prefill_interference=interference)
 
     def wait_error(wait: tuple[int, float]) -> float:
-        parts = EngineParts(
-            REFERENCE_GPU, 0, fixed, gpu_prefill, host_prefill, (a0, a1), (k0, k1), (float(wait[0]), wait[1])
-        )
+        parts = replace(base, host_wait_ms=(float(wait[0]), wait[1]))
         error = 0.0
-        for p in steady:
+        for p in points:
             mix = _mix(_shape(p.think_s), p.follow_up_miss, 1.0)
-            busy = p.arrived_per_min / 60 * mix.uncached_mean * gpu_prefill / 1000
-            _, p95 = _ttft(parts, mix, p.running, p.itl_ms, busy)
+            _, p95 = _ttft(replace(parts, host_scale=p.host_scale), mix, p.running, p.itl_ms, busy(p))
             error += sum(math.log(p95[k] / m) ** 2 for k, m in p.ttft_p95_ms.items() if m)
         return error
 
     w, exponent = min(_WAIT_GRID, key=wait_error)
     bandwidth_ms = WEIGHTS_BYTES / (REFERENCE_BANDWIDTH_GBS * 1e6)
     per_request_ms = PROBE_CONTEXT_TOKENS * KV_BYTES_PER_TOKEN / (REFERENCE_BANDWIDTH_GBS * 1e6)
-    provisional = Fit(
+    return Fit(
         gpu=REFERENCE_GPU,
         fixed_ms=round(fixed, 3),
-        gpu_prefill_ms_per_token=round(gpu_prefill, 6),
-        host_prefill_ms_per_token=round(host_prefill, 6),
+        gpu_prefill_ms_per_token=round(per_token, 6),
+        host_prefill_ms_per_token=0.0,
         gpu_step_ms=(round(a0, 4), round(a1, 5)),
         host_step_ms=(round(k0, 4), round(k1, 5)),
         host_wait_ms=(float(w), exponent),
+        prefill_interference=round(interference, 3),
         step_floor_ms=(round(a0 - bandwidth_ms, 4), round(a1 - per_request_ms, 5)),
         model_error=0.0,
-        runs=tuple(str((folder / name).relative_to(REPO)) for name in ("probes.json", *RAMPS)),
+        runs=tuple(str(path.relative_to(REPO)) for path in (probes_path, *(RESULTS / r.name for r in runs))),
     )
-    rows = check(provisional, folder)
-    error = max(abs(row.error) for row in rows)
-    return Fit(**{**asdict(provisional), "model_error": round(error, 4)})
 
 
-@dataclass(frozen=True)
-class RunCheck:
-    """One run: the measured and the modelled rate at which both classes hold, and the collapse."""
-
-    run: str
-    think_s: float
-    kv_cache_tokens: int
-    measured_holds_per_min: float
-    model_holds_per_min: float
-    measured_cliff_per_min: float | None
-    model_cliff_per_min: float
-
-    @property
-    def error(self) -> float:
-        """Model over measurement, less one."""
-        return self.model_holds_per_min / self.measured_holds_per_min - 1
-
-
-def check(model: Fit, folder: Path = RUNS) -> list[RunCheck]:
-    """The model solved at each run's KV cache and pause against the run's verdict."""
-    _, runs = load_steps(folder)
-    rows = []
-    for name, (run, summaries, data) in runs.items():
-        kv = int(data["engine"]["kv_cache_tokens"])
-        measured = verdict(summaries, {k: float(v) for k, v in data["slo_ms"].items()})
-        modelled = capacity(model.parts(kv), _shape(run.think_s), _SLO_MS)
-        rows.append(
-            RunCheck(
-                run=name,
-                think_s=run.think_s,
-                kv_cache_tokens=kv,
-                measured_holds_per_min=float(measured.holds_per_min["both"] or 0.0),
-                model_holds_per_min=modelled.holds_per_min["both"],
-                measured_cliff_per_min=measured.cliff_per_min,
-                model_cliff_per_min=modelled.cliff_per_min,
-            )
-        )
-    return rows
+def check_run(model: Fit, run: RunData) -> RunCheck:
+    """The model solved at the run's KV cache, pause and host against the run's verdict."""
+    measured = verdict(run.summaries, _SLO_MS)
+    parts = model.parts(run.kv_cache_tokens, host_scale=run.host_scale)
+    modelled = capacity(parts, _shape(run.think_s), _SLO_MS)
+    return RunCheck(
+        run=run.label,
+        think_s=run.think_s,
+        kv_cache_tokens=run.kv_cache_tokens,
+        host_cores=run.host_cores,
+        gateway=run.gateway,
+        measured_holds_per_min=float(measured.holds_achieved_per_min["both"] or 0.0),
+        measured_fails_per_min=measured.fails_achieved_per_min,
+        model_holds_per_min=modelled.holds_per_min["both"],
+        model_cliff_per_min=modelled.cliff_per_min,
+    )
 
 
-def report(model: Fit, folder: Path = RUNS) -> list[str]:
-    """The fitted parts and the error against every run, for the terminal and docs/performance.md."""
-    gpu_us, host_us = 1000 * model.gpu_prefill_ms_per_token, 1000 * model.host_prefill_ms_per_token
+def held_out(runs: Sequence[RunData], interference: float) -> list[RunCheck]:
+    """Each run checked against the model refitted on every other run (leave one run out)."""
+    return [check_run(fit([r for r in runs if r is not run], interference), run) for run in runs]
+
+
+def select_interference(runs: Sequence[RunData], grid: Sequence[float] = INTERFERENCE_GRID) -> float:
+    """The ``prefill_interference`` whose held-out errors are smallest (root mean square of their logs).
+
+    Chosen by cross-validation, not by the steps' ITL: fitted on the steps it lets one run's high
+    ITL pull it up, and the model then misses the runs it was not fitted on (2026-11-29: fitted per
+    fold, 24 % held out; chosen here, 16 %). The held-out errors :func:`fit_and_validate` reports
+    use the chosen value, so they are slightly optimistic about it: one number chosen from seven.
+    """
+
+    def loss(beta: float) -> float:
+        return math.fsum(math.log(1 + row.error) ** 2 for row in held_out(runs, beta))
+
+    return min(grid, key=loss)
+
+
+def fit_and_validate(runs: Sequence[RunData] | None = None) -> Fit:
+    """The fit on every run, its in-sample and held-out checks, and the model error (the largest held-out one)."""
+    runs = load_runs() if runs is None else runs
+    interference = select_interference(runs)
+    model = fit(runs, interference)
+    inside = [check_run(model, run) for run in runs]
+    outside = held_out(runs, interference)
+    checks = tuple(
+        {
+            "run": a.run,
+            "think_s": a.think_s,
+            "kv_cache_tokens": a.kv_cache_tokens,
+            "host": f"{a.host_cores} cores{' + gateway' if a.gateway else ''}",
+            "measured_holds_per_min": a.measured_holds_per_min,
+            "measured_fails_per_min": a.measured_fails_per_min,
+            "in_sample_per_min": round(a.model_holds_per_min, 1),
+            "in_sample_error": round(a.error, 4),
+            "held_out_per_min": round(b.model_holds_per_min, 1),
+            "held_out_error": round(b.error, 4),
+        }
+        for a, b in zip(inside, outside, strict=True)
+    )
+    return replace(model, model_error=round(max(abs(b.error) for b in outside), 4), checks=checks)
+
+
+def report(model: Fit) -> list[str]:
+    """The fitted parts and every run's in-sample and held-out error, for the terminal and docs."""
+    gpu_us = 1000 * model.gpu_prefill_ms_per_token
     wait, exponent = model.host_wait_ms
     lines = [
-        f"fixed part {model.fixed_ms:.1f} ms; prefill {gpu_us + host_us:.1f} us per uncached token "
-        f"({gpu_us:.1f} GPU + {host_us:.1f} host)",
+        f"fixed part {model.fixed_ms:.1f} ms; prefill {gpu_us:.1f} us per uncached token",
         f"decode step on the GPU {model.gpu_step_ms[0]:.2f} + {model.gpu_step_ms[1]:.3f} ms per running request; "
-        f"host step {model.host_step_ms[0]:.2f} + {model.host_step_ms[1]:.3f} ms per running request (4 CPUs)",
+        f"host step {model.host_step_ms[0]:.2f} + {model.host_step_ms[1]:.3f} ms per running request "
+        f"({REFERENCE_HOST_CORES} dedicated cores, no gateway), / (1 - {model.prefill_interference:g} x the GPU's "
+        "prefill share)",
         f"host TTFT tail at p95 {wait:.0f} ms x (host share on running requests)^{exponent:g}",
-        "held rate, both classes at TTFT p95 <= 500 ms (measured: the ramp's last step that held and kept up):",
+        "held rate, both classes at TTFT p95 <= 500 ms, achieved requests/min (measured: the last step that held,"
+        " and the first that did not):",
     ]
-    for row in check(model, folder):
-        cliff = "-" if row.measured_cliff_per_min is None else f"{row.measured_cliff_per_min:.0f}"
+    for row in model.checks:
+        fails = "-" if row["measured_fails_per_min"] is None else f"{row['measured_fails_per_min']:.0f}"
         lines.append(
-            f"  {row.run:<28} think {row.think_s:>4g} s, KV {row.kv_cache_tokens:>7,} tokens: measured "
-            f"{row.measured_holds_per_min:>4.0f}/min, model {row.model_holds_per_min:>4.0f}/min ({row.error:+.0%}); "
-            f"collapse measured {cliff}, model {row.model_cliff_per_min:.0f}"
+            f"  {row['run']:<34} think {row['think_s']:>4g} s, KV {row['kv_cache_tokens']:>7,}, {row['host']:<17}: "
+            f"measured {row['measured_holds_per_min']:>4.0f} (fails {fails:>4}); "
+            f"in-sample {row['in_sample_per_min']:>4.0f} ({row['in_sample_error']:+.0%}); "
+            f"held out {row['held_out_per_min']:>4.0f} ({row['held_out_error']:+.0%})"
         )
-    lines.append(f"model error (largest over the runs): {model.model_error:.0%}")
+    lines.append(f"model error (largest held-out error, the projections' margin): {model.model_error:.0%}")
     return lines
 
 
@@ -311,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m planning.engine_fit", description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"regenerate {FIT_FILE.relative_to(REPO)}")
     args = parser.parse_args(argv)
-    model = fit()
+    model = fit_and_validate()
     print("\n".join(report(model)))
     if args.write:
         FIT_FILE.write_text(json.dumps(model.to_json(), indent=1) + "\n")

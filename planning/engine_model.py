@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
@@ -134,6 +134,17 @@ class EngineParts:
             spends on running requests.
         max_num_seqs: vLLM's cap on running requests (``engine.max_num_seqs``).
         measured: True when the parts were measured on this GPU, False when projected.
+        host_scale: the host's work per running request on this instance over the reference's (the
+            runs' 4 dedicated CPUs, no gateway): :func:`host_scale` of its physical cores and whether
+            a gateway shares them. It scales the per-request part of the host step (streaming,
+            detokenizing, relaying each request's token), which is what the busy threads contend for.
+        prefill_interference: the share of the GPU's prefill time (``u``) the host's step cannot
+            hide: the host step is divided by ``1 - prefill_interference x u`` (chunked prefill puts
+            prompt chunks into the steps that decode the running requests; fitted on the runs).
+        running_tail_z: how far above its mean the number of running requests reaches before the
+            KV cache or ``max_num_seqs`` must hold it: requests in the engine are an M/G/inf
+            population (Poisson), and a step holds its TTFT p95 only if the cache overflows less than
+            5 % of the time (z = 1.645).
     """
 
     gpu: str
@@ -146,6 +157,9 @@ class EngineParts:
     host_wait_ms: tuple[float, float]
     max_num_seqs: int = 128
     measured: bool = False
+    host_scale: float = 1.0
+    prefill_interference: float = 0.0
+    running_tail_z: float = 1.645
 
     @property
     def prefill_ms_per_token(self) -> float:
@@ -185,6 +199,34 @@ class SteadyState:
     def holds(self, slo_ms: dict[str, float], margin: float = 0.0) -> bool:
         """Every class's p95, grown by ``margin`` (the model's error), within its SLO."""
         return not self.saturated and all(self.ttft_p95_ms[k] * (1 + margin) <= slo_ms[k] for k in CLASSES)
+
+
+REFERENCE_HOST_CORES = 4
+"""The runs' engines had 4 dedicated CPUs (``gpu_session.sh``: CPUs 0-3) and no gateway."""
+HOST_THREADS_BARE = 2
+"""Host threads busy every step with no gateway: vLLM's API server (detokenizing, streaming) and its
+engine core (scheduling) (vLLM 0.26's V1 architecture: one process each)."""
+HOST_THREADS_GATEWAY = 3
+"""The same with the container's gateway in front, which relays every streamed chunk."""
+
+
+def host_scale(cores: float, *, gateway: bool) -> float:
+    """How much longer a step's host part takes on ``cores`` physical cores than on the reference.
+
+    The busy host threads (:data:`HOST_THREADS_BARE`, :data:`HOST_THREADS_GATEWAY`) share the cores:
+    with fewer cores than threads each runs ``threads / cores`` times slower, with at least one
+    core each they run as on the reference (4 cores, 2 threads). So an ``ml.g6e.xlarge`` (4 vCPUs,
+    2 physical cores) behind the gateway is 1.5; an ``ml.g6e.2xlarge`` (4 cores) 1.0. Checked on the
+    2026-11-29 gateway run on 2 cores, which the fit does not scale by hand (``engine_fit.py``).
+
+    Raises:
+        ValueError: ``cores`` <= 0.
+    """
+    if not cores > 0:
+        raise ValueError(f"cores: {cores!r} must be > 0")
+    threads = HOST_THREADS_GATEWAY if gateway else HOST_THREADS_BARE
+    reference = max(HOST_THREADS_BARE / REFERENCE_HOST_CORES, 1.0)
+    return max(threads / cores, 1.0) / reference
 
 
 def return_probability(routing: Routing, instances: int) -> float:
@@ -263,6 +305,25 @@ def _mix(shape: ConversationShape, miss: float, return_p: float) -> _Mix:
     )
 
 
+def step_ms(parts: EngineParts, running: float, gpu_busy: float, host_busy: float = 0.0) -> float:
+    """One engine step (the time between two tokens of a running request), ms; ``inf`` when prefill
+    leaves decode no time.
+
+    The GPU's decode work stretched by the share of GPU time prefill takes (``gpu_busy``), or the
+    host's per-step work on this instance (``host_scale`` on its per-request part) stretched by the
+    part of that prefill time it cannot hide (``prefill_interference``), whichever is longer (vLLM
+    0.26 schedules the next step while the GPU runs this one, so the host's work hides under the
+    GPU's up to a point).
+    """
+    (a0, a1), (k0, k1) = parts.gpu_step_ms, parts.host_step_ms
+    stalled = parts.prefill_interference * gpu_busy
+    if gpu_busy >= 1 or stalled >= 1 or host_busy >= 1:
+        return math.inf
+    gpu = (a0 + a1 * running) / (1 - gpu_busy)
+    host = (k0 + parts.host_scale * k1 * running) / ((1 - stalled) * (1 - host_busy))
+    return max(gpu, host)
+
+
 def _ttft(
     parts: EngineParts, mix: _Mix, running: float, itl_ms: float, busy: float
 ) -> tuple[dict[str, float], dict[str, float]]:
@@ -274,8 +335,8 @@ def _ttft(
     that mean for the p95).
     """
     k0, k1 = parts.host_step_ms
-    host_step = k0 + k1 * running
-    streaming = k1 * running / host_step if host_step > 0 else 0.0
+    host_step = k0 + parts.host_scale * k1 * running
+    streaming = parts.host_scale * k1 * running / host_step if host_step > 0 else 0.0
     w, exponent = parts.host_wait_ms
     host_p95 = w * streaming**exponent
     per_token = parts.prefill_ms_per_token
@@ -332,7 +393,6 @@ def solve(
     rate = requests_per_min / 60
     return_p = return_probability(routing, instances)
     shared = shape.cached_prefix_tokens * shape.adapters
-    (a0, a1), (k0, k1) = parts.gpu_step_ms, parts.host_step_ms
     miss = running = 0.0
     state: SteadyState | None = None
     for _ in range(_ITERATIONS):
@@ -344,7 +404,7 @@ def solve(
         if busy >= 1:
             itl, p50, p95 = math.inf, {k: math.inf for k in CLASSES}, {k: math.inf for k in CLASSES}
         else:
-            itl = max((a0 + a1 * running) / (1 - gpu_busy), (k0 + k1 * running) / (1 - host_busy))
+            itl = step_ms(parts, running, gpu_busy, host_busy)
             p50, p95 = _ttft(parts, mix, running, itl, busy)
         state = SteadyState(
             requests_per_min,
@@ -358,7 +418,10 @@ def solve(
             p95,
             False,
         )
-        if busy >= 1 or running > parts.max_num_seqs or in_use >= parts.kv_cache_tokens:
+        # The running requests fluctuate around their mean (Poisson): the cache and max_num_seqs
+        # must hold their tail, or requests wait and are preempted and TTFT leaves the SLO.
+        tail = running + parts.running_tail_z * math.sqrt(running)
+        if busy >= 1 or tail > parts.max_num_seqs or shared + tail * mix.running_tokens >= parts.kv_cache_tokens:
             return _saturated(state)
         ttft_mean = mix.cold_share * p50["cold"] + (1 - mix.cold_share) * p50["warm"]
         new_running = rate * (ttft_mean + (shape.output_tokens - 1) * itl) / 1000
@@ -382,17 +445,20 @@ class Capacity:
     """Where one engine holds its SLOs under open-loop conversations.
 
     Attributes:
-        holds_per_min: per class and ``both``: the highest arrival rate (requests/min) at which the
-            steady state holds the class's TTFT p95 objective, p95 grown by the margin asked for;
-            0 when even the lightest load does not.
+        holds_per_min: per class and ``both``: the highest arrival rate (requests/min) the planner
+            counts on, after the margin asked for (:func:`capacity`); 0 when even the lightest load
+            does not hold.
         cliff_per_min: the lowest rate at which the engine saturates or its TTFT p95 reaches twice
-            the highest SLO (``inf`` if none below 10^6).
+            the highest SLO (``inf`` if none below 10^6), as modelled (no margin).
         at_holds: the steady state at ``holds_per_min['both']`` (None when it is 0).
+        model_holds_per_min: the same rates as the model gives them, before the margin: what a
+            measurement is checked against.
     """
 
     holds_per_min: dict[str, float]
     cliff_per_min: float
     at_holds: SteadyState | None
+    model_holds_per_min: dict[str, float] = field(default_factory=dict)
 
 
 def _first_failure(fails: Callable[[float], bool], resolution: float) -> float:
@@ -423,7 +489,12 @@ def capacity(
     margin: float = 0.0,
     resolution_per_min: float = 1.0,
 ) -> Capacity:
-    """The highest arrival rate each class holds (p95 x (1 + ``margin``) <= its SLO), and the cliff.
+    """The highest arrival rate each class holds, and the cliff.
+
+    ``margin`` (the model's error on runs it was not fitted on, plus a projection's spread) counts
+    where it bites: the rate the model holds is divided by ``1 + margin`` (an engine that saturates
+    does so that much earlier), and no rate counts at which the p95 grown by ``1 + margin`` leaves
+    the SLO (an engine near its SLO at any load). The lower of the two is the figure.
 
     Raises:
         ValueError: a negative margin or a resolution <= 0.
@@ -434,14 +505,24 @@ def capacity(
     def at(rate: float) -> SteadyState:
         return solve(parts, shape, rate, routing=routing, instances=instances)
 
-    def fails(classes: tuple[str, ...]) -> Callable[[float], bool]:
+    def fails(classes: tuple[str, ...], grown: float) -> Callable[[float], bool]:
         def check(rate: float) -> bool:
             state = at(rate)
-            return state.saturated or any(state.ttft_p95_ms[k] * (1 + margin) > slo_ms[k] for k in classes)
+            return state.saturated or any(state.ttft_p95_ms[k] * (1 + grown) > slo_ms[k] for k in classes)
 
         return check
 
-    holds = {klass: _first_failure(fails((klass,)), resolution_per_min) for klass in CLASSES}
+    model = {klass: _first_failure(fails((klass,), 0.0), resolution_per_min) for klass in CLASSES}
+    holds = {}
+    for klass in CLASSES:
+        by_rate = (
+            model[klass]
+            if math.isinf(model[klass])
+            else math.floor(model[klass] / (1 + margin) / resolution_per_min) * resolution_per_min
+        )
+        by_ttft = _first_failure(fails((klass,), margin), resolution_per_min) if margin else model[klass]
+        holds[klass] = min(by_rate, by_ttft)
+    model["both"] = min(model.values())
     holds["both"] = min(holds.values())
     limit = 2 * max(slo_ms.values())
 
@@ -451,4 +532,4 @@ def capacity(
 
     cliff = _first_failure(collapsed, resolution_per_min) + resolution_per_min
     both = holds["both"]
-    return Capacity(holds, cliff, at(both) if 0 < both < math.inf else None)
+    return Capacity(holds, cliff, at(both) if 0 < both < math.inf else None, model)

@@ -15,8 +15,8 @@ from app_config.memory_plan_config import MemoryPlanConfig
 from app_config.traffic import TrafficConfig
 from planning.engine_fit import Fit, load_fit
 from planning.engine_memory import plan_for_instance
-from planning.engine_model import ConversationShape
-from planning.gpu_instances import INSTANCE_GPUS, Gpu, instance_gpus
+from planning.engine_model import ConversationShape, host_scale
+from planning.gpu_instances import INSTANCE_GPUS, Gpu, engines_per_instance, instance_gpus
 from planning.gpu_projection import ProjectedEngine, project
 
 
@@ -53,7 +53,30 @@ def engine_on(
         ValueError: the instance type is unknown, or the model does not fit its GPU (one line).
     """
     plan = plan_for_instance(instance_type, model=model, engine=engine, memory=memory)
-    return project(reference_fit(), instance_gpus(instance_type).gpu, plan.kv_tokens, max_num_seqs=engine.max_num_seqs)
+    return project(
+        reference_fit(),
+        instance_gpus(instance_type).gpu,
+        plan.kv_tokens,
+        max_num_seqs=engine.max_num_seqs,
+        host_scale=instance_host_scale(instance_type, engine.tensor_parallel_size),
+    )
+
+
+def instance_cores_per_engine(instance_type: str, tensor_parallel_size: int) -> float:
+    """Physical cores each engine of ``instance_type`` has: its vCPUs are 2 hardware threads per
+    core (EC2's instance types, docs/sources.md "Instance vCPUs"), shared by its engines.
+
+    Raises:
+        ValueError: the instance type is unknown.
+    """
+    spec = instance_gpus(instance_type)
+    return spec.vcpus / 2 / engines_per_instance(instance_type, tensor_parallel_size)
+
+
+def instance_host_scale(instance_type: str, tensor_parallel_size: int) -> float:
+    """``engine_model.host_scale`` of one engine on ``instance_type``, behind the container's gateway
+    (the endpoint always runs it): 1.5 on an ``xlarge``'s 2 cores, 1.0 from 3 cores up."""
+    return host_scale(instance_cores_per_engine(instance_type, tensor_parallel_size), gateway=True)
 
 
 def gpu_named(name: str) -> Gpu:

@@ -233,7 +233,9 @@ def scheduled_floors(config: AppConfig, plan: Plan, fleet: Fleet) -> list[tuple[
 def _row(fleet: Fleet, note: str = "") -> str:
     """One fleet's columns, then ``note`` (the verdict or why it loses) and where its figure comes
     from: ``measured <date> (<job or ops load>)`` or ``projected from <GPU> to <GPU> (model error X %)``."""
-    standing = f"proj {fleet.margin:.0%}" if fleet.label == "projected" else fleet.label
+    standing = {"projected": f"proj {fleet.margin:.0%}", "modelled": f"model {fleet.margin:.0%}"}.get(
+        fleet.label, fleet.label
+    )
     columns = (
         f"  {fleet.instance_type:<18} {fleet.gpu_name:<15} {fleet.engines:>3} {fleet.routing:<17} "
         f"{fleet.concurrency:>5} {fleet.requests_per_minute:>8,.0f} {standing:>9} {fleet.price_usd_per_hour:>8.3f} "

@@ -62,9 +62,11 @@ class ClassHold:
         capacity = self.capacity
         if capacity.ttft_p95_ms is None:
             return f"{capacity.requests_per_minute:,.0f} req/min per instance, TTFT p50 {capacity.base_ttft_ms:,.0f} ms"
+        model = capacity.model_requests_per_minute
+        model_text = "" if model is None else f"the model's {model:,.0f} less the {capacity.margin:.0%} margin, "
         return (
-            f"{capacity.requests_per_minute:,.0f} req/min per instance (TTFT p95 {capacity.ttft_p95_ms:,.0f} ms there, "
-            f"{capacity.ttft_p95_ms * (1 + capacity.margin):,.0f} ms with the margin)"
+            f"{capacity.requests_per_minute:,.0f} req/min per instance ({model_text}TTFT p95 "
+            f"{capacity.ttft_p95_ms:,.0f} ms there)"
         )
 
     @property
@@ -110,13 +112,11 @@ MEASURE_SECTION = "docs/planning.md, 'Measure before you buy'"
 
 def standing(capacity: ThroughputAtSlo) -> str:
     """Where a figure comes from, in every report's words: ``measured <date> (<job or ops load>)``,
-    ``modelled: ...`` (the GPU the engine model was fitted on) or ``projected, margin X%: projected
-    from <GPU> to <GPU> (model error X%)``."""
+    ``modelled, margin X%: ...`` (the GPU the engine model was fitted on) or ``projected, margin X%:
+    projected from <GPU> to <GPU> (held-out error X% + ...)``."""
     if capacity.measured:
         return capacity.source
-    if capacity.label == "projected":
-        return f"projected, margin {capacity.margin:.0%}: {capacity.source}"
-    return f"{capacity.label}: {capacity.source}"
+    return f"{capacity.label}, margin {capacity.margin:.0%}: {capacity.source}"
 
 
 def measure_line(capacity: ThroughputAtSlo) -> str | None:

@@ -55,7 +55,7 @@ class ThroughputAtSlo:
     Attributes:
         instance_type: e.g. ``ml.g6e.xlarge``.
         requests_per_minute: the highest arrival rate one instance holds the SLO(s) at, requests
-            per minute (its engines together), after the margin of a projection.
+            per minute (its engines together), after the model's margin.
         concurrency: requests in flight per instance at that rate (Little's law on the model's
             steady state, at least 1): what target tracking's concurrency metric reads there.
         base_ttft_ms: TTFT p50 of a cold request with no other load, ms.
@@ -64,7 +64,9 @@ class ThroughputAtSlo:
         source: ``measured <how>`` or ``projected from <GPU> to <GPU> (model error X %)`` or
             ``model fitted on this GPU's runs``.
         measured: True for ``capacity.measured``; False for the model.
-        margin: the relative error a projected p95 was grown by (0 for a measurement).
+        margin: how far the model may be off, a fraction (its held-out error, plus a projection's
+            spread; 0 for a measurement): ``requests_per_minute`` is the model's rate divided by
+            ``1 + margin`` (``engine_model.capacity``).
         ttft_p95_ms: the judged class's TTFT p95 at ``requests_per_minute`` (the highest of the
             two when both are judged), ms, before the margin; None for a measurement.
         cliff_per_minute: the arrival rate per instance at which it collapses (model only; ``inf``
@@ -75,6 +77,9 @@ class ThroughputAtSlo:
         lightest_ttft_p95_ms: the judged TTFT p95 at the lightest load (one request a minute), ms,
             before the margin: an SLO at or above it grown by the margin holds at some load; None
             for a measurement.
+        projected: True when the engine model was carried to a GPU its runs were not made on.
+        model_requests_per_minute: ``requests_per_minute`` as the model gives it, before the
+            margin (equal to it for a measurement).
     """
 
     instance_type: str
@@ -90,15 +95,17 @@ class ThroughputAtSlo:
     kv_cache_usage: float | None
     cold_share: float | None
     lightest_ttft_p95_ms: float | None
+    projected: bool = False
+    model_requests_per_minute: float | None = None
 
     @property
     def label(self) -> str:
         """How every report prints a capacity figure's standing: ``measured`` (``capacity.measured``, on
         the instance type itself), ``modelled`` (the engine model on the GPU its runs were made on) or
-        ``projected`` (the model carried to another GPU, held against the SLO with a margin)."""
+        ``projected`` (the model carried to another GPU). Both model figures carry the model's margin."""
         if self.measured:
             return "measured"
-        return "projected" if self.margin > 0 else "modelled"
+        return "projected" if self.projected else "modelled"
 
 
 def throughput_at_slo(
@@ -187,6 +194,8 @@ def _modelled(  # noqa: PLR0917 (positional: the arguments are lru_cache's key)
         kv_cache_usage=at.kv_in_use,
         cold_share=at.cold_share,
         lightest_ttft_p95_ms=max(lightest.ttft_p95_ms[k] for k in judged),
+        projected=not projected.parts.measured,
+        model_requests_per_minute=result.model_holds_per_min["both" if klass is None else klass] * engines,
     )
 
 

@@ -126,7 +126,7 @@ def test_every_row_of_make_plan_says_where_its_figure_comes_from(capsys: pytest.
     rows = [line for line in out.splitlines() if line.startswith("  ml.")]
     assert rows
     source = re.compile(
-        r"(; |\d  )(projected from the H200 runs to .+ \(model error \d+%.*\)"
+        r"(; |\d  )(projected from the H200 runs to .+ \(held-out error \d+%.*\)"
         r"|model fitted on this GPU's open-loop runs .+)$"
     )
     for row in rows:

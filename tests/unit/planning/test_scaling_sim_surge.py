@@ -96,10 +96,10 @@ def test_surge_prints_queue_minutes_with_a_cold_and_a_cached_start(capsys: pytes
     demand the fleet's ceiling can meet, the cached start queues for fewer minutes.
 
     The surge must need new instances: the seeds' floors (2 at night), and a fleet that scales in near
-    its target (RunningRequests < 15 of 19). With the derived quarter (4.75) a fleet stops scaling in
-    at a quarter of its target, so a x3 surge fits in what it already runs."""
+    its target (RunningRequests < 8 of 13, the target the plan derives). With the derived quarter a
+    fleet stops scaling in at a quarter of its target, so a x3 surge fits in what it already runs."""
     args = ["--scenario", "surge", "--demand-scale", "0.2", "--instance-rpm", "60", "--base-ttft-ms", "300"]
-    args += [*SEED_001_WEEK, "-c", "scaling.primary.step_scaling.scale_in_running_requests=15"]
+    args += [*SEED_001_WEEK, "-c", "scaling.primary.step_scaling.scale_in_running_requests=8"]
     args += [flag for override in seeds_schedule() for flag in ("-c", override)]
     assert cli.main(args) == 0
     out = capsys.readouterr().out

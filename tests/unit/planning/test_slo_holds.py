@@ -10,6 +10,7 @@ import pytest
 from app_config import AppConfig, ConfigError, load_config
 from devtools.measure_doc import PLANTED
 from planning import memory_report
+from planning.engine_fit import load_fit
 from planning.fleet_planner import recommend
 from planning.plan import Planner, make_plan
 from planning.slo_holds import class_holds
@@ -38,20 +39,23 @@ def test_a_projected_fleet_that_cannot_hold_the_cold_slo_is_warned_with_its_figu
     assert cold.line == (
         f"WARNING: slo.cold.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) cannot hold it at any load: TTFT p95 "
         f"{capacity.lightest_ttft_p95_ms:,.0f} ms at one request a minute (projected, margin {capacity.margin:.0%}: "
-        f"projected from the H200 runs to A10G (model error {capacity.margin:.0%})); would hold: "
+        f"{capacity.source}); would hold: "
         f"slo.cold.ttft_p95_ms >= {math.ceil(capacity.lightest_ttft_p95_ms * (1 + capacity.margin)):,} or "
         f"serving.primary.instance_type = {best.instance_type} with capacity.routing = {best.routing} "
         f"({best.requests_per_minute:,.0f} req/min per instance, projected; make plan)"
     )
-    # The warm class holds on the A10G: its line gives the rate, the p95 there, with and without the margin.
+    assert "projected from the H200 runs to A10G (held-out error " in capacity.source
+    # The warm class holds on the A10G: its line gives the rate, the model's before the margin, the p95 there.
     warm_capacity = Planner.of(config).throughput("ml.g5.xlarge", RequestClass.WARM)
-    assert warm.holds and warm_capacity.ttft_p95_ms is not None
+    assert warm.holds and warm_capacity.ttft_p95_ms is not None and warm_capacity.model_requests_per_minute
     assert warm.line == (
         f"slo.warm.ttft_p95_ms = 500 ms: variant primary (ml.g5.xlarge) holds it up to "
-        f"{warm_capacity.requests_per_minute:,.0f} req/min per instance (TTFT p95 {warm_capacity.ttft_p95_ms:,.0f} ms "
-        f"there, {warm_capacity.ttft_p95_ms * (1 + warm_capacity.margin):,.0f} ms with the margin); projected, "
-        f"margin {warm_capacity.margin:.0%}: {warm_capacity.source}"
+        f"{warm_capacity.requests_per_minute:,.0f} req/min per instance (the model's "
+        f"{warm_capacity.model_requests_per_minute:,.0f} less the {warm_capacity.margin:.0%} margin, TTFT p95 "
+        f"{warm_capacity.ttft_p95_ms:,.0f} ms there); projected, margin {warm_capacity.margin:.0%}: "
+        f"{warm_capacity.source}"
     )
+    assert warm_capacity.requests_per_minute <= warm_capacity.model_requests_per_minute / (1 + warm_capacity.margin) + 1
     assert (canary_cold.variant_name, canary_warm.variant_name) == ("canary", "canary")
     # The synth summary prints them under each variant.
     rendered = memory_report.render(memory_report.build(config, plan))
@@ -119,11 +123,12 @@ def test_a_projected_variant_names_the_command_that_would_measure_it() -> None:
     ) in report
 
 
-def test_the_gpu_the_runs_were_made_on_is_labelled_as_fitted_there_without_a_margin() -> None:
+def test_the_gpu_the_runs_were_made_on_is_labelled_as_fitted_there_with_the_held_out_error_as_margin() -> None:
     config, plan = _planned(**{"serving.primary.instance_type": "ml.p5e.48xlarge", "serving.canary.enabled": "false"})
     cold, warm = class_holds(config, plan)
-    assert cold.capacity.margin == 0 and not cold.capacity.measured
-    assert "model fitted on this GPU's open-loop runs (H200" in cold.line
+    assert cold.capacity.margin == load_fit().model_error > 0 and not cold.capacity.measured
+    assert cold.capacity.label == "modelled"
+    assert "modelled, margin " in cold.line and "model fitted on this GPU's open-loop runs (H200" in cold.line
     # Eight H200s, one engine each: eight engines' rate.
     one = Planner.of(config).throughput("ml.p5e.48xlarge", RequestClass.COLD)
     assert one.requests_per_minute % 8 == 0 and cold.holds and warm.holds
