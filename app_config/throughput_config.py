@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, model_validator
 
-from app_config.base import ConfigModel, union_tag
+from app_config.base import ConfigModel, InstanceTypeKey, union_tag
 from serving_contract.capacity_job import RESULT_FORMAT
 
 
@@ -153,7 +153,7 @@ class ThroughputConfig(ConfigModel):
             "the conversations curve with no client change; docs/planning.md)."
         ),
     )
-    measured: dict[str, Measured] = Field(
+    measured: dict[InstanceTypeKey, Measured] = Field(
         default={},
         description=(
             "Capacity measured in the account per instance type; overrides the open-loop engine model "
