@@ -11,6 +11,7 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from app_config.base import ConfigModel, InstanceType
+from serving_contract.model_packages import CENTRAL_REGISTRY_DOC, parse_package_arn
 from serving_contract.quality_gates import (
     BASELINE_DROP,
     REQUIRED_LANGUAGES,
@@ -58,6 +59,18 @@ def _check_language_mix(value: dict[str, float]) -> dict[str, float]:
     total = sum(value.values())
     if not value or abs(total - 1.0) > 1e-6 or any(share <= 0 for share in value.values()):
         raise ValueError(f"shares {value} must be positive and add up to 1 (e.g. {{'en': 0.7, 'ja': 0.3}})")
+    return value
+
+
+def _check_registered_packages(value: dict[str, str]) -> dict[str, str]:
+    for key, arn in value.items():
+        artifact, _, version = key.rpartition("/")
+        if not artifact or not version:
+            raise ValueError(f"key {key!r} must be '<artifact>/<version>', e.g. 'manga_domain_v3/v4'")
+        try:
+            parse_package_arn(arn)
+        except ValueError as error:
+            raise ValueError(f"{key}: {error}") from None
     return value
 
 
@@ -197,7 +210,11 @@ class ReleaseConfig(ConfigModel):
     )
     approval_status: Literal["PendingManualApproval", "Approved"] = Field(
         default="PendingManualApproval",
-        description="Status of a registered model package; only Approved packages deploy (ops preflight).",
+        description=(
+            "Status the Register step gives a model package; only Approved packages deploy. The release role may "
+            "create packages with this status only (IAM condition sagemaker:ModelApprovalStatus), so with the "
+            "default approving is a reviewer's act. Prod refuses Approved (issue 53, finding 9)."
+        ),
     )
     eval_instance_type: str = Field(
         default="ml.m5.xlarge",
@@ -217,6 +234,16 @@ class ReleaseConfig(ConfigModel):
         le=10000,
         description="Requests the load test sends through each adapter and the base. Source: seed 000 (10 requests).",
     )
+    registered_packages: Annotated[dict[str, str], AfterValidator(_check_registered_packages)] = Field(
+        default={},
+        description=(
+            "<artifact>/<version> -> the ARN of the model package the release registered for that version, as "
+            '`mangaassist-ops release` prints it (e.g. {"manga_domain_v3/v4": "arn:aws:sagemaker:<region>:<account>:'
+            "model-package/mangaassist-prod-adapters/7\"}). The deploy's approval check looks that one package up for "
+            "each pin: it must be in the artifact's group in this account, have registered the pin, and be Approved "
+            "(issue 53, finding 9: a search by description let any package in the group approve a pin)."
+        ),
+    )
     quantize: QuantizeConfig = Field(default=QuantizeConfig(), description="The quantize step.")
     deploy_approval: DeployApprovalConfig = Field(
         default=DeployApprovalConfig(),
@@ -225,11 +252,17 @@ class ReleaseConfig(ConfigModel):
 
 
 def check_deploy_approval(stage: str, release: ReleaseConfig) -> None:
-    """Prod always enforces the deploy's approval check, and the check needs the model registry.
+    """Prod always enforces the deploy's approval check, the check needs the model registry, and prod registers no
+    package as Approved (a reviewer approves it).
 
     Raises:
         ValueError: one line naming the keys, their values and what is allowed.
     """
+    if stage == "prod" and release.approval_status == "Approved":
+        raise ValueError(
+            "release.approval_status = 'Approved': prod registers every version as PendingManualApproval, so that a "
+            "reviewer, not the pipeline, approves what deploys; only a dev stage may register packages as Approved"
+        )
     approval = release.deploy_approval
     if stage == "prod" and not approval.enforced:
         raise ValueError(
@@ -262,3 +295,34 @@ def release_pipeline_name(project_name: str, stage: str, kind: str) -> str:
     """``<project>-<stage>-release-<base-model|adapter>`` in lowercase: the release pipeline of a kind
     (the ModelRelease stack names it; ``ops release`` starts it)."""
     return f"{project_name}-{stage}-release-{kind.replace('_', '-')}".lower()
+
+
+def check_registered_packages(
+    release: ReleaseConfig, groups: dict[str, str], account: str | None, region: str | None
+) -> None:
+    """Each ``release.registered_packages`` entry names a package of its artifact's group in this account and region.
+
+    Args:
+        groups: artifact name -> the model package group the release registers it in (this stage's).
+        account / region: ``env.account`` / ``env.region``, when set.
+
+    Raises:
+        ValueError: one line naming the key, the value and what is allowed.
+    """
+    for key, arn in release.registered_packages.items():
+        artifact = key.rpartition("/")[0]
+        package = parse_package_arn(arn)
+        where = f"release.registered_packages.{key} = {arn!r}"
+        if account is not None and package.account != account:
+            raise ValueError(
+                f"{where}: a package in account {package.account}, not env.account = {account}: a central model "
+                f"registry in another account is not supported ({CENTRAL_REGISTRY_DOC})"
+            )
+        if region is not None and package.region != region:
+            raise ValueError(f"{where}: a package in {package.region}, not env.region = {region}")
+        if artifact not in groups:
+            raise ValueError(f"{where}: {artifact!r} is not model.name or an adapter of model.adapters")
+        if package.group != groups[artifact]:
+            raise ValueError(
+                f"{where}: a package of {package.group}; the release registers {artifact} in {groups[artifact]}"
+            )

@@ -27,6 +27,7 @@ from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from planning.plan import Plan
 from serving_contract import capacity_job, outputs
 from serving_contract.data_capture import endpoint_prefix
+from serving_contract.model_packages import registered_key
 
 
 class ServingStack(cdk.Stack):
@@ -250,7 +251,11 @@ class ServingStack(cdk.Stack):
         """The deploy's own approval check (``release.deploy_approval``): what deploys the pins waits for it."""
         if not config.release.deploy_approval.enforced:
             return None
-        pins = [PinToApprove(ref.key, ref.pin, *pin_package_group(config, ref)) for ref in pins_in_effect(config)]
+        pins = []
+        for ref in pins_in_effect(config):
+            group, artifact = pin_package_group(config, ref)
+            package = config.release.registered_packages.get(registered_key(artifact, ref.version), "")
+            pins.append(PinToApprove(ref.key, ref.pin, group, artifact, package))
         if not pins:
             # A prebuilt image (variants mode) names no versions in config: nothing here to look up.
             cdk.Annotations.of(self).add_warning_v2(

@@ -107,3 +107,41 @@ def test_the_approval_check_needs_the_release_stacks_registry() -> None:
         "up in the ModelRelease stack's model package groups; enable the release stack, or in a dev stage waive the "
         "check with release.deploy_approval.enforced = false and a waived_because"
     )
+
+
+def test_prod_registers_no_package_as_approved() -> None:
+    """Issue 53, finding 9: prod accepted release.approval_status = Approved, so the pipeline approved itself."""
+    assert config_error(**{"release.approval_status": "Approved"}) == (
+        "config error: release.approval_status = 'Approved': prod registers every version as PendingManualApproval, "
+        "so that a reviewer, not the pipeline, approves what deploys; only a dev stage may register packages as "
+        "Approved"
+    )
+    assert load_config({**cdk_json_context(), "stage": "dev", "release.approval_status": "Approved"}).release
+
+
+PACKAGE = "arn:aws:sagemaker:us-east-1:111111111111:model-package/mangaassist-prod-adapters/7"
+
+
+def test_a_recorded_package_must_be_its_artifacts_group_in_this_account() -> None:
+    """Issue 53, finding 10: a central registry in another account is refused in one line."""
+    other = PACKAGE.replace("111111111111", "222222222222")
+    assert config_error(
+        **{"release.registered_packages": json.dumps({"manga_domain_v3/v4": other}), "env.account": "111111111111"}
+    ) == (
+        f"config error: release.registered_packages.manga_domain_v3/v4 = '{other}': a package in account "
+        "222222222222, not env.account = 111111111111: a central model registry in another account is not supported "
+        "(docs/model-release.md, 'A central model registry')"
+    )
+    central = PACKAGE.replace("mangaassist-prod-adapters", "central-adapters")
+    assert config_error(**{"release.registered_packages": json.dumps({"manga_domain_v3/v4": central})}) == (
+        f"config error: release.registered_packages.manga_domain_v3/v4 = '{central}': a package of central-adapters; "
+        "the release registers manga_domain_v3 in mangaassist-prod-adapters"
+    )
+    assert config_error(**{"release.registered_packages": json.dumps({"manga_domain_v3/v4": "v4"})}) == (
+        "config error: release.registered_packages: manga_domain_v3/v4: 'v4' is not a model package ARN, "
+        "arn:aws:sagemaker:<region>:<account>:model-package/<group>/<version>"
+    )
+    recorded = load_config(
+        {**cdk_json_context(), "release.registered_packages": json.dumps({"manga_domain_v3/v4": PACKAGE})}
+    )
+    assert recorded.release.registered_packages == {"manga_domain_v3/v4": PACKAGE}

@@ -9,8 +9,8 @@ from botocore.stub import Stubber
 
 from app_config.image_build import ArtifactSetConfig
 from ops.exit_codes import ExitCode
-from ops.pin_artifacts import current_pins, main, unapproved
-from serving_contract.model_packages import find_package
+from ops.pin_artifacts import approved_packages, current_pins, main
+from serving_contract.model_packages import find_packages
 from tests.botocore_helpers import streaming_body
 from tests.unit.ops.model_package_stubs import NOW, add_model_package, add_no_package, describe_package, package_arn
 
@@ -51,13 +51,14 @@ def _sagemaker():
     return boto3.client("sagemaker", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
 
 
-def test_pins_of_approved_model_packages_pass() -> None:
+def test_pins_of_approved_model_packages_pass_and_name_the_packages_to_record() -> None:
     sagemaker = _sagemaker()
     pins = {"base_model": f"v2/{SHA}", "adapters": {"manga_domain_v3": f"v4/{SHA}"}}
     with Stubber(sagemaker) as stub:
-        add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}")
-        add_model_package(stub, "mangaassist-prod-adapters", "manga_domain_v3", f"v4/{SHA}")
-        assert unapproved(sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod") == []
+        base = add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}")
+        adapter = add_model_package(stub, "mangaassist-prod-adapters", "manga_domain_v3", f"v4/{SHA}", version=4)
+        found = approved_packages(sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod")
+    assert found == ([], {"llama/v2": base, "manga_domain_v3/v4": adapter})
 
 
 def test_an_unapproved_or_unreleased_pin_is_refused_in_one_line_each() -> None:
@@ -66,14 +67,24 @@ def test_an_unapproved_or_unreleased_pin_is_refused_in_one_line_each() -> None:
     with Stubber(sagemaker) as stub:
         arn = add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}", status="Rejected", version=7)
         add_no_package(stub, "mangaassist-prod-adapters")
-        lines = unapproved(sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod")
+        lines, packages = approved_packages(
+            sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod"
+        )
+    assert packages == {}
     assert lines == [
-        f"base_model = 'v2/{SHA}': model package {arn} is Rejected, not Approved; approve it (aws sagemaker "
-        "update-model-package --model-approval-status Approved) or pin an approved version",
+        f"base_model = 'v2/{SHA}': model package {arn} was rejected (ModelApprovalStatus Rejected): a rejected version "
+        "may not deploy; pin another version",
         f"adapters.manga_domain_v3 = 'v4/{SHA}': no model package in mangaassist-prod-adapters registers it (not "
         "released through the quality gates); run `mangaassist-ops release` for manga_domain_v3 v4 "
         "(docs/model-release.md)",
     ]
+
+
+def _listed(group: str, version: int, status: str = "Approved") -> dict[str, object]:
+    return {
+        "ModelPackageArn": package_arn(group, version), "ModelPackageDescription": f"manga_domain_v3 v4/{SHA}",
+        "CreationTime": NOW, "ModelPackageStatus": "Completed", "ModelApprovalStatus": status,
+    }  # fmt: skip
 
 
 def test_a_package_whose_metadata_names_another_pin_does_not_count() -> None:
@@ -83,18 +94,45 @@ def test_a_package_whose_metadata_names_another_pin_does_not_count() -> None:
     with Stubber(sagemaker) as stub:
         stub.add_response(
             "list_model_packages",
-            {"ModelPackageSummaryList": [{
-                "ModelPackageArn": package_arn(group, 3), "ModelPackageDescription": f"manga_domain_v3 v4/{SHA}",
-                "CreationTime": NOW, "ModelPackageStatus": "Completed", "ModelApprovalStatus": "Approved",
-            }]},
+            {"ModelPackageSummaryList": [_listed(group, 3)]},
             {"ModelPackageGroupName": group, "SortBy": "CreationTime", "SortOrder": "Descending"},
-        )  # fmt: skip
+        )
         stub.add_response(
             "describe_model_package",
             describe_package(group, "manga_domain_v3", f"v5/{SHA}", version=3),
             {"ModelPackageName": package_arn(group, 3)},
         )
-        assert find_package(sagemaker, group, "manga_domain_v3", f"v4/{SHA}") is None
+        assert find_packages(sagemaker, group, "manga_domain_v3", f"v4/{SHA}") == []
+
+
+def test_a_pin_two_packages_claim_is_refused_naming_both() -> None:
+    """Issue 53, finding 9: a second package naming the pin (anyone who may create packages in the group can make
+    one) is not silently preferred; which package the release registered is what ops release printed."""
+    sagemaker = _sagemaker()
+    group = "mangaassist-prod-adapters"
+    pins = {"base_model": f"v2/{SHA}", "adapters": {"manga_domain_v3": f"v4/{SHA}"}}
+    with Stubber(sagemaker) as stub:
+        add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}")
+        stub.add_response(
+            "list_model_packages",
+            {"ModelPackageSummaryList": [_listed(group, 9), _listed(group, 4)]},
+            {"ModelPackageGroupName": group, "SortBy": "CreationTime", "SortOrder": "Descending"},
+        )
+        for version in (9, 4):
+            stub.add_response(
+                "describe_model_package",
+                describe_package(group, "manga_domain_v3", f"v4/{SHA}", version=version),
+                {"ModelPackageName": package_arn(group, version)},
+            )
+        lines, packages = approved_packages(
+            sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod"
+        )
+    assert packages == {"llama/v2": package_arn("mangaassist-prod-base-model", 1)}
+    assert lines == [
+        f"adapters.manga_domain_v3 = 'v4/{SHA}': 2 model packages in {group} register it ({package_arn(group, 9)}, "
+        f"{package_arn(group, 4)}): record the one `mangaassist-ops release` printed in release.registered_packages "
+        "yourself"
+    ]
 
 
 def test_the_command_needs_a_stage_to_check_approvals(capsys: pytest.CaptureFixture[str]) -> None:
