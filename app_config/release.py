@@ -224,7 +224,19 @@ class ReleaseConfig(ConfigModel):
             "transformers and a tokenizer)."
         ),
     )
-    eval_volume_size_gb: int = Field(default=30, ge=1, le=16384, description="Validate/evaluate volume, GB.")
+    eval_volume_size_gb: int = Field(
+        default=30, ge=1, le=16384, description="Validate/evaluate/publish volume, GB (publish: twice the checkpoint)."
+    )
+    scratch_retention_days: int = Field(
+        default=7,
+        ge=1,
+        le=365,
+        description=(
+            "Days a release run's intermediate checkpoint stays under release-scratch/ of the model-artifacts bucket "
+            "(a lifecycle rule): the Quantize step writes there, and Publish copies it into the version folder only "
+            "after the gates pass, so a failed run's checkpoint (~6 GB) goes away on its own (issue 53, finding 14)."
+        ),
+    )
     step_max_runtime_s: int = Field(
         default=3600, ge=300, le=432000, description="Stop of the validate, load-test and evaluate jobs, seconds."
     )

@@ -9,6 +9,7 @@ from cdk_constructs.release.pipeline_steps import ReleaseTargets
 
 TARGETS = ReleaseTargets(
     role_arn="arn:aws:iam::123456789012:role/release",
+    evaluate_role_arn="arn:aws:iam::123456789012:role/release-evaluate",
     bucket_name="artifacts",
     code_s3_uri="s3://assets/abc.zip",
     code_zip_name="abc.zip",
