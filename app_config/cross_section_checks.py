@@ -69,7 +69,7 @@ def check_cross_sections(config: "AppConfig") -> None:
     _monitoring_checks(config)
     _rollout_fits_in_timeout(config)
     check_import_region(config.bedrock.enabled, config.env.region)
-    check_deploy_approval(config.stage, config.release)
+    check_deploy_approval(config.stage, config.release, config.image.source)
     groups = {config.model.name: model_package_group_name(config.project_name, config.stage, "base_model")}
     groups |= {
         adapter.name: model_package_group_name(config.project_name, config.stage, "adapter")

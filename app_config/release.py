@@ -263,9 +263,9 @@ class ReleaseConfig(ConfigModel):
     )
 
 
-def check_deploy_approval(stage: str, release: ReleaseConfig) -> None:
-    """Prod always enforces the deploy's approval check, the check needs the model registry, and prod registers no
-    package as Approved (a reviewer approves it).
+def check_deploy_approval(stage: str, release: ReleaseConfig, image_source: str = "build") -> None:
+    """Prod always enforces the deploy's approval check, the check needs the model registry and pins it can look up
+    (a prebuilt image names none), and prod registers no package as Approved (a reviewer approves it).
 
     Raises:
         ValueError: one line naming the keys, their values and what is allowed.
@@ -280,6 +280,14 @@ def check_deploy_approval(stage: str, release: ReleaseConfig) -> None:
         raise ValueError(
             f"release.deploy_approval.enforced = false (waived_because = {approval.waived_because!r}): prod always "
             "checks that every pinned version is an Approved model package; only a dev stage may waive it"
+        )
+    if approval.enforced and image_source == "prebuilt":
+        # Issue 53, finding 8: synth only warned, and a prod deploy of a prebuilt image checked nothing.
+        raise ValueError(
+            "image.source = prebuilt with release.deploy_approval.enforced = true: a prebuilt image's base model and "
+            "adapter versions were baked in elsewhere and are named nowhere in config, so the deploy cannot check "
+            "them against the model registry; build the image in the account from approved pins (image.source = "
+            "build), or in a dev stage waive the check (release.deploy_approval.enforced = false with a waived_because)"
         )
     if approval.enforced and not release.enabled:
         raise ValueError(

@@ -256,14 +256,7 @@ class ServingStack(cdk.Stack):
             group, artifact = pin_package_group(config, ref)
             package = config.release.registered_packages.get(registered_key(artifact, ref.version), "")
             pins.append(PinToApprove(ref.key, ref.pin, group, artifact, package))
-        if not pins:
-            # A prebuilt image (variants mode) names no versions in config: nothing here to look up.
-            cdk.Annotations.of(self).add_warning_v2(
-                "Serving:ApprovalWithoutPins",
-                "release.deploy_approval.enforced, but image.source = prebuilt pins no model versions in config: the "
-                "deploy cannot check the image's versions against the model registry; build the image "
-                "(image.source = build) to have them checked",
-            )
+        if not pins:  # never with the check enforced: config refuses a prebuilt image then (check_deploy_approval)
             return None
         check = ApprovedPins(
             self,

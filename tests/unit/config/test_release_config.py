@@ -6,7 +6,7 @@ from pathlib import Path
 from app_config import load_config
 from app_config.release import judge_foundation_model, model_package_group_name
 from serving_contract.quality_gates import SEED_THRESHOLDS
-from tests.config_helpers import config_error
+from tests.config_helpers import PREBUILT_DEV, config_error
 from tests.synth_helpers import cdk_json_context
 
 REPO = Path(__file__).resolve().parents[3]
@@ -145,3 +145,20 @@ def test_a_recorded_package_must_be_its_artifacts_group_in_this_account() -> Non
         {**cdk_json_context(), "release.registered_packages": json.dumps({"manga_domain_v3/v4": PACKAGE})}
     )
     assert recorded.release.registered_packages == {"manga_domain_v3/v4": PACKAGE}
+
+
+PREBUILT_REFUSED = (
+    "config error: image.source = prebuilt with release.deploy_approval.enforced = true: a prebuilt image's base model "
+    "and adapter versions were baked in elsewhere and are named nowhere in config, so the deploy cannot check them "
+    "against the model registry; build the image in the account from approved pins (image.source = build), or in a "
+    "dev stage waive the check (release.deploy_approval.enforced = false with a waived_because)"
+)
+
+
+def test_a_prebuilt_image_is_refused_where_the_deploy_checks_approvals() -> None:
+    """Issue 53, finding 8: prod with image.source = prebuilt synthesized with a warning and deployed unchecked."""
+    digest = "sha256:" + "ab" * 32
+    assert config_error(**{"image.source": "prebuilt", "image.primary.digest": digest}) == PREBUILT_REFUSED
+    assert config_error(stage="dev", **{"image.source": "prebuilt"}) == PREBUILT_REFUSED
+    waived = load_config({**cdk_json_context(), **PREBUILT_DEV, "image.primary.digest": digest})
+    assert (waived.stage, waived.image.source, waived.release.deploy_approval.enforced) == ("dev", "prebuilt", False)

@@ -39,7 +39,7 @@ ADAPTERS = ("general_support_v2", "jp_style_v1", "manga_domain_v3")
 def config(**overrides: Any) -> AppConfig:
     """The prod config on the seeds' fleet (ml.g5.xlarge, the quota names the stubs answer for), with
     context overrides (dotted keys or section blocks, as cdk.json holds them)."""
-    return load_config({"stage": "prod", "stages": {"prod": {}}, **SEEDS_G5, **overrides})
+    return load_config({"stage": "prod", "stages": {"prod": {}, "dev": {}}, **SEEDS_G5, **overrides})
 
 
 REGISTERED = {

@@ -11,6 +11,7 @@ from ops.preflight import placeholder_pin_lines
 from ops.preflight.account import check_bootstrap, check_quotas, check_region, quota_demands
 from ops.preflight.command import check_pins
 from ops.preflight.report import Finding, exit_code
+from tests.config_helpers import PREBUILT_DEV
 from tests.synth_helpers import SEEDS_G5_FLAGS
 from tests.unit.ops.model_package_stubs import add_described
 from tests.unit.ops.preflight_stubs import BUCKET, DIGEST, FILES, REGION, REGISTERED, config, pinned, preflight_stubbed
@@ -71,7 +72,7 @@ def test_inference_components_mode_checks_component_pins_and_not_baked_adapters(
 
 
 def test_prebuilt_variants_mode_has_no_pins_and_canary_pins_count_only_when_built():
-    assert _lines(check_pins(config(**{"image.source": "prebuilt"}))) == [
+    assert _lines(check_pins(config(**PREBUILT_DEV))) == [
         "skip  pins: no artifact pins in effect (image.source = prebuilt, serving.mode = variants)"
     ]
     canary = {"image.build.canary": {"base_model": f"v2/{ZEROS}", "adapters": pinned().image.build.primary.adapters}}
@@ -370,7 +371,8 @@ def test_cli_preflight_without_credentials_runs_the_offline_checks(tmp_path):
     ]
     with preflight_stubbed(credentials=False) as stubs:
         code = main(
-            ["preflight", "-c", "image.source=prebuilt"], Deps(out=lines.append, preflight_clients=stubs.factory)
+            ["preflight", *(arg for key, value in PREBUILT_DEV.items() for arg in ("-c", f"{key}={value}"))],
+            Deps(out=lines.append, preflight_clients=stubs.factory),
         )
     assert code == ExitCode.AWS_ERROR
     assert lines[-1] == "preflight incomplete: 1 check(s) could not run; exit 5 (AWS_ERROR)"
