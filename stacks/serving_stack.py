@@ -10,6 +10,7 @@ from constructs import Construct
 from app_config import AppConfig
 from app_config.pins import component_pin_problem, pin_package_group, pins_in_effect
 from app_config.topology import serving_topology
+from app_config.variants import capacity_job_instance_types
 from cdk_constructs.approval.approved_pins import ApprovedPins, PinToApprove
 from cdk_constructs.capacity_job.capacity_job import CapacityJob
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
@@ -179,6 +180,7 @@ class ServingStack(cdk.Stack):
             image_uri=images.primary,
             endpoint_name=config.endpoint_name,
             max_runtime_s=config.capacity.job.max_runtime_s,
+            instance_types=capacity_job_instance_types(config.capacity.job, config.serving),
             job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
         )
 
