@@ -127,7 +127,7 @@ class ServingStack(cdk.Stack):
                 bucket=artifacts_bucket,
                 endpoint_name=config.endpoint_name,
                 execution_role=execution_role.role,
-                capture_percent=serving.shadow.capture_percent,
+                capture_percent=serving.shadow.capture_share,
             )
             if config.image.build.artifacts_bucket_name:
                 cdk.Annotations.of(self).add_warning_v2(
