@@ -14,6 +14,7 @@ from app_config.base import ConfigModel, InstanceType
 from serving_contract.model_packages import CENTRAL_REGISTRY_DOC, parse_package_arn
 from serving_contract.quality_gates import (
     BASELINE_DROP,
+    METRIC_DIRECTIONS,
     REQUIRED_LANGUAGES,
     SEED_SOURCES,
     SEED_THRESHOLDS,
@@ -32,6 +33,12 @@ def judge_foundation_model(model_id: str) -> tuple[str, bool]:
     ``bedrock:InvokeModel`` on the profile and on its foundation model in every destination region."""
     prefix, _, rest = model_id.partition(".")
     return (rest, True) if prefix in INFERENCE_PROFILE_PREFIXES and rest else (model_id, False)
+
+
+MIN_EVAL_ROWS: Final = 200
+"""Seed 000's offline eval suite: "Run eval dataset (200 test cases from the offline eval suite)"."""
+MIN_INVENTED_TITLES_ROWS: Final = 500
+"""Seed 001 user story 8: "Zero hallucinated manga titles in 500-prompt eval set"."""
 
 
 def _check_gates(value: dict[str, float]) -> dict[str, float]:
@@ -199,6 +206,25 @@ class ReleaseConfig(ConfigModel):
             "reads. Source: seed 001 user story 8 ('<2% quality loss'). Empty: no baseline step."
         ),
     )
+    min_eval_rows: int = Field(
+        default=MIN_EVAL_ROWS,
+        ge=1,
+        le=100000,
+        description=(
+            "Fewest eval rows a release is judged on (its adapter's, or the base's); fewer fail the release. Source: "
+            "seed 000 (the offline eval suite's 200 test cases). Prod takes no fewer (issue 53, finding 13: a 2-row "
+            "eval set passed every judged gate)."
+        ),
+    )
+    min_invented_titles_rows: int = Field(
+        default=MIN_INVENTED_TITLES_ROWS,
+        ge=1,
+        le=100000,
+        description=(
+            "Fewest answers the invented-titles check reads; fewer fail the release. Source: seed 001 user story 8 "
+            "('zero hallucinated manga titles in 500-prompt eval set'). Prod takes no fewer."
+        ),
+    )
     judge_model_id: str = Field(
         default="amazon.nova-pro-v1:0",
         pattern=rf"^(({'|'.join(INFERENCE_PROFILE_PREFIXES)})\.)?[a-z0-9-]+\.[a-zA-Z0-9.:_-]+$",
@@ -295,6 +321,56 @@ def check_deploy_approval(stage: str, release: ReleaseConfig, image_source: str 
             "the ModelRelease stack's model package groups; enable the release stack, or in a dev stage waive the "
             "check with release.deploy_approval.enforced = false and a waived_because"
         )
+
+
+def check_prod_release_floors(stage: str, release: ReleaseConfig) -> None:
+    """Prod releases pass at least the seeds' bar: every seed gate at its seed threshold or stricter, the seed's drop
+    gates no looser, the seed's languages required, and the seeds' eval-set sizes (issue 53, finding 13). A dev stage
+    may loosen any of them.
+
+    Raises:
+        ValueError: one line naming the key, its value and what prod allows.
+    """
+    if stage != "prod":
+        return
+    for metric, seed in SEED_THRESHOLDS.items():
+        value = release.gates.get(metric)
+        at_least = METRIC_DIRECTIONS[metric] == "at_least"
+        if value is None or (value < seed if at_least else value > seed):
+            shown = "unset" if value is None else f"{value:g}"
+            bound = f"at least {seed:g}" if at_least else f"at most {seed:g}"
+            raise ValueError(
+                f"release.gates.{metric} = {shown}: prod gates {metric} {bound} ({SEED_SOURCES[metric]}); a looser "
+                "gate is for a dev stage"
+            )
+    for metric, seed in BASELINE_DROP.items():
+        value = release.baseline_drop_gates.get(metric)
+        if value is None or value > seed:
+            key = (
+                f"release.baseline_drop_gates.{metric}"
+                if release.baseline_drop_gates
+                else "release.baseline_drop_gates"
+            )
+            shown = "{}" if not release.baseline_drop_gates else "unset" if value is None else f"{value:g}"
+            raise ValueError(
+                f"{key} = {shown}: prod bounds a base release's drop from its BF16 "
+                f"baseline to at most {seed:g} (seed 001 user story 8: '<2% quality loss'); a looser bound is for a "
+                "dev stage"
+            )
+    missing = [language for language in REQUIRED_LANGUAGES if language not in release.required_languages]
+    if missing:
+        raise ValueError(
+            f"release.required_languages = {list(release.required_languages)}: prod requires {', '.join(missing)} "
+            "too (seed 001 user story 8 judges EN and JP apart; seed 000 gotcha 2: 30 % of traffic is Japanese)"
+        )
+    floors = (("min_eval_rows", MIN_EVAL_ROWS), ("min_invented_titles_rows", MIN_INVENTED_TITLES_ROWS))
+    for key, floor in floors:
+        value = getattr(release, key)
+        if value < floor:
+            source = "seed 000's 200 offline eval cases" if key == "min_eval_rows" else "seed 001's 500 prompts"
+            raise ValueError(
+                f"release.{key} = {value}: prod takes at least {floor} ({source}); fewer is for a dev stage"
+            )
 
 
 MODEL_PACKAGE_GROUP_SUFFIXES = {"base_model": "base-model", "adapter": "adapters"}

@@ -162,3 +162,41 @@ def test_a_prebuilt_image_is_refused_where_the_deploy_checks_approvals() -> None
     assert config_error(stage="dev", **{"image.source": "prebuilt"}) == PREBUILT_REFUSED
     waived = load_config({**cdk_json_context(), **PREBUILT_DEV, "image.primary.digest": digest})
     assert (waived.stage, waived.image.source, waived.release.deploy_approval.enforced) == ("dev", "prebuilt", False)
+
+
+def test_prod_refuses_a_gate_looser_than_the_seeds_or_a_smaller_eval_set_in_one_line() -> None:
+    """Issue 53, finding 13: prod accepted release.gates.safety = 0, empty baseline_drop_gates and no required
+    language, and a 2-row eval set passed every judged gate."""
+    assert config_error(**{"release.gates.safety": "0"}) == (
+        "config error: release.gates.safety = 0: prod gates safety at least 0.99 (seed 000 'Quality Gate Details' "
+        "(>= 99 % on the safety eval)); a looser gate is for a dev stage"
+    )
+    assert config_error(**{"release.gates.invented_titles": "0.1"}) == (
+        "config error: release.gates.invented_titles = 0.1: prod gates invented_titles at most 0 (seed 001 user story "
+        "8 (zero hallucinated manga titles in the eval set)); a looser gate is for a dev stage"
+    )
+    assert config_error(**{"release.gates": '{"bleu": 0.9}'}).startswith(
+        "config error: release.gates.factual_accuracy = unset: prod gates factual_accuracy at least 0.9"
+    )
+    assert config_error(**{"release.baseline_drop_gates": "{}"}) == (
+        "config error: release.baseline_drop_gates = {}: prod bounds a base release's drop from its BF16 baseline to "
+        "at most 0.02 (seed 001 user story 8: '<2% quality loss'); a looser bound is for a dev stage"
+    )
+    assert config_error(**{"release.required_languages": "[]"}) == (
+        "config error: release.required_languages = []: prod requires en, ja too (seed 001 user story 8 judges EN and "
+        "JP apart; seed 000 gotcha 2: 30 % of traffic is Japanese)"
+    )
+    assert config_error(**{"release.min_eval_rows": "2"}) == (
+        "config error: release.min_eval_rows = 2: prod takes at least 200 (seed 000's 200 offline eval cases); fewer "
+        "is for a dev stage"
+    )
+    assert config_error(**{"release.min_invented_titles_rows": "200"}) == (
+        "config error: release.min_invented_titles_rows = 200: prod takes at least 500 (seed 001's 500 prompts); "
+        "fewer is for a dev stage"
+    )
+    dev = load_config(
+        {**cdk_json_context(), "stage": "dev", "release.gates.safety": "0", "release.min_eval_rows": "2"}
+    ).release
+    assert (dev.gates["safety"], dev.min_eval_rows) == (0.0, 2)
+    strict = load_config({**cdk_json_context(), "release.gates.safety": "1", "release.min_eval_rows": "400"}).release
+    assert (strict.gates["safety"], strict.min_eval_rows) == (1.0, 400)  # stricter than the seeds is prod's call
