@@ -147,7 +147,7 @@ def evaluate_metric_math(expression: str, values: Mapping[str, float | None]) ->
     unknown = names - set(values)
     if unknown:
         raise ValueError(f"{expression!r}: no value for {sorted(unknown)}")
-    scope: dict[str, Any] = {name: _MISSING if values[name] is None else _Point(values[name]) for name in names}
+    scope: dict[str, Any] = {name: _MISSING if (v := values[name]) is None else _Point(v) for name in names}
     scope |= {"IF": if_, "MAX": lambda v: combine(v, max), "SUM": lambda v: combine(v, sum), "FILL": fill}
     result = eval(text, {"__builtins__": {}}, scope)  # the template's own expression; test-only
     return float(result) if known(result) else None

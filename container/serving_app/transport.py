@@ -175,10 +175,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self._discarded > LINGER_MAX_BYTES:
             self._close()
 
-    def eof_received(self) -> bool | None:
-        """The client finished sending: a lingering connection closes (returning None lets the transport close)."""
-        return None
-
     def shutdown(self) -> None:
         """uvicorn's graceful shutdown: a refused connection has nothing left to answer."""
         if self._refused:

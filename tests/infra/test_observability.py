@@ -521,7 +521,7 @@ def test_scaled_to_zero_components_do_not_page_on_silence(dev_components_synth: 
 
 
 def _period_value(
-    alarm: dict[str, Any], by_metric: dict[str, float | None], silent: set[str] = frozenset()
+    alarm: dict[str, Any], by_metric: Mapping[str, float | None], silent: frozenset[str] = frozenset()
 ) -> float | None:
     """The alarm's value in one period where each metric it reads has ``by_metric[MetricName]`` (None: no datapoint),
     except that the variants in ``silent`` report nothing of their own (the container's metrics are missing)."""
@@ -549,9 +549,9 @@ def test_a_latency_alarm_sees_a_container_that_stops_reporting_while_traffic_flo
     latency = "TimeToFirstToken" if slug.startswith("ttft") else "RequestLatency"
     serving = {"Invocations": 100.0, "Requests": 100.0, latency: threshold / 2}
     assert _period_value(alarm, serving) == threshold / 2  # reporting and fast: below the threshold
-    silent = _period_value(alarm, serving, silent={"primary", "canary"})
+    silent = _period_value(alarm, serving, silent=frozenset({"primary", "canary"}))
     assert silent is not None and silent > threshold  # invoked, no report: a breach
-    one_silent = _period_value(alarm, serving, silent={"canary"})
+    one_silent = _period_value(alarm, serving, silent=frozenset({"canary"}))
     assert one_silent is not None and one_silent > threshold  # the canary's container alone went quiet
     idle = _period_value(alarm, {"Invocations": None, "Requests": None, latency: None})
     assert idle is None and alarm["TreatMissingData"] == "notBreaching"  # an idle fleet stays OK
