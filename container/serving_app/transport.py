@@ -62,9 +62,10 @@ class TransportLimits:
     body_bound: str = f"{SAGEMAKER_MAX_BODY_BYTES} bytes"
 
 
-LINGER_MAX_BYTES: Final = SAGEMAKER_MAX_BODY_BYTES + 64 * 1024
-"""Bytes of a refused request's remaining upload read and discarded before the connection closes: the most
-SageMaker forwards (its 6 MB payload limit) and headers. A client sending more is cut off (reset) at this."""
+LINGER_MAX_BYTES: Final = 2 * SAGEMAKER_MAX_BODY_BYTES
+"""Bytes of a refused request's remaining upload read and discarded before the connection closes: twice the most
+SageMaker forwards (its 6 MB payload limit), so a direct client a little over it (a 7 MB test body) still reads
+its 413. A client sending more is cut off (reset) at this, or at the read deadline."""
 
 KEEP_ALIVE_S: Final = 65
 """Idle keep-alive after a response, seconds: longer than the 60 s idle timeout of AWS's
