@@ -145,10 +145,10 @@ def test_the_command_needs_a_stage_to_check_approvals(capsys: pytest.CaptureFixt
 
 
 class _Session:
-    """A session whose S3 client is stubbed (Stubber: the real GetObject shapes)."""
+    """A session whose S3 (and SageMaker) clients are stubbed (Stubber: the real API shapes)."""
 
-    def __init__(self, s3: object) -> None:
-        self.s3 = s3
+    def __init__(self, s3: object, sagemaker: object = None) -> None:
+        self.clients = {"s3": s3, "sagemaker": sagemaker}
         self.asked: dict[str, object] = {}
 
     def __call__(self, **kwargs: object) -> "_Session":
@@ -156,8 +156,8 @@ class _Session:
         return self
 
     def client(self, service: str) -> object:
-        assert service == "s3"
-        return self.s3
+        assert self.clients.get(service) is not None, service
+        return self.clients[service]
 
 
 def test_without_credentials_it_is_one_line_and_exit_5(
@@ -229,3 +229,31 @@ def test_write_needs_a_stage_that_exists(tmp_path: Path, capsys: pytest.CaptureF
         )
     assert code == ExitCode.USAGE
     assert capsys.readouterr().err == f"pin_artifacts: --stage qa: not a stage of {cdk_json} (stages: prod)\n"
+
+
+def test_write_records_the_package_of_each_pin_beside_the_pins(tmp_path: Path) -> None:
+    """Issue 53, finding 9: the deploy looks up release.registered_packages; --write records the packages it found."""
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(json.dumps({"context": {"stages": {"prod": {}}}}, indent=2))
+    s3 = boto3.client("s3", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
+    sagemaker = _sagemaker()
+    with Stubber(s3) as s3_stub, Stubber(sagemaker) as stub:
+        s3_stub.add_response(
+            "get_object", {"Body": streaming_body(f"v2/{SHA}")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
+        )
+        s3_stub.add_response(
+            "get_object", {"Body": streaming_body(f"v4/{SHA}")}, {"Bucket": "b", "Key": "adapters/a/CURRENT"}
+        )
+        base = add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}", version=3)
+        adapter = add_model_package(stub, "mangaassist-prod-adapters", "a", f"v4/{SHA}", version=8)
+        code = main(
+            [
+                *("--bucket", "b", "--base-model", "llama", "--adapters", "a"),
+                *("--stage", "prod", "--write", "canary", "--cdk-json", str(cdk_json)),
+            ],
+            session_factory=_Session(s3, sagemaker),
+        )
+    assert code == ExitCode.OK
+    written = json.loads(cdk_json.read_text())["context"]["stages"]["prod"]
+    assert written["image"]["build"]["canary"] == {"base_model": f"v2/{SHA}", "adapters": {"a": f"v4/{SHA}"}}
+    assert written["release"] == {"registered_packages": {"llama/v2": base, "a/v4": adapter}}
