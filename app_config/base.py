@@ -18,7 +18,7 @@ from pydantic import (
 )
 from pydantic_core import core_schema
 
-from planning.gpu_instances import instance_gpus
+from planning.gpu_instances import INSTANCE_GPUS, instance_gpus
 from serving_contract.setting import Setting
 from serving_contract.validation import one_of
 
@@ -124,6 +124,27 @@ def _check_instance_type(value: str) -> str:
 
 InstanceType = Annotated[str, AfterValidator(_check_instance_type)]
 """A SageMaker GPU hosting instance type such as ``ml.g5.xlarge`` (one of ``gpu_instances``)."""
+
+
+@dataclass(frozen=True)
+class MapKeys:
+    """What the keys of a map-typed field are, for the loader's messages (``app_config/loader.py``): a dotted
+    override whose key is not one of ``known`` is refused naming what the map is keyed by and the nearest key.
+
+    Attributes:
+        what: the keys' kind in words, e.g. ``instance type``.
+        example: one valid key, shown in the message.
+        known: every valid key.
+    """
+
+    what: str
+    example: str
+    known: frozenset[str]
+
+
+InstanceTypeKey = Annotated[str, MapKeys("instance type", "ml.g6e.xlarge", frozenset(INSTANCE_GPUS))]
+"""The key of a map keyed by GPU instance type (``capacity.measured``): a plain string to pydantic, whose keys the
+loader checks against ``planning/gpu_instances.py`` when a dotted override names one."""
 
 
 def instance_family(instance_type: str) -> str:

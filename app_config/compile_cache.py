@@ -50,7 +50,7 @@ class CompileCacheConfig(ConfigModel):
             f"the image pull minutes: 2,100 s leaves margin. At most {MAX_JOB_RUNTIME_S:,}: the deploy waits this + "
             f"{JOB_PROVISIONING_S} s of provisioning + two polls inside CloudFormation's 3,600 s wait for a custom "
             "resource (ServiceTimeout) less 300 s head room. A job still running then does not fail the deploy: "
-            "the models start cold and the next deploy reuses the cache it makes."
+            "it is stopped and the models start cold, a failed manifest saying why (issue 53)."
         ),
     )
     volume_size_gb: int = Field(

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 from app_config.bedrock import check_import_region, check_imported_adapters
 from app_config.context_budget import check_context_budget
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
-from app_config.release import check_deploy_approval
+from app_config.release import (
+    check_deploy_approval,
+    check_prod_release_floors,
+    check_registered_packages,
+    model_package_group_name,
+)
 from app_config.scaling import PROD_WARM_FLOOR
 from app_config.shadow import check_shadow
 from app_config.variants import existing_variant_keys
@@ -70,7 +75,14 @@ def check_cross_sections(config: "AppConfig") -> None:
     _rollout_fits_in_timeout(config)
     check_import_region(config.bedrock.enabled, config.env.region)
     check_imported_adapters(config.bedrock.models, [config.model.name, *(a.name for a in config.model.adapters)])
-    check_deploy_approval(config.stage, config.release)
+    check_deploy_approval(config.stage, config.release, config.image.source)
+    check_prod_release_floors(config.stage, config.release)
+    groups = {config.model.name: model_package_group_name(config.project_name, config.stage, "base_model")}
+    groups |= {
+        adapter.name: model_package_group_name(config.project_name, config.stage, "adapter")
+        for adapter in config.model.adapters
+    }
+    check_registered_packages(config.release, groups, config.env.account, config.env.region)
     check_shadow(config)  # app_config/shadow.py
 
 

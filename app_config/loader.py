@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from app_config.base import MapKeys
 from app_config.errors import ConfigError, closest_key, to_config_error
 from app_config.root import AppConfig
 
@@ -152,6 +153,35 @@ def _map_key(parts: list[str], value_models: Sequence[type[BaseModel]]) -> tuple
     return len(parts), None
 
 
+def _check_map_key(
+    key_type: Any, *, path: str, key: str, dotted: str, value: Any, sections: Sequence[type[BaseModel]]
+) -> None:
+    """Refuse a key that the map at ``path`` cannot hold, when its key type says what its keys are
+    (``app_config.base.MapKeys``): one line naming what the map is keyed by and the nearest valid key, a field of
+    the map's section when the key looks like one (the section's level was skipped) or else the nearest key.
+
+    Raises:
+        ConfigError: ``key`` is not one of the map's keys.
+    """
+    keys = next((m for m in typing.get_args(key_type)[1:] if isinstance(m, MapKeys)), None)
+    if keys is None or key in keys.known:
+        return
+    fields = [name for model in sections for name in model.model_fields]
+    field = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
+    if field:
+        nearest = f"{path}.<{keys.what}>.{field[0]}"
+    else:
+        near = difflib.get_close_matches(key, sorted(keys.known), n=1, cutoff=0.6)
+        nearest = f"{path}.{near[0] if near else keys.example}"
+    raise ConfigError(
+        [
+            f"{dotted} = {value!r}: {path} is keyed by {keys.what} (e.g. {path}.{keys.example}), and {key!r} is "
+            "not one; "
+            f"did you mean {nearest!r}?"
+        ]
+    )
+
+
 def _list_item(items: list[Any], part: str, path: str) -> int:
     """Index of the item ``part`` names: a position (``0``) or an item's ``name`` (``shonen-jump``)."""
     if part.isdigit():
@@ -192,8 +222,10 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any, warnings: list[st
                 child = node[part] = {}
             node = child
             rest = parts[index + 1 :]
-            end, model = _map_key(rest, _models(args[1]))
+            sections = _models(args[1])
+            end, model = _map_key(rest, sections)
             key = ".".join(rest[:end])
+            _check_map_key(args[0], path=path, key=key, dotted=dotted, value=value, sections=sections)
             if end == len(rest):
                 node[key] = value
                 return

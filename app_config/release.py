@@ -11,8 +11,10 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from app_config.base import ConfigModel, InstanceType
+from serving_contract.model_packages import CENTRAL_REGISTRY_DOC, parse_package_arn
 from serving_contract.quality_gates import (
     BASELINE_DROP,
+    METRIC_DIRECTIONS,
     REQUIRED_LANGUAGES,
     SEED_SOURCES,
     SEED_THRESHOLDS,
@@ -31,6 +33,12 @@ def judge_foundation_model(model_id: str) -> tuple[str, bool]:
     ``bedrock:InvokeModel`` on the profile and on its foundation model in every destination region."""
     prefix, _, rest = model_id.partition(".")
     return (rest, True) if prefix in INFERENCE_PROFILE_PREFIXES and rest else (model_id, False)
+
+
+MIN_EVAL_ROWS: Final = 200
+"""Seed 000's offline eval suite: "Run eval dataset (200 test cases from the offline eval suite)"."""
+MIN_INVENTED_TITLES_ROWS: Final = 500
+"""Seed 001 user story 8: "Zero hallucinated manga titles in 500-prompt eval set"."""
 
 
 def _check_gates(value: dict[str, float]) -> dict[str, float]:
@@ -58,6 +66,18 @@ def _check_language_mix(value: dict[str, float]) -> dict[str, float]:
     total = sum(value.values())
     if not value or abs(total - 1.0) > 1e-6 or any(share <= 0 for share in value.values()):
         raise ValueError(f"shares {value} must be positive and add up to 1 (e.g. {{'en': 0.7, 'ja': 0.3}})")
+    return value
+
+
+def _check_registered_packages(value: dict[str, str]) -> dict[str, str]:
+    for key, arn in value.items():
+        artifact, _, version = key.rpartition("/")
+        if not artifact or not version:
+            raise ValueError(f"key {key!r} must be '<artifact>/<version>', e.g. 'manga_domain_v3/v4'")
+        try:
+            parse_package_arn(arn)
+        except ValueError as error:
+            raise ValueError(f"{key}: {error}") from None
     return value
 
 
@@ -186,6 +206,25 @@ class ReleaseConfig(ConfigModel):
             "reads. Source: seed 001 user story 8 ('<2% quality loss'). Empty: no baseline step."
         ),
     )
+    min_eval_rows: int = Field(
+        default=MIN_EVAL_ROWS,
+        ge=1,
+        le=100000,
+        description=(
+            "Fewest eval rows a release is judged on (its adapter's, or the base's); fewer fail the release. Source: "
+            "seed 000 (the offline eval suite's 200 test cases). Prod takes no fewer (issue 53, finding 13: a 2-row "
+            "eval set passed every judged gate)."
+        ),
+    )
+    min_invented_titles_rows: int = Field(
+        default=MIN_INVENTED_TITLES_ROWS,
+        ge=1,
+        le=100000,
+        description=(
+            "Fewest answers the invented-titles check reads; fewer fail the release. Source: seed 001 user story 8 "
+            "('zero hallucinated manga titles in 500-prompt eval set'). Prod takes no fewer."
+        ),
+    )
     judge_model_id: str = Field(
         default="amazon.nova-pro-v1:0",
         pattern=rf"^(({'|'.join(INFERENCE_PROFILE_PREFIXES)})\.)?[a-z0-9-]+\.[a-zA-Z0-9.:_-]+$",
@@ -197,7 +236,11 @@ class ReleaseConfig(ConfigModel):
     )
     approval_status: Literal["PendingManualApproval", "Approved"] = Field(
         default="PendingManualApproval",
-        description="Status of a registered model package; only Approved packages deploy (ops preflight).",
+        description=(
+            "Status the Register step gives a model package; only Approved packages deploy. The release role may "
+            "create packages with this status only (IAM condition sagemaker:ModelApprovalStatus), so with the "
+            "default approving is a reviewer's act. Prod refuses Approved (issue 53, finding 9)."
+        ),
     )
     eval_instance_type: str = Field(
         default="ml.m5.xlarge",
@@ -207,7 +250,19 @@ class ReleaseConfig(ConfigModel):
             "transformers and a tokenizer)."
         ),
     )
-    eval_volume_size_gb: int = Field(default=30, ge=1, le=16384, description="Validate/evaluate volume, GB.")
+    eval_volume_size_gb: int = Field(
+        default=30, ge=1, le=16384, description="Validate/evaluate/publish volume, GB (publish: twice the checkpoint)."
+    )
+    scratch_retention_days: int = Field(
+        default=7,
+        ge=1,
+        le=365,
+        description=(
+            "Days a release run's intermediate checkpoint stays under release-scratch/ of the model-artifacts bucket "
+            "(a lifecycle rule): the Quantize step writes there, and Publish copies it into the version folder only "
+            "after the gates pass, so a failed run's checkpoint (~6 GB) goes away on its own (issue 53, finding 14)."
+        ),
+    )
     step_max_runtime_s: int = Field(
         default=3600, ge=300, le=432000, description="Stop of the validate, load-test and evaluate jobs, seconds."
     )
@@ -217,6 +272,16 @@ class ReleaseConfig(ConfigModel):
         le=10000,
         description="Requests the load test sends through each adapter and the base. Source: seed 000 (10 requests).",
     )
+    registered_packages: Annotated[dict[str, str], AfterValidator(_check_registered_packages)] = Field(
+        default={},
+        description=(
+            "<artifact>/<version> -> the ARN of the model package the release registered for that version, as "
+            '`mangaassist-ops release` prints it (e.g. {"manga_domain_v3/v4": "arn:aws:sagemaker:<region>:<account>:'
+            "model-package/mangaassist-prod-adapters/7\"}). The deploy's approval check looks that one package up for "
+            "each pin: it must be in the artifact's group in this account, have registered the pin, and be Approved "
+            "(issue 53, finding 9: a search by description let any package in the group approve a pin)."
+        ),
+    )
     quantize: QuantizeConfig = Field(default=QuantizeConfig(), description="The quantize step.")
     deploy_approval: DeployApprovalConfig = Field(
         default=DeployApprovalConfig(),
@@ -224,17 +289,31 @@ class ReleaseConfig(ConfigModel):
     )
 
 
-def check_deploy_approval(stage: str, release: ReleaseConfig) -> None:
-    """Prod always enforces the deploy's approval check, and the check needs the model registry.
+def check_deploy_approval(stage: str, release: ReleaseConfig, image_source: str = "build") -> None:
+    """Prod always enforces the deploy's approval check, the check needs the model registry and pins it can look up
+    (a prebuilt image names none), and prod registers no package as Approved (a reviewer approves it).
 
     Raises:
         ValueError: one line naming the keys, their values and what is allowed.
     """
+    if stage == "prod" and release.approval_status == "Approved":
+        raise ValueError(
+            "release.approval_status = 'Approved': prod registers every version as PendingManualApproval, so that a "
+            "reviewer, not the pipeline, approves what deploys; only a dev stage may register packages as Approved"
+        )
     approval = release.deploy_approval
     if stage == "prod" and not approval.enforced:
         raise ValueError(
             f"release.deploy_approval.enforced = false (waived_because = {approval.waived_because!r}): prod always "
             "checks that every pinned version is an Approved model package; only a dev stage may waive it"
+        )
+    if approval.enforced and image_source == "prebuilt":
+        # Issue 53, finding 8: synth only warned, and a prod deploy of a prebuilt image checked nothing.
+        raise ValueError(
+            "image.source = prebuilt with release.deploy_approval.enforced = true: a prebuilt image's base model and "
+            "adapter versions were baked in elsewhere and are named nowhere in config, so the deploy cannot check "
+            "them against the model registry; build the image in the account from approved pins (image.source = "
+            "build), or in a dev stage waive the check (release.deploy_approval.enforced = false with a waived_because)"
         )
     if approval.enforced and not release.enabled:
         raise ValueError(
@@ -242,6 +321,56 @@ def check_deploy_approval(stage: str, release: ReleaseConfig) -> None:
             "the ModelRelease stack's model package groups; enable the release stack, or in a dev stage waive the "
             "check with release.deploy_approval.enforced = false and a waived_because"
         )
+
+
+def check_prod_release_floors(stage: str, release: ReleaseConfig) -> None:
+    """Prod releases pass at least the seeds' bar: every seed gate at its seed threshold or stricter, the seed's drop
+    gates no looser, the seed's languages required, and the seeds' eval-set sizes (issue 53, finding 13). A dev stage
+    may loosen any of them.
+
+    Raises:
+        ValueError: one line naming the key, its value and what prod allows.
+    """
+    if stage != "prod":
+        return
+    for metric, seed in SEED_THRESHOLDS.items():
+        value = release.gates.get(metric)
+        at_least = METRIC_DIRECTIONS[metric] == "at_least"
+        if value is None or (value < seed if at_least else value > seed):
+            shown = "unset" if value is None else f"{value:g}"
+            bound = f"at least {seed:g}" if at_least else f"at most {seed:g}"
+            raise ValueError(
+                f"release.gates.{metric} = {shown}: prod gates {metric} {bound} ({SEED_SOURCES[metric]}); a looser "
+                "gate is for a dev stage"
+            )
+    for metric, seed in BASELINE_DROP.items():
+        value = release.baseline_drop_gates.get(metric)
+        if value is None or value > seed:
+            key = (
+                f"release.baseline_drop_gates.{metric}"
+                if release.baseline_drop_gates
+                else "release.baseline_drop_gates"
+            )
+            shown = "{}" if not release.baseline_drop_gates else "unset" if value is None else f"{value:g}"
+            raise ValueError(
+                f"{key} = {shown}: prod bounds a base release's drop from its BF16 "
+                f"baseline to at most {seed:g} (seed 001 user story 8: '<2% quality loss'); a looser bound is for a "
+                "dev stage"
+            )
+    missing = [language for language in REQUIRED_LANGUAGES if language not in release.required_languages]
+    if missing:
+        raise ValueError(
+            f"release.required_languages = {list(release.required_languages)}: prod requires {', '.join(missing)} "
+            "too (seed 001 user story 8 judges EN and JP apart; seed 000 gotcha 2: 30 % of traffic is Japanese)"
+        )
+    floors = (("min_eval_rows", MIN_EVAL_ROWS), ("min_invented_titles_rows", MIN_INVENTED_TITLES_ROWS))
+    for key, floor in floors:
+        value = getattr(release, key)
+        if value < floor:
+            source = "seed 000's 200 offline eval cases" if key == "min_eval_rows" else "seed 001's 500 prompts"
+            raise ValueError(
+                f"release.{key} = {value}: prod takes at least {floor} ({source}); fewer is for a dev stage"
+            )
 
 
 MODEL_PACKAGE_GROUP_SUFFIXES = {"base_model": "base-model", "adapter": "adapters"}
@@ -262,3 +391,34 @@ def release_pipeline_name(project_name: str, stage: str, kind: str) -> str:
     """``<project>-<stage>-release-<base-model|adapter>`` in lowercase: the release pipeline of a kind
     (the ModelRelease stack names it; ``ops release`` starts it)."""
     return f"{project_name}-{stage}-release-{kind.replace('_', '-')}".lower()
+
+
+def check_registered_packages(
+    release: ReleaseConfig, groups: dict[str, str], account: str | None, region: str | None
+) -> None:
+    """Each ``release.registered_packages`` entry names a package of its artifact's group in this account and region.
+
+    Args:
+        groups: artifact name -> the model package group the release registers it in (this stage's).
+        account / region: ``env.account`` / ``env.region``, when set.
+
+    Raises:
+        ValueError: one line naming the key, the value and what is allowed.
+    """
+    for key, arn in release.registered_packages.items():
+        artifact = key.rpartition("/")[0]
+        package = parse_package_arn(arn)
+        where = f"release.registered_packages.{key} = {arn!r}"
+        if account is not None and package.account != account:
+            raise ValueError(
+                f"{where}: a package in account {package.account}, not env.account = {account}: a central model "
+                f"registry in another account is not supported ({CENTRAL_REGISTRY_DOC})"
+            )
+        if region is not None and package.region != region:
+            raise ValueError(f"{where}: a package in {package.region}, not env.region = {region}")
+        if artifact not in groups:
+            raise ValueError(f"{where}: {artifact!r} is not model.name or an adapter of model.adapters")
+        if package.group != groups[artifact]:
+            raise ValueError(
+                f"{where}: a package of {package.group}; the release registers {artifact} in {groups[artifact]}"
+            )

@@ -104,15 +104,18 @@ class ShadowVariantConfig(VariantShape):
             "endpoint runs, from DescribeEndpoint's weights)."
         ),
     )
-    capture_percent: int = Field(
-        default=100,
+    capture_percent: int | None = Field(
+        default=None,
         ge=1,
         le=100,
         description=(
-            "DataCaptureConfig.InitialSamplingPercentage: share of requests whose request and answers SageMaker "
-            "writes to the artifacts bucket (data-capture/<endpoint>/<variant>/...). 100 keeps every shadowed "
-            "request's primary answer for the comparison (~1 KB x requests a day; seed 003's 50,000 a day is ~50 "
-            "MB a day of answers plus the prompts)."
+            "DataCaptureConfig.InitialSamplingPercentage: share of each variant's requests whose answer SageMaker "
+            "writes to the artifacts bucket (data-capture/<endpoint>/<variant>/...; answers only, no prompt). None: "
+            "sampling_percent, what the comparison needs (issue 53, finding 12: 100 kept every primary answer and "
+            "prompt for 30 days while 10 % was shadowed). At most sampling_percent: `ops shadow report` compares the "
+            "answers' distributions, not pairs, so capturing more of the primary than is shadowed adds no evidence; "
+            "at seed 003's 50,000 requests a day and 10 %, the shadow's 200 answers (min_captured_answers) take ~10 "
+            "hours."
         ),
     )
     capture_retention_days: int = Field(
@@ -148,6 +151,21 @@ class ShadowVariantConfig(VariantShape):
     def weight(self, primary_weight: float) -> float:
         """The shadow's InitialVariantWeight that copies ``sampling_percent`` of the primary's requests."""
         return primary_weight * self.sampling_percent / 100
+
+    @property
+    def capture_share(self) -> int:
+        """``InitialSamplingPercentage``: ``capture_percent``, or ``sampling_percent`` when unset."""
+        return self.sampling_percent if self.capture_percent is None else self.capture_percent
+
+    @model_validator(mode="after")
+    def _capture_no_more_than_shadowed(self) -> "ShadowVariantConfig":
+        if self.capture_percent is not None and self.capture_percent > self.sampling_percent:
+            raise ValueError(
+                f"capture_percent = {self.capture_percent} is above sampling_percent = {self.sampling_percent}: the "
+                "shadow comparison reads answer distributions, so capturing more of the primary's answers than is "
+                "shadowed keeps user data it never uses; leave capture_percent unset (= sampling_percent) or lower it"
+            )
+        return self
 
 
 class VpcPlacementConfig(ConfigModel):

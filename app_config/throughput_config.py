@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, model_validator
 
-from app_config.base import ConfigModel, union_tag
+from app_config.base import ConfigModel, InstanceType, InstanceTypeKey, union_tag
 from serving_contract.capacity_job import RESULT_FORMAT
 
 
@@ -118,6 +118,17 @@ class CapacityJobConfig(ConfigModel):
     step_s: int = Field(
         default=60, ge=20, le=600, description="Seconds per step: a quarter settles, the rest is measured."
     )
+    instance_types: tuple[InstanceType, ...] = Field(
+        default=("ml.g5.xlarge", "ml.g6.xlarge", "ml.g6e.xlarge"),
+        min_length=1,
+        max_length=20,
+        description=(
+            "Candidate instance types a capacity job may run on, besides the variants' own (always allowed). The "
+            "operator policy allows CreateProcessingJob on these types only (IAM condition sagemaker:InstanceTypes) "
+            "and `ops capacity measure` refuses any other. Default: one GPU each of the families the seeds and the "
+            "planner compare (A10G, L4, L40S), about $1-3 an hour (issue 53, finding 11)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _rates_increase(self) -> "CapacityJobConfig":
@@ -153,7 +164,7 @@ class ThroughputConfig(ConfigModel):
             "the conversations curve with no client change; docs/planning.md)."
         ),
     )
-    measured: dict[str, Measured] = Field(
+    measured: dict[InstanceTypeKey, Measured] = Field(
         default={},
         description=(
             "Capacity measured in the account per instance type; overrides the open-loop engine model "

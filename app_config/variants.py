@@ -11,6 +11,7 @@ from typing import Literal
 
 from app_config.scaling import VariantScalingConfig
 from app_config.serving import ServingConfig, VariantConfig
+from app_config.throughput_config import CapacityJobConfig
 
 VariantKey = Literal["primary", "canary"]
 """The config key of a variant: ``serving.<key>``, ``scaling.<key>``, ``image.<key>``, ``image.build.<key>``."""
@@ -28,6 +29,18 @@ def deployed_variant_keys(serving: ServingConfig) -> tuple[VariantKey, ...]:
     """The variants the endpoint has: :func:`existing_variant_keys`, less the canary in
     inference_components mode (one variant hosts the components)."""
     return ("primary",) if serving.hosts_inference_components else existing_variant_keys(serving)
+
+
+def capacity_job_instance_types(job: CapacityJobConfig, serving: ServingConfig) -> tuple[str, ...]:
+    """The instance types a capacity job may run on: ``capacity.job.instance_types`` and every variant's own (the
+    shadow's too), sorted: what the operator policy's ``sagemaker:InstanceTypes`` condition and ``ops capacity
+    measure`` allow (issue 53, finding 11)."""
+    types = set(job.instance_types) | {serving.primary.instance_type}
+    if serving.canary.enabled:
+        types.add(serving.canary.instance_type)
+    if serving.shadow.enabled:
+        types.add(serving.shadow.instance_type)
+    return tuple(sorted(types))
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,8 @@ class Clients:
     runtime: Any
     cloudwatch: Any
     cloudformation: Any
+    s3: Any = None
+    """``ops release`` only: whether a version folder already holds files."""
 
 
 def boto3_clients(region: str | None, profile: str | None) -> Clients:
@@ -91,6 +93,7 @@ def boto3_clients(region: str | None, profile: str | None) -> Clients:
         runtime=session.client("sagemaker-runtime", config=runtime_config),
         cloudwatch=session.client("cloudwatch"),
         cloudformation=session.client("cloudformation"),
+        s3=session.client("s3"),
     )
 
 
@@ -170,13 +173,14 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
             calibration=args.calibration,
             baseline_model=args.baseline_model,
         )
-        sagemaker = deps.clients(args.region, args.profile).sagemaker
+        clients = deps.clients(args.region, args.profile)
         return run_release(
-            sagemaker,
+            clients.sagemaker,
             config,
             request,
             timeout_s=args.timeout_s,
             poll_s=args.poll_s,
+            s3=clients.s3,
             clock=deps.clock,
             sleep=deps.sleep,
             out=deps.out,

@@ -13,8 +13,11 @@ serving_contract/model_artifacts.py. ``--region`` / ``--profile`` pick the sessi
 
 Each pin must be a model package the release pipeline registered and that is Approved, in the
 stage's model package groups (``--stage``, ``--project-name``; serving_contract/model_packages.py): otherwise it
-prints one line per refused pin, naming it and its status, prints no block and exits 8. Only
-``--no-approval-check`` (a stage without the ModelRelease stack) skips the check.
+prints one line per refused pin, naming it and its status, prints no block and exits 8. A pin that two packages
+claim is refused too: the deploy looks up one recorded package per version, and which one the release registered is
+for ``ops release``'s output to say, not for a search (issue 53, finding 9). The packages it found are printed as the
+value of ``release.registered_packages`` (``--write`` records them in the stage overlay too). Only
+``--no-approval-check`` (a stage without the ModelRelease stack) skips the check, and records no package.
 """
 
 import argparse
@@ -31,7 +34,7 @@ from app_config.loader import set_in_stage_overlay
 from app_config.release import model_package_group_name
 from ops.exit_codes import ExitCode, OpsError, aws_error
 from serving_contract.model_artifacts import parse_pointer, pointer_key
-from serving_contract.model_packages import pin_problem
+from serving_contract.model_packages import find_packages, registered_key, status_problem, unreleased_problem
 
 
 def read_pointer(s3: Any, bucket: str, key: str) -> str:
@@ -60,17 +63,30 @@ def current_pins(
     }
 
 
-def unapproved(sagemaker: Any, pins: dict[str, Any], *, base_model: str, project_name: str, stage: str) -> list[str]:
-    """One line per pin of ``current_pins``' block that is not an Approved model package."""
+def approved_packages(
+    sagemaker: Any, pins: dict[str, Any], *, base_model: str, project_name: str, stage: str
+) -> tuple[list[str], dict[str, str]]:
+    """``(one line per pin of current_pins' block that is not one Approved model package, {"<artifact>/<version>":
+    package ARN} of the others)``: the second is what ``release.registered_packages`` records."""
     checks = [("base_model", "base_model", base_model, pins["base_model"])]
     checks += [("adapter", f"adapters.{name}", name, pin) for name, pin in pins["adapters"].items()]
-    lines = []
+    lines, packages = [], {}
     for kind, key, artifact, pin in checks:
         group = model_package_group_name(project_name, stage, kind)
-        problem = pin_problem(sagemaker, group=group, artifact=artifact, key=key, pin=pin)
-        if problem is not None:
+        found = find_packages(sagemaker, group, artifact, pin)
+        if not found:
+            lines.append(unreleased_problem(key, pin, group, artifact))
+        elif len(found) > 1:
+            arns = ", ".join(package.arn for package in found)
+            lines.append(
+                f"{key} = {pin!r}: {len(found)} model packages in {group} register it ({arns}): record the one "
+                "`mangaassist-ops release` printed in release.registered_packages yourself"
+            )
+        elif (problem := status_problem(key, pin, found[0])) is not None:
             lines.append(problem)
-    return lines
+        else:
+            packages[registered_key(artifact, pin.split("/", 1)[0])] = found[0].arn
+    return lines, packages
 
 
 def main(argv: list[str] | None = None, session_factory: Callable[..., Any] = boto3.Session) -> int:
@@ -118,8 +134,9 @@ def main(argv: list[str] | None = None, session_factory: Callable[..., Any] = bo
             base_models_prefix=args.base_models_prefix,
             adapters_prefix=args.adapters_prefix,
         )
+        packages: dict[str, str] = {}
         if not args.no_approval_check:
-            problems = unapproved(
+            problems, packages = approved_packages(
                 session.client("sagemaker"),
                 pins,
                 base_model=args.base_model,
@@ -131,12 +148,10 @@ def main(argv: list[str] | None = None, session_factory: Callable[..., Any] = bo
                 return ExitCode.PREFLIGHT_ARTIFACTS
         json.dump(pins, sys.stdout, indent=2)
         print()
+        if packages:
+            print(f"release.registered_packages (the packages the deploy looks up): {json.dumps(packages)}")
         if args.write:
-            try:
-                diff = set_in_stage_overlay(args.cdk_json, args.stage, ("image", "build", args.write), pins)
-            except ValueError as error:
-                raise OpsError(str(error), ExitCode.USAGE) from None
-            print("\n".join(diff) if diff else f"{args.cdk_json}: image.build.{args.write} already holds these pins")
+            _write(args, pins, packages)
     except (BotoCoreError, ClientError) as error:
         print(f"pin_artifacts: {aws_error(f's3://{args.bucket}', error)}", file=sys.stderr)
         return ExitCode.AWS_ERROR
@@ -144,6 +159,22 @@ def main(argv: list[str] | None = None, session_factory: Callable[..., Any] = bo
         print(f"pin_artifacts: {error}", file=sys.stderr)
         return error.code
     return ExitCode.OK
+
+
+def _write(args: argparse.Namespace, pins: dict[str, Any], packages: dict[str, str]) -> None:
+    """Set ``image.build.<variant>`` and each package of ``release.registered_packages`` in the stage overlay; print
+    the diff.
+
+    Raises:
+        OpsError: (USAGE) the file has no such stage.
+    """
+    try:
+        diff = set_in_stage_overlay(args.cdk_json, args.stage, ("image", "build", args.write), pins)
+        for key, arn in packages.items():
+            diff += set_in_stage_overlay(args.cdk_json, args.stage, ("release", "registered_packages", key), arn)
+    except ValueError as error:
+        raise OpsError(str(error), ExitCode.USAGE) from None
+    print("\n".join(diff) if diff else f"{args.cdk_json}: image.build.{args.write} already holds these pins")
 
 
 if __name__ == "__main__":

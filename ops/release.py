@@ -3,10 +3,16 @@
 The pipelines are the ModelRelease stack's (cdk_constructs/release/; docs/model-release.md): ``base_model``
 (quantize, validate, load test, evaluate, gates, register) and ``adapter`` (the same without quantize).
 On success the Register step's model package holds the pin (``<version>/<sha256>`` of what was validated);
-this prints it as the config line to set, with the package's approval status: a pin deploys only once
-its package is Approved (``ops preflight``, ``ops pin_artifacts``).
+this prints the stage overlay block to set: the pin and the package's ARN (``release.registered_packages``, the
+one package the deploy's approval check looks up for that version), with the package's approval status: a pin
+deploys only once its package is Approved (``ops preflight``, the Serving stack's ``Custom::ApprovedPins``).
 
-Calls: StartPipelineExecution, DescribePipelineExecution, ListPipelineExecutionSteps, DescribeModelPackage.
+A version is released once (issue 53, finding 14): it refuses, before starting anything, a version that a model
+package of its group already registers, and a base-model version whose folder already holds files (the pipeline
+writes the quantized checkpoint there only after the gates pass; a rerun would mix its files with another run's).
+
+Calls: ListModelPackages, S3 ListObjectsV2 (base releases that quantize), StartPipelineExecution,
+DescribePipelineExecution, ListPipelineExecutionSteps, DescribeModelPackage.
 """
 
 import argparse
@@ -17,10 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from app_config.release import release_pipeline_name
+from app_config.release import model_package_group_name, release_pipeline_name
 from app_config.root import AppConfig
 from cli_support.argtypes import positive_float
 from ops.exit_codes import ExitCode, OpsError
+from serving_contract.model_artifacts import version_prefix
+from serving_contract.model_packages import registered_key, released_versions
 
 DONE: Final = ("Succeeded", "Failed", "Stopped")
 REGISTER_STEP: Final = "Register"
@@ -74,12 +82,45 @@ class ReleaseRequest:
                 values["BaselineModelS3Uri"] = self.baseline_model
         return [{"Name": name, "Value": value} for name, value in values.items()]
 
-    def pin_key(self, config: AppConfig) -> str:
-        """The config key the released pin goes to (the canary's set: a new version is a candidate)."""
+    def artifact(self, config: AppConfig) -> str:
+        """The released artifact's name: the adapter, or ``model.name``."""
+        return self.adapter if self.kind == "adapter" and self.adapter else config.model.name
+
+    def overlay(self, config: AppConfig, pin: str, package_arn: str) -> dict[str, Any]:
+        """The stage overlay block to merge: the pin under the canary's set (the primary's without a canary: a new
+        version is a candidate) and the package under ``release.registered_packages``."""
         variant = "canary" if config.serving.canary.enabled else "primary"
-        if self.kind == "adapter":
-            return f"image.build.{variant}.adapters.{self.adapter}"
-        return f"image.build.{variant}.base_model"
+        pins: dict[str, Any] = {"adapters": {self.adapter: pin}} if self.kind == "adapter" else {"base_model": pin}
+        return {
+            "image": {"build": {variant: pins}},
+            "release": {"registered_packages": {registered_key(self.artifact(config), self.version): package_arn}},
+        }
+
+
+def refuse_a_released_version(sagemaker: Any, s3: Any, config: AppConfig, request: ReleaseRequest) -> None:
+    """Raise when ``request``'s version was released before or its folder holds files (module docstring).
+
+    Raises:
+        OpsError: (USAGE) one line naming the package or the folder.
+    """
+    artifact = request.artifact(config)
+    group = model_package_group_name(config.project_name, config.stage, request.kind)
+    released = released_versions(sagemaker, group, artifact, request.version)
+    if released:
+        raise OpsError(
+            f"{artifact} {request.version} is released already: model package {released[0].arn} "
+            f"({released[0].approval_status}); a version is released once, so release the new output as a new version",
+            ExitCode.USAGE,
+        )
+    if request.kind == "base_model" and config.release.quantize.enabled:
+        bucket = request.eval_set.removeprefix("s3://").split("/", 1)[0]  # release inputs: the artifacts bucket
+        prefix = version_prefix(config.image.build.base_models_prefix, artifact, request.version)
+        if s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1).get("KeyCount", 0):
+            raise OpsError(
+                f"s3://{bucket}/{prefix} holds files already (a version released before, or a run that failed while "
+                "it published): the Publish step writes a new version's folder once; pick a new version",
+                ExitCode.USAGE,
+            )
 
 
 def _steps(sagemaker: Any, execution: str) -> list[dict[str, Any]]:
@@ -98,15 +139,19 @@ def run_release(
     *,
     timeout_s: float,
     poll_s: float,
+    s3: Any = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     out: Callable[[str], None] = print,
 ) -> ExitCode:
-    """Start, follow (one line per step status change) and report; OK once registered, CHECK_FAILED otherwise.
+    """Refuse a released version, then start, follow (one line per step status change) and report; OK once
+    registered, CHECK_FAILED otherwise. ``s3`` lists a base version's folder (base releases that quantize).
 
     Raises:
-        OpsError: NOT_READY when ``timeout_s`` passes before the execution ends (it keeps running).
+        OpsError: USAGE for a version released before (:func:`refuse_a_released_version`); NOT_READY when
+            ``timeout_s`` passes before the execution ends (it keeps running).
     """
+    refuse_a_released_version(sagemaker, s3, config, request)
     pipeline = release_pipeline_name(config.project_name, config.stage, request.kind)
     started = sagemaker.start_pipeline_execution(
         PipelineName=pipeline,
@@ -147,7 +192,7 @@ def run_release(
     pin = package.get("CustomerMetadataProperties", {}).get("pin")
     approval = package.get("ModelApprovalStatus", "PendingManualApproval")
     out(f"registered {arn} ({approval})")
-    out(f"set in cdk.json (stages.{config.stage}): {json.dumps({request.pin_key(config): pin})}")
+    out(f"merge into cdk.json (stages.{config.stage}): {json.dumps(request.overlay(config, str(pin), arn))}")
     if approval != "Approved":
         out(
             "then approve it: aws sagemaker update-model-package --model-approval-status Approved --model-package-arn "

@@ -31,6 +31,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 POINTER_NAME = "CURRENT"
+RELEASE_SCRATCH_PREFIX = "release-scratch"
+"""The bucket's folder of a release run's intermediate checkpoints (``<prefix>/<pipeline execution id>/<step>/``):
+the quantized checkpoint waits there for the gates; the ModelArtifacts stack's lifecycle rule expires it
+(``release.scratch_retention_days``)."""
 ADAPTER_ARCHIVE = "adapter.tar.gz"
 """inference_components mode: the adapter's files as one archive beside them in the version folder
 (<adapters_prefix>/<adapter>/<version>/adapter.tar.gz); its pin is the digest of the files inside."""

@@ -245,6 +245,7 @@ def _artifacts_bucket(
         app,
         config.stack_name("ModelArtifacts"),
         capture_retention_days=config.serving.shadow.capture_retention_days,
+        scratch_retention_days=config.release.scratch_retention_days,
         env=env,
         description=f"{config.project_name} ({config.stage}): bucket of the model artifacts (base models, adapters)",
     )

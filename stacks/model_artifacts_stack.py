@@ -28,14 +28,29 @@ class ModelArtifactsStack(cdk.Stack):
         bucket: the model-artifacts bucket.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, capture_retention_days: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        capture_retention_days: int,
+        scratch_retention_days: int,
+        **kwargs: Any,
+    ) -> None:
         """
         Args:
             capture_retention_days: how long the shadow phase's captures stay
                 (``serving.shadow.capture_retention_days``).
+            scratch_retention_days: how long a release run's intermediate checkpoint stays
+                (``release.scratch_retention_days``).
         """
         super().__init__(scope, construct_id, **kwargs)
-        bucket = ModelArtifactsBucket(self, "ModelArtifacts", capture_retention_days=capture_retention_days)
+        bucket = ModelArtifactsBucket(
+            self,
+            "ModelArtifacts",
+            capture_retention_days=capture_retention_days,
+            scratch_retention_days=scratch_retention_days,
+        )
         self.bucket: s3.IBucket = bucket.bucket
         self.export_value(self.bucket.bucket_name)
         self.export_value(self.bucket.bucket_arn)

@@ -18,6 +18,7 @@ from cdk_constructs.common.log_retention import log_removal_policy, retention_da
 from cdk_constructs.release.model_release_pipeline import KINDS, ModelReleasePipeline
 from cdk_constructs.release.tools_image import ToolsImage
 from serving_contract import outputs
+from serving_contract.model_artifacts import RELEASE_SCRATCH_PREFIX
 
 
 class ModelReleaseStack(cdk.Stack):
@@ -75,6 +76,13 @@ class ModelReleaseStack(cdk.Stack):
             engine_environment=config.engine.environment(),
             job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
         )
+        if build.artifacts_bucket_name and config.release.quantize.enabled:
+            cdk.Annotations.of(self).add_warning_v2(
+                "Release:ScratchRetention",
+                f"the Quantize step writes each run's checkpoint under {RELEASE_SCRATCH_PREFIX}/ of "
+                f"{build.artifacts_bucket_name}, a bucket this app does not manage: release.scratch_retention_days is "
+                f"not applied there; give the bucket a lifecycle rule that expires {RELEASE_SCRATCH_PREFIX}/",
+            )
         for kind in KINDS:
             # A pipeline's ToolsImageUri default names the image only once it is pushed.
             self.release.pipelines[kind].node.add_dependency(self.tools_image.image)

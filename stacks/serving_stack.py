@@ -10,6 +10,7 @@ from constructs import Construct
 from app_config import AppConfig
 from app_config.pins import component_pin_problem, pin_package_group, pins_in_effect
 from app_config.topology import serving_topology
+from app_config.variants import capacity_job_instance_types
 from cdk_constructs.approval.approved_pins import ApprovedPins, PinToApprove
 from cdk_constructs.capacity_job.capacity_job import CapacityJob
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
@@ -27,6 +28,7 @@ from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from planning.plan import Plan
 from serving_contract import capacity_job, outputs
 from serving_contract.data_capture import endpoint_prefix
+from serving_contract.model_packages import registered_key
 
 
 class ServingStack(cdk.Stack):
@@ -125,7 +127,7 @@ class ServingStack(cdk.Stack):
                 bucket=artifacts_bucket,
                 endpoint_name=config.endpoint_name,
                 execution_role=execution_role.role,
-                capture_percent=serving.shadow.capture_percent,
+                capture_percent=serving.shadow.capture_share,
             )
             if config.image.build.artifacts_bucket_name:
                 cdk.Annotations.of(self).add_warning_v2(
@@ -178,6 +180,7 @@ class ServingStack(cdk.Stack):
             image_uri=images.primary,
             endpoint_name=config.endpoint_name,
             max_runtime_s=config.capacity.job.max_runtime_s,
+            instance_types=capacity_job_instance_types(config.capacity.job, config.serving),
             job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
         )
 
@@ -250,15 +253,12 @@ class ServingStack(cdk.Stack):
         """The deploy's own approval check (``release.deploy_approval``): what deploys the pins waits for it."""
         if not config.release.deploy_approval.enforced:
             return None
-        pins = [PinToApprove(ref.key, ref.pin, *pin_package_group(config, ref)) for ref in pins_in_effect(config)]
-        if not pins:
-            # A prebuilt image (variants mode) names no versions in config: nothing here to look up.
-            cdk.Annotations.of(self).add_warning_v2(
-                "Serving:ApprovalWithoutPins",
-                "release.deploy_approval.enforced, but image.source = prebuilt pins no model versions in config: the "
-                "deploy cannot check the image's versions against the model registry; build the image "
-                "(image.source = build) to have them checked",
-            )
+        pins = []
+        for ref in pins_in_effect(config):
+            group, artifact = pin_package_group(config, ref)
+            package = config.release.registered_packages.get(registered_key(artifact, ref.version), "")
+            pins.append(PinToApprove(ref.key, ref.pin, group, artifact, package))
+        if not pins:  # never with the check enforced: config refuses a prebuilt image then (check_deploy_approval)
             return None
         check = ApprovedPins(
             self,

@@ -10,7 +10,17 @@ from app_config import AppConfig, ConfigError, load_config
 from app_config.loader import cdk_json_context
 from planning.plan import make_plan
 
-__all__ = ["SEEDS_FLOORS", "config_error", "seeds_schedule"]
+__all__ = ["PREBUILT_DEV", "SEEDS_FLOORS", "config_error", "seeds_schedule"]
+
+PREBUILT_WAIVER = "dev runs a prebuilt image whose model versions config does not name, so none can be looked up"
+PREBUILT_DEV = {
+    "stage": "dev",
+    "image.source": "prebuilt",
+    "release.deploy_approval.enforced": "false",
+    "release.deploy_approval.waived_because": PREBUILT_WAIVER,
+}
+"""A prebuilt image: a dev stage that waives the deploy's approval check, the only way config takes one (issue 53,
+finding 8: a prebuilt image's versions cannot be looked up, so prod, which always checks them, refuses it)."""
 
 
 def config_error(overrides: Mapping[str, str] | None = None, /, **keys: str) -> str:

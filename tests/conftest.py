@@ -9,6 +9,7 @@ prefer_pinned_node()  # before aws_cdk starts the jsii runtime
 
 import pytest  # noqa: E402
 
+from tests.config_helpers import PREBUILT_DEV  # noqa: E402
 from tests.synth_helpers import Synth, synthesize  # noqa: E402
 
 
@@ -35,7 +36,7 @@ def repo_root() -> Path:
 
 
 VPC_OVERRIDES = {
-    "image.source": "prebuilt",
+    **PREBUILT_DEV,  # a prebuilt image deploys only where the approval check is waived (issue 53, finding 8)
     "serving.vpc": '{"subnet_ids": ["subnet-0a1b2c3d"], "security_group_ids": ["sg-0a1b2c3d"]}',
     "serving.canary.enabled": "false",
     "image.primary.digest": "sha256:" + "ab" * 32,
@@ -47,7 +48,8 @@ VPC_OVERRIDES = {
 
 @pytest.fixture(scope="session")
 def vpc_single_variant_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """VPC placement, no canary, prebuilt image pinned by digest, alarm subscribers and an adapter ceiling."""
+    """VPC placement, no canary, prebuilt image pinned by digest (dev, the approval check waived), alarm subscribers
+    and an adapter ceiling."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-vpc"), VPC_OVERRIDES)
 
 
@@ -186,9 +188,10 @@ def canary_build_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="session")
 def prebuilt_uri_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """source = prebuilt with both variants on image URIs from another (CI) account's repository."""
+    """source = prebuilt with both variants on image URIs from another (CI) account's repository (dev, the approval
+    check waived)."""
     uri = "123456789012.dkr.ecr.us-east-1.amazonaws.com/ci/serving@sha256:"
     return synthesize(
         tmp_path_factory.mktemp("cdk-out-prebuilt"),
-        {"image.source": "prebuilt", "image.primary.uri": uri + "ab" * 32, "image.canary.uri": uri + "cd" * 32},
+        {**PREBUILT_DEV, "image.primary.uri": uri + "ab" * 32, "image.canary.uri": uri + "cd" * 32},
     )

@@ -18,18 +18,20 @@ RESOURCE_TYPE = "Custom::ApprovedPins"
 RUNTIME = Path(__file__).resolve().parent / "runtime"
 """The handler's folder: the Lambda asset is it plus ``serving_contract/model_packages.py``."""
 HANDLER_TIMEOUT_S = 120
-"""One ListModelPackages page per group and a DescribeModelPackage per candidate, for a handful of pins: seconds;
-two minutes leave room for botocore's retries under throttling."""
+"""One DescribeStacks and a DescribeModelPackage per pin, for a handful of pins: seconds; two minutes leave room for
+botocore's retries under throttling."""
 
 
 @dataclass(frozen=True)
 class PinToApprove:
-    """One pin the deploy reads: its config key, its text, and where the release registered it."""
+    """One pin the deploy reads: its config key, its text, where the release registers it, and the package the
+    release registered for it (``release.registered_packages``; empty when none is recorded: the deploy refuses)."""
 
     key: str
     pin: str
     group: str
     artifact: str
+    package: str = ""
 
 
 class ApprovedPins(Construct):
@@ -77,22 +79,19 @@ class ApprovedPins(Construct):
             "Resource",
             service_token=self.handlers.service_token,
             resource_type=RESOURCE_TYPE,
-            properties={"Pins": [{"Key": p.key, "Group": p.group, "Artifact": p.artifact, "Pin": p.pin} for p in pins]},
+            properties={
+                "Pins": [
+                    {"Key": p.key, "Group": p.group, "Artifact": p.artifact, "Pin": p.pin, "Package": p.package}
+                    for p in pins
+                ]
+            },
         )
 
     def _grant_lookups(self, groups: Sequence[str]) -> None:
-        """ListModelPackages (no resource-level permission) and DescribeModelPackage on the groups' packages."""
+        """DescribeModelPackage on the groups' packages (no ListModelPackages: the handler describes the one package
+        recorded for each pin), and DescribeStacks on this stack (is CloudFormation rolling it back?)."""
         role = self.handlers.on_event_role
         stack = cdk.Stack.of(self)
-        role.add_to_policy(
-            iam.PolicyStatement(sid="ListModelPackages", actions=["sagemaker:ListModelPackages"], resources=["*"])
-        )
-        acknowledge(
-            role,
-            "AwsSolutions-IAM5[Resource::*]",
-            "ListModelPackages supports no resource-level permissions (Service Authorization Reference, Amazon "
-            "SageMaker: List actions take '*'); the handler lists the release's groups only, and reads nothing else.",
-        )
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="DescribeReleasedPackages",
@@ -101,6 +100,13 @@ class ApprovedPins(Construct):
                     stack.format_arn(service="sagemaker", resource="model-package", resource_name=f"{group}/*")
                     for group in groups
                 ],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadOwnStackStatus",
+                actions=["cloudformation:DescribeStacks"],
+                resources=[stack.stack_id],  # AWS::StackId: this stack, no other
             )
         )
         for group in groups:

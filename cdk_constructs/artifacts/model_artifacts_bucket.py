@@ -11,6 +11,7 @@ from cdk_constructs.common.bucket_defaults import abort_incomplete_uploads, send
 from cdk_constructs.common.nag import acknowledge, checkov_skip, guard_suppress
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 from serving_contract.data_capture import DATA_CAPTURE_PREFIX
+from serving_contract.model_artifacts import RELEASE_SCRATCH_PREFIX
 
 NONCURRENT_LOGS_KEPT_DAYS = 90
 """Days a deleted or overwritten access-log object's old version is kept (a quarter's audit look-back)."""
@@ -29,11 +30,15 @@ class ModelArtifactsBucket(Construct):
         access_logs: the bucket receiving its server access logs.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, capture_retention_days: int) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, capture_retention_days: int, scratch_retention_days: int
+    ) -> None:
         """
         Args:
-            capture_retention_days: days the shadow phase's captured requests and answers (``data-capture/``)
-                are kept, every version of them (``serving.shadow.capture_retention_days``): they hold user prompts.
+            capture_retention_days: days the shadow phase's captured answers (``data-capture/``) are kept, every
+                version of them (``serving.shadow.capture_retention_days``).
+            scratch_retention_days: days a release run's intermediate checkpoint (``release-scratch/``) is kept
+                (``release.scratch_retention_days``).
         """
         super().__init__(scope, construct_id)
         self.access_logs = s3.Bucket(
@@ -78,6 +83,12 @@ class ModelArtifactsBucket(Construct):
                     prefix=f"{DATA_CAPTURE_PREFIX}/",
                     expiration=cdk.Duration.days(capture_retention_days),
                     # Versioned: an expired capture leaves a noncurrent version; it goes the next day.
+                    noncurrent_version_expiration=cdk.Duration.days(1),
+                ),
+                s3.LifecycleRule(
+                    id="ExpireReleaseScratch",
+                    prefix=f"{RELEASE_SCRATCH_PREFIX}/",
+                    expiration=cdk.Duration.days(scratch_retention_days),
                     noncurrent_version_expiration=cdk.Duration.days(1),
                 ),
             ],

@@ -3,9 +3,18 @@ SageMaker processing job per candidate instance type, running the serving image 
 ``python -m runtime.measure`` from a code zip (serving_contract/capacity_job.py has the contract).
 
 This construct makes no job: the CLI calls CreateProcessingJob with what it exposes (the Serving stack's
-outputs), as a role that attaches :attr:`CapacityJob.operator_policy`. Safe by construction: the job's role
-reaches only its own folders, and the operator may only start jobs of this endpoint that encrypt with the
-job's key and stop within ``capacity.job.max_runtime_s``.
+outputs), as a role that attaches :attr:`CapacityJob.operator_policy`. The job's role reaches only its own folders
+and the serving images' repositories; the operator may only start jobs of this endpoint that encrypt with the job's
+key, stop within ``capacity.job.max_runtime_s``, run with no network and on the allowed instance types (issue 53,
+finding 11; IAM condition keys of CreateProcessingJob, Service Authorization Reference, Amazon SageMaker:
+``sagemaker:InstanceTypes``, ``sagemaker:NetworkIsolation``, ``sagemaker:MaxRuntimeInSeconds``,
+``sagemaker:VolumeKmsKey``, ``sagemaker:OutputKmsKey``).
+
+What IAM cannot bound, for want of a condition key on CreateProcessingJob: the instance count (bounded by the
+account's processing-job quota for each type, "<type> for processing job usage"), the image (any image of the
+repositories the job's role may pull: the serving images'), and the entrypoint and arguments (code the operator put
+under the job's input folder can run, with no network, in the serving image; its output goes to the operator's own
+output folder). docs/security.md keeps these as residual risk.
 """
 
 from collections.abc import Sequence
@@ -80,6 +89,7 @@ class CapacityJob(Construct):
         image_uri: str,
         endpoint_name: str,
         max_runtime_s: int,
+        instance_types: Sequence[str],
         job_log_retention: logs.RetentionDays,
     ) -> None:
         """
@@ -91,6 +101,8 @@ class CapacityJob(Construct):
             endpoint_name: the endpoint whose instance types are measured (names the jobs the operator may touch).
             max_runtime_s: the longest ``StoppingCondition.MaxRuntimeInSeconds`` the operator may ask for,
                 seconds (``capacity.job.max_runtime_s``): the cost bound ``ops capacity measure`` prints.
+            instance_types: the instance types a job may run on
+                (``app_config.variants.capacity_job_instance_types``).
             job_log_retention: of /aws/sagemaker/ProcessingJobs if this stack has not made it yet
                 (``observability.processing_job_log_retention_days``).
 
@@ -113,7 +125,7 @@ class CapacityJob(Construct):
         )
         deny_grants_except_for_aws_services(self.key)
         self.role = self._job_role(bucket, repositories, job_log_retention)
-        self.operator_policy = self._operator_policy(bucket, endpoint_name, max_runtime_s)
+        self.operator_policy = self._operator_policy(bucket, endpoint_name, max_runtime_s, instance_types)
 
     def _job_role(
         self, bucket: s3.IBucket, repositories: Sequence[ecr.IRepository], job_log_retention: logs.RetentionDays
@@ -156,7 +168,9 @@ class CapacityJob(Construct):
         )
         return role
 
-    def _operator_policy(self, bucket: s3.IBucket, endpoint_name: str, max_runtime_s: int) -> iam.ManagedPolicy:
+    def _operator_policy(
+        self, bucket: s3.IBucket, endpoint_name: str, max_runtime_s: int, instance_types: Sequence[str]
+    ) -> iam.ManagedPolicy:
         stack = cdk.Stack.of(self)
         pattern = contract.job_name_pattern(endpoint_name)
         jobs = stack.format_arn(service="sagemaker", resource="processing-job", resource_name=pattern)
@@ -170,13 +184,19 @@ class CapacityJob(Construct):
                 sid="StartCapacityJobs",
                 actions=["sagemaker:CreateProcessingJob"],
                 resources=[jobs],
-                # A job that would run unencrypted, with another key, or past the configured bound is refused.
+                # A job that would run unencrypted, with another key, past the configured bound, with the network
+                # on, or on another instance type is refused. Each key must be in the request: a condition operator
+                # without IfExists does not match an absent key, and Null refuses a request naming no instance type
+                # (ForAllValues alone would match an empty set).
                 conditions={
                     "ArnEquals": {
                         "sagemaker:VolumeKmsKey": self.key.key_arn,
                         "sagemaker:OutputKmsKey": self.key.key_arn,
                     },
                     "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": str(max_runtime_s)},
+                    "Bool": {"sagemaker:NetworkIsolation": "true"},
+                    "ForAllValues:StringEquals": {"sagemaker:InstanceTypes": list(instance_types)},
+                    "Null": {"sagemaker:InstanceTypes": "false"},
                 },
             ),
             iam.PolicyStatement(

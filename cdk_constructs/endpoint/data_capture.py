@@ -1,5 +1,5 @@
-"""Data capture of the shadow phase: SageMaker writes every variant's requests and answers to the artifacts
-bucket, encrypted with a key of their own (serving_contract/data_capture.py has the layout)."""
+"""Data capture of the shadow phase: SageMaker writes a share of each variant's answers to the artifacts bucket,
+encrypted with a key of their own (serving_contract/data_capture.py has the layout)."""
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -27,8 +27,8 @@ class DataCapture(Construct):
 
     Attributes:
         key: the capture key.
-        property: the endpoint config's ``DataCaptureConfig``: requests and answers, ``capture_percent`` of
-            requests, JSON as JSON.
+        property: the endpoint config's ``DataCaptureConfig``: answers only (``CaptureMode`` Output: the
+            comparison reads no prompt, so none is stored), ``capture_percent`` of requests, JSON as JSON.
     """
 
     def __init__(
@@ -47,7 +47,8 @@ class DataCapture(Construct):
                 ``serving.shadow.capture_retention_days``).
             endpoint_name: the endpoint whose variants are captured.
             execution_role: the endpoint's execution role, which SageMaker captures with.
-            capture_percent: ``InitialSamplingPercentage``, 1-100 (``serving.shadow.capture_percent``).
+            capture_percent: ``InitialSamplingPercentage``, 1-100 (``serving.shadow.capture_share``: the shadowed
+                share unless set lower).
         """
         super().__init__(scope, construct_id)
         self.key = kms.Key(
@@ -76,10 +77,9 @@ class DataCapture(Construct):
             initial_sampling_percentage=capture_percent,
             destination_s3_uri=f"s3://{bucket.bucket_name}/{data_capture.DATA_CAPTURE_PREFIX}",
             kms_key_id=self.key.key_arn,
-            capture_options=[
-                sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode="Input"),
-                sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode="Output"),
-            ],
+            # Answers only: `ops shadow report` judges answers (length, invented titles); prompts are user data it
+            # never reads (issue 53, finding 12).
+            capture_options=[sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode="Output")],
             capture_content_type_header=sagemaker.CfnEndpointConfig.CaptureContentTypeHeaderProperty(
                 json_content_types=list(data_capture.JSON_CONTENT_TYPES)
             ),

@@ -28,6 +28,10 @@ from serving_contract.request_classes import RequestClass
 Missing = cloudwatch.TreatMissingData
 Comparison = cloudwatch.ComparisonOperator
 
+SILENT_FACTOR = 10
+"""A latency alarm's value in a period when SageMaker counted invocations but the container reported no request:
+this many times its threshold, a breach that stands apart from a slow period on a graph (issue 53, finding 15)."""
+
 
 @dataclass(frozen=True)
 class _Rule:
@@ -193,17 +197,18 @@ class EndpointAlarms(Construct):
             slug=f"ttft-p95-high-{klass.value}",
             description=f"p95 time to first token of {klass.value} requests > {slo.of(klass).ttft_p95_ms:g} ms "
             f"(slo.{klass.value}.ttft_p95_ms) for {config.high_ttft.window_s} s. {hint}",
-            metric=self._worst(
+            metric=self._worst_or_silent(
                 RequestMetric.TIME_TO_FIRST_TOKEN,
                 "p95",
                 config.high_ttft,
                 f"TTFT p95 {klass.value} (ms)",
+                threshold=slo.of(klass).ttft_p95_ms,
                 request_class=klass,
             ),
             rule=config.high_ttft,
             comparison=Comparison.GREATER_THAN_THRESHOLD,
-            # Exists only when requests arrive: no traffic is healthy, and a dead container with
-            # traffic shows up as SageMaker 5xx errors.
+            # Exists only when requests arrive: no traffic is healthy. A container that stops reporting while
+            # SageMaker counts invocations reads SILENT_FACTOR x the threshold (_worst_or_silent): a breach.
             missing=Missing.NOT_BREACHING,
             critical=False,
             threshold=slo.of(klass).ttft_p95_ms,  # the SLO is the threshold (window-only rule)
@@ -390,16 +395,18 @@ class EndpointAlarms(Construct):
             slug=f"adapter-{adapter}-latency-p95",
             description=f"Adapter {adapter} p95 request latency > {ceiling:g} ms for "
             f"{config.adapter_latency.window_s} s. Check the adapter version; roll back if needed.",
-            metric=self._worst(
+            metric=self._worst_or_silent(
                 RequestMetric.REQUEST_LATENCY,
                 "p95",
                 config.adapter_latency,
                 f"{adapter} latency p95 (ms)",
+                threshold=ceiling,
                 adapter=adapter,
             ),
             rule=config.adapter_latency,
             comparison=Comparison.GREATER_THAN_THRESHOLD,
-            missing=Missing.NOT_BREACHING,  # exists only when requests for the adapter arrive
+            # Exists only when requests for the adapter arrive; a container silent while invoked breaches.
+            missing=Missing.NOT_BREACHING,
             critical=False,
             threshold=ceiling,  # the adapter's own ceiling, or the shared default
         )
@@ -464,6 +471,34 @@ class EndpointAlarms(Construct):
             combine="MAX",
             period_s=rule.period_s,
             label=label,
+        )
+
+    def _worst_or_silent(
+        self,
+        metric: RequestMetric,
+        statistic: str,
+        rule: AlarmWindowConfig,
+        label: str,
+        *,
+        threshold: float,
+        adapter: str | None = None,
+        request_class: RequestClass | None = None,
+    ) -> cloudwatch.IMetric:
+        """:meth:`_worst`, reading ``SILENT_FACTOR`` x ``threshold`` in a period when a variant was invoked and its
+        container reported no request (``EndpointMetrics.worst_or_silent``)."""
+        metrics = self._metrics
+        return metrics.worst_or_silent(
+            lambda v: metrics.custom(
+                metric,
+                variant=v,
+                statistic=statistic,
+                period_s=rule.period_s,
+                adapter=adapter,
+                request_class=request_class,
+            ),
+            period_s=rule.period_s,
+            label=label,
+            silent_value=SILENT_FACTOR * threshold,
         )
 
     def _errors_sum(self, rule: AlarmWindowConfig) -> cloudwatch.IMetric:

@@ -196,6 +196,38 @@ class EndpointMetrics:
             label=label,
         )
 
+    def worst_or_silent(
+        self, per_variant: PerVariant, *, period_s: int, label: str, silent_value: float
+    ) -> cloudwatch.MathExpression:
+        """``MAX([...])`` of ``per_variant(v)`` over every variant, as :meth:`across_variants`, except that a period in
+        which SageMaker counted invocations of a variant whose container reported no request reads
+        ``silent_value`` (issue 53, finding 15).
+
+        The container's own metrics (TTFT, request latency) have no datapoint when it stops reporting, and an alarm
+        that treats that as not breaching saw a silent container as an idle one. Here silence while SageMaker counts
+        invocations (``Invocations`` > 0, the container's ``Requests`` 0) is a value above the alarm's threshold;
+        an idle variant (no invocations) still has no datapoint, so an idle fleet stays OK.
+        """
+        prefix = self._ids()
+        using: dict[str, cloudwatch.IMetric] = {}
+        silent: list[str] = []
+        for i, variant in enumerate(self.variant_names):
+            using[f"{prefix}v{i}"] = per_variant(variant)
+            using[f"{prefix}i{i}"] = self.sagemaker(
+                SageMakerMetric.INVOCATIONS, variant=variant, statistic="Sum", period_s=period_s
+            )
+            using[f"{prefix}r{i}"] = self.custom(
+                RequestMetric.REQUESTS, variant=variant, statistic="Sum", period_s=period_s
+            )
+            silent.append(f"(FILL({prefix}i{i}, 0) > 0 AND FILL({prefix}r{i}, 0) == 0)")
+        worst = f"MAX([{', '.join(f'{prefix}v{i}' for i in range(len(self.variant_names)))}])"
+        return cloudwatch.MathExpression(
+            expression=f"IF({' OR '.join(silent)}, {silent_value:g}, {worst})",
+            using_metrics=using,
+            period=cdk.Duration.seconds(period_s),
+            label=label,
+        )
+
     def error_rate(
         self, errors: SageMakerMetric, *, variants: Sequence[str], period_s: int, label: str
     ) -> cloudwatch.MathExpression:

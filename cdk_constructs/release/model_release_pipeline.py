@@ -29,6 +29,7 @@ from cdk_constructs.common.s3_grants import grant_asset_read
 from cdk_constructs.common.trust import account_service_principal, grant_pass_role_to
 from cdk_constructs.release.pipeline_definition import ReleaseKind, pipeline_definition
 from cdk_constructs.release.pipeline_steps import ReleaseTargets
+from serving_contract.model_artifacts import RELEASE_SCRATCH_PREFIX
 from serving_contract.outputs import pascal_case
 
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
@@ -41,10 +42,17 @@ RUNTIME = Path(__file__).parent
 
 
 class ModelReleasePipeline(Construct):
-    """One SageMaker Pipeline per release kind, one model package group per kind, and the role they run as.
+    """One SageMaker Pipeline per release kind, one model package group per kind, and the roles they run as.
+
+    Registering is split from approving (issue 53, finding 9): the release role may create model packages only with
+    ``release.approval_status`` (``PendingManualApproval`` in prod; IAM condition ``sagemaker:ModelApprovalStatus``),
+    and may not update them, so approving is a reviewer's ``UpdateModelPackage``. The Evaluate step, the one job
+    with network (the judge), runs as :attr:`evaluate_role`, which may read its inputs, write its report and invoke
+    the judge, and nothing else: no package, no job, no role to pass.
 
     Attributes:
-        role: the pipelines' and their jobs' execution role.
+        role: the pipelines' and their jobs' execution role (every step's but Evaluate's).
+        evaluate_role: the Evaluate step's job role.
         pipelines: kind -> ``AWS::SageMaker::Pipeline``.
         model_package_groups: kind -> ``AWS::SageMaker::ModelPackageGroup``.
     """
@@ -93,6 +101,12 @@ class ModelReleasePipeline(Construct):
         stack = cdk.Stack.of(self)
         processing_job_logs(self, "JobLogs", retention=job_log_retention)
         self.role = iam.Role(self, "Role", assumed_by=account_service_principal(SAGEMAKER_PRINCIPAL))
+        self.evaluate_role = iam.Role(
+            self,
+            "EvaluateRole",
+            assumed_by=account_service_principal(SAGEMAKER_PRINCIPAL),
+            description="The release pipelines' Evaluate step: reads its inputs, writes its report, asks the judge",
+        )
         code = s3_assets.Asset(
             self,
             "RuntimeCode",
@@ -103,6 +117,7 @@ class ModelReleasePipeline(Construct):
         )
         # The runtime code zip and nothing else of the CDK bootstrap's bucket (issue 49, finding 6).
         grant_asset_read(code, self.role)
+        grant_asset_read(code, self.evaluate_role)
         self.model_package_groups = {
             kind: sagemaker.CfnModelPackageGroup(
                 self,
@@ -115,6 +130,7 @@ class ModelReleasePipeline(Construct):
         }
         targets = ReleaseTargets(
             role_arn=self.role.role_arn,
+            evaluate_role_arn=self.evaluate_role.role_arn,
             bucket_name=bucket.bucket_name,
             code_s3_uri=code.s3_object_url,
             code_zip_name=code.s3_object_key.rsplit("/", 1)[-1],
@@ -150,9 +166,9 @@ class ModelReleasePipeline(Construct):
             base_models_prefix=base_models_prefix,
             adapters_prefix=adapters_prefix,
         )
-        policy = self.role.node.find_child("DefaultPolicy")
+        policies = [role.node.find_child("DefaultPolicy") for role in (self.role, self.evaluate_role)]
         for pipeline in self.pipelines.values():
-            pipeline.node.add_dependency(policy)  # a first execution right after the deploy needs the permissions
+            pipeline.node.add_dependency(*policies)  # a first execution right after the deploy needs the permissions
 
     def _grant(
         self,
@@ -168,10 +184,11 @@ class ModelReleasePipeline(Construct):
         for repository in repositories:  # the steps' images: tools, and the serving image the load test runs
             repository.grant_pull(role)
         # Read: versions (base models, adapters), the run's inputs, earlier steps' outputs (the pipeline reads
-        # property files as the role). Write: quantized checkpoints (a new base-model version folder), outputs.
+        # property files as the role). Write: the quantized checkpoint (to the run's scratch folder; Publish copies
+        # it into a new base-model version folder after the gates), reports.
         reads = [f"{base_models_prefix}/*", f"{adapters_prefix}/*", f"{RELEASE_INPUTS_PREFIX}/*"]
-        reads.append(f"{RELEASE_REPORTS_PREFIX}/*")
-        writes = [f"{base_models_prefix}/*", f"{RELEASE_REPORTS_PREFIX}/*"]
+        reads += [f"{RELEASE_REPORTS_PREFIX}/*", f"{RELEASE_SCRATCH_PREFIX}/*"]
+        writes = [f"{base_models_prefix}/*", f"{RELEASE_REPORTS_PREFIX}/*", f"{RELEASE_SCRATCH_PREFIX}/*"]
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadReleaseObjects", actions=["s3:GetObject"], resources=[bucket.arn_for_objects(p) for p in reads]
@@ -217,17 +234,62 @@ class ModelReleasePipeline(Construct):
             )
             for g in self.model_package_groups.values()
         ]
+        # Registering, not approving: a package may be created only with the configured status (PendingManualApproval
+        # in prod, app_config.release.check_deploy_approval); the role has no UpdateModelPackage.
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="RegisterModelPackages",
-                actions=["sagemaker:CreateModelPackage", "sagemaker:DescribeModelPackage", "sagemaker:AddTags"],
+                actions=["sagemaker:CreateModelPackage"],
+                resources=packages + groups,
+                conditions={"StringEquals": {"sagemaker:ModelApprovalStatus": release.approval_status}},
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadModelPackages",
+                actions=["sagemaker:DescribeModelPackage", "sagemaker:AddTags"],
                 resources=packages + groups,
             )
         )
         grant_pass_role_to(role, role, SAGEMAKER_PRINCIPAL)  # the pipeline passes its role to each step's job
+        grant_pass_role_to(self.evaluate_role, role, SAGEMAKER_PRINCIPAL)  # and the Evaluate step's to that job
         grant_processing_job_logs(role, sid="StepJobLogs")
-        # Converse is authorized as bedrock:InvokeModel. A cross-region inference profile (a "us."/"apac."
-        # prefix) routes to the foundation model in any of its regions, so the model's ARN names no region.
+        self._grant_evaluate(stack, bucket, repositories[0], release)
+        self._acknowledge(bucket, reads + writes)
+
+    def _grant_evaluate(
+        self, stack: cdk.Stack, bucket: s3.IBucket, tools_repository: ecr.IRepository, release: ReleaseConfig
+    ) -> None:
+        """The Evaluate step's role: pull the tools image, read the eval set, the catalog and the answers, write its
+        report, log, and invoke the judge model (Converse is authorized as bedrock:InvokeModel)."""
+        role = self.evaluate_role
+        tools_repository.grant_pull(role)
+        reads = [f"{RELEASE_INPUTS_PREFIX}/*", f"{RELEASE_REPORTS_PREFIX}/*"]
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadEvaluationInputs",
+                actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects(p) for p in reads],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListEvaluationInputs",
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": reads}},
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteEvaluationReport",
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[bucket.arn_for_objects(f"{RELEASE_REPORTS_PREFIX}/*")],
+            )
+        )
+        grant_processing_job_logs(role, sid="EvaluateJobLogs")
+        # A cross-region inference profile (a "us."/"apac." prefix) routes to the foundation model in any of its
+        # regions, so the model's ARN names no region.
         model = release.judge_model_id
         foundation, profile = judge_foundation_model(model)
         judge_resources = [f"arn:{stack.partition}:bedrock:*::foundation-model/{foundation}"]
@@ -238,9 +300,26 @@ class ModelReleasePipeline(Construct):
         role.add_to_policy(
             iam.PolicyStatement(sid="JudgeModel", actions=["bedrock:InvokeModel"], resources=judge_resources)
         )
-        self._acknowledge(bucket, reads + writes, foundation)
+        arn = bucket_arn_placeholder(role, bucket)
+        acknowledge_all(
+            role,
+            [f"AwsSolutions-IAM5[Resource::{arn}/{folder}]" for folder in reads],
+            "The eval set and title catalog under release-inputs/ and the run's answers and report under "
+            "release-reports/<execution id>/, named at run time.",
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken has no resource-level permissions (grant_pull).",
+        )
+        partition = pseudo_placeholder(self, "Partition")
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:bedrock:*::foundation-model/{foundation}]",
+            "The judge model in every region: a cross-region inference profile routes to any of them.",
+        )
 
-    def _acknowledge(self, bucket: s3.IBucket, folders: list[str], judge_foundation_model: str) -> None:
+    def _acknowledge(self, bucket: s3.IBucket, folders: list[str]) -> None:
         arn = bucket_arn_placeholder(self.role, bucket)
         acknowledge_all(
             self.role,
@@ -265,9 +344,3 @@ class ModelReleasePipeline(Construct):
                 f"AwsSolutions-IAM5[Resource::{package}]",
                 "A model package's ARN ends in its version number, assigned at registration, in this group only.",
             )
-        partition = pseudo_placeholder(self, "Partition")
-        acknowledge(
-            self.role,
-            f"AwsSolutions-IAM5[Resource::arn:{partition}:bedrock:*::foundation-model/{judge_foundation_model}]",
-            "The judge model in every region: a cross-region inference profile routes to any of them.",
-        )

@@ -2,8 +2,8 @@
 
 Two pipelines, one run per version (seed 000 §5, "CI/CD Pipeline For Model Updates"):
 
-- ``base_model``: [Quantize] -> Validate -> LoadTest (and BaselineLoadTest) -> Evaluate -> Gates -> Register |
-  GateFailed;
+- ``base_model``: [Quantize] -> Validate -> LoadTest (and BaselineLoadTest) -> Evaluate -> Gates -> [Publish ->]
+  Register | GateFailed;
 - ``adapter``: Validate -> LoadTest -> Evaluate -> Gates -> Register | GateFailed.
 
 Quantize, Validate and Evaluate run the tools image (``release.tools_image_tag``: the serving image's
@@ -12,7 +12,10 @@ instance type, and BaselineLoadTest the same on the unquantized source (the BF16
 ``release.baseline_drop_gates``). Each runs ``python3 -m runtime.<step>`` from the runtime code asset (a zip on the
 ``PYTHONPATH``, ``runtime/``). Gates is a condition step on the evaluate report's ``passed``; GateFailed
 is a fail step whose message is the report's ``summary`` (each failing metric, its value and its
-threshold). Register is a ``RegisterModel`` step: a model package in the kind's model package group,
+threshold). Quantize writes to the run's scratch folder, and Publish, after the gates, copies the checkpoint into
+its version folder and checks it against the digest Validate computed (issue 53, finding 14: a quantized
+checkpoint used to land in the version folder before the gates, and a failed run left it there). Register is a
+``RegisterModel`` step: a model package in the kind's model package group,
 with the evaluation report as its model-quality statistics and the pin in its customer metadata.
 
 The steps are made with ``pipeline_steps.py`` (the SDK, offline; the jobs' folders; the targets).
@@ -33,6 +36,7 @@ from cdk_constructs.release.pipeline_steps import (
     CALIBRATION_DIR,
     CATALOG_DIR,
     EVAL_DIR,
+    EVALUATE_ROLE_PLACEHOLDER,
     MODEL_DIR,
     OUTPUT_DIR,
     ROLE_PLACEHOLDER,
@@ -114,7 +118,8 @@ class _Builder(StepBuilder):
                 self.input("source-model", self.source_model, MODEL_DIR),
                 self.input("calibration", self.calibration, CALIBRATION_DIR),
             ],
-            outputs=[self.output("quantized", self.model_uri())],
+            # Scratch, not the version folder: a run whose gates fail leaves no file there (Publish writes it).
+            outputs=[self.output("quantized", self.scratch_uri("quantize"))],
             arguments=[
                 "--model-dir",
                 MODEL_DIR,
@@ -263,6 +268,10 @@ class _Builder(StepBuilder):
             json.dumps(self.release.gates),
             "--required-languages",
             ",".join(self.release.required_languages),
+            "--min-rows",
+            str(self.release.min_eval_rows),
+            "--min-title-rows",
+            str(self.release.min_invented_titles_rows),
             "--judge-model-id",
             self.release.judge_model_id,
             "--report-dir",
@@ -290,13 +299,32 @@ class _Builder(StepBuilder):
             inputs=inputs,
             outputs=[self.output("report", self.report_uri("evaluate"))],
             # Not isolated: the judge is Bedrock's Converse API (release.judge_model_id), reached over the network.
+            # Its own role: a job with network may not register packages, start jobs or pass roles.
             isolated=False,
+            role=EVALUATE_ROLE_PLACEHOLDER,
             arguments=arguments,
             property_files=[report],
         )
         return step, report
 
-    def register(self, validate: Any, validation: Any, evaluate: Any) -> Any:
+    def publish(self, quantized: Any, sha256: Any) -> Any:
+        """Publish (after the gates): the quantized checkpoint from the scratch folder into its version folder, checked
+        against ``sha256``, the digest Validate wrote (runtime/publish.py)."""
+        uri = quantized.properties.ProcessingOutputConfig.Outputs["quantized"].S3Output.S3Uri
+        return self.processing_step(
+            "Publish",
+            module="publish",
+            image=self.tools_image,
+            python=TOOLS_PYTHON,
+            instance_type=self.release.eval_instance_type,
+            volume_gb=self.release.eval_volume_size_gb,
+            max_runtime_s=self.release.step_max_runtime_s,
+            inputs=[self.input("quantized", uri, MODEL_DIR)],
+            outputs=[self.output("published", self.model_uri())],
+            arguments=["--source-dir", MODEL_DIR, "--out-dir", OUTPUT_DIR, "--sha256", sha256],
+        )
+
+    def register(self, validate: Any, validation: Any, evaluate: Any, after: Any | None = None) -> Any:
         functions = self.sdk["functions"]
         sha256 = functions.JsonGet(step_name=validate.name, property_file=validation, json_path="artifact_sha256")
         if self.kind == "adapter":
@@ -332,7 +360,7 @@ class _Builder(StepBuilder):
                 "base_model_version": self.base_version,
             },
         }
-        return _register_step(self.sdk, "Register", request)
+        return _register_step(self.sdk, "Register", request, after)
 
     def pipeline(self, name: str) -> Any:
         workflow, conditions, functions = self.sdk["workflow"], self.sdk["conditions"], self.sdk["functions"]
@@ -347,10 +375,15 @@ class _Builder(StepBuilder):
         evaluate, evaluation = self.evaluate(load_test, baseline)
         passed = functions.JsonGet(step_name=evaluate.name, property_file=evaluation, json_path="passed")
         summary = functions.JsonGet(step_name=evaluate.name, property_file=evaluation, json_path="summary")
+        passing: list[Any] = []
+        if quantized is not None:
+            sha256 = functions.JsonGet(step_name=validate.name, property_file=validation, json_path="artifact_sha256")
+            passing.append(self.publish(quantized, sha256))
+        passing.append(self.register(validate, validation, evaluate, after=passing[0] if passing else None))
         gates = workflow.ConditionStep(
             name="Gates",
             conditions=[conditions.ConditionEquals(left=passed, right=True)],
-            if_steps=[self.register(validate, validation, evaluate)],
+            if_steps=passing,
             else_steps=[workflow.FailStep(name="GateFailed", error_message=summary)],
         )
         steps += [validate, load_test, *([baseline] if baseline is not None else []), evaluate, gates]
@@ -363,18 +396,20 @@ class _Builder(StepBuilder):
         )
 
 
-def _register_step(sdk: Mapping[str, Any], name: str, request: dict[str, Any]) -> Any:
+def _register_step(sdk: Mapping[str, Any], name: str, request: dict[str, Any], after: Any | None = None) -> Any:
     """A ``RegisterModel`` step of a CreateModelPackage request.
 
     The SDK's own ``ModelStep`` takes its arguments only from ``ModelBuilder.register()``, which calls S3
     (ListBuckets) while building them: not offline. This is the same step type with the request written
-    here; its properties are DescribeModelPackage's, as the SDK's.
+    here; its properties are DescribeModelPackage's, as the SDK's. ``after``: a step it waits for (Publish).
     """
     workflow, properties = sdk["workflow"], sdk["properties"]
 
     class RegisterModelPackage(workflow.Step):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
-            super().__init__(name, step_type=workflow.StepTypeEnum.REGISTER_MODEL)
+            super().__init__(
+                name, step_type=workflow.StepTypeEnum.REGISTER_MODEL, depends_on=[after] if after is not None else None
+            )
             self._properties = properties.Properties(step_name=name, step=self, shape_name="DescribeModelPackageOutput")
 
         @property
@@ -394,4 +429,6 @@ def pipeline_definition(kind: ReleaseKind, targets: ReleaseTargets, release: Rel
         warnings.simplefilter("ignore")  # "Running within a PipelineSession": the point of it
         builder = _Builder(kind, targets, release)
         definition = str(builder.pipeline(f"release-{kind.replace('_', '-')}").definition())
-    return definition.replace(ROLE_PLACEHOLDER, targets.role_arn)
+    return definition.replace(ROLE_PLACEHOLDER, targets.role_arn).replace(
+        EVALUATE_ROLE_PLACEHOLDER, targets.evaluate_role_arn
+    )

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from serving_contract.model_artifacts import RELEASE_SCRATCH_PREFIX
+
 PROCESSING: Final = "/opt/ml/processing"
 CODE_DIR: Final = f"{PROCESSING}/input/code"
 MODEL_DIR: Final = f"{PROCESSING}/input/model"
@@ -34,6 +36,8 @@ VALIDATION_FILE: Final = "validation.json"
 ROLE_PLACEHOLDER: Final = "arn:aws:iam::000000000000:role/release-pipeline-role"
 """Written for the role while the SDK builds the steps, then replaced by the role's ARN: the SDK looks a role
 up in IAM unless its text holds a '/' (``Session.expand_role``), and a CDK token's text has none."""
+EVALUATE_ROLE_PLACEHOLDER: Final = "arn:aws:iam::000000000000:role/release-evaluate-role"
+"""The same for the Evaluate step's own role (:attr:`ReleaseTargets.evaluate_role_arn`)."""
 IMAGE_PYTHONPATH: Final = "/opt/app"
 """The serving image's own ``PYTHONPATH`` (container/Dockerfile: ``serving_app``, ``serving_contract``). A job's
 environment replaces the image's, so each step's ``PYTHONPATH`` names it after the code zip: the load test's
@@ -49,7 +53,9 @@ class ReleaseTargets:
     """What the pipelines act on. Strings may be CDK tokens (see the module docstring).
 
     Attributes:
-        role_arn: the pipeline's and its jobs' execution role.
+        role_arn: the pipeline's and its jobs' execution role (every step's but Evaluate's).
+        evaluate_role_arn: the Evaluate step's job role: the only step with network (the judge), so it may not
+            register model packages, start jobs or pass roles (issue 53, finding 9).
         bucket_name: the model-artifacts bucket (``<prefix>/<name>/<version>/`` folders, reports).
         code_s3_uri: the runtime code asset, a zip (``s3://.../<hash>.zip``).
         code_zip_name: the zip's object name, as downloaded into ``CODE_DIR``.
@@ -64,6 +70,7 @@ class ReleaseTargets:
     """
 
     role_arn: str
+    evaluate_role_arn: str
     bucket_name: str
     code_s3_uri: str
     code_zip_name: str
@@ -143,6 +150,12 @@ class StepBuilder:
         execution = self.sdk["execution_variables"].ExecutionVariables.PIPELINE_EXECUTION_ID
         return self.join("s3://", self.bucket, "/release-reports/", execution, f"/{step}")
 
+    def scratch_uri(self, step: str) -> Any:
+        """Where a step's intermediate output goes: ``s3://<bucket>/release-scratch/<pipeline execution id>/<step>``
+        (the quantized checkpoint before the gates; the bucket's lifecycle rule expires the prefix)."""
+        execution = self.sdk["execution_variables"].ExecutionVariables.PIPELINE_EXECUTION_ID
+        return self.join("s3://", self.bucket, f"/{RELEASE_SCRATCH_PREFIX}/", execution, f"/{step}")
+
     def input(self, name: str, uri: Any, local_path: Any) -> Any:
         shapes = self.sdk["shapes"]
         return shapes.ProcessingInput(
@@ -175,16 +188,18 @@ class StepBuilder:
         environment: Mapping[str, str] | None = None,
         property_files: list[Any] | None = None,
         isolated: bool = True,
+        role: str = ROLE_PLACEHOLDER,
     ) -> Any:
         """A Processing step running ``python -m runtime.<module>`` from the code asset.
 
         ``isolated`` (the default) runs its container with no network at all
         (``NetworkConfig.EnableNetworkIsolation``; SageMaker still downloads the inputs and uploads the
         outputs): a step that only reads its inputs can send nothing anywhere, whatever a package in the
-        image does (issue 49, finding 6). Only a step that calls a service (the judge) passes False.
+        image does (issue 49, finding 6). Only a step that calls a service (the judge) passes False. ``role`` is the
+        job's role placeholder (:data:`ROLE_PLACEHOLDER`, or :data:`EVALUATE_ROLE_PLACEHOLDER`).
         """
         processor = self.sdk["processing"].Processor(
-            role=ROLE_PLACEHOLDER,
+            role=role,
             image_uri=image,
             instance_count=1,
             instance_type=instance_type,

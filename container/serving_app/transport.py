@@ -8,8 +8,13 @@ declared ``Content-Length``. :func:`limited_protocol` subclasses uvicorn's own h
 protocol and adds them at the parser callbacks, so a refused request never reaches the app,
 the in-flight count or the SIGTERM drain.
 
-Refusals are written straight to the socket (``431``, ``413``, ``408``) with
-``Connection: close`` and the connection is closed.
+Refusals are written straight to the socket (``431``, ``413``, ``408``) with ``Connection: close``, then
+the connection closes the way nginx's ``lingering_close`` does (issue 53, finding 17): the write side is shut
+(the client reads the answer and then end of stream) and whatever the client still sends is read and discarded,
+up to :data:`LINGER_MAX_BYTES` and the request read deadline, before the socket closes. Closing at once while
+the body was still arriving made the kernel answer the unread bytes with a reset, and a client that sends its
+whole body before it reads (urllib, botocore) saw a connection error instead of its 413; botocore retries that
+as a network fault.
 """
 
 from __future__ import annotations
@@ -57,6 +62,11 @@ class TransportLimits:
     body_bound: str = f"{SAGEMAKER_MAX_BODY_BYTES} bytes"
 
 
+LINGER_MAX_BYTES: Final = 2 * SAGEMAKER_MAX_BODY_BYTES
+"""Bytes of a refused request's remaining upload read and discarded before the connection closes: twice the most
+SageMaker forwards (its 6 MB payload limit), so a direct client a little over it (a 7 MB test body) still reads
+its 413. A client sending more is cut off (reset) at this, or at the read deadline."""
+
 KEEP_ALIVE_S: Final = 65
 """Idle keep-alive after a response, seconds: longer than the 60 s idle timeout of AWS's
 proxies (ALB's default), so the proxy in front closes idle connections first and never
@@ -87,6 +97,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._header_bytes = 0
         self._body_bytes = 0
         self._refused = False
+        self._linger_timer: asyncio.TimerHandle | None = None
+        self._discarded = 0
 
     # -- the read deadline: from connection/previous response to the last body byte
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -95,6 +107,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
         super().connection_lost(exc)
 
     def _arm(self) -> None:
@@ -156,6 +171,17 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if not self._refused:
             super().data_received(data)
+            return
+        self._discarded += len(data)  # lingering: read and dropped
+        if self._discarded > LINGER_MAX_BYTES:
+            self._close()
+
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown: a refused connection has nothing left to answer."""
+        if self._refused:
+            self._close()
+            return
+        super().shutdown()
 
     def send_400_response(self, msg: str) -> None:
         if not self._refused:  # the parser error is our own _RefusedError
@@ -188,8 +214,29 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n"
             )
             self.transport.write(head.encode() + payload)
-            self.transport.close()
+            self._linger()
         self._refused = True
+
+    def _linger(self) -> None:
+        """Half-close after the refusal and discard what still arrives, within the read deadline (module docstring).
+        A request the app already holds (a 413 or 408 mid-body) sees the client gone, so it ends and leaves the
+        in-flight count and the drain."""
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        self.transport.write_eof()  # after the answer: the client reads it, then end of stream
+        self.flow.resume_reading()  # the app's flow control may have paused reads mid-body
+        self._linger_timer = self.loop.call_later(self.limits.request_read_timeout_s, self._close)
+
+    def _close(self) -> None:
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
 
 
 def limited_protocol(limits: TransportLimits) -> type[HttpToolsProtocol]:

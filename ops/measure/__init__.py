@@ -32,6 +32,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from app_config.loader import set_in_stage_overlay
 from app_config.root import AppConfig
 from app_config.throughput_config import MeasuredCurve
+from app_config.variants import capacity_job_instance_types
 from cli_support.argtypes import positive_float
 from ops.endpoint import output_values, outputs_in_file
 from ops.exit_codes import ExitCode, OpsError, aws_error
@@ -160,6 +161,15 @@ def run_capacity(
 
 
 def _bound(config: AppConfig, instance_type: str) -> CostBound:
+    allowed = capacity_job_instance_types(config.capacity.job, config.serving)
+    if instance_type not in allowed:
+        # The operator policy would refuse the job (sagemaker:InstanceTypes): say so before anything starts.
+        raise OpsError(
+            f"--instance-type {instance_type}: not a capacity job candidate ({', '.join(allowed)}: "
+            "capacity.job.instance_types and the variants' own); add it to capacity.job.instance_types and deploy "
+            "the Serving stack, whose operator policy allows those types only",
+            ExitCode.USAGE,
+        )
     try:
         instance_gpus(instance_type)
         plan = Planner.of(config).memory_plan(instance_type)

@@ -10,6 +10,9 @@ import json
 import signal
 import socket
 import threading
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,6 +84,53 @@ def test_a_declared_length_over_the_body_bound_gets_413_before_any_body_is_sent(
             413,
             f"body is {length} bytes (Content-Length): at most {BODY_BOUND}",
         )
+
+
+FLOOD = json.dumps({"messages": [{"role": "user", "content": "x"}] * 150_000}).encode()
+"""Issue 53, finding 17's body: ~5 MB of 150k tiny messages, over the body bound, under SageMaker's 6 MB."""
+
+
+def test_a_client_that_sends_its_whole_body_before_reading_gets_its_413(gateway: Serve) -> None:
+    """Issue 53, finding 17: the gateway answered 413 at the headers and closed while the body still arrived; the
+    kernel reset the connection, and a client that reads only after sending (this one) got a connection error."""
+    assert 5_000_000 < len(FLOOD) < 6_291_456
+    with connect(gateway) as sock:
+        sock.sendall(request_head(length=len(FLOOD)) + FLOOD)
+        assert status_and_message(read_all(sock)) == (
+            413,
+            f"body is {len(FLOOD)} bytes (Content-Length): at most {BODY_BOUND}",
+        )
+
+
+def test_urllib_posting_the_flood_reads_the_413_and_its_message(gateway: Serve) -> None:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{gateway.port}/invocations", data=FLOOD, headers={"content-type": "application/json"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 413
+    message = json.loads(refused.value.read())["error"]["message"]
+    assert message == f"body is {len(FLOOD)} bytes (Content-Length): at most {BODY_BOUND}"
+
+
+def test_a_refused_connection_lingers_no_longer_than_the_read_deadline(gateway: Serve) -> None:
+    """The lingering close is bounded: a client that keeps the connection open and sends nothing more is cut off
+    once REQUEST_READ_TIMEOUT_S (1 s here) has passed since the refusal."""
+    with connect(gateway) as sock:
+        sock.sendall(request_head(length=1_000_000_000))
+        assert status_and_message(read_all(sock))[0] == 413  # the answer, then end of stream: half-closed
+
+        def closed() -> bool:
+            try:
+                sock.sendall(b"x" * 1024)  # the server's reset, once it has closed, fails a later send
+            except (BrokenPipeError, ConnectionResetError):
+                return True
+            return False
+
+        deadline = time.monotonic() + 10
+        while not closed():
+            assert time.monotonic() < deadline, "the refused connection was still open after 10 s"
+            time.sleep(0.1)
 
 
 def test_a_chunked_body_over_the_bound_gets_413(gateway: Serve) -> None:

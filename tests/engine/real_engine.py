@@ -161,10 +161,13 @@ class RealGateway:
         self.port, self.engine_port = (r.port for r in self.reservations)
         self.url = f"http://127.0.0.1:{self.port}"
         self.engine_url = f"http://127.0.0.1:{self.engine_port}"
+        # Absent until a test paces the engine (pace_engine): engine_shim/sitecustomize.py reads it at each step.
+        self.pace_file = Path(tempfile.mkdtemp(prefix="engine-pace-")) / "pace"
         environ = {
             **os.environ,
             **ENGINE_ENV,
             "ADAPTER_SRC_ROOT": tempfile.gettempdir(),  # the model and tests' adapters live in tmp
+            "ENGINE_SHIM_PACE_FILE": str(self.pace_file),
             **(env or {}),
             "PYTHONPATH": os.pathsep.join([str(REPO / "container"), str(REPO), str(SHIM)]),
             "PYTHONUNBUFFERED": "1",
@@ -236,6 +239,12 @@ class RealGateway:
         with contextlib.suppress(OSError):
             return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         return ""
+
+    def pace_engine(self, step_s: float) -> None:
+        """From the next engine step on, the engine core sleeps ``step_s`` seconds after each step that ran the
+        model (0 stops it): a stream of N tokens then lasts at least N x ``step_s`` on any runner
+        (engine_shim/sitecustomize.py)."""
+        self.pace_file.write_text(f"{step_s:g}")
 
     def stop(self) -> None:
         """SIGTERM (the gateway drains and stops the engine), SIGKILL whatever is left."""

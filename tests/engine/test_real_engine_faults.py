@@ -21,14 +21,24 @@ pytestmark = pytest.mark.real_engine
 
 STREAMS = 8
 STREAM_TOKENS = 500
-"""Tokens per stream: enough that no stream ends between its first chunk and the SIGTERM the test sends
-then. Too many and a stream outlives the relay's REQUEST_TIMEOUT_S (59 s, SageMaker's most): 1000 tokens
-of 8 streams took about 57 s on the slowest CI machine seen (2026-11-25), so 500 take ~29 s there. (The
-test once waited for every stream's first chunk before the signal: with one of two cores busy, all eight
-had ended by then, 2026-11-27.)
+"""Tokens per stream. Too many and a stream outlives the relay's REQUEST_TIMEOUT_S (59 s, SageMaker's most): 1000
+tokens of 8 streams took about 57 s on the slowest CI machine seen (2026-11-25), so 500 take ~29 s there, plus
+the pace's 10 s (:data:`PACE_S`).
 The drain itself is out of the race: the shared gateway's DRAIN_TIMEOUT_S is 240 s (``ENGINE_ENV``).
 The first chunks are kept close together: every adapter is loaded and every connection open before
 the streams start behind a barrier."""
+PACE_S = 0.02
+"""Seconds the engine core sleeps after each step while the streams run (``RealGateway.pace_engine``): every stream
+lasts at least STREAM_TOKENS x PACE_S = 10 s after its first token, so none can end between the first chunk the
+client sees and the SIGTERM it then sends, a few milliseconds later, on any runner.
+
+Issue 53, finding 16: unpaced, the test failed 2 of 11 runs on an idle 2-core machine with the drain's count 0
+while all 8 streams ended complete. The gateway's count was right (tests/container/test_lifecycle.py holds four
+streams after their first chunk and the drain counts them): a stream is in flight from its request to its last
+byte. The test raced: with two cores, vLLM's API server fell behind its engine core and sent each stream in a few
+merged chunks (a slow reader's deltas are merged), so the first chunk a client saw came with the rest of the stream
+behind it, and every stream had ended before the signal's handler ran. (Before 282d4a1 the test waited for every
+stream's first chunk, which let them end on a busy runner too.)"""
 ENGINE_MAX_MODEL_LEN = int(ENGINE_ENV["ENGINE_MAX_MODEL_LEN"])
 SHUTDOWN_BUDGET_S = float(ENGINE_ENV["SHUTDOWN_BUDGET_S"])
 
@@ -53,6 +63,7 @@ def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gatew
     for adapter in ADAPTERS:  # no stream pays for an adapter load after the barrier
         warm = {"model": adapter, "messages": [{"role": "user", "content": "warm"}], "max_tokens": 1}
         assert httpx.post(gateway.url + "/invocations", json=warm, timeout=120).status_code == 200
+    gateway.pace_engine(PACE_S)  # the last test on this gateway: it ends with it
 
     def stream(index: int) -> None:
         body = {
@@ -76,9 +87,9 @@ def test_sigterm_finishes_every_stream_refuses_new_work_and_exits_0(shared_gatew
     threads = [threading.Thread(target=stream, args=(i,)) for i in range(STREAMS)]
     for thread in threads:
         thread.start()
-    # SIGTERM at the first chunk of any stream: no stream of STREAM_TOKENS can have ended, however far apart a
-    # busy runner starts them. A stream the gateway took before the signal is drained to its end; one that
-    # reaches it later is refused (both are asserted below, and the drain's own count must match).
+    # SIGTERM at the first chunk of any stream: the pace keeps every stream going for 10 s after it (PACE_S),
+    # however far apart a busy runner starts them. A stream the gateway took before the signal is drained to its
+    # end; one that reaches it later is refused (both are asserted below, and the drain's own count must match).
     wait_for(lambda: any(e.is_set() for e in first_chunk), 120, "a stream's first chunk")
     engine = gateway.descendants()
     gateway.proc.send_signal(signal.SIGTERM)

@@ -1,13 +1,17 @@
 """The deploy's approval check in the Serving template (issue 47): in prod, on the defaults, a
 ``Custom::ApprovedPins`` resource over every pin in effect, which what deploys the pins waits for."""
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from app_config.pins import pin_package_group, pins_in_effect
 from cdk_constructs.approval.approved_pins import RESOURCE_TYPE, RUNTIME
+from tests.conftest import CANARY_BUILD_OVERRIDES
 from tests.metric_refs import resources
-from tests.synth_helpers import Synth
+from tests.synth_helpers import Synth, synthesize
 
 
 def _check(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -32,6 +36,7 @@ def test_prod_on_the_defaults_checks_every_pin_before_the_endpoint_config(defaul
             "Key": ref.key,
             "Pin": ref.pin,
             **dict(zip(("Group", "Artifact"), pin_package_group(config, ref), strict=True)),
+            "Package": "",  # the defaults record no package: the deploy refuses each pin until one is
         }
         for ref in pins_in_effect(config)
     ]
@@ -45,13 +50,25 @@ def test_prod_on_the_defaults_checks_every_pin_before_the_endpoint_config(defaul
     assert logical_id in endpoint_config["DependsOn"]
 
 
-def test_the_handler_may_list_packages_and_describe_the_releases_groups_only(default_synth: Synth) -> None:
+def test_the_handler_may_describe_the_releases_packages_and_its_own_stack_only(default_synth: Synth) -> None:
     statements = {s.get("Sid"): s for s in _statements(default_synth.template_json("Serving"))}
-    assert statements["ListModelPackages"]["Action"] == "sagemaker:ListModelPackages"
+    assert "ListModelPackages" not in statements  # it describes the recorded package, never searches the group
     described = statements["DescribeReleasedPackages"]
     assert described["Action"] == "sagemaker:DescribeModelPackage"
     tails = sorted(arn["Fn::Join"][1][-1] for arn in described["Resource"])
     assert tails == [":model-package/mangaassist-prod-adapters/*", ":model-package/mangaassist-prod-base-model/*"]
+    own = statements["ReadOwnStackStatus"]
+    assert (own["Action"], own["Resource"]) == ("cloudformation:DescribeStacks", {"Ref": "AWS::StackId"})
+
+
+def test_a_recorded_package_reaches_the_check(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """release.registered_packages: the ARN of the package the release registered for a pinned version."""
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:model-package/mangaassist-prod-adapters/7"
+    overrides = {**CANARY_BUILD_OVERRIDES, "release.registered_packages": json.dumps({"manga_domain_v3/v4": arn})}
+    synth = synthesize(tmp_path_factory.mktemp("cdk-out-registered"), overrides)
+    _, properties = _check(synth.template_json("Serving"))
+    (adapter,) = [p for p in properties["Pins"] if p["Key"] == "image.build.canary.adapters.manga_domain_v3"]
+    assert adapter["Package"] == arn
 
 
 def test_the_handler_bundles_the_lookup_ops_uses(default_synth: Synth) -> None:

@@ -151,6 +151,12 @@ def test_the_operator_starts_only_this_endpoints_encrypted_bounded_jobs(default_
                 {
                     "ArnEquals": {"sagemaker:VolumeKmsKey": key, "sagemaker:OutputKmsKey": key},
                     "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": max_runtime_s},
+                    # Issue 53, finding 11: no network, the candidates' instance types only, named in the request.
+                    "Bool": {"sagemaker:NetworkIsolation": "true"},
+                    "ForAllValues:StringEquals": {
+                        "sagemaker:InstanceTypes": ["ml.g5.xlarge", "ml.g6.xlarge", "ml.g6e.xlarge"]
+                    },
+                    "Null": {"sagemaker:InstanceTypes": "false"},
                 },
             ),
             (("sagemaker:AddTags", "sagemaker:DescribeProcessingJob", "sagemaker:StopProcessingJob"), (jobs,), {}),

@@ -154,7 +154,7 @@ def test_the_artifacts_stack_exports_its_bucket_with_no_consumer(
     from stacks.model_artifacts_stack import ModelArtifactsStack
 
     app = cdk.App(outdir=str(tmp_path))
-    alone = ModelArtifactsStack(app, "Alone", capture_retention_days=30)
+    alone = ModelArtifactsStack(app, "Alone", capture_retention_days=30, scratch_retention_days=7)
     outputs_ = app.synth().get_stack_by_name(alone.stack_name).template["Outputs"]
     exported = {o["Export"]["Name"] for o in outputs_.values() if "Export" in o}
     assert len(exported) == 2, outputs_  # the bucket's name and ARN

@@ -91,10 +91,42 @@ def test_the_base_model_pipeline_runs_quantize_validate_load_test_evaluate_then_
     assert json.loads(args[args.index("--language-mix") + 1]) == {"en": 0.7, "ja": 0.3}
     assert args[args.index("--llmcompressor-version") + 1] == "0.14.0.1"
     (output,) = quantize["ProcessingOutputConfig"]["Outputs"]
+    # Issue 53, finding 14: the run's scratch folder, not the version folder (Publish writes that after the gates).
+    assert (
+        _join(output["S3Output"]["S3Uri"])
+        == "s3://{ArtifactsBucket}/release-scratch/{Execution.PipelineExecutionId}/quantize"
+    )
+
+
+def test_a_quantized_checkpoint_reaches_its_version_folder_only_after_the_gates(default_synth: Synth) -> None:
+    """Issue 53, finding 14: Quantize wrote into base-models/<name>/<version>/ before the gates ran, and a failed run
+    left it there. Now Publish, the gates' first passing step, copies it there, checked against Validate's digest,
+    and Register waits for it."""
+    steps = _steps(_definition(default_synth, "base_model"))
+    assert [s["Name"] for s in steps["Gates"]["Arguments"]["IfSteps"]] == ["Publish", "Register"]
+    publish = steps["Publish"]["Arguments"]
+    assert _inputs(steps["Publish"])["quantized"] == (
+        "{Steps.Quantize.ProcessingOutputConfig.Outputs['quantized'].S3Output.S3Uri}",
+        "/opt/ml/processing/input/model",
+    )
+    (output,) = publish["ProcessingOutputConfig"]["Outputs"]
     assert (
         _join(output["S3Output"]["S3Uri"])
         == "s3://{ArtifactsBucket}/base-models/llama-3-8b-instruct-awq/{BaseModelVersion}/"
     )
+    args = [_join(a) for a in publish["AppSpecification"]["ContainerArguments"]]
+    assert args[args.index("--sha256") + 1] == "{Steps.Validate.PropertyFiles.Validation:artifact_sha256}"
+    assert steps["Register"]["DependsOn"] == ["Publish"]
+    writers = {
+        name
+        for name, step in steps.items()
+        if step["Type"] == "Processing"
+        and any(
+            "base-models/" in _join(o["S3Output"]["S3Uri"])
+            for o in step["Arguments"]["ProcessingOutputConfig"]["Outputs"]
+        )
+    }
+    assert writers == {"Publish"}
 
 
 def test_validate_reads_the_quantized_checkpoint_and_digests_it(default_synth: Synth) -> None:
@@ -171,7 +203,9 @@ def test_every_step_but_the_judges_runs_without_network(default_synth: Synth) ->
             name for name, args in processing.items() if args.get("NetworkConfig", {}).get("EnableNetworkIsolation")
         }
         # A base release also load-tests its BF16 baseline for the answers the gates compare (issue 47).
-        expected = {"Validate", "LoadTest"} | ({"Quantize", "BaselineLoadTest"} if kind == "base_model" else set())
+        expected = {"Validate", "LoadTest"} | (
+            {"Quantize", "BaselineLoadTest", "Publish"} if kind == "base_model" else set()
+        )
         assert isolated == expected and set(processing) - isolated == {"Evaluate"}
     quantize = _steps(_definition(default_synth, "base_model"))["Quantize"]["Arguments"]
     assert quantize["Environment"]["HF_HUB_OFFLINE"] == "1"  # nothing to fetch: the checkpoint is an input
@@ -237,13 +271,60 @@ def test_one_model_package_group_per_kind_and_outputs_name_them(default_synth: S
     assert outputs.model_package_group_output("base_model") in outputs_
 
 
-def test_the_role_runs_only_pipeline_jobs_and_invokes_only_the_judge(default_synth: Synth) -> None:
+def _job_roles(synth: Synth, kind: str) -> dict[str, str]:
+    """Each processing step's ``RoleArn``: the logical id of the role whose ARN CloudFormation joins in there."""
+    resources = synth.template(UNIT).find_resources("AWS::SageMaker::Pipeline")
+    (body,) = (
+        r["Properties"]["PipelineDefinition"]["PipelineDefinitionBody"]
+        for r in resources.values()
+        if r["Properties"]["PipelineName"].endswith(kind.replace("_", "-"))
+    )
+    parts, text, roles = body["Fn::Join"][1], "", {}
+    for part in parts:
+        if isinstance(part, str):
+            text += part
+        elif text.endswith('"RoleArn": "'):
+            step = text[text.rindex('"Name": "') + 9 :].split('"', 1)[0]
+            roles[step] = part["Fn::GetAtt"][0]
+            text += "{cfn}"
+        else:
+            text += "{cfn}"
+    return roles
+
+
+def _role_statements(synth: Synth, role: str) -> dict[str, dict[str, Any]]:
+    """The statements of ``role``'s policies (``Role`` or ``EvaluateRole``), by Sid (and by action for the rest)."""
+    policies = synth.template(UNIT).find_resources("AWS::IAM::Policy")
+    prefix = f"ModelRelease{role}DefaultPolicy"
+    statements = [
+        s
+        for lid, p in policies.items()
+        if lid.startswith(prefix)
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    return {s.get("Sid") or json.dumps(s["Action"]): s for s in statements}
+
+
+def _actions(statements: dict[str, dict[str, Any]]) -> set[str]:
+    found: set[str] = set()
+    for statement in statements.values():
+        action = statement["Action"]
+        found |= {action} if isinstance(action, str) else set(action)
+    return found
+
+
+def test_the_release_role_registers_packages_only_as_pending_and_runs_only_pipeline_jobs(default_synth: Synth) -> None:
+    """Issue 53, finding 9: CreateModelPackage had no condition on the approval status, so the release role (and any
+    step running as it) could register a package as Approved."""
+    statements = _role_statements(default_synth, "Role")
+    register = statements["RegisterModelPackages"]
+    assert register["Action"] == "sagemaker:CreateModelPackage"
+    assert register["Condition"] == {"StringEquals": {"sagemaker:ModelApprovalStatus": "PendingManualApproval"}}
+    assert [s for s in statements.values() if "sagemaker:CreateModelPackage" in json.dumps(s["Action"])] == [register]
+    assert "sagemaker:UpdateModelPackage" not in _actions(statements)
+    assert "processing-job/pipelines-*" in json.dumps(statements["RunStepJobs"]["Resource"])
+    assert "bedrock:InvokeModel" not in _actions(statements)  # the judge is the Evaluate step's
     policies = default_synth.template(UNIT).find_resources("AWS::IAM::Policy")
-    statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
-    by_sid = {s.get("Sid"): s for s in statements if s.get("Sid")}
-    assert by_sid["JudgeModel"]["Action"] == "bedrock:InvokeModel"
-    assert "foundation-model/amazon.nova-pro-v1:0" in json.dumps(by_sid["JudgeModel"]["Resource"])
-    assert "processing-job/pipelines-*" in json.dumps(by_sid["RunStepJobs"]["Resource"])
     assert all("*FullAccess" not in json.dumps(p) for p in policies.values())
     default_synth.template(UNIT).has_resource_properties(
         "AWS::IAM::Role",
@@ -253,6 +334,25 @@ def test_the_role_runs_only_pipeline_jobs_and_invokes_only_the_judge(default_syn
             }
         },
     )
+
+
+def test_evaluate_runs_as_its_own_role_that_may_only_read_report_and_ask_the_judge(default_synth: Synth) -> None:
+    """Issue 53, finding 9: Evaluate, the one step with network, shared the release role (packages, jobs, PassRole).
+    Its job now runs as a role that reads its inputs, writes its report, logs and invokes the judge model only."""
+    assert _job_roles(default_synth, "base_model")["Evaluate"].startswith("ModelReleaseEvaluateRole")
+    assert {
+        role.split("Role")[0] for step, role in _job_roles(default_synth, "base_model").items() if step != "Evaluate"
+    } == {"ModelRelease"}
+    statements = _role_statements(default_synth, "EvaluateRole")
+    assert statements["JudgeModel"]["Action"] == "bedrock:InvokeModel"
+    assert "foundation-model/amazon.nova-pro-v1:0" in json.dumps(statements["JudgeModel"]["Resource"])
+    actions = _actions(statements)
+    assert not {a for a in actions if a.startswith(("sagemaker:", "iam:"))}, actions
+    writes = json.dumps(statements["WriteEvaluationReport"]["Resource"])
+    assert "release-reports/*" in writes and "base-models" not in writes
+    release_role = _role_statements(default_synth, "Role")
+    passed = [s for s in release_role.values() if s["Action"] == "iam:PassRole"]
+    assert any("EvaluateRole" in json.dumps(s["Resource"]) for s in passed)  # the pipeline hands it to the job
 
 
 def _tools_build(synth: Synth) -> tuple[Any, Any]:
@@ -464,3 +564,24 @@ def test_the_shape_check_does_fail_on_a_request_the_api_refuses(default_synth: S
     shape = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateModelPackage")
     (problem,) = _shape_problems(request, shape.input_shape, "CreateModelPackage")
     assert problem.startswith("CreateModelPackage.CustomerMetadataProperties.pin = 'v4 | eee")
+
+
+def test_a_release_runs_scratch_checkpoints_expire(default_synth: Synth) -> None:
+    """Issue 53, finding 14: a failed run's quantized checkpoint (~6 GB) stays only release.scratch_retention_days."""
+    buckets = default_synth.template("ModelArtifacts").find_resources("AWS::S3::Bucket")
+    rules = [
+        rule
+        for bucket in buckets.values()
+        for rule in bucket["Properties"].get("LifecycleConfiguration", {}).get("Rules", [])
+        if rule.get("Id") == "ExpireReleaseScratch"
+    ]
+    assert rules == [
+        {
+            "Id": "ExpireReleaseScratch",
+            "Prefix": "release-scratch/",
+            "ExpirationInDays": default_synth.config.release.scratch_retention_days,
+            "NoncurrentVersionExpiration": {"NoncurrentDays": 1},
+            "Status": "Enabled",
+        }
+    ]
+    assert default_synth.config.release.scratch_retention_days == 7

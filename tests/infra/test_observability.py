@@ -15,7 +15,14 @@ from app_config.monitoring import AlarmRuleConfig, AlarmWindowConfig
 from serving_contract import alarms as alarm_names
 from serving_contract import metrics
 from serving_contract.request_classes import RequestClass
-from tests.metric_refs import dashboard_bodies, dashboard_metrics, metric_refs, metrics_read, resources
+from tests.metric_refs import (
+    dashboard_bodies,
+    dashboard_metrics,
+    evaluate_metric_math,
+    metric_refs,
+    metrics_read,
+    resources,
+)
 from tests.synth_helpers import Synth
 
 # ---------------------------------------------------------------------------------------
@@ -189,9 +196,12 @@ def test_alarm_semantics(default_synth: Synth, case: AlarmCase) -> None:
 def test_one_ttft_alarm_per_request_class_at_its_slo(default_synth: Synth, klass: RequestClass) -> None:
     config = default_synth.config
     alarm = _alarms_by_name(default_synth, "Observability")[f"{config.endpoint_name}-ttft-p95-high-{klass.value}"]
-    read = _metric_stats(alarm)
+    read = [r for r in _metric_stats(alarm) if r[1] == "TimeToFirstToken"]
     assert {(name, stat) for _, name, stat, _, _ in read} == {("TimeToFirstToken", "p95")}
     assert {dims["VariantName"] for *_, dims in read} == {v.variant_name for v in config.serving.variants}
+    # Beside it, per variant, what tells a silent container from an idle one (issue 53, finding 15).
+    silence = {(name, stat) for _, name, stat, _, _ in _metric_stats(alarm) if name != "TimeToFirstToken"}
+    assert silence == {("Invocations", "Sum"), ("Requests", "Sum")}
     assert {dims["RequestClass"] for *_, dims in read} == {klass.value}
     _check_rule(alarm, config.monitoring.high_ttft, config.slo.of(klass).ttft_p95_ms)
     assert (alarm["ComparisonOperator"], alarm["TreatMissingData"]) == ("GreaterThanThreshold", "notBreaching")
@@ -271,7 +281,7 @@ def test_one_latency_alarm_per_adapter_with_its_ceiling(vpc_single_variant_synth
     alarms = _alarms_by_name(vpc_single_variant_synth, "Observability")
     for adapter in config.model.adapters:
         alarm = alarms[f"{config.endpoint_name}-adapter-{adapter.name}-latency-p95"]
-        read = _metric_stats(alarm)
+        read = [r for r in _metric_stats(alarm) if r[1] not in ("Invocations", "Requests")]  # silence: finding 15
         assert {(n, s) for _, n, s, _, _ in read} == {("RequestLatency", "p95")}
         assert {dims["Adapter"] for *_, dims in read} == {adapter.name}
         _check_rule(alarm, config.monitoring.adapter_latency, config.monitoring.adapter_ceiling_ms(adapter.name))
@@ -531,3 +541,40 @@ def test_scaled_to_zero_components_do_not_page_on_silence(dev_components_synth: 
     assert _alarms_by_name(components_synth, "Observability")[f"{warm}-queue-build-up"]["TreatMissingData"] == (
         "breaching"
     )
+
+
+def _period_value(
+    alarm: dict[str, Any], by_metric: Mapping[str, float | None], silent: frozenset[str] = frozenset()
+) -> float | None:
+    """The alarm's value in one period where each metric it reads has ``by_metric[MetricName]`` (None: no datapoint),
+    except that the variants in ``silent`` report nothing of their own (the container's metrics are missing)."""
+    values: dict[str, float | None] = {}
+    for query in alarm["Metrics"]:
+        if "MetricStat" not in query:
+            continue
+        metric = query["MetricStat"]["Metric"]
+        variant = next((d["Value"] for d in metric.get("Dimensions", []) if d["Name"] == "VariantName"), None)
+        own = metric["Namespace"] != "AWS/SageMaker"
+        values[query["Id"]] = None if own and variant in silent else by_metric.get(metric["MetricName"])
+    return evaluate_metric_math(_expression(alarm), values)
+
+
+@pytest.mark.parametrize("slug", ["ttft-p95-high-cold", "ttft-p95-high-warm", "adapter-manga_domain_v3-latency-p95"])
+def test_a_latency_alarm_sees_a_container_that_stops_reporting_while_traffic_flows(
+    default_synth: Synth, slug: str
+) -> None:
+    """Issue 53, finding 15: the latency alarms treated missing data as not breaching, so a container that stopped
+    reporting while SageMaker counted invocations looked idle, and only the error-rate alarm could see it. Each
+    period is evaluated as CloudWatch's metric math would (tests/metric_refs.py)."""
+    (name,) = [n for n in _alarms_by_name(default_synth, "Observability") if n.endswith(f"-{slug}")]
+    alarm = _alarms_by_name(default_synth, "Observability")[name]
+    threshold = float(alarm["Threshold"])
+    latency = "TimeToFirstToken" if slug.startswith("ttft") else "RequestLatency"
+    serving = {"Invocations": 100.0, "Requests": 100.0, latency: threshold / 2}
+    assert _period_value(alarm, serving) == threshold / 2  # reporting and fast: below the threshold
+    silent = _period_value(alarm, serving, silent=frozenset({"primary", "canary"}))
+    assert silent is not None and silent > threshold  # invoked, no report: a breach
+    one_silent = _period_value(alarm, serving, silent=frozenset({"canary"}))
+    assert one_silent is not None and one_silent > threshold  # the canary's container alone went quiet
+    idle = _period_value(alarm, {"Invocations": None, "Requests": None, latency: None})
+    assert idle is None and alarm["TreatMissingData"] == "notBreaching"  # an idle fleet stays OK

@@ -267,16 +267,17 @@ def test_endpoint_rolls_back_on_every_variants_alarms_by_name(default_synth: Syn
 
 def test_single_variant_endpoint_rolls_back_on_the_primary_alarms(vpc_single_variant_synth: Synth) -> None:
     template = vpc_single_variant_synth.template("Serving")
+    endpoint_name = vpc_single_variant_synth.config.endpoint_name  # a dev stage: a prebuilt image (issue 53)
     endpoint = next(iter(template.find_resources("AWS::SageMaker::Endpoint").values()))["Properties"]
     assert endpoint["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]["Type"] == "CANARY"
     assert endpoint["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"] == [
-        {"AlarmName": f"{ENDPOINT}-primary-5xx-rate"},
-        {"AlarmName": f"{ENDPOINT}-primary-ttft-p95-cold"},
-        {"AlarmName": f"{ENDPOINT}-primary-ttft-p95-warm"},
-        {"AlarmName": f"{ENDPOINT}-primary-model-latency-p99"},
-        {"AlarmName": f"{ENDPOINT}-primary-4xx-rate"},
+        {"AlarmName": f"{endpoint_name}-primary-5xx-rate"},
+        {"AlarmName": f"{endpoint_name}-primary-ttft-p95-cold"},
+        {"AlarmName": f"{endpoint_name}-primary-ttft-p95-warm"},
+        {"AlarmName": f"{endpoint_name}-primary-model-latency-p99"},
+        {"AlarmName": f"{endpoint_name}-primary-4xx-rate"},
     ]
-    assert list(_targets(vpc_single_variant_synth)) == [f"endpoint/{ENDPOINT}/variant/primary"]
+    assert list(_targets(vpc_single_variant_synth)) == [f"endpoint/{endpoint_name}/variant/primary"]
 
 
 def test_dev_stage_scales_without_a_schedule(dev_synth: Synth) -> None:

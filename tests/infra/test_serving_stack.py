@@ -281,9 +281,10 @@ def test_vpc_placement_single_variant_and_digest(vpc_single_variant_synth: Synth
 
 
 def test_canary_can_run_its_own_prebuilt_image(tmp_path) -> None:
+    from tests.config_helpers import PREBUILT_DEV
     from tests.synth_helpers import synthesize
 
-    synth = synthesize(tmp_path, {"image.source": "prebuilt", "image.canary.tag": "candidate-v2"})
+    synth = synthesize(tmp_path, {**PREBUILT_DEV, "image.canary.tag": "candidate-v2"})
     images = {
         m["Properties"]["PrimaryContainer"]["Environment"][env.VARIANT_NAME]: m["Properties"]["PrimaryContainer"][
             "Image"

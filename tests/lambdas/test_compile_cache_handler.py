@@ -227,23 +227,25 @@ def test_is_complete_waits_while_the_job_runs(handler: ModuleType, stubs: tuple[
     assert handler.is_complete(_poll("job-1"), now=1_700_002_699) == {"IsComplete": False}
 
 
-def test_a_job_still_running_at_the_deploys_wait_lets_the_deploy_go_on_cold(
+def test_a_job_still_running_at_the_deploys_wait_is_stopped_and_the_models_pin_a_failed_manifest(
     handler: ModuleType, stubs: tuple[Stubber, Stubber]
 ) -> None:
-    """Issue 49, finding 3: the provider waited past CloudFormation's 3,600 s and a slow job failed the stack
-    (whose rollback stopped the job). Past WaitUntil the resource completes as pending; the job runs on and
-    no manifest is written (the pending one stands, so the models pin and start from it cold)."""
-    sagemaker, _ = stubs
+    """Issue 49, finding 3: the provider waited past CloudFormation's 3,600 s and a slow job failed the stack.
+    Issue 53, finding 14: past WaitUntil the resource then completed as pending and left the job running, so the
+    models pinned the pending manifest's digest, the finished job replaced that manifest, and its cache was refused
+    until a deploy changed the key. Now the job is stopped and a failed manifest, the one the models pin, says why."""
+    sagemaker, s3 = stubs
     _describe(sagemaker, "job-1", "InProgress")
+    sagemaker.add_response("stop_processing_job", {}, {"ProcessingJobName": "job-1"})
+    failed = _written_manifest(s3)
     result = handler.is_complete(_poll("job-1"), now=1_700_002_700)
-    assert result == {
-        "IsComplete": True,
-        "Data": {
-            "Status": "pending",
-            "Reason": "job job-1 still inprogress after the deploy's 2700 s wait: models start cold; it keeps running "
-            "and the next deploy reuses its cache",
-        },
-    }
+    reason = (
+        "job job-1 still inprogress after the deploy's 2700 s wait (its instance took long to provision): stopped, "
+        "models start cold; a deploy that changes the cache key makes a new one"
+    )
+    sha256 = hashlib.sha256(failed["_bytes"]).hexdigest()
+    assert result == {"IsComplete": True, "Data": {"Status": "failed", "Reason": reason, "ManifestSha256": sha256}}
+    assert (failed["status"], failed["key"], failed["detail"]) == ("failed", KEY, reason)
 
 
 def test_a_completed_job_with_its_manifest_is_ready(handler: ModuleType, stubs: tuple[Stubber, Stubber]) -> None:

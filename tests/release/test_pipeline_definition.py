@@ -9,6 +9,7 @@ from cdk_constructs.release.pipeline_steps import ReleaseTargets
 
 TARGETS = ReleaseTargets(
     role_arn="arn:aws:iam::123456789012:role/release",
+    evaluate_role_arn="arn:aws:iam::123456789012:role/release-evaluate",
     bucket_name="artifacts",
     code_s3_uri="s3://assets/abc.zip",
     code_zip_name="abc.zip",
@@ -106,3 +107,11 @@ def test_the_definition_is_written_without_credentials_or_network(monkeypatch) -
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     definition = json.loads(pipeline_definition("adapter", TARGETS, ReleaseConfig()))
     assert definition["Version"] == "2020-12-01"
+
+
+def test_evaluate_gets_the_eval_set_floors_of_the_config() -> None:
+    """Issue 53, finding 13: the seeds' eval-set sizes reach the Evaluate step."""
+    release = ReleaseConfig(min_eval_rows=300, min_invented_titles_rows=600)
+    evaluate = _steps(json.loads(pipeline_definition("adapter", TARGETS, release)))["Evaluate"]["Arguments"]
+    args = evaluate["AppSpecification"]["ContainerArguments"]
+    assert args[args.index("--min-rows") + 1] == "300" and args[args.index("--min-title-rows") + 1] == "600"

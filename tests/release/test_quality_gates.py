@@ -270,3 +270,23 @@ def test_an_eval_row_without_a_reference_is_refused_with_its_line(tmp_path: Path
     )
     with pytest.raises(EvalSetError, match=r"eval.jsonl:2: reference = '': must be a non-empty string$"):
         load_eval_set(path)
+
+
+def test_an_eval_set_smaller_than_the_seeds_fails_the_release_though_every_gate_passes() -> None:
+    """Issue 53, finding 13: a tiny eval set passed every judged gate. The floor fails it with the seeds' sizes."""
+    client = _runtime()
+    with Stubber(client) as stub:
+        _judge_in_order(stub, "YES", ["YES", "YES", "YES"], "YES", "NO")
+        result = evaluate_rows(
+            ROWS,
+            EXACT,
+            gates_from(SEED_000),
+            scoring=Scoring(client, JUDGE),
+            floor=evaluate_cli.SizeFloor(rows=200, title_rows=500),
+        )
+    assert all(metric["passed"] for metric in result["metrics"].values() if "passed" in metric)
+    assert result["passed"] is False
+    assert result["summary"] == (
+        "FAIL eval rows = 3 (at least 200: seed 000's offline eval suite of 200 cases); "
+        "FAIL invented_titles rows = 0 (at least 500: seed 001's 500-prompt eval set)"
+    )

@@ -3,22 +3,28 @@ Approved model package.
 
 Why a custom resource: ``ops preflight`` and ``ops pin_artifacts`` refuse an unapproved pin, but a plain
 ``cdk deploy`` runs neither (issue 47). The endpoint config (variants mode) or the inference components
-depend on this resource, so CloudFormation creates or updates it first; when a pin's package is missing or
-not ``Approved``, the resource fails with one line per pin naming the package and its status, and the stack
-update stops before the endpoint changes (serving_contract/model_packages.py has the lookup and the lines).
+depend on this resource, so CloudFormation creates or updates it first; when a pin's package is missing,
+not the one the release registered for it, or not ``Approved``, the resource fails with one line per pin
+naming the package and its status, and the stack update stops before the endpoint changes
+(serving_contract/model_packages.py has the lookup and the lines).
 
-Resource properties: ``Pins``, a list of ``{"Key", "Group", "Artifact", "Pin"}``: the config key, the model
-package group, the artifact (model or adapter name) and the pin text ``{version}/{sha256}``.
+Resource properties: ``Pins``, a list of ``{"Key", "Group", "Artifact", "Pin", "Package"}``: the config key, the
+model package group, the artifact (model or adapter name), the pin text ``{version}/{sha256}`` and the ARN of the
+package the release registered for that version (``release.registered_packages``; empty when none is recorded,
+which the lookup refuses).
 
-Returns ``PhysicalResourceId`` = ``approved-pins-<digest of these pins>-<digest of the pins accepted before>``
-and ``Data.Checked`` (how many pins were looked up).
+Returns ``PhysicalResourceId`` = ``approved-pins-<digest of these pins>`` and ``Data.Checked`` (how many pins were
+looked up).
 
-Rollbacks: CloudFormation rolls a failed update back by updating this resource again with the pins it had
-before (a custom resource whose update failed gets that update too). Those pins were accepted by an earlier
-deploy, and the endpoint may be running them: whatever has happened to their packages since (one rejected
-after the fact), refusing them now would leave the stack in UPDATE_ROLLBACK_FAILED. So an update to a pin
-set this resource accepted (its own physical id carries the digests of the last two) passes without a
-lookup; every other create or update looks each pin up. Delete does nothing (the resource holds nothing).
+Every Create and Update looks every pin up (issue 53, finding 7: an update back to a pin set accepted earlier used to
+pass without a lookup, so a version rejected since deployed again). The one exception is CloudFormation's rollback:
+it rolls a failed update back by updating this resource again with the pins it had (a custom resource whose update
+failed gets that update too), while the stack is ``UPDATE_ROLLBACK_IN_PROGRESS``. Those pins were deployed before,
+and the endpoint may be running them: whatever has happened to their packages since (one rejected after the fact),
+refusing them then would leave the stack in ``UPDATE_ROLLBACK_FAILED``. So the handler asks CloudFormation for its
+stack's status (DescribeStacks on the event's ``StackId``) and passes a rollback's update without a lookup; a
+new deploy back to the same pins is a plain update and is looked up. Delete does nothing (the resource holds
+nothing).
 """
 
 from __future__ import annotations
@@ -33,16 +39,20 @@ from typing import Any
 import boto3
 
 # The same import in the Lambda and in the repo: the asset bundles the lookup at this path (ApprovedPins).
-from serving_contract.model_packages import pin_problem
+from serving_contract.model_packages import pin_problem, stack_account
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
 
 SAGEMAKER = boto3.client("sagemaker")
+CLOUDFORMATION = boto3.client("cloudformation")
 
 ID_PREFIX = "approved-pins"
 DIGEST_CHARS = 16
 """Hex characters of SHA-256 kept per pin set in the physical id (64 bits: two sets never collide by chance)."""
+ROLLBACK_STATUSES = frozenset({"UPDATE_ROLLBACK_IN_PROGRESS"})
+"""The stack status in which CloudFormation sends this resource the pins it had (CloudFormation API reference,
+``StackStatus``): a rollback, not a deploy."""
 
 
 class ApprovalError(RuntimeError):
@@ -57,15 +67,19 @@ class PinCheck:
     group: str
     artifact: str
     pin: str
+    package: str = ""
 
     @classmethod
     def from_property(cls, item: Mapping[str, Any]) -> PinCheck:
-        """Raises ``ValueError`` naming a missing or empty field."""
+        """Raises ``ValueError`` naming a missing or empty field (``Package`` may be empty: the lookup refuses it)."""
         values = {name: item.get(name) for name in ("Key", "Group", "Artifact", "Pin")}
         missing = [name for name, value in values.items() if not isinstance(value, str) or not value]
+        package = item.get("Package", "")
+        if not isinstance(package, str):
+            missing.append("Package")
         if missing:
             raise ValueError(f"Pins item {dict(item)!r}: {', '.join(missing)} must be non-empty strings")
-        return cls(values["Key"], values["Group"], values["Artifact"], values["Pin"])  # type: ignore[arg-type]
+        return cls(values["Key"], values["Group"], values["Artifact"], values["Pin"], package)  # type: ignore[arg-type]
 
 
 def parse_pins(properties: Mapping[str, Any]) -> list[PinCheck]:
@@ -78,29 +92,34 @@ def parse_pins(properties: Mapping[str, Any]) -> list[PinCheck]:
 
 def pins_digest(pins: Sequence[PinCheck]) -> str:
     """A digest of the pin set, the same whatever the order."""
-    text = json.dumps(sorted((p.key, p.group, p.artifact, p.pin) for p in pins))
+    text = json.dumps(sorted((p.key, p.group, p.artifact, p.pin, p.package) for p in pins))
     return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_CHARS]
 
 
-def accepted_digests(physical_id: str | None) -> set[str]:
-    """The pin sets a physical id says were accepted: its current and its previous digest."""
-    if not physical_id or not physical_id.startswith(f"{ID_PREFIX}-"):
-        return set()
-    return {part for part in physical_id.removeprefix(f"{ID_PREFIX}-").split("-") if part}
+def rolling_back(stack_id: str) -> bool:
+    """Whether CloudFormation is rolling this resource's stack back (:data:`ROLLBACK_STATUSES`).
+
+    Raises:
+        botocore.exceptions.ClientError: DescribeStacks failed (the deploy then fails: no lookup is skipped on a
+            guess).
+    """
+    stacks = CLOUDFORMATION.describe_stacks(StackName=stack_id)["Stacks"]
+    return bool(stacks) and stacks[0]["StackStatus"] in ROLLBACK_STATUSES
 
 
-def live_digest(physical_id: str | None) -> str | None:
-    """The digest of the pin set a physical id accepted last (its first), or None."""
-    if not physical_id or not physical_id.startswith(f"{ID_PREFIX}-"):
-        return None
-    return physical_id.removeprefix(f"{ID_PREFIX}-").split("-")[0] or None
-
-
-def problems(sagemaker: Any, pins: Sequence[PinCheck]) -> list[str]:
-    """One line per pin whose model package is missing or not Approved (serving_contract/model_packages.py)."""
+def problems(sagemaker: Any, pins: Sequence[PinCheck], account: str | None) -> list[str]:
+    """One line per pin whose package may not deploy (serving_contract/model_packages.py)."""
     found = []
     for pin in pins:
-        line = pin_problem(sagemaker, group=pin.group, artifact=pin.artifact, key=pin.key, pin=pin.pin)
+        line = pin_problem(
+            sagemaker,
+            group=pin.group,
+            artifact=pin.artifact,
+            key=pin.key,
+            pin=pin.pin,
+            package_arn=pin.package,
+            account=account,
+        )
         if line is not None:
             found.append(line)
     return found
@@ -110,7 +129,7 @@ def on_event(event: Mapping[str, Any], _context: Any = None) -> dict[str, Any]:
     """CloudFormation's Create, Update and Delete (see the module docstring).
 
     Raises:
-        ApprovalError: a pin whose package is missing or not Approved (the deploy fails with this message).
+        ApprovalError: a pin whose package may not deploy (the deploy fails with this message).
         ValueError: malformed properties.
     """
     request = event["RequestType"]
@@ -118,18 +137,12 @@ def on_event(event: Mapping[str, Any], _context: Any = None) -> dict[str, Any]:
     if request == "Delete":
         return {"PhysicalResourceId": physical_id}
     pins = parse_pins(event["ResourceProperties"])
-    digest = pins_digest(pins)
-    accepted = accepted_digests(physical_id) if request == "Update" else set()
-    if digest in accepted:
-        LOG.info("pins %s were accepted before (a rollback or a return to them): not looked up again", digest)
+    stack_id = str(event.get("StackId", ""))
+    if request == "Update" and rolling_back(stack_id):
+        LOG.info("stack %s is rolling back to the pins it deployed before: not looked up again", stack_id)
         return {"PhysicalResourceId": physical_id, "Data": {"Checked": "0"}}
-    refused = problems(SAGEMAKER, pins)
+    refused = problems(SAGEMAKER, pins, stack_account(stack_id))
     if refused:
         raise ApprovalError(f"{len(refused)} of {len(pins)} pinned version(s) not approved: " + "; ".join(refused))
-    LOG.info("%d pin(s) approved: %s", len(pins), ", ".join(f"{p.key} = {p.pin}" for p in pins))
-    # Keep the set this update replaces: a rollback of a later failure in this stack update returns to it.
-    replaced = live_digest(physical_id) if request == "Update" else None
-    return {
-        "PhysicalResourceId": f"{ID_PREFIX}-{digest}" + (f"-{replaced}" if replaced else ""),
-        "Data": {"Checked": str(len(pins))},
-    }
+    LOG.info("%d pin(s) approved: %s", len(pins), ", ".join(f"{p.key} = {p.pin} ({p.package})" for p in pins))
+    return {"PhysicalResourceId": f"{ID_PREFIX}-{pins_digest(pins)}", "Data": {"Checked": str(len(pins))}}

@@ -20,7 +20,7 @@ Resource properties (CloudFormation passes numbers as strings):
 Returns ``PhysicalResourceId`` = ``s3://<bucket>/compile-cache/<key>/`` (a new key is a new
 resource, so CloudFormation deletes the old one after an update) and ``Data``: ``CacheUri``
 (the same), ``Key``, ``JobName`` (empty when the cache already existed), ``Status``
-(``ready``, ``failed`` or ``pending``), ``Reason``, ``ManifestSha256`` (the sha256 of the manifest
+(``ready`` or ``failed``), ``Reason``, ``ManifestSha256`` (the sha256 of the manifest
 the models will find: the stack pins it on each model, and the container loads no cache whose
 manifest differs; serving_contract/compile_cache.py) and ``WaitUntil`` (epoch seconds).
 
@@ -31,10 +31,14 @@ What it guarantees:
 * A cache already ``ready`` for the key is reused (a rollback, a re-created stack): no job.
 * A job still running for the key (a retried deploy) is adopted, not started twice.
 * The deploy never outwaits CloudFormation: past ``WaitSeconds`` (inside the provider's timeout, itself
-  inside the resource's ``ServiceTimeout``) ``is_complete`` answers ``pending`` and leaves the job
-  running; the models start cold, and the next deploy reuses or adopts what the job makes (issue 49).
+  inside the resource's ``ServiceTimeout``) ``is_complete`` stops the job, writes a ``failed`` manifest saying
+  why and answers with its digest, so the models pin a manifest that stays as it is and start cold, saying
+  why (issue 49, finding 3). It used to answer ``pending`` and leave the job running: the models pinned the
+  pending manifest, which the finished job then replaced, so its cache was refused until a deploy changed the
+  key, and the job ran on for nothing (issue 53, finding 14).
 * Nothing is left running: each create or update stops in-progress jobs of this resource's
-  prefix made for another key (what a rolled-back update left), and delete stops the key's job.
+  prefix made for another key (what a rolled-back update left), a job past the deploy's wait is stopped, and
+  delete stops the key's job.
   Each job also stops itself after ``MaxRuntimeInSeconds``.
 The cache objects stay on delete: a rollback's model reads them again.
 """
@@ -262,8 +266,8 @@ def on_event(event: Mapping[str, Any], _context: Any = None, *, now: float | Non
 
 def is_complete(event: Mapping[str, Any], _context: Any = None, *, now: float | None = None) -> dict[str, Any]:
     """Done when the job ended: ``ready`` if it made the cache, ``failed`` (with a manifest
-    saying why, so models start cold) otherwise; ``pending`` once ``WaitUntil`` passes with the job
-    still running (it is left to finish). Never fails the deploy for a failed or slow job."""
+    saying why, so models start cold) otherwise; once ``WaitUntil`` passes with the job still running, the
+    job is stopped and the answer is ``failed`` too. Never fails the deploy for a failed or slow job."""
     if event["RequestType"] == "Delete":
         return {"IsComplete": True}
     data = event.get("Data") or {}
@@ -278,13 +282,13 @@ def is_complete(event: Mapping[str, Any], _context: Any = None, *, now: float | 
         current = time.time() if now is None else now
         if current < int(data.get("WaitUntil") or current + 1):
             return {"IsComplete": False}
+        # The models pin the manifest this answer names: a job left running would replace it with its own.
+        stop_jobs([name])
         reason = (
-            f"job {name} still {status.lower()} after the deploy's {request.wait_s} s wait: models start cold; "
-            "it keeps running and the next deploy reuses its cache"
+            f"job {name} still {status.lower()} after the deploy's {request.wait_s} s wait (its instance took long to "
+            "provision): stopped, models start cold; a deploy that changes the cache key makes a new one"
         )
-        LOG.warning("%s (key %s)", reason, key)
-        return {"IsComplete": True, "Data": {"Status": contract.STATUS_PENDING, "Reason": reason}}
-    if status == "Completed":
+    elif status == "Completed":
         found = read_manifest(request.bucket, key)
         if found is not None and found[0].status == contract.STATUS_READY and found[0].key == key:
             manifest, sha256 = found

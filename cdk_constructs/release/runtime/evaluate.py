@@ -3,6 +3,7 @@ and per language, and against the baseline's answers.
 
     python3 -m runtime.evaluate --eval-set eval.jsonl --answers answers.jsonl --catalog catalog.jsonl \\
         --gates '{"bleu": 0.85, ...}' --required-languages en,ja --judge-model-id <bedrock model> \\
+        [--min-rows 200 --min-title-rows 500] \\
         [--baseline-answers baseline.jsonl --baseline-gates '{"quality_score": 0.02}'] --report-dir out/
 
 Writes ``<report-dir>/evaluation.json`` (``quality_gates.REPORT_FILE``)::
@@ -21,7 +22,10 @@ Writes ``<report-dir>/evaluation.json`` (``quality_gates.REPORT_FILE``)::
      "gates": {"bleu": 0.85, ...}}
 
 A gate passes only when its metric passes on the pooled rows and on each language's rows, and every
-required language (``--required-languages``) has rows; a drop gate only when the candidate's metric is no
+required language (``--required-languages``) has rows; the release passes only with at least ``--min-rows`` eval rows
+(seed 000's offline eval suite: 200 test cases) and an invented-titles check over at least ``--min-title-rows``
+answers (seed 001: "zero hallucinated manga titles in 500-prompt eval set"): a two-row eval set passed every judged
+gate (issue 53, finding 13); a drop gate only when the candidate's metric is no
 more than ``max_drop`` (relative) below the baseline's, pooled and in each language. It prints one line per
 verdict, and exits 1 when one fails, unless ``--exit-zero`` (the pipeline's step, whose condition step reads
 ``passed`` and whose fail step quotes ``summary``). A metric without a gate is still reported; a gate whose
@@ -34,6 +38,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +91,33 @@ def _dropped(gate: DropGate, baseline: MetricResult, candidate: MetricResult, li
     return {"max_drop": gate.max_drop, "passed": passed, "pooled": pooled, "languages": languages}
 
 
+@dataclass(frozen=True)
+class SizeFloor:
+    """The fewest eval rows a release is judged on, and the fewest answers its invented-titles check reads.
+
+    Attributes:
+        rows: the release's eval rows (``release.min_eval_rows``; seed 000: 200 test cases).
+        title_rows: answers the ``invented_titles`` metric scores (``release.min_invented_titles_rows``; seed 001:
+            a 500-prompt eval set). 0 for either: no floor.
+    """
+
+    rows: int = 0
+    title_rows: int = 0
+
+    def lines(self, rows: int, results: dict[str, MetricResult]) -> list[str]:
+        """One FAIL line per floor the release's ``rows`` and ``results`` fall under."""
+        found = []
+        if rows < self.rows:
+            found.append(f"FAIL eval rows = {rows} (at least {self.rows}: seed 000's offline eval suite of 200 cases)")
+        titles = results.get("invented_titles")
+        scored = titles.rows if titles is not None and titles.value is not None else 0  # not computed: none read
+        if self.title_rows and scored < self.title_rows:
+            found.append(
+                f"FAIL invented_titles rows = {scored} (at least {self.title_rows}: seed 001's 500-prompt eval set)"
+            )
+        return found
+
+
 def report(
     results: dict[str, MetricResult],
     gates: Sequence[Gate],
@@ -93,12 +125,14 @@ def report(
     required_languages: Sequence[str] = (),
     baseline: dict[str, MetricResult] | None = None,
     drop_gates: Sequence[DropGate] = (),
+    size_failures: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The report's JSON (module docstring) of computed ``results`` judged against ``gates``, the
-    ``required_languages`` and, with ``baseline`` (the baseline's answers' results), the ``drop_gates``."""
+    ``required_languages`` and, with ``baseline`` (the baseline's answers' results), the ``drop_gates``;
+    ``size_failures`` (:meth:`SizeFloor.lines`) fail the release too."""
     by_metric = {gate.metric: gate for gate in gates}
     metrics: dict[str, Any] = {}
-    lines: list[str] = []
+    lines: list[str] = list(size_failures)
     for metric in METRIC_DIRECTIONS:
         result = results.get(metric) or MetricResult(metric, None, 0, "not computed")
         gate = by_metric.get(metric)
@@ -114,7 +148,10 @@ def report(
                 drop_gate, baseline.get(metric) or MetricResult(metric, None, 0), results[metric], lines
             )
     passed = (
-        bool(gates) and all(metrics[g.metric]["passed"] for g in gates) and all(d["passed"] for d in drops.values())
+        bool(gates)
+        and not size_failures
+        and all(metrics[g.metric]["passed"] for g in gates)
+        and all(d["passed"] for d in drops.values())
     )
     failing = [line for line in lines if line.startswith("FAIL")]
     checks = len(gates) + len(drops)
@@ -140,11 +177,20 @@ def evaluate(
     required_languages: Sequence[str] = (),
     baseline_answers: dict[str, str] | None = None,
     drop_gates: Sequence[DropGate] = (),
+    floor: SizeFloor = SizeFloor(),
 ) -> dict[str, Any]:
-    """Compute every metric (and the baseline's, when given) and judge the gates; the report (module docstring)."""
+    """Compute every metric (and the baseline's, when given) and judge the gates and the eval set's ``floor``; the
+    report (module docstring)."""
     results = compute_metrics(rows, answers, scoring)
     baseline = compute_metrics(rows, baseline_answers, scoring) if baseline_answers is not None else None
-    return report(results, gates, required_languages=required_languages, baseline=baseline, drop_gates=drop_gates)
+    return report(
+        results,
+        gates,
+        required_languages=required_languages,
+        baseline=baseline,
+        drop_gates=drop_gates,
+        size_failures=floor.lines(len(rows), results),
+    )
 
 
 def _jsonl(path: Path) -> Path:
@@ -169,6 +215,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--baseline-answers", type=Path, help="The baseline model's answers JSONL to the same rows.")
     parser.add_argument(
         "--baseline-gates", default="{}", help="JSON {metric: largest relative drop from the baseline}, e.g. 0.02."
+    )
+    parser.add_argument(
+        "--min-rows", type=int, default=0, help="Fewest eval rows the release is judged on (release.min_eval_rows)."
+    )
+    parser.add_argument(
+        "--min-title-rows",
+        type=int,
+        default=0,
+        help="Fewest answers the invented-titles check reads (release.min_invented_titles_rows).",
     )
     parser.add_argument("--judge-model-id", required=True, help="Bedrock model id or inference profile of the judge.")
     parser.add_argument("--region", default=None, help="Bedrock region (default: the SDK's).")
@@ -223,6 +278,7 @@ def main(argv: Sequence[str] | None = None, *, judge_client: Any = None) -> int:
         required_languages=[lang for lang in args.required_languages.split(",") if lang],
         baseline_answers=baseline,
         drop_gates=drop_gates,
+        floor=SizeFloor(args.min_rows, args.min_title_rows),
     )
     args.report_dir.mkdir(parents=True, exist_ok=True)
     (args.report_dir / REPORT_FILE).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")

@@ -23,16 +23,31 @@ not change: code that reads CPUID itself may still use AVX-512. tests/engine/tes
 what an engine process then sees; under QEMU's EPYC-Milan model (AVX2, no AVX-512; qemu-user 7.2) the
 same probe reported the same (notes of issue 44).
 
+Paced engine steps (``ENGINE_SHIM_PACE_FILE``, issue 53 finding 16). A test that must hold streams in flight
+for a known time (the SIGTERM drain test) writes a number of seconds to that file: while it holds one, the
+engine core sleeps that long after every step that ran the model, so a stream of N tokens lasts at least N
+times it, however fast the runner. Without pacing, a loaded 2-core runner let vLLM's API server fall behind
+its engine core and send a whole stream in a few merged chunks (``RequestOutputCollector`` merges the deltas a
+slow reader has not taken), so a stream's first chunk reached the client when its last was already on the way.
+The hook patches ``EngineCoreProc._process_engine_step`` when ``vllm.v1.engine.core`` is first imported (an
+import hook: importing it here, before the engine process sets itself up, is not this file's business); the
+file is read at each step, so a test turns pacing on and off while the engine runs.
+
 On the GPU image pinning is right and this file does not exist there: only the test suite
 (``tests/engine/real_engine.py`` and ``tests/engine/test_gpu_bench_smoke.py``) puts this folder on
 the engine's ``PYTHONPATH``, and Python imports ``sitecustomize`` in every engine process (the API
 server and the engine core it spawns).
 """
 
+import importlib.abc
+import importlib.util
 import inspect
 import os
 import sys
 import tempfile
+import time
+from types import ModuleType
+from typing import Any
 
 EMULATED_ISA = os.environ.get("ENGINE_SHIM_CPU_ISA", "")
 if EMULATED_ISA not in ("", "native", "avx2"):
@@ -77,3 +92,54 @@ else:
         ):
             if hasattr(torch.cpu, _question):
                 setattr(torch.cpu, _question, lambda: False)
+
+
+PACE_FILE = os.environ.get("ENGINE_SHIM_PACE_FILE", "")
+PACED_MODULE = "vllm.v1.engine.core"
+
+
+def _pace_seconds() -> float:
+    """Seconds to sleep after a model step: the pace file's number, 0 without one (or with anything else)."""
+    try:
+        with open(PACE_FILE) as handle:
+            return max(float(handle.read().strip() or 0), 0.0)
+    except (OSError, ValueError):
+        return 0.0
+
+
+def _pace(module: ModuleType) -> None:
+    """Wrap ``EngineCoreProc._process_engine_step`` (it returns whether the model ran) with the pace's sleep."""
+    engine_core = module.EngineCoreProc
+    step = engine_core._process_engine_step
+
+    def paced_step(self: Any) -> bool:
+        executed = bool(step(self))
+        if executed and (seconds := _pace_seconds()) > 0:
+            time.sleep(seconds)
+        return executed
+
+    engine_core._process_engine_step = paced_step
+
+
+class _PaceOnImport(importlib.abc.MetaPathFinder):
+    """Patches :data:`PACED_MODULE` once it is executed, then leaves ``sys.meta_path``."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != PACED_MODULE:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        execute = spec.loader.exec_module
+
+        def exec_and_pace(module: ModuleType) -> None:
+            execute(module)
+            _pace(module)
+
+        spec.loader.exec_module = exec_and_pace  # type: ignore[method-assign]
+        return spec
+
+
+if PACE_FILE:
+    sys.meta_path.insert(0, _PaceOnImport())

@@ -281,3 +281,30 @@ def test_missing_stages_block_says_how_to_run_the_app() -> None:
         "config error: stages: missing from CDK context; run the app through the CDK CLI "
         "(npx cdk synth, make synth), which passes cdk.json's context"
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        (
+            # Issue 53, finding 18: said "must be a mapping of keys to values".
+            "capacity.measured.insance_type",
+            "config error: capacity.measured.insance_type = '1': capacity.measured is keyed by instance type "
+            "(e.g. capacity.measured.ml.g6e.xlarge), and 'insance_type' is not one; did you mean "
+            "'capacity.measured.<instance type>.instance_type'?",
+        ),
+        (
+            "capacity.measured.ml.g6e.xlargee.concurrency",
+            "config error: capacity.measured.ml.g6e.xlargee.concurrency = '1': capacity.measured is keyed by "
+            "instance type (e.g. capacity.measured.ml.g6e.xlarge), and 'ml.g6e.xlargee' is not one; "
+            "did you mean 'capacity.measured.ml.g6e.xlarge'?",
+        ),
+    ],
+)
+def test_a_key_of_a_map_keyed_by_instance_type_that_is_none_says_so_and_names_the_nearest(
+    key: str, expected: str
+) -> None:
+    context = {**cdk_json_context(), key: "1"}
+    with pytest.raises(ConfigError) as info:
+        load_config(context)
+    assert str(info.value) == expected

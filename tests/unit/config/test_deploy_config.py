@@ -16,7 +16,7 @@ from serving_contract.env import (
     STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S,
     startup_budget_s,
 )
-from tests.config_helpers import config_error
+from tests.config_helpers import PREBUILT_DEV, config_error
 from tests.synth_helpers import cdk_json_context
 
 PINNED_SET = {
@@ -124,7 +124,7 @@ def test_a_built_canary_counts_and_an_unbuilt_one_does_not() -> None:
 
 
 def test_prebuilt_images_have_no_pins_to_refuse() -> None:
-    config = _load(image__source="prebuilt", image__primary__digest="sha256:" + "e" * 64)
+    config = load_config({**cdk_json_context(), **PREBUILT_DEV, "image.primary.digest": "sha256:" + "e" * 64})
     assert placeholder_pins(config) == []
 
 

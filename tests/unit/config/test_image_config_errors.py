@@ -3,7 +3,7 @@
 import pytest
 
 from app_config import load_config
-from tests.config_helpers import config_error
+from tests.config_helpers import PREBUILT_DEV, config_error
 from tests.synth_helpers import cdk_json_context
 
 SHA = "1" * 64
@@ -88,9 +88,7 @@ def test_bad_image_values_name_key_value_and_allowed(overrides: dict[str, str], 
 
 
 def test_pin_mismatch_is_not_checked_for_prebuilt_images() -> None:
-    config = load_config(
-        {**cdk_json_context(), "image.source": "prebuilt", "image.build.primary.adapters": f'{{"x": "v1/{SHA}"}}'}
-    )
+    config = load_config({**cdk_json_context(), **PREBUILT_DEV, "image.build.primary.adapters": f'{{"x": "v1/{SHA}"}}'})
     assert config.image.source == "prebuilt"
 
 

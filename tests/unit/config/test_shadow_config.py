@@ -16,7 +16,7 @@ def test_the_shadow_is_off_by_default_and_copies_seed_002s_ten_percent_when_on()
     assert not default.enabled
     config = load_config({**cdk_json_context(), **ON})
     shadow = config.serving.shadow
-    assert (shadow.variant_name, shadow.sampling_percent, shadow.capture_percent) == ("shadow", 10, 100)
+    assert (shadow.variant_name, shadow.sampling_percent, shadow.capture_share) == ("shadow", 10, 10)
     assert shadow.weight(config.serving.primary.initial_weight) == 9.5
     assert (shadow.min_capacity, shadow.initial_instance_count, shadow.max_capacity) == (1, 1, 2)
     # Its own scaling target: the shadow instance type's concurrency at the SLO, as the production variants'.
@@ -85,4 +85,14 @@ def test_the_shadows_pins_name_every_adapter_and_its_prebuilt_image_only_in_preb
         "config error: image: shadow.tag = 'v2' is read only with image.source = prebuilt, and source is build (the "
         "shadow's image is built from image.build.shadow's artifact pins): set image.source=prebuilt to run that "
         "image, or pin image.build.shadow"
+    )
+
+
+def test_capturing_more_than_the_shadowed_share_is_refused() -> None:
+    """Issue 53, finding 12: the comparison reads answer distributions; more of the primary than is shadowed is user
+    data it never uses."""
+    assert config_error({**ON, "serving.shadow.capture_percent": "100"}) == (
+        "config error: serving.shadow: capture_percent = 100 is above sampling_percent = 10: the shadow comparison "
+        "reads answer distributions, so capturing more of the primary's answers than is shadowed keeps user data it "
+        "never uses; leave capture_percent unset (= sampling_percent) or lower it"
     )

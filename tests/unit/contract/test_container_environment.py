@@ -8,6 +8,7 @@ from app_config import load_config
 from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
 from serving_app.settings import Settings
 from serving_contract import env
+from tests.config_helpers import PREBUILT_DEV
 from tests.synth_helpers import cdk_json_context
 
 
@@ -49,7 +50,7 @@ def test_each_variant_names_the_pins_its_image_bakes_in() -> None:
     assert model_versions_environment(without_canary_set, "canary") == model_versions_environment(
         without_canary_set, "primary"
     )  # it runs the primary's image
-    prebuilt = load_config({**cdk_json_context(), "image.source": "prebuilt", "image.primary.tag": "v1"})
+    prebuilt = load_config({**cdk_json_context(), **PREBUILT_DEV, "image.primary.tag": "v1"})
     assert model_versions_environment(prebuilt, "primary") == {}
 
 

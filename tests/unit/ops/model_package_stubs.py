@@ -53,6 +53,17 @@ def describe_package(group: str, artifact: str, pin: str, status: str = "Approve
     }
 
 
+def add_described(
+    stub: Stubber, group: str, artifact: str, pin: str, *, status: str = "Approved", version: int = 1
+) -> str:
+    """DescribeModelPackage of the package ``version`` of ``group`` (what the deploy's lookup asks); its ARN."""
+    arn = package_arn(group, version)
+    stub.add_response(
+        "describe_model_package", describe_package(group, artifact, pin, status, version), {"ModelPackageName": arn}
+    )
+    return arn
+
+
 def add_no_package(stub: Stubber, group: str) -> None:
     stub.add_response(
         "list_model_packages",

@@ -17,9 +17,10 @@ from app_config import AppConfig, load_config
 from app_config.pins import pin_kind, pins_in_effect
 from app_config.release import model_package_group_name
 from ops.preflight import PreflightClients
+from serving_contract.model_packages import parse_package_arn, registered_key
 from tests.botocore_helpers import streaming_body
 from tests.synth_helpers import SEEDS_G5
-from tests.unit.ops.model_package_stubs import add_model_package
+from tests.unit.ops.model_package_stubs import add_described, package_arn
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -38,11 +39,21 @@ ADAPTERS = ("general_support_v2", "jp_style_v1", "manga_domain_v3")
 def config(**overrides: Any) -> AppConfig:
     """The prod config on the seeds' fleet (ml.g5.xlarge, the quota names the stubs answer for), with
     context overrides (dotted keys or section blocks, as cdk.json holds them)."""
-    return load_config({"stage": "prod", "stages": {"prod": {}}, **SEEDS_G5, **overrides})
+    return load_config({"stage": "prod", "stages": {"prod": {}, "dev": {}}, **SEEDS_G5, **overrides})
+
+
+REGISTERED = {
+    "llama-3-8b-instruct-awq/v1": package_arn("mangaassist-prod-base-model", 1),
+    "manga_domain_v3/v3": package_arn("mangaassist-prod-adapters", 3),
+    "general_support_v2/v2": package_arn("mangaassist-prod-adapters", 2),
+    "jp_style_v1/v1": package_arn("mangaassist-prod-adapters", 1),
+}
+"""``release.registered_packages`` of :func:`pinned`'s versions: the packages the release registered for them."""
 
 
 def pinned(**overrides: Any) -> AppConfig:
-    """Every image.build.primary pin set to DIGEST (base model v1, adapters v3/v2/v1)."""
+    """Every image.build.primary pin set to DIGEST (base model v1, adapters v3/v2/v1), each version's package
+    recorded (:data:`REGISTERED`)."""
     versions = {"manga_domain_v3": "v3", "general_support_v2": "v2", "jp_style_v1": "v1"}
     primary = {"base_model": f"v1/{DIGEST}", "adapters": {a: f"{v}/{DIGEST}" for a, v in versions.items()}}
     uv_image = f"ghcr.io/astral-sh/uv:0.13.8@sha256:{DIGEST}"
@@ -51,6 +62,7 @@ def pinned(**overrides: Any) -> AppConfig:
             "image.build.primary": primary,
             "image.build.artifacts_bucket_name": BUCKET,
             "image.build.uv_image": uv_image,
+            "release.registered_packages": REGISTERED,
             **overrides,
         }
     )
@@ -140,12 +152,13 @@ class PreflightStubs:
         )
 
     def approved(self, config: AppConfig) -> None:
-        """Every non-placeholder pin in effect: an Approved model package (the approvals check)."""
+        """Every non-placeholder pin in effect: its recorded package, Approved (the approvals check)."""
         for ref in pins_in_effect(config):
             if not ref.placeholder:
                 kind, artifact = pin_kind(config, ref)
                 group = model_package_group_name(config.project_name, config.stage, kind)
-                add_model_package(self.stubs["sagemaker"], group, artifact, ref.pin)
+                arn = config.release.registered_packages[registered_key(artifact, ref.version)]
+                add_described(self.stubs["sagemaker"], group, artifact, ref.pin, version=parse_package_arn(arn).version)
 
     def version_folder(self, prefix: str, files: Mapping[str, bytes] = FILES, kind: str | None = "FULL_OBJECT") -> None:
         """ListObjectsV2 of the folder, then HeadObject of each file (sorted, as listed)."""

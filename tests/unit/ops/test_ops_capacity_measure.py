@@ -217,6 +217,19 @@ def test_an_instance_type_the_planner_does_not_know_is_refused_before_anything(
     assert err.startswith("error: --instance-type ml.c5.xlarge: ") and "\n" not in err
 
 
+def test_an_instance_type_that_is_no_candidate_is_refused_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 53, finding 11: the operator policy allows the candidates only (sagemaker:InstanceTypes)."""
+    argv = ["capacity", "measure", "--instance-type", "ml.p5.48xlarge", "--cdk-json", str(_cdk_json(tmp_path)), "--yes"]
+    assert main(argv, Deps(out=lambda _: None)) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --instance-type ml.p5.48xlarge: not a capacity job candidate (ml.g5.xlarge, ml.g6.xlarge, "
+        "ml.g6e.xlarge: capacity.job.instance_types and the variants' own); add it to capacity.job.instance_types and "
+        "deploy the Serving stack, whose operator policy allows those types only"
+    )
+
+
 def test_a_completed_job_prints_its_curve_and_write_puts_it_in_the_stage(tmp_path: Path) -> None:
     lines: list[str] = []
     with _Run() as run:

@@ -11,9 +11,10 @@ from ops.preflight import placeholder_pin_lines
 from ops.preflight.account import check_bootstrap, check_quotas, check_region, quota_demands
 from ops.preflight.command import check_pins
 from ops.preflight.report import Finding, exit_code
+from tests.config_helpers import PREBUILT_DEV
 from tests.synth_helpers import SEEDS_G5_FLAGS
-from tests.unit.ops.model_package_stubs import add_model_package
-from tests.unit.ops.preflight_stubs import BUCKET, DIGEST, FILES, REGION, config, pinned, preflight_stubbed
+from tests.unit.ops.model_package_stubs import add_described
+from tests.unit.ops.preflight_stubs import BUCKET, DIGEST, FILES, REGION, REGISTERED, config, pinned, preflight_stubbed
 
 ZEROS = "0" * 64
 PIN_TOOL = (
@@ -71,7 +72,7 @@ def test_inference_components_mode_checks_component_pins_and_not_baked_adapters(
 
 
 def test_prebuilt_variants_mode_has_no_pins_and_canary_pins_count_only_when_built():
-    assert _lines(check_pins(config(**{"image.source": "prebuilt"}))) == [
+    assert _lines(check_pins(config(**PREBUILT_DEV))) == [
         "skip  pins: no artifact pins in effect (image.source = prebuilt, serving.mode = variants)"
     ]
     canary = {"image.build.canary": {"base_model": f"v2/{ZEROS}", "adapters": pinned().image.build.primary.adapters}}
@@ -287,7 +288,7 @@ def _argv(tmp_path: Path, *extra: str) -> list[str]:
     pins = json.dumps(pinned().image.build.primary.model_dump())
     return ["preflight", "--cdk-out", str(tmp_path), "-c", f"image.build.primary={pins}", "-c",
             f"image.build.artifacts_bucket_name={BUCKET}", "-c", f"image.build.uv_image={UV_PINNED}",
-            *SEEDS_G5_FLAGS, *extra]  # fmt: skip
+            "-c", f"release.registered_packages={json.dumps(REGISTERED)}", *SEEDS_G5_FLAGS, *extra]  # fmt: skip
 
 
 def test_cli_preflight_all_ok(tmp_path):
@@ -319,7 +320,7 @@ def test_cli_preflight_reports_every_class_and_exits_with_the_first(tmp_path):
         stubs.toolkit("21")
         stubs.quotas({"ml.g5.xlarge for endpoint usage": 4.0, "ml.g5.xlarge for processing job usage": 2.0})
         stubs.listing("base-models/llama-3-8b-instruct-awq/v1/", {})
-        package = add_model_package(
+        package = add_described(
             stubs.stubs["sagemaker"],
             "mangaassist-prod-base-model",
             "llama-3-8b-instruct-awq",
@@ -332,7 +333,8 @@ def test_cli_preflight_reports_every_class_and_exits_with_the_first(tmp_path):
         # -c serving.canary.enabled=false: one variant, so the quota needs 2 x 20; unpinned adapters stay.
         argv = ["preflight", "--cdk-out", str(tmp_path), "-c", f"image.build.primary.base_model=v1/{DIGEST}",
                 "-c", f"image.build.artifacts_bucket_name={BUCKET}", "-c", "serving.canary.enabled=false",
-                "-c", f"image.build.uv_image={UV_PINNED}", *SEEDS_G5_FLAGS, *SEEDS_COUNTS_FLAGS]  # fmt: skip
+                "-c", f"image.build.uv_image={UV_PINNED}", *SEEDS_G5_FLAGS, *SEEDS_COUNTS_FLAGS,
+                "-c", f"release.registered_packages={json.dumps(REGISTERED)}"]  # fmt: skip
         code = main(argv, Deps(out=lines.append, preflight_clients=stubs.factory))
     assert code == ExitCode.PREFLIGHT_CONFIG
     assert sum(line.startswith("FAIL  pins: image.build.primary.adapters.") for line in lines) == 3
@@ -369,7 +371,8 @@ def test_cli_preflight_without_credentials_runs_the_offline_checks(tmp_path):
     ]
     with preflight_stubbed(credentials=False) as stubs:
         code = main(
-            ["preflight", "-c", "image.source=prebuilt"], Deps(out=lines.append, preflight_clients=stubs.factory)
+            ["preflight", *(arg for key, value in PREBUILT_DEV.items() for arg in ("-c", f"{key}={value}"))],
+            Deps(out=lines.append, preflight_clients=stubs.factory),
         )
     assert code == ExitCode.AWS_ERROR
     assert lines[-1] == "preflight incomplete: 1 check(s) could not run; exit 5 (AWS_ERROR)"

@@ -5,6 +5,7 @@ from typing import Any
 from ops.exit_codes import ExitCode
 from ops.preflight.artifacts import check_artifacts, check_image
 from ops.preflight.conflicts import DeployedEndpoint, check_endpoint, check_log_groups
+from tests.config_helpers import PREBUILT_DEV
 from tests.unit.ops.preflight_stubs import (
     ACCOUNT,
     BUCKET,
@@ -115,7 +116,7 @@ def test_download_digests_streams_files_and_adapter_archives():
 
 
 def test_adapter_archive_missing_fails():
-    cfg = config(**{"image.source": "prebuilt", "image.build.artifacts_bucket_name": BUCKET,
+    cfg = config(**{**PREBUILT_DEV, "image.build.artifacts_bucket_name": BUCKET,
                     "serving.mode": "inference_components", **COMPONENT_PINS})  # fmt: skip
     with preflight_stubbed() as stubs:
         for prefix in ADAPTER_PREFIXES:
@@ -162,12 +163,12 @@ def _describe_images(stubs, repository, image_id, *, registry=ACCOUNT, found=Tru
 
 
 def test_prebuilt_image_in_the_app_repository_passes_and_a_missing_one_fails():
-    cfg = config(**{"image.source": "prebuilt", "image.canary": {"tag": "v2"}})
+    cfg = config(**{**PREBUILT_DEV, "image.canary": {"tag": "v2"}})
     repo_uri = f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/mangaassist-modelimage-1a2b"
     with preflight_stubbed() as stubs:
-        stubs.stack("MangaAssist-prod-ImageRepository", {"ImageRepositoryUri": repo_uri})
+        stubs.stack("MangaAssist-dev-ImageRepository", {"ImageRepositoryUri": repo_uri})
         _describe_images(stubs, "mangaassist-modelimage-1a2b", {"imageTag": "vllm0.26.0-llama3-8b-awq-lora3-v1"})
-        stubs.stack("MangaAssist-prod-ImageRepository", {"ImageRepositoryUri": repo_uri})
+        stubs.stack("MangaAssist-dev-ImageRepository", {"ImageRepositoryUri": repo_uri})
         _describe_images(stubs, "mangaassist-modelimage-1a2b", {"imageTag": "v2"}, found=False)
         findings = check_image(cfg, stubs.clients.cloudformation, stubs.ecr_in, REGION)
     assert [f.line for f in findings] == [
@@ -184,14 +185,14 @@ def test_prebuilt_image_by_uri_and_a_missing_repository_stack():
     uri = f"210987654321.dkr.ecr.eu-west-1.amazonaws.com/ci/vllm@{digest}"
     with preflight_stubbed() as stubs:
         _describe_images(stubs, "ci/vllm", {"imageDigest": digest}, registry="210987654321")
-        by_uri = check_image(config(**{"image.source": "prebuilt", "image.primary": {"uri": uri}}),
+        by_uri = check_image(config(**{**PREBUILT_DEV, "image.primary": {"uri": uri}}),
                              stubs.clients.cloudformation, stubs.ecr_in, REGION)  # fmt: skip
-        stubs.no_stack("MangaAssist-prod-ImageRepository")
-        no_stack = check_image(config(**{"image.source": "prebuilt"}), stubs.clients.cloudformation,
+        stubs.no_stack("MangaAssist-dev-ImageRepository")
+        no_stack = check_image(config(**PREBUILT_DEV), stubs.clients.cloudformation,
                                stubs.ecr_in, REGION)  # fmt: skip
     assert by_uri[0].line == f"ok    image: image.primary = '{uri}': in ECR repository ci/vllm (sha256:{'a' * 64})"
     assert no_stack[0].line == (
-        "FAIL  image: image.primary = 'vllm0.26.0-llama3-8b-awq-lora3-v1': stack MangaAssist-prod-ImageRepository does "
+        "FAIL  image: image.primary = 'vllm0.26.0-llama3-8b-awq-lora3-v1': stack MangaAssist-dev-ImageRepository does "
         "not exist; deploy the foundation first: make deploy-foundation, then push the image"
     )
 
@@ -311,7 +312,7 @@ def test_log_groups_are_expected_while_the_endpoint_exists():
 
 
 def test_adapter_folder_with_only_its_archive_is_left_to_the_container():
-    cfg = config(**{"image.source": "prebuilt", "image.build.artifacts_bucket_name": BUCKET,
+    cfg = config(**{**PREBUILT_DEV, "image.build.artifacts_bucket_name": BUCKET,
                     "serving.mode": "inference_components", **COMPONENT_PINS})  # fmt: skip
     with preflight_stubbed() as stubs:
         for prefix in ADAPTER_PREFIXES:

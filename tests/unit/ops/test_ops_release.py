@@ -1,6 +1,7 @@
 """``ops release``: starts the kind's pipeline, follows its steps, prints the pin (Stubber, real API shapes)."""
 
 import datetime as dt
+import json
 from typing import Any
 
 import boto3
@@ -11,7 +12,7 @@ from app_config import load_config
 from ops.cli import Clients, Deps, main
 from ops.exit_codes import ExitCode, OpsError
 from ops.release import ReleaseRequest, run_release
-from tests.unit.ops.model_package_stubs import describe_package, package_arn
+from tests.unit.ops.model_package_stubs import NOW, add_no_package, describe_package, package_arn
 
 SHA = "b" * 64
 CONFIG = load_config({"stage": "prod", "stages": {"prod": {}}})
@@ -48,6 +49,7 @@ def _status(stub: Stubber, status: str, reason: str | None = None) -> None:
 
 
 def _start(stub: Stubber) -> None:
+    add_no_package(stub, "mangaassist-prod-adapters")  # v4 not released before
     stub.add_response(
         "start_pipeline_execution",
         {"PipelineExecutionArn": EXECUTION},
@@ -97,7 +99,13 @@ def test_a_passing_release_follows_each_step_then_prints_the_pin_to_set() -> Non
         "  Gates: Succeeded",
         "  Register: Succeeded",
         f"registered {arn} (PendingManualApproval)",
-        f'set in cdk.json (stages.prod): {{"image.build.canary.adapters.manga_domain_v3": "v4/{SHA}"}}',
+        "merge into cdk.json (stages.prod): "
+        + json.dumps(
+            {
+                "image": {"build": {"canary": {"adapters": {"manga_domain_v3": f"v4/{SHA}"}}}},
+                "release": {"registered_packages": {"manga_domain_v3/v4": arn}},
+            }
+        ),
         "then approve it: aws sagemaker update-model-package --model-approval-status Approved --model-package-arn "
         + arn,
     ]
@@ -165,3 +173,46 @@ def test_the_cli_starts_the_release_with_the_stage_config(capsys: pytest.Capture
         code = main(argv, Deps(clients=lambda r, p: clients, out=lines.append, sleep=lambda s: None))
     assert code == ExitCode.CHECK_FAILED
     assert lines[-1] == "release FAILED (Stopped): see the steps above"
+
+
+def test_a_version_released_before_is_refused_before_anything_starts() -> None:
+    """Issue 53, finding 14: a rerun of a released version started the pipeline again."""
+    sagemaker = _sagemaker()
+    arn = package_arn("mangaassist-prod-adapters", 5)
+    summary = {
+        "ModelPackageArn": arn, "ModelPackageDescription": f"manga_domain_v3 v4/{SHA}", "CreationTime": NOW,
+        "ModelPackageStatus": "Completed", "ModelApprovalStatus": "Rejected",
+    }  # fmt: skip
+    with Stubber(sagemaker) as stub:
+        stub.add_response(
+            "list_model_packages",
+            {"ModelPackageSummaryList": [summary]},
+            {"ModelPackageGroupName": "mangaassist-prod-adapters", "SortBy": "CreationTime", "SortOrder": "Descending"},
+        )  # and no StartPipelineExecution: the Stubber fails any call not queued
+        with pytest.raises(OpsError) as raised:
+            run_release(sagemaker, CONFIG, REQUEST, timeout_s=3600, poll_s=60, out=lambda line: None)
+    assert raised.value.code == ExitCode.USAGE
+    assert str(raised.value) == (
+        f"manga_domain_v3 v4 is released already: model package {arn} (Rejected); a version is released once, so "
+        "release the new output as a new version"
+    )
+
+
+def test_a_base_version_whose_folder_holds_files_is_refused() -> None:
+    """A run that failed while it published the quantized checkpoint left files in the version folder."""
+    sagemaker = _sagemaker()
+    s3 = boto3.client("s3", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    request = ReleaseRequest(
+        "base_model", "v2", "", EVAL, CATALOG, source_model="s3://artifacts/base-models/fp16/v2/", calibration=EVAL
+    )
+    prefix = "base-models/llama-3-8b-instruct-awq/v2/"
+    with Stubber(sagemaker) as stub, Stubber(s3) as s3_stub:
+        add_no_package(stub, "mangaassist-prod-base-model")
+        s3_stub.add_response(
+            "list_objects_v2",
+            {"KeyCount": 1, "Contents": [{"Key": prefix + "config.json", "Size": 9}]},
+            {"Bucket": "artifacts", "Prefix": prefix, "MaxKeys": 1},
+        )
+        with pytest.raises(OpsError) as raised:
+            run_release(sagemaker, CONFIG, request, timeout_s=3600, poll_s=60, s3=s3, out=lambda line: None)
+    assert str(raised.value).startswith(f"s3://artifacts/{prefix} holds files already")

@@ -9,8 +9,8 @@ from botocore.stub import Stubber
 
 from app_config.image_build import ArtifactSetConfig
 from ops.exit_codes import ExitCode
-from ops.pin_artifacts import current_pins, main, unapproved
-from serving_contract.model_packages import find_package
+from ops.pin_artifacts import approved_packages, current_pins, main
+from serving_contract.model_packages import find_packages
 from tests.botocore_helpers import streaming_body
 from tests.unit.ops.model_package_stubs import NOW, add_model_package, add_no_package, describe_package, package_arn
 
@@ -51,13 +51,14 @@ def _sagemaker():
     return boto3.client("sagemaker", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
 
 
-def test_pins_of_approved_model_packages_pass() -> None:
+def test_pins_of_approved_model_packages_pass_and_name_the_packages_to_record() -> None:
     sagemaker = _sagemaker()
     pins = {"base_model": f"v2/{SHA}", "adapters": {"manga_domain_v3": f"v4/{SHA}"}}
     with Stubber(sagemaker) as stub:
-        add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}")
-        add_model_package(stub, "mangaassist-prod-adapters", "manga_domain_v3", f"v4/{SHA}")
-        assert unapproved(sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod") == []
+        base = add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}")
+        adapter = add_model_package(stub, "mangaassist-prod-adapters", "manga_domain_v3", f"v4/{SHA}", version=4)
+        found = approved_packages(sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod")
+    assert found == ([], {"llama/v2": base, "manga_domain_v3/v4": adapter})
 
 
 def test_an_unapproved_or_unreleased_pin_is_refused_in_one_line_each() -> None:
@@ -66,14 +67,24 @@ def test_an_unapproved_or_unreleased_pin_is_refused_in_one_line_each() -> None:
     with Stubber(sagemaker) as stub:
         arn = add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}", status="Rejected", version=7)
         add_no_package(stub, "mangaassist-prod-adapters")
-        lines = unapproved(sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod")
+        lines, packages = approved_packages(
+            sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod"
+        )
+    assert packages == {}
     assert lines == [
-        f"base_model = 'v2/{SHA}': model package {arn} is Rejected, not Approved; approve it (aws sagemaker "
-        "update-model-package --model-approval-status Approved) or pin an approved version",
+        f"base_model = 'v2/{SHA}': model package {arn} was rejected (ModelApprovalStatus Rejected): a rejected version "
+        "may not deploy; pin another version",
         f"adapters.manga_domain_v3 = 'v4/{SHA}': no model package in mangaassist-prod-adapters registers it (not "
         "released through the quality gates); run `mangaassist-ops release` for manga_domain_v3 v4 "
         "(docs/model-release.md)",
     ]
+
+
+def _listed(group: str, version: int, status: str = "Approved") -> dict[str, object]:
+    return {
+        "ModelPackageArn": package_arn(group, version), "ModelPackageDescription": f"manga_domain_v3 v4/{SHA}",
+        "CreationTime": NOW, "ModelPackageStatus": "Completed", "ModelApprovalStatus": status,
+    }  # fmt: skip
 
 
 def test_a_package_whose_metadata_names_another_pin_does_not_count() -> None:
@@ -83,18 +94,45 @@ def test_a_package_whose_metadata_names_another_pin_does_not_count() -> None:
     with Stubber(sagemaker) as stub:
         stub.add_response(
             "list_model_packages",
-            {"ModelPackageSummaryList": [{
-                "ModelPackageArn": package_arn(group, 3), "ModelPackageDescription": f"manga_domain_v3 v4/{SHA}",
-                "CreationTime": NOW, "ModelPackageStatus": "Completed", "ModelApprovalStatus": "Approved",
-            }]},
+            {"ModelPackageSummaryList": [_listed(group, 3)]},
             {"ModelPackageGroupName": group, "SortBy": "CreationTime", "SortOrder": "Descending"},
-        )  # fmt: skip
+        )
         stub.add_response(
             "describe_model_package",
             describe_package(group, "manga_domain_v3", f"v5/{SHA}", version=3),
             {"ModelPackageName": package_arn(group, 3)},
         )
-        assert find_package(sagemaker, group, "manga_domain_v3", f"v4/{SHA}") is None
+        assert find_packages(sagemaker, group, "manga_domain_v3", f"v4/{SHA}") == []
+
+
+def test_a_pin_two_packages_claim_is_refused_naming_both() -> None:
+    """Issue 53, finding 9: a second package naming the pin (anyone who may create packages in the group can make
+    one) is not silently preferred; which package the release registered is what ops release printed."""
+    sagemaker = _sagemaker()
+    group = "mangaassist-prod-adapters"
+    pins = {"base_model": f"v2/{SHA}", "adapters": {"manga_domain_v3": f"v4/{SHA}"}}
+    with Stubber(sagemaker) as stub:
+        add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}")
+        stub.add_response(
+            "list_model_packages",
+            {"ModelPackageSummaryList": [_listed(group, 9), _listed(group, 4)]},
+            {"ModelPackageGroupName": group, "SortBy": "CreationTime", "SortOrder": "Descending"},
+        )
+        for version in (9, 4):
+            stub.add_response(
+                "describe_model_package",
+                describe_package(group, "manga_domain_v3", f"v4/{SHA}", version=version),
+                {"ModelPackageName": package_arn(group, version)},
+            )
+        lines, packages = approved_packages(
+            sagemaker, pins, base_model="llama", project_name="MangaAssist", stage="prod"
+        )
+    assert packages == {"llama/v2": package_arn("mangaassist-prod-base-model", 1)}
+    assert lines == [
+        f"adapters.manga_domain_v3 = 'v4/{SHA}': 2 model packages in {group} register it ({package_arn(group, 9)}, "
+        f"{package_arn(group, 4)}): record the one `mangaassist-ops release` printed in release.registered_packages "
+        "yourself"
+    ]
 
 
 def test_the_command_needs_a_stage_to_check_approvals(capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,10 +145,10 @@ def test_the_command_needs_a_stage_to_check_approvals(capsys: pytest.CaptureFixt
 
 
 class _Session:
-    """A session whose S3 client is stubbed (Stubber: the real GetObject shapes)."""
+    """A session whose S3 (and SageMaker) clients are stubbed (Stubber: the real API shapes)."""
 
-    def __init__(self, s3: object) -> None:
-        self.s3 = s3
+    def __init__(self, s3: object, sagemaker: object = None) -> None:
+        self.clients = {"s3": s3, "sagemaker": sagemaker}
         self.asked: dict[str, object] = {}
 
     def __call__(self, **kwargs: object) -> "_Session":
@@ -118,8 +156,8 @@ class _Session:
         return self
 
     def client(self, service: str) -> object:
-        assert service == "s3"
-        return self.s3
+        assert self.clients.get(service) is not None, service
+        return self.clients[service]
 
 
 def test_without_credentials_it_is_one_line_and_exit_5(
@@ -191,3 +229,31 @@ def test_write_needs_a_stage_that_exists(tmp_path: Path, capsys: pytest.CaptureF
         )
     assert code == ExitCode.USAGE
     assert capsys.readouterr().err == f"pin_artifacts: --stage qa: not a stage of {cdk_json} (stages: prod)\n"
+
+
+def test_write_records_the_package_of_each_pin_beside_the_pins(tmp_path: Path) -> None:
+    """Issue 53, finding 9: the deploy looks up release.registered_packages; --write records the packages it found."""
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(json.dumps({"context": {"stages": {"prod": {}}}}, indent=2))
+    s3 = boto3.client("s3", region_name="ap-northeast-1", aws_access_key_id="x", aws_secret_access_key="x")
+    sagemaker = _sagemaker()
+    with Stubber(s3) as s3_stub, Stubber(sagemaker) as stub:
+        s3_stub.add_response(
+            "get_object", {"Body": streaming_body(f"v2/{SHA}")}, {"Bucket": "b", "Key": "base-models/llama/CURRENT"}
+        )
+        s3_stub.add_response(
+            "get_object", {"Body": streaming_body(f"v4/{SHA}")}, {"Bucket": "b", "Key": "adapters/a/CURRENT"}
+        )
+        base = add_model_package(stub, "mangaassist-prod-base-model", "llama", f"v2/{SHA}", version=3)
+        adapter = add_model_package(stub, "mangaassist-prod-adapters", "a", f"v4/{SHA}", version=8)
+        code = main(
+            [
+                *("--bucket", "b", "--base-model", "llama", "--adapters", "a"),
+                *("--stage", "prod", "--write", "canary", "--cdk-json", str(cdk_json)),
+            ],
+            session_factory=_Session(s3, sagemaker),
+        )
+    assert code == ExitCode.OK
+    written = json.loads(cdk_json.read_text())["context"]["stages"]["prod"]
+    assert written["image"]["build"]["canary"] == {"base_model": f"v2/{SHA}", "adapters": {"a": f"v4/{SHA}"}}
+    assert written["release"] == {"registered_packages": {"llama/v2": base, "a/v4": adapter}}
