@@ -23,6 +23,7 @@ from app_config.release import (
 )
 from app_config.scaling import PROD_WARM_FLOOR
 from app_config.shadow import check_shadow
+from app_config.throughput_config import check_measured_pauses
 from app_config.variants import existing_variant_keys
 from planning.gpu_instances import instance_gpus
 from serving_contract.components import adapter_component_name, base_component_name
@@ -84,6 +85,7 @@ def check_cross_sections(config: "AppConfig") -> None:
     }
     check_registered_packages(config.release, groups, config.env.account, config.env.region)
     check_shadow(config)  # app_config/shadow.py
+    check_measured_pauses(config.capacity.measured, config.traffic.think_s)
 
 
 def _component_checks(config: "AppConfig") -> None:

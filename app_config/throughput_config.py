@@ -64,7 +64,21 @@ class MeasuredCurve(ConfigModel):
     date: dt.date = Field(description="The day the job ran (UTC).")
     job: str = Field(min_length=1, max_length=63, description="The SageMaker processing job's name.")
     gpu: str = Field(default="", max_length=64, description="The GPU the job saw (nvidia-smi's name).")
-    think_s: float = Field(ge=0, le=3600, description="Mean pause between a conversation's turns, seconds.")
+    think_s: float = Field(
+        ge=0,
+        le=3600,
+        description=(
+            "Mean pause between a conversation's turns, seconds. A curve holds at the pause it was measured at: "
+            "one measured at another than traffic.think_s stops synth (the pause sets how many follow-ups are "
+            "cold, docs/planning.md)."
+        ),
+    )
+    kv_cache_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="The engine's KV cache when measured, tokens (vLLM's 'GPU KV cache size'); None in older results.",
+    )
     engines: int = Field(default=1, ge=1, le=8, description="Engines on the instance (data parallel).")
     steps: list[MeasuredStep] = Field(
         min_length=1, max_length=64, description="The sweep's steps, in increasing offered rate."
@@ -136,6 +150,26 @@ class CapacityJobConfig(ConfigModel):
         if any(rate <= 0 for rate in rates) or rates != sorted(set(rates)):
             raise ValueError(f"rates_per_minute must be positive and increase, got {rates}")
         return self
+
+
+PAUSE_TOLERANCE_S = 0.5
+"""How far a curve's pause may be from ``traffic.think_s`` and still count (rounding in a result)."""
+
+
+def check_measured_pauses(measured: dict[str, Any], think_s: float) -> None:
+    """Refuse a measured curve whose pause is not the config's (``traffic.think_s``): at another pause
+    another share of follow-ups is cold and the engine holds another rate (issue 52).
+
+    Raises:
+        ValueError: one line naming the curve, both pauses and what to do.
+    """
+    for key, curve in measured.items():
+        if isinstance(curve, MeasuredCurve) and abs(curve.think_s - think_s) > PAUSE_TOLERANCE_S:
+            raise ValueError(
+                f"capacity.measured.{key}: measured with users pausing {curve.think_s:g} s, traffic.think_s is "
+                f"{think_s:g} s; a curve holds only at its own pause: measure it again at {think_s:g} s "
+                f"(python -m ops capacity measure --instance-type {key}) or remove it"
+            )
 
 
 def _measured_form(value: Any) -> str:
