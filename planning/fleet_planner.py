@@ -165,12 +165,14 @@ def plan_fleets(
     warm_p95_ms: float,
     routings: Sequence[str] = ROUTINGS,
 ) -> list[Fleet]:
-    """Every instance type under each of ``routings``: the fleets that hold both classes, cheapest
-    per month first, then those that cannot (lowest lone-request TTFT first)."""
+    """Every instance type with enough GPUs for one engine (``engine.tensor_parallel_size``) under each
+    of ``routings``: the fleets that hold both classes, cheapest per month first, then those that
+    cannot (lowest lone-request TTFT first)."""
     week = demand_module.week(config.traffic)
     fleets = [
         size_fleet(config, planner, instance_type, routing, week, cold_p95_ms=cold_p95_ms, warm_p95_ms=warm_p95_ms)
-        for instance_type in INSTANCE_GPUS
+        for instance_type, spec in INSTANCE_GPUS.items()
+        if spec.count >= config.engine.tensor_parallel_size
         for routing in routings
     ]
     return sorted(fleets, key=lambda f: (not f.holds, f.usd_per_month if f.holds else f.base_ttft_ms))

@@ -155,3 +155,18 @@ def test_a_measured_curve_changes_the_recommendation_and_its_row_says_measured()
 def _config_and_planner(overrides: list[str]) -> tuple[AppConfig, Planner]:
     config, plan = load_plan(overrides)
     return config, plan.planner
+
+
+def test_the_planner_weighs_only_instance_types_with_the_gpus_one_engine_needs() -> None:
+    config, plan = load_plan(
+        [
+            "engine.tensor_parallel_size=2",
+            "serving.primary.instance_type=ml.g6e.12xlarge",
+            "serving.canary.instance_type=ml.g6e.12xlarge",
+        ]
+    )
+    slo = config.slo
+    fleets = fleet_planner.plan_fleets(config, plan.planner, slo.cold.ttft_p95_ms, slo.warm.ttft_p95_ms)
+    assert fleets and {f.instance_type for f in fleets} == {
+        name for name, spec in INSTANCE_GPUS.items() if spec.count >= 2
+    }
