@@ -40,6 +40,8 @@ class EngineConfig(ConfigModel):
     enforce_eager: bool = spec_field(spec.ENFORCE_EAGER)
     max_cudagraph_capture_size: int = spec_field(spec.MAX_CUDAGRAPH_CAPTURE_SIZE)
     cudagraph_memory_estimate: bool = spec_field(spec.CUDAGRAPH_MEMORY_ESTIMATE)
+    kv_offloading_size_gib: float = spec_field(spec.KV_OFFLOADING_SIZE)
+    kv_offloading_backend: Annotated[str, _one_of(spec.KV_OFFLOADING_BACKEND)] = spec_field(spec.KV_OFFLOADING_BACKEND)
     max_loras: int = spec_field(spec.MAX_LORAS)
     max_lora_rank: Annotated[int, _one_of(spec.MAX_LORA_RANK)] = spec_field(spec.MAX_LORA_RANK)
     max_cpu_loras: int | None = spec_field(spec.MAX_CPU_LORAS)

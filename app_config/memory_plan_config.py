@@ -53,6 +53,31 @@ class MemoryPlanConfig(ConfigModel):
             "estimated 1.76 GiB for the same graphs."
         ),
     )
+    host_os_reserve_gib: float = Field(
+        default=2.0,
+        ge=0,
+        le=64,
+        description=(
+            "Host memory per instance the serving processes cannot have, GiB: what Linux keeps out of MemTotal (its "
+            "page array alone is 64 bytes per 4 KiB page, 1/64 of memory: 0.5 GiB of an ml.g6e.xlarge's 32), the "
+            "Docker daemon and SageMaker's agents. A stated reserve, not measured on a SageMaker host; the memory "
+            "plan's host tier subtracts it before KV offload (engine.kv_offloading_size_gib)."
+        ),
+    )
+    host_engine_process_gib: float = Field(
+        default=4.0,
+        ge=0,
+        le=256,
+        description=(
+            "Host memory of one engine's processes besides its KV offload and CPU LoRA slots, GiB: vLLM's engine "
+            "core on a GPU (~3 GB = 2.8 GiB resident beyond its offload buffer, measured per GPU worker in vLLM PR "
+            "#48436: '32GB + 3', '40GB + 3'), vLLM 0.26's API server (895,468 KiB = 0.85 GiB resident in the "
+            "real-engine tests' CPU build with three adapters and --max-cpu-loras 3, 2026-11-29) and the gateway "
+            "(52 MiB after import, without the tests' engine shim): 3.7, rounded up to 4. Counted per engine, so a "
+            "data-parallel instance, whose engines share one gateway and API server, is overcounted by ~0.9 GiB per "
+            "extra engine. Not measured on a SageMaker GPU host."
+        ),
+    )
     typical_sequence_tokens: int = Field(
         default=TYPICAL_SEQUENCE_TOKENS,
         ge=16,

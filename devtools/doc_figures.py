@@ -36,6 +36,7 @@ from planning import cost_plan, engine_fit, fleet_planner, memory_report
 from planning.capacity import engine_for
 from planning.capacity import report as capacity_report
 from planning.demand_week import week
+from planning.engine_memory import host_tier_for_instance
 from planning.engine_model import capacity
 from planning.engines import (
     conversation_shape,
@@ -46,6 +47,7 @@ from planning.engines import (
 from planning.fleet_planner import Fleet
 from planning.gpu_instances import GIB, INSTANCE_GPUS
 from planning.gpu_projection import project
+from planning.memory_plan import largest_host_offload_gib, plan_host_offload
 from planning.plan import Plan, load_plan, make_plan
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,8 +81,17 @@ MEMORY_TABLE_TYPES = (
     "ml.p4d.24xlarge",
     "ml.p5.48xlarge",
 )
-SYNTH_REFUSALS = ("engine.max_model_len=16384", "engine.gpu_memory_utilization=0.15", "engine.tensor_parallel_size=2")
+SYNTH_REFUSALS = (
+    "engine.max_model_len=16384",
+    "engine.gpu_memory_utilization=0.15",
+    "engine.tensor_parallel_size=2",
+    "engine.kv_offloading_size_gib=40",
+)
 """The overrides docs/memory-plan.md shows synth refusing (one line each)."""
+
+
+HOST_TIER_TYPES = ("ml.g5.xlarge", "ml.g6.xlarge", "ml.g6e.xlarge", "ml.g6e.2xlarge", "ml.g6e.4xlarge")
+"""The instance types docs/memory-plan.md's host-tier table lists (the L40S sizes the issue 56 runs weigh)."""
 
 
 def _copy_target() -> float:
@@ -288,6 +299,47 @@ def _memory_types_table(sources: Sources) -> str:
     return "\n".join(rows)
 
 
+def _host_tier_table(sources: Sources) -> str:
+    config = sources.config
+    engine = config.engine
+    rows = [
+        "| instance | host GiB | left per engine GiB | largest offload that fits GiB | its tokens | GPU KV tokens |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for instance_type in HOST_TIER_TYPES:
+        tier = host_tier_for_instance(
+            instance_type, model=config.model, engine=engine, memory=config.memory_plan, runtime_adapters=False
+        )
+        largest = largest_host_offload_gib(
+            config.model.shape.to_shape(),
+            available_bytes=tier.available_bytes,
+            tensor_parallel_size=engine.tensor_parallel_size,
+            block_size=engine.block_size,
+            kv_cache_dtype=engine.kv_cache_dtype,
+        )
+        held = plan_host_offload(
+            config.model.shape.to_shape(),
+            size_gib=largest,
+            tensor_parallel_size=engine.tensor_parallel_size,
+            block_size=engine.block_size,
+            kv_cache_dtype=engine.kv_cache_dtype,
+        )
+        plan = sources.plan.planner.memory_plan(instance_type)
+        rows.append(
+            f"| `{instance_type}` ({INSTANCE_GPUS[instance_type].gpu.name}) | {tier.host_bytes // GIB} | "
+            f"{tier.available_bytes / GIB:.2f} | {largest:g} | {held.tokens:,} | {plan.kv_tokens:,} |"
+        )
+    return "\n".join(rows)
+
+
+def _host_tier_line(sources: Sources) -> str:
+    """The memory report's host-tier line of the default primary with a 16 GiB offload."""
+    del sources
+    config, plan = load_plan(["engine.kv_offloading_size_gib=16"])
+    report = memory_report.build(config, plan)[0]
+    return "\n".join(["```", memory_report.host_tier_line(report), "```"])
+
+
 def _synth_refusals(sources: Sources) -> str:
     del sources
     lines = ["```"]
@@ -470,6 +522,8 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "preflight-quota": _preflight_quota,
     "memory-types-table": _memory_types_table,
     "synth-refusals": _synth_refusals,
+    "host-tier-table": _host_tier_table,
+    "host-tier-line": _host_tier_line,
     "ic-copy-target": lambda sources: f"{_copy_target():g}",
     "memory-table": _memory_table,
     "fleet-verdicts": _primary_lines,

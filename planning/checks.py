@@ -15,9 +15,9 @@ from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR
 from app_config.variants import VARIANT_KEYS, existing_variant_keys
 from planning.dated_schedule import check_dated_events
-from planning.engine_memory import engine_memory_inputs
-from planning.gpu_instances import engines_per_instance, instance_gpus
-from planning.memory_plan import gib, minimum_utilization
+from planning.engine_memory import engine_memory_inputs, host_tier_for_instance
+from planning.gpu_instances import GIB, INSTANCE_GPUS, MIB, engines_per_instance, instance_gpus
+from planning.memory_plan import HostTier, gib, largest_host_offload_gib, minimum_utilization
 from planning.slo_holds import check_holdable
 from planning.weekly_plan import check_schedule
 
@@ -33,6 +33,7 @@ def check_plan(config: AppConfig, plan: Plan) -> None:
     """
     _memory_plan_checks(config, plan)
     _shadow_fits(config, plan)
+    _host_tier_checks(config, plan)
     check_holdable(config, plan)  # planning/slo_holds.py: only with slo.require_holdable
     if not config.serving.hosts_inference_components:
         _scaling_checks(config, plan)
@@ -112,6 +113,108 @@ def _shadow_fits(config: AppConfig, planned: Plan) -> None:
             f"fit ({instance_gpus(shadow.instance_type).gpu.name}), fewer than one engine.max_model_len = "
             f"{config.engine.max_model_len} sequence (vLLM refuses to start); pick a larger GPU"
         )
+
+
+def _host_tier_checks(config: AppConfig, planned: Plan) -> None:
+    """Stop synth where the KV offload (``engine.kv_offloading_size_gib``) cannot start: a backend the image
+    cannot run, pinned memory above what a variant's instance has left (primary, canary, shadow), or, in
+    inference_components mode, above what SageMaker reserves for a copy. vLLM pins the whole buffer at start,
+    and pinned memory cannot be swapped or reclaimed, so an offload that does not fit is killed at start."""
+    engine = config.engine
+    if engine.kv_offloading_size_gib == 0:
+        return
+    if engine.kv_offloading_backend == "lmcache":
+        raise ValueError(
+            "engine.kv_offloading_backend = 'lmcache': vLLM 0.26 then hands the KV blocks to an LMCache server "
+            "(LMCacheMPConnector, tcp://localhost:5555 unless configured; vllm/config/vllm.py), which needs the "
+            "lmcache package and a running server; the image installs neither (container/requirements.lock) and "
+            "the container starts none; use native"
+        )
+    components = config.serving.hosts_inference_components
+    where = [(f"serving.{v.key}.instance_type", v.serving.instance_type) for v in planned.deployed_variants()]
+    if config.serving.shadow.enabled:
+        where.append(("serving.shadow.instance_type", config.serving.shadow.instance_type))
+    for key, instance_type in where:
+        tier = _host_tier(config, instance_type)
+        if not tier.fits:
+            raise ValueError(_offload_refusal(config, key, instance_type, tier))
+    if components:
+        tier = _host_tier(config, config.serving.primary.instance_type)
+        needed = tier.engine_process_bytes + tier.cpu_lora_bytes + tier.offload.pinned_bytes
+        reserved = config.serving.inference_components.memory_per_copy_mib
+        if needed > reserved * MIB:
+            parts = (
+                f"its processes {config.memory_plan.host_engine_process_gib:g}, {tier.cpu_lora_slots} CPU LoRA slots "
+                f"{gib(tier.cpu_lora_bytes)}, {tier.offload.pinned_bytes / GIB:g} GiB pinned for the offload"
+            )
+            raise ValueError(
+                f"engine.kv_offloading_size_gib = {engine.kv_offloading_size_gib:g}: an inference-component copy then "
+                f"needs {needed / GIB:.2f} GiB of host memory ({parts}), above "
+                f"serving.inference_components.memory_per_copy_mib = {reserved}; raise it to >= {-(-needed // MIB)}"
+            )
+
+
+def _host_tier(config: AppConfig, instance_type: str) -> HostTier:
+    return host_tier_for_instance(
+        instance_type,
+        model=config.model,
+        engine=config.engine,
+        memory=config.memory_plan,
+        runtime_adapters=config.serving.hosts_inference_components,
+    )
+
+
+def _offload_refusal(config: AppConfig, key: str, instance_type: str, tier: HostTier) -> str:
+    """One line: the instance's host memory, what is left per engine and why, what vLLM pins, what fits."""
+    engine, memory = config.engine, config.memory_plan
+    size = engine.kv_offloading_size_gib
+    lora = f"{tier.cpu_lora_slots} CPU LoRA slots ({gib(tier.cpu_lora_bytes)})"
+    if tier.engines == 1:
+        left = (
+            f"{tier.available_bytes / GIB:.2f} GiB after the OS ({memory.host_os_reserve_gib:g}), the engine's "
+            f"processes ({memory.host_engine_process_gib:g}) and its {lora}"
+        )
+    else:
+        left = (
+            f"{tier.available_bytes / GIB:.2f} GiB per engine after the OS ({memory.host_os_reserve_gib:g}) and each "
+            f"of its {tier.engines} engines' processes ({memory.host_engine_process_gib:g}) and {lora}"
+        )
+    pinned = ""
+    if tier.offload.pinned_bytes != tier.offload.asked_bytes:
+        pinned = (
+            f"; vLLM 0.26 pins {tier.offload.pinned_bytes / GIB:g} GiB for it ({tier.offload.buffers} layer buffers, "
+            "each rounded up to a power of two)"
+        )
+    shape = config.model.shape.to_shape()
+    largest = largest_host_offload_gib(
+        shape,
+        available_bytes=tier.available_bytes,
+        tensor_parallel_size=engine.tensor_parallel_size,
+        block_size=engine.block_size,
+        kv_cache_dtype=engine.kv_cache_dtype,
+    )
+    fits = f"at most {largest:g} GiB fits" if largest > 0 else "none fits (set 0)"
+    bigger = _bigger_host(config, instance_type)
+    alternative = f" (or pick {bigger}, {INSTANCE_GPUS[bigger].memory_gib} GiB)" if bigger else ""
+    return (
+        f"engine.kv_offloading_size_gib = {size:g}: {key} = {instance_type} has {tier.host_bytes // GIB} GiB of host "
+        f"memory, {left}{pinned}; {fits}{alternative}"
+    )
+
+
+def _bigger_host(config: AppConfig, instance_type: str) -> str | None:
+    """The instance type of the same family and GPUs with the least host memory that holds the offload, or None."""
+    family = instance_type.split(".")[1]
+    gpus = instance_gpus(instance_type)
+    candidates = sorted(
+        (spec.memory_gib, name)
+        for name, spec in INSTANCE_GPUS.items()
+        if name.split(".")[1] == family
+        and spec.gpu == gpus.gpu
+        and spec.count == gpus.count
+        and spec.memory_gib > gpus.memory_gib
+    )
+    return next((name for _, name in candidates if _host_tier(config, name).fits), None)
 
 
 def _scaling_checks(config: AppConfig, plan: Plan) -> None:

@@ -226,6 +226,163 @@ def minimum_utilization(
     return needed / (tp * gpus.gpu.memory_bytes)
 
 
+def power_of_two_ceil(value: int) -> int:
+    """The smallest power of two >= ``value`` (0 for 0): what torch's pinned host allocator reserves
+    for a ``value``-byte tensor (``c10::llvm::PowerOf2Ceil`` in ATen/core/CachingHostAllocator.h,
+    torch 2.11)."""
+    return 0 if value <= 0 else 1 << (value - 1).bit_length()
+
+
+@dataclass(frozen=True, slots=True)
+class HostOffload:
+    """What vLLM 0.26's native KV offload takes from host memory for one engine.
+
+    vLLM turns ``--kv-offloading-size`` GiB into whole offload blocks (one GPU block of every
+    layer each: ``CPUOffloadingSpec`` in vllm/v1/kv_offload/cpu/spec.py, ``blocks_per_chunk`` 1)
+    and each worker allocates one pinned CPU tensor per KV-cache tensor, i.e. per layer, of
+    blocks x its page (``CPUOffloadingWorker`` in vllm/v1/kv_offload/cpu/gpu_worker.py:
+    ``torch.zeros(..., pin_memory=True)``; the H200 log of benchmarks/results/h200-2026-11-29-open-loop
+    says "Allocating 32 CPU tensors" for Llama-3-8B). torch's pinned allocator rounds every
+    allocation up to a power of two (:func:`power_of_two_ceil`), so the engine pins more than it
+    asked unless each layer's share is a power of two: 40 GiB over 32 layers is 1.25 GiB per
+    layer, pinned as 2 GiB, 64 GiB in all (vLLM PR #50094 measured the same rounding: 6 GiB pinned
+    as 8, 10 and 12 as 16). On a CPU-only build vLLM pins nothing and refuses to offload at start.
+
+    Attributes:
+        asked_bytes: ``--kv-offloading-size`` in bytes (0: off).
+        blocks: offload blocks of ``block_size`` tokens across every layer.
+        tokens: the tokens those blocks hold (blocks x block_size).
+        pinned_bytes: host memory the engine's workers pin, all of them together.
+        buffers: the pinned tensors (layers x tensor-parallel workers).
+    """
+
+    asked_bytes: int
+    blocks: int
+    tokens: int
+    pinned_bytes: int
+    buffers: int
+
+
+def _offload_page_bytes(shape: ModelShape, *, block_size: int, kv_cache_dtype: str) -> int:
+    """One layer's K and V of one block of ``block_size`` tokens, over every tensor-parallel rank."""
+    return shape.kv_bytes_per_token(kv_cache_dtype) // shape.num_hidden_layers * block_size
+
+
+def plan_host_offload(
+    shape: ModelShape, *, size_gib: float, tensor_parallel_size: int, block_size: int, kv_cache_dtype: str
+) -> HostOffload:
+    """The host memory ``--kv-offloading-size size_gib`` pins for one engine (:class:`HostOffload`).
+
+    Llama-3-8B, fp16 KV, block 16, one GPU: 16 GiB -> 8,192 blocks, 131,072 tokens, 16 GiB pinned;
+    40 GiB -> 20,480 blocks, 327,680 tokens, 64 GiB pinned.
+    """
+    layers, tp = shape.num_hidden_layers, tensor_parallel_size
+    page = _offload_page_bytes(shape, block_size=block_size, kv_cache_dtype=kv_cache_dtype)
+    asked = int(size_gib * GIB)  # vLLM: kv_offloading_size * (1 << 30), then int() (vllm/config/vllm.py)
+    blocks = asked // (page * layers)
+    per_buffer = blocks * (page // tp)  # each rank holds its share of the KV heads
+    buffers = layers * tp if blocks else 0
+    return HostOffload(
+        asked_bytes=asked,
+        blocks=blocks,
+        tokens=blocks * block_size,
+        pinned_bytes=buffers * power_of_two_ceil(per_buffer),
+        buffers=buffers,
+    )
+
+
+def largest_host_offload_gib(
+    shape: ModelShape, *, available_bytes: int, tensor_parallel_size: int, block_size: int, kv_cache_dtype: str
+) -> float:
+    """The largest ``--kv-offloading-size`` (GiB, whole offload blocks) whose pinned memory fits
+    ``available_bytes``: the largest power-of-two buffer ``2^k`` with layers x ranks x ``2^k`` <=
+    ``available_bytes``, filled with whole blocks (0.0 when not even one block fits).
+
+    Llama-3-8B on one GPU: 16.0 for anything from 16 to just under 32 GiB available.
+    """
+    layers, tp = shape.num_hidden_layers, tensor_parallel_size
+    page = _offload_page_bytes(shape, block_size=block_size, kv_cache_dtype=kv_cache_dtype)
+    per_buffer_max = available_bytes // (layers * tp)
+    if per_buffer_max <= 0:
+        return 0.0
+    buffer = 1 << (per_buffer_max.bit_length() - 1)  # the largest power of two <= per_buffer_max
+    blocks = buffer // (page // tp)
+    return blocks * page * layers / GIB
+
+
+@dataclass(frozen=True, slots=True)
+class HostTier:
+    """One instance's host memory, and what is left for KV offload per engine.
+
+    Attributes:
+        host_bytes: the instance's memory (``planning.gpu_instances``, EC2 specifications).
+        os_reserve_bytes: kept for the kernel, Docker and SageMaker's agents, per instance.
+        engines: vLLM engines on the instance (one per ``tensor_parallel_size`` GPUs).
+        engine_process_bytes: one engine's gateway, API server and engine core, per engine.
+        cpu_lora_slots: adapters vLLM keeps in host memory per engine (``--max-cpu-loras``; 0 without LoRA).
+        cpu_lora_bytes: those slots' bytes, per engine.
+        offload: the KV offload of one engine.
+    """
+
+    host_bytes: int
+    os_reserve_bytes: int
+    engines: int
+    engine_process_bytes: int
+    cpu_lora_slots: int
+    cpu_lora_bytes: int
+    offload: HostOffload
+
+    @property
+    def available_bytes(self) -> int:
+        """Host memory left for one engine's offload: (host - OS) / engines - its processes - its LoRA slots."""
+        per_engine = (self.host_bytes - self.os_reserve_bytes) // self.engines
+        return per_engine - self.engine_process_bytes - self.cpu_lora_bytes
+
+    @property
+    def fits(self) -> bool:
+        """The offload's pinned memory fits what is left (always, when offload is off)."""
+        return self.offload.pinned_bytes <= self.available_bytes
+
+
+def plan_host_tier(
+    *,
+    shape: ModelShape,
+    gpus: InstanceGpus,
+    engine: EngineMemoryInputs,
+    kv_offloading_size_gib: float,
+    cpu_lora_slots: int,
+    os_reserve_bytes: int,
+    engine_process_bytes: int,
+) -> HostTier:
+    """The host tier of ``gpus``'s instance with one engine per ``engine.tensor_parallel_size`` GPUs.
+
+    Args:
+        shape: the model.
+        gpus: the instance (its ``memory_gib`` is the host memory).
+        engine: the engine settings (tensor parallelism, block size, KV dtype, LoRA rank).
+        kv_offloading_size_gib: ``engine.kv_offloading_size_gib`` (0: off).
+        cpu_lora_slots: ``--max-cpu-loras`` as the container passes it (0 without LoRA).
+        os_reserve_bytes: ``memory_plan.host_os_reserve_gib`` in bytes.
+        engine_process_bytes: ``memory_plan.host_engine_process_gib`` in bytes.
+    """
+    return HostTier(
+        host_bytes=gpus.memory_gib * GIB,
+        os_reserve_bytes=os_reserve_bytes,
+        engines=max(gpus.count // engine.tensor_parallel_size, 1),
+        engine_process_bytes=engine_process_bytes,
+        cpu_lora_slots=cpu_lora_slots,
+        # An adapter in the CPU cache holds at most what one GPU slot of max_lora_rank holds.
+        cpu_lora_bytes=shape.lora_slot_bytes(cpu_lora_slots, engine.max_lora_rank),
+        offload=plan_host_offload(
+            shape,
+            size_gib=kv_offloading_size_gib,
+            tensor_parallel_size=engine.tensor_parallel_size,
+            block_size=engine.block_size,
+            kv_cache_dtype=engine.kv_cache_dtype,
+        ),
+    )
+
+
 def gib(value: int) -> str:
     """Bytes as GiB with two decimals, e.g. ``5.33``."""
     return f"{value / GIB:.2f}"

@@ -12,7 +12,9 @@ from pathlib import Path
 from app_config.root import AppConfig
 from app_config.serving import VariantConfig
 from app_config.variants import Variant
+from planning.engine_memory import host_tier_for_instance
 from planning.gpu_instances import GIB, engines_per_instance, instance_gpus
+from planning.memory_plan import largest_host_offload_gib
 from planning.plan import Plan
 from planning.slo_holds import class_holds, measure_line
 
@@ -64,6 +66,25 @@ class VariantMemory:
     """The command that would measure a figure the engine model projected (planning/slo_holds.py)."""
     comparison_warning: str | None = None
     """The canary on another instance type than the primary: it measures another GPU (issue 40 item 6)."""
+    kv_offloading_size_gib: float = 0.0
+    """``engine.kv_offloading_size_gib`` (0: off, and the host-tier fields below are not printed)."""
+    kv_offloading_backend: str = "native"
+    host_memory_gib: int = 0
+    """The instance's host memory (planning/gpu_instances.py)."""
+    host_os_reserve_gib: float = 0.0
+    host_engines: int = 1
+    """Engines sharing the host memory: one per tensor_parallel_size GPUs (a copy each in inference_components mode)."""
+    host_engine_process_gib: float = 0.0
+    host_cpu_lora_slots: int = 0
+    host_cpu_lora_gib: float = 0.0
+    host_available_gib: float = 0.0
+    """Host memory left for one engine's offload (planning.memory_plan.HostTier.available_bytes)."""
+    kv_offloading_pinned_gib: float = 0.0
+    """What vLLM 0.26 pins for the offload (each layer's buffer rounded up to a power of two)."""
+    kv_offloading_tokens: int = 0
+    """Tokens the offload holds: whole blocks of block_size."""
+    kv_offloading_fits_gib: float = 0.0
+    """The largest engine.kv_offloading_size_gib whose pinned memory fits host_available_gib."""
 
     @property
     def warning(self) -> str | None:
@@ -110,6 +131,13 @@ def build(config: AppConfig, planned: Plan) -> list[VariantMemory]:
         gpus = instance_gpus(variant.instance_type)
         target, target_key, active = _concurrency_target(config, planned, deployed)
         capacity = planned.planner.throughput(variant.instance_type)
+        tier = host_tier_for_instance(
+            variant.instance_type,
+            model=config.model,
+            engine=config.engine,
+            memory=config.memory_plan,
+            runtime_adapters=config.serving.hosts_inference_components,
+        )
         reports.append(
             VariantMemory(
                 variant_name=variant.variant_name,
@@ -150,6 +178,24 @@ def build(config: AppConfig, planned: Plan) -> list[VariantMemory]:
                 class_slo_lines=tuple(h.line for h in holds if h.variant_name == variant.variant_name),
                 measure_line=measure_line(capacity),
                 comparison_warning=_canary_comparison(config, variant),
+                kv_offloading_size_gib=config.engine.kv_offloading_size_gib,
+                kv_offloading_backend=config.engine.kv_offloading_backend,
+                host_memory_gib=tier.host_bytes // GIB,
+                host_os_reserve_gib=config.memory_plan.host_os_reserve_gib,
+                host_engines=tier.engines,
+                host_engine_process_gib=config.memory_plan.host_engine_process_gib,
+                host_cpu_lora_slots=tier.cpu_lora_slots,
+                host_cpu_lora_gib=round(tier.cpu_lora_bytes / GIB, 2),
+                host_available_gib=round(tier.available_bytes / GIB, 2),
+                kv_offloading_pinned_gib=round(tier.offload.pinned_bytes / GIB, 2),
+                kv_offloading_tokens=tier.offload.tokens,
+                kv_offloading_fits_gib=largest_host_offload_gib(
+                    config.model.shape.to_shape(),
+                    available_bytes=tier.available_bytes,
+                    tensor_parallel_size=config.engine.tensor_parallel_size,
+                    block_size=config.engine.block_size,
+                    kv_cache_dtype=config.engine.kv_cache_dtype,
+                ),
             )
         )
     return reports
@@ -214,6 +260,8 @@ def render(reports: list[VariantMemory]) -> list[str]:
                 f"{r.slo_base_ttft_ms:,.0f} ms): it cannot hold TTFT p95 {r.ttft_slo_label} at MangaAssist's "
                 "request shape; make plan ranks the instance types, python -m ops capacity measure measures them"
             )
+        if r.kv_offloading_size_gib > 0:
+            lines.append(f"    {host_tier_line(r)}")
         lines += [f"    {line}" for line in r.class_slo_lines]
         if r.measure_line:
             lines.append(f"    {r.measure_line}")
@@ -222,3 +270,16 @@ def render(reports: list[VariantMemory]) -> list[str]:
         if r.comparison_warning:
             lines.append(f"    WARNING: {r.comparison_warning}")
     return lines
+
+
+def host_tier_line(r: VariantMemory) -> str:
+    """The host tier of one variant with KV offload on: the instance's host memory, what each engine has
+    left, what the offload pins and holds, and the largest offload that fits."""
+    engines = "the engine's" if r.host_engines == 1 else f"{r.host_engines} engines x"
+    return (
+        f"host tier: {r.host_memory_gib} GiB - OS {r.host_os_reserve_gib:g} - {engines} (processes "
+        f"{r.host_engine_process_gib:g} + {r.host_cpu_lora_slots} CPU LoRA slots {r.host_cpu_lora_gib:.2f}) = "
+        f"{r.host_available_gib:.2f} GiB per engine; KV offload ({r.kv_offloading_backend}) "
+        f"{r.kv_offloading_size_gib:g} GiB pins {r.kv_offloading_pinned_gib:g} GiB and holds "
+        f"{r.kv_offloading_tokens:,} tokens (the GPU's: {r.kv_tokens:,}); at most {r.kv_offloading_fits_gib:g} GiB fits"
+    )

@@ -58,6 +58,9 @@ ATTENTION_BACKENDS: Final[tuple[str, ...]] = (AUTO, "FLASH_ATTN", "FLASHINFER", 
 matrix, benchmarks/results/h200-2026-11-25/matrix*.json); vLLM 0.26 still offers each. ``auto``
 passes no flag: vLLM picks per GPU and KV dtype (vllm/platforms/cuda.py), FLASH_ATTN first."""
 
+KV_OFFLOADING_BACKENDS: Final[tuple[str, ...]] = ("native", "lmcache")
+"""``--kv-offloading-backend`` values of vLLM 0.26 (``KVOffloadingBackend`` in vllm/config/cache.py)."""
+
 LOG_LEVELS: Final[tuple[str, ...]] = ("debug", "info", "warning", "error", "critical")
 TENSOR_PARALLEL_SIZES: Final[tuple[int, ...]] = (1, 2, 4, 8)
 """Divisors of Llama-3-8B's 8 KV heads: vLLM needs the KV heads to split evenly across GPUs."""
@@ -221,6 +224,38 @@ CUDAGRAPH_MEMORY_ESTIMATE: Final = EngineSetting(
         "in the headroom gpu_memory_utilization leaves (H100 on 4 CPUs, docs/performance.md, start-up)."
     ),
 )
+KV_OFFLOADING_SIZE: Final = EngineSetting(
+    key="kv_offloading_size_gib",
+    env_var=env.ENGINE_KV_OFFLOADING_SIZE_GIB,
+    flag="--kv-offloading-size",
+    default=0.0,
+    ge=0.0,
+    le=2048.0,
+    description=(
+        "Host memory for KV blocks evicted from the GPU, GiB per engine (all its tensor-parallel GPUs together); "
+        "0 = off (no flag). vLLM 0.26's --kv-offloading-size (CacheConfig.kv_offloading_size in "
+        "vllm/config/cache.py: 'Size of the KV cache offloading buffer in GiB. When TP > 1, this is the total "
+        "buffer size summed across all TP ranks'); with the native backend a follow-up turn whose history left the "
+        "GPU comes back over PCIe instead of a full prefill. vLLM 0.26 pins one buffer per layer and torch rounds "
+        "each up to a power of two, so 40 GiB pins 64 for Llama-3-8B (the memory plan's host tier, checked per "
+        "instance type at synth; docs/memory-plan.md). Bound: 2048, the most host memory of any instance type in "
+        "planning/gpu_instances.py."
+    ),
+)
+KV_OFFLOADING_BACKEND: Final = EngineSetting(
+    key="kv_offloading_backend",
+    env_var=env.ENGINE_KV_OFFLOADING_BACKEND,
+    flag="--kv-offloading-backend",
+    default="native",
+    choices=KV_OFFLOADING_BACKENDS,
+    description=(
+        "Who holds the offloaded KV blocks (vLLM 0.26's --kv-offloading-backend, vllm/config/cache.py; read only "
+        "with kv_offloading_size_gib > 0): native = vLLM's OffloadingConnector in the engine's own pinned host "
+        "memory; lmcache = LMCacheMPConnector, which passes no size and needs the lmcache package and an LMCache "
+        "server (vllm/config/vllm.py, _post_init_kv_transfer_config). The image has neither, so synth refuses "
+        "lmcache. Source: vLLM's default (native)."
+    ),
+)
 LOG_LEVEL: Final = EngineSetting(
     key="log_level",
     env_var=env.ENGINE_LOG_LEVEL,
@@ -293,6 +328,8 @@ ENGINE_SETTINGS: Final[tuple[EngineSetting[Any], ...]] = (
     ENFORCE_EAGER,
     MAX_CUDAGRAPH_CAPTURE_SIZE,
     CUDAGRAPH_MEMORY_ESTIMATE,
+    KV_OFFLOADING_SIZE,
+    KV_OFFLOADING_BACKEND,
     LOG_LEVEL,
     MAX_LORAS,
     MAX_LORA_RANK,

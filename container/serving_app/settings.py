@@ -68,6 +68,8 @@ class Settings(BudgetSettings):
     enforce_eager: Bool = env_field(spec.ENFORCE_EAGER)
     max_cudagraph_capture_size: int = env_field(spec.MAX_CUDAGRAPH_CAPTURE_SIZE)
     cudagraph_memory_estimate: Bool = env_field(spec.CUDAGRAPH_MEMORY_ESTIMATE)
+    kv_offloading_size_gib: float = env_field(spec.KV_OFFLOADING_SIZE)
+    kv_offloading_backend: str = env_field(spec.KV_OFFLOADING_BACKEND)
     log_level: str = env_field(spec.LOG_LEVEL)
     served_model_name: str = Field(
         "base",

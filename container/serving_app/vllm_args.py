@@ -98,6 +98,15 @@ def build_vllm_args(settings: Settings, paths: EnginePaths) -> list[str]:
         args += [spec.QUANTIZATION.flag, settings.quantization]
     if settings.attention_backend != spec.AUTO:
         args += [spec.ATTENTION_BACKEND.flag, settings.attention_backend]
+    if settings.kv_offloading_size_gib > 0:
+        # vLLM 0.26 turns offloading on only when the size is set (vllm/config/vllm.py,
+        # _post_init_kv_transfer_config); 0, the default, passes neither flag.
+        args += [
+            spec.KV_OFFLOADING_SIZE.flag,
+            f"{settings.kv_offloading_size_gib:g}",
+            spec.KV_OFFLOADING_BACKEND.flag,
+            settings.kv_offloading_backend,
+        ]
     if settings.enforce_eager:
         args.append(spec.ENFORCE_EAGER.flag)
     else:

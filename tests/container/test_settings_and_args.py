@@ -50,6 +50,20 @@ def test_cuda_graphs_are_captured_up_to_64_sequences_outside_the_kv_cache_estima
     )
 
 
+def test_kv_offload_passes_vllms_size_and_backend_only_when_on() -> None:
+    default = build_vllm_args(Settings.from_env({}), PATHS)
+    assert "--kv-offloading-size" not in default and "--kv-offloading-backend" not in default
+    on = build_vllm_args(Settings.from_env({"ENGINE_KV_OFFLOADING_SIZE_GIB": "16"}), PATHS)
+    assert (flag(on, "--kv-offloading-size"), flag(on, "--kv-offloading-backend")) == ("16", "native")
+    small = Settings.from_env({"ENGINE_KV_OFFLOADING_SIZE_GIB": "0.25", "ENGINE_KV_OFFLOADING_BACKEND": "lmcache"})
+    argv = build_vllm_args(small, PATHS)
+    assert (flag(argv, "--kv-offloading-size"), flag(argv, "--kv-offloading-backend")) == ("0.25", "lmcache")
+    # A backend without a size turns nothing on (vLLM reads the backend only with a size).
+    assert "--kv-offloading-backend" not in build_vllm_args(
+        Settings.from_env({"ENGINE_KV_OFFLOADING_BACKEND": "lmcache"}), PATHS
+    )
+
+
 def test_an_explicit_kernel_is_passed_through() -> None:
     argv = build_vllm_args(Settings.from_env({"ENGINE_QUANTIZATION": "awq"}), PATHS)
     assert flag(argv, "--quantization") == "awq"
@@ -191,6 +205,12 @@ def test_empty_values_take_defaults() -> None:
             "ENGINE_QUANTIZATION = 'none': must be one of auto, awq_marlin, awq, gptq_marlin, gptq or fp8",
         ),
         ({"ENGINE_KV_CACHE_DTYPE": "fp4"}, "ENGINE_KV_CACHE_DTYPE = 'fp4': must be one of auto or fp8"),
+        ({"ENGINE_KV_OFFLOADING_SIZE_GIB": "-1"}, "ENGINE_KV_OFFLOADING_SIZE_GIB = '-1': must be >= 0"),
+        ({"ENGINE_KV_OFFLOADING_SIZE_GIB": "lots"}, "ENGINE_KV_OFFLOADING_SIZE_GIB = 'lots': must be a number"),
+        (
+            {"ENGINE_KV_OFFLOADING_BACKEND": "disk"},
+            "ENGINE_KV_OFFLOADING_BACKEND = 'disk': must be one of native or lmcache",
+        ),
         (
             {"ENGINE_ENFORCE_EAGER": "maybe"},
             "ENGINE_ENFORCE_EAGER = 'maybe': must be true or false",

@@ -45,6 +45,12 @@ RUNTIME_ADAPTERS_ENV = {
     "LORA_MAX_RANK": "32",
     "LORA_SPECIALIZE_ACTIVE": "false",
 }
+OFFLOAD_ENV = {
+    # KV offload to host memory (issue 56): vLLM 0.26's --kv-offloading-size GiB and its backend.
+    **FULL_ENV,
+    "ENGINE_KV_OFFLOADING_SIZE_GIB": "16",
+    "ENGINE_KV_OFFLOADING_BACKEND": "native",
+}
 MINIMAL_ENV = {
     "ENGINE_QUANTIZATION": "awq",
     "ENGINE_KV_CACHE_DTYPE": "fp8",
@@ -63,6 +69,8 @@ def contract_argvs() -> list[list[str]]:
         build_vllm_args(Settings.from_env(MINIMAL_ENV), PATHS),
         [*build_vllm_args(Settings.from_env(FULL_ENV), PATHS), "--disable-log-requests"],
         build_vllm_args(Settings.from_env(RUNTIME_ADAPTERS_ENV), PATHS),
+        build_vllm_args(Settings.from_env(OFFLOAD_ENV), PATHS),
+        build_vllm_args(Settings.from_env({**OFFLOAD_ENV, "ENGINE_KV_OFFLOADING_SIZE_GIB": "0.25"}), PATHS),
     ]
 
 
@@ -87,6 +95,8 @@ def test_default_argv_parses_to_every_declared_default(answer: dict[str, Any]) -
             expected = None  # auto: no flag, vLLM decides (Marlin for AWQ; its own attention backend)
         if setting is spec.MAX_CPU_LORAS:
             expected = 3  # unset: room for every adapter, max(max_loras 3, 3 adapters)
+        if setting is spec.KV_OFFLOADING_SIZE:
+            expected = None  # 0 = off: no flag, vLLM's None (no offloading connector)
         assert parsed[_dest(setting)] == expected, setting.key
     assert parsed["model"] == "/opt/model/base"
     assert parsed["served_model_name"] == ["base"]
@@ -128,12 +138,22 @@ def test_runtime_adapter_argv_enables_lora_with_no_adapter(answer: dict[str, Any
     assert parsed["specialize_active_lora"] is False  # --no-specialize-active-lora
 
 
+def test_the_offload_argv_sets_vllms_offloading_size_and_backend(answer: dict[str, Any]) -> None:
+    for result, size in ((answer["results"][4], 16.0), (answer["results"][5], 0.25)):
+        assert result["ok"], result
+        parsed = result["parsed"]
+        assert (parsed["kv_offloading_size"], parsed["kv_offloading_backend"]) == (size, "native")
+        assert parsed["enable_prefix_caching"] is True  # offload restores prefix-cache blocks
+        assert parsed["enable_lora"] is True
+
+
 def test_declared_choices_are_values_vllm_accepts(answer: dict[str, Any]) -> None:
     choices = answer["choices"]
     assert tuple(choices["--max-lora-rank"]) == spec.LORA_RANKS
     assert set(spec.QUANTIZATIONS) - {spec.AUTO} <= set(choices["quantization_methods"])
     assert set(spec.KV_CACHE_DTYPES) <= set(choices["--kv-cache-dtype"])
     assert set(spec.LOG_LEVELS) <= set(choices["--uvicorn-log-level"])
+    assert set(spec.KV_OFFLOADING_BACKENDS) == set(choices["--kv-offloading-backend"])
 
 
 PYTHON_312_ONLY = frozenset({"six"})

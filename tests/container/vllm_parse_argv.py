@@ -32,7 +32,14 @@ from vllm.entrypoints.openai.cli_args import (  # noqa: E402
 )
 from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: E402
 
-FLAGS = ("--max-lora-rank", "--block-size", "--quantization", "--kv-cache-dtype", "--uvicorn-log-level")
+FLAGS = (
+    "--max-lora-rank",
+    "--block-size",
+    "--quantization",
+    "--kv-cache-dtype",
+    "--uvicorn-log-level",
+    "--kv-offloading-backend",
+)
 
 
 def parse(argv):

@@ -15,7 +15,12 @@ collection is done, and they boot while the rest of the suite (synth, unit tests
 * ``client_gateway``: the client library's end-to-end test (issue 48, test_real_client.py), which
   kills its engine to see the fallback: a gateway of its own, with the shared one's baked adapters,
   started only when that test is selected. Its tests rank with the shared gateway's (file order), so
-  it has exited before the drain test's streams start.
+  it has exited before the drain test's streams start;
+* ``offload_gateway``: the shared one's environment with a 0.25 GiB KV offload to host memory
+  (issue 56, test_kv_offload.py), started only when that test is selected. vLLM 0.26's CPU build
+  refuses to offload once it has built the connector, so its engine exits during start-up (its model
+  load and compile warm-up: ~1 minute of one core on a quiet machine) and it is gone long before
+  the drain test.
 
 The GPU harnesses' CPU smoke runs (:data:`SMOKES`: ``benchmarks/gpu_startup.py`` making a compile
 cache on the real engine, then starting from it; ``gpu_serving.py``'s side-by-side setup;
@@ -36,13 +41,14 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.engine.real_engine import (
+    OFFLOAD_ENV,
     REPO,
     RUNTIME_ADAPTER_ENV,
     SHIM,
@@ -53,6 +59,13 @@ from tests.engine.real_engine import (
 )
 
 _STATE: dict[str, object] = {}
+GATEWAY_ENV: dict[str, Mapping[str, str] | None] = {
+    # fixture key -> what its gateway sets over ENGINE_ENV (module docstring)
+    "shared": None,
+    "disposable": RUNTIME_ADAPTER_ENV,
+    "client": None,
+    "offload": OFFLOAD_ENV,
+}
 _ORDER = {"ends_shared_gateway": 1, "ends_disposable_gateway": 3}
 _USES_DISPOSABLE = 2
 """Rank of the other disposable-gateway tests: after the shared gateway's drain (module docstring)."""
@@ -82,18 +95,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     smokes = [name for name in SMOKES if any(name in getattr(i, "fixturenames", ()) for i in real)]
     if smokes:
         _start_smokes(smokes)
-    wanted = [
-        key
-        for key in ("shared", "disposable", "client")
-        if any(f"{key}_gateway" in getattr(i, "fixturenames", ()) for i in real)
-    ]
+    wanted = [key for key in GATEWAY_ENV if any(f"{key}_gateway" in getattr(i, "fixturenames", ()) for i in real)]
     if not wanted:
         return
     root = Path(tempfile.mkdtemp(prefix="real-engine-"))
     _STATE["root"] = root
     model = make_tiny_model(root / "model")
     for key in wanted:
-        _STATE[key] = RealGateway(model, RUNTIME_ADAPTER_ENV if key == "disposable" else None)
+        _STATE[key] = RealGateway(model, GATEWAY_ENV[key])
 
 
 @dataclass(frozen=True)
@@ -191,7 +200,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 process.wait()
     for out in _SMOKE_DIRS:
         shutil.rmtree(out, ignore_errors=True)
-    for key in ("shared", "disposable", "client"):
+    for key in GATEWAY_ENV:
         gateway = _STATE.pop(key, None)
         if isinstance(gateway, RealGateway):
             gateway.stop()
@@ -226,3 +235,14 @@ def disposable_gateway() -> Iterator[RealGateway]:
 def client_gateway() -> Iterator[RealGateway]:
     """A third one, like the shared gateway, for the client library's test that kills its engine."""
     yield _gateway("client")
+
+
+@pytest.fixture(scope="session")
+def offload_gateway() -> RealGateway:
+    """One with a small KV offload to host memory (``OFFLOAD_ENV``), as started: it never gets ready on the CPU
+    build, so the test waits for its exit, not for ``/ping``."""
+    if "missing" in _STATE:
+        pytest.fail(f"REQUIRE_REAL_ENGINE is set but {_STATE['missing']}")
+    gateway = _STATE.get("offload")
+    assert isinstance(gateway, RealGateway), "no offload gateway was started at collection"
+    return gateway

@@ -77,6 +77,13 @@ RUNTIME_ADAPTER_ENV: Mapping[str, str] = {
 }
 
 
+OFFLOAD_ENV: Mapping[str, str] = {
+    # KV offload to host memory (issue 56): what the stack sets for engine.kv_offloading_size_gib = 0.25
+    # (the native backend by default). vLLM 0.26's CPU build refuses it at start: tests/engine/test_kv_offload.py.
+    "ENGINE_KV_OFFLOADING_SIZE_GIB": "0.25",
+}
+
+
 def image_vllm_version() -> str:
     """The vLLM version the image pins (``vllm==X`` in container/requirements.txt, its one declaration).
 
@@ -208,6 +215,17 @@ class RealGateway:
                 raise AssertionError(f"serve exited with {self.proc.returncode}; {explain_exit(self.log_lines)}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"not ready in {timeout_s} s; {explain_exit(self.log_lines)}")
+
+    def wait_exit(self, timeout_s: float) -> int:
+        """Block until ``serve`` exits (a bound, not a timing: raise past it) and every line it wrote is read;
+        return its exit code."""
+        try:
+            code = self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"serve still running after {timeout_s} s; {explain_exit(self.log_lines)}") from None
+        for reader in self._readers:  # the lines written before the pipes closed
+            reader.join(timeout=10)
+        return code
 
     def wait_for_log(self, text: str, timeout_s: float = 10.0) -> str:
         """The gateway's stderr, joined, once a line holds ``text`` (``wait_for_line``: the thread

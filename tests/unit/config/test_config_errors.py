@@ -44,6 +44,21 @@ from tests.synth_helpers import cdk_json_context
             "must be one of 'LEAST_OUTSTANDING_REQUESTS' or 'RANDOM'",
         ),
         (
+            "engine.kv_offloading_size_gib",
+            "-1",
+            "config error: engine.kv_offloading_size_gib = '-1': must be >= 0",
+        ),
+        (
+            "engine.kv_offloading_size_gib",
+            "lots",
+            "config error: engine.kv_offloading_size_gib = 'lots': must be a number",
+        ),
+        (
+            "engine.kv_offloading_backend",
+            "disk",
+            "config error: engine.kv_offloading_backend = 'disk': must be one of native or lmcache",
+        ),
+        (
             "engine.block_size",
             "12",
             "config error: engine.block_size = '12': must be one of 16, 32, 64 or 128",

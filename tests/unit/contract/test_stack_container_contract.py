@@ -105,6 +105,9 @@ NON_DEFAULTS: dict[str, tuple[str, dict[str, str]]] = {
     "enforce_eager": ("true", {}),
     "max_cudagraph_capture_size": ("128", {}),
     "cudagraph_memory_estimate": ("true", {}),
+    "kv_offloading_size_gib": ("16", {}),
+    # vLLM reads the backend only with a size (synth then refuses lmcache: the image cannot run it).
+    "kv_offloading_backend": ("lmcache", {"engine.kv_offloading_size_gib": "8"}),
     "log_level": ("warning", {}),
     "max_loras": ("8", {}),
     "max_lora_rank": ("32", {}),
