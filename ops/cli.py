@@ -161,7 +161,7 @@ def _run_own_clients(args: argparse.Namespace, config: AppConfig, deps: Deps) ->
     if args.command == "migrate":
         return run_migrate(args, config, deps.migrate_clients, now=deps.now, out=deps.out)
     if args.command == "shadow":
-        return run_shadow(args, config, deps.shadow_clients(args.region, args.profile), now=deps.now, out=deps.out)
+        return run_shadow(args, config, deps.shadow_clients, now=deps.now, out=deps.out)
     return None
 
 
