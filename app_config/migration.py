@@ -9,14 +9,21 @@ machine); the client's migration mode writes the pairs, ``ops migrate report`` j
 ``migration.gates``, and the state machine walks ``migration.ramp.steps`` (docs/migration.md).
 """
 
+import itertools
 from typing import Final
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel
 
 SEED_002_SHADOW_PERCENT: Final = 10
 """Seed 002: "100% traffic to Bedrock, 10% shadow-copied to vLLM"."""
+EXECUTION_HISTORY_EVENTS: Final = 25_000
+"""Step Functions quota: events in one Standard execution's history (developer guide, "Step Functions service
+quotas": "Maximum execution history size 25,000 events")."""
+EVENTS_PER_CHECK: Final = 9
+"""Events one hold loop adds: the Wait state's entered and exited, the Lambda task's entered, scheduled, started,
+succeeded and exited, the Choice's entered and exited (cdk_constructs/migration/migration_ramp.py)."""
 
 
 class MigrationStoreConfig(ConfigModel):
@@ -165,13 +172,27 @@ class MigrationRampConfig(ConfigModel):
         ),
     )
 
+    @model_validator(mode="after")
+    def _fits_one_execution(self) -> "MigrationRampConfig":
+        held_min = sum(step.hold_hours for step in self.steps) * 60
+        events = int((held_min / self.check_interval_min + len(self.steps)) * EVENTS_PER_CHECK)
+        budget = EXECUTION_HISTORY_EVENTS * 0.9
+        if events > budget:
+            least = int(held_min * EVENTS_PER_CHECK / budget) + 1
+            raise ValueError(
+                f"check_interval_min = {self.check_interval_min}: the steps' holds ({held_min / 60:g} h) take "
+                f"~{events:,} history events, above 90 % of one Step Functions execution's 25,000; set it to at least "
+                f"{least}, or shorten the holds"
+            )
+        return self
+
     @field_validator("steps")
     @classmethod
     def _rising_to_full(cls, steps: tuple[RampStepConfig, ...]) -> tuple[RampStepConfig, ...]:
         if not steps:
             raise ValueError("steps = []: name at least one step, the last at 100 percent")
         percents = [step.percent for step in steps]
-        if any(b <= a for a, b in zip(percents, percents[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(percents)):
             raise ValueError(f"percents {percents}: must rise from step to step")
         if percents[-1] != 100:
             raise ValueError(f"percents {percents}: the last step must be 100 (full, Bedrock as the fallback)")

@@ -1,11 +1,12 @@
-"""``mangaassist-ops migrate score|sample|report``: the Bedrock-to-endpoint migration (seed 002 scenario 6,
+"""``mangaassist-ops migrate score|sample|report|status``: the Bedrock-to-endpoint migration (seed 002 scenario 6,
 issue 54; docs/migration.md).
 
 * ``score``: the Bedrock scores of every stored pair not scored yet (guardrail verdicts, semantic similarity),
   stored beside the pairs (needs AWS);
 * ``sample``: export a human-preference sample in random A/B order (human.py);
 * ``report``: every metric per adapter and language and the verdict against ``migration.gates`` (report.py);
-  offline on a folder, with no AWS credentials or region; ``--publish`` stores it as the ramp's gate.
+  offline on a folder, with no AWS credentials or region; ``--publish`` stores it as the ramp's gate;
+* ``status``: the ramp's phase, its next step and that step's gates (status.py).
 
 ``--from`` names the store: a folder (a local copy, or a DirectoryPairStore's) or ``s3://<bucket>[/<prefix>]``
 (the Migration stack's ``MigrationStoreBucketName``). Exit codes: docs/operations.md.
@@ -40,6 +41,7 @@ class MigrateClients:
     bedrock: Any
     ssm: Any
     cloudwatch: Any
+    stepfunctions: Any = None
 
 
 def needs_aws(what: str) -> OpsError:
@@ -70,6 +72,7 @@ def boto3_migrate_clients(region: str | None, profile: str | None, what: str) ->
         bedrock=session.client("bedrock-runtime", config=retries),
         ssm=session.client("ssm"),
         cloudwatch=session.client("cloudwatch"),
+        stepfunctions=session.client("stepfunctions"),
     )
 
 
@@ -77,13 +80,14 @@ ClientsFactory = Callable[[str | None, str | None, str], MigrateClients]
 
 
 def add_migrate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """``migrate score|sample|report`` and their flags."""
+    """``migrate score|sample|report|status`` and their flags."""
     migrate = commands.add_parser("migrate", help="The Bedrock-to-endpoint migration.", description=__doc__)
     actions = migrate.add_subparsers(dest="migrate_command", required=True, metavar="ACTION")
     score = actions.add_parser("score", help="Store the Bedrock scores (guardrail, similarity) of unscored pairs.")
     sample = actions.add_parser("sample", help="Export a human-preference sample in random A/B order.")
     report = actions.add_parser("report", help="Every metric per adapter and language, and the gates' verdict.")
-    for parser in (score, sample, report):
+    status = actions.add_parser("status", help="The ramp's phase, its next step and that step's gates.")
+    for parser in (score, sample, report, status):
         parser.add_argument("--stage", default=None, help="Stage (default: cdk.json's `stage`).")
         parser.add_argument("--cdk-json", type=Path, default=Path("cdk.json"), help="cdk.json to read.")
         parser.add_argument("--region", help="AWS region (default: the SDK's).")
@@ -97,6 +101,8 @@ def add_migrate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     report.add_argument(
         "--publish", action="store_true", help="Store the verdict as reports/latest.json: the ramp's gate."
     )
+    status.add_argument("--stack-outputs", type=Path, help="`cdk deploy --outputs-file` JSON (the Migration stack's).")
+    status.add_argument("--parameter-name", help="The ramp's state parameter (default: from --stack-outputs).")
 
 
 def _source(args: argparse.Namespace, clients: ClientsFactory, what: str) -> tuple[Source, MigrateClients | None]:
@@ -120,6 +126,10 @@ def run_migrate(
 
     action = args.migrate_command
     try:
+        if action == "status":
+            from ops.migrate.status import run_status  # noqa: PLC0415
+
+            return run_status(args, config, clients, now=now, out=out)
         if action == "score":
             return _score(args, config, clients, out)
         if action == "sample":

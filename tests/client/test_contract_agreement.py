@@ -167,3 +167,18 @@ def test_the_migration_stacks_output_keys_agree() -> None:
     assert client_config.MIGRATION_STORE_BUCKET_OUTPUT == outputs.MIGRATION_STORE_BUCKET_NAME
     assert client_config.MIGRATION_STORE_KEY_OUTPUT == outputs.MIGRATION_STORE_KEY_ARN
     assert client_config.MIGRATION_STATE_PARAMETER_OUTPUT == outputs.MIGRATION_STATE_PARAMETER_NAME
+
+
+def test_the_client_reads_the_ramp_state_the_stack_and_the_step_function_write() -> None:
+    """The parameter's initial value (the stack's) and a step's value (the step function's write_state shape)."""
+    from mangaassist_client.ramp import RampShare
+
+    ssm = client("ssm")
+    step = {"step": 1, "percent": 25, "status": "ramping", "since": "2026-11-16T09:00:00Z", "reason": "step 2"}
+    assert set(step) == set(migration.RAMP_STATE_FIELDS)
+    clock = iter([0.0, 100.0])
+    share = RampShare(ssm, "/p", refresh_s=60, clock=lambda: next(clock))
+    with Stubber(ssm) as stub:
+        for value in (migration.INITIAL_RAMP_STATE, json.dumps(step)):
+            stub.add_response("get_parameter", {"Parameter": {"Name": "/p", "Value": value}}, {"Name": "/p"})
+        assert (share.share(), share.share()) == (0.0, 0.25)

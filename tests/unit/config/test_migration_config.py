@@ -38,6 +38,11 @@ def test_off_by_default_with_seed_002s_phases() -> None:
         ({"migration.gates.length_ks_max": "2"}, "config error: migration.gates.length_ks_max = '2': must be <= 1"),
         ({"migration.store.retention_days": "0"}, "config error: migration.store.retention_days = '0': must be >= 1"),
         (
+            {"migration.ramp.check_interval_min": "5"},
+            "config error: migration.ramp: check_interval_min = 5: the steps' holds (372 h) take ~40,221 history "
+            "events, above 90 % of one Step Functions execution's 25,000; set it to at least 9, or shorten the holds",
+        ),
+        (
             {"migration.ramp.stepz": "1"},
             "config error: migration.ramp.stepz: unknown key; did you mean 'migration.ramp.steps'?",
         ),

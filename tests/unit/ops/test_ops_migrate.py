@@ -384,3 +384,101 @@ def test_publish_stores_the_verdict_in_the_s3_store_for_the_ramp(tmp_path: Path)
         3,
         "s3://store/",
     )
+
+
+# -- status: the ramp's phase, its next step and that step's gates ----------------------------------------------
+
+PARAMETER = "/cfn/ramp-state"
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:Ramp"
+
+
+def _outputs(tmp_path: Path) -> Path:
+    path = tmp_path / "cdk-outputs.json"
+    block = {
+        "MigrationStateParameterName": PARAMETER,
+        "MigrationStoreBucketName": "store",
+        "MigrationRampStateMachineArn": MACHINE,
+    }
+    path.write_text(json.dumps({"MangaAssist-prod-Migration": block}))
+    return path
+
+
+def test_status_shows_the_phase_the_next_step_and_its_gates(tmp_path: Path) -> None:
+    clients = MigrateClients(
+        s3=_client("s3"),
+        bedrock=None,
+        ssm=_client("ssm"),
+        cloudwatch=_client("cloudwatch"),
+        stepfunctions=_client("stepfunctions"),
+    )
+    stubs = {name: Stubber(getattr(clients, name)) for name in ("s3", "ssm", "cloudwatch", "stepfunctions")}
+    state = {
+        "step": 1,
+        "percent": 25,
+        "status": "ramping",
+        "since": "2026-11-14T08:00:00Z",
+        "reason": "step 2: gates held",
+    }
+    stubs["ssm"].add_response(
+        "get_parameter", {"Parameter": {"Name": PARAMETER, "Value": json.dumps(state)}}, {"Name": PARAMETER}
+    )
+    report = json.dumps({"at": "2026-11-16T06:00:00Z", "verdict": "pass", "pairs": 900}).encode()
+    stubs["s3"].add_response(
+        "get_object", {"Body": streaming_body(report)}, {"Bucket": "store", "Key": "reports/latest.json"}
+    )
+    alarms = [{"AlarmName": "mangaassist-vllm-prod-critical", "StateValue": "OK"}]
+    stubs["cloudwatch"].add_response(
+        "describe_alarms", {"MetricAlarms": alarms}, {"AlarmNames": ANY, "AlarmTypes": ANY}
+    )
+    stubs["stepfunctions"].add_response(
+        "list_executions",
+        {
+            "executions": [
+                {
+                    "executionArn": MACHINE + ":run-1",
+                    "stateMachineArn": MACHINE,
+                    "name": "run-1",
+                    "status": "RUNNING",
+                    "startDate": dt.datetime(2026, 11, 6, 9, 0, tzinfo=dt.UTC),
+                }
+            ]
+        },
+        {"stateMachineArn": MACHINE, "statusFilter": "RUNNING"},
+    )
+    for stub in stubs.values():
+        stub.activate()
+    code, out = _run(["migrate", "status", "--stack-outputs", str(_outputs(tmp_path))], clients)
+    for stub in stubs.values():
+        stub.assert_no_pending_responses()
+    assert code == ExitCode.OK
+    assert out[0] == (
+        "migration ramp of mangaassist-vllm-prod (stage prod): shadow phase, then 5 % 168 h -> 25 % 60 h -> 50 % 60 h "
+        "-> 75 % 60 h -> 100 % 24 h"
+    )
+    assert out[1].startswith("gates the report judges (migration.gates), over at least 100 pairs: error rate <= 0.5%")
+    assert out[2:] == [
+        "phase: ramping, step 2 of 5: the endpoint answers 25 % of calls since 2026-11-14 08:00 UTC (step 2: gates "
+        "held)",
+        "next: step 3, 50 % of calls, not before 2026-11-16 20:00 UTC (12.0 h left)",
+        "  gate: a passing report published after the step began, at most 24 h old (ops migrate report --publish): "
+        "latest pass at 2026-11-16 06:00 UTC (counts)",
+        "  gate: the watched alarms out of ALARM (any in ALARM rolls back): mangaassist-vllm-prod-critical OK, "
+        "mangaassist-vllm-prod-client-fallback-rate MISSING",
+        "execution: run-1 running since 2026-11-06 09:00 UTC",
+    ]
+
+
+def test_status_without_a_region_prints_the_plan_then_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    code = main(["migrate", "status", "--parameter-name", PARAMETER])
+    captured = capsys.readouterr()
+    assert code == ExitCode.NO_AWS and captured.out.startswith("migration ramp of mangaassist-vllm-prod")
+    assert captured.err.startswith(
+        "error: --region: `migrate status` (the ramp's parameter, alarms and report) needs AWS"
+    )
+    assert captured.err.count("\n") == 1
