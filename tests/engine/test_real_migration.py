@@ -90,7 +90,13 @@ def migration(shared_gateway: RealGateway, tmp_path_factory: pytest.TempPathFact
         answers = []
         for index, (adapter, language, streamed) in enumerate(CALLS):
             text = f"Try Blue Giant ({index})."
-            call = {"adapter": adapter, "messages": MESSAGES, "max_tokens": 8, "temperature": 0, "language": language}
+            call: dict[str, Any] = {
+                "adapter": adapter,
+                "messages": MESSAGES,
+                "max_tokens": 8,
+                "temperature": 0,
+                "language": language,
+            }
             if streamed:
                 bedrock.queue("ConverseStream", wire.converse_stream("Try ", f"Blue Giant ({index})."))
                 answers.append("".join(client.chat_stream(**call)))
