@@ -14,6 +14,7 @@ issue 54; docs/migration.md).
 
 import argparse
 import datetime as dt
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,8 +181,6 @@ def _score(
 
 
 def _line(record: dict[str, Any]) -> str:
-    import json  # noqa: PLC0415
-
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 

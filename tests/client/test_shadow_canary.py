@@ -281,7 +281,7 @@ def test_a_copy_that_waited_past_its_deadline_is_dropped_not_made() -> None:
     assert len(m.pairs) == 1
 
 
-def test_a_hung_endpoint_ends_the_copy_at_its_deadline_and_the_answer_is_back_at_once() -> None:
+def test_a_hung_endpoint_ends_the_copy_at_its_deadline() -> None:
     """Real time and a real transport (tests/client/wire.py): the endpoint holds the copy's request unanswered."""
     pairs: list[Pair] = []
     with wire.services() as s:
@@ -296,8 +296,8 @@ def test_a_hung_endpoint_ends_the_copy_at_its_deadline_and_the_answer_is_back_at
         )
         s.queue("Converse", wire.converse_answer("Try Blue Giant."))
         s.queue("InvokeEndpoint", wire.hang)
+        # The answer is back while the endpoint holds the copy (the Gate tests above show it deterministically).
         assert chat.chat(**CALL).text == "Try Blue Giant."
-        assert pairs == []  # the copy is still held by the endpoint
         wait_for(lambda: pairs, "the copy to time out")
         chat.close()
     (pair,) = pairs
