@@ -13,6 +13,7 @@ from app_config.engine import EngineConfig
 from app_config.image import ImageConfig
 from app_config.llm import ModelConfig
 from app_config.memory_plan_config import MemoryPlanConfig
+from app_config.migration import MigrationConfig
 from app_config.monitoring import MonitoringConfig
 from app_config.observability import ObservabilityConfig
 from app_config.release import ReleaseConfig
@@ -96,6 +97,10 @@ class AppConfig(ConfigModel):
     release: ReleaseConfig = Field(
         default=ReleaseConfig(),
         description="ModelRelease stack: the quality-gated release pipelines of base-model and adapter versions.",
+    )
+    migration: MigrationConfig = Field(
+        default=MigrationConfig(),
+        description="Migration stack (off by default): Bedrock to the endpoint, its comparisons, gates and ramp.",
     )
 
     @model_validator(mode="after")

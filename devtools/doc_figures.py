@@ -459,6 +459,25 @@ def _preemptions(run: OpenLoopRun, index: int) -> str:
     return "-" if len(samples) < 2 else f"{samples[-1].figures['preemptions'] - samples[0].figures['preemptions']:,.0f}"
 
 
+def _migration_example_report(sources: Sources) -> str:
+    """``ops migrate report`` on the invented example (docs/examples/migration-invented), as a user runs it."""
+    import datetime as dt  # noqa: PLC0415
+
+    from ops.cli import Deps  # noqa: PLC0415
+    from ops.cli import main as ops_main  # noqa: PLC0415
+
+    folder = "docs/examples/migration-invented"
+    lines: list[str] = []
+
+    def no_aws(region: str | None, profile: str | None, what: str) -> object:
+        raise AssertionError(f"the example's report asked for AWS: {what}")
+
+    deps = Deps(migrate_clients=no_aws, out=lines.append, now=lambda: dt.datetime(2026, 11, 16, tzinfo=dt.UTC))  # type: ignore[arg-type]
+    code = ops_main(["migrate", "report", "--from", str(REPO / folder), "--cdk-json", str(CDK_JSON)], deps)
+    shown = [line.replace(str(REPO / folder), folder) for line in lines]
+    return "\n".join(["```", f"$ python -m ops migrate report --from {folder}", *shown, f"$ echo $?\n{code}", "```"])
+
+
 def _scaling_blocks() -> dict[str, Callable[[Sources], str]]:
     from devtools import scaling_doc  # noqa: PLC0415 (runs the week's simulations: only when asked)
 
@@ -540,6 +559,7 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "default-monthly": lambda sources: f"${sources.best.usd_per_month:,.0f}",
     "capacity-job-cost": lambda sources: measure_doc.cost_block(),
     "measured-plan-change": lambda sources: measure_doc.plan_change_block(),
+    "migration-example-report": _migration_example_report,
 }
 """Block name -> what writes it. A block is inline (a figure in a sentence) when its marker and its
 end share a line; otherwise its body is the lines between them."""

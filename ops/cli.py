@@ -39,6 +39,7 @@ from ops.exit_codes import ExitCode, OpsError
 from ops.invoke import DEFAULT_PROMPT, HttpTarget, SageMakerTarget, Target
 from ops.load import LoadPlan, Route, run_load
 from ops.measure import MeasureClients, boto3_measure_clients, run_capacity
+from ops.migrate import ClientsFactory, boto3_migrate_clients, run_migrate
 from ops.open_load import OpenLoadPlan, run_open_load
 from ops.parser import DEFAULT_PROMOTE_STEPS, DEFAULT_WATCH_S, SAGEMAKER_INVOKE_TIMEOUT_S, build_parser
 from ops.preflight import PreflightClients, PreflightOptions, boto3_preflight_clients, run_preflight
@@ -108,6 +109,7 @@ class Deps:
     preflight_clients: Callable[[str | None, str | None], PreflightClients] = boto3_preflight_clients
     shadow_clients: Callable[[str | None, str | None], ShadowClients] = boto3_shadow_clients
     measure_clients: Callable[[str | None, str | None], MeasureClients] = boto3_measure_clients
+    migrate_clients: ClientsFactory = boto3_migrate_clients
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
 
 
@@ -150,8 +152,8 @@ def _endpoint_ref(
     )
 
 
-def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
-    _, config = _app_config(args)
+def _run_own_clients(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode | None:
+    """The commands that make their own clients (and may run without AWS), or None for the others."""
     if args.command == "preflight":
         checks = PreflightOptions(args.region, args.profile, args.cdk_out, args.download_digests, args.foundation)
         return run_preflight(config, deps.preflight_clients, checks, deps.out)
@@ -159,8 +161,18 @@ def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
         return run_capacity(
             args, config, deps.measure_clients, now=deps.now, clock=deps.clock, sleep=deps.sleep, out=deps.out
         )
+    if args.command == "migrate":
+        return run_migrate(args, config, deps.migrate_clients, now=deps.now, out=deps.out)
     if args.command == "shadow":
-        return run_shadow(args, config, deps.shadow_clients(args.region, args.profile), now=deps.now, out=deps.out)
+        return run_shadow(args, config, deps.shadow_clients, now=deps.now, out=deps.out)
+    return None
+
+
+def _run(args: argparse.Namespace, deps: Deps) -> ExitCode:
+    _, config = _app_config(args)
+    handled = _run_own_clients(args, config, deps)
+    if handled is not None:
+        return handled
     if args.command == "release":
         request = ReleaseRequest(
             args.kind,

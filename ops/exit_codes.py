@@ -22,6 +22,9 @@ class ExitCode(IntEnum):
     PREFLIGHT_ACCOUNT = 7  # CDK bootstrap, region or a SageMaker instance quota
     PREFLIGHT_ARTIFACTS = 8  # a pinned artifact or the prebuilt image is missing or differs
     PREFLIGHT_CONFLICT = 9  # the endpoint name is taken, or the deployed serving mode differs
+    NO_AWS = 10  # the command needs an AWS region or credentials it has none of; the line says how to run offline
+    INCOMPLETE = 11  # a report: no gate failed, but some could not be computed (offline, or too few data)
+    NO_DATA = 12  # a report: nothing to judge (no pairs, no captured answers in the window)
 
 
 class OpsError(Exception):

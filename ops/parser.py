@@ -18,6 +18,7 @@ from ops.load import (
     MAX_TURNS,
 )
 from ops.measure import add_capacity_parser
+from ops.migrate import add_migrate_parser
 from ops.preflight import add_preflight_parser
 from ops.release import add_release_parser
 from ops.shadow import add_shadow_parser
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_preflight_parser(commands)
     add_release_parser(commands)
     add_shadow_parser(commands)
+    add_migrate_parser(commands)
     add_capacity_parser(commands)
     return parser
 

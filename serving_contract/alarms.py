@@ -50,6 +50,23 @@ def alarm_name_prefix(endpoint_name: str) -> str:
     return f"{endpoint_name}-"
 
 
+CRITICAL_COMPOSITE = "critical"
+"""The composite of the endpoint's critical alarms (the one that pages; the client-unanswered rate is one)."""
+CLIENT_FALLBACK_RATE = "client-fallback-rate"
+"""The share of client calls a backend after the first answered (during the migration's ramp: canary calls the
+endpoint failed and Bedrock answered)."""
+
+
+def endpoint_alarm_name(endpoint_name: str, slug: str) -> str:
+    """``<endpoint>-<slug>``: one of the endpoint's alarms (cdk_constructs/observability/endpoint_alarms.py)."""
+    return f"{alarm_name_prefix(endpoint_name)}{slug}"
+
+
+def migration_ramp_alarm_names(endpoint_name: str) -> tuple[str, ...]:
+    """The alarms the migration's ramp watches by default: any in ALARM rolls the ramp back (docs/migration.md)."""
+    return tuple(endpoint_alarm_name(endpoint_name, slug) for slug in (CRITICAL_COMPOSITE, CLIENT_FALLBACK_RATE))
+
+
 SHADOW_RULES = (
     "5xx-rate",
     *(f"ttft-p95-{klass.value}" for klass in RequestClass),

@@ -132,10 +132,10 @@ class ClientMetric(StrEnum):
     # every call failing and no fallback configured, ClientFallbacks stays 0, and only this shows the outage
     # (issue 53, finding 4).
     UNANSWERED = "ClientUnanswered"
-    SHADOW_REQUESTS = "ClientShadowRequests"  # shadow copies sent
+    SHADOW_REQUESTS = "ClientShadowRequests"  # shadow copies made (each one a stored pair)
     SHADOW_ERRORS = "ClientShadowErrors"  # shadow copies that failed
-    SHADOW_MISMATCHES = "ClientShadowMismatches"  # shadow answers that differed from the answer
-    SHADOW_DROPPED = "ClientShadowDropped"  # shadow copies not sent (too many in flight)
+    SHADOW_DROPPED = "ClientShadowDropped"  # copies not made: the queue was full, or one waited past its deadline
+    SHADOW_STORE_FAILED = "ClientShadowStoreFailed"  # pairs the store could not write and dropped
 
 
 CLIENT_UNIT: Final = "Count"

@@ -82,3 +82,18 @@ def imported_model_adapter_output(model_name: str) -> str:
 def pascal_case(name: str) -> str:
     """``mangaassist-llama3_domain-v1`` -> ``MangaassistLlama3DomainV1`` (stable construct ids, output keys)."""
     return "".join(part[:1].upper() + part[1:] for part in name.replace("_", "-").split("-") if part)
+
+
+# Migration stack (optional, migration.enabled; docs/migration.md): the comparison store and the ramp.
+MIGRATION_STORE_BUCKET_NAME: Final = "MigrationStoreBucketName"
+"""The comparison store: the client's pairs, their scores, the human samples and the gate reports."""
+MIGRATION_STORE_KEY_ARN: Final = "MigrationStoreKeyArn"
+"""The store's KMS key: every put must name it (the bucket policy refuses any other)."""
+MIGRATION_STATE_PARAMETER_NAME: Final = "MigrationStateParameterName"
+"""The SSM parameter holding the ramp's state (serving_contract.migration.RAMP_STATE_FIELDS); clients read it."""
+MIGRATION_RAMP_STATE_MACHINE_ARN: Final = "MigrationRampStateMachineArn"
+"""The ramp's Step Functions state machine (start an execution to walk the steps)."""
+MIGRATION_PAIR_WRITER_POLICY_ARN: Final = "MigrationPairWriterPolicyArn"
+"""Managed policy for the callers' roles: write pairs, read the ramp's state."""
+MIGRATION_REPORTER_POLICY_ARN: Final = "MigrationReporterPolicyArn"
+"""Managed policy for whoever runs ``ops migrate score|report --publish|status``."""

@@ -18,6 +18,7 @@ from serving_contract.outputs import pascal_case
 from stacks.bedrock_import_stack import BedrockImportStack
 from stacks.image_build_stack import ImageBuildStack
 from stacks.image_repository_stack import ImageRepositoryStack
+from stacks.migration_stack import MigrationStack
 from stacks.model_artifacts_stack import ModelArtifactsStack
 from stacks.model_release_stack import ModelReleaseStack
 from stacks.observability_stack import ObservabilityStack
@@ -40,6 +41,7 @@ class AppStacks:
     bedrock_import: BedrockImportStack | None = None
     image_build: ImageBuildStack | None = None
     model_release: ModelReleaseStack | None = None
+    migration: MigrationStack | None = None
 
 
 def prebuilt_image(
@@ -205,8 +207,20 @@ def build_app(app: cdk.App, config: AppConfig, plan: Plan) -> AppStacks:
         )
         if image_build is not None:
             model_release.add_stack_dependency(image_build, "its tools image is built FROM the serving image")
+    migration = None
+    if config.migration.enabled:
+        migration = MigrationStack(
+            app,
+            config.stack_name("Migration"),
+            config=config,
+            env=env,
+            description=f"{config.project_name} ({config.stage}): Bedrock-to-endpoint migration: comparisons and ramp",
+        )
+        # Ordering only (names, not exports): the ramp watches the Observability stack's alarms.
+        migration.add_stack_dependency(observability)
     return AppStacks(
         image_repository=image_repository,
+        migration=migration,
         model_release=model_release,
         model_artifacts=model_artifacts,
         serving=serving,

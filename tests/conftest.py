@@ -158,6 +158,12 @@ def dev_waived_shadow_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 BEDROCK_OVERRIDES = {
     "bedrock.enabled": "true",
+    # The migration from Bedrock to the endpoint (issue 54) rides on this synth: its stack is independent of the
+    # BedrockImport stack, and one synth fewer keeps the infra tier's minutes (cdk-nag, cfn-lint, checkov and
+    # Control Tower cover it here).
+    "migration.enabled": "true",
+    "migration.guardrail_id": "gr0example1",
+    "migration.ramp.alarm_names": '["mangaassist-vllm-prod-shadow-5xx-rate"]',
     "env.region": "us-east-1",
     "bedrock.models": '[{"name": "mangaassist-llama3-domain-v1", "s3_prefix": "llama3-domain-v1/"},'
     ' {"name": "mangaassist-jp-style-v1", "s3_prefix": "merged/jp-style-v1/", "revision": "2",'
@@ -176,7 +182,8 @@ CANARY_BUILD_OVERRIDES = {
 
 @pytest.fixture(scope="session")
 def bedrock_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """Bedrock Custom Model Import enabled in us-east-1 with two models (the opt-in stack)."""
+    """Bedrock Custom Model Import enabled in us-east-1 with two models (the opt-in stack), and the migration's
+    stack with a guardrail and one more watched alarm."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-bedrock"), BEDROCK_OVERRIDES)
 
 

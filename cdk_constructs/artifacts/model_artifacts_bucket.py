@@ -7,14 +7,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from cdk_constructs.common.access_logs import access_logs_bucket
 from cdk_constructs.common.bucket_defaults import abort_incomplete_uploads, send_events_to_eventbridge
-from cdk_constructs.common.nag import acknowledge, checkov_skip, guard_suppress
+from cdk_constructs.common.nag import guard_suppress
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 from serving_contract.data_capture import DATA_CAPTURE_PREFIX
 from serving_contract.model_artifacts import RELEASE_SCRATCH_PREFIX
-
-NONCURRENT_LOGS_KEPT_DAYS = 90
-"""Days a deleted or overwritten access-log object's old version is kept (a quarter's audit look-back)."""
 
 
 class ModelArtifactsBucket(Construct):
@@ -41,35 +39,7 @@ class ModelArtifactsBucket(Construct):
                 (``release.scratch_retention_days``).
         """
         super().__init__(scope, construct_id)
-        self.access_logs = s3.Bucket(
-            self,
-            "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,  # server access logging supports SSE-S3 only
-            enforce_ssl=True,
-            # S3's log delivery writes each log object once under a new key, so versions cost nothing until a log
-            # is deleted or overwritten: then the old version stays NONCURRENT_LOGS_KEPT_DAYS, an audit trail
-            # that outlives a mistaken (or hostile) delete.
-            versioned=True,
-            lifecycle_rules=[
-                abort_incomplete_uploads(
-                    "ExpireDeletedLogs", noncurrent_version_expiration=cdk.Duration.days(NONCURRENT_LOGS_KEPT_DAYS)
-                )
-            ],
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            removal_policy=RETAIN_EXCEPT_ON_CREATE,
-        )
-        self_logging = (
-            "This bucket is the access-log destination of the artifacts bucket; logging it to itself would loop."
-        )
-        acknowledge(self.access_logs, "AwsSolutions-S1", self_logging)
-        checkov_skip(self.access_logs, "CKV_AWS_18", self_logging)
-        guard_suppress(self.access_logs, "CT.S3.PR.2", self_logging)
-        guard_suppress(
-            self.access_logs,
-            "CT.S3.PR.10",
-            "S3 server access logging delivers only to a destination bucket encrypted with SSE-S3 (S3 user guide, "
-            "'Enabling Amazon S3 server access logging'): SSE-KMS here would stop the logs.",
-        )
+        self.access_logs = access_logs_bucket(self, "AccessLogs", logged="the artifacts bucket")
         self.bucket = s3.Bucket(
             self,
             "Bucket",
@@ -105,20 +75,13 @@ class ModelArtifactsBucket(Construct):
             "ops tooling read the weights with IAM alone, across stacks and service roles; a customer-managed key "
             "would need each of them in its key policy. Access is already limited by prefix (grant_archive_read).",
         )
-        for bucket in (self.bucket, self.access_logs):
-            send_events_to_eventbridge(bucket)
+        send_events_to_eventbridge(self.bucket)
         guard_suppress(
             self.bucket,
             "CT.S3.PR.9",
             "No S3 Object Lock: it is one-way (it cannot be turned off again, S3 user guide 'Configuring S3 Object "
             "Lock'); without a default retention it adds nothing to versioning and this retained bucket, and with one "
             "superseded weights (GBs each) could not be removed until it ran out.",
-        )
-        guard_suppress(
-            self.access_logs,
-            "CT.S3.PR.9",
-            "A bucket with S3 Object Lock cannot be a server access logging destination (S3 user guide, "
-            "'Configuring S3 Object Lock').",
         )
 
 

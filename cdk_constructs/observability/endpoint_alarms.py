@@ -146,7 +146,7 @@ class EndpointAlarms(Construct):
         self.critical_composite = cloudwatch.CompositeAlarm(
             self,
             "Critical",
-            composite_alarm_name=f"{prefix}critical",
+            composite_alarm_name=alarm_names.endpoint_alarm_name(metrics.endpoint_name, alarm_names.CRITICAL_COMPOSITE),
             alarm_description="[critical] Pages when any critical alarm of the endpoint is in ALARM.",
             alarm_rule=cloudwatch.AlarmRule.any_of(
                 *(cloudwatch.AlarmRule.from_alarm(a, cloudwatch.AlarmState.ALARM) for a in self.critical)
@@ -415,7 +415,7 @@ class EndpointAlarms(Construct):
         rule = self._config.client_fallback_rate
         return _Rule(
             construct_id="ClientFallbackRate",
-            slug="client-fallback-rate",
+            slug=alarm_names.CLIENT_FALLBACK_RATE,
             description=f"Client fallback rate > {rule.threshold:g} % for {rule.window_s} s: that share of the client "
             "library's calls went to Bedrock (the endpoint answered 5xx, timed out, throttled past the deadline or "
             "had its circuit open). Check the 5xx-rate and engine-errors alarms and the clients' EMF lines "

@@ -1,5 +1,5 @@
 """The client: one call shape over the configured backends, with retries, fallback, circuits, sessions,
-shadow and canary.
+shadow, canary and the migration's ramp.
 
 The rules (seed 002's OOM containment ends in "fall back to Bedrock"; errors module for the sorting):
 
@@ -15,7 +15,10 @@ The rules (seed 002's OOM containment ends in "fall back to Bedrock"; errors mod
   with the text so far: it is not restarted elsewhere, silently or otherwise;
 * every call writes one metrics line: requests, retries, fallbacks, circuits opened, streams interrupted,
   calls no backend answered (metrics module), which the Observability stack's client-fallback-rate and
-  client-unanswered-rate alarms read.
+  client-unanswered-rate alarms read;
+* with a mirror in ``shadow`` mode, a sampled share of calls is copied asynchronously to the backend that did
+  not answer and each answer and its copy are stored as a pair (mirror module); with its ``ramp``, the
+  mirror backend answers the share the ramp's state names (docs/migration.md).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import dataclasses
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -31,7 +35,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from mangaassist_client.backends import Backend, BackendStream
-from mangaassist_client.config import ClientConfig
+from mangaassist_client.config import ClientConfig, MirrorConfig
 from mangaassist_client.errors import (
     BackendUnavailableError,
     CallerError,
@@ -48,7 +52,7 @@ from mangaassist_client.factory import (
     make_backend,
 )
 from mangaassist_client.metrics import ClientMetric, EmfSink, MetricsSink
-from mangaassist_client.mirror import Answer, Comparison, Shadow
+from mangaassist_client.mirror import Answered, Mirror, Pair
 from mangaassist_client.model import (
     OPTIONAL_FIELDS,
     REQUIRED_FIELDS,
@@ -59,6 +63,8 @@ from mangaassist_client.model import (
     chat_request,
     check_flag,
 )
+from mangaassist_client.pairs import PairStore, S3PairStore
+from mangaassist_client.ramp import RampShare
 from mangaassist_client.resilience import Admission, Circuit
 from mangaassist_client.sagemaker import SageMakerBackend
 from mangaassist_client.session import Session
@@ -110,6 +116,14 @@ class _Tally:
         return self.outcome in ("unavailable", "error")
 
 
+def _why(tally: _Tally) -> str | None:
+    """Why the call ended without an answer (None when it answered): its outcome and failures, one line."""
+    if tally.outcome == "ok":
+        return None
+    reasons = [str(f) for f in tally.failures] + ([tally.error] if tally.error else [])
+    return f"{tally.outcome}: {'; '.join(reasons)}"[:1000] if reasons else tally.outcome
+
+
 class MangaAssistClient:
     """Chat with MangaAssist's endpoint, with Bedrock behind it (module docstring for the rules).
 
@@ -119,7 +133,9 @@ class MangaAssistClient:
         client_factory: ``(service, region) -> boto3 client``; default one boto3 session's clients with
             :func:`botocore_config`. Each client gets a ``before-call`` handler that sets a call's read
             timeout from its deadline (``factory.bound_read_timeouts``); keep botocore's retries off in yours.
-        on_comparison: receives each shadow :class:`~mangaassist_client.mirror.Comparison` (worker thread).
+        on_pair: receives each shadow :class:`~mangaassist_client.mirror.Pair` (on a mirror worker thread).
+        pair_store: where the mirror's pairs go, in place of the S3 store ``MirrorConfig.store`` describes
+            (e.g. a :class:`~mangaassist_client.pairs.DirectoryPairStore`).
         clock, sleep, rand: monotonic seconds, sleeping, uniform [0, 1) (tests replace them).
 
     A config without fallbacks is logged as a warning (logger ``mangaassist_client``): such a client raises
@@ -132,7 +148,8 @@ class MangaAssistClient:
         *,
         metrics: MetricsSink | None = None,
         client_factory: ClientFactory | None = None,
-        on_comparison: Callable[[Comparison], object] | None = None,
+        on_pair: Callable[[Pair], object] | None = None,
+        pair_store: PairStore | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[], float] = random.random,
@@ -156,17 +173,44 @@ class MangaAssistClient:
         self._clock, self._sleep, self._rand = clock, sleep, rand
         mirror = config.mirror
         self._mirror_backend = make_backend(mirror.backend, factory) if mirror else None
-        self._shadow: Shadow | None = None
-        if mirror and mirror.mode == "shadow" and self._mirror_backend is not None:
-            self._shadow = Shadow(
-                self._mirror_backend,
-                max_in_flight=mirror.max_in_flight,
-                sink=self.metrics,
-                clock=clock,
-                on_comparison=on_comparison,
-            )
-        elif self._mirror_backend is not None:
+        if self._mirror_backend is not None:
             self._circuits.setdefault(self._mirror_backend.name, Circuit(config.circuit, clock))
+        self._mirror: Mirror | None = None
+        self._ramp: RampShare | None = None
+        if mirror is not None and mirror.mode == "shadow":
+            self._mirror = self._make_mirror(mirror, factory, pair_store, on_pair)
+        if mirror is not None and mirror.ramp is not None:
+            ssm = factory("ssm", mirror.ramp.region)
+            self._ramp = RampShare(ssm, mirror.ramp.parameter_name, refresh_s=mirror.ramp.refresh_s, clock=clock)
+
+    def _make_mirror(
+        self,
+        mirror: MirrorConfig,
+        factory: ClientFactory,
+        store: PairStore | None,
+        on_pair: Callable[[Pair], object] | None,
+    ) -> Mirror:
+        """The copies' workers and, unless the caller gave one, the S3 store ``mirror.store`` describes."""
+        if store is None and mirror.store is not None:
+            settings = mirror.store
+            store = S3PairStore(
+                factory("s3", settings.region),
+                bucket=settings.bucket,
+                kms_key_arn=settings.kms_key_arn,
+                sink=self.metrics,
+                batch_size=settings.batch_size,
+                flush_interval_s=settings.flush_interval_s,
+            )
+        return Mirror(
+            workers=mirror.max_in_flight,
+            queue_size=mirror.queue_size,
+            deadline_s=mirror.deadline_s,
+            sink=self.metrics,
+            clock=self._clock,
+            store=store,
+            on_pair=on_pair,
+            store_prompts=bool(mirror.store and mirror.store.store_prompts),
+        )
 
     def circuit(self, backend: str) -> Circuit:
         """The circuit of the backend named ``backend``."""
@@ -201,7 +245,7 @@ class MangaAssistClient:
         deadline = self._deadline(deadline_s)
         tally = _Tally(stream=False)
         chain = self._chain(tally)
-        shadow = self._shadow_for(request)
+        copy = self._copy_for(request, chain, stream=False)
         started, result = self._clock(), None
         try:
             for turn in self._usable(chain, request, tally, deadline):
@@ -213,7 +257,7 @@ class MangaAssistClient:
                         return result
             raise BackendUnavailableError(tuple(tally.failures))
         finally:
-            self._finish(request, tally, shadow, (result, self._clock() - started))
+            self._finish(request, tally, copy, Answered(result, self._clock() - started, error=_why(tally)))
 
     def chat_stream(
         self,
@@ -241,9 +285,9 @@ class MangaAssistClient:
         return session
 
     def close(self) -> None:
-        """Let running shadow copies finish, then close the metrics sink."""
-        if self._shadow is not None:
-            self._shadow.close()
+        """Let queued and running shadow copies finish, write the pairs left, then close the metrics sink."""
+        if self._mirror is not None:
+            self._mirror.close()
         self.metrics.close()
 
     def __enter__(self) -> MangaAssistClient:
@@ -268,7 +312,9 @@ class MangaAssistClient:
             if allow_substitute is None
             else check_flag("allow_substitute", allow_substitute)
         )
-        return dataclasses.replace(chat_request(**fields), session_id=session_id, allow_substitute=allow)
+        return dataclasses.replace(
+            chat_request(**fields), session_id=session_id, allow_substitute=allow, request_id=uuid.uuid4().hex
+        )
 
     def _deadline(self, deadline_s: float | None) -> float:
         seconds = self.config.deadline_s if deadline_s is None else deadline_s
@@ -276,19 +322,29 @@ class MangaAssistClient:
             raise ValueError(f"deadline_s = {seconds}: must be above 0 and at most 3600")
         return self._clock() + seconds
 
-    def _chain(self, tally: _Tally) -> Sequence[Backend]:
+    def _canary_share(self) -> float:
+        """The share of calls the mirror backend answers: the ramp's, the canary's, or none."""
         mirror = self.config.mirror
-        if mirror and mirror.mode == "canary" and self._mirror_backend and self._rand() < mirror.share:
+        if self._ramp is not None:
+            return self._ramp.share()
+        return mirror.share if mirror is not None and mirror.mode == "canary" else 0.0
+
+    def _chain(self, tally: _Tally) -> Sequence[Backend]:
+        share = self._canary_share()
+        if self._mirror_backend is not None and share > 0 and self._rand() < share:
             tally.canary = True
             canary = self._mirror_backend
             return [canary, *(backend for backend in self.backends if backend.name != canary.name)]
         return self.backends
 
-    def _shadow_for(self, request: ChatRequest) -> Future[Answer] | None:
+    def _copy_for(self, request: ChatRequest, chain: Sequence[Backend], *, stream: bool) -> Future[Answered] | None:
+        """Queue a sampled call's copy, to the backend that is not first in ``chain`` (the mirror backend, or
+        during the ramp the primary when the mirror backend answers)."""
         mirror = self.config.mirror
-        if self._shadow is None or mirror is None or self._rand() >= mirror.share:
+        if self._mirror is None or self._mirror_backend is None or mirror is None or self._rand() >= mirror.share:
             return None
-        return self._shadow.start(request)
+        other = self.backends[0] if chain[0] is self._mirror_backend else self._mirror_backend
+        return self._mirror.start(request, other, stream=stream)
 
     def _usable(
         self, chain: Sequence[Backend], request: ChatRequest, tally: _Tally, deadline: float
@@ -416,7 +472,7 @@ class MangaAssistClient:
         tally.backend, tally.outcome = turn.backend.name, "ok"
         return ChatResult.of(completion, turn.origin, tuple(str(f) for f in tally.failures))
 
-    def _finish(self, request: ChatRequest, tally: _Tally, shadow: Future[Answer] | None, answer: Answer) -> None:
+    def _finish(self, request: ChatRequest, tally: _Tally, copy: Future[Answered] | None, answer: Answered) -> None:
         counts = {
             ClientMetric.REQUESTS: 1,
             ClientMetric.RETRIES: tally.retries,
@@ -434,8 +490,8 @@ class MangaAssistClient:
             "Failures": [str(f) for f in tally.failures] + ([tally.error] if tally.error else []),
         }
         self.metrics.record(counts, properties)
-        if shadow is not None:
-            shadow.set_result(answer)
+        if copy is not None:
+            copy.set_result(answer)
 
     # -- streams ---------------------------------------------------------------------------------------
 
@@ -452,8 +508,9 @@ class MangaAssistClient:
     def _stream(self, request: ChatRequest, deadline: float, handle: ChatStream) -> Generator[str, None, None]:
         tally = _Tally(stream=True)
         chain = self._chain(tally)
-        shadow = self._shadow_for(request)
+        copy = self._copy_for(request, chain, stream=True)
         started = self._clock()
+        first_at: float | None = None
         try:
             for turn in self._usable(chain, request, tally, deadline):
                 with turn.admission:
@@ -465,6 +522,7 @@ class MangaAssistClient:
                         # finding 1); a failure after this is counted on its own (_relay).
                         turn.admission.success()
                 if opened is not None:
+                    first_at = self._clock()
                     handle.origin = turn.origin  # before the first piece reaches the caller
                     yield from self._relay(turn, *opened, tally, handle)
                     return
@@ -473,7 +531,9 @@ class MangaAssistClient:
             tally.outcome = "closed"
             raise
         finally:
-            self._finish(request, tally, shadow, (handle.result, self._clock() - started))
+            ttft = None if first_at is None else first_at - started
+            answered = Answered(handle.result, self._clock() - started, ttft, _why(tally))
+            self._finish(request, tally, copy, answered)
 
     def _relay(
         self, turn: _Turn, stream: BackendStream, first: str, tally: _Tally, handle: ChatStream

@@ -34,6 +34,9 @@ ENDPOINT_NAME_OUTPUT: Final = "EndpointName"
 METRICS_NAMESPACE_OUTPUT: Final = "MetricsNamespace"
 IMPORTED_MODEL_ARN_PREFIX: Final = "ImportedModelArn"
 IMPORTED_MODEL_ADAPTER_PREFIX: Final = "ImportedModelAdapter"
+MIGRATION_STORE_BUCKET_OUTPUT: Final = "MigrationStoreBucketName"
+MIGRATION_STORE_KEY_OUTPUT: Final = "MigrationStoreKeyArn"
+MIGRATION_STATE_PARAMETER_OUTPUT: Final = "MigrationStateParameterName"
 DEFAULT_PROJECT: Final = "MangaAssist"
 
 DEADLINE_S_DEFAULT: Final = 60.0
@@ -117,23 +120,87 @@ BackendConfig = SageMakerEndpoint | BedrockImportedModels | BedrockFoundationMod
 
 
 @dataclass(frozen=True, slots=True)
-class MirrorConfig:
-    """Client-side shadow or canary with a second backend, for what SageMaker's production variants cannot
-    split (seed 002, scenario 6: Bedrock against vLLM).
+class PairStoreConfig:
+    """The Migration stack's comparison store, where the mirror's pairs go (pairs module).
 
     Attributes:
-        backend: the second backend.
-        share: the sampled share of calls, 0 to 1.
-        mode: ``shadow``: the sampled calls are also sent to ``backend`` and the answers compared, never
-            delaying the caller's answer; ``canary``: the sampled calls are answered by ``backend``, the
-            configured backends behind it as fallbacks.
-        max_in_flight: shadow copies running at once; a copy beyond it is dropped and counted.
+        bucket: ``MigrationStoreBucketName``.
+        kms_key_arn: ``MigrationStoreKeyArn`` (every put names it; the bucket refuses any other).
+        region: the bucket's region (None: the SDK's).
+        batch_size: pairs per object, 1 to 10,000.
+        flush_interval_s: seconds between writes of a partial batch, 1 to 3,600.
+        store_prompts: keep each pair's messages too (default: only their SHA-256; docs/security.md).
+    """
+
+    bucket: str
+    kms_key_arn: str
+    region: str | None = None
+    batch_size: int = 100
+    flush_interval_s: float = 60.0
+    store_prompts: bool = False
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", self.bucket):
+            raise ValueError(f"store.bucket = {self.bucket!r}: not an S3 bucket name")
+        if not re.fullmatch(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+", self.kms_key_arn):
+            raise ValueError(f"store.kms_key_arn = {self.kms_key_arn!r}: not a KMS key ARN")
+        if not 1 <= self.batch_size <= 10_000:
+            raise ValueError(f"store.batch_size = {self.batch_size}: must be from 1 to 10000")
+        if not 1 <= self.flush_interval_s <= 3600:
+            raise ValueError(f"store.flush_interval_s = {self.flush_interval_s}: must be from 1 to 3600")
+        check_flag("store.store_prompts", self.store_prompts)
+
+
+@dataclass(frozen=True, slots=True)
+class RampConfig:
+    """The migration's ramp: the share of calls the mirror backend answers, read from the Migration stack's
+    state parameter (``MigrationStateParameterName``; ramp module).
+
+    Attributes:
+        parameter_name: the SSM parameter.
+        region: its region (None: the SDK's).
+        refresh_s: seconds a read is used, 1 to 3,600 (a rollback reaches the client within it).
+    """
+
+    parameter_name: str
+    region: str | None = None
+    refresh_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"/?[A-Za-z0-9_.\-/]{1,1011}", self.parameter_name):
+            raise ValueError(f"ramp.parameter_name = {self.parameter_name!r}: not an SSM parameter name")
+        if not 1 <= self.refresh_s <= 3600:
+            raise ValueError(f"ramp.refresh_s = {self.refresh_s}: must be from 1 to 3600")
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorConfig:
+    """Client-side shadow or canary with a second backend, for what SageMaker's production variants cannot
+    split: Bedrock against the endpoint (seed 002, scenario 6; the migration, docs/migration.md).
+
+    Attributes:
+        backend: the second backend (in the migration, the endpoint).
+        share: the sampled share of calls, 0 to 1: copied (``shadow``) or answered (``canary``) by ``backend``.
+        mode: ``shadow``: the sampled calls are also sent to ``backend`` asynchronously, never delaying the
+            caller's answer, and each answer and its copy are stored as a pair (mirror module); ``canary``: the
+            sampled calls are answered by ``backend``, the configured backends behind it as fallbacks.
+        max_in_flight: copies running at once (worker threads), 1 to 64.
+        queue_size: copies waiting at most, 1 to 10,000; one more is dropped and counted.
+        deadline_s: a copy's own deadline from being queued, seconds, above 0 and at most 3,600.
+        store: where pairs go (None: only ``on_pair`` sees them).
+        ramp: ``shadow`` mode only: the share of calls ``backend`` answers comes from the ramp's state (the
+            canary part of the migration), while ``share`` of all calls are still copied, each to the backend
+            that did not answer.
     """
 
     backend: BackendConfig
     share: float
     mode: Literal["shadow", "canary"] = "shadow"
     max_in_flight: int = 4
+    queue_size: int = 64
+    deadline_s: float = 30.0
+    store: PairStoreConfig | None = None
+    ramp: RampConfig | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.share <= 1:
@@ -142,6 +209,15 @@ class MirrorConfig:
             raise ValueError(f"mirror.mode = {self.mode!r}: allowed shadow, canary")
         if not 1 <= self.max_in_flight <= 64:
             raise ValueError(f"mirror.max_in_flight = {self.max_in_flight}: must be from 1 to 64")
+        if not 1 <= self.queue_size <= 10_000:
+            raise ValueError(f"mirror.queue_size = {self.queue_size}: must be from 1 to 10000")
+        if not 0 < self.deadline_s <= 3600:
+            raise ValueError(f"mirror.deadline_s = {self.deadline_s}: must be above 0 and at most 3600")
+        if self.mode == "canary" and (self.store is not None or self.ramp is not None):
+            raise ValueError(
+                "mirror.mode = 'canary' with a store or a ramp: a canary copies nothing; use mode 'shadow' with a "
+                "ramp, which answers the ramp's share from the backend and copies the rest"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +362,45 @@ def config_from_outputs(
     if foundation_model:
         fallbacks.append(BedrockFoundationModel(foundation_model, region=region))
     return ClientConfig(primary=primary, fallbacks=tuple(fallbacks), metrics_namespace=namespace, **options)
+
+
+def migration_config_from_outputs(
+    outputs: Outputs,
+    *,
+    source: str,
+    foundation_model: str,
+    share: float = 0.1,
+    stage: str = "prod",
+    project: str = DEFAULT_PROJECT,
+    region: str | None = None,
+    store_prompts: bool = False,
+    **options: Any,
+) -> ClientConfig:
+    """The client's config in migration mode (docs/migration.md): Bedrock's ``foundation_model`` answers through
+    Converse (substitutes allowed: it serves no adapter), the endpoint answers the ramp's share (the Migration
+    stack's state parameter), ``share`` of all calls are copied to the backend that did not answer, and every
+    pair goes to the Migration stack's store.
+
+    ``options`` are further :class:`ClientConfig` fields. Raises ValueError with one line naming ``source``, the
+    stack and the missing output.
+    """
+    serving, migration = stack_name(project, stage, "Serving"), stack_name(project, stage, "Migration")
+    endpoint = SageMakerEndpoint(_output(outputs, source, serving, ENDPOINT_NAME_OUTPUT), region=region)
+    store = PairStoreConfig(
+        bucket=_output(outputs, source, migration, MIGRATION_STORE_BUCKET_OUTPUT),
+        kms_key_arn=_output(outputs, source, migration, MIGRATION_STORE_KEY_OUTPUT),
+        region=region,
+        store_prompts=store_prompts,
+    )
+    ramp = RampConfig(_output(outputs, source, migration, MIGRATION_STATE_PARAMETER_OUTPUT), region=region)
+    namespace = _output(outputs, source, stack_name(project, stage, "Observability"), METRICS_NAMESPACE_OUTPUT)
+    return ClientConfig(
+        primary=BedrockFoundationModel(foundation_model, region=region),
+        mirror=MirrorConfig(endpoint, share=share, store=store, ramp=ramp),
+        metrics_namespace=namespace,
+        allow_substitute=True,
+        **options,
+    )
 
 
 def config_from_outputs_file(path: str | Path, **kwargs: Any) -> ClientConfig:

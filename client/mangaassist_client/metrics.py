@@ -44,10 +44,10 @@ class ClientMetric(StrEnum):
     STREAMS_INTERRUPTED = "ClientStreamsInterrupted"  # streams that failed after their first token
     CANARY_REQUESTS = "ClientCanaryRequests"  # calls sent to the canary backend first
     UNANSWERED = "ClientUnanswered"  # calls no backend answered (BackendUnavailableError, or an unsorted error)
-    SHADOW_REQUESTS = "ClientShadowRequests"  # shadow copies sent
+    SHADOW_REQUESTS = "ClientShadowRequests"  # shadow copies made (each one a stored pair)
     SHADOW_ERRORS = "ClientShadowErrors"  # shadow copies that failed
-    SHADOW_MISMATCHES = "ClientShadowMismatches"  # shadow answers that differed from the answer
-    SHADOW_DROPPED = "ClientShadowDropped"  # copies not sent: max_in_flight copies already running
+    SHADOW_DROPPED = "ClientShadowDropped"  # copies not made: the queue was full, or one waited past its deadline
+    SHADOW_STORE_FAILED = "ClientShadowStoreFailed"  # pairs the store could not write and dropped
 
 
 CALL_METRICS: Final = (

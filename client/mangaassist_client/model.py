@@ -36,8 +36,12 @@ MAX_CUSTOM_ATTRIBUTES_CHARS: Final = 1024
 """``CustomAttributes``: at most 1,024 visible ASCII characters (sagemaker-runtime API model)."""
 
 REQUIRED_FIELDS: Final = ("adapter", "messages", "max_tokens")
-OPTIONAL_FIELDS: Final = ("temperature", "top_p", "context_budget", "prefix_aware_id")
+OPTIONAL_FIELDS: Final = ("temperature", "top_p", "context_budget", "prefix_aware_id", "language")
 """The fields of a call (:func:`chat_request`)."""
+_LANGUAGE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*")
+"""A BCP 47 tag's language and optional subtags (``ja``, ``en``, ``en-US``); what eval rows name (ISO 639)."""
+UNDETERMINED_LANGUAGE: Final = "und"
+"""ISO 639-2's code for "undetermined": the language a stored pair names when the caller gave none."""
 
 CONTEXT_BUDGET_ATTRIBUTE: Final = "context_budget"
 """``CustomAttributes: context_budget=off`` sends one request as it is (no trim); in an answer,
@@ -60,6 +64,10 @@ class ChatRequest:
         session_id: the SageMaker stateful session (set by :class:`~mangaassist_client.client.Session`).
         allow_substitute: a model without ``adapter`` may answer (set by the client from the call or its
             config; :class:`Origin`).
+        language: the conversation's language as the caller knows it (``ja``, ``en``), for the migration's
+            comparisons per language; sent to no backend. None: not given.
+        request_id: the call's id (set by the client, 32 hex digits): SageMaker's ``InferenceId`` (its data
+            capture records it, so the shadow variant's answer pairs with the primary's) and a stored pair's id.
     """
 
     adapter: str
@@ -71,6 +79,8 @@ class ChatRequest:
     prefix_aware_id: str | None = None
     session_id: str | None = None
     allow_substitute: bool = False
+    language: str | None = None
+    request_id: str | None = None
 
     def openai_body(self, *, model: str | None, stream: bool) -> dict[str, Any]:
         """The OpenAI chat-completions body (``model`` omitted when None, e.g. for a Bedrock imported model)."""
@@ -121,6 +131,16 @@ def check_prefix_aware_id(value: str | None) -> str | None:
     return value
 
 
+def check_language(value: object) -> str | None:
+    """``value`` if it is None or a language tag (``ja``, ``en-US``); raises ValueError (one line) otherwise."""
+    if value is not None and not (isinstance(value, str) and len(value) <= 35 and _LANGUAGE.fullmatch(value)):
+        raise ValueError(
+            f"language = {value!r}: must be a lowercase ISO 639 code with optional BCP 47 subtags, e.g. 'ja', "
+            "'en' or 'en-US'"
+        )
+    return value
+
+
 def chat_request(
     *,
     adapter: str,
@@ -130,6 +150,7 @@ def chat_request(
     top_p: float | None = None,
     context_budget: bool = True,
     prefix_aware_id: str | None = None,
+    language: str | None = None,
 ) -> ChatRequest:
     """A validated :class:`ChatRequest`.
 
@@ -152,6 +173,7 @@ def chat_request(
         top_p=top_p,
         context_budget=context_budget,
         prefix_aware_id=check_prefix_aware_id(prefix_aware_id),
+        language=check_language(language),
     )
     size = len(json.dumps(request.openai_body(model=adapter, stream=True)).encode())
     if size > MAX_BODY_BYTES:

@@ -7,7 +7,10 @@ What goes out (sagemaker-runtime API model; the container's side is container/se
   (or ``base``); a stream asks for ``stream_options.include_usage`` so its last event carries the counts;
 * ``CustomAttributes: context_budget=off`` when the caller opts out of the context budget;
 * ``SessionId``: the session's id (``NEW_SESSION`` / the body ``{"requestType": ...}`` to open and close);
-* ``PrefixAwareId``: the routing hint of prefix-aware endpoints (``capacity.routing = prefix_aware``).
+* ``PrefixAwareId``: the routing hint of prefix-aware endpoints (``capacity.routing = prefix_aware``);
+* ``InferenceId``: the call's ``request_id``; SageMaker writes it into both variants' data-capture records
+  (``eventMetadata.inferenceId``; API reference, InvokeEndpoint), which is how ``ops shadow report`` pairs the
+  shadow variant's answer with the primary's.
 
 What comes back: the completion (or SSE events ``data: {...}`` ... ``data: [DONE]`` in ``PayloadPart`` events
 cut anywhere), ``CustomAttributes`` (the versions that answered and the context-budget report; model module),
@@ -40,6 +43,7 @@ from mangaassist_client.model import (
 from mangaassist_client.sse import DONE, SseDecodeError, SseDecoder
 
 PREFIX_AWARE_ID: Final = "PrefixAwareId"
+INFERENCE_ID: Final = "InferenceId"
 NEW_SESSION: Final = "NEW_SESSION"
 CLOSE: Final = "CLOSE"
 STREAM_ERROR_EVENTS: Final = ("ModelStreamError", "InternalStreamFailure")
@@ -166,6 +170,8 @@ class SageMakerBackend:
             params["CustomAttributes"] = f"{CONTEXT_BUDGET_ATTRIBUTE}={CONTEXT_BUDGET_OFF}"
         if request.session_id:
             params["SessionId"] = request.session_id
+        if request.request_id:
+            params[INFERENCE_ID] = request.request_id
         prefix_aware_id = request.prefix_aware_id or self.prefix_aware_id
         if prefix_aware_id:
             if not self._takes_prefix_aware_id:

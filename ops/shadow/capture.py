@@ -33,12 +33,16 @@ class CapturedAnswer:
         event_id / inference_id: SageMaker's ``eventMetadata`` (``inferenceId`` only when the caller set one).
         text: the answer's content ('' when there was none).
         problem: why the record carried no readable answer, or None.
+        streamed: the answer was captured as ``text/event-stream`` (an InvokeEndpointWithResponseStream call).
+        session_unknown: the variant answered ``session not found``: a turn of a session it never opened.
     """
 
     event_id: str
     inference_id: str | None
     text: str
     problem: str | None = None
+    streamed: bool = False
+    session_unknown: bool = False
 
 
 def _decoded(part: dict[str, Any]) -> str:
@@ -79,6 +83,18 @@ def answer_text(output: dict[str, Any]) -> str:
     return _chat_content(json.loads(text))
 
 
+def error_message(output: dict[str, Any]) -> str | None:
+    """The gateway's error message when the captured answer is an error object, else None."""
+    try:
+        answer = json.loads(_decoded(output))
+    except (ValueError, binascii.Error):
+        return None
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message", ""))
+    return None if error is None else str(error)
+
+
 def parse_record(line: str) -> CapturedAnswer:
     """One JSONL line of SageMaker's data capture.
 
@@ -93,21 +109,47 @@ def parse_record(line: str) -> CapturedAnswer:
     event, inference = str(metadata["eventId"]), metadata.get("inferenceId")
     if not isinstance(output, dict):
         return CapturedAnswer(event, inference, "", "no endpointOutput captured")
+    streamed = str(output.get("observedContentType", "")).startswith(EVENT_STREAM)
+    message = None if streamed else error_message(output)
+    if message is not None:
+        unknown = message.startswith("session not found")
+        return CapturedAnswer(event, inference, "", f"error: {message[:120]}", session_unknown=unknown)
     try:
-        return CapturedAnswer(event, inference, answer_text(output))
+        return CapturedAnswer(event, inference, answer_text(output), streamed=streamed)
     except (ValueError, binascii.Error, SseDecodeError, AttributeError) as error:
-        return CapturedAnswer(event, inference, "", f"answer not readable ({type(error).__name__})")
+        return CapturedAnswer(event, inference, "", f"answer not readable ({type(error).__name__})", streamed=streamed)
 
 
 def parse_lines(lines: Iterable[str], limit: int) -> list[CapturedAnswer]:
     """Up to ``limit`` records of ``lines`` (blank lines skipped)."""
     answers: list[CapturedAnswer] = []
-    for line in lines:
-        if len(answers) >= limit:
-            break
+    if limit <= 0:
+        return answers
+    for line in lines:  # a generator of files: stop at the limit, before it lists the next hour
         if line.strip():
             answers.append(parse_record(line))
+            if len(answers) >= limit:
+                break
     return answers
+
+
+def read_matching(lines: Iterable[str], inference_ids: set[str]) -> dict[str, CapturedAnswer]:
+    """inferenceId -> the first record of ``lines`` (newest first) with each of ``inference_ids``; stops reading
+    once every id is found."""
+    found: dict[str, CapturedAnswer] = {}
+    wanted = set(inference_ids)
+    if not wanted:
+        return found
+    for line in lines:
+        if not line.strip():
+            continue
+        answer = parse_record(line)
+        if answer.inference_id in wanted:
+            found[answer.inference_id] = answer
+            wanted.discard(answer.inference_id)
+            if not wanted:
+                break
+    return found
 
 
 def hours(start: dt.datetime, end: dt.datetime) -> Iterator[str]:
@@ -123,15 +165,11 @@ Window = tuple[dt.datetime, dt.datetime]
 """``(start, end)``, aware datetimes."""
 
 
-def from_folder(folder: Path, variant: str, window: Window, limit: int) -> list[CapturedAnswer]:
-    """The newest ``limit`` answers of ``variant`` in a local copy of the endpoint's captures, in the window."""
-    lines: list[str] = []
+def folder_lines(folder: Path, variant: str, window: Window) -> Iterator[str]:
+    """The lines of ``variant``'s capture files in a local copy of the endpoint's captures, newest hour first."""
     for hour in hours(*window):
         for path in sorted((folder / variant / hour).glob("*.jsonl"), reverse=True):
-            lines += path.read_text(encoding="utf-8").splitlines()
-        if sum(1 for line in lines if line.strip()) >= limit:
-            break
-    return parse_lines(lines, limit)
+            yield from path.read_text(encoding="utf-8").splitlines()
 
 
 @dataclass(frozen=True)
@@ -143,9 +181,8 @@ class Where:
     endpoint: str
 
 
-def from_bucket(where: Where, variant: str, window: Window, limit: int) -> list[CapturedAnswer]:
-    """The newest ``limit`` answers of ``variant`` in the bucket, in the window (ListObjectsV2, GetObject)."""
-    lines: list[str] = []
+def bucket_lines(where: Where, variant: str, window: Window) -> Iterator[str]:
+    """The lines of ``variant``'s capture files in the bucket, newest hour first (ListObjectsV2, GetObject)."""
     s3, bucket = where.s3, where.bucket
     for hour in hours(*window):
         prefix = f"{variant_prefix(where.endpoint, variant)}{hour}/"
@@ -155,8 +192,31 @@ def from_bucket(where: Where, variant: str, window: Window, limit: int) -> list[
             for item in page.get("Contents", [])
         ]
         for key in sorted(keys, reverse=True):
-            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-            lines += body.decode("utf-8").splitlines()
-        if sum(1 for line in lines if line.strip()) >= limit:
-            break
-    return parse_lines(lines, limit)
+            yield from s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8").splitlines()
+
+
+@dataclass(frozen=True)
+class Paired:
+    """The shadow's newest captured answers and the primary's answers of the same requests.
+
+    Attributes:
+        pairs: (primary, shadow) per request both answered for, newest first.
+        shadow_read: the shadow's records read (at most the limit).
+        without_id: shadow records without an ``inferenceId`` (their caller set none): never pairable.
+        unmatched: shadow records whose ``inferenceId`` no primary record in the window carries.
+    """
+
+    pairs: list[tuple[CapturedAnswer, CapturedAnswer]]
+    shadow_read: list[CapturedAnswer]
+    without_id: int
+    unmatched: int
+
+
+def pair_by_inference_id(primary: Iterable[str], shadow: Iterable[str], limit: int) -> Paired:
+    """Pair the newest ``limit`` shadow records with the primary's records of the same ``inferenceId``."""
+    shadow_answers = parse_lines(shadow, limit)
+    ids = {a.inference_id for a in shadow_answers if a.inference_id}
+    matched = read_matching(primary, ids)
+    pairs = [(matched[a.inference_id], a) for a in shadow_answers if a.inference_id in matched]
+    without_id = sum(1 for a in shadow_answers if not a.inference_id)
+    return Paired(pairs, shadow_answers, without_id, len(shadow_answers) - without_id - len(pairs))

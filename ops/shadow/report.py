@@ -8,15 +8,20 @@ What it reads, over the last ``--hours``:
 - CloudWatch (GetMetricData): each variant's TTFT p50 and p95 per request class (the container's
   ``TimeToFirstToken``, dimension ``RequestClass``), its ``Invocations`` and ``Invocation5XXErrors``
   (``AWS/SageMaker``);
-- the captured answers (capture.py), the newest ``--max-answers`` of each variant: their length (characters)
-  and the share that pass the release's guardrail checks: an answer was given, and it names no title the
-  release's catalog lacks (cdk_constructs/release/runtime/titles.py, the release's invented-titles check);
+- the captured answers (capture.py): the shadow's newest ``--max-answers`` and the primary's answers to the
+  same requests, paired by ``inferenceId``: their length (characters) and the share that pass the release's
+  guardrail checks: an answer was given, and it names no title the release's catalog lacks
+  (cdk_constructs/release/runtime/titles.py, the release's invented-titles check); and how many of each
+  variant's answers were streamed and how many of the shadow's were ``session not found`` (docs/operations.md,
+  "What SageMaker copies to a shadow");
 - DescribeEndpoint: the weights, for the share of requests the shadow gets a copy of.
 
 The shadow passes when each class's TTFT p95 is within ``slo.<class>.ttft_p95_ms``, its 5xx rate within
-``slo.max_error_rate``, it has ``serving.shadow.min_captured_answers`` answers, and its guardrail pass share is
-no more than ``serving.shadow.guardrail_share_tolerance`` below the primary's. The answers' length is reported
-for a reviewer, not gated: the seeds set no bound on it. A figure that cannot be computed fails its check.
+``slo.max_error_rate``, it has ``serving.shadow.min_captured_answers`` paired answers, and its guardrail pass
+share is no more than ``serving.shadow.guardrail_share_tolerance`` below the primary's. The answers' length is
+reported for a reviewer, not gated: the seeds set no bound on it. A figure that AWS could not give fails its
+check; one that was not asked for (offline on a capture folder: no CloudWatch, no DescribeEndpoint, no Bedrock
+judge; no ``--catalog``) is NOT COMPUTED, and a report with no failure but such a check exits 11.
 """
 
 import datetime as dt
@@ -28,11 +33,13 @@ from app_config.root import AppConfig
 from cdk_constructs.release.runtime.judge import JudgeError
 from cdk_constructs.release.runtime.titles import Catalog, invented_titles
 from cli_support.percentiles import percentile
-from ops.shadow.capture import CapturedAnswer
+from ops.exit_codes import ExitCode
+from ops.shadow.capture import CapturedAnswer, Paired
 from serving_contract.metrics import SAGEMAKER_NAMESPACE, Dimension, RequestMetric, SageMakerMetric
 from serving_contract.request_classes import RequestClass
 
 STATS: Final = ("p50", "p95")
+PASS, FAIL, NOT_COMPUTED = "PASS", "FAIL", "NOT COMPUTED"
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,7 @@ class VariantFigures:
     answers: list[CapturedAnswer] = field(default_factory=list)
     guardrail_passed: int | None = None
     guardrail_problem: str | None = None
+    guardrail_skipped: str | None = None  # why the check was not run (offline, no catalog)
 
     @property
     def error_rate(self) -> float | None:
@@ -153,57 +161,92 @@ def check_guardrails(figure: VariantFigures, judge: Any, judge_model_id: str, ca
 
 @dataclass(frozen=True)
 class Verdict:
-    """One check of the shadow: its line and whether it passed."""
+    """One check of the shadow: its status (PASS, FAIL, NOT COMPUTED) and its line."""
 
-    passed: bool
+    status: str
     line: str
 
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
 
-def verdicts(config: AppConfig, primary: VariantFigures, shadow: VariantFigures) -> list[Verdict]:
-    """The checks a shadow must pass to become the canary (module docstring), one line each."""
+    @classmethod
+    def of(cls, passed: bool, line: str) -> "Verdict":
+        return cls(PASS if passed else FAIL, line)
+
+
+OFFLINE_CLOUDWATCH = "offline: CloudWatch's figures need an AWS region and credentials"
+
+
+def verdicts(
+    config: AppConfig, primary: VariantFigures, shadow: VariantFigures, *, offline: bool = False
+) -> list[Verdict]:
+    """The checks a shadow must pass to become the canary (module docstring), one line each; ``offline``: the
+    CloudWatch checks are NOT COMPUTED."""
     found: list[Verdict] = []
     for klass in RequestClass:
         slo = config.slo.of(klass).ttft_p95_ms
         value = shadow.ttft_ms.get((klass.value, "p95"))
-        if value is None:
+        if offline:
+            found.append(Verdict(NOT_COMPUTED, f"NOT COMPUTED shadow TTFT p95 {klass.value}: {OFFLINE_CLOUDWATCH}"))
+        elif value is None:
             line = (
                 f"FAIL shadow TTFT p95 {klass.value}: no datapoint (no streamed {klass.value} request in the window); "
                 f"a check fails closed (at most {slo:g} ms)"
             )
-            found.append(Verdict(False, line))
+            found.append(Verdict(FAIL, line))
         else:
             ok = value <= slo
             line = (
                 f"{'PASS' if ok else 'FAIL'} shadow TTFT p95 {klass.value} = {value:.0f} ms (at most {slo:g} ms, "
                 f"slo.{klass.value}.ttft_p95_ms)"
             )
-            found.append(Verdict(ok, line))
-    rate, limit = shadow.error_rate, config.slo.max_error_rate
-    if rate is None:
-        found.append(Verdict(False, f"FAIL shadow 5xx rate: no invocations in the window (at most {limit * 100:g} %)"))
-    else:
-        ok = rate <= limit
-        found.append(Verdict(ok, f"{'PASS' if ok else 'FAIL'} shadow 5xx rate = {rate * 100:.2f} % (at most "
-                                 f"{limit * 100:g} %, slo.max_error_rate)"))  # fmt: skip
+            found.append(Verdict.of(ok, line))
+    found.append(_error_verdict(config, shadow, offline=offline))
     needed = config.serving.shadow.min_captured_answers
     count = len(shadow.answers)
-    found.append(Verdict(count >= needed, f"{'PASS' if count >= needed else 'FAIL'} shadow captured answers = {count} "
-                                          f"(at least {needed}, serving.shadow.min_captured_answers)"))  # fmt: skip
+    found.append(
+        Verdict.of(
+            count >= needed,
+            f"{'PASS' if count >= needed else 'FAIL'} shadow paired answers = "
+            f"{count} (at least {needed}, serving.shadow.min_captured_answers)",
+        )
+    )
     found.append(_guardrail_verdict(config, primary, shadow))
     return found
+
+
+def _error_verdict(config: AppConfig, shadow: VariantFigures, *, offline: bool) -> Verdict:
+    rate, limit = shadow.error_rate, config.slo.max_error_rate
+    if offline:
+        return Verdict(NOT_COMPUTED, f"NOT COMPUTED shadow 5xx rate: {OFFLINE_CLOUDWATCH}")
+    if rate is None:
+        return Verdict(FAIL, f"FAIL shadow 5xx rate: no invocations in the window (at most {limit * 100:g} %)")
+    ok = rate <= limit
+    return Verdict.of(
+        ok,
+        f"{'PASS' if ok else 'FAIL'} shadow 5xx rate = {rate * 100:.2f} % (at most "
+        f"{limit * 100:g} %, slo.max_error_rate)",
+    )
 
 
 def _guardrail_verdict(config: AppConfig, primary: VariantFigures, shadow: VariantFigures) -> Verdict:
     tolerance = config.serving.shadow.guardrail_share_tolerance
     ours, theirs = shadow.pass_share, primary.pass_share
+    skipped = shadow.guardrail_skipped or primary.guardrail_skipped
+    if skipped:
+        return Verdict(NOT_COMPUTED, f"NOT COMPUTED guardrail pass share: {skipped}")
     if ours is None or theirs is None:
         why = shadow.guardrail_problem or primary.guardrail_problem or "no captured answers"
-        return Verdict(False, f"FAIL guardrail pass share: not computed ({why}); a check fails closed")
+        return Verdict(FAIL, f"FAIL guardrail pass share: not computed ({why}); a check fails closed")
     floor = theirs - tolerance
     ok = ours >= floor
-    return Verdict(ok, f"{'PASS' if ok else 'FAIL'} shadow guardrail pass share = {ours * 100:.1f} % (at least the "
-                       f"primary's {theirs * 100:.1f} % - {tolerance * 100:g} points, "
-                       "serving.shadow.guardrail_share_tolerance)")  # fmt: skip
+    return Verdict.of(
+        ok,
+        f"{'PASS' if ok else 'FAIL'} shadow guardrail pass share = {ours * 100:.1f} % (at least the "
+        f"primary's {theirs * 100:.1f} % - {tolerance * 100:g} points, "
+        "serving.shadow.guardrail_share_tolerance)",
+    )
 
 
 def _cell(value: float | None, unit: str = "") -> str:
@@ -226,7 +269,7 @@ def table(primary: VariantFigures, shadow: VariantFigures, names: tuple[str, str
             f"{_cell(shadow.errors_5xx)} ({_percent(shadow.error_rate, 2)})",
         )
     )
-    rows.append(("captured answers", str(len(primary.answers)), str(len(shadow.answers))))
+    rows.append(("paired answers", str(len(primary.answers)), str(len(shadow.answers))))
     for q in (10, 50, 90):
         rows.append((f"answer length p{q} (chars)", _cell(primary.length(q)), _cell(shadow.length(q))))
     rows.append(("guardrail pass share", _share(primary), _share(shadow)))
@@ -263,28 +306,46 @@ def sampling_line(sagemaker: Any, endpoint: str) -> str:
     )
 
 
+def pairing_lines(paired: Paired) -> list[str]:
+    """What the pairing found: pairs, shadow records that could not pair and why, streamed answers per variant
+    (whether SageMaker copied streamed calls to the shadow), and the shadow's ``session not found`` answers
+    (follow-up turns of sessions it never opened)."""
+    streamed = [sum(1 for pair in paired.pairs if pair[index].streamed) for index in (0, 1)]
+    unknown = sum(1 for answer in paired.shadow_read if answer.session_unknown)
+    return [
+        f"pairing by inferenceId: {len(paired.pairs)} of the shadow's {len(paired.shadow_read)} newest answers paired; "
+        f"{paired.without_id} without an inferenceId (their caller set none), {paired.unmatched} with no primary "
+        "answer in the window",
+        f"streamed answers among the pairs: primary {streamed[0]}, shadow {streamed[1]}; shadow answers 'session not "
+        f"found' (a turn of a session it never opened): {unknown}",
+    ]
+
+
 def print_report(
     inputs: ReportInputs,
     figures: tuple[VariantFigures, VariantFigures],
     results: Sequence[Verdict],
     *,
     sampling: str,
+    pairing: Sequence[str],
     out: Callable[[str], None],
-) -> bool:
-    """Print the report; True when every check passed."""
+) -> ExitCode:
+    """Print the report; OK when every check passed, CHECK_FAILED when one failed, else INCOMPLETE."""
     start, end = (moment.strftime("%Y-%m-%d %H:%M") for moment in inputs.window)
     hours = (inputs.window[1] - inputs.window[0]).total_seconds() / 3600
     out(f"shadow report {inputs.endpoint}: {inputs.primary} vs {inputs.shadow}, {start} .. {end} UTC ({hours:g} h)")
     out(sampling)
-    for line in table(*figures, names=(inputs.primary, inputs.shadow)):
+    for line in [*pairing, *table(*figures, names=(inputs.primary, inputs.shadow))]:
         out(line)
     for result in results:
         out(result.line)
-    passed = all(result.passed for result in results)
-    failing = sum(not result.passed for result in results)
-    out(
-        "verdict: PASS (the shadow may become the canary: mangaassist-ops shadow promote)"
-        if passed
-        else f"verdict: FAIL ({failing} of {len(results)} checks failed)"
-    )
-    return passed
+    failing = sum(result.status == FAIL for result in results)
+    missing = sum(result.status == NOT_COMPUTED for result in results)
+    if failing:
+        out(f"verdict: FAIL ({failing} of {len(results)} checks failed)")
+        return ExitCode.CHECK_FAILED
+    if missing:
+        out(f"verdict: INCOMPLETE (no check failed, {missing} not computed; exit 11)")
+        return ExitCode.INCOMPLETE
+    out("verdict: PASS (the shadow may become the canary: mangaassist-ops shadow promote)")
+    return ExitCode.OK

@@ -144,6 +144,7 @@ class Rig:
             "Body": ANY,
             "ContentType": "application/json",
             "Accept": "application/json",
+            "InferenceId": ANY,  # the call's request_id (a uuid4 per call)
         }
         return {**params, **overrides}
 
@@ -178,7 +179,8 @@ class Rig:
 def rig(
     *,
     foundation: bool = False,
-    on_comparison: Any = None,
+    on_pair: Any = None,
+    pair_store: Any = None,
     rand: Callable[[], float] = lambda: 0.5,
     fallbacks: tuple[Any, ...] | None = None,
     **config: Any,
@@ -202,7 +204,8 @@ def rig(
             clock=clock,
             sleep=clock.sleep,
             rand=rand,
-            on_comparison=on_comparison,
+            on_pair=on_pair,
+            pair_store=pair_store,
         )
         yield Rig(chat, sm, br, clock, lines, clients)
         chat.close()

@@ -16,14 +16,16 @@ from cli_support.sse import SseDecodeError, SseDecoder
 from mangaassist_client import config as client_config
 from mangaassist_client import errors as client_errors
 from mangaassist_client import metrics as client_metrics
+from mangaassist_client import mirror as client_mirror
 from mangaassist_client import model as client_model
+from mangaassist_client import pairs as client_pairs
 from mangaassist_client.errors import FailureKind, classify
 from mangaassist_client.sse import SseDecodeError as ClientSseDecodeError
 from mangaassist_client.sse import SseDecoder as ClientSseDecoder
 from serving_app.context_budget.protocol import Trim
 from serving_app.errors import error_response
 from serving_app.versions import ModelVersions
-from serving_contract import context_budget, lifecycle, metrics, outputs
+from serving_contract import context_budget, lifecycle, metrics, migration, outputs
 from tests.client.stubs import client, model_error
 from tests.client.wire import gateway_drain_answer
 
@@ -143,3 +145,40 @@ def test_the_sse_decoder_dispatches_what_cli_supports_decoder_does(
     points = sorted({min(c, len(data)) for c in cuts})
     chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
     assert _decode(ClientSseDecoder(), chunks) == _decode(SseDecoder(), chunks)
+
+
+def test_the_pairs_the_client_writes_are_the_stores_layout_and_schema() -> None:
+    """ops migrate report reads what the client writes (serving_contract/migration.py declares it once)."""
+    assert (client_pairs.PAIRS_PREFIX, client_pairs.PAIR_FILE_SUFFIX) == (
+        migration.PAIRS_PREFIX,
+        migration.PAIR_FILE_SUFFIX,
+    )
+    assert client_mirror.PAIR_SCHEMA == migration.PAIR_SCHEMA
+    side = client_mirror.Side.of("sagemaker:e", "m", None, seconds=(None, None), error="x")
+    pair = client_mirror.Pair("r", "2026-01-01T00:00:00.000Z", "a", "ja", False, "0" * 64, side, side)
+    record = pair.record()
+    assert tuple(record) == migration.PAIR_FIELDS
+    assert tuple(record["answer"]) == tuple(record["copy"]) == migration.SIDE_FIELDS
+    assert side.backend.startswith(migration.ENDPOINT_BACKEND_PREFIX)
+    assert client_model.UNDETERMINED_LANGUAGE == "und"
+
+
+def test_the_migration_stacks_output_keys_agree() -> None:
+    assert client_config.MIGRATION_STORE_BUCKET_OUTPUT == outputs.MIGRATION_STORE_BUCKET_NAME
+    assert client_config.MIGRATION_STORE_KEY_OUTPUT == outputs.MIGRATION_STORE_KEY_ARN
+    assert client_config.MIGRATION_STATE_PARAMETER_OUTPUT == outputs.MIGRATION_STATE_PARAMETER_NAME
+
+
+def test_the_client_reads_the_ramp_state_the_stack_and_the_step_function_write() -> None:
+    """The parameter's initial value (the stack's) and a step's value (the step function's write_state shape)."""
+    from mangaassist_client.ramp import RampShare
+
+    ssm = client("ssm")
+    step = {"step": 1, "percent": 25, "status": "ramping", "since": "2026-11-16T09:00:00Z", "reason": "step 2"}
+    assert set(step) == set(migration.RAMP_STATE_FIELDS)
+    clock = iter([0.0, 100.0])
+    share = RampShare(ssm, "/p", refresh_s=60, clock=lambda: next(clock))
+    with Stubber(ssm) as stub:
+        for value in (migration.INITIAL_RAMP_STATE, json.dumps(step)):
+            stub.add_response("get_parameter", {"Parameter": {"Name": "/p", "Value": value}}, {"Name": "/p"})
+        assert (share.share(), share.share()) == (0.0, 0.25)

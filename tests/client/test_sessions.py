@@ -128,6 +128,7 @@ def test_a_stream_in_a_session_carries_its_id() -> None:
             "ContentType": "application/json",
             "Accept": "text/event-stream",
             "SessionId": "sess-1",
+            "InferenceId": ANY,
         }
         add_event_stream_response(r.sagemaker, "invoke_endpoint_with_response_stream", {}, parts(sse("ok")), expected)
         assert "".join(r.client.open_session().chat_stream(**CALL)) == "ok"

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from botocore.stub import ANY
 
 from mangaassist_client import BackendUnavailableError, CallerError, ClientMetric, StreamInterruptedError
 from tests.botocore_helpers import add_event_stream_response, bedrock_chunk, event, exception_event
@@ -69,6 +70,7 @@ def test_the_stream_request_asks_for_usage_and_event_stream() -> None:
             "Body": json.dumps(body).encode(),
             "ContentType": "application/json",
             "Accept": "text/event-stream",
+            "InferenceId": ANY,  # the call's request_id
         }
         add_event_stream_response(
             r.sagemaker, "invoke_endpoint_with_response_stream", {}, [*parts(sse("ok"))], expected

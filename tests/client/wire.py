@@ -51,7 +51,7 @@ from serving_app.engine.readiness import Phase
 from serving_app.gateway import Gateway
 from serving_app.metrics.emf import EmfWriter
 from serving_app.settings import Settings
-from tests.botocore_helpers import bedrock_chunk, payload_part
+from tests.botocore_helpers import bedrock_chunk, event, payload_part
 from tests.client.stubs import DOMAIN_ARN, ENDPOINT, VERSIONS, completion, sse
 from tests.container.test_gateway_unit import request
 
@@ -172,6 +172,34 @@ def converse_answer(text: str = "Try Blue Giant.") -> Reply:
 
     def reply(handler: _Handler, services: Services) -> None:
         _send(handler, 200, json.dumps(body).encode(), {"Content-Type": "application/json"})
+
+    return reply
+
+
+def converse_stream(*pieces: str) -> Reply:
+    """Bedrock's 200 to ConverseStream: ``messageStart``, a ``contentBlockDelta`` per piece, ``contentBlockStop``,
+    ``messageStop`` and ``metadata`` events (bedrock-runtime API model), one HTTP body."""
+    frames = [event("messageStart", b'{"role": "assistant"}')]
+    frames += [
+        event("contentBlockDelta", json.dumps({"delta": {"text": p}, "contentBlockIndex": 0}).encode()) for p in pieces
+    ]
+    frames += [
+        event("contentBlockStop", b'{"contentBlockIndex": 0}'),
+        event("messageStop", b'{"stopReason": "end_turn"}'),
+        event(
+            "metadata",
+            json.dumps(
+                {
+                    "usage": {"inputTokens": 30, "outputTokens": len(pieces), "totalTokens": 30 + len(pieces)},
+                    "metrics": {"latencyMs": 300},
+                }
+            ).encode(),
+        ),
+    ]
+    body = b"".join(frames)
+
+    def reply(handler: _Handler, services: Services) -> None:
+        _send(handler, 200, body, {"Content-Type": "application/vnd.amazon.eventstream"})
 
     return reply
 

@@ -57,6 +57,11 @@ def test_shadow_stack_snapshot(shadow_synth: Synth, json_snapshot: SnapshotAsser
     assert mask_asset_hashes(shadow_synth.template_json(unit)) == json_snapshot
 
 
+def test_migration_stack_snapshot(bedrock_synth: Synth, json_snapshot: SnapshotAssertion) -> None:
+    """The Migration stack (issue 54) as the Bedrock synth enables it (tests/conftest.py BEDROCK_OVERRIDES)."""
+    assert mask_asset_hashes(bedrock_synth.template_json("Migration")) == json_snapshot
+
+
 def test_masking_replaces_hashes_only() -> None:
     digest = "a" * 64
     assert mask_asset_hashes({"k": [f"{digest}.zip", "plain"]}) == {"k": ["<asset-hash>.zip", "plain"]}

@@ -44,6 +44,7 @@ CAPABILITIES = {
     "compile_cache",
     "endpoint",
     "image",
+    "migration",
     "observability",
     "release",
     "scaling",

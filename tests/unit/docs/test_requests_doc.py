@@ -148,7 +148,7 @@ EXPECTED = [
     ),
     (["InvokeEndpointWithResponseStream"], [f"[sagemaker:{ENDPOINT}, adapter jp_style_v1]", "Try Dungeon Meshi."]),
     (["NEW_SESSION", "InvokeEndpoint", "InvokeEndpoint", "CLOSE"], ["trimmed 1 turns", "Try Delicious in Dungeon."]),
-    (["InvokeEndpoint", "Converse"], [f"sagemaker:{ENDPOINT} bedrock:meta.llama3-1-8b-instruct-v1:0 False"]),
+    (["InvokeEndpoint", "Converse"], [f"sagemaker:{ENDPOINT} bedrock:meta.llama3-1-8b-instruct-v1:0 None"]),
 ]
 """Per block of docs/requests.md: the calls it makes, in order, and what it prints (fragments)."""
 
