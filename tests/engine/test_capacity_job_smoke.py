@@ -97,7 +97,9 @@ def test_a_smoke_sweep_writes_a_curve_the_config_accepts_as_measured(
     assert all(step["kv_cache_usage_mean"] is not None for step in curve["steps"])  # vLLM's gauge, read each second
     assert json.loads((tmp_path / "output" / "raw.json").read_text())["steps_run"] == 2
     # What `ops capacity measure --write prod` puts in the stage overlay, loaded as cdk.json's context is.
-    config = load_config({**cdk_json_context(), "capacity.measured": json.dumps({"ml.g6e.xlarge": curve})})
+    # A curve holds at the pause it was measured at (the smoke's): the config must say the same.
+    overrides = {"capacity.measured": json.dumps({"ml.g6e.xlarge": curve}), "traffic.think_s": str(curve["think_s"])}
+    config = load_config({**cdk_json_context(), **overrides})
     throughput = Planner.of(config).throughput("ml.g6e.xlarge")
     assert throughput.label == "measured"
     assert throughput.source == f"measured {curve['date']} ({JOB})"
