@@ -367,7 +367,7 @@ def _saturated(state: SteadyState) -> SteadyState:
     )
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=65536)
 def solve(
     parts: EngineParts,
     shape: ConversationShape,
@@ -461,12 +461,13 @@ class Capacity:
     model_holds_per_min: dict[str, float] = field(default_factory=dict)
 
 
-def _first_failure(fails: Callable[[float], bool], resolution: float) -> float:
+def _first_failure(fails: Callable[[float], bool], resolution: float, failing: float | None = None) -> float:
     """The highest multiple of ``resolution`` below the first rate that fails (doubling, then
-    bisection); 0 when ``resolution`` itself fails, ``inf`` when nothing below 10^6 does."""
+    bisection; bisection alone below ``failing``, a rate known to fail); 0 when ``resolution`` itself
+    fails, ``inf`` when nothing below 10^6 does."""
     if fails(resolution):
         return 0.0
-    low, high = resolution, 2 * resolution
+    low, high = resolution, 2 * resolution if failing is None else failing
     while not fails(high):
         low, high = high, 2 * high
         if high > 1e6:
@@ -520,8 +521,11 @@ def capacity(
             if math.isinf(model[klass])
             else math.floor(model[klass] / (1 + margin) / resolution_per_min) * resolution_per_min
         )
-        by_ttft = _first_failure(fails((klass,), margin), resolution_per_min) if margin else model[klass]
-        holds[klass] = min(by_rate, by_ttft)
+        # The TTFT limit only matters where the margined p95 already fails at the margined rate: search for
+        # it there alone (a planner asks thousands of these; each search is ~20 solves).
+        if margin and 0 < by_rate < math.inf and fails((klass,), margin)(by_rate):
+            by_rate = _first_failure(fails((klass,), margin), resolution_per_min, failing=by_rate)
+        holds[klass] = by_rate
     model["both"] = min(model.values())
     holds["both"] = min(holds.values())
     limit = 2 * max(slo_ms.values())
