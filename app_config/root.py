@@ -47,7 +47,7 @@ class AppConfig(ConfigModel):
     Defaults are MangaAssist's production values from the seeds; a stage overlay in
     ``cdk.json`` and ``-c key=value`` overrides adjust them. What follows from the config (derived
     targets, throughput, memory plans, the variants with their resolved scaling) is the plan's:
-    ``planning.plan.make_plan(config)``.
+    ``planning.make_plan.make_plan(config)``.
     """
 
     project_name: str = Field(

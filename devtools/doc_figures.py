@@ -40,7 +40,8 @@ from planning.engines import conversation_shape, gpu_named, reference_fit, small
 from planning.fleet_planner import Fleet
 from planning.gpu_instances import GIB, INSTANCE_GPUS
 from planning.gpu_projection import project
-from planning.plan import Plan, load_plan, make_plan
+from planning.make_plan import load_plan, make_plan
+from planning.plan import Plan
 
 REPO = Path(__file__).resolve().parent.parent
 COMMAND = "make docs"

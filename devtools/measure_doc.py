@@ -14,7 +14,7 @@ from typing import Any
 from app_config.loader import load_cli_config
 from ops.measure.job import cost_bound
 from planning import fleet_planner
-from planning.plan import load_plan
+from planning.make_plan import load_plan
 
 REPO = Path(__file__).resolve().parents[1]
 PLANTED = REPO / "docs" / "examples" / "planted-g6-xlarge-curve.json"

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from app_config import AppConfig
 from planning import cost_plan
-from planning.plan import Plan, load_plan
+from planning.make_plan import load_plan
+from planning.plan import Plan
 from planning.scaling_sim import __main__ as sim
 from planning.scaling_sim import engine, report, surge
 from serving_contract.env import start_up_ranges

@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from app_config.root import AppConfig
 from app_config.serving import VariantConfig
 from ops.exit_codes import ExitCode, OpsError, aws_error
-from planning.plan import Planner
+from planning.planner import Planner
 
 INVOCATIONS_NAMESPACE: Final = "AWS/SageMaker"
 DEFAULT_LOOKBACK_MIN: Final = 60

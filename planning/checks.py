@@ -1,14 +1,10 @@
 """The config's checks that need its plan: could vLLM start on each variant's GPU, can the fleet
 hold its SLOs, do the schedules and the derived targets make sense.
 
-:func:`planning.plan.make_plan` runs :func:`check_plan` once the plan is made; each check raises
+:func:`planning.make_plan.make_plan` runs :func:`check_plan` once the plan is made; each check raises
 ``ValueError`` with one line naming the keys, their values and what would be accepted, which
 ``make_plan`` turns into the config error that stops synth.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from app_config import dated_events
 from app_config.root import AppConfig
@@ -18,11 +14,9 @@ from planning.dated_schedule import check_dated_events
 from planning.engine_memory import engine_memory_inputs
 from planning.gpu_instances import engines_per_instance, instance_gpus
 from planning.memory_plan import gib, minimum_utilization
+from planning.plan import Plan
 from planning.slo_holds import check_holdable
 from planning.weekly_plan import check_schedule
-
-if TYPE_CHECKING:
-    from planning.plan import Plan
 
 
 def check_plan(config: AppConfig, plan: Plan) -> None:

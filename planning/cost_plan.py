@@ -42,7 +42,8 @@ from planning.dated_schedule import (
     weekly_segments,
 )
 from planning.instance_prices import hourly_price
-from planning.plan import Plan, load_plan
+from planning.make_plan import load_plan
+from planning.plan import Plan
 from planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from planning.weekly_plan import Bounds, bounds_at, effective_bounds
 from serving_contract.env import start_up_ranges

@@ -37,9 +37,11 @@ from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR
 from planning.gpu_instances import INSTANCE_GPUS, engines_per_instance
 from planning.instance_prices import hourly_price, price_table
-from planning.plan import Plan, Planner
+from planning.plan import Plan
+from planning.planner import Planner
 from planning.scaling_sim import demand as demand_module
-from planning.throughput_at_slo import MAX_FLEET, ThroughputAtSlo, instances_needed
+from planning.throughput_at_slo import MAX_FLEET, instances_needed
+from planning.throughput_figure import ThroughputAtSlo
 from planning.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from planning.weekly_plan import effective_bounds
 

@@ -30,10 +30,10 @@ where a set one would be, and the unresolved section's accessors (``target_value
 import math
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
 
 from app_config.dated_events import DatedEventConfig
 from app_config.inference_components import InferenceComponentsConfig
+from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR, ScalingConfig, ShadowScalingConfig, VariantScalingConfig
 from app_config.scaling_policies import SCALE_IN_TARGET_FRACTION
 from app_config.serving import VariantConfig
@@ -41,12 +41,10 @@ from app_config.variants import VARIANT_KEYS
 from planning.dated_schedule import derived_floor, usual_peak_rpm
 from planning.demand_week import week
 from planning.gpu_instances import engines_per_instance
-from planning.throughput_at_slo import ThroughputAtSlo, instances_needed
+from planning.planner import Planner
+from planning.throughput_at_slo import instances_needed
+from planning.throughput_figure import ThroughputAtSlo
 from planning.weekly_cron import MINUTES_PER_WEEK
-
-if TYPE_CHECKING:
-    from app_config.root import AppConfig
-    from planning.plan import Planner
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,7 @@ class ResolvedPlan:
     inference_components: InferenceComponentsConfig
 
 
-def resolve(config: "AppConfig", planner: "Planner") -> ResolvedPlan:
+def resolve(config: AppConfig, planner: Planner) -> ResolvedPlan:
     """The :class:`ResolvedPlan` of ``config`` (the canary's too: enabling it is a ``-c`` away).
 
     Raises:
@@ -80,7 +78,7 @@ def resolve(config: "AppConfig", planner: "Planner") -> ResolvedPlan:
     )
 
 
-def _resolved_shadow(config: "AppConfig", planner: "Planner") -> ShadowScalingConfig:
+def _resolved_shadow(config: AppConfig, planner: Planner) -> ShadowScalingConfig:
     """``scaling.shadow`` with its concurrency target derived when unset: the shadow's instance type's
     concurrency at the TTFT SLOs, as the production variants'. A shadow that is off gets none: its
     instance type need not fit the engine (``engine.tensor_parallel_size`` is checked when it is on)."""
@@ -93,7 +91,7 @@ def _resolved_shadow(config: "AppConfig", planner: "Planner") -> ShadowScalingCo
 
 
 def _resolved_variant(
-    config: "AppConfig", planner: "Planner", serving: VariantConfig, scaling: VariantScalingConfig
+    config: AppConfig, planner: Planner, serving: VariantConfig, scaling: VariantScalingConfig
 ) -> VariantScalingConfig:
     instance_type = serving.instance_type
     if scaling.target_tracking.concurrent_requests_target is None:
@@ -128,7 +126,7 @@ def _resolved_variant(
 
 
 def _scheduled_floors(
-    config: "AppConfig", planner: "Planner", serving: VariantConfig, scaling: VariantScalingConfig
+    config: AppConfig, planner: Planner, serving: VariantConfig, scaling: VariantScalingConfig
 ) -> VariantScalingConfig:
     """``scaling`` with every unset weekly floor derived (module docstring)."""
     demand = week(config.traffic)
@@ -169,8 +167,8 @@ def _scheduled_floors(
 
 
 def _event_floors(
-    config: "AppConfig",
-    planner: "Planner",
+    config: AppConfig,
+    planner: Planner,
     instance_type: str,
     hard_min: int,
     events: tuple[DatedEventConfig, ...],
@@ -192,7 +190,7 @@ def _event_floors(
     )
 
 
-def _resolved_components(config: "AppConfig", planner: "Planner") -> InferenceComponentsConfig:
+def _resolved_components(config: AppConfig, planner: Planner) -> InferenceComponentsConfig:
     components = config.serving.inference_components
     if components.scaling.concurrent_requests_per_copy_target is not None:
         return components

@@ -11,18 +11,14 @@ stops synth with one line naming the fleet ``make plan`` recommends instead; wit
 WARNING in the synth summary.
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from app_config.root import AppConfig
+from planning.fleet_planner import recommend
+from planning.plan import Plan
+from planning.throughput_figure import ThroughputAtSlo
 from serving_contract.request_classes import RequestClass
-
-if TYPE_CHECKING:
-    from app_config.root import AppConfig
-    from planning.plan import Plan
-    from planning.throughput_at_slo import ThroughputAtSlo
 
 
 @dataclass(frozen=True)
@@ -132,8 +128,6 @@ def measure_line(capacity: ThroughputAtSlo) -> str | None:
 
 def _alternative(config: AppConfig, plan: Plan, variant_key: str) -> str | None:
     """The fleet the one recommender (planning/fleet_planner.py) picks at both SLOs, as a config change."""
-    from planning.fleet_planner import recommend  # noqa: PLC0415 (the recommender imports the plan, which imports this)
-
     best = recommend(config, plan.planner)
     if best is None:
         return None

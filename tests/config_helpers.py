@@ -8,14 +8,14 @@ import pytest
 
 from app_config import AppConfig, ConfigError, load_config
 from app_config.loader import cdk_json_context
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 
 __all__ = ["SEEDS_FLOORS", "config_error", "seeds_schedule"]
 
 
 def config_error(overrides: Mapping[str, str] | None = None, /, **keys: str) -> str:
     """The message of the ``ConfigError`` that ``load_config``, or the plan made from its config
-    (``planning.plan.make_plan``, whose checks need the plan), raises for cdk.json's context with
+    (``planning.make_plan.make_plan``, whose checks need the plan), raises for cdk.json's context with
     overrides: what ``app.py`` stops synth with.
 
     Args:

@@ -45,7 +45,8 @@ from ops.measure.job import (
     upload_inputs,
 )
 from planning.gpu_instances import instance_gpus
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from planning.slo_holds import standing
 from serving_contract import capacity_job as contract
 from serving_contract import outputs

@@ -26,7 +26,8 @@ from app_config.scaling_policies import KvCacheTrackingConfig, StepScalingConfig
 from app_config.variants import VariantKey
 from cli_support.argtypes import int_in, positive_float
 from planning import cost_plan
-from planning.plan import Plan, load_plan
+from planning.make_plan import load_plan
+from planning.plan import Plan
 from planning.scaling_sim import dated, engine, report, surge
 from planning.scaling_sim import demand as demand_module
 from planning.scaling_sim.curve import engine_curve

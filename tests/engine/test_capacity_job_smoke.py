@@ -21,7 +21,7 @@ import pytest
 
 from app_config import load_config
 from cdk_constructs.capacity_job import runtime
-from planning.plan import Planner
+from planning.planner import Planner
 from serving_contract import capacity_job
 from tests.engine.real_engine import ENGINE_ENV, REPO, SHIM, VLLM_PYTHON, RealGateway
 from tests.synth_helpers import cdk_json_context

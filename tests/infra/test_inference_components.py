@@ -7,7 +7,7 @@ from typing import Any
 from aws_cdk.assertions import Match
 
 from cdk_constructs.image import image_inputs
-from planning.plan import Planner
+from planning.planner import Planner
 from serving_contract import outputs
 from serving_contract.metrics import SAGEMAKER_COMPONENT_NAMESPACE, SAGEMAKER_NAMESPACE
 from tests.metric_refs import metrics_read, resources

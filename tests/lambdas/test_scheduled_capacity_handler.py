@@ -14,7 +14,7 @@ from botocore.stub import Stubber
 
 from app_config import AppConfig, load_config
 from app_config.scheduled_actions import ResolvedAction
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from planning.weekly_plan import effective_bounds
 from tests.synth_helpers import cdk_json_context
 

@@ -5,7 +5,8 @@ import dataclasses
 import pytest
 
 from app_config import load_config
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from planning.resolved_plan import ResolvedPlan, resolve
 from tests.synth_helpers import cdk_json_context
 

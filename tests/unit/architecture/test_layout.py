@@ -228,7 +228,7 @@ SCHEMA_TAKES_FROM_PLANNING = {
 """What the schema (app_config/*.py) takes from planning/: the catalogue and the parsers a value is
 validated against, leaves that import nothing of the config. The config is plain data: what
 follows from it (derived targets, throughput, memory plans, the checks that need them) is
-``planning.plan.make_plan``'s, which app.py runs after loading (issue 45 item 6)."""
+``planning.make_plan.make_plan``'s, which app.py runs after loading (issue 45 item 6)."""
 
 PLANNING_LEAVES = {"gpu_instances", "memory_plan", "weekly_cron"}
 

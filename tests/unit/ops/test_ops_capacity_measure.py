@@ -22,7 +22,7 @@ from app_config.loader import load_cli_config
 from ops.cli import Deps, main
 from ops.measure import MeasureClients
 from ops.measure.job import cost_bound
-from planning.plan import Planner
+from planning.planner import Planner
 from serving_contract import capacity_job as contract
 from tests.botocore_helpers import streaming_body
 

@@ -16,7 +16,8 @@ from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
 from ops.invoke import Answer
 from ops.load import LevelResult, LoadPlan, Suggestion, capacity_override_line, significant, suggest
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from serving_contract.request_classes import RequestClass
 from tests.unit.ops.ops_stubs import ENDPOINT, FakeClock, stubbed
 

@@ -11,7 +11,8 @@ import pytest
 from app_config import AppConfig, ConfigError, load_config
 from planning import memory_report
 from planning.fleet_planner import recommend, scheduled_floors
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from planning.slo_holds import class_holds
 from serving_contract.request_classes import RequestClass
 from tests.synth_helpers import SEEDS_G5, cdk_json_context

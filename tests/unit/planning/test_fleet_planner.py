@@ -8,7 +8,8 @@ from app_config import AppConfig
 from devtools import measure_doc
 from planning import cost_plan, fleet_planner
 from planning.gpu_instances import INSTANCE_GPUS
-from planning.plan import Planner, load_plan
+from planning.make_plan import load_plan
+from planning.planner import Planner
 
 MEASURED_G5 = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 200, "ttft_p50_ms": 90}}'
 

@@ -5,7 +5,7 @@ import pytest
 from app_config.loader import load_cli_config
 from app_config.traffic import RequestShapeConfig
 from planning import prefix_routing
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from planning.scaling_sim import __main__ as cli
 from tests.synth_helpers import SEEDS_G5_ARGS, SEEDS_G5_FLAGS
 

@@ -22,7 +22,7 @@ import math
 import pytest
 
 from app_config.loader import load_cli_config
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from planning.scaling_sim import __main__ as cli
 from planning.scaling_sim import report
 from planning.scaling_sim.engine import MinuteRecord

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from app_config import AppConfig
-from planning.plan import Planner
+from planning.planner import Planner
 from planning.scaling_sim import __main__ as cli
 from planning.scaling_sim import demand
 from planning.scaling_sim.report import format_grid

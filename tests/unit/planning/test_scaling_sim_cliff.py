@@ -4,7 +4,7 @@ the fleet off it through seed 001's release surge (3x in 15 minutes)."""
 
 import pytest
 
-from planning.plan import load_plan
+from planning.make_plan import load_plan
 from planning.scaling_sim import __main__ as sim
 from planning.scaling_sim import engine, report
 from planning.scaling_sim.curve import engine_curve
