@@ -79,6 +79,13 @@ def _component_checks(config: "AppConfig") -> None:
     _component_name_checks(config)
     components = config.serving.inference_components
     key = "serving.inference_components"
+    if config.serving.primary.instance_pools:
+        # SageMaker allows them (developer guide, "Deploy to multiple instance types with instance pools"), but a
+        # component's copies then need compute requirements that fit every type: not planned here yet.
+        raise ValueError(
+            f"serving.primary.instance_pools = [{', '.join(config.serving.primary.instance_pools)}]: instance pools "
+            "are planned for serving.mode = variants only; leave them empty in inference_components mode"
+        )
     if config.image.source == "prebuilt" and config.image.build.artifacts_bucket_name is None:
         raise ValueError(
             "serving.mode = inference_components with image.source = prebuilt needs "
@@ -176,8 +183,7 @@ def _kernel_checks(config: "AppConfig") -> None:
             "use 'auto' (vLLM reads the checkpoint's quantization_config)"
         )
     if config.engine.kv_cache_dtype == "fp8" and config.engine.attention_backend == "auto":
-        for key in existing_variant_keys(config.serving):
-            instance_type = getattr(config.serving, key).instance_type
+        for _, instance_type in _variant_instance_types(config):
             gpu = instance_gpus(instance_type).gpu
             if gpu.compute_capability >= (9, 0):
                 raise ValueError(
@@ -187,16 +193,25 @@ def _kernel_checks(config: "AppConfig") -> None:
                     "engine.attention_backend to FLASHINFER or TRITON_ATTN"
                 )
     if kernel.endswith("_marlin"):
-        for key in existing_variant_keys(config.serving):
-            instance_type = getattr(config.serving, key).instance_type
+        for key, instance_type in _variant_instance_types(config):
             gpu = instance_gpus(instance_type).gpu
             if gpu.compute_capability < (8, 0):
                 major, minor = gpu.compute_capability
                 raise ValueError(
-                    f"engine.quantization = {kernel!r}: serving.{key}."
-                    f"instance_type = {instance_type} has {gpu.name} (compute capability "
+                    f"engine.quantization = {kernel!r}: {key} = {instance_type} has {gpu.name} (compute capability "
                     f"{major}.{minor}); Marlin kernels need >= 8.0, use 'auto'"
                 )
+
+
+def _variant_instance_types(config: "AppConfig") -> list[tuple[str, str]]:
+    """``(key, instance type)`` of every instance type an existing variant may run on, its ``instance_pools``
+    included: ``("serving.primary.instance_pools[1]", "ml.g6e.2xlarge")``."""
+    found = []
+    for key in existing_variant_keys(config.serving):
+        shape = getattr(config.serving, key)
+        for priority, instance_type in enumerate(shape.instance_types, start=1):
+            found.append((f"serving.{key}.{shape.instance_type_field(priority)}", instance_type))
+    return found
 
 
 def _monitoring_checks(config: "AppConfig") -> None:

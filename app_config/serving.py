@@ -15,6 +15,9 @@ from serving_contract.env import (
     STARTUP_REPORT_MARGIN_S,
 )
 
+MAX_INSTANCE_POOLS = 5
+"""Instance types one production variant may list (SageMaker API, ProductionVariant.InstancePools: priority 1-5)."""
+
 
 class VariantShape(ConfigModel):
     """What every variant of the endpoint has, production or shadow: a name, an instance type and the hard
@@ -34,11 +37,65 @@ class VariantShape(ConfigModel):
             "endpoints that use auto scaling')."
         ),
     )
+    instance_pools: tuple[InstanceType, ...] = Field(
+        default=(),
+        max_length=MAX_INSTANCE_POOLS,
+        description=(
+            "Instance types the variant may run on, in priority order (ProductionVariant.InstancePools, at most "
+            f"{MAX_INSTANCE_POOLS}: SageMaker developer guide, 'Deploy to multiple instance types with instance "
+            "pools'): SageMaker provisions the first and falls back to the next when one is short of capacity, at "
+            "creation and at every scale-out. The first must be instance_type. Empty: instance_type alone. Each type "
+            "gets its own memory plan, engine argv, compile cache and SLO verdict, and every one must hold the SLOs; "
+            "the variant's scaling targets and floors are its weakest member's (docs/scaling.md, 'Instance pools')."
+        ),
+    )
+    instance_provision_timeout_s: int = Field(
+        default=1800,
+        ge=300,
+        le=3600,
+        description=(
+            "With instance_pools: VariantInstanceProvisionTimeoutInSeconds, the time SageMaker spends provisioning "
+            "across all pools before the operation fails (AWS range 300-3600). Default 1800: room for a capacity "
+            "error on the first pool and two ~660 s instance launches (a scale-out cooldown, docs/scaling.md) on the "
+            "next. Not set without instance_pools."
+        ),
+    )
     initial_instance_count: int = Field(
         ge=1, le=100, description="Instances at creation (autoscaling owns it afterwards)."
     )
     min_capacity: int = Field(ge=1, le=100, description="Hard floor of the scalable target, in instances.")
     max_capacity: int = Field(ge=1, le=100, description="Hard ceiling of the scalable target, in instances.")
+
+    @model_validator(mode="after")
+    def _pools_start_with_the_instance_type(self) -> "VariantShape":
+        pools = self.instance_pools
+        if not pools:
+            return self
+        if pools[0] != self.instance_type:
+            raise ValueError(
+                f"instance_pools[0] = {pools[0]} must be instance_type = {self.instance_type}: the first pool is the "
+                "variant's own type (priority 1); list the fallbacks after it"
+            )
+        if len(pools) == 1:
+            raise ValueError(
+                f"instance_pools = [{pools[0]}] names instance_type alone: list at least one fallback type after it, "
+                "or leave instance_pools empty"
+            )
+        repeated = sorted({t for t in pools if pools.count(t) > 1})
+        if repeated:
+            raise ValueError(f"instance_pools lists {', '.join(repeated)} more than once: each type is one pool")
+        return self
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        """The types the variant runs on, in priority order: ``instance_pools``, or ``instance_type`` alone."""
+        return self.instance_pools or (self.instance_type,)
+
+    @staticmethod
+    def instance_type_field(priority: int) -> str:
+        """The field that names the type of ``priority`` (1 first): ``instance_type``, else
+        ``instance_pools[<priority - 1>]``."""
+        return "instance_type" if priority == 1 else f"instance_pools[{priority - 1}]"
 
     @model_validator(mode="after")
     def _capacity_in_bounds(self) -> "VariantShape":

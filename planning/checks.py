@@ -12,7 +12,8 @@ from app_config.scaling import PROD_WARM_FLOOR
 from app_config.variants import VARIANT_KEYS, existing_variant_keys
 from planning.dated_schedule import check_dated_events
 from planning.engine_memory import engine_memory_inputs
-from planning.gpu_instances import engines_per_instance, instance_gpus
+from planning.gpu_instances import instance_gpus
+from planning.hardware import Pool
 from planning.memory_plan import gib, minimum_utilization
 from planning.plan import Plan
 from planning.slo_holds import check_holdable
@@ -52,60 +53,67 @@ def check_before_plan(config: AppConfig) -> None:
             f"engine.max_model_len = {engine.max_model_len}, so no request could be that long"
         )
     for key in existing_variant_keys(config.serving):
-        instance_type = getattr(config.serving, key).instance_type
-        gpus = instance_gpus(instance_type)
-        if engine.tensor_parallel_size > gpus.count:
-            raise ValueError(
-                f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: serving.{key}.instance_type = "
-                f"{instance_type} has {gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than "
-                "the instance has"
-            )
+        shape = getattr(config.serving, key)
+        for priority, instance_type in enumerate(shape.instance_types, start=1):
+            gpus = instance_gpus(instance_type)
+            if engine.tensor_parallel_size > gpus.count:
+                raise ValueError(
+                    f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: serving.{key}."
+                    f"{shape.instance_type_field(priority)} = {instance_type} has {gpus.count} GPU(s) "
+                    f"({gpus.gpu.name}); the engine cannot span more GPUs than the instance has"
+                )
 
 
 def _memory_plan_checks(config: AppConfig, planned: Plan) -> None:
     """Stop synth where vLLM could not start (docs/sources.md, "vLLM": it fails at start when one
     max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
-    engine, shape = config.engine, config.model.shape
     for variant in planned.variants():
-        instance_type = variant.serving.instance_type
-        where = f"serving.{variant.key}.instance_type = {instance_type}"
-        gpus = instance_gpus(instance_type)
-        plan = planned.planner.memory_plan(instance_type)
-        if plan.fits_one_sequence:
-            continue
-        needed = minimum_utilization(
-            shape=shape.to_shape(),
-            gpus=gpus,
-            engine=engine_memory_inputs(engine, len(config.model.adapters)),
-            runtime_overhead_bytes=plan.overhead_bytes // engine.tensor_parallel_size,
-        )
-        if plan.kv_tokens == 0 or needed <= 0.98:
-            raise ValueError(
-                f"engine.gpu_memory_utilization = {engine.gpu_memory_utilization:g}: on {where} "
-                f"({gpus.gpu.name}) it leaves {max(plan.kv_tokens, 0):,} KV-cache tokens, fewer than one "
-                f"engine.max_model_len = {engine.max_model_len} sequence (budget {gib(plan.budget_bytes)} GiB - "
-                f"weights {gib(plan.weights_bytes)} - LoRA slots {gib(plan.lora_bytes)} - runtime "
-                f"{gib(plan.overhead_bytes)}); it needs >= {needed:.2f} (vLLM refuses to start)"
-            )
+        for pool in planned.hardware[variant.key].pools:
+            _engine_starts(config, pool)
+
+
+def _engine_starts(config: AppConfig, pool: Pool) -> None:
+    """One instance type of a variant: one ``engine.max_model_len`` sequence fits its KV cache."""
+    engine, shape = config.engine, config.model.shape
+    instance_type = pool.instance_type
+    where = f"{pool.config_key} = {instance_type}"
+    gpus = instance_gpus(instance_type)
+    plan = pool.memory
+    if plan.fits_one_sequence:
+        return
+    needed = minimum_utilization(
+        shape=shape.to_shape(),
+        gpus=gpus,
+        engine=engine_memory_inputs(engine, len(config.model.adapters)),
+        runtime_overhead_bytes=plan.overhead_bytes // engine.tensor_parallel_size,
+    )
+    if plan.kv_tokens == 0 or needed <= 0.98:
         raise ValueError(
-            f"engine.max_model_len = {engine.max_model_len}: only {plan.kv_tokens:,} KV-cache tokens fit on "
-            f"{where} ({gpus.gpu.name}) even at engine.gpu_memory_utilization = "
-            f"{engine.gpu_memory_utilization:g}; lower it to <= {plan.kv_tokens} (vLLM refuses to start)"
+            f"engine.gpu_memory_utilization = {engine.gpu_memory_utilization:g}: on {where} "
+            f"({gpus.gpu.name}) it leaves {max(plan.kv_tokens, 0):,} KV-cache tokens, fewer than one "
+            f"engine.max_model_len = {engine.max_model_len} sequence (budget {gib(plan.budget_bytes)} GiB - "
+            f"weights {gib(plan.weights_bytes)} - LoRA slots {gib(plan.lora_bytes)} - runtime "
+            f"{gib(plan.overhead_bytes)}); it needs >= {needed:.2f} (vLLM refuses to start)"
         )
+    raise ValueError(
+        f"engine.max_model_len = {engine.max_model_len}: only {plan.kv_tokens:,} KV-cache tokens fit on "
+        f"{where} ({gpus.gpu.name}) even at engine.gpu_memory_utilization = "
+        f"{engine.gpu_memory_utilization:g}; lower it to <= {plan.kv_tokens} (vLLM refuses to start)"
+    )
 
 
 def _shadow_fits(config: AppConfig, planned: Plan) -> None:
     """The shadow variant's engine fits on its GPU (``serving.shadow``; app_config/shadow.py checks the rest)."""
-    shadow = config.serving.shadow
-    if not shadow.enabled:
+    if not config.serving.shadow.enabled:
         return
-    plan = planned.planner.memory_plan(shadow.instance_type)
-    if not plan.fits_one_sequence:
-        raise ValueError(
-            f"serving.shadow.instance_type = {shadow.instance_type}: only {max(plan.kv_tokens, 0):,} KV-cache tokens "
-            f"fit ({instance_gpus(shadow.instance_type).gpu.name}), fewer than one engine.max_model_len = "
-            f"{config.engine.max_model_len} sequence (vLLM refuses to start); pick a larger GPU"
-        )
+    for pool in planned.hardware["shadow"].pools:
+        plan = pool.memory
+        if not plan.fits_one_sequence:
+            raise ValueError(
+                f"{pool.config_key} = {pool.instance_type}: only {max(plan.kv_tokens, 0):,} KV-cache tokens fit "
+                f"({pool.gpu_name}), fewer than one engine.max_model_len = {config.engine.max_model_len} sequence "
+                "(vLLM refuses to start); pick a larger GPU"
+            )
 
 
 def _scaling_checks(config: AppConfig, plan: Plan) -> None:
@@ -134,11 +142,13 @@ def _scaling_checks(config: AppConfig, plan: Plan) -> None:
     for key in VARIANT_KEYS:
         variant = plan.variant(key)
         tracking = variant.scaling.target_tracking
-        # The metric is per instance; each of its data-parallel engines runs at most max_num_seqs.
-        engines = engines_per_instance(variant.serving.instance_type, config.engine.tensor_parallel_size)
+        # The metric is per instance; each of its data-parallel engines runs at most max_num_seqs. With
+        # instance_pools, the instance with the fewest engines must not queue either.
+        fewest = min(plan.hardware[key].pools, key=lambda pool: pool.engines)
+        engines = fewest.engines
         ceiling = config.engine.max_num_seqs * engines
         if tracking.metric == "concurrent_requests_high_resolution" and tracking.target_value >= ceiling:
-            per_engine = "" if engines == 1 else f" x {engines} engines per {variant.serving.instance_type}"
+            per_engine = "" if engines == 1 else f" x {engines} engines per {fewest.instance_type}"
             raise ValueError(
                 f"scaling.{key}.target_tracking.concurrent_requests_target = "
                 f"{tracking.target_value:g} must be below engine.max_num_seqs = "
@@ -169,9 +179,10 @@ def _scale_in_below_full_load(config: AppConfig, planned: Plan) -> None:
                 f"be below scaling.{variant.key}.target_tracking.concurrent_requests_target = {target:g}, or step "
                 "scale-in removes the instances target tracking adds (leave it unset: a quarter of the target)"
             )
-        plan = planned.planner.memory_plan(variant.serving.instance_type)
-        # RunningRequests is the instance's: every data-parallel engine's sequences together.
-        engines = engines_per_instance(variant.serving.instance_type, config.engine.tensor_parallel_size)
+        # RunningRequests is the instance's: every data-parallel engine's sequences together; with
+        # instance_pools, the smallest instance's must hold the bound.
+        pool = min(planned.hardware[variant.key].pools, key=lambda p: p.memory.concurrency_ceiling * p.engines)
+        plan, engines = pool.memory, pool.engines
         ceiling = plan.concurrency_ceiling * engines
         bound = ceiling / 2
         if step.scale_in_threshold > bound:
@@ -179,7 +190,7 @@ def _scale_in_below_full_load(config: AppConfig, planned: Plan) -> None:
             raise ValueError(
                 f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_threshold:g}: "
                 f"must be <= {bound:g}, half the {ceiling} sequences {engines_text} on "
-                f"{variant.serving.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
+                f"{pool.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
                 f"engine.max_num_seqs = {config.engine.max_num_seqs}); removing one of two instances doubles "
                 "the survivor's load, and a threshold at the ceiling scales in at full load"
             )

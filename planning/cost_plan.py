@@ -69,6 +69,10 @@ class VariantPlan:
     floor_hours_per_week: float
     ceiling_hours_per_week: float
     hours_per_month: float
+    pool_prices: tuple[tuple[str, float], ...] = ()
+    """With ``instance_pools``: each type and its price, priority order. ``price_usd_per_hour`` is then the
+    dearest (the worst case: SageMaker may fill the variant with any of its types) and ``instance_type`` the
+    types joined by `` > ``."""
 
     @property
     def floor_hours_per_month(self) -> float:
@@ -95,12 +99,13 @@ def _instance_hours(timeline: list[Bounds], attribute: str) -> float:
 
 
 def price_usd_per_hour(config: AppConfig, variant: VariantConfig) -> float:
-    """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table.
+    """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table;
+    with ``instance_pools``, the dearest of its types (the worst case).
 
     Raises:
-        ConfigError: the instance type has no price (planning/instance_prices.py).
+        ConfigError: an instance type has no price (planning/instance_prices.py).
     """
-    return _price(config, variant.instance_type, variant.variant_name)
+    return max(_price(config, instance_type, variant.variant_name) for instance_type in variant.instance_types)
 
 
 def _price(config: AppConfig, instance_type: str, where: str) -> float:
@@ -144,13 +149,17 @@ def plan(config: AppConfig, planned: Plan) -> list[VariantPlan]:
         plans.append(
             VariantPlan(
                 variant_name=variant.variant_name,
-                instance_type=variant.instance_type,
+                instance_type=" > ".join(variant.instance_types),
                 price_usd_per_hour=price,
                 timeline=timeline,
                 hourly=hourly,
                 floor_hours_per_week=_instance_hours(timeline, "min_capacity"),
                 ceiling_hours_per_week=_instance_hours(timeline, "max_capacity"),
                 hours_per_month=config.scaling.hours_per_month,
+                pool_prices=tuple(
+                    (instance_type, _price(config, instance_type, variant.variant_name))
+                    for instance_type in variant.instance_pools
+                ),
             )
         )
     return plans
@@ -161,7 +170,7 @@ def dated_event_lines(config: AppConfig, planned: Plan, variant: Variant) -> lis
     scaling, serving = variant.scaling, variant.serving
     if not scaling.dated_events or config.serving.hosts_inference_components:
         return []
-    instance_rpm = planned.planner.throughput(serving.instance_type).requests_per_minute
+    instance_rpm = planned.hardware[variant.key].requests_per_minute  # the weakest type's, with instance_pools
     lines = [f"Dated events (one-off at(...) actions, {config.scaling.timezone}; not in the weekly figures above):"]
     for event in scaling.dated_events:
         peak = usual_peak_rpm(event, config.traffic)
@@ -209,6 +218,12 @@ def format_plan(config: AppConfig, planned: Plan, plans: Sequence[VariantPlan]) 
     variants = {v.serving.variant_name: v for v in planned.deployed_variants()}
     for p in plans:
         lines += ["", f"== {p.variant_name}: {p.instance_type} at ${p.price_usd_per_hour:.3f}/h =="]
+        if p.pool_prices:
+            prices = ", ".join(f"{instance_type} ${price:.3f}/h" for instance_type, price in p.pool_prices)
+            lines.append(
+                f"Instance pools ({prices}): priced at the worst case, every instance the dearest type; floors and "
+                "targets are the weakest type's (docs/scaling.md, 'Instance pools')"
+            )
         lines.append("Transitions (bounds from this time on):")
         for bounds in p.timeline:
             lines.append(

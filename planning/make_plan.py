@@ -15,6 +15,7 @@ from app_config.errors import ConfigError
 from app_config.loader import CDK_JSON, load_cli_config
 from app_config.root import AppConfig
 from planning.checks import check_before_plan, check_plan
+from planning.hardware import Hardware, HardwareKey, hardware_of
 from planning.plan import Plan
 from planning.planner import Planner
 from planning.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
@@ -30,20 +31,33 @@ def make_plan(config: AppConfig) -> Plan:
     try:
         check_before_plan(config)
         planner = Planner.of(config)
-        resolved = resolve(config, planner)
+        hardware = _hardware(config, planner)
+        resolved = resolve(config, planner, hardware)
         routing = None
         if config.capacity.routing == "prefix_aware":
             routing = PrefixRouting(
                 prefix_length_bytes=prefix_length_bytes(config.traffic.request_shape),
-                concurrency_threshold=concurrency_threshold(
-                    planner.throughput(config.serving.primary.instance_type).concurrency
-                ),
+                # Per instance, whichever pool it came from: every member holds the weakest's concurrency.
+                concurrency_threshold=concurrency_threshold(hardware["primary"].concurrency),
             )
-        plan = Plan(planner, config.serving, resolved.scaling, resolved.inference_components, routing)
+        plan = Plan(planner, config.serving, resolved.scaling, resolved.inference_components, routing, hardware)
         check_plan(config, plan)
     except ValueError as error:
         raise ConfigError([str(error)]) from None
     return plan
+
+
+def _hardware(config: AppConfig, planner: Planner) -> dict[HardwareKey, Hardware]:
+    """Each variant's instance types with the engine on each: the canary's even while it is disabled (its
+    targets are derived too), the shadow's only when it runs (its type need not fit the engine otherwise)."""
+    serving = config.serving
+    hardware: dict[HardwareKey, Hardware] = {
+        "primary": hardware_of(planner, serving.primary, "primary"),
+        "canary": hardware_of(planner, serving.canary, "canary"),
+    }
+    if serving.shadow.enabled:
+        hardware["shadow"] = hardware_of(planner, serving.shadow, "shadow")
+    return hardware
 
 
 def load_plan(

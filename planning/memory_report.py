@@ -12,9 +12,10 @@ from pathlib import Path
 from app_config.root import AppConfig
 from app_config.serving import VariantConfig
 from app_config.variants import Variant
-from planning.gpu_instances import GIB, engines_per_instance, instance_gpus
+from planning.gpu_instances import GIB, instance_gpus
+from planning.hardware import Pool
 from planning.plan import Plan
-from planning.slo_holds import class_holds, measure_line
+from planning.slo_holds import ClassHold, class_holds, measure_line
 
 REPORT_FILE = "memory-plan.json"
 
@@ -64,6 +65,8 @@ class VariantMemory:
     """The command that would measure a figure the engine model projected (planning/slo_holds.py)."""
     comparison_warning: str | None = None
     """The canary on another instance type than the primary: it measures another GPU (issue 40 item 6)."""
+    priority: int = 1
+    """The instance type's pool: 1 for the variant's ``instance_type``, 2-5 for ``instance_pools``' fallbacks."""
 
     @property
     def warning(self) -> str | None:
@@ -100,59 +103,63 @@ def _concurrency_target(config: AppConfig, plan: Plan, variant: Variant) -> tupl
 
 
 def build(config: AppConfig, planned: Plan) -> list[VariantMemory]:
-    """The report of every production variant of ``config``, primary first (inference_components
-    mode: the one variant, where each copy of the base component is one engine)."""
-    reports = []
+    """The report of every production variant of ``config``, primary first, and of each of its instance
+    types in priority order (``instance_pools``); inference_components mode: the one variant, where each
+    copy of the base component is one engine."""
     holds = class_holds(config, planned)
-    for deployed in planned.deployed_variants():
-        variant = deployed.serving
-        plan = planned.planner.memory_plan(variant.instance_type)
-        gpus = instance_gpus(variant.instance_type)
-        target, target_key, active = _concurrency_target(config, planned, deployed)
-        capacity = planned.planner.throughput(variant.instance_type)
-        reports.append(
-            VariantMemory(
-                variant_name=variant.variant_name,
-                instance_type=variant.instance_type,
-                gpu_name=gpus.gpu.name,
-                gpu_memory_gib=round(gpus.gpu.memory_bytes / GIB, 2),
-                tensor_parallel_size=config.engine.tensor_parallel_size,
-                gpu_memory_utilization=config.engine.gpu_memory_utilization,
-                budget_gib=round(plan.budget_bytes / GIB, 2),
-                weights_gib=round(plan.weights_bytes / GIB, 2),
-                lora_gib=round(plan.lora_bytes / GIB, 2),
-                runtime_gib=round(plan.overhead_bytes / GIB, 2),
-                kv_gib=round(plan.kv_bytes / GIB, 2),
-                kv_tokens=plan.kv_tokens,
-                kv_kib_per_token=plan.kv_bytes_per_token / 1024,
-                max_model_len=plan.max_model_len,
-                sequences_at_max_len=plan.sequences_at_max_len,
-                typical_sequence_tokens=plan.typical_sequence_tokens,
-                sequences_at_typical_len=plan.sequences_at_typical_len,
-                max_num_seqs=config.engine.max_num_seqs,
-                concurrency_ceiling=plan.concurrency_ceiling,
-                concurrency_target=target,
-                concurrency_target_key=target_key,
-                concurrency_target_active=active,
-                ttft_slo_ms=min(config.slo.cold.ttft_p95_ms, config.slo.warm.ttft_p95_ms),
-                ttft_slo_label=(
-                    f"cold <= {config.slo.cold.ttft_p95_ms:g} ms, warm <= {config.slo.warm.ttft_p95_ms:g} ms"
-                ),
-                slo_concurrency=capacity.concurrency,
-                slo_requests_per_minute=capacity.requests_per_minute,
-                slo_base_ttft_ms=capacity.base_ttft_ms,
-                slo_holds=capacity.holds_slo,
-                slo_source=capacity.source,
-                # inference_components mode: each copy is one engine (the report is per copy).
-                engines_per_instance=1
-                if config.serving.hosts_inference_components
-                else engines_per_instance(variant.instance_type, config.engine.tensor_parallel_size),
-                class_slo_lines=tuple(h.line for h in holds if h.variant_name == variant.variant_name),
-                measure_line=measure_line(capacity),
-                comparison_warning=_canary_comparison(config, variant),
-            )
-        )
-    return reports
+    return [
+        _report(config, planned, deployed, pool, holds)
+        for deployed in planned.deployed_variants()
+        for pool in planned.hardware[deployed.key].pools
+    ]
+
+
+def _report(config: AppConfig, planned: Plan, deployed: Variant, pool: Pool, holds: list[ClassHold]) -> VariantMemory:
+    """One variant on one of its instance types."""
+    variant = deployed.serving
+    plan = pool.memory
+    gpus = instance_gpus(pool.instance_type)
+    target, target_key, active = _concurrency_target(config, planned, deployed)
+    capacity = pool.throughput
+    return VariantMemory(
+        variant_name=variant.variant_name,
+        instance_type=pool.instance_type,
+        gpu_name=gpus.gpu.name,
+        gpu_memory_gib=round(gpus.gpu.memory_bytes / GIB, 2),
+        tensor_parallel_size=config.engine.tensor_parallel_size,
+        gpu_memory_utilization=config.engine.gpu_memory_utilization,
+        budget_gib=round(plan.budget_bytes / GIB, 2),
+        weights_gib=round(plan.weights_bytes / GIB, 2),
+        lora_gib=round(plan.lora_bytes / GIB, 2),
+        runtime_gib=round(plan.overhead_bytes / GIB, 2),
+        kv_gib=round(plan.kv_bytes / GIB, 2),
+        kv_tokens=plan.kv_tokens,
+        kv_kib_per_token=plan.kv_bytes_per_token / 1024,
+        max_model_len=plan.max_model_len,
+        sequences_at_max_len=plan.sequences_at_max_len,
+        typical_sequence_tokens=plan.typical_sequence_tokens,
+        sequences_at_typical_len=plan.sequences_at_typical_len,
+        max_num_seqs=config.engine.max_num_seqs,
+        concurrency_ceiling=plan.concurrency_ceiling,
+        concurrency_target=target,
+        concurrency_target_key=target_key,
+        concurrency_target_active=active,
+        ttft_slo_ms=min(config.slo.cold.ttft_p95_ms, config.slo.warm.ttft_p95_ms),
+        ttft_slo_label=(f"cold <= {config.slo.cold.ttft_p95_ms:g} ms, warm <= {config.slo.warm.ttft_p95_ms:g} ms"),
+        slo_concurrency=capacity.concurrency,
+        slo_requests_per_minute=capacity.requests_per_minute,
+        slo_base_ttft_ms=capacity.base_ttft_ms,
+        slo_holds=capacity.holds_slo,
+        slo_source=capacity.source,
+        # inference_components mode: each copy is one engine (the report is per copy).
+        engines_per_instance=1 if config.serving.hosts_inference_components else pool.engines,
+        class_slo_lines=tuple(
+            h.line for h in holds if h.variant_name == variant.variant_name and h.priority == pool.priority
+        ),
+        measure_line=measure_line(capacity),
+        comparison_warning=_canary_comparison(config, variant) if pool.priority == 1 else None,
+        priority=pool.priority,
+    )
 
 
 def _canary_comparison(config: AppConfig, variant: VariantConfig) -> str | None:
@@ -191,8 +198,9 @@ def render(reports: list[VariantMemory]) -> list[str]:
     lines = ["Memory plan per engine (planning/memory_plan.py, as vLLM 0.22 sizes its KV cache):"]
     for r in reports:
         gpus = f"{r.tensor_parallel_size} x {r.gpu_name} {r.gpu_memory_gib:.2f} GiB"
+        hardware = f"{r.instance_type} (pool {r.priority})" if r.priority > 1 else r.instance_type
         lines += [
-            f"  variant {r.variant_name:<10} {r.instance_type:<14} {gpus} at {r.gpu_memory_utilization:g} "
+            f"  variant {r.variant_name:<10} {hardware:<14} {gpus} at {r.gpu_memory_utilization:g} "
             f"= {r.budget_gib:.2f} GiB: weights {r.weights_gib:.2f} + LoRA slots {r.lora_gib:.2f} + runtime "
             f"{r.runtime_gib:.2f} + KV cache {r.kv_gib:.2f}",
             f"    KV cache {r.kv_tokens:,} tokens ({r.kv_kib_per_token:g} KiB each): {r.sequences_at_max_len} "

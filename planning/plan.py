@@ -10,12 +10,14 @@ that gives the throughput and memory plan of this config's engine on any instanc
 (the checks, the verdicts, the recommender, the reports) import this one, which imports none of them.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app_config.inference_components import InferenceComponentsConfig
 from app_config.scaling import ScalingConfig
 from app_config.serving import ServingConfig
 from app_config.variants import VARIANT_KEYS, Variant, VariantKey
+from planning.hardware import Hardware, HardwareKey
 from planning.planner import Planner
 from planning.prefix_routing import PrefixRouting
 
@@ -31,6 +33,8 @@ class Plan:
         inference_components: ``config.serving.inference_components`` with its copy target derived.
         prefix_routing: ``PrefixAwareRoutingConfig``'s fields when ``capacity.routing`` is
             ``prefix_aware``, else None.
+        hardware: each variant's instance types with the engine on each (planning/hardware.py): the
+            primary, the canary (even while disabled: enabling it is a ``-c`` away) and the shadow when on.
     """
 
     planner: Planner
@@ -38,6 +42,7 @@ class Plan:
     scaling: ScalingConfig
     inference_components: InferenceComponentsConfig
     prefix_routing: PrefixRouting | None
+    hardware: Mapping[HardwareKey, Hardware]
 
     def variant(self, key: VariantKey) -> Variant:
         """The variant ``key`` with its ``serving`` section and its resolved ``scaling``, enabled or not."""

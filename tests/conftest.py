@@ -34,7 +34,11 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
+POOLS = '["ml.g6e.xlarge", "ml.g6e.2xlarge"]'
+"""The primary's instance pools (issue 55): ml.g6e.2xlarge when ml.g6e.xlarge is short of capacity."""
+
 VPC_OVERRIDES = {
+    "serving.primary.instance_pools": POOLS,
     "image.source": "prebuilt",
     "serving.vpc": '{"subnet_ids": ["subnet-0a1b2c3d"], "security_group_ids": ["sg-0a1b2c3d"]}',
     "serving.canary.enabled": "false",
@@ -47,7 +51,8 @@ VPC_OVERRIDES = {
 
 @pytest.fixture(scope="session")
 def vpc_single_variant_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """VPC placement, no canary, prebuilt image pinned by digest, alarm subscribers and an adapter ceiling."""
+    """VPC placement, no canary, instance pools, prebuilt image pinned by digest, alarm subscribers and an adapter
+    ceiling."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-vpc"), VPC_OVERRIDES)
 
 

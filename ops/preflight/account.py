@@ -168,21 +168,23 @@ def quota_demands(config: AppConfig) -> list[QuotaDemand]:
 
 def processing_demands(config: AppConfig) -> list[QuotaDemand]:
     """With ``serving.compile_cache.enabled``: one processing instance per model of each type, all
-    of one deploy's jobs running at once (one model per variant; one in inference_components mode)."""
+    of one deploy's jobs running at once (one model per variant and per instance type of its
+    ``instance_pools``; one in inference_components mode)."""
     if not config.serving.compile_cache.enabled:
         return []
     by_type: dict[str, list[str]] = {}
-    for key in deployed_variant_keys(config.serving):
-        by_type.setdefault(getattr(config.serving, key).instance_type, []).append(key)
-    if config.serving.shadow.enabled:  # the shadow's model gets its cache too
-        by_type.setdefault(config.serving.shadow.instance_type, []).append("shadow")
+    keys: list[str] = [*deployed_variant_keys(config.serving), *(["shadow"] if config.serving.shadow.enabled else [])]
+    for key in keys:  # the shadow's model gets its cache too
+        shape: VariantShape = getattr(config.serving, key)
+        for priority, instance_type in enumerate(shape.instance_types, start=1):
+            by_type.setdefault(instance_type, []).append(f"{key}.{shape.instance_type_field(priority)}")
     return [
         QuotaDemand(
             instance_type,
             len(names),
             len(names),
             len(names),
-            " + ".join(f"serving.{name}.instance_type" for name in names),
+            " + ".join(f"serving.{name}" for name in names),
             "one cache-making job per model; serving.compile_cache.enabled = false needs none",
             PROCESSING_USAGE,
         )
@@ -210,7 +212,10 @@ def _endpoint_demands(config: AppConfig) -> list[QuotaDemand]:
     fleets: list[tuple[str, VariantShape]] = [(key, getattr(serving, key)) for key in existing_variant_keys(serving)]
     fleets += [("shadow", serving.shadow)] if serving.shadow.enabled else []
     for key, bounds in fleets:
-        by_type.setdefault(bounds.instance_type, []).append((key, bounds.initial_instance_count, bounds.max_capacity))
+        # With instance_pools SageMaker starts on the first type and may fill the variant with any of them.
+        for priority, instance_type in enumerate(bounds.instance_types, start=1):
+            initial = bounds.initial_instance_count if priority == 1 else 0
+            by_type.setdefault(instance_type, []).append((key, initial, bounds.max_capacity))
     demands = []
     for instance_type, variants in by_type.items():
         reach = sum(m for _, _, m in variants)
