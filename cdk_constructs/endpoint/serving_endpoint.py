@@ -9,6 +9,7 @@ from constructs import Construct
 
 from app_config.serving import VariantShape
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.endpoint.invoke_grant import grant_invoke
 from cdk_constructs.endpoint.serving_model import EndpointHosting, serving_model
 from planning.hardware import Hardware, Pool
 
@@ -122,6 +123,11 @@ class ServingEndpoint(Construct):
         )
         # The log group must exist (with its retention) before the first container writes.
         self.endpoint.node.add_dependency(log_group)
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` invoke the endpoint, sync and streaming
+        (:func:`~cdk_constructs.endpoint.invoke_grant.grant_invoke`)."""
+        return grant_invoke(grantee, endpoint=self.endpoint)
 
     def _production_variant(
         self,

@@ -173,6 +173,10 @@ class VariantsServing(Construct):
             name: scaling.scalable_target for name, scaling in self.autoscaling.items()
         }
 
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` invoke the endpoint, sync and streaming, whichever variant answers."""
+        return self.endpoint_construct.grant_invoke(grantee)
+
     def _shadow_scaling(self, shadow: ShadowPlan, *, metrics_namespace: str, timezone: str) -> None:
         """The shadow's own target and target tracking: no queue steps, no schedule (``ShadowScalingConfig``)."""
         self.autoscaling[shadow.config.variant_name] = VariantAutoscaling(
