@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel, EndpointName, InstanceType, VariantName
+from app_config.capacity_reservation import CapacityReservationConfig
 from app_config.compile_cache import CompileCacheConfig
 from app_config.inference_components import InferenceComponentsConfig
 from serving_contract.env import (
@@ -58,6 +59,14 @@ class VariantShape(ConfigModel):
             "across all pools before the operation fails (AWS range 300-3600). Default 1800: room for a capacity "
             "error on the first pool and two ~660 s instance launches (a scale-out cooldown, docs/scaling.md) on the "
             "next. Not set without instance_pools."
+        ),
+    )
+    capacity_reservation: CapacityReservationConfig | None = Field(
+        default=None,
+        description=(
+            "Run the variant on reserved capacity for a dated event (ProductionVariant.CapacityReservationConfig): an "
+            "ML capacity reservation or a training plan. Its instances launch only into it, and the variant stops "
+            "serving when it ends (app_config/capacity_reservation.py; docs/scaling.md, 'Reserved capacity')."
         ),
     )
     initial_instance_count: int = Field(
@@ -397,6 +406,19 @@ class ServingConfig(ConfigModel):
         stacks: ``cdk_constructs/endpoint/serving_mode.py``; monitoring: ``app_config/topology.py``).
         """
         return self.mode == "inference_components"
+
+    def reservations(self) -> dict[str, CapacityReservationConfig]:
+        """``{variant key: its capacity_reservation}`` of each variant that runs and reserves, primary first."""
+        shapes: tuple[tuple[str, VariantShape, bool], ...] = (
+            ("primary", self.primary, True),
+            ("canary", self.canary, self.canary.enabled),
+            ("shadow", self.shadow, self.shadow.enabled),
+        )
+        return {
+            key: shape.capacity_reservation
+            for key, shape, runs in shapes
+            if runs and shape.capacity_reservation is not None
+        }
 
     @property
     def variants(self) -> tuple[VariantConfig, ...]:

@@ -7,6 +7,7 @@ hold its SLOs, do the schedules and the derived targets make sense.
 """
 
 from app_config import dated_events
+from app_config.capacity_reservation import check_reservations
 from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR
 from app_config.variants import VARIANT_KEYS, existing_variant_keys
@@ -34,13 +35,15 @@ def check_plan(config: AppConfig, plan: Plan) -> None:
 
 
 def check_before_plan(config: AppConfig) -> None:
-    """The engine against the model and the variants' instances: what the plan's memory and
-    throughput figures assume (``make_plan`` runs it first, so a bad value gets its own line, not the
-    memory plan's).
+    """The variants' reserved capacity against AWS's rules and today's date
+    (``app_config/capacity_reservation.py``), then the engine against the model and the variants'
+    instances: what the plan's memory and throughput figures assume (``make_plan`` runs it first, so a
+    bad value gets its own line, not the memory plan's).
 
     Raises:
         ValueError: one line naming the key, the value and what is allowed.
     """
+    check_reservations(config, now=dated_events.clock(config.scaling.timezone))
     engine, shape = config.engine, config.model.shape
     if engine.max_model_len > shape.max_position_embeddings:
         raise ValueError(

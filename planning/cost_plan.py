@@ -201,6 +201,22 @@ def dated_event_lines(config: AppConfig, planned: Plan, variant: Variant) -> lis
     return lines
 
 
+def reservation_lines(config: AppConfig, variant: Variant) -> list[str]:
+    """The variant's reserved capacity (``serving.<variant>.capacity_reservation``): its window, what it costs
+    (paid whether used or not, beside the on-demand band above) and when the variant stops serving."""
+    reservation = config.serving.reservations().get(variant.key)
+    if reservation is None:
+        return []
+    per_instance_hour = reservation.upfront_fee_usd / (reservation.instance_count * reservation.hours)
+    return [
+        f"Reserved capacity {reservation.ml_reservation_arn}: {reservation.instance_count} x "
+        f"{reservation.instance_type} {reservation.starts_at:%Y-%m-%d %H:%M} - {reservation.ends_at:%Y-%m-%d %H:%M} "
+        f"({reservation.hours:,.0f} h), ${reservation.upfront_fee_usd:,.2f} upfront, paid whether used or not "
+        f"(${per_instance_hour:.3f} per instance-hour); instances launch only into it, and the variant stops "
+        f"serving at its end (warning to the alarm topic {reservation.warn_before_end_h} h before)",
+    ]
+
+
 def format_plan(config: AppConfig, planned: Plan, plans: Sequence[VariantPlan]) -> str:
     """Human-readable week: transitions, the hourly grid and the cost band per variant."""
     lines = [
@@ -241,6 +257,7 @@ def format_plan(config: AppConfig, planned: Plan, plans: Sequence[VariantPlan]) 
             f"Instance-hours per month ({p.hours_per_month:g} h): floor {p.floor_hours_per_month:.2f}, "
             f"ceiling {p.ceiling_hours_per_month:.2f}",
             f"On-demand cost band per month: ${low:,.2f} .. ${high:,.2f}",
+            *reservation_lines(config, variants[p.variant_name]),
             *dated_event_lines(config, planned, variants[p.variant_name]),
         ]
     if len(plans) > 1:

@@ -159,7 +159,21 @@ def dev_waived_shadow_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     )
 
 
+RESERVATION = {
+    "ml_reservation_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/release-day",
+    "instance_type": "ml.g6e.xlarge",
+    "instance_count": 6,
+    "starts_at": "2030-04-01T00:00",
+    "ends_at": "2030-04-03T00:00",
+    "upfront_fee_usd": 700,
+}
+"""A training plan for a two-day release event (issue 55): the primary's six instances at most, far enough ahead
+that no test pins the clock for it."""
+
 BEDROCK_OVERRIDES = {
+    # The Bedrock synth's Serving and Observability stacks are otherwise the defaults': they carry the reservation,
+    # so nag, cfn-lint, checkov and Control Tower see it.
+    "serving.primary.capacity_reservation": json.dumps(RESERVATION),
     "bedrock.enabled": "true",
     "env.region": "us-east-1",
     "bedrock.models": '[{"name": "mangaassist-llama3-domain-v1", "s3_prefix": "llama3-domain-v1/"},'
@@ -179,7 +193,8 @@ CANARY_BUILD_OVERRIDES = {
 
 @pytest.fixture(scope="session")
 def bedrock_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """Bedrock Custom Model Import enabled in us-east-1 with two models (the opt-in stack)."""
+    """Bedrock Custom Model Import enabled in us-east-1 with two models (the opt-in stack); the primary on a
+    capacity reservation."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-bedrock"), BEDROCK_OVERRIDES)
 
 

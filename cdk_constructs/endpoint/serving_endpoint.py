@@ -155,6 +155,7 @@ class ServingEndpoint(Construct):
             variant_instance_provision_timeout_in_seconds=(
                 variant.config.instance_provision_timeout_s if pools else None
             ),
+            capacity_reservation_config=_reservation(variant.config),
             initial_instance_count=variant.config.initial_instance_count,
             initial_variant_weight=variant.weight,
             container_startup_health_check_timeout_in_seconds=hosting.startup_health_check_timeout_s,
@@ -205,3 +206,13 @@ class ServingEndpoint(Construct):
             data_parallel_size=pool.engines,
             versions_environment=variant.versions_environment,
         )
+
+
+def _reservation(config: VariantShape) -> sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty | None:
+    """The variant's ``CapacityReservationConfig`` (``serving.<variant>.capacity_reservation``), or None on demand."""
+    reservation = config.capacity_reservation
+    if reservation is None:
+        return None
+    return sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
+        capacity_reservation_preference=reservation.preference, ml_reservation_arn=reservation.ml_reservation_arn
+    )
