@@ -70,23 +70,23 @@ def cost_bound(config: AppConfig, instance_type: str) -> CostBound:
     return CostBound(instance_type, price.usd_per_hour, config.capacity.job.max_runtime_s, source)
 
 
-def sweep_file(config: AppConfig) -> dict[str, Any]:
+def sweep_file(config: AppConfig) -> contract.SweepFile:
     """The sweep the job runs (``runtime.measure --sweep-file``): ``capacity.job``'s rates and step,
     ``traffic``'s pause and request shape, ``slo``'s objectives."""
     shape = config.traffic.request_shape
-    return {
-        "rates_per_minute": list(config.capacity.job.rates_per_minute),
-        "step_s": config.capacity.job.step_s,
-        "think_s": config.traffic.think_s,
-        "slo_ms": config.slo.ttft_p95_ms(),
-        "warm_min_cached_fraction": config.slo.warm_min_cached_fraction,
-        "shape": {
-            "shared_prefix_tokens": shape.system_prefix_tokens,
-            "conversation_tokens": shape.conversation_tokens,
-            "turn_tokens": shape.turn_tokens,
-            "output_tokens": shape.output_tokens,
-        },
-    }
+    return contract.SweepFile(
+        rates_per_minute=tuple(config.capacity.job.rates_per_minute),
+        step_s=config.capacity.job.step_s,
+        think_s=config.traffic.think_s,
+        slo_ms=config.slo.ttft_p95_ms(),
+        warm_min_cached_fraction=config.slo.warm_min_cached_fraction,
+        shape=contract.SweepShape(
+            shared_prefix_tokens=shape.system_prefix_tokens,
+            conversation_tokens=shape.conversation_tokens,
+            turn_tokens=shape.turn_tokens,
+            output_tokens=shape.output_tokens,
+        ),
+    )
 
 
 def environment_file(config: AppConfig) -> dict[str, str]:
@@ -177,7 +177,7 @@ def upload_inputs(s3: Any, config: AppConfig, resources: JobResources, name: str
     keys = []
     for file, body in (
         (contract.ENVIRONMENT_FILE, environment_file(config)),
-        (contract.SWEEP_FILE, sweep_file(config)),
+        (contract.SWEEP_FILE, sweep_file(config).to_json()),
     ):
         key = f"{prefix}/input/{file}"
         s3.put_object(
@@ -200,7 +200,8 @@ def read_result(s3: Any, resources: JobResources, name: str) -> MeasuredCurve:
     key = f"{contract.job_prefix(name)}/output/{contract.RESULT_FILE}"
     body = s3.get_object(Bucket=resources.bucket, Key=key)["Body"].read()
     try:
-        return MeasuredCurve.model_validate(json.loads(body))
+        # The contract's shape first (what the job wrote), then the bounds capacity.measured holds it to.
+        return MeasuredCurve.model_validate(contract.CapacityResult.from_json(json.loads(body)).to_json())
     except ValueError as error:
         first = str(error).splitlines()
         raise ValueError(f"{s3_uri(resources.bucket, key)}: not a capacity curve ({' '.join(first[:3])})") from None
