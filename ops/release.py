@@ -20,6 +20,7 @@ from typing import Any, Final
 from app_config.release import release_pipeline_name
 from app_config.root import AppConfig
 from cli_support.argtypes import positive_float
+from ops.command import Deps, Subparsers
 from ops.exit_codes import ExitCode, OpsError
 
 DONE: Final = ("Succeeded", "Failed", "Stopped")
@@ -156,8 +157,8 @@ def run_release(
     return ExitCode.OK
 
 
-def add_release_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """The ``release`` subcommand's flags."""
+def register(commands: Subparsers) -> None:
+    """``release``: its flags and its handler."""
     parser = commands.add_parser(
         "release",
         help="Run a version through the quality-gated release pipeline, then print the pin to set.",
@@ -186,3 +187,29 @@ def add_release_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("--cdk-json", type=Path, default=Path("cdk.json"), help="cdk.json to read stages from.")
     parser.add_argument("--region", help="AWS region (default: the SDK's).")
     parser.add_argument("--profile", help="AWS profile (default: the SDK's).")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    request = ReleaseRequest(
+        args.kind,
+        args.version,
+        args.base_model_version,
+        args.eval_set,
+        args.catalog,
+        adapter=args.adapter,
+        source_model=args.source_model,
+        calibration=args.calibration,
+        baseline_model=args.baseline_model,
+    )
+    sagemaker = deps.clients(args.region, args.profile).sagemaker
+    return run_release(
+        sagemaker,
+        config,
+        request,
+        timeout_s=args.timeout_s,
+        poll_s=args.poll_s,
+        clock=deps.clock,
+        sleep=deps.sleep,
+        out=deps.out,
+    )

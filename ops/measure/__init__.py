@@ -33,6 +33,7 @@ from app_config.loader import set_in_stage_overlay
 from app_config.root import AppConfig
 from app_config.throughput_config import MeasuredCurve
 from cli_support.argtypes import positive_float
+from ops.command import Deps, Subparsers
 from ops.endpoint import output_values, outputs_in_file
 from ops.exit_codes import ExitCode, OpsError, aws_error
 from ops.measure.job import (
@@ -76,8 +77,8 @@ def boto3_measure_clients(region: str | None, profile: str | None) -> MeasureCli
     return MeasureClients(session.client("sagemaker"), session.client("s3"), session.client("cloudformation"))
 
 
-def add_capacity_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``capacity measure`` and its flags."""
+def register(commands: Subparsers) -> None:
+    """``capacity measure``: its flags and its handler."""
     capacity = commands.add_parser(
         "capacity", help="Measure instance types' capacity with a SageMaker job.", description=__doc__
     )
@@ -99,6 +100,12 @@ def add_capacity_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     measure.add_argument("--region", help="AWS region (default: the SDK's).")
     measure.add_argument("--profile", help="AWS profile (default: the SDK's).")
+    capacity.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    clients = deps.measure_clients or boto3_measure_clients
+    return run_capacity(args, config, clients, now=deps.now, clock=deps.clock, sleep=deps.sleep, out=deps.out)
 
 
 @dataclass
@@ -361,4 +368,4 @@ def _write(args: argparse.Namespace, instance_type: str, curve: MeasuredCurve, o
         out(line)
 
 
-__all__ = ["MeasureClients", "add_capacity_parser", "boto3_measure_clients", "run_capacity"]
+__all__ = ["MeasureClients", "boto3_measure_clients", "register", "run_capacity"]
