@@ -2,7 +2,7 @@
 
 The defaults name the seeds' versions with a placeholder sha256 (``PLACEHOLDER_SHA256``), so
 that `make synth` works offline on a fresh checkout. A deploy must not start with them: the image
-build would fail minutes in (``lambdas/image/index.py`` refuses them), after CloudFormation
+build would fail minutes in (``cdk_constructs/image/runtime/index.py`` refuses them), after CloudFormation
 has created the stacks before it. This module names them, once, for everything that refuses a
 deploy before anything is created: the ImageBuild stack's CloudFormation rule
 and the Serving stack's in ``inference_components`` mode (``cdk_constructs/common/placeholder_pins.py``),
@@ -124,7 +124,7 @@ def placeholder_base_images(config: AppConfig) -> list[tuple[str, str]]:
     """``(config key, image reference)`` of each base image the build pulls whose digest is the placeholder.
 
     Only with ``image.source = build`` (a prebuilt image was built elsewhere). The image-build
-    handler refuses them too (lambdas/image/index.py); this names them before a deploy starts.
+    handler refuses them too (cdk_constructs/image/runtime/index.py); this names them before a deploy starts.
     """
     if config.image.source != "build":
         return []

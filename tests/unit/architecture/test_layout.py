@@ -65,25 +65,18 @@ def _handler_dirs() -> list[tuple[Path, str]]:
     ]
 
 
-def test_each_handler_sits_beside_its_construct_or_in_lambdas_under_its_capability() -> None:
+def test_each_handler_sits_beside_its_construct() -> None:
     """A capability is one folder (aws-samples/aws-cdk-project-structure-python: ``runtime/`` beside the
-    construct); handlers not moved yet stay in ``lambdas/<capability>`` (lambdas/README.md), never both."""
+    construct); the last handlers left in a top-level ``lambdas/`` moved there in issue 55."""
     deployed = _handler_dirs()
-    assert len(deployed) >= 4  # image, bedrock, scaling, compile_cache: not an empty search
-    in_lambdas = set()
+    assert len(deployed) >= 6  # image, bedrock, scaling, compile_cache, approval, common: not an empty search
     for path, expression in deployed:
         capability = path.parts[1]  # cdk_constructs/<capability>/...
-        if expression == "RUNTIME":
-            runtime = REPO / "cdk_constructs" / capability / "runtime"
-            assert 'RUNTIME = Path(__file__).resolve().parent / "runtime"' in (REPO / path).read_text(), path
-            assert (runtime / "index.py").is_file(), f"{path}: {runtime.relative_to(REPO)}/index.py is missing"
-            assert not (REPO / "lambdas" / capability).exists(), f"{capability}: handler in two places"
-        else:
-            assert expression == f'LAMBDAS_DIR / "{capability}"', f"{path}: {expression} is not lambdas/{capability}"
-            assert (REPO / "lambdas" / capability / "index.py").is_file(), f"{path}: lambdas/{capability}/index.py"
-            in_lambdas.add(capability)
-    # Every folder left in lambdas/ is deployed by its capability's construct.
-    assert {p.name for p in (REPO / "lambdas").iterdir() if p.is_dir() and p.name != "__pycache__"} == in_lambdas
+        assert expression == "RUNTIME", f"{path}: {expression} is not its capability's runtime/"
+        assert 'RUNTIME = Path(__file__).resolve().parent / "runtime"' in (REPO / path).read_text(), path
+        runtime = REPO / "cdk_constructs" / capability / "runtime"
+        assert (runtime / "index.py").is_file(), f"{path}: {runtime.relative_to(REPO)}/index.py is missing"
+    assert not (REPO / "lambdas").exists()
 
 
 def test_stacks_holds_stacks_and_their_wiring() -> None:
@@ -124,7 +117,6 @@ PRODUCT_FOLDERS = (
     "client",
     "container",
     "devtools",
-    "lambdas",
     "ops",
     "serving_contract",
     "stacks",
