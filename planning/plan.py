@@ -21,6 +21,10 @@ from planning.hardware import Hardware, HardwareKey
 from planning.planner import Planner
 from planning.prefix_routing import PrefixRouting
 
+__all__ = ["Plan", "Planner"]
+"""``Planner`` lives in planning/planner.py; it is named here too while benchmarks/gpu_capacity.py imports it from
+this module (that folder is another change's: it moves to ``planning.planner`` there)."""
+
 
 @dataclass(frozen=True)
 class Plan:
