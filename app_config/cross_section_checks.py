@@ -279,11 +279,11 @@ def _check_prefill_warmup(config: "AppConfig") -> None:
 
 
 def _routing_strategy_is_free(config: "AppConfig") -> None:
-    """``serving.routing_strategy`` applies only when ``capacity.routing`` leaves the strategy open:
+    """``serving.routing_strategy`` applies only when ``throughput.routing`` leaves the strategy open:
     prefix-aware routing sets the endpoint config's RoutingStrategy itself."""
-    if config.capacity.routing == "prefix_aware" and config.serving.routing_strategy is not None:
+    if config.throughput.routing == "prefix_aware" and config.serving.routing_strategy is not None:
         raise ValueError(
-            f"serving.routing_strategy = {config.serving.routing_strategy!r} has no effect while capacity.routing = "
-            "'prefix_aware' sets RoutingStrategy PREFIX_AWARE; set capacity.routing = least_outstanding (or "
+            f"serving.routing_strategy = {config.serving.routing_strategy!r} has no effect while throughput.routing = "
+            "'prefix_aware' sets RoutingStrategy PREFIX_AWARE; set throughput.routing = least_outstanding (or "
             "session_affinity) to choose it, or leave it unset"
         )

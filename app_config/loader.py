@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from app_config.errors import ConfigError, closest_key, to_config_error
+from app_config.errors import ConfigError, closest_key, removed, to_config_error
 from app_config.root import AppConfig
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
@@ -141,7 +141,7 @@ def _map_key(parts: list[str], value_models: Sequence[type[BaseModel]]) -> tuple
     """How many of ``parts`` form one key of a map whose keys may hold dots (``ml.g6e.xlarge``), and
     the section the rest walks into.
 
-    A map of sections (``capacity.measured.<type>.concurrency``): the key ends before the first
+    A map of sections (``throughput.measured.<type>.concurrency``): the key ends before the first
     part that names a field of a section the map may hold, and the rest walks into that section.
     A map of values: the key is every remaining part.
     """
@@ -169,7 +169,7 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any, warnings: list[st
     """Set ``dotted`` in ``data``, walking ``AppConfig``'s schema beside it.
 
     Beyond ``section.key``: a key of a map may hold dots (``scaling.hourly_price_usd.ml.g6e.xlarge``,
-    ``capacity.measured.ml.g5.xlarge.concurrency``), and an item of a list of sections is named by
+    ``throughput.measured.ml.g5.xlarge.concurrency``), and an item of a list of sections is named by
     position or by its ``name`` (``scaling.primary.events[0].min_capacity``,
     ``scaling.primary.events.shonen-jump.min_capacity``). A list given whole that is shorter than
     the one it replaces adds a line to ``warnings``: restating one event as a list drops the others.
@@ -278,6 +278,8 @@ def load_config(context: Mapping[str, Any]) -> AppConfig:
     for key, value in sorted(dotted, key=lambda item: len(_INDEX.sub(r".\1", item[0]).split("."))):
         root = re.split(r"[.\[]", key, maxsplit=1)[0]
         if root not in AppConfig.model_fields:
+            if removed(key):
+                raise ConfigError([f"{key}: {removed(key)}"])
             hint = closest_key(key, AppConfig)
             suggestion = f"; did you mean '{hint}'?" if hint else ""
             raise ConfigError([f"{key}: unknown key{suggestion}"])

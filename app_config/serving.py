@@ -30,7 +30,7 @@ class VariantShape(ConfigModel):
         description=(
             "GPU hosting instance type (planning/gpu_instances.py lists the accepted ones). Default: the "
             "cheapest fleet that holds both TTFT SLO classes, with the projection's margin, at the default traffic, "
-            "as `make plan` recommends (ml.g6e.xlarge, one L40S, capacity.routing prefix_aware; docs/planning.md). "
+            "as `make plan` recommends (ml.g6e.xlarge, one L40S, throughput.routing prefix_aware; docs/planning.md). "
             "Seed 003's ml.g5.xlarge (A10G) and the L4 of ml.g6.xlarge prefill a first turn too slowly for "
             "slo.cold.ttft_p95_ms = 500 ms at any load (the L4 reaches about half its datasheet: docs/sources.md); "
             "they hold an 800 ms cold SLO (docs/planning.md). Changing it on a deployed, autoscaled variant fails "
@@ -344,8 +344,8 @@ class ServingConfig(ConfigModel):
     routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] | None = Field(
         default=None,
         description=(
-            "How SageMaker spreads requests across a variant's instances when capacity.routing is not "
-            "prefix_aware (None: LEAST_OUTSTANDING_REQUESTS). With capacity.routing = prefix_aware the endpoint "
+            "How SageMaker spreads requests across a variant's instances when throughput.routing is not "
+            "prefix_aware (None: LEAST_OUTSTANDING_REQUESTS). With throughput.routing = prefix_aware the endpoint "
             "config's RoutingStrategy is PREFIX_AWARE, and setting this stops synth."
         ),
     )

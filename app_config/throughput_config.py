@@ -1,5 +1,5 @@
 """The ``capacity`` section (the key keeps its name): where each instance's throughput at the TTFT
-SLOs comes from, and the capacity job that measures it (``python -m ops capacity measure``).
+SLOs comes from, and the capacity job that measures it (``python -m ops throughput measure``).
 
 The projection these settings select is :mod:`planning.throughput_at_slo`.
 """
@@ -55,7 +55,7 @@ class MeasuredStep(ConfigModel):
 
 
 class MeasuredCurve(ConfigModel):
-    """One instance type measured by the capacity job (``python -m ops capacity measure``): TTFT per
+    """One instance type measured by the capacity job (``python -m ops throughput measure``): TTFT per
     class at each offered rate of an open-loop sweep, what its engines did there, and where it fell
     off the cliff. The planner judges it against the config's SLOs (planning/throughput_at_slo.py)."""
 
@@ -79,7 +79,7 @@ class MeasuredCurve(ConfigModel):
     @model_validator(mode="after")
     def _rates_increase(self) -> "MeasuredCurve":
         if self.format != RESULT_FORMAT:
-            raise ValueError(f"format = {self.format!r}: this version reads {RESULT_FORMAT!r} (ops capacity measure)")
+            raise ValueError(f"format = {self.format!r}: this version reads {RESULT_FORMAT!r} (ops throughput measure)")
         rates = [s.requests_per_minute for s in self.steps]
         if rates != sorted(set(rates)):
             raise ValueError(f"steps: requests_per_minute must increase step by step, got {rates}")
@@ -95,7 +95,7 @@ class CapacityJobConfig(ConfigModel):
         le=4 * 3600,
         description=(
             "StoppingCondition.MaxRuntimeInSeconds of one job; with the instance's price, the cost bound "
-            "`ops capacity measure` prints before it starts anything. Default 1 h: an engine start (2-7 min), "
+            "`ops throughput measure` prints before it starts anything. Default 1 h: an engine start (2-7 min), "
             "the sweep's steps (a minute each) and the upload."
         ),
     )
@@ -157,13 +157,13 @@ class ThroughputConfig(ConfigModel):
         default={},
         description=(
             "Capacity measured in the account per instance type; overrides the open-loop engine model "
-            "(planning/throughput_at_slo.py). Either the capacity job's curve (`python -m ops capacity measure "
+            "(planning/throughput_at_slo.py). Either the capacity job's curve (`python -m ops throughput measure "
             "--write <stage>` writes it: TTFT per class at each offered rate) or the one figure "
             "`python -m ops load` prints (concurrency, requests_per_minute, ttft_p50_ms)."
         ),
     )
     job: CapacityJobConfig = Field(
-        default=CapacityJobConfig(), description="The capacity job of `python -m ops capacity measure`."
+        default=CapacityJobConfig(), description="The capacity job of `python -m ops throughput measure`."
     )
 
     @model_validator(mode="after")

@@ -189,7 +189,7 @@ def _seeds_fleet(sources: Sources) -> str:
         config,
         plan.planner,
         "ml.g5.xlarge",
-        config.capacity.routing,
+        config.throughput.routing,
         week(config.traffic),
         cold_p95_ms=config.slo.cold.ttft_p95_ms,
         warm_p95_ms=config.slo.warm.ttft_p95_ms,
@@ -324,7 +324,7 @@ def _what_if(sources: Sources) -> str:
             shape = replace(shape, think_s=think)
         lines += [
             f'$ make capacity ARGS="{args}"',
-            *capacity_report(engine, shape, config.slo.ttft_p95_ms(), config.capacity.routing, 1),
+            *capacity_report(engine, shape, config.slo.ttft_p95_ms(), config.throughput.routing, 1),
             "",
         ]
     lines[-1] = "```"

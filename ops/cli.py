@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Operations commands for the MangaAssist SageMaker endpoint. See docs/operations.md.",
         epilog="Exit codes: 0 ok, 1 check failed, 2 usage, 3 endpoint not ready, 4 rolled back, 5 AWS error; "
         "preflight: 6 config, 7 account, 8 artifacts, 9 conflict. shadow: 0 passes, 1 fails, 3 its alarms. "
-        "capacity measure: 1 a job failed or was stopped.",
+        "throughput measure: 1 a job failed or was stopped.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in COMMANDS:

@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from app_config.root import AppConfig
 from cli_support.argtypes import non_negative_float, positive_float
-from ops.capacity import CanaryLimit, peak_demand_rpm, require_canary_capacity
+from ops.canary_limit import CanaryLimit, peak_demand_rpm, require_canary_capacity
 from ops.command import Deps, Subparsers, adapters_of, add_endpoint_flags, add_timing_flags, endpoint_ref
 from ops.component_rollout import rollback_refusal, watch_rolling_update
 from ops.endpoint import EndpointRef, EndpointState, describe, require_in_service, wait_in_service

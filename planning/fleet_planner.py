@@ -102,7 +102,9 @@ def fleet_planner(planner: Planner, routing: str, cold_p95_ms: float, warm_p95_m
             "warm": planner.slo.warm.model_copy(update={"ttft_p95_ms": warm_p95_ms}),
         }
     )
-    return replace(planner, slo=slo, capacity=planner.capacity.model_copy(update={"routing": routing}))
+    return replace(
+        planner, slo=slo, throughput_config=planner.throughput_config.model_copy(update={"routing": routing})
+    )
 
 
 def size_fleet(
@@ -289,7 +291,7 @@ def format_planner(
         ]
         if best.label != "measured":
             lines.append(
-                f"  Measure it before you buy: python -m ops capacity measure --instance-type {best.instance_type} "
+                f"  Measure it before you buy: python -m ops throughput measure --instance-type {best.instance_type} "
                 "(docs/planning.md, 'Measure before you buy')"
             )
         ceiling = config.serving.primary.max_capacity
@@ -301,8 +303,8 @@ def format_planner(
     lines += ["Runners-up and why each loses:", HEADER]
     for fleet in [f for f in fleets if f != best][:runners_up]:
         lines.append(_row(fleet, f"<- {loses_because(fleet, best, cold_p95_ms, warm_p95_ms)}"))
-    configured = config.capacity.routing
-    lines += [f"Every instance type, routing {configured} (capacity.routing):", HEADER]
+    configured = config.throughput.routing
+    lines += [f"Every instance type, routing {configured} (throughput.routing):", HEADER]
     for fleet in plan_fleets(config, plan.planner, cold_p95_ms, warm_p95_ms, routings=(configured,)):
         verdict = "holds" if fleet.holds else "cannot hold"
         lines.append(_row(fleet, verdict))

@@ -34,7 +34,7 @@ def make_plan(config: AppConfig) -> Plan:
         hardware = _hardware(config, planner)
         resolved = resolve(config, planner, hardware)
         routing = None
-        if config.capacity.routing == "prefix_aware":
+        if config.throughput.routing == "prefix_aware":
             routing = PrefixRouting(
                 prefix_length_bytes=prefix_length_bytes(config.traffic.request_shape),
                 # Per instance, whichever pool it came from: every member holds the weakest's concurrency.

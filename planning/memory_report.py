@@ -220,7 +220,7 @@ def render(reports: list[VariantMemory]) -> list[str]:
             lines.append(
                 f"    sized at 1 concurrent request per instance ({r.slo_requests_per_minute:,.0f} req/min, TTFT p50 "
                 f"{r.slo_base_ttft_ms:,.0f} ms): it cannot hold TTFT p95 {r.ttft_slo_label} at MangaAssist's "
-                "request shape; make plan ranks the instance types, python -m ops capacity measure measures them"
+                "request shape; make plan ranks the instance types, python -m ops throughput measure measures them"
             )
         lines += [f"    {line}" for line in r.class_slo_lines]
         if r.measure_line:

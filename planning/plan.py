@@ -35,7 +35,7 @@ class Plan:
         serving: ``config.serving`` (the variants' bounds; unchanged).
         scaling: ``config.scaling`` with every unset derived value derived (planning/resolved_plan.py).
         inference_components: ``config.serving.inference_components`` with its copy target derived.
-        prefix_routing: ``PrefixAwareRoutingConfig``'s fields when ``capacity.routing`` is
+        prefix_routing: ``PrefixAwareRoutingConfig``'s fields when ``throughput.routing`` is
             ``prefix_aware``, else None.
         hardware: each variant's instance types with the engine on each (planning/hardware.py): the
             primary, the canary (even while disabled: enabling it is a ``-c`` away) and the shadow when on.

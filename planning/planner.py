@@ -1,6 +1,6 @@
 """This config's engine on any instance type: the throughput at the SLOs and the memory plan.
 
-:class:`Planner` holds the sections both depend on (``slo``, ``capacity``, ``traffic``, ``engine``,
+:class:`Planner` holds the sections both depend on (``slo``, ``throughput``, ``traffic``, ``engine``,
 ``model``, ``memory_plan``) and nothing else, so the recommender can try every instance type and
 routing with one (``planning/fleet_planner.py``), and the plan (``planning/plan.py``) sizes its
 units with it.
@@ -27,7 +27,7 @@ class Planner:
     """This config's engine on any instance type: throughput at the SLOs and memory plan."""
 
     slo: SloConfig
-    capacity: ThroughputConfig
+    throughput_config: ThroughputConfig
     traffic: TrafficConfig
     engine: EngineConfig
     model: ModelConfig
@@ -36,7 +36,7 @@ class Planner:
     @classmethod
     def of(cls, config: AppConfig) -> "Planner":
         """The planner of ``config``'s sections."""
-        return cls(config.slo, config.capacity, config.traffic, config.engine, config.model, config.memory_plan)
+        return cls(config.slo, config.throughput, config.traffic, config.engine, config.model, config.memory_plan)
 
     def throughput(
         self, instance_type: str, request_class: RequestClass | None = None, *, instances: int | None = None
@@ -50,7 +50,7 @@ class Planner:
         return throughput_at_slo(
             instance_type,
             slo=self.slo,
-            capacity_config=self.capacity,
+            throughput_config=self.throughput_config,
             traffic=self.traffic,
             engine=self.engine,
             model=self.model,

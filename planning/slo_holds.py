@@ -4,7 +4,7 @@ A TTFT guardrail its fleet cannot hold is an outage trap, not a safety net: the 
 day and every blue/green update rolls back. So for every deployed variant and request class the
 synth says, in one line, whether the instance type holds ``slo.<class>.ttft_p95_ms``, up to what
 arrival rate per instance, with what margin, and whether that figure was measured on the
-instance type (``capacity.measured``) or projected by the open-loop engine model
+instance type (``throughput.measured``) or projected by the open-loop engine model
 (planning/throughput_at_slo.py). A projection holds only if its p95 grown by the model's error
 stays within the SLO. With ``slo.require_holdable`` (the default) a class a variant cannot hold
 stops synth with one line naming the fleet ``make plan`` recommends instead; without it, a
@@ -128,7 +128,7 @@ def measure_line(capacity: ThroughputAtSlo) -> str | None:
         return None
     return (
         f"{capacity.instance_type}'s figures are {capacity.label}, not measured: measure them with "
-        f"`python -m ops capacity measure --instance-type {capacity.instance_type}` ({MEASURE_SECTION})"
+        f"`python -m ops throughput measure --instance-type {capacity.instance_type}` ({MEASURE_SECTION})"
     )
 
 
@@ -138,7 +138,7 @@ def _alternative(config: AppConfig, plan: Plan, variant_key: str) -> str | None:
     if best is None:
         return None
     return (
-        f"serving.{variant_key}.instance_type = {best.instance_type} with capacity.routing = {best.routing} "
+        f"serving.{variant_key}.instance_type = {best.instance_type} with throughput.routing = {best.routing} "
         f"({best.requests_per_minute:,.0f} req/min per instance, {best.label}; make plan)"
     )
 

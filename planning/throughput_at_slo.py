@@ -8,7 +8,7 @@ The fleet's size at a demand, the concurrency target of target tracking, the KV-
 the leading-signal policy, the simulation, the dated-event floors, the prefix-aware routing
 threshold and every "holds the SLO" verdict read :func:`throughput_at_slo`. Its source, in order:
 
-1. ``capacity.measured.<instance type>``: what the capacity job (``python -m ops capacity measure``)
+1. ``throughput.measured.<instance type>``: what the capacity job (``python -m ops throughput measure``)
    or ``python -m ops load`` measured on that instance type in the account: a measurement beats
    any model, and is labelled ``measured <date> (<job or ops load>)`` (planning/measured_capacity.py);
 2. the open-loop engine model (``planning/engine_model.py``): the highest arrival rate at which
@@ -52,7 +52,7 @@ def throughput_at_slo(
     instance_type: str,
     *,
     slo: SloConfig,
-    capacity_config: ThroughputConfig,
+    throughput_config: ThroughputConfig,
     traffic: TrafficConfig,
     engine: EngineConfig,
     model: ModelConfig,
@@ -69,7 +69,7 @@ def throughput_at_slo(
     Raises:
         ValueError: the instance type is unknown or the model does not fit its GPU (one line).
     """
-    measured = capacity_config.measured.get(instance_type)
+    measured = throughput_config.measured.get(instance_type)
     slo_ms = slo.ttft_p95_ms()
     if measured is not None:
         judged = (request_class.value,) if request_class else tuple(slo_ms)
@@ -77,7 +77,7 @@ def throughput_at_slo(
     return _modelled(
         instance_type,
         tuple(sorted(slo_ms.items())),
-        capacity_config.routing,
+        throughput_config.routing,
         traffic,
         engine,
         model,

@@ -22,7 +22,7 @@ class ThroughputAtSlo:
             the lightest load (one request a minute).
         source: ``measured <how>`` or ``projected from <GPU> to <GPU> (model error X %)`` or
             ``model fitted on this GPU's runs``.
-        measured: True for ``capacity.measured``; False for the model.
+        measured: True for ``throughput.measured``; False for the model.
         margin: the relative error a projected p95 was grown by (0 for a measurement).
         ttft_p95_ms: the judged class's TTFT p95 at ``requests_per_minute`` (the highest of the
             two when both are judged), ms, before the margin; None for a measurement.
@@ -52,7 +52,7 @@ class ThroughputAtSlo:
 
     @property
     def label(self) -> str:
-        """How every report prints a capacity figure's standing: ``measured`` (``capacity.measured``, on
+        """How every report prints a capacity figure's standing: ``measured`` (``throughput.measured``, on
         the instance type itself), ``modelled`` (the engine model on the GPU its runs were made on) or
         ``projected`` (the model carried to another GPU, held against the SLO with a margin)."""
         if self.measured:

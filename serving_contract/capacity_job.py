@@ -1,11 +1,11 @@
-"""The capacity job's contract (issue 46): what ``python -m ops capacity measure``, the job's construct
+"""The capacity job's contract (issue 46): what ``python -m ops throughput measure``, the job's construct
 and the job's entrypoint share. Standard library only.
 
 The job is a SageMaker processing job that runs the serving image on a candidate instance type: the
 image's own server (``python -m serving_app serve``, the container's engine argv and the variant's
 memory plan from its environment file) and, against the engine inside it, the open-loop sweep of
 ``cli_support/open_loop.py`` (conversations arriving at random, users pausing between turns). Its
-result, one JSON file, is what ``capacity.measured.<instance type>`` accepts.
+result, one JSON file, is what ``throughput.measured.<instance type>`` accepts.
 
 Layout in the model-artifacts bucket::
 
@@ -63,19 +63,19 @@ _JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _NAME_HEAD_MAX = 63 - len("YYYYmmdd-HHMMSS") - 1
 """Characters :func:`job_name` keeps before ``-<stamp>``."""
 
-# CloudFormation outputs of the Serving stack that ``ops capacity measure`` reads.
+# CloudFormation outputs of the Serving stack that ``ops throughput measure`` reads.
 OUTPUT_ROLE_ARN: Final = "CapacityJobRoleArn"
 OUTPUT_CODE_URI: Final = "CapacityJobCodeUri"
 OUTPUT_KMS_KEY_ARN: Final = "CapacityJobKmsKeyArn"
 """The job's key, by ARN: CreateProcessingJob must pass this ARN (not the key id or an alias) as both
 ``ProcessingResources.ClusterConfig.VolumeKmsKeyId`` and ``ProcessingOutputConfig.KmsKeyId``, name the job with
-:func:`job_name` and set ``StoppingCondition.MaxRuntimeInSeconds`` at most ``capacity.job.max_runtime_s`` as
+:func:`job_name` and set ``StoppingCondition.MaxRuntimeInSeconds`` at most ``throughput.job.max_runtime_s`` as
 deployed: the operator policy refuses any other job (IAM condition keys ``sagemaker:VolumeKmsKey``,
 ``sagemaker:OutputKmsKey``, ``sagemaker:MaxRuntimeInSeconds``)."""
 OUTPUT_IMAGE_URI: Final = "CapacityJobImageUri"
 OUTPUT_BUCKET: Final = "CapacityJobBucketName"
 OUTPUT_OPERATOR_POLICY_ARN: Final = "CapacityJobOperatorPolicyArn"
-"""The managed policy an operator's role attaches to run ``ops capacity measure`` (CapacityMeasureOperator)."""
+"""The managed policy an operator's role attaches to run ``ops throughput measure`` (CapacityMeasureOperator)."""
 OUTPUTS_KNOWN_AT_SYNTH_ONLY: Final = (OUTPUT_IMAGE_URI, OUTPUT_BUCKET)
 """Present only when their value is a literal at synth: an output may not re-export another stack's export
 (cfn-lint W6001), and both usually come from another stack. Where absent:
@@ -119,8 +119,8 @@ def job_name_pattern(endpoint_name: str) -> str:
     return (head if len(head) <= _NAME_HEAD_MAX else head[:_NAME_HEAD_MAX].rstrip("-")).lower() + "*"
 
 
-# The job's two files, typed: what ``ops capacity measure`` writes and the job reads (SweepFile, sweep.json), and
-# what the job writes and ``ops capacity measure`` reads (CapacityResult, capacity.json). Each side builds or parses
+# The job's two files, typed: what ``ops throughput measure`` writes and the job reads (SweepFile, sweep.json), and
+# what the job writes and ``ops throughput measure`` reads (CapacityResult, capacity.json). Each side builds or parses
 # the same dataclass, so a field renamed on one side fails both sides' tests, not a job in an account.
 
 
@@ -164,8 +164,8 @@ class SweepFile:
     """``sweep.json``: the open-loop sweep a job runs.
 
     Attributes:
-        rates_per_minute: the offered arrival rates, requests per minute, increasing (``capacity.job``).
-        step_s: seconds per rate, the first quarter settling (``capacity.job.step_s``).
+        rates_per_minute: the offered arrival rates, requests per minute, increasing (``throughput.job``).
+        step_s: seconds per rate, the first quarter settling (``throughput.job.step_s``).
         think_s: mean pause between a conversation's turns, seconds (``traffic.think_s``).
         slo_ms: TTFT p95 objective per request class, ms (``slo.<class>.ttft_p95_ms``).
         warm_min_cached_fraction: the share of a prompt the prefix cache must hold for a follow-up to count as
@@ -263,7 +263,7 @@ STEP_RATES: Final = ("requests_per_minute", "served_per_minute", "completed_per_
 
 @dataclass(frozen=True)
 class CapacityResult:
-    """``capacity.json``: one instance type measured by the job, in the shape ``capacity.measured.<instance type>``
+    """``capacity.json``: one instance type measured by the job, in the shape ``throughput.measured.<instance type>``
     accepts (app_config/throughput_config.py ``MeasuredCurve`` checks its bounds).
 
     Attributes:

@@ -44,7 +44,7 @@ class ServingStack(cdk.Stack):
         topology: what monitoring and scaling name in this mode.
         guardrail_alarms: the alarms deployments roll back on (``serving_contract.alarms``).
         data_capture: the shadow phase's data capture (``serving.shadow.enabled``), or None.
-        capacity_job: what ``ops capacity measure`` starts its jobs with, or None without the model-artifacts
+        capacity_job: what ``ops throughput measure`` starts its jobs with, or None without the model-artifacts
             bucket (where the jobs read and write).
         approved_pins: the deploy's approval check (``release.deploy_approval``), or None when waived or when
             no pin is in effect.
@@ -166,7 +166,7 @@ class ServingStack(cdk.Stack):
     def _capacity_job(
         self, config: AppConfig, images: VariantImages, artifacts_bucket: s3.IBucket | None
     ) -> CapacityJob | None:
-        """What ``ops capacity measure`` starts its jobs with, in both modes alike (the job runs the primary's
+        """What ``ops throughput measure`` starts its jobs with, in both modes alike (the job runs the primary's
         image, the base model and every adapter in it); None without the bucket the jobs read and write."""
         if artifacts_bucket is None:
             return None
@@ -177,7 +177,7 @@ class ServingStack(cdk.Stack):
             repositories=list(images.repositories),
             image_uri=images.primary,
             endpoint_name=config.endpoint_name,
-            max_runtime_s=config.capacity.job.max_runtime_s,
+            max_runtime_s=config.throughput.job.max_runtime_s,
             job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
         )
 
@@ -285,7 +285,7 @@ class ServingStack(cdk.Stack):
             self._capacity_job_outputs(self.capacity_job, bucket_name)
 
     def _capacity_job_outputs(self, job: CapacityJob, bucket_name: str) -> None:
-        """What ``ops capacity measure`` reads (serving_contract/capacity_job.py). The image and the bucket only
+        """What ``ops throughput measure`` reads (serving_contract/capacity_job.py). The image and the bucket only
         when known at synth: another stack's value would be an export re-exported (cfn-lint W6001)."""
         cdk.CfnOutput(self, capacity_job.OUTPUT_ROLE_ARN, value=job.role.role_arn)
         cdk.CfnOutput(self, capacity_job.OUTPUT_CODE_URI, value=job.code_uri)
@@ -299,7 +299,7 @@ class ServingStack(cdk.Stack):
 def _hosting(config: AppConfig, plan: Plan, compile_cache: CompileCacheMaker | None = None) -> EndpointHosting:
     """What both topologies take alike from ``serving.*`` and ``observability.*``."""
     serving, observability = config.serving, config.observability
-    # capacity.routing = prefix_aware: SageMaker's prefix-aware routing, both fields derived
+    # throughput.routing = prefix_aware: SageMaker's prefix-aware routing, both fields derived
     # (planning/prefix_routing.py); otherwise serving.routing_strategy.
     prefix_routing = plan.prefix_routing
     return EndpointHosting(

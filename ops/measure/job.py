@@ -50,7 +50,7 @@ class CostBound:
     def line(self) -> str:
         return (
             f"{self.instance_type}: at most {self.max_runtime_s / 3600:g} h x ${self.usd_per_hour:.3f}/h = "
-            f"${self.usd:,.2f} (capacity.job.max_runtime_s {self.max_runtime_s} s; price: {self.source})"
+            f"${self.usd:,.2f} (throughput.job.max_runtime_s {self.max_runtime_s} s; price: {self.source})"
         )
 
 
@@ -67,16 +67,16 @@ def cost_bound(config: AppConfig, instance_type: str) -> CostBound:
         source = f"planning/instance_prices.json as of {price_table()['as_of']}" + (
             ", approximate" if price.approximate else ""
         )
-    return CostBound(instance_type, price.usd_per_hour, config.capacity.job.max_runtime_s, source)
+    return CostBound(instance_type, price.usd_per_hour, config.throughput.job.max_runtime_s, source)
 
 
 def sweep_file(config: AppConfig) -> contract.SweepFile:
-    """The sweep the job runs (``runtime.measure --sweep-file``): ``capacity.job``'s rates and step,
+    """The sweep the job runs (``runtime.measure --sweep-file``): ``throughput.job``'s rates and step,
     ``traffic``'s pause and request shape, ``slo``'s objectives."""
     shape = config.traffic.request_shape
     return contract.SweepFile(
-        rates_per_minute=tuple(config.capacity.job.rates_per_minute),
-        step_s=config.capacity.job.step_s,
+        rates_per_minute=tuple(config.throughput.job.rates_per_minute),
+        step_s=config.throughput.job.step_s,
         think_s=config.traffic.think_s,
         slo_ms=config.slo.ttft_p95_ms(),
         warm_min_cached_fraction=config.slo.warm_min_cached_fraction,
@@ -107,7 +107,7 @@ def create_request(config: AppConfig, resources: JobResources, instance_type: st
     """CreateProcessingJob's arguments for one job (botocore's SageMaker model names every field)."""
     prefix = contract.job_prefix(name)
     code_zip = resources.code_uri.rsplit("/", 1)[-1]
-    job = config.capacity.job
+    job = config.throughput.job
     return {
         "ProcessingJobName": name,
         "RoleArn": resources.role_arn,
@@ -192,7 +192,7 @@ def upload_inputs(s3: Any, config: AppConfig, resources: JobResources, name: str
 
 
 def read_result(s3: Any, resources: JobResources, name: str) -> MeasuredCurve:
-    """The finished job's ``capacity.json``, validated as ``capacity.measured`` validates it.
+    """The finished job's ``capacity.json``, validated as ``throughput.measured`` validates it.
 
     Raises:
         ValueError: the file is not a curve this version reads (one line).
@@ -200,7 +200,7 @@ def read_result(s3: Any, resources: JobResources, name: str) -> MeasuredCurve:
     key = f"{contract.job_prefix(name)}/output/{contract.RESULT_FILE}"
     body = s3.get_object(Bucket=resources.bucket, Key=key)["Body"].read()
     try:
-        # The contract's shape first (what the job wrote), then the bounds capacity.measured holds it to.
+        # The contract's shape first (what the job wrote), then the bounds throughput.measured holds it to.
         return MeasuredCurve.model_validate(contract.CapacityResult.from_json(json.loads(body)).to_json())
     except ValueError as error:
         first = str(error).splitlines()

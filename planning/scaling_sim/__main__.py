@@ -181,7 +181,7 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
 
 def _routing_line(config: AppConfig, plan: Plan) -> str:
     """How follow-up turns reach engines, and what the endpoint config sets for it."""
-    routing = config.capacity.routing
+    routing = config.throughput.routing
     prefix = plan.prefix_routing
     detail = (
         f": RoutingStrategy PREFIX_AWARE, PrefixLength {prefix.prefix_length_bytes} bytes, ConcurrencyThreshold "
@@ -189,7 +189,7 @@ def _routing_line(config: AppConfig, plan: Plan) -> str:
         if prefix is not None
         else ""
     )
-    return f"routing: {routing} (capacity.routing; the engine model's residency: planning/engine_model.py){detail}"
+    return f"routing: {routing} (throughput.routing; the engine model's residency: planning/engine_model.py){detail}"
 
 
 def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engine.MinuteRecord], list[tuple[str, int]]]:

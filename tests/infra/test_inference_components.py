@@ -30,7 +30,7 @@ def _components(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_endpoint_config_hosts_components_on_one_managed_variant(components_synth: Synth) -> None:
     config = components_synth.config
-    prefix = components_synth.plan.prefix_routing  # capacity.routing = prefix_aware by default (make plan)
+    prefix = components_synth.plan.prefix_routing  # throughput.routing = prefix_aware by default (make plan)
     assert prefix is not None
     routing = {
         "RoutingStrategy": "PREFIX_AWARE",

@@ -1,6 +1,6 @@
 """The capacity job's entrypoint (issue 46): serve the image's model, sweep it open loop, write the curve.
 
-In the job (``python -m ops capacity measure`` starts it; serving_contract/capacity_job.py has the
+In the job (``python -m ops throughput measure`` starts it; serving_contract/capacity_job.py has the
 layout)::
 
     /opt/venv/bin/python -m runtime.measure \\
@@ -16,7 +16,7 @@ layout)::
    engine model was fitted on) drives the engine inside it: conversations arrive at random at each
    offered rate of ``--sweep-file``, users pause between turns; TTFT per request class per rate,
    and vLLM's running requests and KV-cache usage.
-3. ``<output-dir>/capacity.json``: the curve as ``capacity.measured.<instance type>`` accepts it
+3. ``<output-dir>/capacity.json``: the curve as ``throughput.measured.<instance type>`` accepts it
    (app_config/throughput_config.py ``MeasuredCurve``); ``<output-dir>/raw.json``: every request
    (to refit the model without a GPU). SageMaker uploads the folder when the job ends.
 
@@ -58,8 +58,8 @@ STOP_GRACE_S = 60
 def curve(
     result: SweepResult, *, instance_type: str, job_name: str, gpu: str, think_s: float, today: dt.date
 ) -> capacity_job.CapacityResult:
-    """The sweep as ``capacity.measured.<instance type>`` accepts it (``serving_contract.capacity_job.CapacityResult``,
-    which ``ops capacity measure`` reads back)."""
+    """The sweep as ``throughput.measured.<instance type>`` accepts it
+    (``serving_contract.capacity_job.CapacityResult``, which ``ops throughput measure`` reads back)."""
 
     def step(summary: StepSummary) -> capacity_job.StepResult:
         classes = {
@@ -106,7 +106,7 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
 
 
 def sweep_settings(data: Any) -> tuple[Sweep, RequestShape]:
-    """The sweep file ``ops capacity measure`` writes (``serving_contract.capacity_job.SweepFile``) as the sweep's
+    """The sweep file ``ops throughput measure`` writes (``serving_contract.capacity_job.SweepFile``) as the sweep's
     settings and request shape.
 
     Raises:

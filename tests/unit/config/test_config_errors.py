@@ -218,12 +218,12 @@ def test_unknown_key_in_a_stage_overlay_is_caught() -> None:
 
 def test_a_routing_strategy_that_prefix_aware_routing_would_ignore_stops_synth() -> None:
     assert config_error(serving__routing_strategy="RANDOM") == (
-        "config error: serving.routing_strategy = 'RANDOM' has no effect while capacity.routing = 'prefix_aware' "
-        "sets RoutingStrategy PREFIX_AWARE; set capacity.routing = least_outstanding (or session_affinity) to "
+        "config error: serving.routing_strategy = 'RANDOM' has no effect while throughput.routing = 'prefix_aware' "
+        "sets RoutingStrategy PREFIX_AWARE; set throughput.routing = least_outstanding (or session_affinity) to "
         "choose it, or leave it unset"
     )
     chosen = load_config(
-        {**cdk_json_context(), "capacity.routing": "least_outstanding", "serving.routing_strategy": "RANDOM"}
+        {**cdk_json_context(), "throughput.routing": "least_outstanding", "serving.routing_strategy": "RANDOM"}
     )
     assert chosen.serving.routing_strategy == "RANDOM"
 
@@ -281,3 +281,14 @@ def test_missing_stages_block_says_how_to_run_the_app() -> None:
         "config error: stages: missing from CDK context; run the app through the CDK CLI "
         "(npx cdk synth, make synth), which passes cdk.json's context"
     )
+
+
+def test_the_capacity_section_is_named_throughput_now() -> None:
+    """Issue 55 gave each of the four things called capacity a name of its own: the per-instance throughput at the
+    SLOs is the throughput section (class ThroughputConfig); an old key says where it went, in one line."""
+    message = (
+        "renamed throughput (issue 55: the per-instance throughput at the SLOs, its routing and measured curves): "
+        "throughput.routing, throughput.measured, throughput.job"
+    )
+    assert config_error({"capacity.routing": "least_outstanding"}) == f"config error: capacity.routing: {message}"
+    assert config_error({"capacity": '{"routing": "least_outstanding"}'}) == f"config error: capacity: {message}"

@@ -1,4 +1,4 @@
-"""The capacity job's files are one typed contract each (issue 55): ``ops capacity measure`` writes the sweep the job
+"""The capacity job's files are one typed contract each (issue 55): ``ops throughput measure`` writes the sweep the job
 reads, and reads the curve the job writes, through the dataclasses in serving_contract/capacity_job.py."""
 
 import datetime as dt

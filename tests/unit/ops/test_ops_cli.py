@@ -69,7 +69,8 @@ def test_every_command_registers_its_own_parser_and_handler(repo_root):
         "preflight",
         "release",
         "shadow",
-        "capacity",
+        "throughput",
+        "capacity",  # throughput's old name, an alias for one release
     }
     for name, parser in subparsers.choices.items():
         handler = parser.get_default("handler")
@@ -77,3 +78,12 @@ def test_every_command_registers_its_own_parser_and_handler(repo_root):
         assert handler.__module__.startswith("ops.") and handler.__module__ != "ops.cli", (name, handler.__module__)
     assert len(COMMANDS) == 7  # promote and rollback share ops.rollout's register
     assert "args.command" not in (repo_root / "ops" / "cli.py").read_text()
+
+
+def test_the_old_capacity_command_still_runs_and_says_its_new_name(tmp_path):
+    from ops.cli import Deps, main
+
+    lines: list[str] = []
+    argv = ["capacity", "measure", "--instance-type", "ml.g6e.xlarge", "--cdk-json", "cdk.json"]
+    assert main(argv, Deps(out=lines.append, measure_clients=lambda r, p: None)) == 2  # no --yes: nothing started
+    assert lines[0] == "NOTE: `capacity measure` is now `throughput measure`; the old name goes in the next release"

@@ -22,7 +22,7 @@ def test_the_default_fleet_is_the_planners_recommendation() -> None:
     config = AppConfig()
     best = recommend(config, Planner.of(config))
     assert best is not None
-    assert (config.serving.primary.instance_type, config.capacity.routing) == (best.instance_type, best.routing)
+    assert (config.serving.primary.instance_type, config.throughput.routing) == (best.instance_type, best.routing)
     assert config.serving.canary.instance_type == config.serving.primary.instance_type  # a comparable canary
     # Its counts are the plan's: the warm floor, and a ceiling above what the week's peak needs three times over.
     assert config.serving.primary.min_capacity == best.warm_floor

@@ -37,7 +37,7 @@ def default_week() -> tuple[cli.Scenario, report.Summary, list[MinuteRecord]]:
         [
             *SEEDS_G5_ARGS,
             *seeds_schedule(),
-            f"capacity.measured={measured}",
+            f"throughput.measured={measured}",
             "traffic.peak_requests_per_minute=8000",
             "serving.primary.max_capacity=20",  # seed 001's hard max
         ]

@@ -41,7 +41,7 @@ def test_a_projected_fleet_that_cannot_hold_the_cold_slo_is_warned_with_its_figu
         f"{capacity.lightest_ttft_p95_ms:,.0f} ms at one request a minute (projected, margin {capacity.margin:.0%}: "
         f"projected from the H200 runs to A10G (model error {capacity.margin:.0%})); would hold: "
         f"slo.cold.ttft_p95_ms >= {math.ceil(capacity.lightest_ttft_p95_ms * (1 + capacity.margin)):,} or "
-        f"serving.primary.instance_type = {best.instance_type} with capacity.routing = {best.routing} "
+        f"serving.primary.instance_type = {best.instance_type} with throughput.routing = {best.routing} "
         f"({best.requests_per_minute:,.0f} req/min per instance, projected; make plan)"
     )
     # The warm class holds on the A10G: its line gives the rate, the p95 there, with and without the margin.
@@ -77,7 +77,7 @@ def _planned(**overrides: str):
 
 def test_a_measured_instance_type_says_measured_and_carries_no_margin() -> None:
     measured = '{"ml.g5.xlarge": {"concurrency": 4, "requests_per_minute": 120, "ttft_p50_ms": 300}}'
-    config, plan = _planned(**G5_TYPES, **{"capacity.measured": measured})
+    config, plan = _planned(**G5_TYPES, **{"throughput.measured": measured})
     cold, warm, *_ = class_holds(config, plan)
     assert cold.holds and cold.capacity.measured and cold.capacity.margin == 0
     assert warm.capacity == cold.capacity  # one measured figure, whatever the class
@@ -106,7 +106,7 @@ def _on_g6(curve: dict[str, object]) -> dict[str, str]:
     return {
         "serving.primary.instance_type": "ml.g6.xlarge",
         "serving.canary.enabled": "false",
-        "capacity.measured": json.dumps({"ml.g6.xlarge": curve}),
+        "throughput.measured": json.dumps({"ml.g6.xlarge": curve}),
     }
 
 
@@ -116,7 +116,8 @@ def test_a_projected_variant_names_the_command_that_would_measure_it() -> None:
     instance_type = config.serving.primary.instance_type
     assert (
         f"    {instance_type}'s figures are projected, not measured: measure them with "
-        f"`python -m ops capacity measure --instance-type {instance_type}` (docs/planning.md, 'Measure before you buy')"
+        f"`python -m ops throughput measure --instance-type {instance_type}` "
+        "(docs/planning.md, 'Measure before you buy')"
     ) in report
 
 
