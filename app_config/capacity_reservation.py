@@ -3,7 +3,7 @@
 SageMaker can place an endpoint's instances in reserved capacity (``ProductionVariant.CapacityReservationConfig``:
 ``MlReservationArn`` and ``CapacityReservationPreference`` = ``capacity-reservations-only``, the only value; SageMaker
 API reference, ProductionVariantCapacityReservationConfig). What AWS says of it, checked at synth where config can
-tell (``check_reservations``):
+tell (``planning/reservations.py``, against today's date):
 
 * "You can use exactly one plan per inference endpoint" (developer guide, "Deploy an inference endpoint using
   the API"): every variant that reserves names the same ARN;
@@ -22,14 +22,11 @@ What config cannot tell, the plan's status (``Active`` to serve) and its price, 
 """
 
 import datetime as dt
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from app_config.base import ConfigModel, InstanceType
-
-if TYPE_CHECKING:
-    from app_config.root import AppConfig
 
 RESERVATION_ARN = r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:[a-z0-9\-]{1,14}/.+$"
 """SageMaker's pattern for ``MlReservationArn`` (API reference): an ``ml-reservation/...`` or ``training-plan/...``."""
@@ -96,58 +93,3 @@ class CapacityReservationConfig(ConfigModel):
     def warn_at(self) -> dt.datetime:
         """When the alarm topic is warned (naive, ``scaling.timezone``)."""
         return self.ends_at - dt.timedelta(hours=self.warn_before_end_h)
-
-
-def check_reservations(config: "AppConfig", now: dt.datetime) -> None:
-    """AWS's rules for the variants on a reservation (module docstring), ``now`` naive in ``scaling.timezone``.
-
-    Raises:
-        ValueError: one line naming the keys, their values and what is allowed.
-    """
-    serving = config.serving
-    reservations = serving.reservations()
-    if not reservations:
-        return
-    keys = [f"serving.{key}.capacity_reservation" for key in reservations]
-    if serving.hosts_inference_components:
-        raise ValueError(f"{keys[0]}: reserved capacity is planned for serving.mode = variants only")
-    arns = sorted({reservation.ml_reservation_arn for reservation in reservations.values()})
-    if len(arns) > 1:
-        raise ValueError(
-            f"{', '.join(keys)} name {len(arns)} reservations ({', '.join(arns)}): SageMaker takes exactly one plan "
-            "per endpoint"
-        )
-    for key, reservation in reservations.items():
-        _check_variant(config, key, reservation, now)
-    wanted = {key: getattr(serving, key).max_capacity for key in reservations}
-    held = next(iter(reservations.values())).instance_count
-    if sum(wanted.values()) > held:
-        raise ValueError(
-            f"{' + '.join(f'serving.{key}.max_capacity' for key in wanted)} = {sum(wanted.values())}: above the {held} "
-            "instances the reservation holds (capacity_reservation.instance_count); instances beyond it fail to launch"
-        )
-
-
-def _check_variant(config: "AppConfig", key: str, reservation: CapacityReservationConfig, now: dt.datetime) -> None:
-    """One reserving variant: its type is the reservation's alone, the reservation has not ended, and none of the
-    variant's dated events outlasts it."""
-    shape = getattr(config.serving, key)
-    where = f"serving.{key}.capacity_reservation"
-    if reservation.instance_type != shape.instance_type or shape.instance_pools:
-        pools = ", instance_pools set" if shape.instance_pools else ""
-        raise ValueError(
-            f"{where}.instance_type = {reservation.instance_type}: the variant must run on the reservation's type "
-            f"alone (serving.{key}.instance_type = {shape.instance_type}{pools}); instances launch only into it"
-        )
-    if reservation.ends_at <= now:
-        raise ValueError(
-            f"{where}.ends_at = {reservation.ends_at:%Y-%m-%dT%H:%M}: the reservation has ended, and a variant on it "
-            "serves nothing; remove the reservation to run on demand"
-        )
-    events = getattr(config.scaling, key).dated_events if key != "shadow" else ()
-    for event in events:
-        if event.end > reservation.ends_at:
-            raise ValueError(
-                f"scaling.{key}.dated_events.{event.name} ends {event.end:%Y-%m-%d %H:%M}, after {where}.ends_at = "
-                f"{reservation.ends_at:%Y-%m-%dT%H:%M}: the variant stops serving when the reservation ends"
-            )

@@ -17,6 +17,7 @@ from app_config.context_budget import check_context_budget
 from app_config.image_build import PULL_THROUGH_PREFIX_MAX, docker_hub_cache_prefix
 from app_config.release import check_deploy_approval
 from app_config.scaling import PROD_WARM_FLOOR
+from app_config.serving import ServingConfig
 from app_config.shadow import check_shadow
 from app_config.variants import existing_variant_keys
 from planning.gpu_instances import instance_gpus
@@ -85,6 +86,10 @@ def _component_checks(config: "AppConfig") -> None:
         raise ValueError(
             f"serving.primary.instance_pools = [{', '.join(config.serving.primary.instance_pools)}]: instance pools "
             "are planned for serving.mode = variants only; leave them empty in inference_components mode"
+        )
+    if config.serving.primary.capacity_reservation is not None:
+        raise ValueError(
+            "serving.primary.capacity_reservation: reserved capacity is planned for serving.mode = variants only"
         )
     if config.image.source == "prebuilt" and config.image.build.artifacts_bucket_name is None:
         raise ValueError(
@@ -183,7 +188,7 @@ def _kernel_checks(config: "AppConfig") -> None:
             "use 'auto' (vLLM reads the checkpoint's quantization_config)"
         )
     if config.engine.kv_cache_dtype == "fp8" and config.engine.attention_backend == "auto":
-        for _, instance_type in _variant_instance_types(config):
+        for _, instance_type in _variant_instance_types(config.serving):
             gpu = instance_gpus(instance_type).gpu
             if gpu.compute_capability >= (9, 0):
                 raise ValueError(
@@ -193,7 +198,7 @@ def _kernel_checks(config: "AppConfig") -> None:
                     "engine.attention_backend to FLASHINFER or TRITON_ATTN"
                 )
     if kernel.endswith("_marlin"):
-        for key, instance_type in _variant_instance_types(config):
+        for key, instance_type in _variant_instance_types(config.serving):
             gpu = instance_gpus(instance_type).gpu
             if gpu.compute_capability < (8, 0):
                 major, minor = gpu.compute_capability
@@ -203,12 +208,12 @@ def _kernel_checks(config: "AppConfig") -> None:
                 )
 
 
-def _variant_instance_types(config: "AppConfig") -> list[tuple[str, str]]:
+def _variant_instance_types(serving: ServingConfig) -> list[tuple[str, str]]:
     """``(key, instance type)`` of every instance type an existing variant may run on, its ``instance_pools``
     included: ``("serving.primary.instance_pools[1]", "ml.g6e.2xlarge")``."""
     found = []
-    for key in existing_variant_keys(config.serving):
-        shape = getattr(config.serving, key)
+    for key in existing_variant_keys(serving):
+        shape = getattr(serving, key)
         for priority, instance_type in enumerate(shape.instance_types, start=1):
             found.append((f"serving.{key}.{shape.instance_type_field(priority)}", instance_type))
     return found

@@ -234,6 +234,23 @@ def _defaults_as_dict() -> dict[str, Any]:
     return AppConfig.model_construct().model_dump(mode="python")
 
 
+def _refuse_unknown_root(key: str) -> None:
+    """A dotted override whose first part is no section: a removed one says what replaced it, else the closest key.
+
+    Raises:
+        ConfigError: one line naming the key.
+    """
+    root = re.split(r"[.\[]", key, maxsplit=1)[0]
+    if root in AppConfig.model_fields:
+        return
+    why = removed(key)
+    if why:
+        raise ConfigError([f"{key}: {why}"])
+    hint = closest_key(key, AppConfig)
+    suggestion = f"; did you mean '{hint}'?" if hint else ""
+    raise ConfigError([f"{key}: unknown key{suggestion}"])
+
+
 def load_config(context: Mapping[str, Any]) -> AppConfig:
     """Merge defaults, the stage overlay and overrides from ``context`` and validate them.
 
@@ -276,13 +293,7 @@ def load_config(context: Mapping[str, Any]) -> AppConfig:
     warnings: list[str] = []
     # Path depth counts a list index ([0]) as a level, like a dot.
     for key, value in sorted(dotted, key=lambda item: len(_INDEX.sub(r".\1", item[0]).split("."))):
-        root = re.split(r"[.\[]", key, maxsplit=1)[0]
-        if root not in AppConfig.model_fields:
-            if removed(key):
-                raise ConfigError([f"{key}: {removed(key)}"])
-            hint = closest_key(key, AppConfig)
-            suggestion = f"; did you mean '{hint}'?" if hint else ""
-            raise ConfigError([f"{key}: unknown key{suggestion}"])
+        _refuse_unknown_root(key)
         _set_dotted(data, key, value, warnings)
     data[STAGE_KEY] = stage
     for warning in warnings:

@@ -12,6 +12,7 @@ and the Serving stack's in ``inference_components`` mode (``cdk_constructs/commo
 from dataclasses import dataclass
 
 from app_config.image_build import PLACEHOLDER_SHA256, ArtifactSetConfig, pin_sha256, pin_version
+from app_config.llm import ModelConfig
 from app_config.release import model_package_group_name
 from app_config.root import AppConfig
 from app_config.variants import deployed_variant_keys
@@ -100,17 +101,17 @@ def pins_in_effect(config: AppConfig) -> list[PinRef]:
     return pins
 
 
-def pin_kind(config: AppConfig, ref: PinRef) -> tuple[str, str]:
+def pin_kind(model: ModelConfig, ref: PinRef) -> tuple[str, str]:
     """``(release kind, artifact name)`` of a pin in effect: the base model or one adapter."""
     if ref.key.endswith(".base_model"):
-        return "base_model", config.model.name
+        return "base_model", model.name
     return "adapter", ref.key.rsplit(".", 1)[-1]
 
 
 def pin_package_group(config: AppConfig, ref: PinRef) -> tuple[str, str]:
     """``(model package group, artifact name)``: where the release registered the pin ``ref``
     (serving_contract/model_packages.py looks it up there)."""
-    kind, artifact = pin_kind(config, ref)
+    kind, artifact = pin_kind(config.model, ref)
     return model_package_group_name(config.project_name, config.stage, kind), artifact
 
 

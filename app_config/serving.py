@@ -403,7 +403,7 @@ class ServingConfig(ConfigModel):
         (primary and canary), adapters baked into the image, instance scaling, schedules, blue/green.
 
         The one place the app reads ``mode``; what differs between the modes follows from it (the
-        stacks: ``cdk_constructs/endpoint/serving_mode.py``; monitoring: ``app_config/topology.py``).
+        stacks: ``cdk_constructs/endpoint/serving_mode.py``; monitoring: ``planning/topology.py``).
         """
         return self.mode == "inference_components"
 

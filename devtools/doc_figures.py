@@ -28,6 +28,7 @@ from pathlib import Path
 from app_config.errors import ConfigError
 from app_config.loader import CDK_JSON, cdk_json_context, load_cli_config
 from app_config.root import AppConfig
+from app_config.slo import SloConfig
 from cli_support.open_loop import OpenLoopRun
 from devtools import measure_doc
 from devtools.synth_summary import summarize
@@ -168,17 +169,17 @@ def _memory_table(sources: Sources) -> str:
     )
 
 
-def _fleet_sentence(fleet: Fleet, config: AppConfig) -> str:
+def _fleet_sentence(fleet: Fleet, slo: SloConfig) -> str:
     return (
         f"{fleet.count_at_peak} {fleet.instance_type} at peak, a warm floor of {fleet.warm_floor}, about "
         f"${fleet.usd_per_month:,.0f} a month ({fleet.label}: {fleet.requests_per_minute:,.0f} requests a minute per "
-        f"instance at TTFT p95 cold <= {config.slo.cold.ttft_p95_ms:g} ms, warm <= {config.slo.warm.ttft_p95_ms:g} ms, "
+        f"instance at TTFT p95 cold <= {slo.cold.ttft_p95_ms:g} ms, warm <= {slo.warm.ttft_p95_ms:g} ms, "
         f"${fleet.price_usd_per_hour:.3f}/h on demand)"
     )
 
 
 def _recommendation(sources: Sources) -> str:
-    return _fleet_sentence(sources.best, sources.config)
+    return _fleet_sentence(sources.best, sources.config.slo)
 
 
 def _seeds_fleet(sources: Sources) -> str:
@@ -201,8 +202,8 @@ def _seeds_fleet(sources: Sources) -> str:
             warm,
             "```",
             "",
-            f"Sized for the default week: {_fleet_sentence(g5, config)}. At that cold SLO `make plan` recommends "
-            f"{_fleet_sentence(seeds.best, config)}.",
+            f"Sized for the default week: {_fleet_sentence(g5, config.slo)}. At that cold SLO `make plan` recommends "
+            f"{_fleet_sentence(seeds.best, config.slo)}.",
         ]
     )
 
@@ -226,7 +227,7 @@ def _dev_modes_cost(sources: Sources) -> str:
 
 def _quota_table(sources: Sources) -> str:
     config = sources.config
-    (demand, *_) = quota_demands(config)
+    (demand, *_) = quota_demands(config.serving)
     canary = config.serving.canary
     primary = config.serving.primary
     return "\n".join(
@@ -262,7 +263,7 @@ class _QuotasOf:
 
 def _preflight_quota(sources: Sources) -> str:
     config = sources.config
-    names = [quota_name(d.instance_type, d.usage) for d in quota_demands(config)]
+    names = [quota_name(d.instance_type, d.usage) for d in quota_demands(config.serving)]
     (finding, *_) = check_quotas(config, _QuotasOf(4, names), "us-east-1")
     return finding.line
 
@@ -393,7 +394,7 @@ def _scaling_blocks() -> dict[str, Callable[[Sources], str]]:
     return {
         "cost": lambda sources: "\n".join(scaling_doc.cost_block(sources.config, sources.plan)),
         "simulation": lambda sources: "\n".join(
-            scaling_doc.simulation_block(sources.config, scaling_doc.cached_runs())
+            scaling_doc.simulation_block(sources.config.serving, scaling_doc.cached_runs())
         ),
     }
 

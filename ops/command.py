@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
+from app_config.llm import ModelConfig
 from app_config.root import AppConfig
 from cli_support.argtypes import positive_float
 from ops.endpoint import (
@@ -141,9 +142,9 @@ def endpoint_ref(
     )
 
 
-def adapters_of(config: AppConfig) -> tuple[str, ...]:
+def adapters_of(model: ModelConfig) -> tuple[str, ...]:
     """The configured adapters' names, in order."""
-    return tuple(a.name for a in config.model.adapters)
+    return tuple(a.name for a in model.adapters)
 
 
 def add_endpoint_flags(parser: argparse.ArgumentParser, *, variants: bool) -> None:

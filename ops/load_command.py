@@ -133,7 +133,7 @@ def register(commands: Subparsers) -> None:
 
 
 def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
-    adapters = adapters_of(config)
+    adapters = adapters_of(config.model)
     if args.open_loop or args.url:
         return _load_without_ref(args, config, deps, adapters)
     clients = deps.clients(args.region, args.profile)

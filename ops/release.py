@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from app_config.release import release_pipeline_name
+from app_config.release import ReleaseConfig, release_pipeline_name
 from app_config.root import AppConfig
 from cli_support.argtypes import positive_float
 from ops.command import Deps, Subparsers
@@ -41,7 +41,7 @@ class ReleaseRequest:
     calibration: str | None = None
     baseline_model: str | None = None
 
-    def parameters(self, config: AppConfig) -> list[dict[str, str]]:
+    def parameters(self, release: ReleaseConfig) -> list[dict[str, str]]:
         """The pipeline's parameters (cdk_constructs/release/pipeline_definition.py) for this release.
 
         Raises:
@@ -60,15 +60,15 @@ class ReleaseRequest:
             if not self.source_model:
                 raise OpsError("--source-model: a base-model release names the checkpoint to release", ExitCode.USAGE)
             values |= {"SourceModelS3Uri": self.source_model, "BaseModelVersion": self.version}
-            if config.release.quantize.enabled:
+            if release.quantize.enabled:
                 if not self.calibration:
                     raise OpsError("--calibration: release.quantize.enabled needs the calibration set", ExitCode.USAGE)
                 values["CalibrationS3Uri"] = self.calibration
-            elif config.release.baseline_drop_gates:
+            elif release.baseline_drop_gates:
                 if not self.baseline_model:
                     raise OpsError(
                         "--baseline-model: with release.quantize.enabled = false the drop gates "
-                        f"({', '.join(config.release.baseline_drop_gates)}) compare with the unquantized (BF16) "
+                        f"({', '.join(release.baseline_drop_gates)}) compare with the unquantized (BF16) "
                         "checkpoint; name its s3:// folder",
                         ExitCode.USAGE,
                     )
@@ -112,7 +112,7 @@ def run_release(
     started = sagemaker.start_pipeline_execution(
         PipelineName=pipeline,
         PipelineExecutionDisplayName=f"{request.adapter or config.model.name}-{request.version}".replace("_", "-"),
-        PipelineParameters=request.parameters(config),
+        PipelineParameters=request.parameters(config.release),
     )
     execution = started["PipelineExecutionArn"]
     out(f"release {pipeline}: started {execution}")

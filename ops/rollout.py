@@ -211,7 +211,7 @@ def register(commands: Subparsers) -> None:
 
 def _promote(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
     clients = deps.clients(args.region, args.profile)
-    ref = endpoint_ref(args, config, clients, adapters_of(config))
+    ref = endpoint_ref(args, config, clients, adapters_of(config.model))
     rt = Runtime(clients.sagemaker, clients.cloudwatch, deps.clock, deps.sleep, deps.out)
     if ref.hosts_components:
         return watch_rolling_update(
@@ -235,7 +235,7 @@ def _promote(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCod
 
 
 def _rollback(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
-    adapters = adapters_of(config)
+    adapters = adapters_of(config.model)
     clients = deps.clients(args.region, args.profile)
     ref = endpoint_ref(args, config, clients, adapters)
     if ref.hosts_components:

@@ -258,7 +258,7 @@ def register(commands: Subparsers) -> None:
 
 
 def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
-    adapters = adapters_of(config)
+    adapters = adapters_of(config.model)
     clients = deps.clients(args.region, args.profile)
     ref = endpoint_ref(args, config, clients, adapters)
     options = SmokeOptions(

@@ -7,7 +7,8 @@ hold its SLOs, do the schedules and the derived targets make sense.
 """
 
 from app_config import dated_events
-from app_config.capacity_reservation import check_reservations
+from app_config.engine import EngineConfig
+from app_config.llm import ModelConfig
 from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR
 from app_config.variants import VARIANT_KEYS, existing_variant_keys
@@ -17,6 +18,7 @@ from planning.gpu_instances import instance_gpus
 from planning.hardware import Pool
 from planning.memory_plan import gib, minimum_utilization
 from planning.plan import Plan
+from planning.reservations import check_reservations
 from planning.slo_holds import check_holdable
 from planning.weekly_plan import check_schedule
 
@@ -30,13 +32,13 @@ def check_plan(config: AppConfig, plan: Plan) -> None:
     _memory_plan_checks(config, plan)
     _shadow_fits(config, plan)
     check_holdable(config, plan)  # planning/slo_holds.py: only with slo.require_holdable
-    if not config.serving.hosts_inference_components:
+    if any(unit.is_variant for unit in plan.units):  # copies scale on their own target, with no schedule
         _scaling_checks(config, plan)
 
 
 def check_before_plan(config: AppConfig) -> None:
     """The variants' reserved capacity against AWS's rules and today's date
-    (``app_config/capacity_reservation.py``), then the engine against the model and the variants'
+    (``planning/reservations.py``), then the engine against the model and the variants'
     instances: what the plan's memory and throughput figures assume (``make_plan`` runs it first, so a
     bad value gets its own line, not the memory plan's).
 
@@ -72,12 +74,12 @@ def _memory_plan_checks(config: AppConfig, planned: Plan) -> None:
     max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
     for variant in planned.variants():
         for pool in planned.hardware[variant.key].pools:
-            _engine_starts(config, pool)
+            _engine_starts(config.engine, config.model, pool)
 
 
-def _engine_starts(config: AppConfig, pool: Pool) -> None:
+def _engine_starts(engine: EngineConfig, model: ModelConfig, pool: Pool) -> None:
     """One instance type of a variant: one ``engine.max_model_len`` sequence fits its KV cache."""
-    engine, shape = config.engine, config.model.shape
+    shape = model.shape
     instance_type = pool.instance_type
     where = f"{pool.config_key} = {instance_type}"
     gpus = instance_gpus(instance_type)
@@ -87,7 +89,7 @@ def _engine_starts(config: AppConfig, pool: Pool) -> None:
     needed = minimum_utilization(
         shape=shape.to_shape(),
         gpus=gpus,
-        engine=engine_memory_inputs(engine, len(config.model.adapters)),
+        engine=engine_memory_inputs(engine, len(model.adapters)),
         runtime_overhead_bytes=plan.overhead_bytes // engine.tensor_parallel_size,
     )
     if plan.kv_tokens == 0 or needed <= 0.98:
@@ -157,10 +159,10 @@ def _scaling_checks(config: AppConfig, plan: Plan) -> None:
                 f"{tracking.target_value:g} must be below engine.max_num_seqs = "
                 f"{config.engine.max_num_seqs}{per_engine}, or the engine queues before the fleet scales"
             )
-    _scale_in_below_full_load(config, plan)
+    _scale_in_below_full_load(config.engine, plan)
 
 
-def _scale_in_below_full_load(config: AppConfig, planned: Plan) -> None:
+def _scale_in_below_full_load(engine: EngineConfig, planned: Plan) -> None:
     """The low-load scale-in must never fire while the engine is full.
 
     A full engine runs ``concurrency_ceiling`` sequences (the memory plan: what the KV cache
@@ -194,6 +196,6 @@ def _scale_in_below_full_load(config: AppConfig, planned: Plan) -> None:
                 f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_threshold:g}: "
                 f"must be <= {bound:g}, half the {ceiling} sequences {engines_text} on "
                 f"{pool.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
-                f"engine.max_num_seqs = {config.engine.max_num_seqs}); removing one of two instances doubles "
+                f"engine.max_num_seqs = {engine.max_num_seqs}); removing one of two instances doubles "
                 "the survivor's load, and a threshold at the ceiling scales in at full load"
             )

@@ -31,7 +31,8 @@ from pathlib import Path
 from app_config import AppConfig, ConfigError
 from app_config.compile_cache import instance_start_s
 from app_config.loader import CDK_JSON
-from app_config.serving import VariantConfig
+from app_config.scaling import ScalingConfig
+from app_config.serving import ServingConfig, VariantConfig
 from app_config.variants import Variant
 from planning import fleet_planner, memory_report
 from planning.dated_schedule import (
@@ -98,19 +99,19 @@ def _instance_hours(timeline: list[Bounds], attribute: str) -> float:
     return total / 60
 
 
-def price_usd_per_hour(config: AppConfig, variant: VariantConfig) -> float:
+def price_usd_per_hour(scaling: ScalingConfig, variant: VariantConfig) -> float:
     """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table;
     with ``instance_pools``, the dearest of its types (the worst case).
 
     Raises:
         ConfigError: an instance type has no price (planning/instance_prices.py).
     """
-    return max(_price(config, instance_type, variant.variant_name) for instance_type in variant.instance_types)
+    return max(_price(scaling, instance_type, variant.variant_name) for instance_type in variant.instance_types)
 
 
-def _price(config: AppConfig, instance_type: str, where: str) -> float:
+def _price(scaling: ScalingConfig, instance_type: str, where: str) -> float:
     try:
-        return hourly_price(instance_type, config.scaling.hourly_price_usd).usd_per_hour
+        return hourly_price(instance_type, scaling.hourly_price_usd).usd_per_hour
     except ValueError as error:
         raise ConfigError([f"{where}: {error}"]) from None
 
@@ -122,11 +123,10 @@ def plan(config: AppConfig, planned: Plan) -> list[VariantPlan]:
         ConfigError: a variant's instance type has no price (planning/instance_prices.py).
     """
     plans = []
-    components = config.serving.hosts_inference_components
     for deployed in planned.deployed_variants():
         variant, scaling = deployed.serving, deployed.scaling
-        price = price_usd_per_hour(config, variant)
-        if components:
+        price = price_usd_per_hour(config.scaling, variant)
+        if planned.instance_unit(variant.variant_name).is_component:
             pool = config.serving.inference_components
             # SageMaker sizes the pool between these bounds as copies come and go; no schedules.
             timeline = [
@@ -157,7 +157,7 @@ def plan(config: AppConfig, planned: Plan) -> list[VariantPlan]:
                 ceiling_hours_per_week=_instance_hours(timeline, "max_capacity"),
                 hours_per_month=config.scaling.hours_per_month,
                 pool_prices=tuple(
-                    (instance_type, _price(config, instance_type, variant.variant_name))
+                    (instance_type, _price(config.scaling, instance_type, variant.variant_name))
                     for instance_type in variant.instance_pools
                 ),
             )
@@ -168,7 +168,7 @@ def plan(config: AppConfig, planned: Plan) -> list[VariantPlan]:
 def dated_event_lines(config: AppConfig, planned: Plan, variant: Variant) -> list[str]:
     """The variant's dated events: window, demand, floor (derived or set) and one-off actions."""
     scaling, serving = variant.scaling, variant.serving
-    if not scaling.dated_events or config.serving.hosts_inference_components:
+    if not scaling.dated_events or planned.instance_unit(variant.name).is_component:
         return []
     instance_rpm = planned.hardware[variant.key].requests_per_minute  # the weakest type's, with instance_pools
     lines = [f"Dated events (one-off at(...) actions, {config.scaling.timezone}; not in the weekly figures above):"]
@@ -201,10 +201,10 @@ def dated_event_lines(config: AppConfig, planned: Plan, variant: Variant) -> lis
     return lines
 
 
-def reservation_lines(config: AppConfig, variant: Variant) -> list[str]:
+def reservation_lines(serving: ServingConfig, variant: Variant) -> list[str]:
     """The variant's reserved capacity (``serving.<variant>.capacity_reservation``): its window, what it costs
     (paid whether used or not, beside the on-demand band above) and when the variant stops serving."""
-    reservation = config.serving.reservations().get(variant.key)
+    reservation = serving.reservations().get(variant.key)
     if reservation is None:
         return []
     per_instance_hour = reservation.upfront_fee_usd / (reservation.instance_count * reservation.hours)
@@ -257,7 +257,7 @@ def format_plan(config: AppConfig, planned: Plan, plans: Sequence[VariantPlan]) 
             f"Instance-hours per month ({p.hours_per_month:g} h): floor {p.floor_hours_per_month:.2f}, "
             f"ceiling {p.ceiling_hours_per_month:.2f}",
             f"On-demand cost band per month: ${low:,.2f} .. ${high:,.2f}",
-            *reservation_lines(config, variants[p.variant_name]),
+            *reservation_lines(config.serving, variants[p.variant_name]),
             *dated_event_lines(config, planned, variants[p.variant_name]),
         ]
     if len(plans) > 1:

@@ -14,12 +14,14 @@ from pathlib import Path
 from app_config.errors import ConfigError
 from app_config.loader import CDK_JSON, load_cli_config
 from app_config.root import AppConfig
+from app_config.serving import ServingConfig
 from planning.checks import check_before_plan, check_plan
 from planning.hardware import Hardware, HardwareKey, hardware_of
 from planning.plan import Plan
 from planning.planner import Planner
 from planning.prefix_routing import PrefixRouting, concurrency_threshold, prefix_length_bytes
 from planning.resolved_plan import resolve
+from planning.units import deployed_units
 
 
 def make_plan(config: AppConfig) -> Plan:
@@ -31,7 +33,7 @@ def make_plan(config: AppConfig) -> Plan:
     try:
         check_before_plan(config)
         planner = Planner.of(config)
-        hardware = _hardware(config, planner)
+        hardware = _hardware(config.serving, planner)
         resolved = resolve(config, planner, hardware)
         routing = None
         if config.throughput.routing == "prefix_aware":
@@ -40,17 +42,24 @@ def make_plan(config: AppConfig) -> Plan:
                 # Per instance, whichever pool it came from: every member holds the weakest's concurrency.
                 concurrency_threshold=concurrency_threshold(hardware["primary"].concurrency),
             )
-        plan = Plan(planner, config.serving, resolved.scaling, resolved.inference_components, routing, hardware)
+        units = deployed_units(
+            config.serving,
+            resolved.scaling,
+            resolved.inference_components,
+            hardware,
+            endpoint_name=config.endpoint_name,
+            adapters=tuple(adapter.name for adapter in config.model.adapters),
+        )
+        plan = Plan(planner, config.serving, resolved.scaling, resolved.inference_components, routing, hardware, units)
         check_plan(config, plan)
     except ValueError as error:
         raise ConfigError([str(error)]) from None
     return plan
 
 
-def _hardware(config: AppConfig, planner: Planner) -> dict[HardwareKey, Hardware]:
+def _hardware(serving: ServingConfig, planner: Planner) -> dict[HardwareKey, Hardware]:
     """Each variant's instance types with the engine on each: the canary's even while it is disabled (its
     targets are derived too), the shadow's only when it runs (its type need not fit the engine otherwise)."""
-    serving = config.serving
     hardware: dict[HardwareKey, Hardware] = {
         "primary": hardware_of(planner, serving.primary, "primary"),
         "canary": hardware_of(planner, serving.canary, "canary"),

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from app_config.root import AppConfig
-from app_config.serving import VariantConfig
+from app_config.serving import ServingConfig, VariantConfig
 from app_config.variants import Variant
 from planning.gpu_instances import GIB, instance_gpus
 from planning.hardware import Pool
@@ -83,9 +83,9 @@ class VariantMemory:
         )
 
 
-def _concurrency_target(config: AppConfig, plan: Plan, variant: Variant) -> tuple[float, str, bool]:
+def _concurrency_target(plan: Plan, variant: Variant) -> tuple[float, str, bool]:
     """(target, its config key, whether it is the active target-tracking metric) of a variant."""
-    if config.serving.hosts_inference_components:
+    if plan.instance_unit(variant.name).role == "base_component":
         scaling = plan.inference_components.scaling
         return (
             scaling.target_value,
@@ -119,7 +119,7 @@ def _report(config: AppConfig, planned: Plan, deployed: Variant, pool: Pool, hol
     variant = deployed.serving
     plan = pool.memory
     gpus = instance_gpus(pool.instance_type)
-    target, target_key, active = _concurrency_target(config, planned, deployed)
+    target, target_key, active = _concurrency_target(planned, deployed)
     capacity = pool.throughput
     return VariantMemory(
         variant_name=variant.variant_name,
@@ -151,25 +151,25 @@ def _report(config: AppConfig, planned: Plan, deployed: Variant, pool: Pool, hol
         slo_base_ttft_ms=capacity.base_ttft_ms,
         slo_holds=capacity.holds_slo,
         slo_source=capacity.source,
-        # inference_components mode: each copy is one engine (the report is per copy).
-        engines_per_instance=1 if config.serving.hosts_inference_components else pool.engines,
+        # A component's copy is one engine (the report is per copy).
+        engines_per_instance=1 if planned.instance_unit(variant.variant_name).is_component else pool.engines,
         class_slo_lines=tuple(
             h.line for h in holds if h.variant_name == variant.variant_name and h.priority == pool.priority
         ),
         measure_line=measure_line(capacity),
-        comparison_warning=_canary_comparison(config, variant) if pool.priority == 1 else None,
+        comparison_warning=_canary_comparison(config.serving, variant) if pool.priority == 1 else None,
         priority=pool.priority,
     )
 
 
-def _canary_comparison(config: AppConfig, variant: VariantConfig) -> str | None:
+def _canary_comparison(serving: ServingConfig, variant: VariantConfig) -> str | None:
     """A line when the canary runs on another instance type than the primary, else None.
 
     A canary stands in for the primary's next version on a small share of traffic; on another GPU
     its TTFT, errors and rollback guardrails measure the GPU as much as the version.
     """
-    primary = config.serving.primary.instance_type
-    if variant is config.serving.primary or variant.instance_type == primary:
+    primary = serving.primary.instance_type
+    if variant is serving.primary or variant.instance_type == primary:
         return None
     return (
         f"serving.canary.instance_type = {variant.instance_type} differs from serving.primary.instance_type = "

@@ -20,6 +20,7 @@ from app_config.variants import VARIANT_KEYS, Variant, VariantKey
 from planning.hardware import Hardware, HardwareKey
 from planning.planner import Planner
 from planning.prefix_routing import PrefixRouting
+from planning.units import Unit
 
 __all__ = ["Plan", "Planner"]
 """``Planner`` lives in planning/planner.py; it is named here too while benchmarks/gpu_capacity.py imports it from
@@ -39,6 +40,8 @@ class Plan:
             ``prefix_aware``, else None.
         hardware: each variant's instance types with the engine on each (planning/hardware.py): the
             primary, the canary (even while disabled: enabling it is a ``-c`` away) and the shadow when on.
+        units: every unit the endpoint deploys, in deployment order (planning/units.py): what exists is decided
+            there, once, from the serving mode and the variants' switches; readers walk these.
     """
 
     planner: Planner
@@ -47,6 +50,17 @@ class Plan:
     inference_components: InferenceComponentsConfig
     prefix_routing: PrefixRouting | None
     hardware: Mapping[HardwareKey, Hardware]
+    units: tuple[Unit, ...]
+
+    def unit(self, key: str) -> Unit | None:
+        """The deployed unit ``key`` (``primary``, ``canary``, ``shadow``, ``base`` or an adapter), or None."""
+        return next((unit for unit in self.units if unit.key == key), None)
+
+    @property
+    def instance_units(self) -> tuple[Unit, ...]:
+        """The units that own instances and serve traffic: the production variants, or the base component (its
+        variant's instances run its copies). Not the shadow (it answers nobody) nor an adapter component."""
+        return tuple(unit for unit in self.units if unit.role in ("variant", "base_component"))
 
     def variant(self, key: VariantKey) -> Variant:
         """The variant ``key`` with its ``serving`` section and its resolved ``scaling``, enabled or not."""
@@ -57,8 +71,18 @@ class Plan:
         return tuple(self.variant(key) for key in VARIANT_KEYS if key == "primary" or self.serving.canary.enabled)
 
     def deployed_variants(self) -> tuple[Variant, ...]:
-        """The variants the endpoint has: :meth:`variants`, less the canary in inference_components
-        mode (one variant hosts the components)."""
-        if self.serving.hosts_inference_components:
-            return (self.variant("primary"),)
-        return self.variants()
+        """The variants the endpoint has, as :meth:`variant` gives them: those of :attr:`instance_units` (in
+        inference_components mode, the one variant that hosts the components)."""
+        names = {unit.variant_name for unit in self.instance_units}
+        return tuple(variant for variant in self.variants() if variant.name in names)
+
+    def instance_unit(self, variant_name: str) -> Unit:
+        """The unit of :attr:`instance_units` on the production variant ``variant_name``.
+
+        Raises:
+            KeyError: no deployed variant has that name.
+        """
+        for unit in self.instance_units:
+            if unit.variant_name == variant_name:
+                return unit
+        raise KeyError(variant_name)

@@ -38,7 +38,8 @@ from app_config.inference_components import InferenceComponentsConfig
 from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR, ScalingConfig, ShadowScalingConfig, VariantScalingConfig
 from app_config.scaling_policies import SCALE_IN_TARGET_FRACTION
-from app_config.serving import VariantConfig
+from app_config.serving import ServingConfig, VariantConfig
+from app_config.traffic import TrafficConfig
 from app_config.variants import VARIANT_KEYS
 from planning.dated_schedule import derived_floor, usual_peak_rpm
 from planning.demand_week import week
@@ -79,7 +80,7 @@ def resolve(config: AppConfig, planner: Planner, hardware: Mapping[HardwareKey, 
     }
     return ResolvedPlan(
         scaling=config.scaling.model_copy(update={**resolved, "shadow": _resolved_shadow(config, hardware)}),
-        inference_components=_resolved_components(config, hardware["primary"]),
+        inference_components=_resolved_components(config.serving, hardware["primary"]),
     )
 
 
@@ -124,7 +125,7 @@ def _resolved_variant(
     if scaling.floors_unset:
         scaling = _scheduled_floors(config, planner, hardware, serving, scaling)
     if any(event.min_capacity is None for event in scaling.dated_events):
-        events = _event_floors(config, hardware, serving.min_capacity, scaling.dated_events)
+        events = _event_floors(config.traffic, hardware, serving.min_capacity, scaling.dated_events)
         scaling = scaling.model_copy(update={"dated_events": events})
     return scaling
 
@@ -172,7 +173,7 @@ def _scheduled_floors(
 
 
 def _event_floors(
-    config: AppConfig, hardware: Hardware, hard_min: int, events: tuple[DatedEventConfig, ...]
+    traffic: TrafficConfig, hardware: Hardware, hard_min: int, events: tuple[DatedEventConfig, ...]
 ) -> tuple[DatedEventConfig, ...]:
     """``events`` with each unset ``min_capacity`` derived (app_config/dated_events.py: seed 001's
     usual peak x multiplier / one instance's requests per minute at the SLOs x 1.3, rounded up; the
@@ -184,7 +185,7 @@ def _event_floors(
         else event.model_copy(
             update={
                 "min_capacity": derived_floor(
-                    usual_peak_rpm(event, config.traffic), event.demand_multiplier, instance_rpm, hard_min
+                    usual_peak_rpm(event, traffic), event.demand_multiplier, instance_rpm, hard_min
                 )
             }
         )
@@ -192,8 +193,8 @@ def _event_floors(
     )
 
 
-def _resolved_components(config: AppConfig, hardware: Hardware) -> InferenceComponentsConfig:
-    components = config.serving.inference_components
+def _resolved_components(serving: ServingConfig, hardware: Hardware) -> InferenceComponentsConfig:
+    components = serving.inference_components
     if components.scaling.concurrent_requests_per_copy_target is not None:
         return components
     # A copy is one engine: the instance's throughput at the SLOs over its engines.

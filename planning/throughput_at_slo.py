@@ -1,7 +1,7 @@
 """Per-instance throughput at the TTFT SLOs: the one figure that sizes the fleet.
 
 "Throughput at the SLO" is one of the three things the project once called capacity; the others
-are a variant's fleet bounds (``min_capacity``/``max_capacity``, ``app_config.topology.FleetBounds``)
+are a variant's fleet bounds (``min_capacity``/``max_capacity``, ``planning.topology.FleetBounds``)
 and the weekly plan of those bounds (:mod:`planning.weekly_plan`).
 
 The fleet's size at a demand, the concurrency target of target tracking, the KV-cache target of

@@ -7,13 +7,13 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from app_config import AppConfig, dated_events
-from app_config.topology import serving_topology
 from cdk_constructs.observability.alarm_topic import AlarmTopic
 from cdk_constructs.observability.endpoint_alarms import EndpointAlarms
 from cdk_constructs.observability.endpoint_dashboard import BoundsLine, EndpointDashboard
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from cdk_constructs.observability.reservation_expiry import ReservationExpiryWarning, construct_id_for
 from cdk_constructs.observability.shadow_comparison import ShadowAlarms, comparison_row
+from planning.topology import ServingTopology
 from serving_contract import alarms as alarm_names
 from serving_contract import outputs
 
@@ -45,13 +45,19 @@ class ObservabilityStack(cdk.Stack):
         construct_id: str,
         *,
         config: AppConfig,
+        topology: ServingTopology,
         guardrail_alarm_names: list[str],
         **kwargs: Any,
     ) -> None:
+        """
+        Args:
+            config: the app's config (monitoring, the alarm topic's subscribers, the dashboard).
+            topology: what the plan's units look like to monitoring (the serving stack's, planning/topology.py).
+            guardrail_alarm_names: the serving stack's rollback alarms, which the composite alarm names.
+        """
         super().__init__(scope, construct_id, **kwargs)
         monitoring = config.monitoring
         endpoint = config.endpoint_name
-        topology = serving_topology(config)
         adapters = [adapter.name for adapter in config.model.adapters]
         metrics = EndpointMetrics(
             endpoint_name=endpoint,

@@ -9,7 +9,6 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.pins import component_pin_problem, pin_package_group, pins_in_effect
-from app_config.topology import serving_topology
 from cdk_constructs.approval.approved_pins import ApprovedPins, PinToApprove
 from cdk_constructs.capacity_job.capacity_job import CapacityJob
 from cdk_constructs.common.fixed_name_log_group import finish_log_retention_provider
@@ -25,6 +24,7 @@ from cdk_constructs.endpoint.serving_model import EndpointHosting, endpoint_log_
 from cdk_constructs.endpoint.variants_serving import ShadowPlan, VariantsServing
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from planning.plan import Plan
+from planning.topology import serving_topology
 from serving_contract import capacity_job, outputs
 from serving_contract.data_capture import endpoint_prefix
 
@@ -32,7 +32,7 @@ from serving_contract.data_capture import endpoint_prefix
 class ServingStack(cdk.Stack):
     """The serving system: execution role, log group, the endpoint and its scaling, the guardrails.
 
-    ``serving.mode`` picks the endpoint's construct: :class:`VariantsServing` (a SageMaker model per
+    The plan's units (planning/units.py) pick the endpoint's construct: :class:`VariantsServing` (a SageMaker model per
     production variant, blue/green deployments) or :class:`ComponentsServing` (one variant hosting a
     base component and one component per adapter, rolling updates). The stack wires either through
     :class:`ServingModeConstruct`: the role, the log group, the guardrail alarms and the outputs are
@@ -79,7 +79,7 @@ class ServingStack(cdk.Stack):
         """
         super().__init__(scope, construct_id, **kwargs)
         serving = config.serving
-        self.topology = serving_topology(config)
+        self.topology = serving_topology(plan)
         execution_role = InferenceExecutionRole(
             self,
             "ExecutionRole",
@@ -194,7 +194,7 @@ class ServingStack(cdk.Stack):
         serving = config.serving
         environment = container_environment(config)  # the same in both modes
         # "Default" (ServingModeConstruct): the endpoint keeps the logical ids it had as the stack's child.
-        if serving.hosts_inference_components:
+        if plan.unit("base") is not None:  # the plan's units: a base component and its adapters
             if adapter_artifacts is None:
                 raise ValueError("inference_components mode needs the adapter artifacts' bucket (composition)")
             return ComponentsServing(

@@ -2,7 +2,7 @@
 
 :class:`~cdk_constructs.endpoint.components_serving.ComponentsServing` puts it together with the
 base component's scaling; the guardrail alarms, dashboard and scaling read the differences from
-the variants mode from :class:`app_config.topology.ServingTopology`.
+the variants mode from :class:`planning.topology.ServingTopology`.
 
 What SageMaker requires of this topology (SageMaker API reference: CreateEndpointConfig,
 CreateInferenceComponent): the endpoint config carries ``ExecutionRoleArn`` and its variant no

@@ -7,7 +7,7 @@ variant, instance scaling, scheduled capacity, blue/green deployments) and
 and one per adapter, copy scaling, rolling updates). Both take the same keyword arguments; the
 serving stack makes the one ``serving.hosts_inference_components`` names and wires the rest (role
 grants, guardrail alarms, outputs) through this interface. Monitoring reads the same differences
-from :class:`app_config.topology.ServingTopology`, which needs no construct.
+from :class:`planning.topology.ServingTopology`, which needs no construct.
 """
 
 from collections.abc import Mapping, Sequence

@@ -152,7 +152,9 @@ def run_capacity(
     try:
         for job in jobs:
             job.inputs = upload_inputs(session.s3, config, resources, job.name)
-            session.sagemaker.create_processing_job(**create_request(config, resources, job.instance_type, job.name))
+            session.sagemaker.create_processing_job(
+                **create_request(config.throughput, resources, job.instance_type, job.name)
+            )
             job.status = "InProgress"
             out(f"started {job.name} on {job.instance_type}")
         timeout_s = args.timeout_s or config.throughput.job.max_runtime_s + PROVISIONING_S

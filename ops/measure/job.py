@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app_config.root import AppConfig
-from app_config.throughput_config import MeasuredCurve
+from app_config.throughput_config import MeasuredCurve, ThroughputConfig
 from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
 from planning.instance_prices import hourly_price, price_table
 from serving_contract import capacity_job as contract
@@ -103,11 +103,13 @@ def s3_uri(bucket: str, key: str) -> str:
     return f"s3://{bucket}/{key}"
 
 
-def create_request(config: AppConfig, resources: JobResources, instance_type: str, name: str) -> dict[str, Any]:
+def create_request(
+    throughput: ThroughputConfig, resources: JobResources, instance_type: str, name: str
+) -> dict[str, Any]:
     """CreateProcessingJob's arguments for one job (botocore's SageMaker model names every field)."""
     prefix = contract.job_prefix(name)
     code_zip = resources.code_uri.rsplit("/", 1)[-1]
-    job = config.throughput.job
+    job = throughput.job
     return {
         "ProcessingJobName": name,
         "RoleArn": resources.role_arn,

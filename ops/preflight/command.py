@@ -144,7 +144,7 @@ def collect(
         clients = factory(options.region or config.env.region, options.profile)
     except BotoCoreError as exc:
         return None, [*findings, error("aws", "session", exc), skip("aws", f"not checked: {aws_checks}")]
-    findings.append(check_region(config, clients.region))
+    findings.append(check_region(config.env, clients.region))
     if clients.region is None or not sagemaker_offered(clients.region):
         return clients.region, [*findings, skip("aws", f"not checked without a usable region: {aws_checks}")]
     if not clients.credentials:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from app_config.root import AppConfig
+from app_config.serving import ServingConfig
 from cdk_constructs.release.runtime.judge import JudgeError
 from cdk_constructs.release.runtime.titles import Catalog, invented_titles
 from cli_support.percentiles import percentile
@@ -189,12 +190,12 @@ def verdicts(config: AppConfig, primary: VariantFigures, shadow: VariantFigures)
     count = len(shadow.answers)
     found.append(Verdict(count >= needed, f"{'PASS' if count >= needed else 'FAIL'} shadow captured answers = {count} "
                                           f"(at least {needed}, serving.shadow.min_captured_answers)"))  # fmt: skip
-    found.append(_guardrail_verdict(config, primary, shadow))
+    found.append(_guardrail_verdict(config.serving, primary, shadow))
     return found
 
 
-def _guardrail_verdict(config: AppConfig, primary: VariantFigures, shadow: VariantFigures) -> Verdict:
-    tolerance = config.serving.shadow.guardrail_share_tolerance
+def _guardrail_verdict(serving: ServingConfig, primary: VariantFigures, shadow: VariantFigures) -> Verdict:
+    tolerance = serving.shadow.guardrail_share_tolerance
     ours, theirs = shadow.pass_share, primary.pass_share
     if ours is None or theirs is None:
         why = shadow.guardrail_problem or primary.guardrail_problem or "no captured answers"

@@ -100,6 +100,18 @@ def test_serving_mode_is_decided_in_one_place() -> None:
     assert len(readers) == 1 and readers[0].startswith("app_config/serving.py:")
 
 
+def test_the_plan_decides_which_units_are_deployed() -> None:
+    """In planning/ and stacks/, only planning/units.py asks the serving mode; the rest walk ``Plan.units``
+    (issue 55). The config's own checks (app_config/) validate each mode's keys, and read it there."""
+    readers = sorted(
+        str(path.relative_to(REPO))
+        for folder in ("planning", "stacks")
+        for path in (REPO / folder).rglob("*.py")
+        if "hosts_inference_components" in path.read_text() or "serving.mode ==" in path.read_text()
+    )
+    assert readers == ["planning/units.py"]
+
+
 def test_cli_support_needs_only_the_standard_library() -> None:
     """The benchmarks import it from vLLM's environment, which has none of the app's packages."""
     modules = sorted((REPO / "cli_support").glob("*.py"))
@@ -214,8 +226,6 @@ SCHEMA_TAKES_FROM_PLANNING = {
     # the shadow's instance type must hold the engine, as every variant's
     "shadow.py": {"gpu_instances"},
     "scheduled_actions.py": {"weekly_cron"},
-    # engines per instance, for the inference components' bounds
-    "topology.py": {"gpu_instances"},
 }
 """What the schema (app_config/*.py) takes from planning/: the catalogue and the parsers a value is
 validated against, leaves that import nothing of the config. The config is plain data: what

@@ -143,7 +143,7 @@ class PreflightStubs:
         """Every non-placeholder pin in effect: an Approved model package (the approvals check)."""
         for ref in pins_in_effect(config):
             if not ref.placeholder:
-                kind, artifact = pin_kind(config, ref)
+                kind, artifact = pin_kind(config.model, ref)
                 group = model_package_group_name(config.project_name, config.stage, kind)
                 add_model_package(self.stubs["sagemaker"], group, artifact, ref.pin)
 
