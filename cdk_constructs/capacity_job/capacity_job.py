@@ -163,7 +163,9 @@ class CapacityJob(Construct):
         policy = iam.ManagedPolicy(
             self,
             "CapacityMeasureOperator",
-            description=f"Run `ops throughput measure` on {endpoint_name}: start, watch and stop its capacity jobs",
+            # The command's old name, kept: a new Description replaces the managed policy (CloudFormation), and an
+            # operator's role that attached it would lose it. `ops capacity measure` still runs (an alias).
+            description=f"Run `ops capacity measure` on {endpoint_name}: start, watch and stop its capacity jobs",
         )
         policy.add_statements(
             iam.PolicyStatement(
