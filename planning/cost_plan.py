@@ -201,6 +201,17 @@ def dated_event_lines(config: AppConfig, planned: Plan, variant: Variant) -> lis
     return lines
 
 
+def pool_lines(plan: VariantPlan) -> list[str]:
+    """With ``instance_pools``: each type's price, and that the week is priced at the worst case."""
+    if not plan.pool_prices:
+        return []
+    prices = ", ".join(f"{instance_type} ${price:.3f}/h" for instance_type, price in plan.pool_prices)
+    return [
+        f"Instance pools ({prices}): priced at the worst case, every instance the dearest type; floors and "
+        "targets are the weakest type's (docs/scaling.md, 'Instance pools')"
+    ]
+
+
 def reservation_lines(serving: ServingConfig, variant: Variant) -> list[str]:
     """The variant's reserved capacity (``serving.<variant>.capacity_reservation``): its window, what it costs
     (paid whether used or not, beside the on-demand band above) and when the variant stops serving."""
@@ -234,12 +245,7 @@ def format_plan(config: AppConfig, planned: Plan, plans: Sequence[VariantPlan]) 
     variants = {v.serving.variant_name: v for v in planned.deployed_variants()}
     for p in plans:
         lines += ["", f"== {p.variant_name}: {p.instance_type} at ${p.price_usd_per_hour:.3f}/h =="]
-        if p.pool_prices:
-            prices = ", ".join(f"{instance_type} ${price:.3f}/h" for instance_type, price in p.pool_prices)
-            lines.append(
-                f"Instance pools ({prices}): priced at the worst case, every instance the dearest type; floors and "
-                "targets are the weakest type's (docs/scaling.md, 'Instance pools')"
-            )
+        lines += pool_lines(p)
         lines.append("Transitions (bounds from this time on):")
         for bounds in p.timeline:
             lines.append(
