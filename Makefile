@@ -75,7 +75,7 @@ test: setup vllm-venv llmcompressor-venv lint typecheck
 	$(PY) -m devtools.suite_halves
 
 ## Test tiers (make test runs them all, with lint and types): unit (tests/unit/<area>: config, planning,
-## ops, contract, image, devtools, docs, architecture; and tests/lambdas, the Lambda handlers), infra
+## ops, contract, image, devtools, docs, architecture; and tests/lambdas, the Lambda handlers beside their constructs), infra
 ## (synthesized templates, snapshots, cdk-nag; ~1 min), container (the gateway against fake and real
 ## vLLM parsers), engine (the gateway in front of vLLM's CPU build; minutes,
 ## needs container/scripts/install_vllm_venv.sh).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CDK entry point: the only place that reads CDK context.
 
-It turns context into one validated ``AppConfig`` and its plan (``planning.plan.make_plan``: the
+It turns context into one validated ``AppConfig`` and its plan (``planning.make_plan.make_plan``: the
 derived targets, the throughput at the SLOs, the checks that need them), and composes the stacks
 from both. A bad config value stops the synth here with one line per problem, before any
 resource is made.
@@ -17,7 +17,7 @@ import aws_cdk as cdk  # noqa: E402
 
 from app_config import ConfigError, load_config  # noqa: E402
 from planning import memory_report  # noqa: E402
-from planning.plan import make_plan  # noqa: E402
+from planning.make_plan import make_plan  # noqa: E402
 from stacks.composition import build_app, synthesize  # noqa: E402
 
 

@@ -28,7 +28,7 @@ UNION_TAGS: set[str] = set()
 
 def union_tag(name: str) -> Tag:
     """pydantic's ``Tag(name)`` for one form of a tagged union of sections; pydantic puts the tag in an
-    error's location (``capacity.measured.ml.g5.xlarge.figure.concurrency``), which the config's keys
+    error's location (``throughput.measured.ml.g5.xlarge.figure.concurrency``), which the config's keys
     do not have, so ``app_config.errors`` drops it."""
     UNION_TAGS.add(name)
     return Tag(name)
@@ -143,7 +143,7 @@ class MapKeys:
 
 
 InstanceTypeKey = Annotated[str, MapKeys("instance type", "ml.g6e.xlarge", frozenset(INSTANCE_GPUS))]
-"""The key of a map keyed by GPU instance type (``capacity.measured``): a plain string to pydantic, whose keys the
+"""The key of a map keyed by GPU instance type (``throughput.measured``): a plain string to pydantic, whose keys the
 loader checks against ``planning/gpu_instances.py`` when a dotted override names one."""
 
 

@@ -22,6 +22,7 @@ from app_config.release import (
     model_package_group_name,
 )
 from app_config.scaling import PROD_WARM_FLOOR
+from app_config.serving import ServingConfig
 from app_config.shadow import check_shadow
 from app_config.throughput_config import check_measured_pauses
 from app_config.variants import existing_variant_keys
@@ -85,7 +86,7 @@ def check_cross_sections(config: "AppConfig") -> None:
     }
     check_registered_packages(config.release, groups, config.env.account, config.env.region)
     check_shadow(config)  # app_config/shadow.py
-    check_measured_pauses(config.capacity.measured, config.traffic.think_s)
+    check_measured_pauses(config.throughput.measured, config.traffic.think_s)
 
 
 def _component_checks(config: "AppConfig") -> None:
@@ -93,6 +94,17 @@ def _component_checks(config: "AppConfig") -> None:
     _component_name_checks(config)
     components = config.serving.inference_components
     key = "serving.inference_components"
+    if config.serving.primary.instance_pools:
+        # SageMaker allows them (developer guide, "Deploy to multiple instance types with instance pools"), but a
+        # component's copies then need compute requirements that fit every type: not planned here yet.
+        raise ValueError(
+            f"serving.primary.instance_pools = [{', '.join(config.serving.primary.instance_pools)}]: instance pools "
+            "are planned for serving.mode = variants only; leave them empty in inference_components mode"
+        )
+    if config.serving.primary.capacity_reservation is not None:
+        raise ValueError(
+            "serving.primary.capacity_reservation: reserved capacity is planned for serving.mode = variants only"
+        )
     if config.image.source == "prebuilt" and config.image.build.artifacts_bucket_name is None:
         raise ValueError(
             "serving.mode = inference_components with image.source = prebuilt needs "
@@ -190,8 +202,7 @@ def _kernel_checks(config: "AppConfig") -> None:
             "use 'auto' (vLLM reads the checkpoint's quantization_config)"
         )
     if config.engine.kv_cache_dtype == "fp8" and config.engine.attention_backend == "auto":
-        for key in existing_variant_keys(config.serving):
-            instance_type = getattr(config.serving, key).instance_type
+        for _, instance_type in _variant_instance_types(config.serving):
             gpu = instance_gpus(instance_type).gpu
             if gpu.compute_capability >= (9, 0):
                 raise ValueError(
@@ -201,16 +212,25 @@ def _kernel_checks(config: "AppConfig") -> None:
                     "engine.attention_backend to FLASHINFER or TRITON_ATTN"
                 )
     if kernel.endswith("_marlin"):
-        for key in existing_variant_keys(config.serving):
-            instance_type = getattr(config.serving, key).instance_type
+        for key, instance_type in _variant_instance_types(config.serving):
             gpu = instance_gpus(instance_type).gpu
             if gpu.compute_capability < (8, 0):
                 major, minor = gpu.compute_capability
                 raise ValueError(
-                    f"engine.quantization = {kernel!r}: serving.{key}."
-                    f"instance_type = {instance_type} has {gpu.name} (compute capability "
+                    f"engine.quantization = {kernel!r}: {key} = {instance_type} has {gpu.name} (compute capability "
                     f"{major}.{minor}); Marlin kernels need >= 8.0, use 'auto'"
                 )
+
+
+def _variant_instance_types(serving: ServingConfig) -> list[tuple[str, str]]:
+    """``(key, instance type)`` of every instance type an existing variant may run on, its ``instance_pools``
+    included: ``("serving.primary.instance_pools[1]", "ml.g6e.2xlarge")``."""
+    found = []
+    for key in existing_variant_keys(serving):
+        shape = getattr(serving, key)
+        for priority, instance_type in enumerate(shape.instance_types, start=1):
+            found.append((f"serving.{key}.{shape.instance_type_field(priority)}", instance_type))
+    return found
 
 
 def _monitoring_checks(config: "AppConfig") -> None:
@@ -278,11 +298,11 @@ def _check_prefill_warmup(config: "AppConfig") -> None:
 
 
 def _routing_strategy_is_free(config: "AppConfig") -> None:
-    """``serving.routing_strategy`` applies only when ``capacity.routing`` leaves the strategy open:
+    """``serving.routing_strategy`` applies only when ``throughput.routing`` leaves the strategy open:
     prefix-aware routing sets the endpoint config's RoutingStrategy itself."""
-    if config.capacity.routing == "prefix_aware" and config.serving.routing_strategy is not None:
+    if config.throughput.routing == "prefix_aware" and config.serving.routing_strategy is not None:
         raise ValueError(
-            f"serving.routing_strategy = {config.serving.routing_strategy!r} has no effect while capacity.routing = "
-            "'prefix_aware' sets RoutingStrategy PREFIX_AWARE; set capacity.routing = least_outstanding (or "
+            f"serving.routing_strategy = {config.serving.routing_strategy!r} has no effect while throughput.routing = "
+            "'prefix_aware' sets RoutingStrategy PREFIX_AWARE; set throughput.routing = least_outstanding (or "
             "session_affinity) to choose it, or leave it unset"
         )

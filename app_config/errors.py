@@ -46,13 +46,25 @@ def closest_key(key: str, model: type[BaseModel]) -> str | None:
 
 
 REMOVED_KEYS = {
+    "capacity": (
+        "renamed throughput (issue 55: the per-instance throughput at the SLOs, its routing and measured curves): "
+        "throughput.routing, throughput.measured, throughput.job"
+    ),
     "image.keep_last_images": (
         "removed: a 'keep the newest N' rule could expire the image a variant runs or a rollback returns to; "
         "tagged images no longer expire, and image.untagged_image_expiry_days sets when untagged ones do "
         "(docs/image-build.md)"
     ),
 }
-"""Keys a release removed, and what replaced them: named instead of a bare 'unknown key'."""
+"""Keys a release removed, and what replaced them: named instead of a bare 'unknown key'. A removed section's
+entry covers every key under it."""
+
+
+def removed(key: str) -> str | None:
+    """What replaced ``key`` (or the section it is under), or None when no release removed it."""
+    parts = key.split(".")
+    found = (REMOVED_KEYS.get(".".join(parts[:n])) for n in range(len(parts), 0, -1))
+    return next((why for why in found if why), None)
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
@@ -64,8 +76,8 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> str:
     path = _path(error["loc"])
     kind = error["type"]
     value = error.get("input")
-    if kind == "extra_forbidden" and path in REMOVED_KEYS:
-        return f"{path}: {REMOVED_KEYS[path]}"
+    if kind == "extra_forbidden" and removed(path):
+        return f"{path}: {removed(path)}"
     if kind == "extra_forbidden":
         hint = closest_key(path, root)
         suggestion = f"; did you mean '{hint}'?" if hint else ""

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from app_config.base import MapKeys
-from app_config.errors import ConfigError, closest_key, to_config_error
+from app_config.errors import ConfigError, closest_key, removed, to_config_error
 from app_config.root import AppConfig
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
@@ -142,7 +142,7 @@ def _map_key(parts: list[str], value_models: Sequence[type[BaseModel]]) -> tuple
     """How many of ``parts`` form one key of a map whose keys may hold dots (``ml.g6e.xlarge``), and
     the section the rest walks into.
 
-    A map of sections (``capacity.measured.<type>.concurrency``): the key ends before the first
+    A map of sections (``throughput.measured.<type>.concurrency``): the key ends before the first
     part that names a field of a section the map may hold, and the rest walks into that section.
     A map of values: the key is every remaining part.
     """
@@ -199,7 +199,7 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any, warnings: list[st
     """Set ``dotted`` in ``data``, walking ``AppConfig``'s schema beside it.
 
     Beyond ``section.key``: a key of a map may hold dots (``scaling.hourly_price_usd.ml.g6e.xlarge``,
-    ``capacity.measured.ml.g5.xlarge.concurrency``), and an item of a list of sections is named by
+    ``throughput.measured.ml.g5.xlarge.concurrency``), and an item of a list of sections is named by
     position or by its ``name`` (``scaling.primary.events[0].min_capacity``,
     ``scaling.primary.events.shonen-jump.min_capacity``). A list given whole that is shorter than
     the one it replaces adds a line to ``warnings``: restating one event as a list drops the others.
@@ -266,6 +266,23 @@ def _defaults_as_dict() -> dict[str, Any]:
     return AppConfig.model_construct().model_dump(mode="python")
 
 
+def _refuse_unknown_root(key: str) -> None:
+    """A dotted override whose first part is no section: a removed one says what replaced it, else the closest key.
+
+    Raises:
+        ConfigError: one line naming the key.
+    """
+    root = re.split(r"[.\[]", key, maxsplit=1)[0]
+    if root in AppConfig.model_fields:
+        return
+    why = removed(key)
+    if why:
+        raise ConfigError([f"{key}: {why}"])
+    hint = closest_key(key, AppConfig)
+    suggestion = f"; did you mean '{hint}'?" if hint else ""
+    raise ConfigError([f"{key}: unknown key{suggestion}"])
+
+
 def load_config(context: Mapping[str, Any]) -> AppConfig:
     """Merge defaults, the stage overlay and overrides from ``context`` and validate them.
 
@@ -308,11 +325,7 @@ def load_config(context: Mapping[str, Any]) -> AppConfig:
     warnings: list[str] = []
     # Path depth counts a list index ([0]) as a level, like a dot.
     for key, value in sorted(dotted, key=lambda item: len(_INDEX.sub(r".\1", item[0]).split("."))):
-        root = re.split(r"[.\[]", key, maxsplit=1)[0]
-        if root not in AppConfig.model_fields:
-            hint = closest_key(key, AppConfig)
-            suggestion = f"; did you mean '{hint}'?" if hint else ""
-            raise ConfigError([f"{key}: unknown key{suggestion}"])
+        _refuse_unknown_root(key)
         _set_dotted(data, key, value, warnings)
     data[STAGE_KEY] = stage
     for warning in warnings:

@@ -2,7 +2,7 @@
 
 The defaults name the seeds' versions with a placeholder sha256 (``PLACEHOLDER_SHA256``), so
 that `make synth` works offline on a fresh checkout. A deploy must not start with them: the image
-build would fail minutes in (``lambdas/image/index.py`` refuses them), after CloudFormation
+build would fail minutes in (``cdk_constructs/image/runtime/index.py`` refuses them), after CloudFormation
 has created the stacks before it. This module names them, once, for everything that refuses a
 deploy before anything is created: the ImageBuild stack's CloudFormation rule
 and the Serving stack's in ``inference_components`` mode (``cdk_constructs/common/placeholder_pins.py``),
@@ -12,6 +12,7 @@ and the Serving stack's in ``inference_components`` mode (``cdk_constructs/commo
 from dataclasses import dataclass
 
 from app_config.image_build import PLACEHOLDER_SHA256, ArtifactSetConfig, pin_sha256, pin_version
+from app_config.llm import ModelConfig
 from app_config.release import model_package_group_name
 from app_config.root import AppConfig
 from app_config.variants import deployed_variant_keys
@@ -100,17 +101,17 @@ def pins_in_effect(config: AppConfig) -> list[PinRef]:
     return pins
 
 
-def pin_kind(config: AppConfig, ref: PinRef) -> tuple[str, str]:
+def pin_kind(model: ModelConfig, ref: PinRef) -> tuple[str, str]:
     """``(release kind, artifact name)`` of a pin in effect: the base model or one adapter."""
     if ref.key.endswith(".base_model"):
-        return "base_model", config.model.name
+        return "base_model", model.name
     return "adapter", ref.key.rsplit(".", 1)[-1]
 
 
 def pin_package_group(config: AppConfig, ref: PinRef) -> tuple[str, str]:
     """``(model package group, artifact name)``: where the release registered the pin ``ref``
     (serving_contract/model_packages.py looks it up there)."""
-    kind, artifact = pin_kind(config, ref)
+    kind, artifact = pin_kind(config.model, ref)
     return model_package_group_name(config.project_name, config.stage, kind), artifact
 
 
@@ -124,7 +125,7 @@ def placeholder_base_images(config: AppConfig) -> list[tuple[str, str]]:
     """``(config key, image reference)`` of each base image the build pulls whose digest is the placeholder.
 
     Only with ``image.source = build`` (a prebuilt image was built elsewhere). The image-build
-    handler refuses them too (lambdas/image/index.py); this names them before a deploy starts.
+    handler refuses them too (cdk_constructs/image/runtime/index.py); this names them before a deploy starts.
     """
     if config.image.source != "build":
         return []

@@ -48,7 +48,7 @@ class AppConfig(ConfigModel):
     Defaults are MangaAssist's production values from the seeds; a stage overlay in
     ``cdk.json`` and ``-c key=value`` overrides adjust them. What follows from the config (derived
     targets, throughput, memory plans, the variants with their resolved scaling) is the plan's:
-    ``planning.plan.make_plan(config)``.
+    ``planning.make_plan.make_plan(config)``.
     """
 
     project_name: str = Field(
@@ -86,9 +86,12 @@ class AppConfig(ConfigModel):
     bedrock: BedrockConfig = Field(
         default=BedrockConfig(), description="Optional Bedrock Custom Model Import stack (off by default)."
     )
-    capacity: ThroughputConfig = Field(
+    throughput: ThroughputConfig = Field(
         default=ThroughputConfig(),
-        description="Per-instance capacity at the TTFT SLO: routing assumption and measured overrides.",
+        description=(
+            "Per-instance throughput at the TTFT SLOs: the routing it assumes, measured curves and the measuring job. "
+            "Named capacity until issue 55, which gave each thing called capacity a name of its own."
+        ),
     )
     traffic: TrafficConfig = Field(
         default=TrafficConfig(),
@@ -112,6 +115,12 @@ class AppConfig(ConfigModel):
     def endpoint_name(self) -> str:
         """The endpoint's name: configured, or ``<project>-vllm-<stage>`` in lowercase."""
         return self.serving.endpoint_name or f"{self.project_name.lower()}-vllm-{self.stage}"
+
+    @property
+    def capacity(self) -> ThroughputConfig:
+        """The ``throughput`` section under its old name, for one release: planning/capacity.py (``make capacity``)
+        still reads it there. The config key ``capacity`` itself is refused with its new name."""
+        return self.throughput
 
     def stack_name(self, unit: str) -> str:
         """CloudFormation stack name of a deployment unit, e.g. ``MangaAssist-prod-Serving``."""

@@ -55,7 +55,7 @@ class TargetTrackingConfig(ConfigModel):
             "Target concurrent requests per instance (high-resolution metric); unset (the default) = the instance "
             "type's concurrency at the TTFT SLO (planning/throughput_at_slo.py: measured with ops load, "
             "else projected from the GPU measurement at MangaAssist's request shape, docs/performance.md). Above it, "
-            "TTFT p95 passes slo.<class>.ttft_p95_ms of the routing's class (capacity.routing). The earlier 32 came "
+            "TTFT p95 passes slo.<class>.ttft_p95_ms of the routing's class (throughput.routing). The earlier 32 came "
             "from what the KV cache fits (43 typical requests on a g5); measured on an H100 at the request shape, TTFT"
             " p95 at 32 concurrent is ~1.7 s."
         ),

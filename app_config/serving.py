@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from app_config.base import ConfigModel, EndpointName, InstanceType, VariantName
+from app_config.capacity_reservation import CapacityReservationConfig
 from app_config.compile_cache import CompileCacheConfig
 from app_config.inference_components import InferenceComponentsConfig
 from serving_contract.env import (
@@ -14,6 +15,9 @@ from serving_contract.env import (
     STARTUP_HEALTH_CHECK_TIMEOUT_FLOOR_S,
     STARTUP_REPORT_MARGIN_S,
 )
+
+MAX_INSTANCE_POOLS = 5
+"""Instance types one production variant may list (SageMaker API, ProductionVariant.InstancePools: priority 1-5)."""
 
 
 class VariantShape(ConfigModel):
@@ -26,7 +30,7 @@ class VariantShape(ConfigModel):
         description=(
             "GPU hosting instance type (planning/gpu_instances.py lists the accepted ones). Default: the "
             "cheapest fleet that holds both TTFT SLO classes, with the projection's margin, at the default traffic, "
-            "as `make plan` recommends (ml.g6e.xlarge, one L40S, capacity.routing prefix_aware; docs/planning.md). "
+            "as `make plan` recommends (ml.g6e.xlarge, one L40S, throughput.routing prefix_aware; docs/planning.md). "
             "Seed 003's ml.g5.xlarge (A10G) and the L4 of ml.g6.xlarge prefill a first turn too slowly for "
             "slo.cold.ttft_p95_ms = 500 ms at any load (the L4 reaches about half its datasheet: docs/sources.md); "
             "they hold an 800 ms cold SLO (docs/planning.md). Changing it on a deployed, autoscaled variant fails "
@@ -34,11 +38,73 @@ class VariantShape(ConfigModel):
             "endpoints that use auto scaling')."
         ),
     )
+    instance_pools: tuple[InstanceType, ...] = Field(
+        default=(),
+        max_length=MAX_INSTANCE_POOLS,
+        description=(
+            "Instance types the variant may run on, in priority order (ProductionVariant.InstancePools, at most "
+            f"{MAX_INSTANCE_POOLS}: SageMaker developer guide, 'Deploy to multiple instance types with instance "
+            "pools'): SageMaker provisions the first and falls back to the next when one is short of capacity, at "
+            "creation and at every scale-out. The first must be instance_type. Empty: instance_type alone. Each type "
+            "gets its own memory plan, engine argv, compile cache and SLO verdict, and every one must hold the SLOs; "
+            "the variant's scaling targets and floors are its weakest member's (docs/scaling.md, 'Instance pools')."
+        ),
+    )
+    instance_provision_timeout_s: int = Field(
+        default=1800,
+        ge=300,
+        le=3600,
+        description=(
+            "With instance_pools: VariantInstanceProvisionTimeoutInSeconds, the time SageMaker spends provisioning "
+            "across all pools before the operation fails (AWS range 300-3600). Default 1800: room for a capacity "
+            "error on the first pool and two ~660 s instance launches (a scale-out cooldown, docs/scaling.md) on the "
+            "next. Not set without instance_pools."
+        ),
+    )
+    capacity_reservation: CapacityReservationConfig | None = Field(
+        default=None,
+        description=(
+            "Run the variant on reserved capacity for a dated event (ProductionVariant.CapacityReservationConfig): an "
+            "ML capacity reservation or a training plan. Its instances launch only into it, and the variant stops "
+            "serving when it ends (app_config/capacity_reservation.py; docs/scaling.md, 'Reserved capacity')."
+        ),
+    )
     initial_instance_count: int = Field(
         ge=1, le=100, description="Instances at creation (autoscaling owns it afterwards)."
     )
     min_capacity: int = Field(ge=1, le=100, description="Hard floor of the scalable target, in instances.")
     max_capacity: int = Field(ge=1, le=100, description="Hard ceiling of the scalable target, in instances.")
+
+    @model_validator(mode="after")
+    def _pools_start_with_the_instance_type(self) -> "VariantShape":
+        pools = self.instance_pools
+        if not pools:
+            return self
+        if pools[0] != self.instance_type:
+            raise ValueError(
+                f"instance_pools[0] = {pools[0]} must be instance_type = {self.instance_type}: the first pool is the "
+                "variant's own type (priority 1); list the fallbacks after it"
+            )
+        if len(pools) == 1:
+            raise ValueError(
+                f"instance_pools = [{pools[0]}] names instance_type alone: list at least one fallback type after it, "
+                "or leave instance_pools empty"
+            )
+        repeated = sorted({t for t in pools if pools.count(t) > 1})
+        if repeated:
+            raise ValueError(f"instance_pools lists {', '.join(repeated)} more than once: each type is one pool")
+        return self
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        """The types the variant runs on, in priority order: ``instance_pools``, or ``instance_type`` alone."""
+        return self.instance_pools or (self.instance_type,)
+
+    @staticmethod
+    def instance_type_field(priority: int) -> str:
+        """The field that names the type of ``priority`` (1 first): ``instance_type``, else
+        ``instance_pools[<priority - 1>]``."""
+        return "instance_type" if priority == 1 else f"instance_pools[{priority - 1}]"
 
     @model_validator(mode="after")
     def _capacity_in_bounds(self) -> "VariantShape":
@@ -296,8 +362,8 @@ class ServingConfig(ConfigModel):
     routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] | None = Field(
         default=None,
         description=(
-            "How SageMaker spreads requests across a variant's instances when capacity.routing is not "
-            "prefix_aware (None: LEAST_OUTSTANDING_REQUESTS). With capacity.routing = prefix_aware the endpoint "
+            "How SageMaker spreads requests across a variant's instances when throughput.routing is not "
+            "prefix_aware (None: LEAST_OUTSTANDING_REQUESTS). With throughput.routing = prefix_aware the endpoint "
             "config's RoutingStrategy is PREFIX_AWARE, and setting this stops synth."
         ),
     )
@@ -355,9 +421,22 @@ class ServingConfig(ConfigModel):
         (primary and canary), adapters baked into the image, instance scaling, schedules, blue/green.
 
         The one place the app reads ``mode``; what differs between the modes follows from it (the
-        stacks: ``cdk_constructs/endpoint/serving_mode.py``; monitoring: ``app_config/topology.py``).
+        stacks: ``cdk_constructs/endpoint/serving_mode.py``; monitoring: ``planning/topology.py``).
         """
         return self.mode == "inference_components"
+
+    def reservations(self) -> dict[str, CapacityReservationConfig]:
+        """``{variant key: its capacity_reservation}`` of each variant that runs and reserves, primary first."""
+        shapes: tuple[tuple[str, VariantShape, bool], ...] = (
+            ("primary", self.primary, True),
+            ("canary", self.canary, self.canary.enabled),
+            ("shadow", self.shadow, self.shadow.enabled),
+        )
+        return {
+            key: shape.capacity_reservation
+            for key, shape, runs in shapes
+            if runs and shape.capacity_reservation is not None
+        }
 
     @property
     def variants(self) -> tuple[VariantConfig, ...]:

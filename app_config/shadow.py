@@ -49,10 +49,11 @@ def check_shadow(config: "AppConfig") -> None:
             "serving.canary.enabled = false while the shadow runs (`mangaassist-ops shadow promote` makes it the "
             "canary)"
         )
-    instance_type = shadow.instance_type
-    gpus = instance_gpus(instance_type)
-    if config.engine.tensor_parallel_size > gpus.count:
-        raise ValueError(
-            f"engine.tensor_parallel_size = {config.engine.tensor_parallel_size}: serving.shadow.instance_type = "
-            f"{instance_type} has {gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than that"
-        )
+    for priority, instance_type in enumerate(shadow.instance_types, start=1):
+        gpus = instance_gpus(instance_type)
+        if config.engine.tensor_parallel_size > gpus.count:
+            raise ValueError(
+                f"engine.tensor_parallel_size = {config.engine.tensor_parallel_size}: serving.shadow."
+                f"{shadow.instance_type_field(priority)} = {instance_type} has {gpus.count} GPU(s) ({gpus.gpu.name}); "
+                "the engine cannot span more GPUs than that"
+            )

@@ -1,5 +1,5 @@
-"""The ``capacity`` section (the key keeps its name): where each instance's throughput at the TTFT
-SLOs comes from, and the capacity job that measures it (``python -m ops capacity measure``).
+"""The ``throughput`` section (``capacity`` until issue 55): where each instance's throughput at the TTFT
+SLOs comes from, and the capacity job that measures it (``python -m ops throughput measure``).
 
 The projection these settings select is :mod:`planning.throughput_at_slo`.
 """
@@ -55,7 +55,7 @@ class MeasuredStep(ConfigModel):
 
 
 class MeasuredCurve(ConfigModel):
-    """One instance type measured by the capacity job (``python -m ops capacity measure``): TTFT per
+    """One instance type measured by the capacity job (``python -m ops throughput measure``): TTFT per
     class at each offered rate of an open-loop sweep, what its engines did there, and where it fell
     off the cliff. The planner judges it against the config's SLOs (planning/throughput_at_slo.py)."""
 
@@ -93,7 +93,7 @@ class MeasuredCurve(ConfigModel):
     @model_validator(mode="after")
     def _rates_increase(self) -> "MeasuredCurve":
         if self.format != RESULT_FORMAT:
-            raise ValueError(f"format = {self.format!r}: this version reads {RESULT_FORMAT!r} (ops capacity measure)")
+            raise ValueError(f"format = {self.format!r}: this version reads {RESULT_FORMAT!r} (ops throughput measure)")
         rates = [s.requests_per_minute for s in self.steps]
         if rates != sorted(set(rates)):
             raise ValueError(f"steps: requests_per_minute must increase step by step, got {rates}")
@@ -109,7 +109,7 @@ class CapacityJobConfig(ConfigModel):
         le=4 * 3600,
         description=(
             "StoppingCondition.MaxRuntimeInSeconds of one job; with the instance's price, the cost bound "
-            "`ops capacity measure` prints before it starts anything. Default 1 h: an engine start (2-7 min), "
+            "`ops throughput measure` prints before it starts anything. Default 1 h: an engine start (2-7 min), "
             "the sweep's steps (a minute each) and the upload."
         ),
     )
@@ -139,7 +139,7 @@ class CapacityJobConfig(ConfigModel):
         description=(
             "Candidate instance types a capacity job may run on, besides the variants' own (always allowed). The "
             "operator policy allows CreateProcessingJob on these types only (IAM condition sagemaker:InstanceTypes) "
-            "and `ops capacity measure` refuses any other. Default: one GPU each of the families the seeds and the "
+            "and `ops throughput measure` refuses any other. Default: one GPU each of the families the seeds and the "
             "planner compare (A10G, L4, L40S), about $1-3 an hour (issue 53, finding 11)."
         ),
     )
@@ -166,9 +166,9 @@ def check_measured_pauses(measured: dict[str, Any], think_s: float) -> None:
     for key, curve in measured.items():
         if isinstance(curve, MeasuredCurve) and abs(curve.think_s - think_s) > PAUSE_TOLERANCE_S:
             raise ValueError(
-                f"capacity.measured.{key}: measured with users pausing {curve.think_s:g} s, traffic.think_s is "
+                f"throughput.measured.{key}: measured with users pausing {curve.think_s:g} s, traffic.think_s is "
                 f"{think_s:g} s; a curve holds only at its own pause: measure it again at {think_s:g} s "
-                f"(python -m ops capacity measure --instance-type {key}) or remove it"
+                f"(python -m ops throughput measure --instance-type {key}) or remove it"
             )
 
 
@@ -202,13 +202,13 @@ class ThroughputConfig(ConfigModel):
         default={},
         description=(
             "Capacity measured in the account per instance type; overrides the open-loop engine model "
-            "(planning/throughput_at_slo.py). Either the capacity job's curve (`python -m ops capacity measure "
+            "(planning/throughput_at_slo.py). Either the capacity job's curve (`python -m ops throughput measure "
             "--write <stage>` writes it: TTFT per class at each offered rate) or the one figure "
             "`python -m ops load` prints (concurrency, requests_per_minute, ttft_p50_ms)."
         ),
     )
     job: CapacityJobConfig = Field(
-        default=CapacityJobConfig(), description="The capacity job of `python -m ops capacity measure`."
+        default=CapacityJobConfig(), description="The capacity job of `python -m ops throughput measure`."
     )
 
     @model_validator(mode="after")

@@ -32,14 +32,14 @@ def deployed_variant_keys(serving: ServingConfig) -> tuple[VariantKey, ...]:
 
 
 def capacity_job_instance_types(job: CapacityJobConfig, serving: ServingConfig) -> tuple[str, ...]:
-    """The instance types a capacity job may run on: ``capacity.job.instance_types`` and every variant's own (the
-    shadow's too), sorted: what the operator policy's ``sagemaker:InstanceTypes`` condition and ``ops capacity
-    measure`` allow (issue 53, finding 11)."""
-    types = set(job.instance_types) | {serving.primary.instance_type}
+    """The instance types a capacity job may run on: ``throughput.job.instance_types`` and every variant's own (the
+    shadow's too, and each variant's ``instance_pools``), sorted: what the operator policy's ``sagemaker:InstanceTypes``
+    condition and ``ops throughput measure`` allow (issue 53, finding 11)."""
+    types = set(job.instance_types) | set(serving.primary.instance_types)
     if serving.canary.enabled:
-        types.add(serving.canary.instance_type)
+        types |= set(serving.canary.instance_types)
     if serving.shadow.enabled:
-        types.add(serving.shadow.instance_type)
+        types |= set(serving.shadow.instance_types)
     return tuple(sorted(types))
 
 

@@ -14,8 +14,8 @@
   retention and removal, cdk-nag and checkov acknowledgements.
 
 A capability's runtime code sits beside its construct, in ``<capability>/runtime/``
-(aws-samples/aws-cdk-project-structure-python). The custom-resource handlers not moved yet live in
-the top-level ``lambdas/`` folder, under their capability's name (lambdas/README.md).
+(aws-samples/aws-cdk-project-structure-python): every custom resource's Lambda handler (``runtime/index.py``,
+tested in ``tests/lambdas/`` against botocore's Stubber) and the release steps' scripts.
 
 Named ``cdk_constructs`` rather than ``constructs``: a top-level ``constructs`` package
 would shadow the ``constructs`` library that aws-cdk-lib imports (docs/sources.md, "Packaging and CDK").

@@ -51,7 +51,7 @@ Units are in the key name (`_s` seconds, `_gb` gigabytes, `_days` days) or the d
 
 
 def _models_of(annotation: Any) -> list[type[BaseModel]]:
-    """The sections ``annotation`` holds: one, or each form of a union of sections (``capacity.measured``)."""
+    """The sections ``annotation`` holds: one, or each form of a union of sections (``throughput.measured``)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     return [model for arg in typing.get_args(annotation) for model in _models_of(arg)]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from devtools.fleet_notes import ENDPOINT_CONFIG, is_replaced
+from devtools.fleet_notes import ENDPOINT_CONFIG, is_replaced, variant_instance_types
 
 SCALABLE_TARGET = "AWS::ApplicationAutoScaling::ScalableTarget"
 LONG_LINE_CHARS = 240
@@ -25,12 +25,17 @@ Template = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class VariantBounds:
-    """One production variant's instance type and scaling bounds, as a template states them."""
+    """One production variant's instance types (priority order) and scaling bounds, as a template states them."""
 
-    instance_type: str
+    instance_types: tuple[str, ...]
     min_capacity: int | None
     max_capacity: int | None
     scheduled_actions: tuple[Any, ...]
+
+    @property
+    def instance_type(self) -> str:
+        """``ml.g6e.xlarge``, or with instance pools ``ml.g6e.xlarge > ml.g6e.2xlarge``."""
+        return " > ".join(self.instance_types)
 
 
 def _resources(template: Template) -> dict[str, Any]:
@@ -49,7 +54,7 @@ def variant_bounds(template: Template) -> dict[str, VariantBounds]:
     """``{variant name: bounds}`` of every production variant of the template's endpoint configs."""
     resources = _resources(template).values()
     types = {
-        variant["VariantName"]: variant.get("InstanceType", "?")
+        variant["VariantName"]: tuple(variant_instance_types(variant))
         for resource in resources
         if resource.get("Type") == ENDPOINT_CONFIG
         for variant in resource.get("Properties", {}).get("ProductionVariants", [])
@@ -76,7 +81,9 @@ def quota_needs(bounds: Mapping[str, VariantBounds]) -> dict[str, int]:
     """``{instance type: instances the endpoint quota must allow}``: 2 x the sum of MaxCapacity."""
     needs: Counter[str] = Counter()
     for variant in bounds.values():
-        needs[variant.instance_type] += 2 * (variant.max_capacity or 0)
+        # With instance pools SageMaker may fill the whole variant with any of its types.
+        for instance_type in variant.instance_types:
+            needs[instance_type] += 2 * (variant.max_capacity or 0)
     return dict(needs)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from app_config.errors import ConfigError
 from app_config.loader import CDK_JSON, cdk_json_context, load_cli_config
 from app_config.root import AppConfig
+from app_config.slo import SloConfig
 from cli_support.open_loop import OpenLoopRun, verdict
 from devtools import measure_doc
 from devtools.synth_summary import summarize
@@ -47,8 +48,9 @@ from planning.engines import (
 from planning.fleet_planner import Fleet
 from planning.gpu_instances import GIB, INSTANCE_GPUS
 from planning.gpu_projection import project
+from planning.make_plan import load_plan, make_plan
 from planning.memory_plan import largest_host_offload_gib, plan_host_offload
-from planning.plan import Plan, load_plan, make_plan
+from planning.plan import Plan
 
 REPO = Path(__file__).resolve().parent.parent
 COMMAND = "make docs"
@@ -184,17 +186,17 @@ def _memory_table(sources: Sources) -> str:
     )
 
 
-def _fleet_sentence(fleet: Fleet, config: AppConfig) -> str:
+def _fleet_sentence(fleet: Fleet, slo: SloConfig) -> str:
     return (
         f"{fleet.count_at_peak} {fleet.instance_type} at peak, a warm floor of {fleet.warm_floor}, about "
         f"${fleet.usd_per_month:,.0f} a month ({fleet.label}: {fleet.requests_per_minute:,.0f} requests a minute per "
-        f"instance at TTFT p95 cold <= {config.slo.cold.ttft_p95_ms:g} ms, warm <= {config.slo.warm.ttft_p95_ms:g} ms, "
+        f"instance at TTFT p95 cold <= {slo.cold.ttft_p95_ms:g} ms, warm <= {slo.warm.ttft_p95_ms:g} ms, "
         f"${fleet.price_usd_per_hour:.3f}/h on demand)"
     )
 
 
 def _recommendation(sources: Sources) -> str:
-    return _fleet_sentence(sources.best, sources.config)
+    return _fleet_sentence(sources.best, sources.config.slo)
 
 
 def _seeds_fleet(sources: Sources) -> str:
@@ -205,7 +207,7 @@ def _seeds_fleet(sources: Sources) -> str:
         config,
         plan.planner,
         "ml.g5.xlarge",
-        config.capacity.routing,
+        config.throughput.routing,
         week(config.traffic),
         cold_p95_ms=config.slo.cold.ttft_p95_ms,
         warm_p95_ms=config.slo.warm.ttft_p95_ms,
@@ -217,8 +219,8 @@ def _seeds_fleet(sources: Sources) -> str:
             warm,
             "```",
             "",
-            f"Sized for the default week: {_fleet_sentence(g5, config)}. At that cold SLO `make plan` recommends "
-            f"{_fleet_sentence(seeds.best, config)}.",
+            f"Sized for the default week: {_fleet_sentence(g5, config.slo)}. At that cold SLO `make plan` recommends "
+            f"{_fleet_sentence(seeds.best, config.slo)}.",
         ]
     )
 
@@ -242,7 +244,7 @@ def _dev_modes_cost(sources: Sources) -> str:
 
 def _quota_table(sources: Sources) -> str:
     config = sources.config
-    (demand, *_) = quota_demands(config)
+    (demand, *_) = quota_demands(config.serving)
     canary = config.serving.canary
     primary = config.serving.primary
     return "\n".join(
@@ -278,7 +280,7 @@ class _QuotasOf:
 
 def _preflight_quota(sources: Sources) -> str:
     config = sources.config
-    names = [quota_name(d.instance_type, d.usage) for d in quota_demands(config)]
+    names = [quota_name(d.instance_type, d.usage) for d in quota_demands(config.serving)]
     (finding, *_) = check_quotas(config, _QuotasOf(4, names), "us-east-1")
     return finding.line
 
@@ -379,7 +381,7 @@ def _what_if(sources: Sources) -> str:
             shape = replace(shape, think_s=think)
         lines += [
             f'$ make capacity ARGS="{args}"',
-            *capacity_report(engine, shape, config.slo.ttft_p95_ms(), config.capacity.routing, 1),
+            *capacity_report(engine, shape, config.slo.ttft_p95_ms(), config.throughput.routing, 1),
             "",
         ]
     lines[-1] = "```"
@@ -472,7 +474,7 @@ def _migration_example_report(sources: Sources) -> str:
     def no_aws(region: str | None, profile: str | None, what: str) -> object:
         raise AssertionError(f"the example's report asked for AWS: {what}")
 
-    deps = Deps(migrate_clients=no_aws, out=lines.append, now=lambda: dt.datetime(2026, 11, 16, tzinfo=dt.UTC))  # type: ignore[arg-type]
+    deps = Deps(migrate_clients=no_aws, out=lines.append, now=lambda: dt.datetime(2026, 11, 16, tzinfo=dt.UTC))
     code = ops_main(["migrate", "report", "--from", str(REPO / folder), "--cdk-json", str(CDK_JSON)], deps)
     shown = [line.replace(str(REPO / folder), folder) for line in lines]
     return "\n".join(["```", f"$ python -m ops migrate report --from {folder}", *shown, f"$ echo $?\n{code}", "```"])
@@ -484,7 +486,7 @@ def _scaling_blocks() -> dict[str, Callable[[Sources], str]]:
     return {
         "cost": lambda sources: "\n".join(scaling_doc.cost_block(sources.config, sources.plan)),
         "simulation": lambda sources: "\n".join(
-            scaling_doc.simulation_block(sources.config, scaling_doc.cached_runs())
+            scaling_doc.simulation_block(sources.config.serving, scaling_doc.cached_runs())
         ),
     }
 

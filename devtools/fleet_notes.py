@@ -21,6 +21,14 @@ from serving_contract import env
 ENDPOINT_CONFIG = "AWS::SageMaker::EndpointConfig"
 MODEL = "AWS::SageMaker::Model"
 
+
+def variant_instance_types(variant: Mapping[str, Any]) -> list[str]:
+    """A template's ``ProductionVariant``'s instance types in priority order: its ``InstancePools`` (which replace
+    ``InstanceType``), else its ``InstanceType``; ``["?"]`` when it names none."""
+    pools = sorted(variant.get("InstancePools", ()), key=lambda pool: pool.get("Priority", 0))
+    return [str(pool["InstanceType"]) for pool in pools] or [str(variant.get("InstanceType", "?"))]
+
+
 # Environment variables whose change looks harmless but, being in the model, replaces the fleet.
 # They stay in the environment: the container reads them once at start and SageMaker gives a
 # model no other per-deploy channel (issue 21, finding 6); the note says what they cost.

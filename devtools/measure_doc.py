@@ -14,7 +14,7 @@ from typing import Any
 from app_config.loader import load_cli_config
 from ops.measure.job import cost_bound
 from planning import fleet_planner
-from planning.plan import load_plan
+from planning.make_plan import load_plan
 
 REPO = Path(__file__).resolve().parents[1]
 PLANTED = REPO / "docs" / "examples" / "planted-g6-xlarge-curve.json"
@@ -30,9 +30,9 @@ def planted_curve() -> dict[str, Any]:
 
 
 def planted_override() -> str:
-    """``capacity.measured=...`` with the planted curve, as ``make plan ARGS="-c ..."`` takes it."""
+    """``throughput.measured=...`` with the planted curve, as ``make plan ARGS="-c ..."`` takes it."""
     curve = planted_curve()
-    return f"capacity.measured={json.dumps({curve['instance_type']: curve}, separators=(',', ':'))}"
+    return f"throughput.measured={json.dumps({curve['instance_type']: curve}, separators=(',', ':'))}"
 
 
 def _recommendation(overrides: list[str]) -> list[str]:
@@ -53,7 +53,8 @@ def plan_change_block() -> str:
             "$ make plan",
             *_recommendation([]),
             "",
-            "$ make plan ARGS='-c capacity.measured={\"ml.g6.xlarge\": <docs/examples/planted-g6-xlarge-curve.json>}'",
+            '$ make plan ARGS=\'-c throughput.measured={"ml.g6.xlarge": '
+            "<docs/examples/planted-g6-xlarge-curve.json>}'",
             *_recommendation([planted_override()]),
             "```",
         ]
@@ -61,6 +62,6 @@ def plan_change_block() -> str:
 
 
 def cost_block() -> str:
-    """What ``ops capacity measure`` prints before it starts anything, for a few types."""
+    """What ``ops throughput measure`` prints before it starts anything, for a few types."""
     config = load_cli_config([])
     return "\n".join(["```", *(f"  {cost_bound(config, t).line}" for t in COST_TYPES), "```"])

@@ -18,8 +18,10 @@ from functools import cache
 from pathlib import Path
 
 from app_config import AppConfig
+from app_config.serving import ServingConfig
 from planning import cost_plan
-from planning.plan import Plan, load_plan
+from planning.make_plan import load_plan
+from planning.plan import Plan
 from planning.scaling_sim import __main__ as sim
 from planning.scaling_sim import engine, report, surge
 from serving_contract.env import start_up_ranges
@@ -97,7 +99,7 @@ def _row(label: str, runs: Sequence[Run], value: Callable[[Run], str]) -> str:
     return f"| {label} | " + " | ".join(value(run) for run in runs) + " |"
 
 
-def simulation_block(config: AppConfig, runs: Sequence[Run]) -> list[str]:
+def simulation_block(serving: ServingConfig, runs: Sequence[Run]) -> list[str]:
     """The simulation table (one column per run) and the default run's inputs."""
     cold, cached = start_up_ranges()
     default = runs[0]
@@ -122,7 +124,7 @@ def simulation_block(config: AppConfig, runs: Sequence[Run]) -> list[str]:
             lambda r: f"{r.surge.queue_minutes:,}, {r.surge.peak_queue:,.0f}" if r.surge else "",
         ),
         "",
-        f"Default inputs (`python -m planning.scaling_sim`, {config.serving.primary.instance_type}):",
+        f"Default inputs (`python -m planning.scaling_sim`, {serving.primary.instance_type}):",
         "",
         *(f"- {line}" for line in inputs),
         f"- measured start-up: {cold} cold, {cached} from the compile cache (H100 on 4 CPUs, "

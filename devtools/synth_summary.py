@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from app_config import pins
+from devtools.fleet_notes import variant_instance_types
 from planning import memory_report
 
 
@@ -104,11 +105,16 @@ def _shadow_lines(shadows: list[dict[str, Any]], properties: dict[str, Any], bou
     for v in shadows:
         share = 100 * float(v.get("InitialVariantWeight", 1)) / primary
         lines.append(
-            f"  shadow  {v['VariantName']:<10} {v['InstanceType']:<14} "
+            f"  shadow  {v['VariantName']:<10} {_types(v):<14} "
             f"x{v['InitialInstanceCount']:<3} at creation, copy {share:5.1f}%  {bounds.get(v['VariantName'], '')}"
             f"{captured}"
         )
     return lines
+
+
+def _types(variant: dict[str, Any]) -> str:
+    """``ml.g6e.xlarge``, or with instance pools ``ml.g6e.xlarge > ml.g6e.2xlarge`` (priority order)."""
+    return " > ".join(variant_instance_types(variant))
 
 
 def _variant_lines(variants: list[dict[str, Any]], bounds: dict[str, str]) -> list[str]:
@@ -122,7 +128,7 @@ def _variant_lines(variants: list[dict[str, Any]], bounds: dict[str, str]) -> li
                 f"instances {managed['MinInstanceCount']}..{managed['MaxInstanceCount']} (managed)"
             )
         lines.append(
-            f"  variant {v['VariantName']:<10} {v['InstanceType']:<14} "
+            f"  variant {v['VariantName']:<10} {_types(v):<14} "
             f"x{v['InitialInstanceCount']:<3} at creation, weight {share:5.1f}%  "
             f"{bounds.get(v['VariantName'], '')}"
         )

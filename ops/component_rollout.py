@@ -22,7 +22,7 @@ rolled an update back is not documented, so the verdict leans on what is observa
 from ops.components import FAILED, IN_PROGRESS, ComponentState, describe_component
 from ops.endpoint import EndpointRef
 from ops.exit_codes import ExitCode, OpsError
-from ops.rollout import Runtime, firing_alarms, require_rollback_alarms
+from ops.guardrails import Runtime, firing_alarms, require_rollback_alarms
 from ops.waiting import IN_SERVICE
 from serving_contract.alarms import rollback_alarm_names
 from serving_contract.components import BASE_SUFFIX

@@ -276,7 +276,7 @@ def suggest(results: Sequence[LevelResult], plan: LoadPlan) -> Suggestion | None
 
     ``target`` = floor(rps x mean latency / instances): the requests in flight per instance
     (Little's law), what ``SageMakerVariantConcurrentRequestsPerModelHighResolution`` counts and
-    what ``capacity.measured.<type>.concurrency`` takes (planning/throughput_at_slo.py). No headroom:
+    what ``throughput.measured.<type>.concurrency`` takes (planning/throughput_at_slo.py). No headroom:
     the level already met the TTFT SLO with that many in flight.
     """
     best = _best(results, plan)
@@ -331,7 +331,7 @@ def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
 
     ``round(value)`` would print 0 for a TTFT under half a millisecond (a local server answers in
     microseconds) and 0 req/min for a level slower than one request in two minutes; both are
-    values ``capacity.measured`` refuses (``gt=0``). Three figures keep every value the config
+    values ``throughput.measured`` refuses (``gt=0``). Three figures keep every value the config
     compares (against a TTFT SLO in ms, a demand in req/min) far inside its measurement noise.
     """
     if value == 0 or abs(value) >= 10**digits:
@@ -340,7 +340,7 @@ def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
 
 
 def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_type: str | None) -> str:
-    """The ``-c 'capacity.measured=...'`` line for ``best``, or one line saying why there is none.
+    """The ``-c 'throughput.measured=...'`` line for ``best``, or one line saying why there is none.
 
     The override is checked against :class:`app_config.throughput_config.MeasuredThroughput`, the model the
     config loader parses it with, before it is printed: ``ops load`` never prints a value the
@@ -356,11 +356,12 @@ def capacity_override_line(best: Suggestion, ttft_p50_s: float | None, instance_
         MeasuredThroughput.model_validate(measured)
     except ValidationError as error:
         problems = "; ".join(to_config_error(error, MeasuredThroughput).problems)
-        return f"no capacity.measured override: the config would refuse it ({problems})"
+        return f"no throughput.measured override: the config would refuse it ({problems})"
     # Instance types hold dots, so the override is one JSON object (the config loader parses it).
     override = json.dumps({instance_type or "<instance type>": measured}, separators=(",", ":"))
     return (
-        f"capacity at the SLO for the fleet's sizing (planning/throughput_at_slo.py): -c 'capacity.measured={override}'"
+        f"capacity at the SLO for the fleet's sizing (planning/throughput_at_slo.py): "
+        f"-c 'throughput.measured={override}'"
     )
 
 

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from app_config.release import model_package_group_name, release_pipeline_name
+from app_config.release import ReleaseConfig, model_package_group_name, release_pipeline_name
 from app_config.root import AppConfig
 from cli_support.argtypes import positive_float
+from ops.command import Deps, Subparsers
 from ops.exit_codes import ExitCode, OpsError
 from serving_contract.model_artifacts import version_prefix
 from serving_contract.model_packages import registered_key, released_versions
@@ -48,7 +49,7 @@ class ReleaseRequest:
     calibration: str | None = None
     baseline_model: str | None = None
 
-    def parameters(self, config: AppConfig) -> list[dict[str, str]]:
+    def parameters(self, release: ReleaseConfig) -> list[dict[str, str]]:
         """The pipeline's parameters (cdk_constructs/release/pipeline_definition.py) for this release.
 
         Raises:
@@ -67,15 +68,15 @@ class ReleaseRequest:
             if not self.source_model:
                 raise OpsError("--source-model: a base-model release names the checkpoint to release", ExitCode.USAGE)
             values |= {"SourceModelS3Uri": self.source_model, "BaseModelVersion": self.version}
-            if config.release.quantize.enabled:
+            if release.quantize.enabled:
                 if not self.calibration:
                     raise OpsError("--calibration: release.quantize.enabled needs the calibration set", ExitCode.USAGE)
                 values["CalibrationS3Uri"] = self.calibration
-            elif config.release.baseline_drop_gates:
+            elif release.baseline_drop_gates:
                 if not self.baseline_model:
                     raise OpsError(
                         "--baseline-model: with release.quantize.enabled = false the drop gates "
-                        f"({', '.join(config.release.baseline_drop_gates)}) compare with the unquantized (BF16) "
+                        f"({', '.join(release.baseline_drop_gates)}) compare with the unquantized (BF16) "
                         "checkpoint; name its s3:// folder",
                         ExitCode.USAGE,
                     )
@@ -156,7 +157,7 @@ def run_release(
     started = sagemaker.start_pipeline_execution(
         PipelineName=pipeline,
         PipelineExecutionDisplayName=f"{request.adapter or config.model.name}-{request.version}".replace("_", "-"),
-        PipelineParameters=request.parameters(config),
+        PipelineParameters=request.parameters(config.release),
     )
     execution = started["PipelineExecutionArn"]
     out(f"release {pipeline}: started {execution}")
@@ -201,8 +202,8 @@ def run_release(
     return ExitCode.OK
 
 
-def add_release_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """The ``release`` subcommand's flags."""
+def register(commands: Subparsers) -> None:
+    """``release``: its flags and its handler."""
     parser = commands.add_parser(
         "release",
         help="Run a version through the quality-gated release pipeline, then print the pin to set.",
@@ -231,3 +232,30 @@ def add_release_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("--cdk-json", type=Path, default=Path("cdk.json"), help="cdk.json to read stages from.")
     parser.add_argument("--region", help="AWS region (default: the SDK's).")
     parser.add_argument("--profile", help="AWS profile (default: the SDK's).")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    request = ReleaseRequest(
+        args.kind,
+        args.version,
+        args.base_model_version,
+        args.eval_set,
+        args.catalog,
+        adapter=args.adapter,
+        source_model=args.source_model,
+        calibration=args.calibration,
+        baseline_model=args.baseline_model,
+    )
+    clients = deps.clients(args.region, args.profile)
+    return run_release(
+        clients.sagemaker,
+        config,
+        request,
+        timeout_s=args.timeout_s,
+        poll_s=args.poll_s,
+        s3=clients.s3,
+        clock=deps.clock,
+        sleep=deps.sleep,
+        out=deps.out,
+    )

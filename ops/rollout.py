@@ -12,19 +12,24 @@ every update, so the next ``cdk deploy`` keeps what these commands set and nothi
 deploys to a new fleet, and still not move the weights).
 """
 
-from collections.abc import Callable, Sequence
+import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ops.capacity import CanaryLimit, peak_demand_rpm, require_canary_capacity
+from app_config.root import AppConfig
+from cli_support.argtypes import non_negative_float, positive_float
+from ops.canary_limit import CanaryLimit, peak_demand_rpm, require_canary_capacity
+from ops.command import Deps, Subparsers, adapters_of, add_endpoint_flags, add_timing_flags, endpoint_ref
+from ops.component_rollout import rollback_refusal, watch_rolling_update
 from ops.endpoint import EndpointRef, EndpointState, describe, require_in_service, wait_in_service
 from ops.exit_codes import ExitCode, OpsError
-from serving_contract.alarms import alarm_name_prefix, rollback_alarm_names
+from ops.guardrails import Runtime, firing_alarms, require_rollback_alarms
+from ops.invoke import DEFAULT_PROMPT
+from ops.served_versions import expected_versions
+from ops.smoke import MODES, SmokeOptions, smoke_with
 
-ALARM = "ALARM"
-ALARM_TYPES = ["MetricAlarm", "CompositeAlarm"]
 WEIGHT_TOLERANCE = 1e-6  # DescribeEndpoint returns the floats that were sent
 
 
@@ -35,65 +40,6 @@ class Timing:
     update_timeout_s: float
     watch_s: float
     poll_s: float
-
-
-@dataclass(frozen=True)
-class Runtime:
-    """Clients and the injectable clock/sleep/printer (tests pass fakes; nothing really sleeps)."""
-
-    sagemaker: Any
-    cloudwatch: Any
-    clock: Callable[[], float]
-    sleep: Callable[[float], None]
-    out: Callable[[str], None]
-
-
-def _alarm_pages(cloudwatch: Any, **params: Any) -> list[dict[str, Any]]:
-    alarms: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        page = cloudwatch.describe_alarms(**params, AlarmTypes=ALARM_TYPES, **({"NextToken": token} if token else {}))
-        alarms.extend(page.get("MetricAlarms", []))
-        alarms.extend(page.get("CompositeAlarms", []))
-        token = page.get("NextToken")
-        if not token:
-            return alarms
-
-
-def missing_rollback_alarms(cloudwatch: Any, endpoint: str, guarded: str) -> list[str]:
-    """Names from ``rollback_alarm_names`` that do not exist (the promotion would be unguarded).
-
-    ``guarded`` is what the alarms guard: the canary variant, or ``components.BASE_SUFFIX``.
-    """
-    names = list(rollback_alarm_names(endpoint, guarded))
-    found = {a["AlarmName"] for a in _alarm_pages(cloudwatch, AlarmNames=names)}
-    return [name for name in names if name not in found]
-
-
-def require_rollback_alarms(rt: Runtime, endpoint: str, guarded: str, *, allow_missing: bool) -> None:
-    """Raise OpsError (NOT_READY) when a rollback alarm of ``guarded`` is missing, unless
-    ``allow_missing`` (``--allow-missing-alarms``), which prints a warning instead."""
-    missing = missing_rollback_alarms(rt.cloudwatch, endpoint, guarded)
-    if missing and not allow_missing:
-        raise OpsError(
-            f"rollback alarm(s) not found: {', '.join(missing)}; deploy the alarms or pass --allow-missing-alarms",
-            ExitCode.NOT_READY,
-        )
-    if missing:
-        rt.out(f"WARNING: rollback alarm(s) not found, promoting unguarded by them: {', '.join(missing)}")
-
-
-def firing_alarms(cloudwatch: Any, endpoint: str, guarded: str) -> list[str]:
-    """Alarms in ALARM: every alarm named ``<endpoint>-*`` and the rollback alarms of ``guarded``
-    (the canary variant, or ``components.BASE_SUFFIX``)."""
-    try:
-        by_prefix = _alarm_pages(cloudwatch, AlarmNamePrefix=alarm_name_prefix(endpoint), StateValue=ALARM)
-        named = _alarm_pages(cloudwatch, AlarmNames=list(rollback_alarm_names(endpoint, guarded)))
-    except (ClientError, BotoCoreError) as error:
-        raise OpsError(f"DescribeAlarms failed: {error}", ExitCode.AWS_ERROR) from error
-    names = {a["AlarmName"] for a in by_prefix if a.get("StateValue", ALARM) == ALARM}
-    names |= {a["AlarmName"] for a in named if a.get("StateValue") == ALARM}
-    return sorted(names)
 
 
 WEIGHTS_KEPT = (
@@ -240,3 +186,128 @@ def promote(
     rt.out(f"promoted: {canary} at {final[canary]:g} % of traffic")
     rt.out(WEIGHTS_KEPT)
     return ExitCode.OK
+
+
+DEFAULT_PROMOTE_STEPS = (10.0, 25.0, 50.0, 100.0)  # seed 000 §5: canary at 10 %, then to 100 %
+DEFAULT_WATCH_S = 600.0
+
+
+def register(commands: Subparsers) -> None:
+    """``promote`` and ``rollback``: their flags and their handlers."""
+    _add_promote(commands)
+    back = commands.add_parser(
+        "rollback",
+        help="Return all traffic to the primary, then smoke-test it (variants mode).",
+        description="Set the primary's weight to 100 and the canary's to 0 (no instance changes), wait for "
+        "InService, then send a request per adapter and mode to the primary unless --skip-smoke. In "
+        "inference_components mode there is no weight to move: it exits 2 and says what to do instead.",
+    )
+    add_endpoint_flags(back, variants=True)
+    add_timing_flags(back)
+    back.add_argument("--skip-smoke", action="store_true", help="Do not send sample requests after the rollback.")
+    back.add_argument("--adapter", action="append", help="Adapter for the smoke check (repeat; default: all).")
+    back.set_defaults(handler=_rollback)
+
+
+def _promote(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    clients = deps.clients(args.region, args.profile)
+    ref = endpoint_ref(args, config, clients, adapters_of(config.model))
+    rt = Runtime(clients.sagemaker, clients.cloudwatch, deps.clock, deps.sleep, deps.out)
+    if ref.hosts_components:
+        return watch_rolling_update(
+            rt,
+            ref,
+            timeout_s=args.rollout_timeout_s
+            or float(config.serving.inference_components.rollout.maximum_execution_timeout_s),
+            poll_s=args.poll_s,
+            allow_missing_alarms=args.allow_missing_alarms,
+            expect_image=args.expect_image,
+        )
+    timing = Timing(args.update_timeout_s, DEFAULT_WATCH_S if args.watch_s is None else args.watch_s, args.poll_s)
+    return promote(
+        rt,
+        ref,
+        steps=args.steps or DEFAULT_PROMOTE_STEPS,
+        timing=timing,
+        allow_missing_alarms=args.allow_missing_alarms,
+        canary_limit=CanaryLimit.of(config),
+    )
+
+
+def _rollback(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    adapters = adapters_of(config.model)
+    clients = deps.clients(args.region, args.profile)
+    ref = endpoint_ref(args, config, clients, adapters)
+    if ref.hosts_components:
+        raise rollback_refusal(ref)
+    rt = Runtime(clients.sagemaker, clients.cloudwatch, deps.clock, deps.sleep, deps.out)
+    code = rollback(rt, ref, timing=Timing(args.update_timeout_s, 0.0, args.poll_s))
+    if args.skip_smoke:
+        return code
+    assert ref.primary_variant is not None
+    options = SmokeOptions(
+        adapters=tuple(args.adapter or adapters),
+        variants=(ref.primary_variant,),
+        requests_per_case=1,
+        modes=MODES,
+        prompt=DEFAULT_PROMPT,
+        max_tokens=32,
+        base_model=config.model.name,
+        expected_versions=expected_versions(config),
+    )
+    return smoke_with(clients, ref, options, deps)
+
+
+def _steps(text: str) -> tuple[float, ...]:
+    try:
+        steps = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated percentages, e.g. 10,25,50,100") from None
+    if any(not 0 < s <= 100 for s in steps) or list(steps) != sorted(set(steps)):
+        raise argparse.ArgumentTypeError(f"{text!r}: steps must be strictly increasing percentages in (0, 100]")
+    return steps
+
+
+def _add_promote(commands: Subparsers) -> None:
+    prom = commands.add_parser(
+        "promote",
+        help="Shift canary traffic in steps, watching alarms (variants); watch the base component's rolling update.",
+        description="variants mode: raise the canary's share through --steps with UpdateEndpointWeightsAndCapacities "
+        "(DesiredWeight only). After each step: wait for InService, then watch alarms for --watch-s. Any alarm in "
+        "ALARM returns all traffic to the primary (exit 4). inference_components mode: watch the rolling update of "
+        "the base component that `cdk deploy` started until it ends, reporting alarms (SageMaker rolls back by "
+        "itself); exit 4 when it was rolled back.",
+    )
+    add_endpoint_flags(prom, variants=True)
+    prom.add_argument(
+        "--steps",
+        type=_steps,
+        default=None,
+        help="Canary share after each step, percent, increasing (default 10,25,50,100; variants mode).",
+    )
+    prom.add_argument(
+        "--watch-s",
+        type=non_negative_float,
+        default=None,
+        help=f"Alarm watch after each step, s (default {DEFAULT_WATCH_S:g}; variants mode).",
+    )
+    prom.add_argument(
+        "--allow-missing-alarms",
+        action="store_true",
+        help="Go on even when the rollback alarms do not exist (unguarded; not for prod).",
+    )
+    prom.add_argument(
+        "--rollout-timeout-s",
+        type=positive_float,
+        help="Max wait for the base component's rolling update to end (default: the stage's "
+        "serving.inference_components.rollout.maximum_execution_timeout_s, when SageMaker itself gives up and rolls "
+        "back; inference_components mode).",
+    )
+    prom.add_argument(
+        "--expect-image",
+        metavar="URI",
+        help="The image the update deploys: OK only when the base component runs it at the end (its SpecifiedImage "
+        "or ResolvedImage); inference_components mode.",
+    )
+    add_timing_flags(prom)
+    prom.set_defaults(handler=_promote)

@@ -14,10 +14,14 @@ Every answer's shape is checked (OpenAI chat completion, non-empty content; stre
 session (``ops.conversation``): NEW_SESSION, two turns with the session id, CLOSE.
 """
 
+import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app_config.root import AppConfig
+from cli_support.argtypes import int_in, positive_float
+from ops.command import Clients, Deps, Subparsers, adapters_of, add_endpoint_flags, endpoint_ref
 from ops.components import (
     ComponentState,
     describe_component,
@@ -29,14 +33,15 @@ from ops.components import (
 from ops.conversation import ConversationPlan, run_conversation
 from ops.endpoint import EndpointRef, describe, require_in_service
 from ops.exit_codes import ExitCode, OpsError
-from ops.invoke import Answer, SageMakerTarget, chat_body
-from ops.served_versions import version_problem
+from ops.invoke import DEFAULT_PROMPT, Answer, SageMakerTarget, chat_body
+from ops.served_versions import expected_versions, version_problem
 from ops.table import format_table, ms
 
 MODES = ("sync", "stream")
 BASE_LABEL = "(base)"  # the adapter column of the base component's rows: no adapter
 DEFAULT_WAKE_TIMEOUT_S = 900.0  # AWS measured ~5 min to wake an 8B model from zero; vLLM load adds to it
 DEFAULT_WAKE_POLL_S = 30.0  # seconds between DescribeInferenceComponent calls: ~10 over a ~5 min wake
+MAX_SMOKE_REQUESTS_PER_CASE = 20
 
 
 @dataclass(frozen=True)
@@ -236,3 +241,87 @@ def _wake(
     )
     out(f"component {base.name} woke after {clock() - started:.0f} s")
     return woken
+
+
+def register(commands: Subparsers) -> None:
+    """``smoke``: its flags and its handler."""
+    smoke = commands.add_parser(
+        "smoke",
+        help="Endpoint InService, then requests per adapter x variant (or component) x mode.",
+        description="Check the endpoint and every variant (or inference component) are InService, then send "
+        "requests through every adapter to every variant (TargetVariant) or to every component "
+        "(InferenceComponentName), streaming and not, and check each answer.",
+    )
+    add_endpoint_flags(smoke, variants=False)
+    _add_smoke_flags(smoke)
+    smoke.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    adapters = adapters_of(config.model)
+    clients = deps.clients(args.region, args.profile)
+    ref = endpoint_ref(args, config, clients, adapters)
+    options = SmokeOptions(
+        adapters=tuple(args.adapter or adapters),
+        variants=tuple(args.variant or ()),
+        requests_per_case=args.requests,
+        modes=MODES if args.mode == "both" else (args.mode,),
+        prompt=args.prompt,
+        max_tokens=args.max_tokens,
+        base_model=config.model.name,
+        wake=WakeOptions(args.wake, args.wake_timeout_s, args.poll_s),
+        session=args.session,
+        expected_versions=expected_versions(config),
+    )
+    return smoke_with(clients, ref, options, deps)
+
+
+def smoke_with(clients: Clients, ref: EndpointRef, options: SmokeOptions, deps: Deps) -> ExitCode:
+    """:func:`run_smoke` with the command's clients and dependencies (``rollback`` smokes the primary too)."""
+    return run_smoke(
+        sagemaker=clients.sagemaker,
+        runtime=clients.runtime,
+        ref=ref,
+        options=options,
+        clock=deps.clock,
+        out=deps.out,
+        sleep=deps.sleep,
+    )
+
+
+def _add_smoke_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--adapter", action="append", help="Adapter (`model`) to test; repeat (default: all).")
+    parser.add_argument("--variant", action="append", help="Variant to test; repeat (default: all; variants mode).")
+    parser.add_argument(
+        "--requests",
+        type=int_in(1, MAX_SMOKE_REQUESTS_PER_CASE),
+        default=1,
+        help=f"Requests per adapter x variant x mode (1..{MAX_SMOKE_REQUESTS_PER_CASE}, default 1).",
+    )
+    parser.add_argument("--mode", choices=(*MODES, "both"), default="both", help="sync, stream or both (default).")
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="User message.")
+    parser.add_argument("--max-tokens", type=int_in(1, 4096), default=32, help="max_tokens (default 32).")
+    parser.add_argument(
+        "--session",
+        action="store_true",
+        help="Also run one two-turn conversation per adapter x variant in a SageMaker stateful session "
+        "(NEW_SESSION, two turns with SessionId, CLOSE; docs/sessions.md).",
+    )
+    parser.add_argument(
+        "--wake",
+        action="store_true",
+        help="inference_components mode: when the base component is scaled to zero, send one request to wake it "
+        "and wait for a copy instead of failing (exit 3).",
+    )
+    parser.add_argument(
+        "--wake-timeout-s",
+        type=positive_float,
+        default=DEFAULT_WAKE_TIMEOUT_S,
+        help=f"Max wait for a copy after the wake-up request, s (default {DEFAULT_WAKE_TIMEOUT_S:g}).",
+    )
+    parser.add_argument(
+        "--poll-s",
+        type=positive_float,
+        default=DEFAULT_WAKE_POLL_S,
+        help=f"DescribeInferenceComponent interval while waking, s (default {DEFAULT_WAKE_POLL_S:g}).",
+    )

@@ -6,7 +6,7 @@ margin: the model's held-out error, plus a projection's spread), then where the 
 what the engine looks like there. Anything not given comes from the config (``cdk.json`` and
 ``-c key=value``, as ``cdk synth`` reads them): the SLOs (``slo.<class>.ttft_p95_ms``), the request
 shape and pauses (``traffic``), the KV cache (the memory plan of the smallest instance type with
-that GPU), the routing (``capacity.routing``). The host: on the GPU the runs were made on (the H200),
+that GPU), the routing (``throughput.routing``). The host: on the GPU the runs were made on (the H200),
 the runs' own (4 dedicated cores, no gateway); elsewhere the smallest instance type's cores behind
 the gateway (``--host-cores``, ``--gateway`` say otherwise).
 

@@ -1,28 +1,26 @@
 """The config's checks that need its plan: could vLLM start on each variant's GPU, can the fleet
 hold its SLOs, do the schedules and the derived targets make sense.
 
-:func:`planning.plan.make_plan` runs :func:`check_plan` once the plan is made; each check raises
+:func:`planning.make_plan.make_plan` runs :func:`check_plan` once the plan is made; each check raises
 ``ValueError`` with one line naming the keys, their values and what would be accepted, which
 ``make_plan`` turns into the config error that stops synth.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
 from app_config import dated_events
+from app_config.engine import EngineConfig
+from app_config.llm import ModelConfig
 from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR
 from app_config.variants import VARIANT_KEYS, existing_variant_keys
 from planning.dated_schedule import check_dated_events
 from planning.engine_memory import engine_memory_inputs, host_tier_for_instance
-from planning.gpu_instances import GIB, INSTANCE_GPUS, MIB, engines_per_instance, instance_gpus
+from planning.gpu_instances import GIB, INSTANCE_GPUS, MIB, instance_gpus
+from planning.hardware import Pool
 from planning.memory_plan import HostTier, gib, largest_host_offload_gib, minimum_utilization
+from planning.plan import Plan
+from planning.reservations import check_reservations
 from planning.slo_holds import check_holdable
 from planning.weekly_plan import check_schedule
-
-if TYPE_CHECKING:
-    from planning.plan import Plan
 
 
 def check_plan(config: AppConfig, plan: Plan) -> None:
@@ -35,18 +33,20 @@ def check_plan(config: AppConfig, plan: Plan) -> None:
     _shadow_fits(config, plan)
     _host_tier_checks(config, plan)
     check_holdable(config, plan)  # planning/slo_holds.py: only with slo.require_holdable
-    if not config.serving.hosts_inference_components:
+    if any(unit.is_variant for unit in plan.units):  # copies scale on their own target, with no schedule
         _scaling_checks(config, plan)
 
 
 def check_before_plan(config: AppConfig) -> None:
-    """The engine against the model and the variants' instances: what the plan's memory and
-    throughput figures assume (``make_plan`` runs it first, so a bad value gets its own line, not the
-    memory plan's).
+    """The variants' reserved capacity against AWS's rules and today's date
+    (``planning/reservations.py``), then the engine against the model and the variants'
+    instances: what the plan's memory and throughput figures assume (``make_plan`` runs it first, so a
+    bad value gets its own line, not the memory plan's).
 
     Raises:
         ValueError: one line naming the key, the value and what is allowed.
     """
+    check_reservations(config, now=dated_events.clock(config.scaling.timezone))
     engine, shape = config.engine, config.model.shape
     if engine.max_model_len > shape.max_position_embeddings:
         raise ValueError(
@@ -59,60 +59,67 @@ def check_before_plan(config: AppConfig) -> None:
             f"engine.max_model_len = {engine.max_model_len}, so no request could be that long"
         )
     for key in existing_variant_keys(config.serving):
-        instance_type = getattr(config.serving, key).instance_type
-        gpus = instance_gpus(instance_type)
-        if engine.tensor_parallel_size > gpus.count:
-            raise ValueError(
-                f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: serving.{key}.instance_type = "
-                f"{instance_type} has {gpus.count} GPU(s) ({gpus.gpu.name}); the engine cannot span more GPUs than "
-                "the instance has"
-            )
+        shape = getattr(config.serving, key)
+        for priority, instance_type in enumerate(shape.instance_types, start=1):
+            gpus = instance_gpus(instance_type)
+            if engine.tensor_parallel_size > gpus.count:
+                raise ValueError(
+                    f"engine.tensor_parallel_size = {engine.tensor_parallel_size}: serving.{key}."
+                    f"{shape.instance_type_field(priority)} = {instance_type} has {gpus.count} GPU(s) "
+                    f"({gpus.gpu.name}); the engine cannot span more GPUs than the instance has"
+                )
 
 
 def _memory_plan_checks(config: AppConfig, planned: Plan) -> None:
     """Stop synth where vLLM could not start (docs/sources.md, "vLLM": it fails at start when one
     max_model_len sequence does not fit, and never when max_num_seqs x max_model_len does not)."""
-    engine, shape = config.engine, config.model.shape
     for variant in planned.variants():
-        instance_type = variant.serving.instance_type
-        where = f"serving.{variant.key}.instance_type = {instance_type}"
-        gpus = instance_gpus(instance_type)
-        plan = planned.planner.memory_plan(instance_type)
-        if plan.fits_one_sequence:
-            continue
-        needed = minimum_utilization(
-            shape=shape.to_shape(),
-            gpus=gpus,
-            engine=engine_memory_inputs(engine, len(config.model.adapters)),
-            runtime_overhead_bytes=plan.overhead_bytes // engine.tensor_parallel_size,
-        )
-        if plan.kv_tokens == 0 or needed <= 0.98:
-            raise ValueError(
-                f"engine.gpu_memory_utilization = {engine.gpu_memory_utilization:g}: on {where} "
-                f"({gpus.gpu.name}) it leaves {max(plan.kv_tokens, 0):,} KV-cache tokens, fewer than one "
-                f"engine.max_model_len = {engine.max_model_len} sequence (budget {gib(plan.budget_bytes)} GiB - "
-                f"weights {gib(plan.weights_bytes)} - LoRA slots {gib(plan.lora_bytes)} - runtime "
-                f"{gib(plan.overhead_bytes)}); it needs >= {needed:.2f} (vLLM refuses to start)"
-            )
+        for pool in planned.hardware[variant.key].pools:
+            _engine_starts(config.engine, config.model, pool)
+
+
+def _engine_starts(engine: EngineConfig, model: ModelConfig, pool: Pool) -> None:
+    """One instance type of a variant: one ``engine.max_model_len`` sequence fits its KV cache."""
+    shape = model.shape
+    instance_type = pool.instance_type
+    where = f"{pool.config_key} = {instance_type}"
+    gpus = instance_gpus(instance_type)
+    plan = pool.memory
+    if plan.fits_one_sequence:
+        return
+    needed = minimum_utilization(
+        shape=shape.to_shape(),
+        gpus=gpus,
+        engine=engine_memory_inputs(engine, len(model.adapters)),
+        runtime_overhead_bytes=plan.overhead_bytes // engine.tensor_parallel_size,
+    )
+    if plan.kv_tokens == 0 or needed <= 0.98:
         raise ValueError(
-            f"engine.max_model_len = {engine.max_model_len}: only {plan.kv_tokens:,} KV-cache tokens fit on "
-            f"{where} ({gpus.gpu.name}) even at engine.gpu_memory_utilization = "
-            f"{engine.gpu_memory_utilization:g}; lower it to <= {plan.kv_tokens} (vLLM refuses to start)"
+            f"engine.gpu_memory_utilization = {engine.gpu_memory_utilization:g}: on {where} "
+            f"({gpus.gpu.name}) it leaves {max(plan.kv_tokens, 0):,} KV-cache tokens, fewer than one "
+            f"engine.max_model_len = {engine.max_model_len} sequence (budget {gib(plan.budget_bytes)} GiB - "
+            f"weights {gib(plan.weights_bytes)} - LoRA slots {gib(plan.lora_bytes)} - runtime "
+            f"{gib(plan.overhead_bytes)}); it needs >= {needed:.2f} (vLLM refuses to start)"
         )
+    raise ValueError(
+        f"engine.max_model_len = {engine.max_model_len}: only {plan.kv_tokens:,} KV-cache tokens fit on "
+        f"{where} ({gpus.gpu.name}) even at engine.gpu_memory_utilization = "
+        f"{engine.gpu_memory_utilization:g}; lower it to <= {plan.kv_tokens} (vLLM refuses to start)"
+    )
 
 
 def _shadow_fits(config: AppConfig, planned: Plan) -> None:
     """The shadow variant's engine fits on its GPU (``serving.shadow``; app_config/shadow.py checks the rest)."""
-    shadow = config.serving.shadow
-    if not shadow.enabled:
+    if not config.serving.shadow.enabled:
         return
-    plan = planned.planner.memory_plan(shadow.instance_type)
-    if not plan.fits_one_sequence:
-        raise ValueError(
-            f"serving.shadow.instance_type = {shadow.instance_type}: only {max(plan.kv_tokens, 0):,} KV-cache tokens "
-            f"fit ({instance_gpus(shadow.instance_type).gpu.name}), fewer than one engine.max_model_len = "
-            f"{config.engine.max_model_len} sequence (vLLM refuses to start); pick a larger GPU"
-        )
+    for pool in planned.hardware["shadow"].pools:
+        plan = pool.memory
+        if not plan.fits_one_sequence:
+            raise ValueError(
+                f"{pool.config_key} = {pool.instance_type}: only {max(plan.kv_tokens, 0):,} KV-cache tokens fit "
+                f"({pool.gpu_name}), fewer than one engine.max_model_len = {config.engine.max_model_len} sequence "
+                "(vLLM refuses to start); pick a larger GPU"
+            )
 
 
 def _host_tier_checks(config: AppConfig, planned: Plan) -> None:
@@ -130,16 +137,19 @@ def _host_tier_checks(config: AppConfig, planned: Plan) -> None:
             "lmcache package and a running server; the image installs neither (container/requirements.lock) and "
             "the container starts none; use native"
         )
-    components = config.serving.hosts_inference_components
-    where = [(f"serving.{v.key}.instance_type", v.serving.instance_type) for v in planned.deployed_variants()]
-    if config.serving.shadow.enabled:
-        where.append(("serving.shadow.instance_type", config.serving.shadow.instance_type))
-    for key, instance_type in where:
-        tier = _host_tier(config, instance_type)
-        if not tier.fits:
-            raise ValueError(_offload_refusal(config, key, instance_type, tier))
-    if components:
-        tier = _host_tier(config, config.serving.primary.instance_type)
+    # Every instance type a unit with instances may run on (a variant's instance_pools included, the shadow's, the
+    # copies' host variant's); a component's copy loads its adapters at run time (CPU LoRA slots).
+    components = any(unit.is_component for unit in planned.units)
+    for unit in (unit for unit in planned.units if unit.role != "adapter_component"):
+        for pool in unit.hardware.pools:
+            tier = _host_tier(config, pool.instance_type, runtime_adapters=components)
+            if not tier.fits:
+                raise ValueError(
+                    _offload_refusal(config, pool.config_key, pool.instance_type, tier, runtime_adapters=components)
+                )
+    base = planned.unit("base")
+    if base is not None:
+        tier = _host_tier(config, base.hardware.own.instance_type, runtime_adapters=True)
         needed = tier.engine_process_bytes + tier.cpu_lora_bytes + tier.offload.pinned_bytes
         reserved = config.serving.inference_components.memory_per_copy_mib
         if needed > reserved * MIB:
@@ -154,17 +164,17 @@ def _host_tier_checks(config: AppConfig, planned: Plan) -> None:
             )
 
 
-def _host_tier(config: AppConfig, instance_type: str) -> HostTier:
+def _host_tier(config: AppConfig, instance_type: str, *, runtime_adapters: bool) -> HostTier:
     return host_tier_for_instance(
         instance_type,
         model=config.model,
         engine=config.engine,
         memory=config.memory_plan,
-        runtime_adapters=config.serving.hosts_inference_components,
+        runtime_adapters=runtime_adapters,
     )
 
 
-def _offload_refusal(config: AppConfig, key: str, instance_type: str, tier: HostTier) -> str:
+def _offload_refusal(config: AppConfig, key: str, instance_type: str, tier: HostTier, *, runtime_adapters: bool) -> str:
     """One line: the instance's host memory, what is left per engine and why, what vLLM pins, what fits."""
     engine, memory = config.engine, config.memory_plan
     size = engine.kv_offloading_size_gib
@@ -194,7 +204,7 @@ def _offload_refusal(config: AppConfig, key: str, instance_type: str, tier: Host
         kv_cache_dtype=engine.kv_cache_dtype,
     )
     fits = f"at most {largest:g} GiB fits" if largest > 0 else "none fits (set 0)"
-    bigger = _bigger_host(config, instance_type)
+    bigger = _bigger_host(config, instance_type, runtime_adapters=runtime_adapters)
     alternative = f" (or pick {bigger}, {INSTANCE_GPUS[bigger].memory_gib} GiB)" if bigger else ""
     return (
         f"engine.kv_offloading_size_gib = {size:g}: {key} = {instance_type} has {tier.host_bytes // GIB} GiB of host "
@@ -202,7 +212,7 @@ def _offload_refusal(config: AppConfig, key: str, instance_type: str, tier: Host
     )
 
 
-def _bigger_host(config: AppConfig, instance_type: str) -> str | None:
+def _bigger_host(config: AppConfig, instance_type: str, *, runtime_adapters: bool) -> str | None:
     """The instance type of the same family and GPUs with the least host memory that holds the offload, or None."""
     family = instance_type.split(".")[1]
     gpus = instance_gpus(instance_type)
@@ -214,7 +224,9 @@ def _bigger_host(config: AppConfig, instance_type: str) -> str | None:
         and spec.count == gpus.count
         and spec.memory_gib > gpus.memory_gib
     )
-    return next((name for _, name in candidates if _host_tier(config, name).fits), None)
+    return next(
+        (name for _, name in candidates if _host_tier(config, name, runtime_adapters=runtime_adapters).fits), None
+    )
 
 
 def _scaling_checks(config: AppConfig, plan: Plan) -> None:
@@ -243,20 +255,22 @@ def _scaling_checks(config: AppConfig, plan: Plan) -> None:
     for key in VARIANT_KEYS:
         variant = plan.variant(key)
         tracking = variant.scaling.target_tracking
-        # The metric is per instance; each of its data-parallel engines runs at most max_num_seqs.
-        engines = engines_per_instance(variant.serving.instance_type, config.engine.tensor_parallel_size)
+        # The metric is per instance; each of its data-parallel engines runs at most max_num_seqs. With
+        # instance_pools, the instance with the fewest engines must not queue either.
+        fewest = min(plan.hardware[key].pools, key=lambda pool: pool.engines)
+        engines = fewest.engines
         ceiling = config.engine.max_num_seqs * engines
         if tracking.metric == "concurrent_requests_high_resolution" and tracking.target_value >= ceiling:
-            per_engine = "" if engines == 1 else f" x {engines} engines per {variant.serving.instance_type}"
+            per_engine = "" if engines == 1 else f" x {engines} engines per {fewest.instance_type}"
             raise ValueError(
                 f"scaling.{key}.target_tracking.concurrent_requests_target = "
                 f"{tracking.target_value:g} must be below engine.max_num_seqs = "
                 f"{config.engine.max_num_seqs}{per_engine}, or the engine queues before the fleet scales"
             )
-    _scale_in_below_full_load(config, plan)
+    _scale_in_below_full_load(config.engine, plan)
 
 
-def _scale_in_below_full_load(config: AppConfig, planned: Plan) -> None:
+def _scale_in_below_full_load(engine: EngineConfig, planned: Plan) -> None:
     """The low-load scale-in must never fire while the engine is full.
 
     A full engine runs ``concurrency_ceiling`` sequences (the memory plan: what the KV cache
@@ -278,9 +292,10 @@ def _scale_in_below_full_load(config: AppConfig, planned: Plan) -> None:
                 f"be below scaling.{variant.key}.target_tracking.concurrent_requests_target = {target:g}, or step "
                 "scale-in removes the instances target tracking adds (leave it unset: a quarter of the target)"
             )
-        plan = planned.planner.memory_plan(variant.serving.instance_type)
-        # RunningRequests is the instance's: every data-parallel engine's sequences together.
-        engines = engines_per_instance(variant.serving.instance_type, config.engine.tensor_parallel_size)
+        # RunningRequests is the instance's: every data-parallel engine's sequences together; with
+        # instance_pools, the smallest instance's must hold the bound.
+        pool = min(planned.hardware[variant.key].pools, key=lambda p: p.memory.concurrency_ceiling * p.engines)
+        plan, engines = pool.memory, pool.engines
         ceiling = plan.concurrency_ceiling * engines
         bound = ceiling / 2
         if step.scale_in_threshold > bound:
@@ -288,7 +303,7 @@ def _scale_in_below_full_load(config: AppConfig, planned: Plan) -> None:
             raise ValueError(
                 f"scaling.{variant.key}.step_scaling.scale_in_running_requests = {step.scale_in_threshold:g}: "
                 f"must be <= {bound:g}, half the {ceiling} sequences {engines_text} on "
-                f"{variant.serving.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
-                f"engine.max_num_seqs = {config.engine.max_num_seqs}); removing one of two instances doubles "
+                f"{pool.instance_type} (memory plan at {plan.typical_sequence_tokens:,} tokens, "
+                f"engine.max_num_seqs = {engine.max_num_seqs}); removing one of two instances doubles "
                 "the survivor's load, and a threshold at the ceiling scales in at full load"
             )

@@ -31,7 +31,8 @@ from pathlib import Path
 from app_config import AppConfig, ConfigError
 from app_config.compile_cache import instance_start_s
 from app_config.loader import CDK_JSON
-from app_config.serving import VariantConfig
+from app_config.scaling import ScalingConfig
+from app_config.serving import ServingConfig, VariantConfig
 from app_config.variants import Variant
 from planning import fleet_planner, memory_report
 from planning.dated_schedule import (
@@ -42,7 +43,8 @@ from planning.dated_schedule import (
     weekly_segments,
 )
 from planning.instance_prices import hourly_price
-from planning.plan import Plan, load_plan
+from planning.make_plan import load_plan
+from planning.plan import Plan
 from planning.weekly_cron import DAY_NAMES, MINUTES_PER_WEEK, format_minute_of_week
 from planning.weekly_plan import Bounds, bounds_at, effective_bounds
 from serving_contract.env import start_up_ranges
@@ -68,6 +70,10 @@ class VariantPlan:
     floor_hours_per_week: float
     ceiling_hours_per_week: float
     hours_per_month: float
+    pool_prices: tuple[tuple[str, float], ...] = ()
+    """With ``instance_pools``: each type and its price, priority order. ``price_usd_per_hour`` is then the
+    dearest (the worst case: SageMaker may fill the variant with any of its types) and ``instance_type`` the
+    types joined by `` > ``."""
 
     @property
     def floor_hours_per_month(self) -> float:
@@ -93,18 +99,19 @@ def _instance_hours(timeline: list[Bounds], attribute: str) -> float:
     return total / 60
 
 
-def price_usd_per_hour(config: AppConfig, variant: VariantConfig) -> float:
-    """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table.
+def price_usd_per_hour(scaling: ScalingConfig, variant: VariantConfig) -> float:
+    """The on-demand price of ``variant``'s instance type: ``scaling.hourly_price_usd``, else the price table;
+    with ``instance_pools``, the dearest of its types (the worst case).
 
     Raises:
-        ConfigError: the instance type has no price (planning/instance_prices.py).
+        ConfigError: an instance type has no price (planning/instance_prices.py).
     """
-    return _price(config, variant.instance_type, variant.variant_name)
+    return max(_price(scaling, instance_type, variant.variant_name) for instance_type in variant.instance_types)
 
 
-def _price(config: AppConfig, instance_type: str, where: str) -> float:
+def _price(scaling: ScalingConfig, instance_type: str, where: str) -> float:
     try:
-        return hourly_price(instance_type, config.scaling.hourly_price_usd).usd_per_hour
+        return hourly_price(instance_type, scaling.hourly_price_usd).usd_per_hour
     except ValueError as error:
         raise ConfigError([f"{where}: {error}"]) from None
 
@@ -116,11 +123,10 @@ def plan(config: AppConfig, planned: Plan) -> list[VariantPlan]:
         ConfigError: a variant's instance type has no price (planning/instance_prices.py).
     """
     plans = []
-    components = config.serving.hosts_inference_components
     for deployed in planned.deployed_variants():
         variant, scaling = deployed.serving, deployed.scaling
-        price = price_usd_per_hour(config, variant)
-        if components:
+        price = price_usd_per_hour(config.scaling, variant)
+        if planned.instance_unit(variant.variant_name).is_component:
             pool = config.serving.inference_components
             # SageMaker sizes the pool between these bounds as copies come and go; no schedules.
             timeline = [
@@ -143,13 +149,17 @@ def plan(config: AppConfig, planned: Plan) -> list[VariantPlan]:
         plans.append(
             VariantPlan(
                 variant_name=variant.variant_name,
-                instance_type=variant.instance_type,
+                instance_type=" > ".join(variant.instance_types),
                 price_usd_per_hour=price,
                 timeline=timeline,
                 hourly=hourly,
                 floor_hours_per_week=_instance_hours(timeline, "min_capacity"),
                 ceiling_hours_per_week=_instance_hours(timeline, "max_capacity"),
                 hours_per_month=config.scaling.hours_per_month,
+                pool_prices=tuple(
+                    (instance_type, _price(config.scaling, instance_type, variant.variant_name))
+                    for instance_type in variant.instance_pools
+                ),
             )
         )
     return plans
@@ -158,9 +168,9 @@ def plan(config: AppConfig, planned: Plan) -> list[VariantPlan]:
 def dated_event_lines(config: AppConfig, planned: Plan, variant: Variant) -> list[str]:
     """The variant's dated events: window, demand, floor (derived or set) and one-off actions."""
     scaling, serving = variant.scaling, variant.serving
-    if not scaling.dated_events or config.serving.hosts_inference_components:
+    if not scaling.dated_events or planned.instance_unit(variant.name).is_component:
         return []
-    instance_rpm = planned.planner.throughput(serving.instance_type).requests_per_minute
+    instance_rpm = planned.hardware[variant.key].requests_per_minute  # the weakest type's, with instance_pools
     lines = [f"Dated events (one-off at(...) actions, {config.scaling.timezone}; not in the weekly figures above):"]
     for event in scaling.dated_events:
         peak = usual_peak_rpm(event, config.traffic)
@@ -191,6 +201,33 @@ def dated_event_lines(config: AppConfig, planned: Plan, variant: Variant) -> lis
     return lines
 
 
+def pool_lines(plan: VariantPlan) -> list[str]:
+    """With ``instance_pools``: each type's price, and that the week is priced at the worst case."""
+    if not plan.pool_prices:
+        return []
+    prices = ", ".join(f"{instance_type} ${price:.3f}/h" for instance_type, price in plan.pool_prices)
+    return [
+        f"Instance pools ({prices}): priced at the worst case, every instance the dearest type; floors and "
+        "targets are the weakest type's (docs/scaling.md, 'Instance pools')"
+    ]
+
+
+def reservation_lines(serving: ServingConfig, variant: Variant) -> list[str]:
+    """The variant's reserved capacity (``serving.<variant>.capacity_reservation``): its window, what it costs
+    (paid whether used or not, beside the on-demand band above) and when the variant stops serving."""
+    reservation = serving.reservations().get(variant.key)
+    if reservation is None:
+        return []
+    per_instance_hour = reservation.upfront_fee_usd / (reservation.instance_count * reservation.hours)
+    return [
+        f"Reserved capacity {reservation.ml_reservation_arn}: {reservation.instance_count} x "
+        f"{reservation.instance_type} {reservation.starts_at:%Y-%m-%d %H:%M} - {reservation.ends_at:%Y-%m-%d %H:%M} "
+        f"({reservation.hours:,.0f} h), ${reservation.upfront_fee_usd:,.2f} upfront, paid whether used or not "
+        f"(${per_instance_hour:.3f} per instance-hour); instances launch only into it, and the variant stops "
+        f"serving at its end (warning to the alarm topic {reservation.warn_before_end_h} h before)",
+    ]
+
+
 def format_plan(config: AppConfig, planned: Plan, plans: Sequence[VariantPlan]) -> str:
     """Human-readable week: transitions, the hourly grid and the cost band per variant."""
     lines = [
@@ -208,6 +245,7 @@ def format_plan(config: AppConfig, planned: Plan, plans: Sequence[VariantPlan]) 
     variants = {v.serving.variant_name: v for v in planned.deployed_variants()}
     for p in plans:
         lines += ["", f"== {p.variant_name}: {p.instance_type} at ${p.price_usd_per_hour:.3f}/h =="]
+        lines += pool_lines(p)
         lines.append("Transitions (bounds from this time on):")
         for bounds in p.timeline:
             lines.append(
@@ -225,6 +263,7 @@ def format_plan(config: AppConfig, planned: Plan, plans: Sequence[VariantPlan]) 
             f"Instance-hours per month ({p.hours_per_month:g} h): floor {p.floor_hours_per_month:.2f}, "
             f"ceiling {p.ceiling_hours_per_month:.2f}",
             f"On-demand cost band per month: ${low:,.2f} .. ${high:,.2f}",
+            *reservation_lines(config.serving, variants[p.variant_name]),
             *dated_event_lines(config, planned, variants[p.variant_name]),
         ]
     if len(plans) > 1:

@@ -37,9 +37,11 @@ from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR
 from planning.gpu_instances import INSTANCE_GPUS, engines_per_instance
 from planning.instance_prices import hourly_price, price_table
-from planning.plan import Plan, Planner
+from planning.plan import Plan
+from planning.planner import Planner
 from planning.scaling_sim import demand as demand_module
-from planning.throughput_at_slo import MAX_FLEET, ThroughputAtSlo, instances_needed
+from planning.throughput_at_slo import MAX_FLEET, instances_needed
+from planning.throughput_figure import ThroughputAtSlo
 from planning.weekly_cron import MINUTES_PER_WEEK, format_minute_of_week
 from planning.weekly_plan import effective_bounds
 
@@ -100,7 +102,9 @@ def fleet_planner(planner: Planner, routing: str, cold_p95_ms: float, warm_p95_m
             "warm": planner.slo.warm.model_copy(update={"ttft_p95_ms": warm_p95_ms}),
         }
     )
-    return replace(planner, slo=slo, capacity=planner.capacity.model_copy(update={"routing": routing}))
+    return replace(
+        planner, slo=slo, throughput_config=planner.throughput_config.model_copy(update={"routing": routing})
+    )
 
 
 def size_fleet(
@@ -291,7 +295,7 @@ def format_planner(
         ]
         if best.label != "measured":
             lines.append(
-                f"  Measure it before you buy: python -m ops capacity measure --instance-type {best.instance_type} "
+                f"  Measure it before you buy: python -m ops throughput measure --instance-type {best.instance_type} "
                 "(docs/planning.md, 'Measure before you buy')"
             )
         ceiling = config.serving.primary.max_capacity
@@ -303,8 +307,8 @@ def format_planner(
     lines += ["Runners-up and why each loses:", HEADER]
     for fleet in [f for f in fleets if f != best][:runners_up]:
         lines.append(_row(fleet, f"<- {loses_because(fleet, best, cold_p95_ms, warm_p95_ms)}"))
-    configured = config.capacity.routing
-    lines += [f"Every instance type, routing {configured} (capacity.routing):", HEADER]
+    configured = config.throughput.routing
+    lines += [f"Every instance type, routing {configured} (throughput.routing):", HEADER]
     for fleet in plan_fleets(config, plan.planner, cold_p95_ms, warm_p95_ms, routings=(configured,)):
         verdict = "holds" if fleet.holds else "cannot hold"
         lines.append(_row(fleet, verdict))

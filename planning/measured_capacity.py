@@ -1,8 +1,8 @@
-"""One instance type's throughput at the TTFT SLOs from what was measured on it (``capacity.measured``).
+"""One instance type's throughput at the TTFT SLOs from what was measured on it (``throughput.measured``).
 
 Two forms (app_config/throughput_config.py):
 
-* the capacity job's curve (``python -m ops capacity measure``, issue 46): TTFT per request class at
+* the capacity job's curve (``python -m ops throughput measure``, issue 46): TTFT per request class at
   each offered rate of an open-loop sweep on the instance type itself. It is judged here against the
   config's SLOs as the sweep judges its own steps (:func:`cli_support.open_loop.verdict`): the highest
   offered rate up to which every step kept up, erred no more than ``slo.max_error_rate`` and held
@@ -17,13 +17,10 @@ Either is labelled ``measured`` and names its date and source: ``measured 2026-1
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from app_config.throughput_config import MeasuredCurve, MeasuredStep, MeasuredThroughput
 from cli_support.open_loop import ClassFigures, StepSummary, verdict
-
-if TYPE_CHECKING:
-    from planning.throughput_at_slo import ThroughputAtSlo
+from planning.throughput_figure import ThroughputAtSlo
 
 
 def source_of(measured: MeasuredCurve | MeasuredThroughput) -> str:
@@ -66,8 +63,6 @@ def from_measurement(
 ) -> ThroughputAtSlo:
     """One instance of ``instance_type`` at the SLOs ``slo_ms`` (class -> TTFT p95 ms) of the
     ``judged`` classes, from its measurement (module docstring)."""
-    from planning.throughput_at_slo import ThroughputAtSlo  # noqa: PLC0415 (that module imports this one)
-
     source = source_of(measured)
     if isinstance(measured, MeasuredThroughput):
         return ThroughputAtSlo(

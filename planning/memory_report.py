@@ -8,15 +8,17 @@ same report from the config it loads. Both print it with :func:`render`.
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from app_config.root import AppConfig
-from app_config.serving import VariantConfig
+from app_config.serving import ServingConfig, VariantConfig
 from app_config.variants import Variant
 from planning.engine_memory import host_tier_for_instance
-from planning.gpu_instances import GIB, engines_per_instance, instance_gpus
+from planning.gpu_instances import GIB, instance_gpus
+from planning.hardware import Pool
 from planning.memory_plan import largest_host_offload_gib
 from planning.plan import Plan
-from planning.slo_holds import class_holds, measure_line
+from planning.slo_holds import ClassHold, class_holds, measure_line
 
 REPORT_FILE = "memory-plan.json"
 
@@ -85,6 +87,8 @@ class VariantMemory:
     """Tokens the offload holds: whole blocks of block_size."""
     kv_offloading_fits_gib: float = 0.0
     """The largest engine.kv_offloading_size_gib whose pinned memory fits host_available_gib."""
+    priority: int = 1
+    """The instance type's pool: 1 for the variant's ``instance_type``, 2-5 for ``instance_pools``' fallbacks."""
 
     @property
     def warning(self) -> str | None:
@@ -101,9 +105,9 @@ class VariantMemory:
         )
 
 
-def _concurrency_target(config: AppConfig, plan: Plan, variant: Variant) -> tuple[float, str, bool]:
+def _concurrency_target(plan: Plan, variant: Variant) -> tuple[float, str, bool]:
     """(target, its config key, whether it is the active target-tracking metric) of a variant."""
-    if config.serving.hosts_inference_components:
+    if plan.instance_unit(variant.name).role == "base_component":
         scaling = plan.inference_components.scaling
         return (
             scaling.target_value,
@@ -121,94 +125,107 @@ def _concurrency_target(config: AppConfig, plan: Plan, variant: Variant) -> tupl
 
 
 def build(config: AppConfig, planned: Plan) -> list[VariantMemory]:
-    """The report of every production variant of ``config``, primary first (inference_components
-    mode: the one variant, where each copy of the base component is one engine)."""
-    reports = []
+    """The report of every production variant of ``config``, primary first, and of each of its instance
+    types in priority order (``instance_pools``); inference_components mode: the one variant, where each
+    copy of the base component is one engine."""
     holds = class_holds(config, planned)
-    for deployed in planned.deployed_variants():
-        variant = deployed.serving
-        plan = planned.planner.memory_plan(variant.instance_type)
-        gpus = instance_gpus(variant.instance_type)
-        target, target_key, active = _concurrency_target(config, planned, deployed)
-        capacity = planned.planner.throughput(variant.instance_type)
-        tier = host_tier_for_instance(
-            variant.instance_type,
-            model=config.model,
-            engine=config.engine,
-            memory=config.memory_plan,
-            runtime_adapters=config.serving.hosts_inference_components,
-        )
-        reports.append(
-            VariantMemory(
-                variant_name=variant.variant_name,
-                instance_type=variant.instance_type,
-                gpu_name=gpus.gpu.name,
-                gpu_memory_gib=round(gpus.gpu.memory_bytes / GIB, 2),
-                tensor_parallel_size=config.engine.tensor_parallel_size,
-                gpu_memory_utilization=config.engine.gpu_memory_utilization,
-                budget_gib=round(plan.budget_bytes / GIB, 2),
-                weights_gib=round(plan.weights_bytes / GIB, 2),
-                lora_gib=round(plan.lora_bytes / GIB, 2),
-                runtime_gib=round(plan.overhead_bytes / GIB, 2),
-                kv_gib=round(plan.kv_bytes / GIB, 2),
-                kv_tokens=plan.kv_tokens,
-                kv_kib_per_token=plan.kv_bytes_per_token / 1024,
-                max_model_len=plan.max_model_len,
-                sequences_at_max_len=plan.sequences_at_max_len,
-                typical_sequence_tokens=plan.typical_sequence_tokens,
-                sequences_at_typical_len=plan.sequences_at_typical_len,
-                max_num_seqs=config.engine.max_num_seqs,
-                concurrency_ceiling=plan.concurrency_ceiling,
-                concurrency_target=target,
-                concurrency_target_key=target_key,
-                concurrency_target_active=active,
-                ttft_slo_ms=min(config.slo.cold.ttft_p95_ms, config.slo.warm.ttft_p95_ms),
-                ttft_slo_label=(
-                    f"cold <= {config.slo.cold.ttft_p95_ms:g} ms, warm <= {config.slo.warm.ttft_p95_ms:g} ms"
-                ),
-                slo_concurrency=capacity.concurrency,
-                slo_requests_per_minute=capacity.requests_per_minute,
-                slo_base_ttft_ms=capacity.base_ttft_ms,
-                slo_holds=capacity.holds_slo,
-                slo_source=capacity.source,
-                # inference_components mode: each copy is one engine (the report is per copy).
-                engines_per_instance=1
-                if config.serving.hosts_inference_components
-                else engines_per_instance(variant.instance_type, config.engine.tensor_parallel_size),
-                class_slo_lines=tuple(h.line for h in holds if h.variant_name == variant.variant_name),
-                measure_line=measure_line(capacity),
-                comparison_warning=_canary_comparison(config, variant),
-                kv_offloading_size_gib=config.engine.kv_offloading_size_gib,
-                kv_offloading_backend=config.engine.kv_offloading_backend,
-                host_memory_gib=tier.host_bytes // GIB,
-                host_os_reserve_gib=config.memory_plan.host_os_reserve_gib,
-                host_engines=tier.engines,
-                host_engine_process_gib=config.memory_plan.host_engine_process_gib,
-                host_cpu_lora_slots=tier.cpu_lora_slots,
-                host_cpu_lora_gib=round(tier.cpu_lora_bytes / GIB, 2),
-                host_available_gib=round(tier.available_bytes / GIB, 2),
-                kv_offloading_pinned_gib=round(tier.offload.pinned_bytes / GIB, 2),
-                kv_offloading_tokens=tier.offload.tokens,
-                kv_offloading_fits_gib=largest_host_offload_gib(
-                    config.model.shape.to_shape(),
-                    available_bytes=tier.available_bytes,
-                    tensor_parallel_size=config.engine.tensor_parallel_size,
-                    block_size=config.engine.block_size,
-                    kv_cache_dtype=config.engine.kv_cache_dtype,
-                ),
-            )
-        )
-    return reports
+    return [
+        _report(config, planned, deployed, pool, holds)
+        for deployed in planned.deployed_variants()
+        for pool in planned.hardware[deployed.key].pools
+    ]
 
 
-def _canary_comparison(config: AppConfig, variant: VariantConfig) -> str | None:
+def _report(config: AppConfig, planned: Plan, deployed: Variant, pool: Pool, holds: list[ClassHold]) -> VariantMemory:
+    """One variant on one of its instance types."""
+    variant = deployed.serving
+    plan = pool.memory
+    gpus = instance_gpus(pool.instance_type)
+    target, target_key, active = _concurrency_target(planned, deployed)
+    capacity = pool.throughput
+    components = planned.instance_unit(variant.variant_name).is_component
+    return VariantMemory(
+        variant_name=variant.variant_name,
+        instance_type=pool.instance_type,
+        gpu_name=gpus.gpu.name,
+        gpu_memory_gib=round(gpus.gpu.memory_bytes / GIB, 2),
+        tensor_parallel_size=config.engine.tensor_parallel_size,
+        gpu_memory_utilization=config.engine.gpu_memory_utilization,
+        budget_gib=round(plan.budget_bytes / GIB, 2),
+        weights_gib=round(plan.weights_bytes / GIB, 2),
+        lora_gib=round(plan.lora_bytes / GIB, 2),
+        runtime_gib=round(plan.overhead_bytes / GIB, 2),
+        kv_gib=round(plan.kv_bytes / GIB, 2),
+        kv_tokens=plan.kv_tokens,
+        kv_kib_per_token=plan.kv_bytes_per_token / 1024,
+        max_model_len=plan.max_model_len,
+        sequences_at_max_len=plan.sequences_at_max_len,
+        typical_sequence_tokens=plan.typical_sequence_tokens,
+        sequences_at_typical_len=plan.sequences_at_typical_len,
+        max_num_seqs=config.engine.max_num_seqs,
+        concurrency_ceiling=plan.concurrency_ceiling,
+        concurrency_target=target,
+        concurrency_target_key=target_key,
+        concurrency_target_active=active,
+        ttft_slo_ms=min(config.slo.cold.ttft_p95_ms, config.slo.warm.ttft_p95_ms),
+        ttft_slo_label=(f"cold <= {config.slo.cold.ttft_p95_ms:g} ms, warm <= {config.slo.warm.ttft_p95_ms:g} ms"),
+        slo_concurrency=capacity.concurrency,
+        slo_requests_per_minute=capacity.requests_per_minute,
+        slo_base_ttft_ms=capacity.base_ttft_ms,
+        slo_holds=capacity.holds_slo,
+        slo_source=capacity.source,
+        # A component's copy is one engine (the report is per copy).
+        engines_per_instance=1 if components else pool.engines,
+        class_slo_lines=tuple(
+            h.line for h in holds if h.variant_name == variant.variant_name and h.priority == pool.priority
+        ),
+        measure_line=measure_line(capacity),
+        comparison_warning=_canary_comparison(config.serving, variant) if pool.priority == 1 else None,
+        priority=pool.priority,
+        **_host_tier_fields(config, pool.instance_type, runtime_adapters=components),
+    )
+
+
+def _host_tier_fields(config: AppConfig, instance_type: str, *, runtime_adapters: bool) -> dict[str, Any]:
+    """The host-tier fields of :class:`VariantMemory` on ``instance_type`` (``engine.kv_offloading_size_gib``);
+    ``runtime_adapters``: the engine is a component's copy, which loads its adapters at run time."""
+    tier = host_tier_for_instance(
+        instance_type,
+        model=config.model,
+        engine=config.engine,
+        memory=config.memory_plan,
+        runtime_adapters=runtime_adapters,
+    )
+    return {
+        "kv_offloading_size_gib": config.engine.kv_offloading_size_gib,
+        "kv_offloading_backend": config.engine.kv_offloading_backend,
+        "host_memory_gib": tier.host_bytes // GIB,
+        "host_os_reserve_gib": config.memory_plan.host_os_reserve_gib,
+        "host_engines": tier.engines,
+        "host_engine_process_gib": config.memory_plan.host_engine_process_gib,
+        "host_cpu_lora_slots": tier.cpu_lora_slots,
+        "host_cpu_lora_gib": round(tier.cpu_lora_bytes / GIB, 2),
+        "host_available_gib": round(tier.available_bytes / GIB, 2),
+        "kv_offloading_pinned_gib": round(tier.offload.pinned_bytes / GIB, 2),
+        "kv_offloading_tokens": tier.offload.tokens,
+        "kv_offloading_fits_gib": largest_host_offload_gib(
+            config.model.shape.to_shape(),
+            available_bytes=tier.available_bytes,
+            tensor_parallel_size=config.engine.tensor_parallel_size,
+            block_size=config.engine.block_size,
+            kv_cache_dtype=config.engine.kv_cache_dtype,
+        ),
+    }
+
+
+def _canary_comparison(serving: ServingConfig, variant: VariantConfig) -> str | None:
     """A line when the canary runs on another instance type than the primary, else None.
 
     A canary stands in for the primary's next version on a small share of traffic; on another GPU
     its TTFT, errors and rollback guardrails measure the GPU as much as the version.
     """
-    primary = config.serving.primary.instance_type
-    if variant is config.serving.primary or variant.instance_type == primary:
+    primary = serving.primary.instance_type
+    if variant is serving.primary or variant.instance_type == primary:
         return None
     return (
         f"serving.canary.instance_type = {variant.instance_type} differs from serving.primary.instance_type = "
@@ -237,8 +254,9 @@ def render(reports: list[VariantMemory]) -> list[str]:
     lines = ["Memory plan per engine (planning/memory_plan.py, as vLLM 0.22 sizes its KV cache):"]
     for r in reports:
         gpus = f"{r.tensor_parallel_size} x {r.gpu_name} {r.gpu_memory_gib:.2f} GiB"
+        hardware = f"{r.instance_type} (pool {r.priority})" if r.priority > 1 else r.instance_type
         lines += [
-            f"  variant {r.variant_name:<10} {r.instance_type:<14} {gpus} at {r.gpu_memory_utilization:g} "
+            f"  variant {r.variant_name:<10} {hardware:<14} {gpus} at {r.gpu_memory_utilization:g} "
             f"= {r.budget_gib:.2f} GiB: weights {r.weights_gib:.2f} + LoRA slots {r.lora_gib:.2f} + runtime "
             f"{r.runtime_gib:.2f} + KV cache {r.kv_gib:.2f}",
             f"    KV cache {r.kv_tokens:,} tokens ({r.kv_kib_per_token:g} KiB each): {r.sequences_at_max_len} "
@@ -258,7 +276,7 @@ def render(reports: list[VariantMemory]) -> list[str]:
             lines.append(
                 f"    sized at 1 concurrent request per instance ({r.slo_requests_per_minute:,.0f} req/min, TTFT p50 "
                 f"{r.slo_base_ttft_ms:,.0f} ms): it cannot hold TTFT p95 {r.ttft_slo_label} at MangaAssist's "
-                "request shape; make plan ranks the instance types, python -m ops capacity measure measures them"
+                "request shape; make plan ranks the instance types, python -m ops throughput measure measures them"
             )
         if r.kv_offloading_size_gib > 0:
             lines.append(f"    {host_tier_line(r)}")

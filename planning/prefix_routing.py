@@ -1,4 +1,4 @@
-"""SageMaker's prefix-aware routing (``capacity.routing = prefix_aware``), derived from config.
+"""SageMaker's prefix-aware routing (``throughput.routing = prefix_aware``), derived from config.
 
 ``AWS::SageMaker::EndpointConfig`` ``RoutingConfig``: ``RoutingStrategy: PREFIX_AWARE`` with
 ``PrefixAwareRoutingConfig`` (CloudFormation template reference; aws-cdk-lib 2.275's

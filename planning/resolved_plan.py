@@ -4,7 +4,8 @@ Some settings are unset by default because they follow from others (seed 001's s
 throughput at the TTFT SLOs of :mod:`planning.throughput_at_slo`):
 
 * ``scaling.<variant>.target_tracking.concurrent_requests_target``: the variant's instance type's
-  concurrency at the SLOs;
+  concurrency at the SLOs (with ``instance_pools``, the weakest member's: planning/hardware.py says
+  which figure holds for every member);
 * ``scaling.<variant>.step_scaling.scale_in_running_requests``: a quarter
   (``SCALE_IN_TARGET_FRACTION``) of the requests in flight per instance the variant tracks;
 * ``scaling.<variant>.dated_events[].min_capacity``: the event's derived floor
@@ -28,25 +29,25 @@ where a set one would be, and the unresolved section's accessors (``target_value
 """
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
 
 from app_config.dated_events import DatedEventConfig
 from app_config.inference_components import InferenceComponentsConfig
+from app_config.root import AppConfig
 from app_config.scaling import PROD_WARM_FLOOR, ScalingConfig, ShadowScalingConfig, VariantScalingConfig
 from app_config.scaling_policies import SCALE_IN_TARGET_FRACTION
-from app_config.serving import VariantConfig
+from app_config.serving import ServingConfig, VariantConfig
+from app_config.traffic import TrafficConfig
 from app_config.variants import VARIANT_KEYS
 from planning.dated_schedule import derived_floor, usual_peak_rpm
 from planning.demand_week import week
-from planning.gpu_instances import engines_per_instance
-from planning.throughput_at_slo import ThroughputAtSlo, instances_needed
+from planning.hardware import Hardware, HardwareKey
+from planning.planner import Planner
+from planning.throughput_at_slo import instances_needed
+from planning.throughput_figure import ThroughputAtSlo
 from planning.weekly_cron import MINUTES_PER_WEEK
-
-if TYPE_CHECKING:
-    from app_config.root import AppConfig
-    from planning.plan import Planner
 
 
 @dataclass(frozen=True)
@@ -64,40 +65,42 @@ class ResolvedPlan:
     inference_components: InferenceComponentsConfig
 
 
-def resolve(config: "AppConfig", planner: "Planner") -> ResolvedPlan:
-    """The :class:`ResolvedPlan` of ``config`` (the canary's too: enabling it is a ``-c`` away).
+def resolve(config: AppConfig, planner: Planner, hardware: Mapping[HardwareKey, Hardware]) -> ResolvedPlan:
+    """The :class:`ResolvedPlan` of ``config`` (the canary's too: enabling it is a ``-c`` away), from each
+    variant's ``hardware`` (the primary's, the canary's and, when it runs, the shadow's).
 
     Raises:
         ValueError: an instance type's GPU has no throughput projection and no measurement (one line).
     """
     resolved: dict[str, VariantScalingConfig] = {
-        key: _resolved_variant(config, planner, getattr(config.serving, key), getattr(config.scaling, key))
+        key: _resolved_variant(
+            config, planner, hardware[key], getattr(config.serving, key), getattr(config.scaling, key)
+        )
         for key in VARIANT_KEYS
     }
     return ResolvedPlan(
-        scaling=config.scaling.model_copy(update={**resolved, "shadow": _resolved_shadow(config, planner)}),
-        inference_components=_resolved_components(config, planner),
+        scaling=config.scaling.model_copy(update={**resolved, "shadow": _resolved_shadow(config, hardware)}),
+        inference_components=_resolved_components(config.serving, hardware["primary"]),
     )
 
 
-def _resolved_shadow(config: "AppConfig", planner: "Planner") -> ShadowScalingConfig:
+def _resolved_shadow(config: AppConfig, hardware: Mapping[HardwareKey, Hardware]) -> ShadowScalingConfig:
     """``scaling.shadow`` with its concurrency target derived when unset: the shadow's instance type's
     concurrency at the TTFT SLOs, as the production variants'. A shadow that is off gets none: its
     instance type need not fit the engine (``engine.tensor_parallel_size`` is checked when it is on)."""
     shadow = config.scaling.shadow
     if not config.serving.shadow.enabled or shadow.target_tracking.concurrent_requests_target is not None:
         return shadow
-    concurrency = float(planner.throughput(config.serving.shadow.instance_type).concurrency)
+    concurrency = float(hardware["shadow"].concurrency)
     tracking = shadow.target_tracking.model_copy(update={"concurrent_requests_target": concurrency})
     return shadow.model_copy(update={"target_tracking": tracking})
 
 
 def _resolved_variant(
-    config: "AppConfig", planner: "Planner", serving: VariantConfig, scaling: VariantScalingConfig
+    config: AppConfig, planner: Planner, hardware: Hardware, serving: VariantConfig, scaling: VariantScalingConfig
 ) -> VariantScalingConfig:
-    instance_type = serving.instance_type
     if scaling.target_tracking.concurrent_requests_target is None:
-        target = float(planner.throughput(instance_type).concurrency)
+        target = float(hardware.concurrency)
         tracking = scaling.target_tracking.model_copy(update={"concurrent_requests_target": target})
         scaling = scaling.model_copy(update={"target_tracking": tracking})
     if scaling.step_scaling.scale_in_running_requests is None:
@@ -107,7 +110,7 @@ def _resolved_variant(
         in_flight = (
             tracking.target_value
             if tracking.metric == "concurrent_requests_high_resolution"
-            else float(planner.throughput(instance_type).concurrency)
+            else float(hardware.concurrency)
         )
         steps = scaling.step_scaling.model_copy(
             update={"scale_in_running_requests": in_flight * SCALE_IN_TARGET_FRACTION}
@@ -115,25 +118,26 @@ def _resolved_variant(
         scaling = scaling.model_copy(update={"step_scaling": steps})
     if scaling.kv_cache_tracking.target_percent is None:
         # The KV cache's share in use at the rate the instance is sized for, in percent, rounded up.
-        usage = planner.throughput(instance_type).kv_cache_usage
+        usage = hardware.kv_cache_usage
         target = min(max(math.ceil((usage or 0.0) * 100), 1), 100)
         kv = scaling.kv_cache_tracking.model_copy(update={"target_percent": float(target)})
         scaling = scaling.model_copy(update={"kv_cache_tracking": kv})
     if scaling.floors_unset:
-        scaling = _scheduled_floors(config, planner, serving, scaling)
+        scaling = _scheduled_floors(config, planner, hardware, serving, scaling)
     if any(event.min_capacity is None for event in scaling.dated_events):
-        events = _event_floors(config, planner, instance_type, serving.min_capacity, scaling.dated_events)
+        events = _event_floors(config.traffic, hardware, serving.min_capacity, scaling.dated_events)
         scaling = scaling.model_copy(update={"dated_events": events})
     return scaling
 
 
 def _scheduled_floors(
-    config: "AppConfig", planner: "Planner", serving: VariantConfig, scaling: VariantScalingConfig
+    config: AppConfig, planner: Planner, hardware: Hardware, serving: VariantConfig, scaling: VariantScalingConfig
 ) -> VariantScalingConfig:
-    """``scaling`` with every unset weekly floor derived (module docstring)."""
+    """``scaling`` with every unset weekly floor derived (module docstring); with ``instance_pools``, on the
+    weakest member: every instance of the floor may be of that type."""
     demand = week(config.traffic)
     fires = sorted({minute for _, minutes in scaling.action_times for minute in minutes})
-    instance_type = serving.instance_type
+    instance_type = hardware.weakest.instance_type
 
     @cache
     def capacity_at(instances: int) -> ThroughputAtSlo:
@@ -169,22 +173,19 @@ def _scheduled_floors(
 
 
 def _event_floors(
-    config: "AppConfig",
-    planner: "Planner",
-    instance_type: str,
-    hard_min: int,
-    events: tuple[DatedEventConfig, ...],
+    traffic: TrafficConfig, hardware: Hardware, hard_min: int, events: tuple[DatedEventConfig, ...]
 ) -> tuple[DatedEventConfig, ...]:
     """``events`` with each unset ``min_capacity`` derived (app_config/dated_events.py: seed 001's
-    usual peak x multiplier / one instance's requests per minute at the SLOs x 1.3, rounded up)."""
-    instance_rpm = planner.throughput(instance_type).requests_per_minute
+    usual peak x multiplier / one instance's requests per minute at the SLOs x 1.3, rounded up; the
+    weakest member's with ``instance_pools``)."""
+    instance_rpm = hardware.requests_per_minute
     return tuple(
         event
         if event.min_capacity is not None
         else event.model_copy(
             update={
                 "min_capacity": derived_floor(
-                    usual_peak_rpm(event, config.traffic), event.demand_multiplier, instance_rpm, hard_min
+                    usual_peak_rpm(event, traffic), event.demand_multiplier, instance_rpm, hard_min
                 )
             }
         )
@@ -192,13 +193,12 @@ def _event_floors(
     )
 
 
-def _resolved_components(config: "AppConfig", planner: "Planner") -> InferenceComponentsConfig:
-    components = config.serving.inference_components
+def _resolved_components(serving: ServingConfig, hardware: Hardware) -> InferenceComponentsConfig:
+    components = serving.inference_components
     if components.scaling.concurrent_requests_per_copy_target is not None:
         return components
     # A copy is one engine: the instance's throughput at the SLOs over its engines.
-    instance_type = config.serving.primary.instance_type
-    engines = engines_per_instance(instance_type, config.engine.tensor_parallel_size)
-    per_copy = max(1.0, planner.throughput(instance_type).concurrency / engines)
+    own = hardware.own
+    per_copy = max(1.0, own.throughput.concurrency / own.engines)
     copies = components.scaling.model_copy(update={"concurrent_requests_per_copy_target": per_copy})
     return components.model_copy(update={"scaling": copies})

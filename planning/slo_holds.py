@@ -4,25 +4,21 @@ A TTFT guardrail its fleet cannot hold is an outage trap, not a safety net: the 
 day and every blue/green update rolls back. So for every deployed variant and request class the
 synth says, in one line, whether the instance type holds ``slo.<class>.ttft_p95_ms``, up to what
 arrival rate per instance, with what margin, and whether that figure was measured on the
-instance type (``capacity.measured``) or projected by the open-loop engine model
+instance type (``throughput.measured``) or projected by the open-loop engine model
 (planning/throughput_at_slo.py). A projection holds only if its p95 grown by the model's error
 stays within the SLO. With ``slo.require_holdable`` (the default) a class a variant cannot hold
 stops synth with one line naming the fleet ``make plan`` recommends instead; without it, a
 WARNING in the synth summary.
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from app_config.root import AppConfig
+from planning.fleet_planner import recommend
+from planning.plan import Plan
+from planning.throughput_figure import ThroughputAtSlo
 from serving_contract.request_classes import RequestClass
-
-if TYPE_CHECKING:
-    from app_config.root import AppConfig
-    from planning.plan import Plan
-    from planning.throughput_at_slo import ThroughputAtSlo
 
 
 @dataclass(frozen=True)
@@ -36,7 +32,9 @@ class ClassHold:
         slo_ms: ``slo.<class>.ttft_p95_ms``.
         capacity: the instance type's throughput at this class's SLO (requests per minute, the
             p95 there, measured or projected, the margin).
-        alternative: what would hold it: the fleet ``make plan`` recommends (one line), or None.
+        alternative: what would hold it: the fleet ``make plan`` recommends (one line), or for a fallback
+            pool, dropping it from ``instance_pools``; None when nothing is known to.
+        priority: the instance type's pool, 1 (the variant's ``instance_type``) to 5 (``instance_pools``).
     """
 
     variant_name: str
@@ -45,6 +43,13 @@ class ClassHold:
     slo_ms: float
     capacity: ThroughputAtSlo
     alternative: str | None
+    priority: int = 1
+
+    @property
+    def _where(self) -> str:
+        """``variant primary (ml.g6e.xlarge)``; a fallback pool's ``(ml.g6.xlarge, pool 2)``."""
+        pool = f", pool {self.priority}" if self.priority > 1 else ""
+        return f"variant {self.variant_name} ({self.capacity.instance_type}{pool})"
 
     @property
     def holds(self) -> bool:
@@ -84,8 +89,8 @@ class ClassHold:
             else f"TTFT p50 {capacity.base_ttft_ms:,.0f} ms"
         )
         return (
-            f"{self.key} = {self.slo_ms:g} ms: variant {self.variant_name} ({capacity.instance_type}) cannot hold it "
-            f"at any load: {lightest} ({self._standing()}); would hold: {' or '.join(fixes) or 'nothing configured'}"
+            f"{self.key} = {self.slo_ms:g} ms: {self._where} cannot hold it at any load: {lightest} "
+            f"({self._standing()}); would hold: {' or '.join(fixes) or 'nothing configured'}"
         )
 
     @property
@@ -101,10 +106,7 @@ class ClassHold:
         """The synth summary's line for this variant and class."""
         if not self.holds:
             return f"WARNING: {self.problem}"
-        return (
-            f"{self.key} = {self.slo_ms:g} ms: variant {self.variant_name} ({self.capacity.instance_type}) holds it "
-            f"up to {self._figure()}; {self._standing()}"
-        )
+        return f"{self.key} = {self.slo_ms:g} ms: {self._where} holds it up to {self._figure()}; {self._standing()}"
 
 
 MEASURE_SECTION = "docs/planning.md, 'Measure before you buy'"
@@ -126,43 +128,56 @@ def measure_line(capacity: ThroughputAtSlo) -> str | None:
         return None
     return (
         f"{capacity.instance_type}'s figures are {capacity.label}, not measured: measure them with "
-        f"`python -m ops capacity measure --instance-type {capacity.instance_type}` ({MEASURE_SECTION})"
+        f"`python -m ops throughput measure --instance-type {capacity.instance_type}` ({MEASURE_SECTION})"
     )
 
 
 def _alternative(config: AppConfig, plan: Plan, variant_key: str) -> str | None:
     """The fleet the one recommender (planning/fleet_planner.py) picks at both SLOs, as a config change."""
-    from planning.fleet_planner import recommend  # noqa: PLC0415 (the recommender imports the plan, which imports this)
-
     best = recommend(config, plan.planner)
     if best is None:
         return None
     return (
-        f"serving.{variant_key}.instance_type = {best.instance_type} with capacity.routing = {best.routing} "
+        f"serving.{variant_key}.instance_type = {best.instance_type} with throughput.routing = {best.routing} "
         f"({best.requests_per_minute:,.0f} req/min per instance, {best.label}; make plan)"
     )
 
 
+def _drop_pool(variant_key: str, instance_type: str) -> str:
+    """The fix for a fallback pool that cannot hold a class: SageMaker may fill the whole variant with it."""
+    return f"serving.{variant_key}.instance_pools without {instance_type}"
+
+
 def class_holds(config: AppConfig, plan: Plan) -> list[ClassHold]:
-    """Every deployed variant against every request class, primary first, cold before warm.
+    """Every deployed variant's every instance type against every request class: primary first, each
+    variant's pools in priority order, cold before warm.
 
     Raises:
         ValueError: a variant's instance type is unknown or the model does not fit its GPU.
     """
     holds = []
     for variant in plan.deployed_variants():
-        for klass in RequestClass:
-            capacity = plan.planner.throughput(variant.serving.instance_type, klass)
-            holds.append(
-                ClassHold(
-                    variant_name=variant.serving.variant_name,
-                    variant_key=variant.key,
-                    request_class=klass.value,
-                    slo_ms=config.slo.of(klass).ttft_p95_ms,
-                    capacity=capacity,
-                    alternative=None if capacity.holds_slo else _alternative(config, plan, variant.key),
+        for pool in plan.hardware[variant.key].pools:
+            for klass in RequestClass:
+                capacity = plan.planner.throughput(pool.instance_type, klass)
+                alternative = None
+                if not capacity.holds_slo:
+                    alternative = (
+                        _alternative(config, plan, variant.key)
+                        if pool.priority == 1
+                        else _drop_pool(variant.key, pool.instance_type)
+                    )
+                holds.append(
+                    ClassHold(
+                        variant_name=variant.serving.variant_name,
+                        variant_key=variant.key,
+                        request_class=klass.value,
+                        slo_ms=config.slo.of(klass).ttft_p95_ms,
+                        capacity=capacity,
+                        alternative=alternative,
+                        priority=pool.priority,
+                    )
                 )
-            )
     return holds
 
 

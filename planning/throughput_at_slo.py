@@ -1,14 +1,14 @@
 """Per-instance throughput at the TTFT SLOs: the one figure that sizes the fleet.
 
 "Throughput at the SLO" is one of the three things the project once called capacity; the others
-are a variant's fleet bounds (``min_capacity``/``max_capacity``, ``app_config.topology.FleetBounds``)
+are a variant's fleet bounds (``min_capacity``/``max_capacity``, ``planning.topology.FleetBounds``)
 and the weekly plan of those bounds (:mod:`planning.weekly_plan`).
 
 The fleet's size at a demand, the concurrency target of target tracking, the KV-cache target of
 the leading-signal policy, the simulation, the dated-event floors, the prefix-aware routing
 threshold and every "holds the SLO" verdict read :func:`throughput_at_slo`. Its source, in order:
 
-1. ``capacity.measured.<instance type>``: what the capacity job (``python -m ops capacity measure``)
+1. ``throughput.measured.<instance type>``: what the capacity job (``python -m ops throughput measure``)
    or ``python -m ops load`` measured on that instance type in the account: a measurement beats
    any model, and is labelled ``measured <date> (<job or ops load>)`` (planning/measured_capacity.py);
 2. the open-loop engine model (``planning/engine_model.py``): the highest arrival rate at which
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 
 from app_config.engine import EngineConfig
@@ -40,6 +39,7 @@ from planning.engine_model import CLASSES, Capacity, ConversationShape, EnginePa
 from planning.engines import conversation_shape, engine_on
 from planning.gpu_instances import engines_per_instance
 from planning.measured_capacity import from_measurement
+from planning.throughput_figure import ThroughputAtSlo
 from serving_contract.request_classes import RequestClass
 
 LEAST_OUTSTANDING_INSTANCES = 10
@@ -48,71 +48,11 @@ follow-up then reaches its conversation's engine 1 time in 10 (the per-instance 
 fleet grows, so a small fleet's figure would be optimistic for a large one)."""
 
 
-@dataclass(frozen=True)
-class ThroughputAtSlo:
-    """One instance's throughput at the TTFT SLOs.
-
-    Attributes:
-        instance_type: e.g. ``ml.g6e.xlarge``.
-        requests_per_minute: the highest arrival rate one instance holds the SLO(s) at, requests
-            per minute (its engines together), after the model's margin.
-        concurrency: requests in flight per instance at that rate (Little's law on the model's
-            steady state, at least 1): what target tracking's concurrency metric reads there.
-        base_ttft_ms: TTFT p50 of a cold request with no other load, ms.
-        holds_slo: False when even the lightest load misses; the other figures are then those of
-            the lightest load (one request a minute).
-        source: ``measured <how>`` or ``projected from <GPU> to <GPU> (model error X %)`` or
-            ``model fitted on this GPU's runs``.
-        measured: True for ``capacity.measured``; False for the model.
-        margin: how far the model may be off, a fraction (its held-out error, plus a projection's
-            spread; 0 for a measurement): ``requests_per_minute`` is the model's rate divided by
-            ``1 + margin`` (``engine_model.capacity``).
-        ttft_p95_ms: the judged class's TTFT p95 at ``requests_per_minute`` (the highest of the
-            two when both are judged), ms, before the margin; None for a measurement.
-        cliff_per_minute: the arrival rate per instance at which it collapses (model only; ``inf``
-            for a measurement, which does not say).
-        kv_cache_usage: the KV cache's share in use at ``requests_per_minute`` (0-1; what the
-            gateway's ``KvCacheUsagePercent`` / 100 reads there); None for a measurement.
-        cold_share: the share of cold requests there; None for a measurement.
-        lightest_ttft_p95_ms: the judged TTFT p95 at the lightest load (one request a minute), ms,
-            before the margin: an SLO at or above it grown by the margin holds at some load; None
-            for a measurement.
-        projected: True when the engine model was carried to a GPU its runs were not made on.
-        model_requests_per_minute: ``requests_per_minute`` as the model gives it, before the
-            margin (equal to it for a measurement).
-    """
-
-    instance_type: str
-    requests_per_minute: float
-    concurrency: int
-    base_ttft_ms: float
-    holds_slo: bool
-    source: str
-    measured: bool
-    margin: float
-    ttft_p95_ms: float | None
-    cliff_per_minute: float
-    kv_cache_usage: float | None
-    cold_share: float | None
-    lightest_ttft_p95_ms: float | None
-    projected: bool = False
-    model_requests_per_minute: float | None = None
-
-    @property
-    def label(self) -> str:
-        """How every report prints a capacity figure's standing: ``measured`` (``capacity.measured``, on
-        the instance type itself), ``modelled`` (the engine model on the GPU its runs were made on) or
-        ``projected`` (the model carried to another GPU). Both model figures carry the model's margin."""
-        if self.measured:
-            return "measured"
-        return "projected" if self.projected else "modelled"
-
-
 def throughput_at_slo(
     instance_type: str,
     *,
     slo: SloConfig,
-    capacity_config: ThroughputConfig,
+    throughput_config: ThroughputConfig,
     traffic: TrafficConfig,
     engine: EngineConfig,
     model: ModelConfig,
@@ -129,7 +69,7 @@ def throughput_at_slo(
     Raises:
         ValueError: the instance type is unknown or the model does not fit its GPU (one line).
     """
-    measured = capacity_config.measured.get(instance_type)
+    measured = throughput_config.measured.get(instance_type)
     slo_ms = slo.ttft_p95_ms()
     if measured is not None:
         judged = (request_class.value,) if request_class else tuple(slo_ms)
@@ -137,7 +77,7 @@ def throughput_at_slo(
     return _modelled(
         instance_type,
         tuple(sorted(slo_ms.items())),
-        capacity_config.routing,
+        throughput_config.routing,
         traffic,
         engine,
         model,

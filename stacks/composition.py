@@ -150,10 +150,10 @@ def build_app(app: cdk.App, config: AppConfig, plan: Plan) -> AppStacks:
         env=env,
         description=f"{config.project_name} ({config.stage}): ECR repository for the vLLM serving image",
     )
-    model_artifacts, artifacts_bucket = _artifacts_bucket(app, config, env, image_repository)
+    model_artifacts, artifacts_bucket = _artifacts_bucket(app, config, plan, env, image_repository)
     image_build, images, primary_repository = _variant_images(app, config, env, image_repository, artifacts_bucket)
     adapter_artifacts = None
-    if config.serving.hosts_inference_components:
+    if any(unit.role == "adapter_component" for unit in plan.units):
         assert artifacts_bucket is not None  # this mode always has one (_artifacts_bucket, config checks)
         adapter_artifacts = AdapterArtifacts(bucket=artifacts_bucket, prefix=config.image.build.adapters_prefix)
     serving = ServingStack(
@@ -173,6 +173,7 @@ def build_app(app: cdk.App, config: AppConfig, plan: Plan) -> AppStacks:
         app,
         config.stack_name("Observability"),
         config=config,
+        topology=serving.topology,
         guardrail_alarm_names=serving.guardrail_alarms.alarm_names,
         env=env,
         description=(
@@ -231,12 +232,12 @@ def build_app(app: cdk.App, config: AppConfig, plan: Plan) -> AppStacks:
 
 
 def _artifacts_bucket(
-    app: cdk.App, config: AppConfig, env: cdk.Environment | None, importer: cdk.Stack
+    app: cdk.App, config: AppConfig, plan: Plan, env: cdk.Environment | None, importer: cdk.Stack
 ) -> tuple[ModelArtifactsStack | None, s3.IBucket | None]:
     """The model-artifacts bucket, and the stack that owns it when this app does.
 
     Needed by the release pipelines (``release.enabled``), the image build (``image.source = build``), by adapter
-    components (``serving.mode = inference_components``), by the compile cache (``serving.compile_cache``) and
+    components (the plan's units), by the compile cache (``serving.compile_cache``) and
     by the shadow phase's data capture (``serving.shadow``); the capacity jobs use it where there is one, but
     do not make one needed. ``image.build.artifacts_bucket_name`` names an
     existing bucket, imported by name (``importer`` only scopes the import: the name is a literal, so no stack
@@ -246,7 +247,7 @@ def _artifacts_bucket(
     needed = (
         config.release.enabled
         or config.image.source == "build"
-        or config.serving.hosts_inference_components
+        or any(unit.role == "adapter_component" for unit in plan.units)
         or config.serving.compile_cache.enabled
         or config.serving.shadow.enabled
     )

@@ -6,13 +6,14 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from app_config import AppConfig
-from app_config.topology import serving_topology
+from app_config import AppConfig, dated_events
 from cdk_constructs.observability.alarm_topic import AlarmTopic
 from cdk_constructs.observability.endpoint_alarms import EndpointAlarms
 from cdk_constructs.observability.endpoint_dashboard import BoundsLine, EndpointDashboard
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
+from cdk_constructs.observability.reservation_expiry import ReservationExpiryWarning, construct_id_for
 from cdk_constructs.observability.shadow_comparison import ShadowAlarms, comparison_row
+from planning.topology import ServingTopology
 from serving_contract import alarms as alarm_names
 from serving_contract import outputs
 
@@ -34,6 +35,8 @@ class ObservabilityStack(cdk.Stack):
         dashboard: the :class:`EndpointDashboard`.
         shadow_alarms: the shadow variant's :class:`ShadowAlarms` (``serving.shadow.enabled``; they page nobody),
             or None.
+        reservation_warnings: by variant key, the warning before its reserved capacity ends
+            (``serving.<variant>.capacity_reservation``).
     """
 
     def __init__(
@@ -42,13 +45,19 @@ class ObservabilityStack(cdk.Stack):
         construct_id: str,
         *,
         config: AppConfig,
+        topology: ServingTopology,
         guardrail_alarm_names: list[str],
         **kwargs: Any,
     ) -> None:
+        """
+        Args:
+            config: the app's config (monitoring, the alarm topic's subscribers, the dashboard).
+            topology: what the plan's units look like to monitoring (the serving stack's, planning/topology.py).
+            guardrail_alarm_names: the serving stack's rollback alarms, which the composite alarm names.
+        """
         super().__init__(scope, construct_id, **kwargs)
         monitoring = config.monitoring
         endpoint = config.endpoint_name
-        topology = serving_topology(config)
         adapters = [adapter.name for adapter in config.model.adapters]
         metrics = EndpointMetrics(
             endpoint_name=endpoint,
@@ -57,13 +66,15 @@ class ObservabilityStack(cdk.Stack):
             components=topology.components,
             adapter_dimensions=topology.adapter_dimensions,
         )
-        self.topic = AlarmTopic(
+        alarm_topic = AlarmTopic(
             self,
             "AlarmTopic",
             alarm_name_prefix=alarm_names.alarm_name_prefix(endpoint),
             emails=monitoring.notifications.emails,
             https_endpoints=monitoring.notifications.https_endpoints,
-        ).topic
+        )
+        self.topic = alarm_topic.topic
+        self.reservation_warnings = self._reservation_warnings(config, alarm_topic)
         self.alarms = EndpointAlarms(
             self,
             "Alarms",
@@ -120,3 +131,30 @@ class ObservabilityStack(cdk.Stack):
         cdk.CfnOutput(self, outputs.DASHBOARD_NAME, value=self.dashboard.dashboard.dashboard_name)
         # The client library (client/mangaassist_client) writes its metrics here, for the client-fallback-rate alarm.
         cdk.CfnOutput(self, outputs.METRICS_NAMESPACE, value=config.observability.metrics_namespace)
+
+    def _reservation_warnings(self, config: AppConfig, alarm_topic: AlarmTopic) -> dict[str, ReservationExpiryWarning]:
+        """A warning on the alarm topic before each reserving variant's reservation ends; a synth warning
+        instead when that time has passed (the schedule would never fire)."""
+        warnings = {}
+        timezone = config.scaling.timezone
+        now = dated_events.clock(timezone)
+        for key, reservation in config.serving.reservations().items():
+            if reservation.warn_at <= now:
+                cdk.Annotations.of(self).add_warning_v2(
+                    "Observability:ReservationEndsSoon",
+                    f"serving.{key}.capacity_reservation ends {reservation.ends_at:%Y-%m-%d %H:%M} {timezone}, within "
+                    f"its warn_before_end_h = {reservation.warn_before_end_h}: no warning is scheduled; the variant "
+                    "stops serving then unless it is deployed off the reservation",
+                )
+                continue
+            warnings[key] = ReservationExpiryWarning(
+                self,
+                construct_id_for(key),
+                endpoint_name=config.endpoint_name,
+                variant_key=key,
+                reservation=reservation,
+                timezone=timezone,
+                topic=alarm_topic.topic,
+                key=alarm_topic.key,
+            )
+        return warnings

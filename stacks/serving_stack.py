@@ -9,7 +9,6 @@ from constructs import Construct
 
 from app_config import AppConfig
 from app_config.pins import component_pin_problem, pin_package_group, pins_in_effect
-from app_config.topology import serving_topology
 from app_config.variants import capacity_job_instance_types
 from cdk_constructs.approval.approved_pins import ApprovedPins, PinToApprove
 from cdk_constructs.capacity_job.capacity_job import CapacityJob
@@ -26,6 +25,7 @@ from cdk_constructs.endpoint.serving_model import EndpointHosting, endpoint_log_
 from cdk_constructs.endpoint.variants_serving import ShadowPlan, VariantsServing
 from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
 from planning.plan import Plan
+from planning.topology import serving_topology
 from serving_contract import capacity_job, outputs
 from serving_contract.data_capture import endpoint_prefix
 from serving_contract.model_packages import registered_key
@@ -34,7 +34,7 @@ from serving_contract.model_packages import registered_key
 class ServingStack(cdk.Stack):
     """The serving system: execution role, log group, the endpoint and its scaling, the guardrails.
 
-    ``serving.mode`` picks the endpoint's construct: :class:`VariantsServing` (a SageMaker model per
+    The plan's units (planning/units.py) pick the endpoint's construct: :class:`VariantsServing` (a SageMaker model per
     production variant, blue/green deployments) or :class:`ComponentsServing` (one variant hosting a
     base component and one component per adapter, rolling updates). The stack wires either through
     :class:`ServingModeConstruct`: the role, the log group, the guardrail alarms and the outputs are
@@ -46,7 +46,7 @@ class ServingStack(cdk.Stack):
         topology: what monitoring and scaling name in this mode.
         guardrail_alarms: the alarms deployments roll back on (``serving_contract.alarms``).
         data_capture: the shadow phase's data capture (``serving.shadow.enabled``), or None.
-        capacity_job: what ``ops capacity measure`` starts its jobs with, or None without the model-artifacts
+        capacity_job: what ``ops throughput measure`` starts its jobs with, or None without the model-artifacts
             bucket (where the jobs read and write).
         approved_pins: the deploy's approval check (``release.deploy_approval``), or None when waived or when
             no pin is in effect.
@@ -81,7 +81,7 @@ class ServingStack(cdk.Stack):
         """
         super().__init__(scope, construct_id, **kwargs)
         serving = config.serving
-        self.topology = serving_topology(config)
+        self.topology = serving_topology(plan)
         execution_role = InferenceExecutionRole(
             self,
             "ExecutionRole",
@@ -168,7 +168,7 @@ class ServingStack(cdk.Stack):
     def _capacity_job(
         self, config: AppConfig, images: VariantImages, artifacts_bucket: s3.IBucket | None
     ) -> CapacityJob | None:
-        """What ``ops capacity measure`` starts its jobs with, in both modes alike (the job runs the primary's
+        """What ``ops throughput measure`` starts its jobs with, in both modes alike (the job runs the primary's
         image, the base model and every adapter in it); None without the bucket the jobs read and write."""
         if artifacts_bucket is None:
             return None
@@ -179,8 +179,8 @@ class ServingStack(cdk.Stack):
             repositories=list(images.repositories),
             image_uri=images.primary,
             endpoint_name=config.endpoint_name,
-            max_runtime_s=config.capacity.job.max_runtime_s,
-            instance_types=capacity_job_instance_types(config.capacity.job, config.serving),
+            max_runtime_s=config.throughput.job.max_runtime_s,
+            instance_types=capacity_job_instance_types(config.throughput.job, config.serving),
             job_log_retention=retention_days(config.observability.processing_job_log_retention_days),
         )
 
@@ -197,7 +197,7 @@ class ServingStack(cdk.Stack):
         serving = config.serving
         environment = container_environment(config)  # the same in both modes
         # "Default" (ServingModeConstruct): the endpoint keeps the logical ids it had as the stack's child.
-        if serving.hosts_inference_components:
+        if plan.unit("base") is not None:  # the plan's units: a base component and its adapters
             if adapter_artifacts is None:
                 raise ValueError("inference_components mode needs the adapter artifacts' bucket (composition)")
             return ComponentsServing(
@@ -221,9 +221,9 @@ class ServingStack(cdk.Stack):
             "Default",
             endpoint_name=config.endpoint_name,
             variants=plan.variants(),
+            hardware=plan.hardware,
             environment=environment,
             versions_environments={v.key: model_versions_environment(config, v.key) for v in plan.variants()},
-            tensor_parallel_size=config.engine.tensor_parallel_size,
             rollout=config.scaling.rollout,
             timezone=config.scaling.timezone,
             metrics_namespace=config.observability.metrics_namespace,
@@ -285,7 +285,7 @@ class ServingStack(cdk.Stack):
             self._capacity_job_outputs(self.capacity_job, bucket_name)
 
     def _capacity_job_outputs(self, job: CapacityJob, bucket_name: str) -> None:
-        """What ``ops capacity measure`` reads (serving_contract/capacity_job.py). The image and the bucket only
+        """What ``ops throughput measure`` reads (serving_contract/capacity_job.py). The image and the bucket only
         when known at synth: another stack's value would be an export re-exported (cfn-lint W6001)."""
         cdk.CfnOutput(self, capacity_job.OUTPUT_ROLE_ARN, value=job.role.role_arn)
         cdk.CfnOutput(self, capacity_job.OUTPUT_CODE_URI, value=job.code_uri)
@@ -299,7 +299,7 @@ class ServingStack(cdk.Stack):
 def _hosting(config: AppConfig, plan: Plan, compile_cache: CompileCacheMaker | None = None) -> EndpointHosting:
     """What both topologies take alike from ``serving.*`` and ``observability.*``."""
     serving, observability = config.serving, config.observability
-    # capacity.routing = prefix_aware: SageMaker's prefix-aware routing, both fields derived
+    # throughput.routing = prefix_aware: SageMaker's prefix-aware routing, both fields derived
     # (planning/prefix_routing.py); otherwise serving.routing_strategy.
     prefix_routing = plan.prefix_routing
     return EndpointHosting(

@@ -8,7 +8,7 @@ import pytest
 
 from app_config import AppConfig, ConfigError, load_config
 from app_config.loader import cdk_json_context
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 
 __all__ = ["PREBUILT_DEV", "SEEDS_FLOORS", "config_error", "seeds_schedule"]
 
@@ -25,7 +25,7 @@ finding 8: a prebuilt image's versions cannot be looked up, so prod, which alway
 
 def config_error(overrides: Mapping[str, str] | None = None, /, **keys: str) -> str:
     """The message of the ``ConfigError`` that ``load_config``, or the plan made from its config
-    (``planning.plan.make_plan``, whose checks need the plan), raises for cdk.json's context with
+    (``planning.make_plan.make_plan``, whose checks need the plan), raises for cdk.json's context with
     overrides: what ``app.py`` stops synth with.
 
     Args:

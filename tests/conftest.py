@@ -35,8 +35,12 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
+POOLS = '["ml.g6e.xlarge", "ml.g6e.2xlarge"]'
+"""The primary's instance pools (issue 55): ml.g6e.2xlarge when ml.g6e.xlarge is short of capacity."""
+
 VPC_OVERRIDES = {
     **PREBUILT_DEV,  # a prebuilt image deploys only where the approval check is waived (issue 53, finding 8)
+    "serving.primary.instance_pools": POOLS,
     "serving.vpc": '{"subnet_ids": ["subnet-0a1b2c3d"], "security_group_ids": ["sg-0a1b2c3d"]}',
     "serving.canary.enabled": "false",
     "image.primary.digest": "sha256:" + "ab" * 32,
@@ -48,8 +52,8 @@ VPC_OVERRIDES = {
 
 @pytest.fixture(scope="session")
 def vpc_single_variant_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """VPC placement, no canary, prebuilt image pinned by digest (dev, the approval check waived), alarm subscribers
-    and an adapter ceiling."""
+    """VPC placement, no canary, instance pools, prebuilt image pinned by digest (dev, the approval check waived),
+    alarm subscribers and an adapter ceiling."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-vpc"), VPC_OVERRIDES)
 
 
@@ -156,7 +160,21 @@ def dev_waived_shadow_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     )
 
 
+RESERVATION = {
+    "ml_reservation_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/release-day",
+    "instance_type": "ml.g6e.xlarge",
+    "instance_count": 6,
+    "starts_at": "2030-04-01T00:00",
+    "ends_at": "2030-04-03T00:00",
+    "upfront_fee_usd": 700,
+}
+"""A training plan for a two-day release event (issue 55): the primary's six instances at most, far enough ahead
+that no test pins the clock for it."""
+
 BEDROCK_OVERRIDES = {
+    # The Bedrock synth's Serving and Observability stacks are otherwise the defaults': they carry the reservation,
+    # so nag, cfn-lint, checkov and Control Tower see it.
+    "serving.primary.capacity_reservation": json.dumps(RESERVATION),
     "bedrock.enabled": "true",
     # The migration from Bedrock to the endpoint (issue 54) rides on this synth: its stack is independent of the
     # BedrockImport stack, and one synth fewer keeps the infra tier's minutes (cdk-nag, cfn-lint, checkov and
@@ -182,8 +200,8 @@ CANARY_BUILD_OVERRIDES = {
 
 @pytest.fixture(scope="session")
 def bedrock_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """Bedrock Custom Model Import enabled in us-east-1 with two models (the opt-in stack), and the migration's
-    stack with a guardrail and one more watched alarm."""
+    """Bedrock Custom Model Import enabled in us-east-1 with two models (the opt-in stack), the migration's stack
+    with a guardrail and one more watched alarm, and the primary on a capacity reservation."""
     return synthesize(tmp_path_factory.mktemp("cdk-out-bedrock"), BEDROCK_OVERRIDES)
 
 

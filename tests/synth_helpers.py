@@ -12,7 +12,8 @@ from aws_cdk import assertions
 from app_config import AppConfig, load_config
 from app_config.loader import cdk_json_context
 from planning import memory_report
-from planning.plan import Plan, make_plan
+from planning.make_plan import make_plan
+from planning.plan import Plan
 from stacks.composition import AppStacks, build_app
 
 REPO = Path(__file__).resolve().parent.parent

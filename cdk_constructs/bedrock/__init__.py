@@ -1,1 +1,1 @@
-"""Bedrock Custom Model Import, the managed alternative to the endpoint (handler: ``lambdas/bedrock``)."""
+"""Bedrock Custom Model Import, the managed alternative to the endpoint (handler: ``runtime/``)."""

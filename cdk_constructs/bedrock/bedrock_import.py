@@ -2,10 +2,11 @@
 
 CloudFormation has no resource for Custom Model Import (docs/sources.md, "Bedrock Custom Model Import"; the Bedrock user
 guide lists "AWS CloudFormation" among the features it cannot be used with), so each import
-is a custom resource backed by ``lambdas/bedrock`` (:class:`CustomResourceHandlers`).
+is a custom resource backed by ``runtime/`` beside this module (:class:`CustomResourceHandlers`).
 """
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -16,12 +17,14 @@ from constructs import Construct, IConstruct
 
 from cdk_constructs.common.bucket_defaults import abort_incomplete_uploads, send_events_to_eventbridge
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
-from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.kms_keys import deny_grants_except_for_aws_services
 from cdk_constructs.common.nag import acknowledge, arn_placeholder, checkov_skip, guard_suppress
 from cdk_constructs.common.removal import RETAIN_EXCEPT_ON_CREATE
 
 RESOURCE_TYPE = "Custom::BedrockModelImport"
+
+RUNTIME = Path(__file__).resolve().parent / "runtime"
+"""The custom resource's handlers: ``runtime/index.py`` beside this module (the Lambda asset)."""
 
 
 def bedrock_arn(resource: str) -> str:
@@ -190,12 +193,12 @@ class ModelImportHandlers(Construct):
             # construct's own children (CustomResourceHandlers).
             self,
             "Default",
-            handler_dir=LAMBDAS_DIR / "bedrock",
+            handler_dir=RUNTIME,
             on_event=Handler("OnEvent", "on_event", "Pre-flights the S3 prefix and starts Bedrock model import jobs"),
             is_complete=Handler(
                 "IsComplete", "is_complete", "Polls Bedrock model import jobs until they complete or fail"
             ),
-            # Both handlers parse the same environment model (lambdas/bedrock/index.py).
+            # Both handlers parse the same environment model (cdk_constructs/bedrock/runtime/index.py).
             environment={
                 "IMPORT_ROLE_ARN": store.import_role.role_arn,
                 "MODEL_KMS_KEY_ARN": store.model_key.key_arn,

@@ -13,8 +13,8 @@ construct with the code it deploys beside it, and the names every party shares d
                                                        (``cdk_constructs/common/bundled_code.py``)
 ``serving_contract/capacity_job.py``                   the contract: job names, S3 layout, the Serving
                                                        stack's outputs; standard library only
-``ops/``                                               ``python -m ops capacity measure``: starts the jobs
-``app_config/throughput_config.py``                    ``capacity.job``, the config section
+``ops/``                                               ``python -m ops throughput measure``: starts the jobs
+``app_config/throughput_config.py``                    ``throughput.job``, the config section
 =====================================================  ===================================================
 
 Tests: ``tests/infra/test_capacity_job.py`` (the template, the policies and the code zip).

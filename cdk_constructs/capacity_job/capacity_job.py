@@ -1,11 +1,11 @@
-"""What a capacity job needs, and nothing more (issue 46): ``python -m ops capacity measure`` starts one
+"""What a capacity job needs, and nothing more (issue 46): ``python -m ops throughput measure`` starts one
 SageMaker processing job per candidate instance type, running the serving image with
 ``python -m runtime.measure`` from a code zip (serving_contract/capacity_job.py has the contract).
 
 This construct makes no job: the CLI calls CreateProcessingJob with what it exposes (the Serving stack's
 outputs), as a role that attaches :attr:`CapacityJob.operator_policy`. The job's role reaches only its own folders
 and the serving images' repositories; the operator may only start jobs of this endpoint that encrypt with the job's
-key, stop within ``capacity.job.max_runtime_s``, run with no network and on the allowed instance types (issue 53,
+key, stop within ``throughput.job.max_runtime_s``, run with no network and on the allowed instance types (issue 53,
 finding 11; IAM condition keys of CreateProcessingJob, Service Authorization Reference, Amazon SageMaker:
 ``sagemaker:InstanceTypes``, ``sagemaker:NetworkIsolation``, ``sagemaker:MaxRuntimeInSeconds``,
 ``sagemaker:VolumeKmsKey``, ``sagemaker:OutputKmsKey``).
@@ -49,7 +49,7 @@ INPUT_OBJECTS = f"*/{contract.INPUT_FOLDER}/*"
 OUTPUT_OBJECTS = f"*/{contract.OUTPUT_FOLDER}/*"
 """Under ``capacity-measurements/``: every job's result (``<job name>/output/<file>``)."""
 _JOB_NAMED_AT_RUN_TIME = (
-    "one folder per job, named by `ops capacity measure` when it starts the job "
+    "one folder per job, named by `ops throughput measure` when it starts the job "
     "(serving_contract/capacity_job.py job_name)."
 )
 
@@ -100,7 +100,7 @@ class CapacityJob(Construct):
             image_uri: the primary variant's image.
             endpoint_name: the endpoint whose instance types are measured (names the jobs the operator may touch).
             max_runtime_s: the longest ``StoppingCondition.MaxRuntimeInSeconds`` the operator may ask for,
-                seconds (``capacity.job.max_runtime_s``): the cost bound ``ops capacity measure`` prints.
+                seconds (``throughput.job.max_runtime_s``): the cost bound ``ops throughput measure`` prints.
             instance_types: the instance types a job may run on
                 (``app_config.variants.capacity_job_instance_types``).
             job_log_retention: of /aws/sagemaker/ProcessingJobs if this stack has not made it yet
@@ -120,7 +120,7 @@ class CapacityJob(Construct):
             self,
             "Key",
             enable_key_rotation=True,
-            description=f"Encrypts the volumes and results of {endpoint_name}'s capacity jobs (ops capacity measure)",
+            description=f"Encrypts the volumes and results of {endpoint_name}'s capacity jobs (ops throughput measure)",
             removal_policy=RETAIN_EXCEPT_ON_CREATE,
         )
         deny_grants_except_for_aws_services(self.key)
@@ -134,7 +134,7 @@ class CapacityJob(Construct):
             self,
             "Role",
             assumed_by=account_service_principal(SAGEMAKER_PRINCIPAL),
-            description="Capacity jobs (ops capacity measure): pull the serving image, read inputs, write results",
+            description="Capacity jobs (ops throughput measure): pull the serving image, read inputs, write results",
         )
         for repository in repositories:
             repository.grant_pull(role)
@@ -177,6 +177,8 @@ class CapacityJob(Construct):
         policy = iam.ManagedPolicy(
             self,
             "CapacityMeasureOperator",
+            # The command's old name, kept: a new Description replaces the managed policy (CloudFormation), and an
+            # operator's role that attached it would lose it. `ops capacity measure` still runs (an alias).
             description=f"Run `ops capacity measure` on {endpoint_name}: start, watch and stop its capacity jobs",
         )
         policy.add_statements(

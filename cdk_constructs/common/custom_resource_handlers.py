@@ -90,9 +90,7 @@ class CustomResourceHandlers(Construct):
     ) -> None:
         """
         Args:
-            handler_dir: the handlers' folder (its ``index.py``): ``runtime/`` beside the capability's construct,
-                or ``lambdas/<capability>`` (:data:`~cdk_constructs.common.handler_code.LAMBDAS_DIR`) for those
-                not moved yet.
+            handler_dir: the handlers' folder (its ``index.py``): ``runtime/`` beside the capability's construct.
             shared_modules: repository modules the handlers import besides their folder, bundled with them
                 (:func:`~cdk_constructs.common.handler_code.handler_code`).
             on_event / is_complete: the handler functions; without ``is_complete`` the provider is synchronous.

@@ -1,6 +1,6 @@
 """A custom-resource handler's code asset: its folder, plus the repository modules it imports.
 
-A handler whose folder holds all it imports (``lambdas/<capability>/``) is a plain directory asset.
+A handler whose folder holds all it imports (``cdk_constructs/<capability>/runtime/``) is a plain directory asset.
 One that imports a module shared with other parties (the compile cache's handler imports
 ``serving_contract/compile_cache.py``, which the container imports too) gets that module copied
 into the asset at its package path (:func:`cdk_constructs.common.bundled_code.bundled_folder`, which the
@@ -14,9 +14,6 @@ from types import ModuleType
 from aws_cdk import aws_lambda as lambda_
 
 from cdk_constructs.common.bundled_code import NOT_DEPLOYED, bundled_folder
-
-LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
-"""The handlers not yet beside their constructs: ``lambdas/<capability>/index.py`` (lambdas/README.md)."""
 
 HANDLER_RUNTIME = lambda_.Runtime.PYTHON_3_14
 """Newest Python runtime in aws-cdk-lib 2.275: cdk-nag 3.0.2's AwsSolutions-L1 accepts only the newest

@@ -130,3 +130,7 @@ class ComponentsServing(Construct):
                 outputs.adapter_component_output(name): adapter_component_name(endpoint_name, name) for name in adapters
             },
         }
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` invoke the endpoint's base and adapter components, sync and streaming."""
+        return self.endpoint_construct.grant_invoke(grantee)

@@ -2,7 +2,7 @@
 
 :class:`~cdk_constructs.endpoint.components_serving.ComponentsServing` puts it together with the
 base component's scaling; the guardrail alarms, dashboard and scaling read the differences from
-the variants mode from :class:`app_config.topology.ServingTopology`.
+the variants mode from :class:`planning.topology.ServingTopology`.
 
 What SageMaker requires of this topology (SageMaker API reference: CreateEndpointConfig,
 CreateInferenceComponent): the endpoint config carries ``ExecutionRoleArn`` and its variant no
@@ -19,6 +19,7 @@ from constructs import Construct
 
 from app_config.inference_components import InferenceComponentsConfig
 from cdk_constructs.common.fixed_name_log_group import FixedNameLogGroup
+from cdk_constructs.endpoint.invoke_grant import grant_invoke
 from cdk_constructs.endpoint.serving_model import EndpointHosting, serving_model
 from serving_contract.components import adapter_component_name, base_component_name
 from serving_contract.log_groups import component_log_group_name
@@ -130,6 +131,13 @@ class InferenceComponentEndpoint(Construct):
             # The base component must be InService before SageMaker can load an adapter into it.
             component.node.add_dependency(self.base_component)
             self.adapter_components[adapter] = component
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` invoke the endpoint's base and adapter components, sync and streaming
+        (:func:`~cdk_constructs.endpoint.invoke_grant.grant_invoke`)."""
+        return grant_invoke(
+            grantee, endpoint=self.endpoint, components=[self.base_component, *self.adapter_components.values()]
+        )
 
     def _build_endpoint_config(
         self,

@@ -7,7 +7,7 @@ variant, instance scaling, scheduled capacity, blue/green deployments) and
 and one per adapter, copy scaling, rolling updates). Both take the same keyword arguments; the
 serving stack makes the one ``serving.hosts_inference_components`` names and wires the rest (role
 grants, guardrail alarms, outputs) through this interface. Monitoring reads the same differences
-from :class:`app_config.topology.ServingTopology`, which needs no construct.
+from :class:`planning.topology.ServingTopology`, which needs no construct.
 """
 
 from collections.abc import Mapping, Sequence
@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
@@ -111,3 +112,6 @@ class ServingModeConstruct(Protocol):
     @property
     def outputs(self) -> Mapping[str, str]:
         """The stack outputs only this mode has (``serving_contract.outputs`` key to value)."""
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` call the endpoint, sync and streaming (and its inference components, in that mode)."""

@@ -104,6 +104,7 @@ def serving_model(
     hosting: EndpointHosting,
     data_parallel_size: int = 1,
     versions_environment: Mapping[str, str] | None = None,
+    model_key: str | None = None,
 ) -> sagemaker.CfnModel:
     """The ``AWS::SageMaker::Model`` of one variant: the image, its environment plus
     ``VARIANT_NAME`` (the EMF dimension), network isolation and optional VPC placement; with
@@ -112,14 +113,18 @@ def serving_model(
     ``data_parallel_size`` > 1 sets ``ENGINE_DATA_PARALLEL_SIZE``: that many vLLM engines in the
     container, one per GPU group of a multi-GPU instance (1, vLLM's default, sets nothing).
     ``versions_environment`` (``MODEL_VERSIONS``) is part of the environment the cache job runs with: the image
-    that bakes those versions is the one it compiles for."""
+    that bakes those versions is the one it compiles for.
+
+    ``model_key`` (default ``variant_name``) names the model's construct id and its compile cache's: a variant's
+    fallback instance type (``instance_pools``) gets a model of its own under ``<variant>-pool<priority>``."""
     container_environment = {**environment, **(versions_environment or {}), env.VARIANT_NAME: variant_name}
     if data_parallel_size > 1:
         container_environment[env.ENGINE_DATA_PARALLEL_SIZE] = str(data_parallel_size)
+    key = model_key or variant_name
     cache = (
         hosting.compile_cache.cache_for(
             scope,
-            variant_name=variant_name,
+            variant_name=key,
             image_uri=image_uri,
             instance_type=instance_type,
             environment=container_environment,
@@ -130,7 +135,7 @@ def serving_model(
     )
     model = sagemaker.CfnModel(
         scope,
-        f"{pascal_case(variant_name)}Model",
+        f"{pascal_case(key)}Model",
         execution_role_arn=role.role_arn,
         primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
             image=image_uri,

@@ -23,7 +23,7 @@ from cdk_constructs.endpoint.serving_model import EndpointHosting
 from cdk_constructs.scaling.scheduled_capacity import ScheduledCapacityKeeper
 from cdk_constructs.scaling.variant_autoscaling import VariantAutoscaling, scaling_resource_id
 from planning.dated_schedule import one_off_actions, weekly_segments
-from planning.gpu_instances import engines_per_instance
+from planning.hardware import Hardware, HardwareKey
 from planning.weekly_plan import effective_bounds
 from serving_contract import outputs
 from serving_contract.alarms import rollback_alarm_names
@@ -72,9 +72,9 @@ class VariantsServing(Construct):
         *,
         endpoint_name: str,
         variants: Sequence[Variant],
+        hardware: Mapping[HardwareKey, Hardware],
         environment: Mapping[str, str],
         versions_environments: Mapping[str, Mapping[str, str]],
-        tensor_parallel_size: int,
         rollout: RolloutConfig,
         timezone: str,
         metrics_namespace: str,
@@ -91,10 +91,10 @@ class VariantsServing(Construct):
             endpoint_name: the endpoint's name (``endpoint_name``).
             variants: the production variants, primary first, each with its ``serving`` and ``scaling``
                 sections (``AppConfig.variants()``).
+            hardware: each variant's instance types with the engines each runs, by variant key (the shadow's
+                under ``shadow``): ``Plan.hardware``.
             environment: the container environment every variant shares (``container_environment``).
             versions_environments: per variant key, the pins its image bakes in (``model_versions_environment``).
-            tensor_parallel_size: GPUs per engine (``engine.tensor_parallel_size``); an instance runs one
-                engine per group of them.
             rollout: the blue/green deployment guardrails (``scaling.rollout``).
             timezone: of the scheduled actions (``scaling.timezone``).
             metrics_namespace: where the container's metrics are (``observability.metrics_namespace``).
@@ -111,8 +111,8 @@ class VariantsServing(Construct):
                 config=v.serving,
                 weight=v.serving.initial_weight,
                 image_uri=images.uri(v.key),
-                # One engine per GPU group: vLLM data parallel in the container.
-                data_parallel_size=engines_per_instance(v.serving.instance_type, tensor_parallel_size),
+                # One engine per GPU group (vLLM data parallel in the container), per instance type.
+                hardware=hardware[v.key],
                 versions_environment=dict(versions_environments[v.key]),
             )
             for v in variants
@@ -140,7 +140,7 @@ class VariantsServing(Construct):
                     config=shadow.config,
                     weight=shadow.config.weight(shadow.primary_weight),
                     image_uri=images.uri("shadow"),
-                    data_parallel_size=engines_per_instance(shadow.config.instance_type, tensor_parallel_size),
+                    hardware=hardware["shadow"],
                     versions_environment=dict(shadow.versions_environment),
                 )
                 if shadow
@@ -172,6 +172,10 @@ class VariantsServing(Construct):
         self.scalable_targets: Mapping[str, appscaling.ScalableTarget] = {
             name: scaling.scalable_target for name, scaling in self.autoscaling.items()
         }
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` invoke the endpoint, sync and streaming, whichever variant answers."""
+        return self.endpoint_construct.grant_invoke(grantee)
 
     def _shadow_scaling(self, shadow: ShadowPlan, *, metrics_namespace: str, timezone: str) -> None:
         """The shadow's own target and target tracking: no queue steps, no schedule (``ShadowScalingConfig``)."""

@@ -1,2 +1,2 @@
 """The serving image: its ECR repository and its in-account build (inputs, buildspec, Docker Hub cache;
-handler: ``lambdas/image``)."""
+handler: ``runtime/``)."""

@@ -4,6 +4,7 @@ release tools image."""
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 import aws_cdk as cdk
@@ -19,7 +20,6 @@ from constructs import Construct
 from app_config.cloudformation_limits import CUSTOM_RESOURCE_SERVICE_TIMEOUT_S
 from app_config.image_build import BUILD_QUEUE_HEADROOM_MIN
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
-from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.kms_keys import logs_key
 from cdk_constructs.common.log_retention import reason_short_retention
 from cdk_constructs.common.nag import (
@@ -47,6 +47,9 @@ _COMPUTE_TYPES = {
     "BUILD_GENERAL1_2XLARGE": codebuild.ComputeType.X2_LARGE,
 }
 
+RUNTIME = Path(__file__).resolve().parent / "runtime"
+"""The custom resource's handlers: ``runtime/index.py`` beside this module (the Lambda asset)."""
+
 
 @dataclass(frozen=True)
 class ImageBuildRequest:
@@ -67,7 +70,7 @@ class ImageBuild(Construct):
     """A privileged CodeBuild project plus one custom resource per image the deploy needs.
 
     CloudFormation creates or updates a custom resource only when its tag changes; its
-    handlers (lambdas/image) then find the image in ECR, adopt a build already
+    handlers (runtime/ beside this module) then find the image in ECR, adopt a build already
     running for the tag, or start one, and poll until it ends. The deploy waits for it and
     fails with the build id and log link when the build fails. Dependents order themselves
     after the build with ``node.add_dependency(image_build)`` or a stack dependency.
@@ -222,7 +225,7 @@ class ImageBuild(Construct):
             # construct's own children (CustomResourceHandlers).
             self,
             "Default",
-            handler_dir=LAMBDAS_DIR / "image",
+            handler_dir=RUNTIME,
             on_event=Handler("OnEvent", "on_event"),
             is_complete=Handler("IsComplete", "is_complete"),
             environment={

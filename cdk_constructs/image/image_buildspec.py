@@ -5,7 +5,7 @@ has none of its own.
 Two kinds of ``--build-arg``: those fixed by config for every build of the project (the model
 folder, the artifact check's adapters and rank) are written into the buildspec; the base images
 (``CUDA_BASE``, ``UV_IMAGE``) arrive per build as environment variables that the image-build
-handler sets on StartBuild after refusing placeholder digests (lambdas/image/index.py).
+handler sets on StartBuild after refusing placeholder digests (cdk_constructs/image/runtime/index.py).
 """
 
 from collections.abc import Mapping, Sequence

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app_config import AppConfig
+from app_config.image import ImageConfig
 from app_config.image_build import ArtifactSetConfig, ImageBuildConfig, docker_hub_cache_prefix
 from app_config.pins import built_artifact_sets, placeholder_pin_problem
+from app_config.serving import ServingConfig
 from serving_contract.model_artifacts import BASE_MODEL_DIR
 
 DOCKERFILE = "container/Dockerfile"
@@ -85,30 +87,30 @@ def stage_sources(root: Path, destination: Path, dirs: Sequence[str] = SOURCE_DI
     return destination
 
 
-def baked_adapters(config: AppConfig) -> bool:
+def baked_adapters(serving: ServingConfig) -> bool:
     """Whether the image bakes the adapters in: yes in variants mode; in inference_components mode
     each adapter ships as its own component, so the image holds the base model only."""
-    return not config.serving.hosts_inference_components
+    return not serving.hosts_inference_components
 
 
-def baked_artifacts(config: AppConfig, artifacts: ArtifactSetConfig) -> ArtifactSetConfig:
+def baked_artifacts(serving: ServingConfig, artifacts: ArtifactSetConfig) -> ArtifactSetConfig:
     """``artifacts`` as the image bakes them (without adapters in inference_components mode, so an
     adapter pin change never rebuilds the image there)."""
-    return artifacts if baked_adapters(config) else artifacts.model_copy(update={"adapters": {}})
+    return artifacts if baked_adapters(serving) else artifacts.model_copy(update={"adapters": {}})
 
 
 def docker_build_args(config: AppConfig) -> dict[str, str]:
     """Build arguments besides ``MODEL_CONTEXT``: what container/Dockerfile's artifact check needs."""
-    adapters = [a.name for a in config.model.adapters] if baked_adapters(config) else []
+    adapters = [a.name for a in config.model.adapters] if baked_adapters(config.serving) else []
     return {
         "LORA_ADAPTERS": ",".join(adapters),
         "MAX_LORA_RANK": str(config.model.adapter_rank or config.engine.max_lora_rank),
     }
 
 
-def base_images(config: AppConfig) -> dict[str, str]:
+def base_images(image: ImageConfig) -> dict[str, str]:
     """``{"CUDA_BASE": ref, "UV_IMAGE": ref}``: the Dockerfile's base-image ARGs, each pinned by digest."""
-    build = config.image.build
+    build = image.build
     return {CUDA_BASE_ARG: build.cuda_base_image, UV_IMAGE_ARG: build.uv_image}
 
 
@@ -143,9 +145,9 @@ def resolve_inputs(config: AppConfig) -> ImageInputs:
     return ImageInputs(
         build=config.image.build,
         base_model_name=config.model.name,
-        artifact_sets={name: baked_artifacts(config, s) for name, s in built_artifact_sets(config).items()},
+        artifact_sets={name: baked_artifacts(config.serving, s) for name, s in built_artifact_sets(config).items()},
         build_args=docker_build_args(config),
-        base_images=base_images(config),
+        base_images=base_images(config.image),
         docker_hub_cache_prefix=docker_hub_cache_prefix(config.project_name, config.stage),
         pin_problem=placeholder_pin_problem(config),
     )
@@ -167,7 +169,7 @@ def image_tag(
 ) -> str:
     """``build-<64 hex>``: sha256 of the canonical JSON of every input of the image (70 characters).
 
-    ``base_images`` (``base_images(config)``) is required, not defaulted: a changed base digest
+    ``base_images`` (``base_images(config.image)``) is required, not defaulted: a changed base digest
     must give a new tag, or the tag would name an image built from another base.
     """
     inputs = {

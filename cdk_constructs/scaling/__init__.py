@@ -1,2 +1,2 @@
 """Application Auto Scaling of production variants and inference components, and the scheduled capacity
-kept through a deploy (handler: ``lambdas/scaling``)."""
+kept through a deploy (handler: ``runtime/``)."""

@@ -1,4 +1,4 @@
-"""Keep the scheduled capacity bounds through a deploy (``lambdas/scaling``).
+"""Keep the scheduled capacity bounds through a deploy (``runtime/`` beside this module).
 
 A scalable target in CloudFormation carries the variant's hard bounds, and every create or
 update of it registers those, overriding the bounds the active scheduled action set (min 8
@@ -8,6 +8,7 @@ each target re-registers the bounds the schedule has in force at deploy time.
 
 import datetime as dt
 from collections.abc import Sequence
+from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -17,12 +18,14 @@ from constructs import Construct
 
 from app_config.dated_events import DatedEventConfig
 from cdk_constructs.common.custom_resource_handlers import CustomResourceHandlers, Handler
-from cdk_constructs.common.handler_code import LAMBDAS_DIR
 from cdk_constructs.common.nag import acknowledge, pseudo_placeholder
 from planning.weekly_plan import Bounds
 
 RESOURCE_TYPE = "Custom::ScheduledCapacity"
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+
+RUNTIME = Path(__file__).resolve().parent / "runtime"
+"""The custom resource's handlers: ``runtime/index.py`` beside this module (the Lambda asset)."""
 
 
 class ScheduledCapacityKeeper(Construct):
@@ -54,7 +57,7 @@ class ScheduledCapacityKeeper(Construct):
             # construct's own child (CustomResourceHandlers).
             self,
             "Default",
-            handler_dir=LAMBDAS_DIR / "scaling",
+            handler_dir=RUNTIME,
             on_event=Handler(
                 "Handler",
                 "on_event",

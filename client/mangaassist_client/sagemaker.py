@@ -7,7 +7,7 @@ What goes out (sagemaker-runtime API model; the container's side is container/se
   (or ``base``); a stream asks for ``stream_options.include_usage`` so its last event carries the counts;
 * ``CustomAttributes: context_budget=off`` when the caller opts out of the context budget;
 * ``SessionId``: the session's id (``NEW_SESSION`` / the body ``{"requestType": ...}`` to open and close);
-* ``PrefixAwareId``: the routing hint of prefix-aware endpoints (``capacity.routing = prefix_aware``);
+* ``PrefixAwareId``: the routing hint of prefix-aware endpoints (``throughput.routing = prefix_aware``);
 * ``InferenceId``: the call's ``request_id``; SageMaker writes it into both variants' data-capture records
   (``eventMetadata.inferenceId``; API reference, InvokeEndpoint), which is how ``ops shadow report`` pairs the
   shadow variant's answer with the primary's.

@@ -1,15 +1,15 @@
-"""``mangaassist-ops capacity measure``: measure an instance type before buying a fleet of it (issue 46).
+"""``mangaassist-ops throughput measure``: measure an instance type before buying a fleet of it (issue 46).
 
-    python -m ops capacity measure --instance-type ml.g6e.xlarge [--instance-type ml.g6.xlarge] \\
+    python -m ops throughput measure --instance-type ml.g6e.xlarge [--instance-type ml.g6.xlarge] \\
         --stack-outputs cdk-outputs.json --yes --write prod
 
 For each ``--instance-type`` it starts one SageMaker processing job (ops/measure/job.py) that runs the
 serving image on that type, with the primary variant's container environment, and sweeps the engine
 inside it open loop (cdk_constructs/capacity_job/runtime/measure.py). Before starting anything it prints
-each job's cost bound (the instance's price x ``capacity.job.max_runtime_s``) and starts nothing without
+each job's cost bound (the instance's price x ``throughput.job.max_runtime_s``) and starts nothing without
 ``--yes``. It waits, printing each job's state as it changes, then prints the curve: TTFT p95 per class
 at each offered rate, and what the planner makes of it at the config's SLOs. ``--write <stage>`` puts
-the curve into ``cdk.json``'s ``stages.<stage>.capacity.measured.<type>``: from then on ``make plan``,
+the curve into ``cdk.json``'s ``stages.<stage>.throughput.measured.<type>``: from then on ``make plan``,
 synth's verdicts and the scaling targets read it (labelled ``measured <date> (<job>)``).
 
 A job that fails, or that the command stops (Ctrl-C, ``--timeout-s``), leaves nothing running: the
@@ -34,6 +34,7 @@ from app_config.root import AppConfig
 from app_config.throughput_config import MeasuredCurve
 from app_config.variants import capacity_job_instance_types
 from cli_support.argtypes import positive_float
+from ops.command import Deps, Subparsers
 from ops.endpoint import output_values, outputs_in_file
 from ops.exit_codes import ExitCode, OpsError, aws_error
 from ops.measure.job import (
@@ -46,7 +47,8 @@ from ops.measure.job import (
     upload_inputs,
 )
 from planning.gpu_instances import instance_gpus
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from planning.slo_holds import standing
 from serving_contract import capacity_job as contract
 from serving_contract import outputs
@@ -76,12 +78,16 @@ def boto3_measure_clients(region: str | None, profile: str | None) -> MeasureCli
     return MeasureClients(session.client("sagemaker"), session.client("s3"), session.client("cloudformation"))
 
 
-def add_capacity_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``capacity measure`` and its flags."""
-    capacity = commands.add_parser(
-        "capacity", help="Measure instance types' capacity with a SageMaker job.", description=__doc__
+def register(commands: Subparsers) -> None:
+    """``throughput measure`` (``capacity measure`` until issue 55, an alias for one release): its flags and its
+    handler."""
+    throughput = commands.add_parser(
+        COMMAND,
+        aliases=[OLD_COMMAND],
+        help="Measure instance types' throughput at the SLOs with a SageMaker job.",
+        description=__doc__,
     )
-    actions = capacity.add_subparsers(dest="capacity_command", required=True, metavar="ACTION")
+    actions = throughput.add_subparsers(dest="throughput_command", required=True, metavar="ACTION")
     measure = actions.add_parser("measure", help="Run the capacity job on each --instance-type and print its curve.")
     measure.add_argument(
         "--instance-type", action="append", required=True, help="Instance type to measure (repeat for several)."
@@ -99,6 +105,19 @@ def add_capacity_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     measure.add_argument("--region", help="AWS region (default: the SDK's).")
     measure.add_argument("--profile", help="AWS profile (default: the SDK's).")
+    throughput.set_defaults(handler=_handle)
+
+
+COMMAND = "throughput"
+OLD_COMMAND = "capacity"
+"""The command's name before issue 55 gave each "capacity" a name of its own; it goes in the next release."""
+
+
+def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    if args.command == OLD_COMMAND:
+        deps.out(f"NOTE: `{OLD_COMMAND} measure` is now `{COMMAND} measure`; the old name goes in the next release")
+    clients = deps.measure_clients or boto3_measure_clients
+    return run_capacity(args, config, clients, now=deps.now, clock=deps.clock, sleep=deps.sleep, out=deps.out)
 
 
 @dataclass
@@ -119,10 +138,10 @@ def run_capacity(
     sleep: Callable[[float], None],
     out: Callable[[str], None],
 ) -> ExitCode:
-    """``capacity measure`` (module docstring)."""
+    """``throughput measure`` (module docstring)."""
     types = list(dict.fromkeys(args.instance_type))
     bounds = [_bound(config, instance_type) for instance_type in types]
-    out("Capacity job cost bound (on-demand price x capacity.job.max_runtime_s; SageMaker bills the time it runs):")
+    out("Capacity job cost bound (on-demand price x throughput.job.max_runtime_s; SageMaker bills the time it runs):")
     for bound in bounds:
         out(f"  {bound.line}")
     out(f"  total at most ${sum(b.usd for b in bounds):,.2f} for {len(bounds)} job(s)")
@@ -134,10 +153,12 @@ def run_capacity(
     try:
         for job in jobs:
             job.inputs = upload_inputs(session.s3, config, resources, job.name)
-            session.sagemaker.create_processing_job(**create_request(config, resources, job.instance_type, job.name))
+            session.sagemaker.create_processing_job(
+                **create_request(config.throughput, resources, job.instance_type, job.name)
+            )
             job.status = "InProgress"
             out(f"started {job.name} on {job.instance_type}")
-        timeout_s = args.timeout_s or config.capacity.job.max_runtime_s + PROVISIONING_S
+        timeout_s = args.timeout_s or config.throughput.job.max_runtime_s + PROVISIONING_S
         _wait(session.sagemaker, jobs, timeout_s=timeout_s, poll_s=args.poll_s, clock=clock, sleep=sleep, out=out)
     except NoCredentialsError as error:
         _clean_up(session, resources, jobs, out)
@@ -161,12 +182,12 @@ def run_capacity(
 
 
 def _bound(config: AppConfig, instance_type: str) -> CostBound:
-    allowed = capacity_job_instance_types(config.capacity.job, config.serving)
+    allowed = capacity_job_instance_types(config.throughput.job, config.serving)
     if instance_type not in allowed:
         # The operator policy would refuse the job (sagemaker:InstanceTypes): say so before anything starts.
         raise OpsError(
             f"--instance-type {instance_type}: not a capacity job candidate ({', '.join(allowed)}: "
-            "capacity.job.instance_types and the variants' own); add it to capacity.job.instance_types and deploy "
+            "throughput.job.instance_types and the variants' own); add it to throughput.job.instance_types and deploy "
             "the Serving stack, whose operator policy allows those types only",
             ExitCode.USAGE,
         )
@@ -346,7 +367,7 @@ def _print_curve(config: AppConfig, curve: MeasuredCurve, out: Callable[[str], N
         )
     cliff = f"{curve.cliff_per_minute:,.0f} req/min" if curve.cliff_per_minute else "not reached"
     measured = config.model_copy(
-        update={"capacity": config.capacity.model_copy(update={"measured": {curve.instance_type: curve}})}
+        update={"throughput": config.throughput.model_copy(update={"measured": {curve.instance_type: curve}})}
     )
     throughput = make_plan(measured).planner.throughput(curve.instance_type)
     held = (
@@ -361,13 +382,13 @@ def _print_curve(config: AppConfig, curve: MeasuredCurve, out: Callable[[str], N
 def _write(args: argparse.Namespace, instance_type: str, curve: MeasuredCurve, out: Callable[[str], None]) -> None:
     try:
         diff = set_in_stage_overlay(
-            args.cdk_json, args.write, ["capacity", "measured", instance_type], curve.model_dump(mode="json")
+            args.cdk_json, args.write, ["throughput", "measured", instance_type], curve.model_dump(mode="json")
         )
     except ValueError as error:
         raise OpsError(f"--write: {error}", ExitCode.USAGE) from error
-    out(f"wrote stages.{args.write}.capacity.measured.{instance_type} in {args.cdk_json}" if diff else "unchanged")
+    out(f"wrote stages.{args.write}.throughput.measured.{instance_type} in {args.cdk_json}" if diff else "unchanged")
     for line in diff:
         out(line)
 
 
-__all__ = ["MeasureClients", "add_capacity_parser", "boto3_measure_clients", "run_capacity"]
+__all__ = ["MeasureClients", "boto3_measure_clients", "register", "run_capacity"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app_config.root import AppConfig
-from app_config.throughput_config import MeasuredCurve
+from app_config.throughput_config import MeasuredCurve, ThroughputConfig
 from cdk_constructs.endpoint.container_environment import container_environment, model_versions_environment
 from planning.instance_prices import hourly_price, price_table
 from serving_contract import capacity_job as contract
@@ -50,7 +50,7 @@ class CostBound:
     def line(self) -> str:
         return (
             f"{self.instance_type}: at most {self.max_runtime_s / 3600:g} h x ${self.usd_per_hour:.3f}/h = "
-            f"${self.usd:,.2f} (capacity.job.max_runtime_s {self.max_runtime_s} s; price: {self.source})"
+            f"${self.usd:,.2f} (throughput.job.max_runtime_s {self.max_runtime_s} s; price: {self.source})"
         )
 
 
@@ -67,26 +67,26 @@ def cost_bound(config: AppConfig, instance_type: str) -> CostBound:
         source = f"planning/instance_prices.json as of {price_table()['as_of']}" + (
             ", approximate" if price.approximate else ""
         )
-    return CostBound(instance_type, price.usd_per_hour, config.capacity.job.max_runtime_s, source)
+    return CostBound(instance_type, price.usd_per_hour, config.throughput.job.max_runtime_s, source)
 
 
-def sweep_file(config: AppConfig) -> dict[str, Any]:
-    """The sweep the job runs (``runtime.measure --sweep-file``): ``capacity.job``'s rates and step,
+def sweep_file(config: AppConfig) -> contract.SweepFile:
+    """The sweep the job runs (``runtime.measure --sweep-file``): ``throughput.job``'s rates and step,
     ``traffic``'s pause and request shape, ``slo``'s objectives."""
     shape = config.traffic.request_shape
-    return {
-        "rates_per_minute": list(config.capacity.job.rates_per_minute),
-        "step_s": config.capacity.job.step_s,
-        "think_s": config.traffic.think_s,
-        "slo_ms": config.slo.ttft_p95_ms(),
-        "warm_min_cached_fraction": config.slo.warm_min_cached_fraction,
-        "shape": {
-            "shared_prefix_tokens": shape.system_prefix_tokens,
-            "conversation_tokens": shape.conversation_tokens,
-            "turn_tokens": shape.turn_tokens,
-            "output_tokens": shape.output_tokens,
-        },
-    }
+    return contract.SweepFile(
+        rates_per_minute=tuple(config.throughput.job.rates_per_minute),
+        step_s=config.throughput.job.step_s,
+        think_s=config.traffic.think_s,
+        slo_ms=config.slo.ttft_p95_ms(),
+        warm_min_cached_fraction=config.slo.warm_min_cached_fraction,
+        shape=contract.SweepShape(
+            shared_prefix_tokens=shape.system_prefix_tokens,
+            conversation_tokens=shape.conversation_tokens,
+            turn_tokens=shape.turn_tokens,
+            output_tokens=shape.output_tokens,
+        ),
+    )
 
 
 def environment_file(config: AppConfig) -> dict[str, str]:
@@ -103,11 +103,13 @@ def s3_uri(bucket: str, key: str) -> str:
     return f"s3://{bucket}/{key}"
 
 
-def create_request(config: AppConfig, resources: JobResources, instance_type: str, name: str) -> dict[str, Any]:
+def create_request(
+    throughput: ThroughputConfig, resources: JobResources, instance_type: str, name: str
+) -> dict[str, Any]:
     """CreateProcessingJob's arguments for one job (botocore's SageMaker model names every field)."""
     prefix = contract.job_prefix(name)
     code_zip = resources.code_uri.rsplit("/", 1)[-1]
-    job = config.capacity.job
+    job = throughput.job
     return {
         "ProcessingJobName": name,
         "RoleArn": resources.role_arn,
@@ -177,7 +179,7 @@ def upload_inputs(s3: Any, config: AppConfig, resources: JobResources, name: str
     keys = []
     for file, body in (
         (contract.ENVIRONMENT_FILE, environment_file(config)),
-        (contract.SWEEP_FILE, sweep_file(config)),
+        (contract.SWEEP_FILE, sweep_file(config).to_json()),
     ):
         key = f"{prefix}/input/{file}"
         s3.put_object(
@@ -192,7 +194,7 @@ def upload_inputs(s3: Any, config: AppConfig, resources: JobResources, name: str
 
 
 def read_result(s3: Any, resources: JobResources, name: str) -> MeasuredCurve:
-    """The finished job's ``capacity.json``, validated as ``capacity.measured`` validates it.
+    """The finished job's ``capacity.json``, validated as ``throughput.measured`` validates it.
 
     Raises:
         ValueError: the file is not a curve this version reads (one line).
@@ -200,7 +202,8 @@ def read_result(s3: Any, resources: JobResources, name: str) -> MeasuredCurve:
     key = f"{contract.job_prefix(name)}/output/{contract.RESULT_FILE}"
     body = s3.get_object(Bucket=resources.bucket, Key=key)["Body"].read()
     try:
-        return MeasuredCurve.model_validate(json.loads(body))
+        # The contract's shape first (what the job wrote), then the bounds throughput.measured holds it to.
+        return MeasuredCurve.model_validate(contract.CapacityResult.from_json(json.loads(body)).to_json())
     except ValueError as error:
         first = str(error).splitlines()
         raise ValueError(f"{s3_uri(resources.bucket, key)}: not a capacity curve ({' '.join(first[:3])})") from None

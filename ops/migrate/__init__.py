@@ -24,6 +24,7 @@ from app_config.root import AppConfig
 from cdk_constructs.release.runtime.judge import JudgeError
 from cdk_constructs.release.runtime.titles import CatalogError, load_catalog
 from cli_support.argtypes import int_in
+from ops.command import Deps, Subparsers
 from ops.exit_codes import ExitCode, OpsError
 from ops.migrate.human import export_sample, read_preferences
 from ops.migrate.report import build_report, print_report, report_json
@@ -80,8 +81,8 @@ def boto3_migrate_clients(region: str | None, profile: str | None, what: str) ->
 ClientsFactory = Callable[[str | None, str | None, str], MigrateClients]
 
 
-def add_migrate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """``migrate score|sample|report|status`` and their flags."""
+def register(commands: Subparsers) -> None:
+    """``migrate score|sample|report|status``: their flags and their handler."""
     migrate = commands.add_parser("migrate", help="The Bedrock-to-endpoint migration.", description=__doc__)
     actions = migrate.add_subparsers(dest="migrate_command", required=True, metavar="ACTION")
     score = actions.add_parser("score", help="Store the Bedrock scores (guardrail, similarity) of unscored pairs.")
@@ -104,6 +105,11 @@ def add_migrate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     )
     status.add_argument("--stack-outputs", type=Path, help="`cdk deploy --outputs-file` JSON (the Migration stack's).")
     status.add_argument("--parameter-name", help="The ramp's state parameter (default: from --stack-outputs).")
+    migrate.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    return run_migrate(args, config, deps.migrate_clients or boto3_migrate_clients, now=deps.now, out=deps.out)
 
 
 def _source(args: argparse.Namespace, clients: ClientsFactory, what: str) -> tuple[Source, MigrateClients | None]:

@@ -9,8 +9,8 @@ Modules: :mod:`~ops.preflight.pins` (offline placeholder check, reused by the st
 from ops.preflight.command import (
     PreflightClients,
     PreflightOptions,
-    add_preflight_parser,
     boto3_preflight_clients,
+    register,
     run_preflight,
 )
 from ops.preflight.pins import placeholder_pin_lines
@@ -18,8 +18,8 @@ from ops.preflight.pins import placeholder_pin_lines
 __all__ = [
     "PreflightClients",
     "PreflightOptions",
-    "add_preflight_parser",
     "boto3_preflight_clients",
     "placeholder_pin_lines",
+    "register",
     "run_preflight",
 ]

@@ -26,8 +26,8 @@ from typing import Any, Final
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from app_config.root import AppConfig
-from app_config.serving import VariantShape
+from app_config.root import AppConfig, DeploymentEnvConfig
+from app_config.serving import ServingConfig, VariantShape
 from app_config.variants import deployed_variant_keys, existing_variant_keys
 from ops.endpoint import output_values
 from ops.exit_codes import ExitCode
@@ -61,7 +61,7 @@ def sagemaker_offered(region: str) -> bool:
     return any(region in session.get_available_regions("sagemaker", p) for p in session.get_available_partitions())
 
 
-def check_region(config: AppConfig, region: str | None) -> Finding:
+def check_region(env: DeploymentEnvConfig, region: str | None) -> Finding:
     """The region is set, SageMaker is offered there (botocore's endpoint data), and it is env.region."""
     if region is None:
         return fail(
@@ -76,10 +76,10 @@ def check_region(config: AppConfig, region: str | None) -> Finding:
             "(--region or env.region)",
             ACCOUNT,
         )
-    if config.env.region is not None and config.env.region != region:
+    if env.region is not None and env.region != region:
         return fail(
             "region",
-            f"env.region = {config.env.region!r} but the checks ran in {region}: the stacks deploy to env.region; "
+            f"env.region = {env.region!r} but the checks ran in {region}: the stacks deploy to env.region; "
             "drop --region or change env.region",
             ACCOUNT,
         )
@@ -160,29 +160,31 @@ class QuotaDemand:
     usage: str = ENDPOINT_USAGE
 
 
-def quota_demands(config: AppConfig) -> list[QuotaDemand]:
+def quota_demands(serving: ServingConfig) -> list[QuotaDemand]:
     """Per instance type: initial count, the count the bounds allow, and what the quota must allow;
     then the cache-making jobs' processing instances (:func:`processing_demands`)."""
-    return _endpoint_demands(config) + processing_demands(config)
+    return _endpoint_demands(serving) + processing_demands(serving)
 
 
-def processing_demands(config: AppConfig) -> list[QuotaDemand]:
+def processing_demands(serving: ServingConfig) -> list[QuotaDemand]:
     """With ``serving.compile_cache.enabled``: one processing instance per model of each type, all
-    of one deploy's jobs running at once (one model per variant; one in inference_components mode)."""
-    if not config.serving.compile_cache.enabled:
+    of one deploy's jobs running at once (one model per variant and per instance type of its
+    ``instance_pools``; one in inference_components mode)."""
+    if not serving.compile_cache.enabled:
         return []
     by_type: dict[str, list[str]] = {}
-    for key in deployed_variant_keys(config.serving):
-        by_type.setdefault(getattr(config.serving, key).instance_type, []).append(key)
-    if config.serving.shadow.enabled:  # the shadow's model gets its cache too
-        by_type.setdefault(config.serving.shadow.instance_type, []).append("shadow")
+    keys: list[str] = [*deployed_variant_keys(serving), *(["shadow"] if serving.shadow.enabled else [])]
+    for key in keys:  # the shadow's model gets its cache too
+        shape: VariantShape = getattr(serving, key)
+        for priority, instance_type in enumerate(shape.instance_types, start=1):
+            by_type.setdefault(instance_type, []).append(f"{key}.{shape.instance_type_field(priority)}")
     return [
         QuotaDemand(
             instance_type,
             len(names),
             len(names),
             len(names),
-            " + ".join(f"serving.{name}.instance_type" for name in names),
+            " + ".join(f"serving.{name}" for name in names),
             "one cache-making job per model; serving.compile_cache.enabled = false needs none",
             PROCESSING_USAGE,
         )
@@ -190,8 +192,7 @@ def processing_demands(config: AppConfig) -> list[QuotaDemand]:
     ]
 
 
-def _endpoint_demands(config: AppConfig) -> list[QuotaDemand]:
-    serving = config.serving
+def _endpoint_demands(serving: ServingConfig) -> list[QuotaDemand]:
     if serving.hosts_inference_components:
         components = serving.inference_components
         key = "serving.inference_components.max_instance_count"
@@ -210,7 +211,10 @@ def _endpoint_demands(config: AppConfig) -> list[QuotaDemand]:
     fleets: list[tuple[str, VariantShape]] = [(key, getattr(serving, key)) for key in existing_variant_keys(serving)]
     fleets += [("shadow", serving.shadow)] if serving.shadow.enabled else []
     for key, bounds in fleets:
-        by_type.setdefault(bounds.instance_type, []).append((key, bounds.initial_instance_count, bounds.max_capacity))
+        # With instance_pools SageMaker starts on the first type and may fill the variant with any of them.
+        for priority, instance_type in enumerate(bounds.instance_types, start=1):
+            initial = bounds.initial_instance_count if priority == 1 else 0
+            by_type.setdefault(instance_type, []).append((key, initial, bounds.max_capacity))
     demands = []
     for instance_type, variants in by_type.items():
         reach = sum(m for _, _, m in variants)
@@ -239,7 +243,7 @@ def _quota_values(service_quotas: Any, operation: str) -> dict[str, float]:
 
 def check_quotas(config: AppConfig, service_quotas: Any, region: str) -> list[Finding]:
     """One line per instance type: its endpoint quota against what the config can reach."""
-    demands = quota_demands(config)
+    demands = quota_demands(config.serving)
     try:
         applied = _quota_values(service_quotas, "list_service_quotas")
         names = {quota_name(d.instance_type, d.usage) for d in demands}

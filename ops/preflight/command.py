@@ -15,6 +15,7 @@ import boto3
 from botocore.exceptions import BotoCoreError
 
 from app_config.root import AppConfig
+from ops.command import Deps, Subparsers
 from ops.exit_codes import ExitCode
 from ops.preflight.account import check_bootstrap, check_quotas, check_region, sagemaker_offered
 from ops.preflight.approvals import check_approvals
@@ -143,7 +144,7 @@ def collect(
         clients = factory(options.region or config.env.region, options.profile)
     except BotoCoreError as exc:
         return None, [*findings, error("aws", "session", exc), skip("aws", f"not checked: {aws_checks}")]
-    findings.append(check_region(config, clients.region))
+    findings.append(check_region(config.env, clients.region))
     if clients.region is None or not sagemaker_offered(clients.region):
         return clients.region, [*findings, skip("aws", f"not checked without a usable region: {aws_checks}")]
     if not clients.credentials:
@@ -180,8 +181,8 @@ def context_pair(text: str) -> tuple[str, str]:
     return key, value
 
 
-def add_preflight_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """The ``preflight`` subcommand's flags."""
+def register(commands: Subparsers) -> None:
+    """``preflight``: its flags and its handler."""
     parser = commands.add_parser(
         "preflight",
         help="Read-only checks before a first cdk deploy: pins, bootstrap, region, quotas, artifacts, names.",
@@ -220,3 +221,9 @@ def add_preflight_parser(commands: "argparse._SubParsersAction[argparse.Argument
     aws = parser.add_argument_group("AWS")
     aws.add_argument("--region", help="AWS region (default: env.region, else the SDK's).")
     aws.add_argument("--profile", help="AWS profile (default: the SDK's).")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    checks = PreflightOptions(args.region, args.profile, args.cdk_out, args.download_digests, args.foundation)
+    return run_preflight(config, deps.preflight_clients or boto3_preflight_clients, checks, deps.out)

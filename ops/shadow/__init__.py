@@ -23,6 +23,7 @@ from typing import Any
 from app_config.root import AppConfig
 from cdk_constructs.release.runtime.titles import Catalog, CatalogError, load_catalog
 from cli_support.argtypes import int_in
+from ops.command import Deps, Subparsers
 from ops.endpoint import output_of
 from ops.exit_codes import ExitCode, OpsError, aws_error
 from ops.shadow import capture
@@ -87,8 +88,8 @@ def boto3_shadow_clients(region: str | None, profile: str | None) -> ShadowClien
     )
 
 
-def add_shadow_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """``shadow report`` and ``shadow promote`` and their flags."""
+def register(commands: Subparsers) -> None:
+    """``shadow report`` and ``shadow promote``: their flags and their handler."""
     shadow = commands.add_parser(
         "shadow",
         help="The shadow variant: compare it with the primary; make a passing one the canary.",
@@ -102,6 +103,12 @@ def add_shadow_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPar
     promote.add_argument(
         "--write", action="store_true", help="Set the keys in cdk.json's stages.<stage> overlay (else print them)."
     )
+    shadow.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace, config: AppConfig, deps: Deps) -> ExitCode:
+    # The factory, not its clients: run_shadow runs `report --capture-dir` offline when it finds no region.
+    return run_shadow(args, config, deps.shadow_clients or boto3_shadow_clients, now=deps.now, out=deps.out)
 
 
 def _add_inputs(parser: argparse.ArgumentParser) -> None:

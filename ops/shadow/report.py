@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from app_config.root import AppConfig
+from app_config.serving import ServingConfig
 from cdk_constructs.release.runtime.judge import JudgeError
 from cdk_constructs.release.runtime.titles import Catalog, invented_titles
 from cli_support.percentiles import percentile
@@ -212,7 +213,7 @@ def verdicts(
             f"{count} (at least {needed}, serving.shadow.min_captured_answers)",
         )
     )
-    found.append(_guardrail_verdict(config, primary, shadow))
+    found.append(_guardrail_verdict(config.serving, primary, shadow))
     return found
 
 
@@ -230,8 +231,8 @@ def _error_verdict(config: AppConfig, shadow: VariantFigures, *, offline: bool) 
     )
 
 
-def _guardrail_verdict(config: AppConfig, primary: VariantFigures, shadow: VariantFigures) -> Verdict:
-    tolerance = config.serving.shadow.guardrail_share_tolerance
+def _guardrail_verdict(serving: ServingConfig, primary: VariantFigures, shadow: VariantFigures) -> Verdict:
+    tolerance = serving.shadow.guardrail_share_tolerance
     ours, theirs = shadow.pass_share, primary.pass_share
     skipped = shadow.guardrail_skipped or primary.guardrail_skipped
     if skipped:

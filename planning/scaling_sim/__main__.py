@@ -23,10 +23,12 @@ from pathlib import Path
 from app_config import AppConfig, ConfigError
 from app_config.compile_cache import instance_start_s
 from app_config.scaling_policies import KvCacheTrackingConfig, StepScalingConfig, TargetTrackingConfig
+from app_config.serving import ServingConfig
 from app_config.variants import VariantKey
 from cli_support.argtypes import int_in, positive_float
 from planning import cost_plan
-from planning.plan import Plan, load_plan
+from planning.make_plan import load_plan
+from planning.plan import Plan
 from planning.scaling_sim import dated, engine, report, surge
 from planning.scaling_sim import demand as demand_module
 from planning.scaling_sim.curve import engine_curve
@@ -74,7 +76,7 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
         ConfigError: inference-components mode, a disabled canary or no price for the instance type.
     """
     config = scenario.config
-    if config.serving.hosts_inference_components:
+    if not any(unit.is_variant for unit in scenario.plan.units):
         raise ConfigError(
             ["serving.mode = inference_components: the simulation models production-variant scaling (mode variants)"]
         )
@@ -180,7 +182,7 @@ def build_inputs(scenario: Scenario) -> tuple[engine.SimInputs, list[str], list[
 
 def _routing_line(config: AppConfig, plan: Plan) -> str:
     """How follow-up turns reach engines, and what the endpoint config sets for it."""
-    routing = config.capacity.routing
+    routing = config.throughput.routing
     prefix = plan.prefix_routing
     detail = (
         f": RoutingStrategy PREFIX_AWARE, PrefixLength {prefix.prefix_length_bytes} bytes, ConcurrencyThreshold "
@@ -188,14 +190,14 @@ def _routing_line(config: AppConfig, plan: Plan) -> str:
         if prefix is not None
         else ""
     )
-    return f"routing: {routing} (capacity.routing; the engine model's residency: planning/engine_model.py){detail}"
+    return f"routing: {routing} (throughput.routing; the engine model's residency: planning/engine_model.py){detail}"
 
 
 def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engine.MinuteRecord], list[tuple[str, int]]]:
     """Run ``scenario``; a weekly demand starts from the state its previous week left."""
     config = scenario.config
     inputs, lines, events = build_inputs(scenario)
-    price = cost_plan.price_usd_per_hour(config, getattr(config.serving, scenario.variant_key))
+    price = cost_plan.price_usd_per_hour(config.scaling, getattr(config.serving, scenario.variant_key))
     weekly = len(scenario.demand) == MINUTES_PER_WEEK
     records = engine.run(inputs, scenario.demand, warmup=weekly)
     summary = report.summarize(
@@ -209,20 +211,20 @@ def simulate(scenario: Scenario, title: str) -> tuple[report.Summary, list[engin
     return summary, records, events
 
 
-def _share(args: argparse.Namespace, config: AppConfig) -> float:
+def _share(args: argparse.Namespace, serving: ServingConfig) -> float:
     """The variant's share of the endpoint's traffic (its initial weight over all)."""
-    variant = getattr(config.serving, args.variant)
-    weights = sum(v.initial_weight for v in config.serving.variants)
-    return variant.initial_weight / weights if variant in config.serving.variants and weights else 1.0
+    variant = getattr(serving, args.variant)
+    weights = sum(v.initial_weight for v in serving.variants)
+    return variant.initial_weight / weights if variant in serving.variants and weights else 1.0
 
 
 def _scale(args: argparse.Namespace, config: AppConfig) -> float:
-    return float(args.demand_scale) * _share(args, config)
+    return float(args.demand_scale) * _share(args, config.serving)
 
 
 def _demand(args: argparse.Namespace, config: AppConfig) -> tuple[list[float], str]:
     variant = getattr(config.serving, args.variant)
-    share = _share(args, config)
+    share = _share(args, config.serving)
     scale = args.demand_scale * share
     if args.demand_csv:
         values = demand_module.load_csv(args.demand_csv, scale)
@@ -249,8 +251,8 @@ def build_scenario(args: argparse.Namespace, config: AppConfig, plan: Plan) -> S
     values, source = _demand(args, config)
     week = None
     if args.dated_event:
-        week = dated.event_week(config, plan, args.variant, args.dated_event)
-        values = dated.overlay(values, week, config, _scale(args, config))
+        week = dated.event_week(plan, args.variant, args.dated_event)
+        values = dated.overlay(values, week, config.traffic, _scale(args, config))
         source += f", with dated event {week.event.name} (x{week.event.demand_multiplier:g})"
     return Scenario(
         config=config,

@@ -19,7 +19,7 @@ SAMPLES = 48
 
 def engine_curve(config: AppConfig, plan: Plan, instance_type: str) -> EngineCurve | None:
     """The curve of one ``instance_type`` instance (its engines together), or None when its capacity
-    is measured (``capacity.measured``: the measurement gives no curve) or it holds the SLO at no rate.
+    is measured (``throughput.measured``: the measurement gives no curve) or it holds the SLO at no rate.
     """
     capacity = plan.planner.throughput(instance_type)
     if capacity.measured or not capacity.holds_slo:
@@ -27,7 +27,7 @@ def engine_curve(config: AppConfig, plan: Plan, instance_type: str) -> EngineCur
     engines = engines_per_instance(instance_type, config.engine.tensor_parallel_size)
     projected = engine_on(instance_type, model=config.model, engine=config.engine, memory=config.memory_plan)
     shape = conversation_shape(config.traffic, config.engine, len(config.model.adapters))
-    routing = config.capacity.routing if engines == 1 else "least_outstanding"
+    routing = config.throughput.routing if engines == 1 else "least_outstanding"
     instances = LEAST_OUTSTANDING_INSTANCES * engines if routing == "least_outstanding" else 1
     cliff = capacity.cliff_per_minute / engines
     rates = [cliff * index / SAMPLES for index in range(SAMPLES)] + [cliff * (1 - 0.5 / SAMPLES)]

@@ -10,8 +10,9 @@ is larger still wins), the way app_config.dated_events sizes its floor.
 import datetime as dt
 from dataclasses import dataclass
 
-from app_config import AppConfig, ConfigError
+from app_config import ConfigError
 from app_config.dated_events import DatedEventConfig
+from app_config.traffic import TrafficConfig
 from app_config.variants import VariantKey
 from planning.dated_schedule import one_off_actions, paused_firings
 from planning.demand_week import MINUTES_PER_DAY, base_rate
@@ -31,7 +32,7 @@ class EventWeek:
     end_minute: int
 
 
-def event_week(config: AppConfig, plan: Plan, variant_key: VariantKey, name: str) -> EventWeek:
+def event_week(plan: Plan, variant_key: VariantKey, name: str) -> EventWeek:
     """The week of ``scaling.<variant_key>.dated_events`` ``name``.
 
     Raises:
@@ -70,11 +71,11 @@ def event_week(config: AppConfig, plan: Plan, variant_key: VariantKey, name: str
     return EventWeek(monday, tuple(timeline), event, first, end)
 
 
-def overlay(demand: list[float], week: EventWeek, config: AppConfig, scale: float) -> list[float]:
+def overlay(demand: list[float], week: EventWeek, traffic: TrafficConfig, scale: float) -> list[float]:
     """``demand`` (the configured week x ``scale``) with the event's minutes at least the usual demand x its
     multiplier x ``scale``."""
     out = list(demand)
     for minute in range(week.first_minute, week.end_minute):
-        usual = base_rate(minute % MINUTES_PER_DAY, config.traffic) * scale
+        usual = base_rate(minute % MINUTES_PER_DAY, traffic) * scale
         out[minute] = max(out[minute], usual * week.event.demand_multiplier)
     return out

@@ -19,55 +19,18 @@ import httpx
 import pytest
 
 from local_gateway import collect_lines, explain_exit, reserve_ports, serve_command, wait_for_line
+from tests.container.vllm_parser import VLLM_PYTHON, contract_argvs, start_parser
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_VLLM = Path(__file__).with_name("fake_vllm.py")
 ADAPTERS = ("manga_domain_v3", "general_support_v2", "jp_style_v1")
-VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
-VLLM_PARSER = Path(__file__).with_name("vllm_parse_argv.py")
-_CONTRACT: dict[str, Any] = {}
-
-
-def _start_parser(argvs: list[list[str]]) -> None:
-    # Files, not pipes: nobody reads until the contract tests run.
-    stdout = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed with the session)
-    stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115
-    # Lowest priority: it runs on the cycles the (mostly waiting) HTTP tests leave idle.
-    proc = subprocess.Popen(
-        ["nice", "-n", "19", str(VLLM_PYTHON), str(VLLM_PARSER)],
-        stdin=subprocess.PIPE,
-        stdout=stdout,
-        stderr=stderr,
-        text=True,
-    )
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps(argvs))
-    proc.stdin.close()
-    _CONTRACT.update(proc=proc, argvs=argvs, stdout=stdout, stderr=stderr)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Start vLLM's parser subprocess once collection is done (~10 s of imports) so it
     overlaps the rest of the suite; only when a selected test needs it."""
     if VLLM_PYTHON.exists() and any(item.get_closest_marker("vllm_contract") for item in items):
-        from tests.container.test_vllm_contract import contract_argvs
-
-        _start_parser(contract_argvs())
-
-
-def contract_answer(argvs: list[list[str]]) -> dict[str, Any]:
-    """vLLM's parser's answer for ``argvs``."""
-    if _CONTRACT.get("argvs") != argvs:
-        _start_parser(argvs)
-    proc: subprocess.Popen[str] = _CONTRACT["proc"]
-    # Liveness only: at nice 19 on two saturated cores its ~10 s of imports can take minutes.
-    proc.wait(timeout=900)
-    _CONTRACT["stdout"].seek(0)
-    _CONTRACT["stderr"].seek(0)
-    stdout, stderr = _CONTRACT["stdout"].read(), _CONTRACT["stderr"].read()
-    assert proc.returncode == 0, stderr[-2000:]
-    answer: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
-    return answer
+        start_parser(contract_argvs())
 
 
 def write_safetensors(path: Path, tensors: dict[str, Any] | None = None) -> None:

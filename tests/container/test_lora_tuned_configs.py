@@ -22,7 +22,8 @@ from serving_app.engine import compile_cache
 from serving_app.settings import Settings
 from serving_app.vllm_args import TUNED_CONFIG_FOLDER, engine_environment
 from serving_contract import compile_cache as contract
-from tests.container.conftest import REPO, VLLM_PYTHON
+from tests.container.conftest import REPO
+from tests.container.vllm_parser import VLLM_PYTHON
 
 pytestmark = pytest.mark.skipif(
     not VLLM_PYTHON.exists() and not os.environ.get("REQUIRE_VLLM_CONTRACT"),

@@ -1,7 +1,7 @@
 """The argv ``serve`` builds, checked against the parser of the vLLM the image pins (container/requirements.txt).
 
 Needs ``.venv-vllm`` (``container/scripts/install_vllm_venv.sh``). vLLM imports in ~10 s, so
-``conftest.pytest_sessionstart`` starts the one parsing subprocess at session start and this
+``conftest.pytest_collection_modifyitems`` starts the one parsing subprocess at session start and this
 module only collects its answer (the rest of the suite runs meanwhile).
 """
 
@@ -14,11 +14,9 @@ from typing import Any
 
 import pytest
 
-from serving_app.settings import Settings
-from serving_app.vllm_args import EnginePaths, build_vllm_args
 from serving_contract import engine_settings as spec
 from serving_contract import env
-from tests.container.conftest import VLLM_PYTHON, contract_answer
+from tests.container.vllm_parser import VLLM_PYTHON, contract_answer, contract_argvs
 from tests.unit.image.test_container_lock import normalize, pins
 
 pytestmark = [
@@ -29,49 +27,6 @@ pytestmark = [
         reason=f"{VLLM_PYTHON} is absent: run container/scripts/install_vllm_venv.sh (about 9 GB, ~3 min)",
     ),
 ]
-
-PATHS = EnginePaths(model_dir=Path("/opt/model/base"), adapter_dir=Path("/opt/model/adapters"), port=8081)
-FULL_ENV = {
-    "LORA_ADAPTERS": "manga_domain_v3,general_support_v2,jp_style_v1",
-    "LORA_MAX_RANK": "16",
-    "LORA_MAX_LORAS": "3",
-    "DRAIN_TIMEOUT_S": "20",
-}
-RUNTIME_ADAPTERS_ENV = {
-    # inference_components mode: LoRA on, no adapter at start (SageMaker loads them via POST /adapters).
-    "LORA_RUNTIME_ADAPTERS": "true",
-    "LORA_MAX_LORAS": "2",
-    "LORA_MAX_CPU_LORAS": "3",
-    "LORA_MAX_RANK": "32",
-    "LORA_SPECIALIZE_ACTIVE": "false",
-}
-OFFLOAD_ENV = {
-    # KV offload to host memory (issue 56): vLLM 0.26's --kv-offloading-size GiB and its backend.
-    **FULL_ENV,
-    "ENGINE_KV_OFFLOADING_SIZE_GIB": "16",
-    "ENGINE_KV_OFFLOADING_BACKEND": "native",
-}
-MINIMAL_ENV = {
-    "ENGINE_QUANTIZATION": "awq",
-    "ENGINE_KV_CACHE_DTYPE": "fp8",
-    "ENGINE_ATTENTION_BACKEND": "FLASHINFER",
-    "ENGINE_ENABLE_PREFIX_CACHING": "false",
-    "ENGINE_ENFORCE_EAGER": "true",
-    "ENGINE_LOG_LEVEL": "debug",
-    "ENGINE_DATA_PARALLEL_SIZE": "2",  # what the stack sets on a 2-GPU group instance (variants mode)
-}
-
-
-def contract_argvs() -> list[list[str]]:
-    """Argvs sent to vLLM's parser, in order (conftest starts the subprocess with these)."""
-    return [
-        build_vllm_args(Settings.from_env(FULL_ENV), PATHS),
-        build_vllm_args(Settings.from_env(MINIMAL_ENV), PATHS),
-        [*build_vllm_args(Settings.from_env(FULL_ENV), PATHS), "--disable-log-requests"],
-        build_vllm_args(Settings.from_env(RUNTIME_ADAPTERS_ENV), PATHS),
-        build_vllm_args(Settings.from_env(OFFLOAD_ENV), PATHS),
-        build_vllm_args(Settings.from_env({**OFFLOAD_ENV, "ENGINE_KV_OFFLOADING_SIZE_GIB": "0.25"}), PATHS),
-    ]
 
 
 @pytest.fixture(scope="module")

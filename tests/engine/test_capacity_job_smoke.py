@@ -1,5 +1,5 @@
 """The capacity job's entrypoint (issue 46) as the job runs it, against vLLM's CPU build: a smoke sweep of
-the tiny model whose ``capacity.json`` the config accepts as ``capacity.measured`` and the planner reads
+the tiny model whose ``capacity.json`` the config accepts as ``throughput.measured`` and the planner reads
 back, labelled measured with its job.
 
 As in the processing job: the serving image's interpreter (here .venv-vllm's), the code asset first on
@@ -21,7 +21,7 @@ import pytest
 
 from app_config import load_config
 from cdk_constructs.capacity_job import runtime
-from planning.plan import Planner
+from planning.planner import Planner
 from serving_contract import capacity_job
 from tests.engine.real_engine import ENGINE_ENV, REPO, SHIM, VLLM_PYTHON, RealGateway
 from tests.synth_helpers import cdk_json_context
@@ -96,9 +96,9 @@ def test_a_smoke_sweep_writes_a_curve_the_config_accepts_as_measured(
     assert all(step["cold"]["requests"] + step["warm"]["requests"] > 0 for step in curve["steps"])
     assert all(step["kv_cache_usage_mean"] is not None for step in curve["steps"])  # vLLM's gauge, read each second
     assert json.loads((tmp_path / "output" / "raw.json").read_text())["steps_run"] == 2
-    # What `ops capacity measure --write prod` puts in the stage overlay, loaded as cdk.json's context is.
+    # What `ops throughput measure --write prod` puts in the stage overlay, loaded as cdk.json's context is.
     # A curve holds at the pause it was measured at (the smoke's): the config must say the same.
-    overrides = {"capacity.measured": json.dumps({"ml.g6e.xlarge": curve}), "traffic.think_s": str(curve["think_s"])}
+    overrides = {"throughput.measured": json.dumps({"ml.g6e.xlarge": curve}), "traffic.think_s": str(curve["think_s"])}
     config = load_config({**cdk_json_context(), **overrides})
     throughput = Planner.of(config).throughput("ml.g6e.xlarge")
     assert throughput.label == "measured"

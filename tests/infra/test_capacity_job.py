@@ -1,5 +1,5 @@
 """The capacity job's infrastructure in the Serving stack (issue 46): the job's role, key and code zip, the
-operator's managed policy and the outputs ``ops capacity measure`` reads; least privilege throughout."""
+operator's managed policy and the outputs ``ops throughput measure`` reads; least privilege throughout."""
 
 import datetime as dt
 import fnmatch
@@ -142,7 +142,7 @@ def test_the_operator_starts_only_this_endpoints_encrypted_bounded_jobs(default_
     root = contract.S3_ROOT
     arn = "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}"
     jobs = f"{arn}:processing-job/capacity-mangaassist-vllm-prod-*"
-    max_runtime_s = str(default_synth.config.capacity.job.max_runtime_s)
+    max_runtime_s = str(default_synth.config.throughput.job.max_runtime_s)
     assert sorted(_statements(policy), key=str) == sorted(
         [
             (

@@ -100,10 +100,10 @@ def test_base_images_reach_the_build_pinned_by_digest(default_synth: Synth) -> N
     inputs = {
         "sources_sha256": image_inputs.sources_sha256(REPO_ROOT),
         "base_model_name": default_synth.config.model.name,
-        "artifacts": image_inputs.baked_artifacts(default_synth.config, build.primary),
+        "artifacts": image_inputs.baked_artifacts(default_synth.config.serving, build.primary),
         "build_args": image_inputs.docker_build_args(default_synth.config),
     }
-    base_images = image_inputs.base_images(default_synth.config)
+    base_images = image_inputs.base_images(default_synth.config.image)
     assert image_inputs.image_tag(**inputs, base_images=base_images) == tag  # type: ignore[arg-type]
     moved = {**base_images, "CUDA_BASE": base_images["CUDA_BASE"][:-64] + "e" * 64}
     assert image_inputs.image_tag(**inputs, base_images=moved) != tag  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from typing import Any
 from aws_cdk.assertions import Match
 
 from cdk_constructs.image import image_inputs
-from planning.plan import Planner
+from planning.planner import Planner
 from serving_contract import outputs
 from serving_contract.metrics import SAGEMAKER_COMPONENT_NAMESPACE, SAGEMAKER_NAMESPACE
 from tests.metric_refs import metrics_read, resources
@@ -30,7 +30,7 @@ def _components(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_endpoint_config_hosts_components_on_one_managed_variant(components_synth: Synth) -> None:
     config = components_synth.config
-    prefix = components_synth.plan.prefix_routing  # capacity.routing = prefix_aware by default (make plan)
+    prefix = components_synth.plan.prefix_routing  # throughput.routing = prefix_aware by default (make plan)
     assert prefix is not None
     routing = {
         "RoutingStrategy": "PREFIX_AWARE",
@@ -277,7 +277,7 @@ def test_monitoring_reads_the_base_components_metrics(components_synth: Synth) -
 
 def test_image_bakes_only_the_base_model(components_synth: Synth, default_synth: Synth) -> None:
     assert image_inputs.docker_build_args(components_synth.config)["LORA_ADAPTERS"] == ""
-    baked = image_inputs.baked_artifacts(components_synth.config, components_synth.config.image.build.primary)
+    baked = image_inputs.baked_artifacts(components_synth.config.serving, components_synth.config.image.build.primary)
     assert baked.adapters == {}
     # An adapter pin change rebuilds the image in variants mode only.
     changed = components_synth.config.image.build.primary.model_copy(
@@ -287,9 +287,9 @@ def test_image_bakes_only_the_base_model(components_synth: Synth, default_synth:
         synth.config.serving.mode: image_inputs.image_tag(
             sources_sha256="s",
             base_model_name="m",
-            artifacts=image_inputs.baked_artifacts(synth.config, changed),
+            artifacts=image_inputs.baked_artifacts(synth.config.serving, changed),
             build_args=image_inputs.docker_build_args(synth.config),
-            base_images=image_inputs.base_images(synth.config),
+            base_images=image_inputs.base_images(synth.config.image),
         )
         for synth in (components_synth, default_synth)
     }
@@ -298,7 +298,7 @@ def test_image_bakes_only_the_base_model(components_synth: Synth, default_synth:
         base_model_name="m",
         artifacts=baked,
         build_args=image_inputs.docker_build_args(components_synth.config),
-        base_images=image_inputs.base_images(components_synth.config),
+        base_images=image_inputs.base_images(components_synth.config.image),
     )
     assert tag["inference_components"] == unchanged_tag
     assert tag["variants"] != unchanged_tag

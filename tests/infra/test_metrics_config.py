@@ -3,7 +3,7 @@
 import pytest
 
 from app_config import load_config
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from stacks.serving_stack import _hosting
 from tests.synth_helpers import Synth, cdk_json_context
 

@@ -10,7 +10,8 @@ from aws_cdk.assertions import Match
 from app_config import dated_events
 from devtools.fleet_notes import fleet_replacement_notes
 from planning import cost_plan
-from planning.plan import Planner, load_plan
+from planning.make_plan import load_plan
+from planning.planner import Planner
 from planning.weekly_plan import bounds_at, effective_bounds
 from serving_contract import alarms
 from serving_contract.metrics import EngineMetric

@@ -32,7 +32,7 @@ def test_endpoint_config_has_primary_and_canary_from_the_config(default_synth: S
         assert variants[serving.variant_name]["InitialInstanceCount"] == serving.initial_instance_count
     assert variants["primary"]["InitialVariantWeight"] == 95
     assert variants["canary"]["InitialVariantWeight"] == 5
-    prefix = default_synth.plan.prefix_routing  # capacity.routing = prefix_aware by default
+    prefix = default_synth.plan.prefix_routing  # throughput.routing = prefix_aware by default
     assert prefix is not None
     for variant in variants.values():
         assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 600
@@ -49,7 +49,7 @@ def test_endpoint_config_has_primary_and_canary_from_the_config(default_synth: S
 
 
 def test_least_outstanding_routing_synthesizes_the_strategy_alone(tmp_path: Path) -> None:
-    synth = synthesize(tmp_path, {"capacity.routing": "least_outstanding"})
+    synth = synthesize(tmp_path, {"throughput.routing": "least_outstanding"})
     variants = _variants(synth)
     assert len(variants) == 2
     assert all(v["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"} for v in variants)
@@ -60,7 +60,7 @@ def test_prefix_aware_routing_synthesizes_both_derived_fields(tmp_path: Path) ->
     # 64 conversation tokens) x 4 bytes; ConcurrencyThreshold = the instance's concurrency at the SLO,
     # here measured on the seeds' fleet.
     measured = '{"ml.g5.xlarge": {"concurrency": 6, "requests_per_minute": 150, "ttft_p50_ms": 90}}'
-    synth = synthesize(tmp_path, {**SEEDS_G5, "capacity.routing": "prefix_aware", "capacity.measured": measured})
+    synth = synthesize(tmp_path, {**SEEDS_G5, "throughput.routing": "prefix_aware", "throughput.measured": measured})
     variants = _variants(synth)
     assert variants
     for variant in variants:

@@ -5,7 +5,7 @@ nobody, and the dashboard row that compares it with the primary."""
 import json
 from typing import Any
 
-from planning.plan import Planner
+from planning.planner import Planner
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import Dimension
 from tests.metric_refs import dashboard_bodies, resources

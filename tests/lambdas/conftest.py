@@ -18,7 +18,7 @@ answers every call, so nothing is signed or sent."""
 
 @pytest.fixture(scope="module")
 def handler(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
-    """The test module's handler: ``HANDLER_MODULE`` (a dotted name, e.g. ``lambdas.scaling.index``),
+    """The test module's handler: ``HANDLER_MODULE`` (a dotted name, e.g. ``cdk_constructs.scaling.runtime.index``),
     imported with ``FAKE_AWS`` and the module's ``HANDLER_ENVIRONMENT`` (name -> value; it wins)
     in ``os.environ``, which stay set for the module's tests. The handlers read their environment
     and build their clients at import, as a Lambda cold start does."""

@@ -38,7 +38,7 @@ LLAMA3_FILES = {
 }
 
 
-HANDLER_MODULE = "lambdas.bedrock.index"
+HANDLER_MODULE = "cdk_constructs.bedrock.runtime.index"
 STUBBED_CLIENTS = ("BEDROCK", "S3")
 HANDLER_ENVIRONMENT = {
     "IMPORT_ROLE_ARN": ROLE_ARN,

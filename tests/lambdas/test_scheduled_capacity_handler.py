@@ -14,11 +14,11 @@ from botocore.stub import Stubber
 
 from app_config import AppConfig, load_config
 from app_config.scheduled_actions import ResolvedAction
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from planning.weekly_plan import effective_bounds
 from tests.synth_helpers import cdk_json_context
 
-HANDLER_MODULE = "lambdas.scaling.index"
+HANDLER_MODULE = "cdk_constructs.scaling.runtime.index"
 STUBBED_CLIENTS = ("AUTOSCALING",)
 RESOURCE_ID = "endpoint/mangaassist-vllm-prod/variant/primary"
 

@@ -5,7 +5,8 @@ import dataclasses
 import pytest
 
 from app_config import load_config
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from planning.resolved_plan import ResolvedPlan, resolve
 from tests.synth_helpers import cdk_json_context
 
@@ -43,7 +44,7 @@ def test_the_plan_is_frozen_and_the_same_for_the_same_config() -> None:
     config = load_config(cdk_json_context())
     plan = make_plan(config)
     assert plan == make_plan(config)
-    resolved = resolve(config, plan.planner)
+    resolved = resolve(config, plan.planner, plan.hardware)
     assert isinstance(resolved, ResolvedPlan)
     assert (resolved.scaling, resolved.inference_components) == (plan.scaling, plan.inference_components)
     with pytest.raises(dataclasses.FrozenInstanceError):

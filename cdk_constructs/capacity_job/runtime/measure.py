@@ -1,6 +1,6 @@
 """The capacity job's entrypoint (issue 46): serve the image's model, sweep it open loop, write the curve.
 
-In the job (``python -m ops capacity measure`` starts it; serving_contract/capacity_job.py has the
+In the job (``python -m ops throughput measure`` starts it; serving_contract/capacity_job.py has the
 layout)::
 
     /opt/venv/bin/python -m runtime.measure \\
@@ -16,7 +16,7 @@ layout)::
    engine model was fitted on) drives the engine inside it: conversations arrive at random at each
    offered rate of ``--sweep-file``, users pause between turns; TTFT per request class per rate,
    and vLLM's running requests and KV-cache usage.
-3. ``<output-dir>/capacity.json``: the curve as ``capacity.measured.<instance type>`` accepts it
+3. ``<output-dir>/capacity.json``: the curve as ``throughput.measured.<instance type>`` accepts it
    (app_config/throughput_config.py ``MeasuredCurve``); ``<output-dir>/raw.json``: every request
    (to refit the model without a GPU). SageMaker uploads the folder when the job ends.
 
@@ -37,7 +37,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -56,39 +57,37 @@ STOP_GRACE_S = 60
 
 def curve(
     result: SweepResult, *, instance_type: str, job_name: str, gpu: str, think_s: float, today: dt.date
-) -> dict[str, Any]:
-    """The sweep as ``capacity.measured.<instance type>`` accepts it (``MeasuredCurve``)."""
+) -> capacity_job.CapacityResult:
+    """The sweep as ``throughput.measured.<instance type>`` accepts it
+    (``serving_contract.capacity_job.CapacityResult``, which ``ops throughput measure`` reads back)."""
 
-    def step(summary: StepSummary) -> dict[str, Any]:
-        return {
-            "requests_per_minute": summary.requests_per_min,
-            "served_per_minute": summary.served_per_min,
-            "completed_per_minute": summary.completed_per_min,
-            "requests": summary.requests,
-            "errors": summary.errors,
-            **{
-                klass: {
-                    "requests": figures.requests,
-                    "ttft_p50_ms": figures.ttft_p50_ms,
-                    "ttft_p95_ms": figures.ttft_p95_ms,
-                }
-                for klass, figures in summary.classes.items()
-            },
-            "running_mean": summary.engine.get("running_mean"),
-            "kv_cache_usage_mean": summary.engine.get("kv_cache_usage_mean"),
+    def step(summary: StepSummary) -> capacity_job.StepResult:
+        classes = {
+            klass: capacity_job.ClassResult(figures.requests, figures.ttft_p50_ms, figures.ttft_p95_ms)
+            for klass, figures in summary.classes.items()
         }
+        return capacity_job.StepResult(
+            requests_per_minute=summary.requests_per_min,
+            served_per_minute=summary.served_per_min,
+            completed_per_minute=summary.completed_per_min,
+            requests=summary.requests,
+            errors=summary.errors,
+            cold=classes["cold"],
+            warm=classes["warm"],
+            running_mean=summary.engine.get("running_mean"),
+            kv_cache_usage_mean=summary.engine.get("kv_cache_usage_mean"),
+        )
 
-    return {
-        "format": capacity_job.RESULT_FORMAT,
-        "instance_type": instance_type,
-        "date": today.isoformat(),
-        "job": job_name,
-        "gpu": gpu,
-        "think_s": think_s,
-        "engines": 1,
-        "steps": [step(s) for s in result.summaries],
-        "cliff_per_minute": result.verdict.cliff_per_min,
-    }
+    return capacity_job.CapacityResult(
+        instance_type=instance_type,
+        date=today,
+        job=job_name,
+        gpu=gpu,
+        think_s=think_s,
+        engines=1,
+        steps=tuple(step(s) for s in result.summaries),
+        cliff_per_minute=result.verdict.cliff_per_min,
+    )
 
 
 def read_json_object(path: Path, what: str) -> dict[str, Any]:
@@ -106,27 +105,24 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def sweep_settings(data: Mapping[str, Any]) -> tuple[Sweep, RequestShape]:
-    """The sweep file (``ops capacity measure`` writes it): rates, step seconds, think time, SLOs, shape.
+def sweep_settings(data: Any) -> tuple[Sweep, RequestShape]:
+    """The sweep file ``ops throughput measure`` writes (``serving_contract.capacity_job.SweepFile``) as the sweep's
+    settings and request shape.
 
     Raises:
         ValueError: a missing or bad field (one line naming it).
     """
-    try:
-        step_s = float(data["step_s"])
-        settings = Sweep(
-            rates_per_min=[float(rate) for rate in data["rates_per_minute"]],
-            settle_s=step_s / 4,
-            measure_s=step_s * 3 / 4,
-            think_s=float(data["think_s"]),
-            slo_ms={klass: float(data["slo_ms"][klass]) for klass in ("cold", "warm")},
-            warm_min_cached_fraction=float(data["warm_min_cached_fraction"]),
-            drain_s=float(data.get("drain_s", 20.0)),
-        )
-        shape = RequestShape(**data.get("shape", {}))
-    except (KeyError, TypeError, ValueError) as error:
-        raise ValueError(f"--sweep-file: {error.__class__.__name__}: {error}") from None
-    return settings, shape
+    sweep_file = capacity_job.SweepFile.from_json(data, "--sweep-file")
+    settings = Sweep(
+        rates_per_min=list(sweep_file.rates_per_minute),
+        settle_s=sweep_file.step_s / 4,
+        measure_s=sweep_file.step_s * 3 / 4,
+        think_s=sweep_file.think_s,
+        slo_ms=dict(sweep_file.slo_ms),
+        warm_min_cached_fraction=sweep_file.warm_min_cached_fraction,
+        drain_s=sweep_file.drain_s,
+    )
+    return settings, RequestShape(**asdict(sweep_file.shape))
 
 
 def wait_ready(base_url: str, server: subprocess.Popen[bytes], timeout_s: float) -> None:
@@ -235,10 +231,10 @@ def main(argv: Sequence[str] | None = None, *, gpu: str | None = None) -> int:
     )
     args.output_dir.mkdir(parents=True, exist_ok=True)
     (args.output_dir / "raw.json").write_text(json.dumps(result_json(result)))
-    (args.output_dir / capacity_job.RESULT_FILE).write_text(json.dumps(measured, indent=1))
+    (args.output_dir / capacity_job.RESULT_FILE).write_text(json.dumps(measured.to_json(), indent=1))
     holds = result.verdict.holds_per_min
     print(
-        f"runtime.measure: {len(measured['steps'])} steps; holds cold {holds['cold']}, warm {holds['warm']} req/min; "
+        f"runtime.measure: {len(measured.steps)} steps; holds cold {holds['cold']}, warm {holds['warm']} req/min; "
         f"cliff {result.verdict.cliff_per_min} -> {args.output_dir / capacity_job.RESULT_FILE}",
         flush=True,
     )

@@ -17,7 +17,6 @@ PRODUCT = (
     "client",
     "container",
     "devtools",
-    "lambdas",
     "ops",
     "serving_contract",
     "stacks",

@@ -66,25 +66,18 @@ def _handler_dirs() -> list[tuple[Path, str]]:
     ]
 
 
-def test_each_handler_sits_beside_its_construct_or_in_lambdas_under_its_capability() -> None:
+def test_each_handler_sits_beside_its_construct() -> None:
     """A capability is one folder (aws-samples/aws-cdk-project-structure-python: ``runtime/`` beside the
-    construct); handlers not moved yet stay in ``lambdas/<capability>`` (lambdas/README.md), never both."""
+    construct); the last handlers left in a top-level ``lambdas/`` moved there in issue 55."""
     deployed = _handler_dirs()
-    assert len(deployed) >= 4  # image, bedrock, scaling, compile_cache: not an empty search
-    in_lambdas = set()
+    assert len(deployed) >= 6  # image, bedrock, scaling, compile_cache, approval, common: not an empty search
     for path, expression in deployed:
         capability = path.parts[1]  # cdk_constructs/<capability>/...
-        if expression == "RUNTIME":
-            runtime = REPO / "cdk_constructs" / capability / "runtime"
-            assert 'RUNTIME = Path(__file__).resolve().parent / "runtime"' in (REPO / path).read_text(), path
-            assert (runtime / "index.py").is_file(), f"{path}: {runtime.relative_to(REPO)}/index.py is missing"
-            assert not (REPO / "lambdas" / capability).exists(), f"{capability}: handler in two places"
-        else:
-            assert expression == f'LAMBDAS_DIR / "{capability}"', f"{path}: {expression} is not lambdas/{capability}"
-            assert (REPO / "lambdas" / capability / "index.py").is_file(), f"{path}: lambdas/{capability}/index.py"
-            in_lambdas.add(capability)
-    # Every folder left in lambdas/ is deployed by its capability's construct.
-    assert {p.name for p in (REPO / "lambdas").iterdir() if p.is_dir() and p.name != "__pycache__"} == in_lambdas
+        assert expression == "RUNTIME", f"{path}: {expression} is not its capability's runtime/"
+        assert 'RUNTIME = Path(__file__).resolve().parent / "runtime"' in (REPO / path).read_text(), path
+        runtime = REPO / "cdk_constructs" / capability / "runtime"
+        assert (runtime / "index.py").is_file(), f"{path}: {runtime.relative_to(REPO)}/index.py is missing"
+    assert not (REPO / "lambdas").exists()
 
 
 def test_stacks_holds_stacks_and_their_wiring() -> None:
@@ -108,6 +101,18 @@ def test_serving_mode_is_decided_in_one_place() -> None:
     assert len(readers) == 1 and readers[0].startswith("app_config/serving.py:")
 
 
+def test_the_plan_decides_which_units_are_deployed() -> None:
+    """In planning/ and stacks/, only planning/units.py asks the serving mode; the rest walk ``Plan.units``
+    (issue 55). The config's own checks (app_config/) validate each mode's keys, and read it there."""
+    readers = sorted(
+        str(path.relative_to(REPO))
+        for folder in ("planning", "stacks")
+        for path in (REPO / folder).rglob("*.py")
+        if "hosts_inference_components" in path.read_text() or "serving.mode ==" in path.read_text()
+    )
+    assert readers == ["planning/units.py"]
+
+
 def test_cli_support_needs_only_the_standard_library() -> None:
     """The benchmarks import it from vLLM's environment, which has none of the app's packages."""
     modules = sorted((REPO / "cli_support").glob("*.py"))
@@ -125,7 +130,6 @@ PRODUCT_FOLDERS = (
     "client",
     "container",
     "devtools",
-    "lambdas",
     "ops",
     "serving_contract",
     "stacks",
@@ -223,13 +227,11 @@ SCHEMA_TAKES_FROM_PLANNING = {
     # the shadow's instance type must hold the engine, as every variant's
     "shadow.py": {"gpu_instances"},
     "scheduled_actions.py": {"weekly_cron"},
-    # engines per instance, for the inference components' bounds
-    "topology.py": {"gpu_instances"},
 }
 """What the schema (app_config/*.py) takes from planning/: the catalogue and the parsers a value is
 validated against, leaves that import nothing of the config. The config is plain data: what
 follows from it (derived targets, throughput, memory plans, the checks that need them) is
-``planning.plan.make_plan``'s, which app.py runs after loading (issue 45 item 6)."""
+``planning.make_plan.make_plan``'s, which app.py runs after loading (issue 45 item 6)."""
 
 PLANNING_LEAVES = {"gpu_instances", "memory_plan", "weekly_cron"}
 

@@ -29,6 +29,7 @@ SWEEP = {
     "think_s": 0.5,
     "slo_ms": {"cold": 500, "warm": 500},
     "warm_min_cached_fraction": 0.5,
+    "shape": {"shared_prefix_tokens": 600, "conversation_tokens": 1400, "turn_tokens": 40, "output_tokens": 180},
 }
 
 STAND_IN = """
@@ -111,9 +112,9 @@ def test_a_sweep_that_fails_while_the_server_serves_stops_the_server(
 @pytest.mark.parametrize(
     ("sweep", "message"),
     [
-        ({**SWEEP, "step_s": None}, "runtime.measure: --sweep-file: TypeError: float() argument must be a string or a "
-         "real number, not 'NoneType'"),
-        ({k: v for k, v in SWEEP.items() if k != "think_s"}, "runtime.measure: --sweep-file: KeyError: 'think_s'"),
+        ({**SWEEP, "step_s": None}, "runtime.measure: --sweep-file: step_s: TypeError: float() argument must be a "
+         "string or a real number, not 'NoneType'"),
+        ({k: v for k, v in SWEEP.items() if k != "think_s"}, "runtime.measure: --sweep-file: think_s: missing"),
         ([1, 2], "runtime.measure: --sweep-file {sweep}: must be a JSON object"),
     ],
 )  # fmt: skip
@@ -164,7 +165,7 @@ def test_the_curve_is_what_capacity_measured_validates() -> None:
         think_s=30,
         today=dt.date(2026, 11, 27),
     )
-    curve = MeasuredCurve.model_validate(json.loads(json.dumps(data)))
+    curve = MeasuredCurve.model_validate(json.loads(json.dumps(data.to_json())))
     assert (curve.date, curve.gpu, curve.cliff_per_minute) == (dt.date(2026, 11, 27), "NVIDIA L4", 240)
     assert [(s.requests_per_minute, s.cold.ttft_p95_ms, s.warm.requests) for s in curve.steps] == [
         (120, 300, 0),

@@ -233,12 +233,12 @@ def test_unknown_key_in_a_stage_overlay_is_caught() -> None:
 
 def test_a_routing_strategy_that_prefix_aware_routing_would_ignore_stops_synth() -> None:
     assert config_error(serving__routing_strategy="RANDOM") == (
-        "config error: serving.routing_strategy = 'RANDOM' has no effect while capacity.routing = 'prefix_aware' "
-        "sets RoutingStrategy PREFIX_AWARE; set capacity.routing = least_outstanding (or session_affinity) to "
+        "config error: serving.routing_strategy = 'RANDOM' has no effect while throughput.routing = 'prefix_aware' "
+        "sets RoutingStrategy PREFIX_AWARE; set throughput.routing = least_outstanding (or session_affinity) to "
         "choose it, or leave it unset"
     )
     chosen = load_config(
-        {**cdk_json_context(), "capacity.routing": "least_outstanding", "serving.routing_strategy": "RANDOM"}
+        {**cdk_json_context(), "throughput.routing": "least_outstanding", "serving.routing_strategy": "RANDOM"}
     )
     assert chosen.serving.routing_strategy == "RANDOM"
 
@@ -303,16 +303,16 @@ def test_missing_stages_block_says_how_to_run_the_app() -> None:
     [
         (
             # Issue 53, finding 18: said "must be a mapping of keys to values".
-            "capacity.measured.insance_type",
-            "config error: capacity.measured.insance_type = '1': capacity.measured is keyed by instance type "
-            "(e.g. capacity.measured.ml.g6e.xlarge), and 'insance_type' is not one; did you mean "
-            "'capacity.measured.<instance type>.instance_type'?",
+            "throughput.measured.insance_type",
+            "config error: throughput.measured.insance_type = '1': throughput.measured is keyed by instance type "
+            "(e.g. throughput.measured.ml.g6e.xlarge), and 'insance_type' is not one; did you mean "
+            "'throughput.measured.<instance type>.instance_type'?",
         ),
         (
-            "capacity.measured.ml.g6e.xlargee.concurrency",
-            "config error: capacity.measured.ml.g6e.xlargee.concurrency = '1': capacity.measured is keyed by "
-            "instance type (e.g. capacity.measured.ml.g6e.xlarge), and 'ml.g6e.xlargee' is not one; "
-            "did you mean 'capacity.measured.ml.g6e.xlarge'?",
+            "throughput.measured.ml.g6e.xlargee.concurrency",
+            "config error: throughput.measured.ml.g6e.xlargee.concurrency = '1': throughput.measured is keyed by "
+            "instance type (e.g. throughput.measured.ml.g6e.xlarge), and 'ml.g6e.xlargee' is not one; "
+            "did you mean 'throughput.measured.ml.g6e.xlarge'?",
         ),
     ],
 )
@@ -323,3 +323,18 @@ def test_a_key_of_a_map_keyed_by_instance_type_that_is_none_says_so_and_names_th
     with pytest.raises(ConfigError) as info:
         load_config(context)
     assert str(info.value) == expected
+
+
+def test_the_capacity_section_is_named_throughput_now() -> None:
+    """Issue 55 gave each of the four things called capacity a name of its own: the per-instance throughput at the
+    SLOs is the throughput section (class ThroughputConfig); an old key says where it went, in one line."""
+    message = (
+        "renamed throughput (issue 55: the per-instance throughput at the SLOs, its routing and measured curves): "
+        "throughput.routing, throughput.measured, throughput.job"
+    )
+    assert config_error({"capacity.routing": "least_outstanding"}) == f"config error: capacity.routing: {message}"
+    assert config_error({"capacity": '{"routing": "least_outstanding"}'}) == f"config error: capacity: {message}"
+    # Issue 53's candidate instance types moved with their section.
+    assert config_error({"capacity.job.instance_types": '["ml.g5.xlarge"]'}) == (
+        f"config error: capacity.job.instance_types: {message}"
+    )

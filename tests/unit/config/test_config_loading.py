@@ -130,8 +130,8 @@ def test_a_map_key_with_dots_is_one_key() -> None:
 
 def test_a_map_of_sections_takes_one_field_at_a_time() -> None:
     fields = {"concurrency": "12", "requests_per_minute": "240", "ttft_p50_ms": "310.5"}
-    config = _load(**{f"capacity.measured.ml.g5.xlarge.{key}": value for key, value in fields.items()})
-    measured = config.capacity.measured["ml.g5.xlarge"]
+    config = _load(**{f"throughput.measured.ml.g5.xlarge.{key}": value for key, value in fields.items()})
+    measured = config.throughput.measured["ml.g5.xlarge"]
     assert isinstance(measured, MeasuredThroughput)
     assert (measured.concurrency, measured.requests_per_minute, measured.ttft_p50_ms) == (12, 240, 310.5)
 

@@ -12,7 +12,8 @@ import pytest
 from app_config import AppConfig, dated_events, load_config
 from planning.dated_schedule import one_off_actions, usual_peak_rpm, weekly_segments
 from planning.demand_week import base_rate
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 

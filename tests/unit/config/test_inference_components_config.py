@@ -5,8 +5,9 @@ import json
 import pytest
 
 from app_config import load_config
-from app_config.topology import serving_topology
 from cdk_constructs.endpoint.container_environment import container_environment
+from planning.make_plan import make_plan
+from planning.topology import serving_topology
 from serving_contract import env
 from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
@@ -112,7 +113,7 @@ def test_the_container_loads_adapters_at_runtime_and_monitoring_names_components
     variables = container_environment(config)
     assert variables[env.LORA_RUNTIME_ADAPTERS] == "true"
     assert variables[env.LORA_ADAPTERS] == ""
-    topology = serving_topology(config)
+    topology = serving_topology(make_plan(config))
     assert topology.variant_names == ("primary",)
     assert topology.components == {"primary": "mangaassist-vllm-dev-base"}
     assert topology.guardrail_labels == {"primary": "base"}

@@ -33,12 +33,12 @@ def _curve(think_s: float) -> dict[str, object]:
 
 
 def _override(think_s: float) -> str:
-    return f"capacity.measured={json.dumps({'ml.g6e.xlarge': _curve(think_s)})}"
+    return f"throughput.measured={json.dumps({'ml.g6e.xlarge': _curve(think_s)})}"
 
 
 def test_a_curve_at_the_configured_pause_is_read_with_its_conditions() -> None:
     config = load_cli_config([_override(30)])
-    curve = config.capacity.measured["ml.g6e.xlarge"]
+    curve = config.throughput.measured["ml.g6e.xlarge"]
     assert curve.think_s == 30 and curve.kv_cache_tokens == 280176  # type: ignore[union-attr]
 
 
@@ -46,8 +46,8 @@ def test_a_curve_at_another_pause_is_refused_naming_both_pauses() -> None:
     with pytest.raises(ConfigError) as info:
         load_cli_config([_override(12)])
     assert str(info.value) == (
-        "config error: capacity.measured.ml.g6e.xlarge: measured with users pausing 12 s, traffic.think_s is 30 s; "
-        "a curve holds only at its own pause: measure it again at 30 s (python -m ops capacity measure "
+        "config error: throughput.measured.ml.g6e.xlarge: measured with users pausing 12 s, traffic.think_s is 30 s; "
+        "a curve holds only at its own pause: measure it again at 30 s (python -m ops throughput measure "
         "--instance-type ml.g6e.xlarge) or remove it"
     )
     # The pause it was measured at, configured, takes it.

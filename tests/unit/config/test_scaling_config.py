@@ -8,7 +8,7 @@ from app_config import AppConfig, load_config
 from app_config.scaling import VariantScalingConfig
 from app_config.scheduled_actions import ReleaseEventConfig
 from planning.fleet_planner import recommend, scheduled_floors
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from planning.weekly_cron import parse_weekly_cron, weekly_cron
 from planning.weekly_plan import effective_bounds
 from tests.config_helpers import config_error

@@ -4,7 +4,8 @@ what SageMaker refuses with a shadow (botocore's SageMaker model, CreateEndpoint
 import json
 
 from app_config import load_config
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 

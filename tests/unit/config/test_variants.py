@@ -2,7 +2,7 @@
 
 from app_config import load_config
 from app_config.variants import deployed_variant_keys, existing_variant_keys
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from tests.conftest import COMPONENTS
 from tests.synth_helpers import cdk_json_context
 

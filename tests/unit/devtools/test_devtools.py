@@ -10,7 +10,7 @@ import pytest
 from devtools.diff import diff_templates
 from devtools.fleet_notes import fleet_replacement_notes
 from devtools.synth_summary import summarize
-from planning.plan import Planner
+from planning.planner import Planner
 from tests.synth_helpers import Synth
 
 

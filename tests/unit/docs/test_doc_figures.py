@@ -11,7 +11,7 @@ import pytest
 from devtools import doc_figures, scaling_doc
 from planning import cost_plan, engine_fit, engines, throughput_at_slo
 from planning.engine_fit import FIT_FILE
-from planning.plan import load_plan
+from planning.make_plan import load_plan
 from tests.synth_helpers import Synth
 
 README = doc_figures.REPO / "README.md"

@@ -10,7 +10,7 @@ import pytest
 from app_config import ConfigError, dated_events, load_config
 from planning import cost_plan
 from planning.dated_schedule import one_off_actions
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from tests.synth_helpers import cdk_json_context
 
 OPERATIONS = Path(__file__).resolve().parents[3] / "docs" / "operations.md"

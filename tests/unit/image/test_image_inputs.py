@@ -160,7 +160,7 @@ def test_a_changed_base_digest_in_config_changes_the_tag() -> None:
             base_model_name=config.model.name,
             artifacts=config.image.build.primary,
             build_args=image_inputs.docker_build_args(config),
-            base_images=image_inputs.base_images(config),
+            base_images=image_inputs.base_images(config.image),
         )
 
     default = tag({})

@@ -155,7 +155,7 @@ class PreflightStubs:
         """Every non-placeholder pin in effect: its recorded package, Approved (the approvals check)."""
         for ref in pins_in_effect(config):
             if not ref.placeholder:
-                kind, artifact = pin_kind(config, ref)
+                kind, artifact = pin_kind(config.model, ref)
                 group = model_package_group_name(config.project_name, config.stage, kind)
                 arn = config.release.registered_packages[registered_key(artifact, ref.version)]
                 add_described(self.stubs["sagemaker"], group, artifact, ref.pin, version=parse_package_arn(arn).version)

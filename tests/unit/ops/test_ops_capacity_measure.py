@@ -1,4 +1,4 @@
-"""``mangaassist-ops capacity measure`` (issue 46) against botocore's Stubber: the cost bound and --yes, the
+"""``mangaassist-ops throughput measure`` (issue 46) against botocore's Stubber: the cost bound and --yes, the
 job's create request, the wait with progress, a completed job's curve (printed, judged, --write), and a
 failed, a timed-out and an unauthenticated run, each leaving nothing running and saying what it cleaned up.
 
@@ -22,7 +22,7 @@ from app_config.loader import load_cli_config
 from ops.cli import Deps, main
 from ops.measure import MeasureClients
 from ops.measure.job import cost_bound
-from planning.plan import Planner
+from planning.planner import Planner
 from serving_contract import capacity_job as contract
 from tests.botocore_helpers import streaming_body
 
@@ -190,7 +190,7 @@ def _cdk_json(tmp_path: Path) -> Path:
 
 
 def _argv(tmp_path: Path, *extra: str) -> list[str]:
-    return ["capacity", "measure", "--instance-type", "ml.g6e.xlarge", "--cdk-json", str(_cdk_json(tmp_path)), *extra]
+    return ["throughput", "measure", "--instance-type", "ml.g6e.xlarge", "--cdk-json", str(_cdk_json(tmp_path)), *extra]
 
 
 def test_without_yes_it_prints_the_cost_bound_and_starts_nothing(
@@ -204,14 +204,14 @@ def test_without_yes_it_prints_the_cost_bound_and_starts_nothing(
     assert main(_argv(tmp_path), Deps(measure_clients=no_clients, out=lines.append)) == 2
     bound = cost_bound(load_cli_config([]), "ml.g6e.xlarge")
     assert f"  {bound.line}" in lines
-    assert bound.usd == pytest.approx(bound.usd_per_hour * 3600 / 3600)  # capacity.job.max_runtime_s 3600
+    assert bound.usd == pytest.approx(bound.usd_per_hour * 3600 / 3600)  # throughput.job.max_runtime_s 3600
     assert capsys.readouterr().err.strip() == "error: nothing started: pass --yes to start 1 capacity job(s)"
 
 
 def test_an_instance_type_the_planner_does_not_know_is_refused_before_anything(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["capacity", "measure", "--instance-type", "ml.c5.xlarge", "--cdk-json", str(_cdk_json(tmp_path)), "--yes"]
+    argv = ["throughput", "measure", "--instance-type", "ml.c5.xlarge", "--cdk-json", str(_cdk_json(tmp_path)), "--yes"]
     assert main(argv, Deps(out=lambda _: None)) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --instance-type ml.c5.xlarge: ") and "\n" not in err
@@ -221,12 +221,20 @@ def test_an_instance_type_that_is_no_candidate_is_refused_naming_the_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 53, finding 11: the operator policy allows the candidates only (sagemaker:InstanceTypes)."""
-    argv = ["capacity", "measure", "--instance-type", "ml.p5.48xlarge", "--cdk-json", str(_cdk_json(tmp_path)), "--yes"]
+    argv = [
+        "throughput",
+        "measure",
+        "--instance-type",
+        "ml.p5.48xlarge",
+        "--cdk-json",
+        str(_cdk_json(tmp_path)),
+        "--yes",
+    ]
     assert main(argv, Deps(out=lambda _: None)) == 2
     assert capsys.readouterr().err.strip() == (
         "error: --instance-type ml.p5.48xlarge: not a capacity job candidate (ml.g5.xlarge, ml.g6.xlarge, "
-        "ml.g6e.xlarge: capacity.job.instance_types and the variants' own); add it to capacity.job.instance_types and "
-        "deploy the Serving stack, whose operator policy allows those types only"
+        "ml.g6e.xlarge: throughput.job.instance_types and the variants' own); add it to throughput.job.instance_types "
+        "and deploy the Serving stack, whose operator policy allows those types only"
     )
 
 
@@ -262,7 +270,7 @@ def test_a_completed_job_prints_its_curve_and_write_puts_it_in_the_stage(tmp_pat
     assert lines[lines.index(f"started {JOB} on ml.g6e.xlarge") + 1 :][:1] == [f"{JOB}: Completed after 2 min"]
     assert "  holds cold 500 / warm 500 ms up to 360 req/min per instance; cliff 480 req/min; measured 2026-11-27 " \
         f"({JOB})" in lines  # fmt: skip
-    assert any(line.startswith("wrote stages.prod.capacity.measured.ml.g6e.xlarge in ") for line in lines)
+    assert any(line.startswith("wrote stages.prod.throughput.measured.ml.g6e.xlarge in ") for line in lines)
     # From then on the planner reads it: measured, with its job.
     config = load_cli_config([], cdk_json=tmp_path / "cdk.json")
     throughput = Planner.of(config).throughput("ml.g6e.xlarge")

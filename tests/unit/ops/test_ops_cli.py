@@ -51,3 +51,40 @@ def test_preflight_section_in_docs_lists_every_check(repo_root):
     section = text.split("## `preflight`")[1].split("\n## ")[0]
     for check in ("pins", "region", "bootstrap", "quotas", "artifacts", "approvals", "image", "endpoint", "log-groups"):
         assert f"| `{check}` |" in section
+
+
+def test_every_command_registers_its_own_parser_and_handler(repo_root):
+    """One convention (issue 55): each command's module adds its subparser and sets its handler; the front end
+    only builds the parser from them and calls the handler, with no branch per command."""
+    import argparse
+
+    from ops.cli import COMMANDS, build_parser
+
+    (subparsers,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(subparsers.choices) == {
+        "smoke",
+        "promote",
+        "rollback",
+        "load",
+        "preflight",
+        "release",
+        "shadow",
+        "migrate",
+        "throughput",
+        "capacity",  # throughput's old name, an alias for one release
+    }
+    for name, parser in subparsers.choices.items():
+        handler = parser.get_default("handler")
+        assert callable(handler), name
+        assert handler.__module__.startswith("ops.") and handler.__module__ != "ops.cli", (name, handler.__module__)
+    assert len(COMMANDS) == 8  # promote and rollback share ops.rollout's register
+    assert "args.command" not in (repo_root / "ops" / "cli.py").read_text()
+
+
+def test_the_old_capacity_command_still_runs_and_says_its_new_name(tmp_path):
+    from ops.cli import Deps, main
+
+    lines: list[str] = []
+    argv = ["capacity", "measure", "--instance-type", "ml.g6e.xlarge", "--cdk-json", "cdk.json"]
+    assert main(argv, Deps(out=lines.append, measure_clients=lambda r, p: None)) == 2  # no --yes: nothing started
+    assert lines[0] == "NOTE: `capacity measure` is now `throughput measure`; the old name goes in the next release"

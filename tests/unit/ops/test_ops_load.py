@@ -16,7 +16,8 @@ from ops.cli import Deps, main
 from ops.exit_codes import ExitCode
 from ops.invoke import Answer
 from ops.load import LevelResult, LoadPlan, Suggestion, capacity_override_line, significant, suggest
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from serving_contract.request_classes import RequestClass
 from tests.unit.ops.ops_stubs import ENDPOINT, FakeClock, stubbed
 
@@ -91,7 +92,7 @@ def _run(args: list[str]) -> tuple[int, list[str]]:
 
 def test_load_reports_each_level_and_a_target(server):
     # 10 ms per answer keeps the per-instance rate (<= 4 / 0.01 s = 24,000 req/min) inside what
-    # capacity.measured accepts however fast the runner is; a microsecond server has its own tests.
+    # throughput.measured accepts however fast the runner is; a microsecond server has its own tests.
     server.answer_after_s = 0.01
     # The SLO is not what this test is about (its own tests use synthetic levels): a generous one keeps
     # one stalled first token on a busy runner from failing the level.
@@ -116,12 +117,12 @@ def test_load_reports_each_level_and_a_target(server):
     assert max(1, low) <= int(match.group(1)) <= max(1, high)
     assert int(match.group(1)) <= int(match.group(4))  # in flight never exceeds the client's concurrency
     override = next(line for line in lines if line.startswith("capacity at the SLO"))
-    measured = json.loads(override.split("-c 'capacity.measured=", 1)[1].rstrip("'"))
+    measured = json.loads(override.split("-c 'throughput.measured=", 1)[1].rstrip("'"))
     assert measured["<instance type>"]["concurrency"] == int(match.group(1))
     # The printed override is a value the config accepts, as the loader parses it from -c.
     # Measured on the primary's instance type, it sets the primary's target.
     instance_type = load_cli_config([]).serving.primary.instance_type
-    config = load_cli_config([f"capacity.measured={json.dumps({instance_type: measured['<instance type>']})}"])
+    config = load_cli_config([f"throughput.measured={json.dumps({instance_type: measured['<instance type>']})}"])
     assert Planner.of(config).throughput(instance_type).concurrency == int(match.group(1))
     assert make_plan(config).scaling.primary.target_tracking.concurrent_requests_target == int(match.group(1))
 
@@ -319,7 +320,7 @@ def test_significant_keeps_three_figures_and_never_rounds_a_measurement_to_zero(
 
 
 def _override(line: str) -> dict[str, Any]:
-    return json.loads(line.split("-c 'capacity.measured=", 1)[1].rstrip("'"))
+    return json.loads(line.split("-c 'throughput.measured=", 1)[1].rstrip("'"))
 
 
 def test_a_server_answering_in_microseconds_prints_an_override_the_config_accepts():
@@ -327,18 +328,19 @@ def test_a_server_answering_in_microseconds_prints_an_override_the_config_accept
     line = capacity_override_line(Suggestion(1, 50.0 / 60.0, 50.0, 1), 2e-6, "ml.g5.xlarge")
     measured = _override(line)
     assert measured == {"ml.g5.xlarge": {"concurrency": 1, "requests_per_minute": 50.0, "ttft_p50_ms": 0.002}}
-    config = load_cli_config([f"capacity.measured={json.dumps(measured)}"])
+    config = load_cli_config([f"throughput.measured={json.dumps(measured)}"])
     assert Planner.of(config).throughput("ml.g5.xlarge").base_ttft_ms == 0.002
 
 
 def test_a_level_slower_than_one_request_a_minute_keeps_its_rate():
     line = capacity_override_line(Suggestion(1, 0.004, 0.24, 1), 1.5, "ml.g5.xlarge")
     assert _override(line)["ml.g5.xlarge"]["requests_per_minute"] == 0.24  # round() printed 0
-    load_cli_config([f"capacity.measured={json.dumps(_override(line))}"])
+    load_cli_config([f"throughput.measured={json.dumps(_override(line))}"])
 
 
 def test_a_rate_the_config_refuses_is_explained_not_printed():
     line = capacity_override_line(Suggestion(4, 5000.0, 300000.0, 4), 1e-4, None)
     assert line == (
-        "no capacity.measured override: the config would refuse it (requests_per_minute = 300000.0: must be <= 100000)"
+        "no throughput.measured override: the config would refuse it (requests_per_minute = 300000.0: must be "
+        "<= 100000)"
     )

@@ -82,7 +82,7 @@ def test_prebuilt_variants_mode_has_no_pins_and_canary_pins_count_only_when_buil
 
 # --- region -----------------------------------------------------------------------------------
 def test_region_passes_where_sagemaker_is_offered():
-    assert check_region(config(), "ap-northeast-1").line == "ok    region: ap-northeast-1: SageMaker is offered"
+    assert check_region(config().env, "ap-northeast-1").line == "ok    region: ap-northeast-1: SageMaker is offered"
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_region_passes_where_sagemaker_is_offered():
     ],
 )  # fmt: skip
 def test_region_fails(region, overrides, message):
-    finding = check_region(config(**overrides), region)
+    finding = check_region(config(**overrides).env, region)
     assert finding.line == f"FAIL  region: {message}"
     assert finding.code == ExitCode.PREFLIGHT_ACCOUNT
 
@@ -150,11 +150,11 @@ def test_bootstrap_missing_or_failed_stack_fails(tmp_path):
 
 # --- quotas -----------------------------------------------------------------------------------
 def test_quota_demand_counts_blue_green_in_variants_mode_and_max_instances_with_components():
-    demand = quota_demands(config(**SEEDS_COUNTS))[0]  # primary 4..20 + canary 1..2, both ml.g5.xlarge
+    demand = quota_demands(config(**SEEDS_COUNTS).serving)[0]  # primary 4..20 + canary 1..2, both ml.g5.xlarge
     assert (demand.instance_type, demand.creation, demand.reach, demand.needed) == ("ml.g5.xlarge", 5, 22, 44)
-    components = quota_demands(pinned(**{"serving.mode": "inference_components"}))[0]
+    components = quota_demands(pinned(**{"serving.mode": "inference_components"}).serving)[0]
     assert (components.creation, components.reach, components.needed) == (2, 20, 20)
-    split = quota_demands(config(**SEEDS_COUNTS, **{"serving.canary.instance_type": "ml.g6.xlarge"}))
+    split = quota_demands(config(**SEEDS_COUNTS, **{"serving.canary.instance_type": "ml.g6.xlarge"}).serving)
     assert [(d.instance_type, d.usage, d.needed) for d in split] == [
         ("ml.g5.xlarge", "endpoint", 40),
         ("ml.g6.xlarge", "endpoint", 4),
@@ -162,14 +162,16 @@ def test_quota_demand_counts_blue_green_in_variants_mode_and_max_instances_with_
         ("ml.g5.xlarge", "processing job", 1),
         ("ml.g6.xlarge", "processing job", 1),
     ]
-    assert [d.usage for d in quota_demands(config(**{"serving.compile_cache.enabled": "false"}))] == ["endpoint"]
+    assert [d.usage for d in quota_demands(config(**{"serving.compile_cache.enabled": "false"}).serving)] == [
+        "endpoint"
+    ]
     # The shadow is a fleet of its own (serving.shadow): its instances and its cache job count too.
     on = {
         "serving.shadow.enabled": "true",
         "serving.canary.enabled": "false",
         "serving.shadow.instance_type": "ml.g5.xlarge",
     }
-    shadow = quota_demands(config(**SEEDS_COUNTS, **on))
+    shadow = quota_demands(config(**SEEDS_COUNTS, **on).serving)
     assert [(d.instance_type, d.usage, d.reach, d.needed, d.keys) for d in shadow] == [
         ("ml.g5.xlarge", "endpoint", 22, 44, "serving.primary.max_capacity 20 + serving.shadow.max_capacity 2"),
         ("ml.g5.xlarge", "processing job", 2, 2, "serving.primary.instance_type + serving.shadow.instance_type"),

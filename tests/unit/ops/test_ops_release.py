@@ -144,7 +144,7 @@ def test_a_release_still_running_at_the_timeout_says_so() -> None:
 def test_a_base_model_release_with_quantize_needs_the_calibration_set() -> None:
     request = ReleaseRequest("base_model", "v2", "", EVAL, CATALOG, source_model="s3://a/fp16/")
     with pytest.raises(OpsError, match=r"^--calibration: release.quantize.enabled needs the calibration set$"):
-        request.parameters(CONFIG)
+        request.parameters(CONFIG.release)
 
 
 def test_a_base_model_release_quantized_elsewhere_names_its_bf16_baseline() -> None:
@@ -155,10 +155,10 @@ def test_a_base_model_release_quantized_elsewhere_names_its_bf16_baseline() -> N
         match=r"^--baseline-model: with release.quantize.enabled = false the drop gates "
         r"\(quality_score\) compare with the unquantized \(BF16\) checkpoint; name its s3:// folder$",
     ):
-        request.parameters(config)
+        request.parameters(config.release)
     bf16 = "s3://a/base-models/fp16/v2/"
     parameters = ReleaseRequest("base_model", "v2", "", EVAL, CATALOG, source_model="s3://a/x/", baseline_model=bf16)
-    assert {"Name": "BaselineModelS3Uri", "Value": bf16} in parameters.parameters(config)
+    assert {"Name": "BaselineModelS3Uri", "Value": bf16} in parameters.parameters(config.release)
 
 
 def test_the_cli_starts_the_release_with_the_stage_config(capsys: pytest.CaptureFixture[str]) -> None:

@@ -269,7 +269,7 @@ def test_wait_ends_at_once_on_a_terminal_status(status):
 
 # --- finding 1: the traffic a promotion shifts must fit in what the canary can scale to ---------
 # Stage prod on the seeds' fleet (SEEDS_G5): canary max_capacity 2; each ml.g5.xlarge carries the
-# capacity ops load measured, 937 req/min within the SLO (capacity.measured, read through ops.capacity).
+# capacity ops load measured, 937 req/min within the SLO (throughput.measured, read through ops.canary_limit).
 MEASURED = {"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 937, "ttft_p50_ms": 90}}
 
 
@@ -279,7 +279,7 @@ def _measured_capacity(tmp_path_factory, monkeypatch):
     above: with the projected g5 capacity (19 req/min) no promotion of these tests' traffic would fit."""
     folder = tmp_path_factory.mktemp("cdk")
     context = json.loads((REPO / "cdk.json").read_text())
-    context["context"]["stages"]["prod"].setdefault("capacity", {})["measured"] = MEASURED
+    context["context"]["stages"]["prod"].setdefault("throughput", {})["measured"] = MEASURED
     context["context"].update(SEEDS_G5)
     (folder / "cdk.json").write_text(json.dumps(context))
     monkeypatch.chdir(folder)
@@ -287,7 +287,7 @@ def _measured_capacity(tmp_path_factory, monkeypatch):
 
 def _cdk_json(tmp_path, **serving):
     path = tmp_path / "cdk.json"
-    overlay = {"capacity": {"measured": MEASURED}, "serving": serving}
+    overlay = {"throughput": {"measured": MEASURED}, "serving": serving}
     path.write_text(json.dumps({"context": {"stage": "prod", "stages": {"prod": overlay}, **SEEDS_G5}}))
     return str(path)
 

@@ -11,7 +11,8 @@ import pytest
 from app_config import AppConfig, ConfigError, load_config
 from planning import memory_report
 from planning.fleet_planner import recommend, scheduled_floors
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from planning.slo_holds import class_holds
 from serving_contract.request_classes import RequestClass
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
@@ -21,7 +22,7 @@ def test_the_default_fleet_is_the_planners_recommendation() -> None:
     config = AppConfig()
     best = recommend(config, Planner.of(config))
     assert best is not None
-    assert (config.serving.primary.instance_type, config.capacity.routing) == (best.instance_type, best.routing)
+    assert (config.serving.primary.instance_type, config.throughput.routing) == (best.instance_type, best.routing)
     assert config.serving.canary.instance_type == config.serving.primary.instance_type  # a comparable canary
     # Its counts are the plan's: the warm floor, and a ceiling above what the week's peak needs three times over.
     assert config.serving.primary.min_capacity == best.warm_floor

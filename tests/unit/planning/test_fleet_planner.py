@@ -8,13 +8,14 @@ from app_config import AppConfig
 from devtools import measure_doc
 from planning import cost_plan, fleet_planner
 from planning.gpu_instances import INSTANCE_GPUS
-from planning.plan import Planner, load_plan
+from planning.make_plan import load_plan
+from planning.planner import Planner
 
 MEASURED_G5 = '{"ml.g5.xlarge": {"concurrency": 8, "requests_per_minute": 200, "ttft_p50_ms": 90}}'
 
 
 def test_a_flat_week_on_a_measured_instance_matches_the_hand_calculation() -> None:
-    config, plan = load_plan([f"capacity.measured={MEASURED_G5}"])
+    config, plan = load_plan([f"throughput.measured={MEASURED_G5}"])
     fleet = fleet_planner.size_fleet(
         config, plan.planner, "ml.g5.xlarge", "least_outstanding", [100.0] * 10_080, cold_p95_ms=500, warm_p95_ms=500
     )
@@ -28,7 +29,7 @@ def test_a_flat_week_on_a_measured_instance_matches_the_hand_calculation() -> No
 
 
 def test_a_peak_above_one_instance_needs_the_rounded_up_share() -> None:
-    config, plan = load_plan([f"capacity.measured={MEASURED_G5}"])
+    config, plan = load_plan([f"throughput.measured={MEASURED_G5}"])
     fleet = fleet_planner.size_fleet(
         config,
         plan.planner,
@@ -67,8 +68,8 @@ def test_recommend_is_the_cheapest_of_the_configured_slos() -> None:
 def test_make_plan_prints_a_price_and_a_verdict_for_every_instance_type(capsys: pytest.CaptureFixture[str]) -> None:
     assert cost_plan.main([]) == 0
     out = capsys.readouterr().out
-    routing = load_plan([])[0].capacity.routing  # prefix_aware by default, make plan's choice
-    verdicts = out[out.index(f"Every instance type, routing {routing} (capacity.routing)") :]
+    routing = load_plan([])[0].throughput.routing  # prefix_aware by default, make plan's choice
+    verdicts = out[out.index(f"Every instance type, routing {routing} (throughput.routing)") :]
     for instance_type in INSTANCE_GPUS:
         (line,) = [row for row in verdicts.splitlines() if row.startswith(f"  {instance_type} ")]
         assert "  holds; " in line or "  cannot hold; " in line, line
@@ -93,7 +94,7 @@ def test_the_fleet_planner_changes_only_the_slos_and_routing() -> None:
     _, plan = load_plan([])
     sized = fleet_planner.fleet_planner(plan.planner, "least_outstanding", 900, 400)
     assert isinstance(sized, Planner)
-    assert (sized.slo.cold.ttft_p95_ms, sized.slo.warm.ttft_p95_ms, sized.capacity.routing) == (
+    assert (sized.slo.cold.ttft_p95_ms, sized.slo.warm.ttft_p95_ms, sized.throughput_config.routing) == (
         900,
         400,
         "least_outstanding",
@@ -131,7 +132,7 @@ def test_every_row_of_make_plan_says_where_its_figure_comes_from(capsys: pytest.
     )
     for row in rows:
         assert source.search(row), row
-    assert "  Measure it before you buy: python -m ops capacity measure --instance-type " in out
+    assert "  Measure it before you buy: python -m ops throughput measure --instance-type " in out
 
 
 def test_a_measured_curve_changes_the_recommendation_and_its_row_says_measured() -> None:

@@ -7,6 +7,7 @@ from app_config import load_config
 from planning import memory_report
 from planning.engine_memory import cpu_lora_slots, host_tier_for_instance
 from planning.gpu_instances import GIB, instance_gpus
+from planning.make_plan import make_plan
 from planning.memory_plan import (
     HostOffload,
     ModelShape,
@@ -14,7 +15,6 @@ from planning.memory_plan import (
     plan_host_offload,
     power_of_two_ceil,
 )
-from planning.plan import make_plan
 from tests.config_helpers import config_error
 from tests.synth_helpers import cdk_json_context
 

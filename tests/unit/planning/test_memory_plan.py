@@ -7,6 +7,7 @@ import pytest
 from app_config import load_config
 from planning import memory_report
 from planning.gpu_instances import GIB, H100_80GB, InstanceGpus, instance_gpus
+from planning.make_plan import make_plan
 from planning.memory_plan import (
     EngineMemoryInputs,
     ModelShape,
@@ -14,7 +15,7 @@ from planning.memory_plan import (
     minimum_utilization,
     plan_engine_memory,
 )
-from planning.plan import Planner, make_plan
+from planning.planner import Planner
 from tests.config_helpers import config_error
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
 

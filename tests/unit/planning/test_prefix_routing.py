@@ -1,11 +1,11 @@
-"""capacity.routing = prefix_aware: PrefixLength from the prompt layout, ConcurrencyThreshold from capacity."""
+"""throughput.routing = prefix_aware: PrefixLength from the prompt layout, ConcurrencyThreshold from capacity."""
 
 import pytest
 
 from app_config.loader import load_cli_config
 from app_config.traffic import RequestShapeConfig
 from planning import prefix_routing
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from planning.scaling_sim import __main__ as cli
 from tests.synth_helpers import SEEDS_G5_ARGS, SEEDS_G5_FLAGS
 
@@ -33,18 +33,18 @@ def test_a_layout_that_repeats_too_little_is_refused_in_one_line() -> None:
 def test_the_threshold_is_the_instances_capacity_at_the_slo() -> None:
     assert prefix_routing.concurrency_threshold(0) == 1
     assert prefix_routing.concurrency_threshold(9000) == 1024
-    config = load_cli_config([*SEEDS_G5_ARGS, "capacity.routing=prefix_aware", f"capacity.measured={MEASURED_G5}"])
+    config = load_cli_config([*SEEDS_G5_ARGS, "throughput.routing=prefix_aware", f"throughput.measured={MEASURED_G5}"])
     derived = make_plan(config).prefix_routing
     assert derived == prefix_routing.PrefixRouting(prefix_length_bytes=2720, concurrency_threshold=6)
-    assert make_plan(load_cli_config(["capacity.routing=least_outstanding"])).prefix_routing is None
+    assert make_plan(load_cli_config(["throughput.routing=least_outstanding"])).prefix_routing is None
     assert make_plan(load_cli_config([])).prefix_routing is not None  # the default fleet routes by prefix (make plan)
 
 
 def test_the_simulation_says_how_turns_are_routed(capsys: pytest.CaptureFixture[str]) -> None:
 
-    flags = [*SEEDS_G5_FLAGS, "-c", "capacity.routing=prefix_aware", "-c", f"capacity.measured={MEASURED_G5}"]
+    flags = [*SEEDS_G5_FLAGS, "-c", "throughput.routing=prefix_aware", "-c", f"throughput.measured={MEASURED_G5}"]
     assert cli.main(flags) == 0
     assert (
-        "routing: prefix_aware (capacity.routing; the engine model's residency: planning/engine_model.py): "
+        "routing: prefix_aware (throughput.routing; the engine model's residency: planning/engine_model.py): "
         "RoutingStrategy PREFIX_AWARE, PrefixLength 2720 bytes, ConcurrencyThreshold 6" in capsys.readouterr().out
     )

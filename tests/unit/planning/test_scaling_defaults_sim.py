@@ -22,7 +22,7 @@ import math
 import pytest
 
 from app_config.loader import load_cli_config
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from planning.scaling_sim import __main__ as cli
 from planning.scaling_sim import report
 from planning.scaling_sim.engine import MinuteRecord
@@ -37,7 +37,7 @@ def default_week() -> tuple[cli.Scenario, report.Summary, list[MinuteRecord]]:
         [
             *SEEDS_G5_ARGS,
             *seeds_schedule(),
-            f"capacity.measured={measured}",
+            f"throughput.measured={measured}",
             "traffic.peak_requests_per_minute=8000",
             "serving.primary.max_capacity=20",  # seed 001's hard max
         ]

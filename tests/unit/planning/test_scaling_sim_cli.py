@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from app_config import AppConfig
-from planning.plan import Planner
+from planning.planner import Planner
 from planning.scaling_sim import __main__ as cli
 from planning.scaling_sim import demand
 from planning.scaling_sim.report import format_grid
@@ -58,7 +58,7 @@ def test_a_measured_capacity_overrides_the_projection(capsys: pytest.CaptureFixt
     assert cli.main(flags) == 0
     projected = capsys.readouterr().out
     assert "(projected from the H200 runs to A10G" in projected
-    assert cli.main([*flags, "-c", f"capacity.measured={measured}"]) == 0
+    assert cli.main([*flags, "-c", f"throughput.measured={measured}"]) == 0
     out = capsys.readouterr().out
     assert "C = 8 concurrent, R = 250 req/min at the TTFT SLO" in out
     assert "target 8," in out  # the concurrency target follows the measured capacity

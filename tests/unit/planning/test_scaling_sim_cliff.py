@@ -4,7 +4,7 @@ the fleet off it through seed 001's release surge (3x in 15 minutes)."""
 
 import pytest
 
-from planning.plan import load_plan
+from planning.make_plan import load_plan
 from planning.scaling_sim import __main__ as sim
 from planning.scaling_sim import engine, report
 from planning.scaling_sim.curve import engine_curve
@@ -58,6 +58,6 @@ def test_a_minute_past_the_cliff_is_counted_and_its_ttft_is_a_collapse() -> None
 
 def test_a_measured_capacity_has_no_curve_to_read() -> None:
     measured = '{"ml.g6e.xlarge": {"concurrency": 10, "requests_per_minute": 200, "ttft_p50_ms": 150}}'
-    parsed = sim.parse_args(["-c", f"capacity.measured={measured}"])
+    parsed = sim.parse_args(["-c", f"throughput.measured={measured}"])
     config, plan = load_plan(parsed.context)
     assert engine_curve(config, plan, "ml.g6e.xlarge") is None

@@ -8,7 +8,7 @@ import pytest
 
 from app_config import dated_events
 from app_config.loader import load_cli_config
-from planning.plan import make_plan
+from planning.make_plan import make_plan
 from planning.scaling_sim import __main__ as cli
 
 SPRING = json.dumps([{"name": "spring-anime", "date": "2027-04-01", "demand_multiplier": 2.5}])

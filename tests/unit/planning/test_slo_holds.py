@@ -12,7 +12,8 @@ from devtools.measure_doc import PLANTED
 from planning import memory_report
 from planning.engine_fit import load_fit
 from planning.fleet_planner import recommend
-from planning.plan import Planner, make_plan
+from planning.make_plan import make_plan
+from planning.planner import Planner
 from planning.slo_holds import class_holds
 from serving_contract.request_classes import RequestClass
 from tests.synth_helpers import SEEDS_G5, cdk_json_context
@@ -41,7 +42,7 @@ def test_a_projected_fleet_that_cannot_hold_the_cold_slo_is_warned_with_its_figu
         f"{capacity.lightest_ttft_p95_ms:,.0f} ms at one request a minute (projected, margin {capacity.margin:.0%}: "
         f"{capacity.source}); would hold: "
         f"slo.cold.ttft_p95_ms >= {math.ceil(capacity.lightest_ttft_p95_ms * (1 + capacity.margin)):,} or "
-        f"serving.primary.instance_type = {best.instance_type} with capacity.routing = {best.routing} "
+        f"serving.primary.instance_type = {best.instance_type} with throughput.routing = {best.routing} "
         f"({best.requests_per_minute:,.0f} req/min per instance, projected; make plan)"
     )
     assert "projected from the H200 runs to A10G (held-out error " in capacity.source
@@ -80,7 +81,7 @@ def _planned(**overrides: str):
 
 def test_a_measured_instance_type_says_measured_and_carries_no_margin() -> None:
     measured = '{"ml.g5.xlarge": {"concurrency": 4, "requests_per_minute": 120, "ttft_p50_ms": 300}}'
-    config, plan = _planned(**G5_TYPES, **{"capacity.measured": measured})
+    config, plan = _planned(**G5_TYPES, **{"throughput.measured": measured})
     cold, warm, *_ = class_holds(config, plan)
     assert cold.holds and cold.capacity.measured and cold.capacity.margin == 0
     assert warm.capacity == cold.capacity  # one measured figure, whatever the class
@@ -109,7 +110,7 @@ def _on_g6(curve: dict[str, object]) -> dict[str, str]:
     return {
         "serving.primary.instance_type": "ml.g6.xlarge",
         "serving.canary.enabled": "false",
-        "capacity.measured": json.dumps({"ml.g6.xlarge": curve}),
+        "throughput.measured": json.dumps({"ml.g6.xlarge": curve}),
     }
 
 
@@ -119,7 +120,8 @@ def test_a_projected_variant_names_the_command_that_would_measure_it() -> None:
     instance_type = config.serving.primary.instance_type
     assert (
         f"    {instance_type}'s figures are projected, not measured: measure them with "
-        f"`python -m ops capacity measure --instance-type {instance_type}` (docs/planning.md, 'Measure before you buy')"
+        f"`python -m ops throughput measure --instance-type {instance_type}` "
+        "(docs/planning.md, 'Measure before you buy')"
     ) in report
 
 

@@ -11,7 +11,7 @@ import pytest
 from app_config import AppConfig
 from app_config.loader import CDK_JSON
 from planning import cost_plan, instance_prices
-from planning.plan import load_plan
+from planning.make_plan import load_plan
 
 BUSY = ["traffic.peak_requests_per_minute=3000", "serving.primary.max_capacity=20"]
 BUSY_FLAGS = [flag for override in BUSY for flag in ("-c", override)]

@@ -1,13 +1,13 @@
-"""What one instance carries and whether a variant can carry a share of the endpoint's traffic.
+"""The canary's limit: what one instance carries and whether a variant can carry a share of the endpoint's traffic.
 
 ``promote`` asks this before it moves any weight: the traffic a step shifts to the canary must
 fit in the instances ``serving.canary.max_capacity`` lets Application Auto Scaling reach, or
 100 % of production lands on a fleet that cannot grow past it (issue 21, finding 1: 7,489
 minutes a week above the TTFT SLO in ``make simulate`` with the canary at 100 %).
 
-Per-instance capacity is read through :func:`instance_capacity_rpm` only, which reads the
-config's capacity at the TTFT SLO (planning/throughput_at_slo.py), as the scaling target and the
-simulation do.
+Per-instance throughput is read through :func:`instance_capacity_rpm` only, which reads the
+config's throughput at the TTFT SLOs (planning/throughput_at_slo.py), as the scaling target and the
+simulation do. (This module was ``ops/capacity.py`` until issue 55 gave each "capacity" a name of its own.)
 """
 
 import datetime as dt
@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from app_config.root import AppConfig
 from app_config.serving import VariantConfig
 from ops.exit_codes import ExitCode, OpsError, aws_error
-from planning.plan import Planner
+from planning.planner import Planner
 
 INVOCATIONS_NAMESPACE: Final = "AWS/SageMaker"
 DEFAULT_LOOKBACK_MIN: Final = 60
@@ -32,7 +32,7 @@ def instance_capacity_rpm(config: AppConfig, variant: VariantConfig) -> float:
     """Requests per minute one instance of ``variant`` carries within the TTFT SLO.
 
     The fleet's one per-instance figure (``Planner.throughput``, planning/throughput_at_slo.py): a
-    capacity measured with ``ops load`` (``capacity.measured``), else the open-loop engine model's
+    capacity measured with ``ops load`` (``throughput.measured``), else the open-loop engine model's
     arrival rate at the SLOs on the variant's instance type. On an instance type that cannot hold
     the SLO it is 0.
     """
