@@ -18,9 +18,11 @@ from tests.client import wire
 from tests.client.stubs import CALL, IMPORTED, SAGEMAKER, Lines, gateway_error
 
 DEADLINE_S = 2.0
-SLACK_S = 1.5
+SLACK_S = 3.0
 """What a call may take beyond its deadline: the last attempt's read timeout ends at the deadline, and the
-answer's parsing, the threads' scheduling on a busy 2-core runner and the socket's close follow it."""
+answer's parsing, the threads' scheduling on a busy 2-core runner (the suite's other half starts vLLM
+engines beside it) and the socket's close follow it. A client that ignored the deadline waits the config's
+30 s read timeout: far outside this bound either way."""
 
 
 def _timed(call: object) -> float:
@@ -46,16 +48,21 @@ def test_a_hung_endpoint_is_answered_by_the_fallback_within_the_calls_deadline()
 
 
 def test_the_endpoint_leaves_the_fallback_half_of_what_remains() -> None:
-    """The endpoint's read timeout is half the remaining deadline when a fallback follows it."""
+    """The endpoint's read timeout is half the remaining deadline when a fallback follows it.
+
+    The try starts some time after the call (on a busy runner, later), and its timeout is half of what
+    remains then: so the fallback comes no earlier than half the deadline after the call started,
+    however slow the runner, and no later than half of it after the try reached the endpoint, plus slack."""
     with wire.services() as s:
         chat = wire.wired_client(s, Lines())
         s.queue("InvokeEndpoint", wire.hang)
         s.queue("InvokeModel", wire.imported_answer())
+        started = time.monotonic()
         chat.chat(**CALL, deadline_s=DEADLINE_S)
         (endpoint,) = s.calls("InvokeEndpoint")
         (bedrock,) = s.calls("InvokeModel")
-    waited = bedrock.at - endpoint.at
-    assert DEADLINE_S / 2 * 0.9 <= waited < DEADLINE_S / 2 + SLACK_S
+    assert bedrock.at - started >= DEADLINE_S / 2
+    assert bedrock.at - endpoint.at < DEADLINE_S / 2 + SLACK_S
 
 
 def test_when_every_backend_hangs_each_is_tried_and_the_call_ends_at_its_deadline() -> None:

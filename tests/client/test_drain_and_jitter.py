@@ -99,6 +99,6 @@ def test_a_drain_503_is_retried_after_its_retry_after_within_the_deadline() -> N
         first, second = s.calls("InvokeEndpoint")
     assert (result.backend, result.text) == (SAGEMAKER, "another instance")
     assert second.at - first.at >= 1.0
-    assert elapsed < 4 + 1.5
+    assert elapsed < 4 + 3.0  # the deadline, and a busy runner's slack (test_deadlines.SLACK_S)
     assert lines.last()[ClientMetric.RETRIES] == 1
     assert chat.circuit(SAGEMAKER).state == "closed"
