@@ -59,7 +59,7 @@ from cli_support.conversation_workload import RequestShape, Route
 from conversations import LevelSummary, Mode, format_summary, prefill_warm_up, run_level, warm_up
 from gpu_report import container_environment
 from gpu_serving import GPU, SMOKE, Profile, gpu_total_mib, prepare_model, use_cpu_engine_shim
-from planning.plan import Planner
+from planning.planner import Planner
 from servers_under_test import ServerRun, jit_lines, start, stop_servers_on_sigterm
 from serving_app.lifecycle.warmup import prefill_sizes
 from serving_app.settings import Settings
