@@ -180,7 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for index, think in enumerate(thinks):
         if index:
             print()
-        print("\n".join(report(engine, replace(base, think_s=think), slo_ms, config.throughput.routing, args.instances)))
+        print(
+            "\n".join(report(engine, replace(base, think_s=think), slo_ms, config.throughput.routing, args.instances))
+        )
     return 0
 
 
