@@ -86,7 +86,15 @@ def run_ramp(args: argparse.Namespace, base_url: str, shape: RequestShape, adapt
         invoke_path=args.invoke_path,
         metrics_url=args.metrics_url,
     )
-    swept = sweep(base_url, shape, adapters, settings, log=lambda line: print(line, flush=True))
+    partial = Path(args.out_dir, f"{args.name}.partial.json")
+
+    def keep_steps(summaries: list[Any]) -> None:
+        # The steps measured so far, rewritten after each: a ramp the device call's end cuts off
+        # still leaves its finished steps (the final JSON, with every request, supersedes this file).
+        steps = {"kind": "open_loop_partial", "think_s": args.think_s, "kv_cache_tokens": args.kv_cache_tokens}
+        partial.write_text(json.dumps({**steps, "slo_ms": slo, "summaries": [s.to_json() for s in summaries]}))
+
+    swept = sweep(base_url, shape, adapters, settings, log=lambda line: print(line, flush=True), on_step=keep_steps)
     result = {
         "kind": "open_loop",
         "invoke_path": args.invoke_path,

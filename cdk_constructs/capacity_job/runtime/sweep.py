@@ -195,9 +195,11 @@ def sweep(
     settings: Sweep,
     *,
     log: Callable[[str], None] = print,
+    on_step: Callable[[list[StepSummary]], None] | None = None,
 ) -> SweepResult:
     """One open-loop ramp on the engine at ``base_url`` (its ``/v1/completions`` and ``/metrics``),
-    conversations of ``shape`` over ``adapters`` round-robin; each step's summary goes to ``log``.
+    conversations of ``shape`` over ``adapters`` round-robin; each step's summary goes to ``log``,
+    and the steps so far to ``on_step`` (so a ramp cut off by a device call's end still leaves them).
 
     Raises:
         TimeoutError: the engine is busy before the ramp (:func:`wait_idle`).
@@ -222,6 +224,8 @@ def sweep(
     def should_stop(run: OpenLoopRun, index: int) -> bool:
         summary = summary_of(run, index)
         log(format_step(summary))
+        if on_step is not None:
+            on_step([summary_of(run, done) for done in range(index)] + [summary])
         p95 = summary.ttft_p95_ms
         return bool(
             (p95 is not None and p95 >= settings.stop_factor * max(settings.slo_ms.values()))
