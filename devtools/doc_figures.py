@@ -30,7 +30,7 @@ from app_config.loader import CDK_JSON, cdk_json_context, load_cli_config
 from app_config.root import AppConfig
 from app_config.slo import SloConfig
 from cli_support.open_loop import OpenLoopRun, verdict
-from devtools import measure_doc
+from devtools import measure_doc, offload_doc
 from devtools.synth_summary import summarize
 from ops.preflight.account import check_quotas, quota_demands, quota_name
 from planning import cost_plan, engine_fit, fleet_planner, memory_report
@@ -555,6 +555,7 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "think-sensitivity": _think_sensitivity,
     "engine-fit": _engine_fit,
     "open-loop-runs": _open_loop_runs,
+    "offload-runs": lambda sources: offload_doc.table(),
     "model-error": lambda sources: f"{reference_fit().model_error:.0%}",
     "default-instance-type": lambda sources: sources.config.serving.primary.instance_type,
     "default-rate": lambda sources: f"{sources.best.requests_per_minute:,.0f}",
