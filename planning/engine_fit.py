@@ -38,7 +38,6 @@ import argparse
 import itertools
 import json
 import math
-import re
 import statistics
 import sys
 from collections.abc import Sequence
@@ -66,16 +65,10 @@ RUN_FILES = (
     "h200-2026-11-27-open-loop/ramp-think4-l40s-kv.json",
     "h200-2026-11-29-open-loop/ramp-think30-a10g-kv.json",
     "h200-2026-11-29-open-loop/ramp-think30-l40s-kv-gateway.json",
+    "h200-2026-11-29b-open-loop/ramp-think60-a10g-kv.json",
+    "h200-2026-11-29b-open-loop/ramp-think60-l40s-kv-gateway.json",
 )
 """Every complete open-loop ramp (under benchmarks/results): each is fitted on, and held out once."""
-PARTIAL_RUNS = (("h200-2026-11-29-open-loop/ramp-think60-a10g-kv-partial.log", 60.0, 110_592),)
-"""Ramps cut short before they failed (the session's device time ended): ``(log, pause s, KV tokens)``.
-Their held steps bound the holding rate from below; they are checked, never fitted."""
-_STEP_LINE = re.compile(
-    r"^\s*(?P<offered>[\d.]+)/min offered\s+(?P<sent>[\d.]+) sent\s+(?P<completed>[\d.]+) completed .*?"
-    r"cold n=\d+ p50/p95 [\d-]+/(?P<cold>[\d-]+) warm n=\d+ p50/p95 [\d-]+/(?P<warm>[\d-]+)",
-    re.MULTILINE,
-)
 FIT_FILE = Path(__file__).with_name("engine_fit.json")
 PROBE_SIZES_FITTED = (64, 2048, 3072)
 REFERENCE_GPU = "H200"
@@ -360,54 +353,6 @@ def check_run(model: Fit, run: RunData) -> RunCheck:
     )
 
 
-@dataclass(frozen=True)
-class BoundCheck:
-    """A partial run: the rate its held steps reached (a lower bound on what the engine holds), and the model's."""
-
-    run: str
-    think_s: float
-    kv_cache_tokens: int
-    held_at_least_per_min: float
-    model_holds_per_min: float
-
-    @property
-    def consistent(self) -> bool:
-        """The model holds at least what the run held."""
-        return self.model_holds_per_min >= self.held_at_least_per_min
-
-
-def partial_run_bound(path: Path) -> float:
-    """The highest rate a partial ramp's log shows held (both classes' TTFT p95 within 500 ms, and the
-    answers completed in the window at least 90 % of the requests measured in it), requests per
-    minute: of ``sent`` (measured requests) and ``completed``, the lower, so the bound stays one.
-
-    Raises:
-        ValueError: no step line in the log.
-    """
-    steps = list(_STEP_LINE.finditer(path.read_text()))
-    if not steps:
-        raise ValueError(f"{path}: no ramp step line (ramp format_step output) found")
-    best = 0.0
-    for step in steps:
-        p95 = [float(step[k]) for k in ("cold", "warm") if step[k] != "-"]
-        sent, completed = float(step["sent"]), float(step["completed"])
-        if any(v > _SLO_MS["cold"] for v in p95) or completed < 0.9 * sent:
-            break
-        best = max(best, min(sent, completed))
-    return best
-
-
-def check_partial_runs(model: Fit, root: Path = RESULTS) -> list[BoundCheck]:
-    """Every partial run against the model (bare engine on the runs' 4 cores, as they were made)."""
-    rows = []
-    for name, think_s, kv in PARTIAL_RUNS:
-        modelled = capacity(model.parts(kv), _shape(think_s), _SLO_MS)
-        rows.append(
-            BoundCheck(Path(name).stem, think_s, kv, partial_run_bound(root / name), modelled.holds_per_min["both"])
-        )
-    return rows
-
-
 def held_out(runs: Sequence[RunData], interference: float) -> list[RunCheck]:
     """Each run checked against the model refitted on every other run (leave one run out)."""
     return [check_run(fit([r for r in runs if r is not run], interference), run) for run in runs]
@@ -474,13 +419,6 @@ def report(model: Fit) -> list[str]:
             f"measured {row['measured_holds_per_min']:>4.0f} (fails {fails:>4}); "
             f"in-sample {row['in_sample_per_min']:>4.0f} ({row['in_sample_error']:+.0%}); "
             f"held out {row['held_out_per_min']:>4.0f} ({row['held_out_error']:+.0%})"
-        )
-    for bound in check_partial_runs(model):
-        verdict_text = "consistent" if bound.consistent else "CONTRADICTS the model"
-        lines.append(
-            f"  {bound.run:<34} think {bound.think_s:>4g} s, KV {bound.kv_cache_tokens:>7,}, 4 cores          : "
-            f"held at least {bound.held_at_least_per_min:.0f} (cut short, no failure reached); model "
-            f"{bound.model_holds_per_min:.0f}: {verdict_text} (checked, not fitted)"
         )
     lines.append(f"model error (largest held-out error, the projections' margin): {model.model_error:.0%}")
     return lines
