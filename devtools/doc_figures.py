@@ -370,6 +370,23 @@ def _plan(sources: Sources) -> str:
     return "\n".join(["```", *keep, "```"])
 
 
+SEED_001_PEAK = ("traffic.peak_requests_per_minute=8000",)
+"""Seed 001's volume (user story 4: 8,000 requests a minute at the evening peak), as docs/planning.md
+replays it with ``make plan -c ...``."""
+
+
+def _plan_at_seed_001(sources: Sources) -> str:
+    """``make plan`` at seed 001's volume: its recommendation and the two cheapest rows after it."""
+    at_peak = Sources(SEED_001_PEAK)
+    slo = at_peak.config.slo
+    text = fleet_planner.format_planner(at_peak.config, at_peak.plan, slo.cold.ttft_p95_ms, slo.warm.ttft_p95_ms)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Recommendation:"))
+    rows = [line for line in lines[start + 1 :] if line.startswith("  ml.")][:3]
+    command = f"$ make plan ARGS='-c {SEED_001_PEAK[0]}'"
+    return "\n".join(["```", command, lines[start], lines[start + 1], *rows, "```"])
+
+
 def _what_if(sources: Sources) -> str:
     config = sources.config
     lines = ["```"]
@@ -551,6 +568,7 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "recommendation": _recommendation,
     "seeds-fleet": _seeds_fleet,
     "plan": _plan,
+    "plan-seed-001": _plan_at_seed_001,
     "what-if": _what_if,
     "think-sensitivity": _think_sensitivity,
     "engine-fit": _engine_fit,

@@ -71,11 +71,13 @@ def test_the_floor_is_seed_001s_usual_demand_x_multiplier_over_capacity_x_1_3() 
 
 
 def test_a_derived_floor_below_the_hard_min_is_the_hard_min() -> None:
-    # The default week: one instance holds the x2.5 day (seed 001's formula gives 1); the floor stays warm.
-    config = _load(SPRING)
+    # The default week and a x1.5 day: one instance holds its evening (seed 001's formula gives 1), so
+    # the floor stays the warm floor (2).
+    quiet = {**SPRING, "demand_multiplier": 1.5}
+    config = _load(quiet)
     instance_rpm = Planner.of(config).throughput(config.serving.primary.instance_type).requests_per_minute
     assert (
-        math.ceil(base_rate(20 * 60, config.traffic) * 2.5 / instance_rpm * 1.3) < config.serving.primary.min_capacity
+        math.ceil(base_rate(20 * 60, config.traffic) * 1.5 / instance_rpm * 1.3) < config.serving.primary.min_capacity
     )
     assert make_plan(config).scaling.primary.dated_events[0].min_capacity == config.serving.primary.min_capacity
 
