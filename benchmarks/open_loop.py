@@ -89,8 +89,9 @@ def run_ramp(args: argparse.Namespace, base_url: str, shape: RequestShape, adapt
     partial = Path(args.out_dir, f"{args.name}.partial.json")
 
     def keep_steps(summaries: list[Any]) -> None:
-        # The steps measured so far, rewritten after each: a ramp the device call's end cuts off
-        # still leaves its finished steps (the final JSON, with every request, supersedes this file).
+        # The steps measured so far, rewritten after each but the last (the ramp ends there and
+        # writes the final JSON, with every request): a ramp the device call's end cuts off still
+        # leaves its finished steps.
         steps = {"kind": "open_loop_partial", "think_s": args.think_s, "kv_cache_tokens": args.kv_cache_tokens}
         partial.write_text(json.dumps({**steps, "slo_ms": slo, "summaries": [s.to_json() for s in summaries]}))
 
