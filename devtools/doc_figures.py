@@ -451,7 +451,7 @@ def _open_loop_runs(sources: Sources) -> str:
         "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
     ]
     for run in engine_fit.load_runs():
-        judged = verdict(run.summaries, {"cold": 500.0, "warm": 500.0})
+        judged = verdict(run.summaries, engine_fit.RUN_SLO_MS)
         host = f"{run.host_cores} cores{' + gateway' if run.gateway else ''}"
         for index, summary in enumerate(run.summaries):
             cold, warm = summary.classes["cold"].ttft_p95_ms, summary.classes["warm"].ttft_p95_ms

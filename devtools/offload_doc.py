@@ -11,16 +11,12 @@ the harness's own (``cli_support.open_loop.summarise_step``, the verdict rule of
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from cdk_constructs.capacity_job.runtime.sweep import COUNTERS, GAUGES
-from cli_support.open_loop import OpenLoopRun, StepSummary, summarise_step, verdict
-
-RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
-SLO_MS = {"cold": 500.0, "warm": 500.0}
-"""Both classes' TTFT p95 objective, ms (app_config/slo.py's defaults, which the runs were judged by)."""
+from cli_support.open_loop import StepSummary, verdict
+from planning.engine_fit import RESULTS, RUN_SLO_MS, load_runs
 
 OFFLOAD_PAIRS = (
     (
@@ -49,17 +45,16 @@ class Ramp:
 
 
 def load(name: str, root: Path = RESULTS) -> Ramp:
-    """The ramp in ``root/name`` as the harness summarises and judges it."""
-    data = json.loads((root / name).read_text())
-    run = OpenLoopRun.from_json(data)
-    fraction = float(data["warm_min_cached_fraction"])
-    summaries = [
-        summarise_step(run, index, warm_min_cached_fraction=fraction, gauges=GAUGES, counters=COUNTERS)
-        for index in range(run.steps_run)
-    ]
-    judged = verdict(summaries, SLO_MS)
+    """The ramp in ``root/name`` as the harness summarises it (``engine_fit.load_runs``, with every gauge
+    and counter the sweep reads) and judges it (the runs' objective, ``engine_fit.RUN_SLO_MS``)."""
+    [run] = load_runs((name,), root, gauges=GAUGES, counters=COUNTERS)
+    judged = verdict(run.summaries, RUN_SLO_MS)
     return Ramp(
-        run.think_s, summaries, judged.holds_achieved_per_min["both"], judged.fails_achieved_per_min, judged.steps_held
+        run.think_s,
+        run.summaries,
+        judged.holds_achieved_per_min["both"],
+        judged.fails_achieved_per_min,
+        judged.steps_held,
     )
 
 

@@ -83,7 +83,7 @@ PROBE_CONTEXT_TOKENS = 2048 + 64
 """The decode probes' context: a 2,048-token prompt and, on average, half their 128 answer tokens."""
 REFERENCE_BANDWIDTH_GBS = 4800.0
 """The H200's datasheet bandwidth (docs/sources.md, "GPU datasheets")."""
-_SLO_MS = {"cold": 500.0, "warm": 500.0}
+RUN_SLO_MS = {"cold": 500.0, "warm": 500.0}
 """The runs' objective (seed 002: TTFT p95 <= 500 ms, both classes)."""
 INTERFERENCE_GRID = tuple(round(x * 0.1, 1) for x in range(11))
 """Candidates for ``prefill_interference``, chosen by cross-validation (:func:`select_interference`):
@@ -125,15 +125,22 @@ def _cpu_count(cpus: str | None) -> int:
     return count
 
 
-def load_runs(files: Sequence[str] = RUN_FILES, root: Path = RESULTS) -> list[RunData]:
-    """The committed ramps, summarised step by step as the harness summarises them."""
+def load_runs(
+    files: Sequence[str] = RUN_FILES,
+    root: Path = RESULTS,
+    *,
+    gauges: Sequence[str] = ("kv_cache_usage", "running"),
+    counters: Sequence[str] = (),
+) -> list[RunData]:
+    """The committed ramps, summarised step by step as the harness summarises them, with the engine's
+    ``gauges`` and ``counters`` (``cli_support.open_loop.summarise_step``; the fit reads two gauges)."""
     runs = []
     for name in files:
         data = json.loads((root / name).read_text())
         run = OpenLoopRun.from_json(data)
         fraction = float(data["warm_min_cached_fraction"])
         summaries = [
-            summarise_step(run, index, warm_min_cached_fraction=fraction, gauges=("kv_cache_usage", "running"))
+            summarise_step(run, index, warm_min_cached_fraction=fraction, gauges=gauges, counters=counters)
             for index in range(run.steps_run)
         ]
         engine = data.get("engine") or {}
@@ -168,7 +175,7 @@ class StepPoint:
 
 def held_steps(run: RunData) -> list[StepPoint]:
     """The run's steps that held both classes (``verdict``), with what the fit reads of them."""
-    judged = verdict(run.summaries, _SLO_MS)
+    judged = verdict(run.summaries, RUN_SLO_MS)
     points = []
     for index, summary in enumerate(run.summaries[: judged.steps_held]):
         if not summary.itl_mean_ms:
@@ -346,9 +353,9 @@ def fit(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES
 
 def check_run(model: Fit, run: RunData) -> RunCheck:
     """The model solved at the run's KV cache, pause and host against the run's verdict."""
-    measured = verdict(run.summaries, _SLO_MS)
+    measured = verdict(run.summaries, RUN_SLO_MS)
     parts = model.parts(run.kv_cache_tokens, host_scale=run.host_scale)
-    modelled = capacity(parts, _shape(run.think_s), _SLO_MS)
+    modelled = capacity(parts, _shape(run.think_s), RUN_SLO_MS)
     return RunCheck(
         run=run.label,
         think_s=run.think_s,
