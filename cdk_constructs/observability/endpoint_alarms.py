@@ -12,7 +12,7 @@ from constructs import Construct
 from app_config.monitoring import AlarmRuleConfig, AlarmWindowConfig, MonitoringConfig
 from app_config.slo import SloConfig
 from cdk_constructs.common.nag import guard_suppress
-from cdk_constructs.observability.endpoint_metrics import EndpointMetrics
+from cdk_constructs.observability.endpoint_metrics import EndpointMetrics, PerVariant
 from serving_contract import alarms as alarm_names
 from serving_contract.metrics import (
     BudgetMetric,
@@ -458,16 +458,8 @@ class EndpointAlarms(Construct):
         request_class: RequestClass | None = None,
     ) -> cloudwatch.IMetric:
         """The worst variant's ``statistic`` of ``metric`` over the rule's period (MAX across variants)."""
-        metrics = self._metrics
-        return metrics.across_variants(
-            lambda v: metrics.custom(
-                metric,
-                variant=v,
-                statistic=statistic,
-                period_s=rule.period_s,
-                adapter=adapter,
-                request_class=request_class,
-            ),
+        return self._metrics.across_variants(
+            self._per_variant(metric, statistic, rule, adapter=adapter, request_class=request_class),
             combine="MAX",
             period_s=rule.period_s,
             label=label,
@@ -486,19 +478,31 @@ class EndpointAlarms(Construct):
     ) -> cloudwatch.IMetric:
         """:meth:`_worst`, reading ``SILENT_FACTOR`` x ``threshold`` in a period when a variant was invoked and its
         container reported no request (``EndpointMetrics.worst_or_silent``)."""
-        metrics = self._metrics
-        return metrics.worst_or_silent(
-            lambda v: metrics.custom(
-                metric,
-                variant=v,
-                statistic=statistic,
-                period_s=rule.period_s,
-                adapter=adapter,
-                request_class=request_class,
-            ),
+        return self._metrics.worst_or_silent(
+            self._per_variant(metric, statistic, rule, adapter=adapter, request_class=request_class),
             period_s=rule.period_s,
             label=label,
             silent_value=SILENT_FACTOR * threshold,
+        )
+
+    def _per_variant(
+        self,
+        metric: EngineMetric | RequestMetric,
+        statistic: str,
+        rule: AlarmWindowConfig,
+        *,
+        adapter: str | None,
+        request_class: RequestClass | None,
+    ) -> PerVariant:
+        """One variant's ``statistic`` of ``metric`` over the rule's period, for ``_worst`` and ``_worst_or_silent``."""
+        metrics = self._metrics
+        return lambda variant: metrics.custom(
+            metric,
+            variant=variant,
+            statistic=statistic,
+            period_s=rule.period_s,
+            adapter=adapter,
+            request_class=request_class,
         )
 
     def _errors_sum(self, rule: AlarmWindowConfig) -> cloudwatch.IMetric:
