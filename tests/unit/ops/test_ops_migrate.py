@@ -96,6 +96,14 @@ def test_the_example_is_what_its_generator_writes() -> None:
         assert (EXAMPLE / relative).read_text(encoding="utf-8") == text, relative
 
 
+def _without_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No AWS setting in the environment and no config or credentials file: what boto3 finds on a fresh machine."""
+    for name in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+
+
 def test_the_example_report_runs_in_a_fresh_process_with_no_aws_credentials_or_region(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env |= {
@@ -194,10 +202,7 @@ def test_a_record_that_is_not_a_pair_is_one_line_naming_its_file_and_line(
 def test_an_s3_store_without_a_region_is_one_line_saying_what_it_needs(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in [k for k in os.environ if k.startswith("AWS_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    _without_aws(monkeypatch, tmp_path)
     code = main(["migrate", "report", "--from", "s3://mangaassist-prod-migration-store"])
     assert code == ExitCode.NO_AWS
     err = capsys.readouterr().err
@@ -471,10 +476,7 @@ def test_status_shows_the_phase_the_next_step_and_its_gates(tmp_path: Path) -> N
 def test_status_without_a_region_prints_the_plan_then_one_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in [k for k in os.environ if k.startswith("AWS_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    _without_aws(monkeypatch, tmp_path)
     code = main(["migrate", "status", "--parameter-name", PARAMETER])
     captured = capsys.readouterr()
     assert code == ExitCode.NO_AWS and captured.out.startswith("migration ramp of mangaassist-vllm-prod")
