@@ -172,14 +172,20 @@ def test_an_error_event_after_a_streams_200_counts_as_a_stream_error(serve: Serv
     """vLLM ends a stream whose generation failed with an error event after its 200: SageMaker counts a
     200, so the EMF line's StreamErrors is what the error-rate alarms and guardrails read (issue 49)."""
     body = {"messages": [{"role": "user", "content": "fail-mid-stream"}], "stream": True, "model": "jp_style_v1"}
+    since = len(serve.emf_lines())
     response = post(serve, body)
     assert response.status_code == 200
     events = sse_events(response.text)
     assert json.loads(events[-2])["error"]["code"] == 500 and events[-1] == "[DONE]"
-    line = wait_for_emf(serve, lambda d: d.get("Adapter") == "jp_style_v1" and d.get(RequestMetric.STREAM_ERRORS))
+    line = wait_for_emf(
+        serve, lambda d: d.get("Adapter") == "jp_style_v1" and d.get(RequestMetric.STREAM_ERRORS), since=since
+    )
     assert line["StatusCode"] == 200 and line[RequestMetric.SERVER_ERRORS] == 0
+    since = len(serve.emf_lines())
     post(serve, {**CHAT, "stream": True, "model": "jp_style_v1"})
-    fine = wait_for_emf(serve, lambda d: d.get("Adapter") == "jp_style_v1" and d[RequestMetric.STREAM_ERRORS] == 0)
+    fine = wait_for_emf(
+        serve, lambda d: d.get("Adapter") == "jp_style_v1" and d[RequestMetric.STREAM_ERRORS] == 0, since=since
+    )
     assert fine["StatusCode"] == 200
 
 
@@ -194,6 +200,7 @@ def test_stream_chunks_arrive_before_the_engine_finishes(serve: Serve) -> None:
         "stream": True,
         "model": "general_support_v2",
     }
+    since = len(serve.emf_lines())
     with httpx.stream("POST", serve.url + "/invocations", json=body, timeout=10) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -209,7 +216,7 @@ def test_stream_chunks_arrive_before_the_engine_finishes(serve: Serve) -> None:
     assert events[-1] == "[DONE]"
     assert all("usage" not in json.loads(e) for e in events[:-1])  # injected usage removed
     assert last_request(serve)["stream_options"] == {"include_usage": True}
-    line = wait_for_emf(serve, lambda d: d.get("Stream") and d.get("Adapter") == "general_support_v2")
+    line = wait_for_emf(serve, lambda d: d.get("Stream") and d.get("Adapter") == "general_support_v2", since=since)
     assert line[RequestMetric.OUTPUT_TOKENS] == 3 and line[RequestMetric.INPUT_TOKENS] == 7
     assert line[RequestMetric.TIME_TO_FIRST_TOKEN] <= line[RequestMetric.REQUEST_LATENCY]
 
@@ -252,10 +259,13 @@ def test_ping_answers_while_requests_are_busy(tmp_path: Path) -> None:
         serve.stop()
 
 
-def wait_for_emf(serve: Serve, predicate: Any, timeout_s: float = 5.0) -> dict[str, Any]:
+def wait_for_emf(serve: Serve, predicate: Any, timeout_s: float = 5.0, *, since: int = 0) -> dict[str, Any]:
+    """The newest EMF line matching ``predicate`` among those after the first ``since`` (a count taken
+    before the request: on a shared server an earlier test's line can match before this request's is
+    written), waited for up to ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for line in reversed(serve.emf_lines()):
+        for line in reversed(serve.emf_lines()[since:]):
             if predicate(line):
                 return line
         time.sleep(0.05)
@@ -280,9 +290,10 @@ def check_emf(document: dict[str, Any]) -> None:
 
 
 def test_emf_lines_are_valid_and_use_contract_names(serve: Serve) -> None:
+    since = len(serve.emf_lines())
     post(serve, {**CHAT, "model": "jp_style_v1"})
     engine = wait_for_emf(serve, lambda d: EngineMetric.GENERATION_TOKENS_PER_SECOND in d)
-    request = wait_for_emf(serve, lambda d: d.get("Adapter") == "jp_style_v1")
+    request = wait_for_emf(serve, lambda d: d.get("Adapter") == "jp_style_v1", since=since)
     lines = serve.emf_lines()
     assert len(lines) >= 3
     for document in lines:
@@ -318,6 +329,7 @@ def test_emf_lines_are_valid_and_use_contract_names(serve: Serve) -> None:
 def test_client_disconnect_mid_stream_stops_the_engine_stream(serve: Serve) -> None:
     body = {"prompt": "hold", "stream": True, "model": "manga_domain_v3"}
     finished_before = serve.engine_state()["streams_finished"]
+    since = len(serve.emf_lines())
     with httpx.stream("POST", serve.url + "/invocations", json=body, timeout=10) as response:
         assert next(response.iter_raw())  # first event, the engine still holds the stream
     # The client is gone; the gateway must abort its upstream stream (vLLM stops generating).
@@ -325,7 +337,7 @@ def test_client_disconnect_mid_stream_stops_the_engine_stream(serve: Serve) -> N
     while serve.engine_state()["streams_finished"] == finished_before:
         assert time.monotonic() < deadline, "engine stream still open after client left"
         time.sleep(0.05)
-    line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 499)
+    line = wait_for_emf(serve, lambda d: d.get("StatusCode") == 499, since=since)
     assert line["Adapter"] == "manga_domain_v3" and line[RequestMetric.CLIENT_ERRORS] == 1
 
 
