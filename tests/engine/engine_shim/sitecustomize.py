@@ -33,6 +33,21 @@ The hook patches ``EngineCoreProc._process_engine_step`` when ``vllm.v1.engine.c
 import hook: importing it here, before the engine process sets itself up, is not this file's business); the
 file is read at each step, so a test turns pacing on and off while the engine runs.
 
+vLLM's own ports (CI failure of 2026-11-29). The engine core asks ``get_open_port()`` for the worker's
+``torch.distributed`` rendezvous port (``MultiprocExecutor``, ``vllm/v1/executor/multiproc_executor.py``):
+without ``VLLM_PORT`` that binds port 0, closes it, and the worker binds the number seconds later. In
+between, the kernel may hand the same number to any other socket of the machine, and on CI's 2 cores,
+with both halves of the suite starting engines and clients, one did: ``EADDRINUSE`` at the worker's
+``TCPStore`` and an engine that never started. With ``VLLM_PORT`` set, ``get_open_port()`` starts its
+search there (``vllm/utils/network_utils.py``). So every process this hook runs in holds a socket on a
+kernel-picked port R of the ephemeral range (bound, never listening: the kernel gives R to no one else
+while it is held) and sets ``VLLM_PORT`` to R shifted below that range by the range's width, where the
+kernel never picks ports for ``bind(0)`` or outgoing connections. Two live holders never share R, so two
+engines starting at once search from different ports. A process started by exec runs this hook and
+holds its own, so the one asking (the engine core) holds it; a forked one keeps its parent's, which
+outlives it. Where the range leaves no room below it, ``VLLM_PORT`` is left
+alone (vLLM's own choice, as before). tests/engine/test_engine_shim_ports.py checks it.
+
 On the GPU image pinning is right and this file does not exist there: only the test suite
 (``tests/engine/real_engine.py`` and ``tests/engine/test_gpu_bench_smoke.py``) puts this folder on
 the engine's ``PYTHONPATH``, and Python imports ``sitecustomize`` in every engine process (the API
@@ -43,6 +58,7 @@ import importlib.abc
 import importlib.util
 import inspect
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -63,6 +79,29 @@ if EMULATED_ISA == "avx2":
     # (torch.compile'd by vLLM even in eager mode) died of SIGBUS at the first request (twice, 2026-11-27);
     # with a cache of its own the same engine served.
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "torchinductor-avx2"))
+
+EPHEMERAL_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+LOWEST_UNPRIVILEGED_PORT = 1024
+
+
+def _vllm_port_band() -> tuple[socket.socket, int] | None:
+    """A held socket on a kernel-picked port R and R shifted below the ephemeral range (docstring), or None."""
+    try:
+        with open(EPHEMERAL_RANGE) as handle:
+            low, high = (int(field) for field in handle.read().split())
+    except (OSError, ValueError):
+        return None
+    width = high - low + 1
+    if low - width < LOWEST_UNPRIVILEGED_PORT:
+        return None
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.bind(("127.0.0.1", 0))
+    return held, held.getsockname()[1] - width
+
+
+_PORT_BAND = _vllm_port_band()  # held for this process's life: the socket is what keeps R, and so VLLM_PORT, ours
+if _PORT_BAND is not None:
+    os.environ["VLLM_PORT"] = str(_PORT_BAND[1])
 
 try:
     import vllm.utils.torch_utils as _torch_utils
