@@ -13,10 +13,15 @@ What each part is fitted on (:func:`fit`):
   tokens (``probes.json``: 64, 2,048 and 3,072 tokens; 512 and 1,024 sit 10-17 ms above the line
   and are reported, not fitted: the prefill warm-up compiles 2,048 and 2,047, not them);
 * ``gpu_step_ms``: the decode probes at 1, 8 and 32 requests (2,048-token context);
-* ``host_step_ms``: least squares of every held step's ITL, less the prefill share the host cannot
-  hide (``prefill_interference``), against its running requests (vLLM's gauge), on the runs on the
-  reference host (4 dedicated cores, no gateway). A run on another host (the gateway's 2 cores) is
-  projected to by ``engine_model.host_scale`` and checks that projection; it is not fitted on;
+* ``host_step_ms``: least squares of a curve ``k0 + k1 n + k2 n**2`` through every steady step's ITL,
+  less the prefill share the host cannot hide (``prefill_interference``), against its running
+  requests ``n`` (vLLM's gauge) scaled by the run's ``engine_model.host_scale``. A steady step is
+  one that held both classes, or a later one in which the engine queued nothing (mean waiting
+  requests below :data:`QUEUEING_WAITING`): those failed their SLO or their throughput, but their
+  ITL is still the step time at their running requests, and they are the only steps past ~50
+  running requests, where the step bends upward. :func:`gateway_step_ratio` reports how the runs
+  behind the gateway on 2 cores compare with the bare ones (the measurement behind
+  ``engine_model.GATEWAY_BUSY_THREADS``);
 * ``prefill_interference``: chosen from ``INTERFERENCE_GRID`` by cross-validation
   (:func:`select_interference`);
 * ``host_wait_ms``: the TTFT p95 per class of the same steps, given their running requests, ITL
@@ -47,6 +52,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import numpy
 
 from cli_support.open_loop import OpenLoopRun, StepSummary, summarise_step, verdict
 from planning.engine_model import (
@@ -88,6 +95,11 @@ RUN_SLO_MS = {"cold": 500.0, "warm": 500.0}
 INTERFERENCE_GRID = tuple(round(x * 0.1, 1) for x in range(11))
 """Candidates for ``prefill_interference``, chosen by cross-validation (:func:`select_interference`):
 its whole physical range, 0 (the host hides every prefill) to 1 (none)."""
+QUEUEING_WAITING = 0.5
+"""Mean waiting requests (vLLM's ``num_requests_waiting``) from which a step counts as queueing: its
+ITL then measures a full batch and preemptions, not the step time at its running requests."""
+GATEWAY_RATIO_GRID = tuple(round(0.8 + 0.05 * i, 2) for i in range(25))
+"""Candidates for :func:`gateway_step_ratio`: 0.8-2.0 (1.5 is a whole third busy thread on 2 cores)."""
 _WAIT_GRID = tuple(itertools.product(range(50, 500, 10), (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0)))
 
 
@@ -129,11 +141,11 @@ def load_runs(
     files: Sequence[str] = RUN_FILES,
     root: Path = RESULTS,
     *,
-    gauges: Sequence[str] = ("kv_cache_usage", "running"),
+    gauges: Sequence[str] = ("kv_cache_usage", "running", "waiting"),
     counters: Sequence[str] = (),
 ) -> list[RunData]:
     """The committed ramps, summarised step by step as the harness summarises them, with the engine's
-    ``gauges`` and ``counters`` (``cli_support.open_loop.summarise_step``; the fit reads two gauges)."""
+    ``gauges`` and ``counters`` (``cli_support.open_loop.summarise_step``; the fit reads three gauges)."""
     runs = []
     for name in files:
         data = json.loads((root / name).read_text())
@@ -166,6 +178,7 @@ class StepPoint:
     run: str
     think_s: float
     host_scale: float
+    gateway: bool
     arrived_per_min: float
     follow_up_miss: float
     running: float
@@ -173,29 +186,45 @@ class StepPoint:
     ttft_p95_ms: dict[str, float | None]
 
 
+def _point(run: RunData, index: int, summary: StepSummary) -> StepPoint:
+    answered = [r for r in run.run.records if r.step == index and r.ok]
+    follow = [r for r in answered if r.turn > 0]
+    missed = sum(1 for r in follow if r.request_class(run.warm_min_cached_fraction) == "cold")
+    return StepPoint(
+        run=run.name,
+        think_s=run.think_s,
+        host_scale=run.host_scale,
+        gateway=run.gateway,
+        arrived_per_min=summary.arrived_per_min,
+        follow_up_miss=missed / len(follow) if follow else 0.0,
+        running=float(summary.engine["running_mean"] or 0.0),
+        itl_ms=float(summary.itl_mean_ms or 0.0),
+        ttft_p95_ms={k: summary.classes[k].ttft_p95_ms for k in ("cold", "warm")},
+    )
+
+
 def held_steps(run: RunData) -> list[StepPoint]:
     """The run's steps that held both classes (``verdict``), with what the fit reads of them."""
     judged = verdict(run.summaries, RUN_SLO_MS)
-    points = []
-    for index, summary in enumerate(run.summaries[: judged.steps_held]):
-        if not summary.itl_mean_ms:
-            continue
-        answered = [r for r in run.run.records if r.step == index and r.ok]
-        follow = [r for r in answered if r.turn > 0]
-        missed = sum(1 for r in follow if r.request_class(run.warm_min_cached_fraction) == "cold")
-        points.append(
-            StepPoint(
-                run=run.name,
-                think_s=run.think_s,
-                host_scale=run.host_scale,
-                arrived_per_min=summary.arrived_per_min,
-                follow_up_miss=missed / len(follow) if follow else 0.0,
-                running=float(summary.engine["running_mean"] or 0.0),
-                itl_ms=float(summary.itl_mean_ms),
-                ttft_p95_ms={k: summary.classes[k].ttft_p95_ms for k in ("cold", "warm")},
-            )
-        )
-    return points
+    return [
+        _point(run, index, summary)
+        for index, summary in enumerate(run.summaries[: judged.steps_held])
+        if summary.itl_mean_ms
+    ]
+
+
+def steady_steps(run: RunData) -> list[StepPoint]:
+    """The held steps and every later one in which the engine queued nothing (:data:`QUEUEING_WAITING`):
+    what the host step is fitted on (module docstring)."""
+    held = held_steps(run)
+    later = [
+        _point(run, index, summary)
+        for index, summary in enumerate(run.summaries)
+        if index >= verdict(run.summaries, RUN_SLO_MS).steps_held
+        and summary.itl_mean_ms
+        and float(summary.engine.get("waiting_mean") or 0.0) < QUEUEING_WAITING
+    ]
+    return held + later
 
 
 @dataclass(frozen=True)
@@ -229,7 +258,7 @@ class Fit:
     gpu_prefill_ms_per_token: float
     host_prefill_ms_per_token: float
     gpu_step_ms: tuple[float, float]
-    host_step_ms: tuple[float, float]
+    host_step_ms: tuple[float, float, float]
     host_wait_ms: tuple[float, float]
     prefill_interference: float
     step_floor_ms: tuple[float, float]
@@ -240,6 +269,8 @@ class Fit:
     runs: tuple[str, ...]
     checks: tuple[dict[str, Any], ...] = field(default=())
     """Per run: in-sample and held-out modelled rates against the measured one (:func:`report` prints them)."""
+    gateway_step_ratio: float = 1.0
+    """The gateway runs' host step over the bare runs' (:func:`gateway_step_ratio`), for the report."""
 
     def parts(
         self, kv_cache_tokens: int, *, max_num_seqs: int = 128, host_scale: float = 1.0, measured: bool = True
@@ -299,6 +330,53 @@ def _probe_parts(probes: dict[str, Any]) -> tuple[float, float, float, float]:
     return fixed, per_token, a0, a1
 
 
+def _prefill_share(point: StepPoint, per_token_ms: float) -> float:
+    """The share of GPU time a step's prefill took: its arrivals' uncached tokens at the probes' rate."""
+    mix = _mix(_shape(point.think_s), point.follow_up_miss, 1.0)
+    return point.arrived_per_min / 60 * mix.uncached_mean * per_token_ms / 1000
+
+
+def _host_curve(
+    points: Sequence[StepPoint], interference: float, per_token_ms: float, gateway_scale: float | None = None
+) -> tuple[float, float, float]:
+    """Least-squares ``(k0, k1, k2)`` of ``ITL x (1 - interference x u) = k0 + k1 n + k2 n**2``, ``n`` the
+    running requests times the run's host scale (``gateway_scale`` in place of it for the gateway runs,
+    when given). numpy's ``lstsq``: three parameters, so no straight line from ``statistics``. A curve
+    that bends down (``k2 < 0``: a fold without the runs past ~50 running requests) would turn negative
+    beyond them, so then the square term is dropped and a line is fitted."""
+    rows, targets = [], []
+    for point in points:
+        scale = gateway_scale if gateway_scale is not None and point.gateway else point.host_scale
+        rows.append([1.0, scale * point.running, scale * point.running**2])
+        targets.append(point.itl_ms * (1 - interference * _prefill_share(point, per_token_ms)))
+    solution, *_ = numpy.linalg.lstsq(numpy.array(rows), numpy.array(targets), rcond=None)
+    k0, k1, k2 = (float(x) for x in solution)
+    if k2 < 0:
+        line, *_ = numpy.linalg.lstsq(numpy.array(rows)[:, :2], numpy.array(targets), rcond=None)
+        k0, k1, k2 = float(line[0]), float(line[1]), 0.0
+    return k0, k1, k2
+
+
+def gateway_step_ratio(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES) -> float:
+    """How much longer the gateway runs' host step is than the bare runs' at the same running requests:
+    the scale on their running requests (:data:`GATEWAY_RATIO_GRID`) that leaves the host curve's least
+    squares smallest, with the bare runs at 1. The measurement behind ``engine_model.GATEWAY_BUSY_THREADS``.
+    """
+    _, per_token, _, _ = _probe_parts(json.loads(probes_path.read_text()))
+    steady = [point for run in runs for point in steady_steps(run)]
+
+    def residual(scale: float) -> float:
+        k0, k1, k2 = _host_curve(steady, interference, per_token, gateway_scale=scale)
+        total = 0.0
+        for point in steady:
+            n = (scale if point.gateway else point.host_scale) * point.running
+            measured = point.itl_ms * (1 - interference * _prefill_share(point, per_token))
+            total += (measured - (k0 + k1 * n + k2 * n * n)) ** 2
+        return total
+
+    return min(GATEWAY_RATIO_GRID, key=residual)
+
+
 def fit(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES) -> Fit:
     """Fit every part (module docstring) on ``runs`` (the probes are one run of their own, always
     used), with ``prefill_interference`` given (:func:`select_interference` chooses it).
@@ -308,21 +386,18 @@ def fit(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES
     """
     fixed, per_token, a0, a1 = _probe_parts(json.loads(probes_path.read_text()))
     points = [point for run in runs for point in held_steps(run)]
-    if len(points) < 2:
-        raise ValueError(f"engine fit: {len(points)} held step(s) in {[r.label for r in runs]}; at least 2 are needed")
-    base = EngineParts(REFERENCE_GPU, 0, fixed, per_token, 0.0, (a0, a1), (0.0, 0.0), (0.0, 1.0))
+    steady = [point for run in runs for point in steady_steps(run)]
+    if len(points) < 2 or len(steady) < 3:
+        raise ValueError(
+            f"engine fit: {len(points)} held and {len(steady)} steady step(s) in {[r.label for r in runs]}; "
+            "at least 2 and 3 are needed"
+        )
+    base = EngineParts(REFERENCE_GPU, 0, fixed, per_token, 0.0, (a0, a1), (0.0, 0.0, 0.0), (0.0, 1.0))
+    k0, k1, k2 = _host_curve(steady, interference, per_token)
+    base = replace(base, host_step_ms=(k0, k1, k2), prefill_interference=interference)
 
     def busy(p: StepPoint) -> float:
-        return p.arrived_per_min / 60 * _mix(_shape(p.think_s), p.follow_up_miss, 1.0).uncached_mean * per_token / 1000
-
-    # ITL x (1 - beta u) = k0 + k1 x running: a line, on the reference host's steps. Other hosts are
-    # projected from it (``host_scale``); their runs check that projection and do not feed the line
-    # (fed in scaled, the 2 gateway runs pulled k1 from 0.34 to 0.26 and under-stated ITL wherever
-    # running requests were many: held out 31 %, 20 % without them).
-    reference = [p for p in points if p.host_scale == 1.0]
-    on_line = reference if len(reference) >= 2 else points
-    k0, k1 = _line([(p.host_scale * p.running, p.itl_ms * (1 - interference * busy(p))) for p in on_line])
-    base = replace(base, host_step_ms=(k0, k1), prefill_interference=interference)
+        return _prefill_share(p, per_token)
 
     def wait_error(wait: tuple[int, float]) -> float:
         parts = replace(base, host_wait_ms=(float(wait[0]), wait[1]))
@@ -342,7 +417,7 @@ def fit(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES
         gpu_prefill_ms_per_token=round(per_token, 6),
         host_prefill_ms_per_token=0.0,
         gpu_step_ms=(round(a0, 4), round(a1, 5)),
-        host_step_ms=(round(k0, 4), round(k1, 5)),
+        host_step_ms=(round(k0, 4), round(k1, 5), round(k2, 7)),
         host_wait_ms=(float(w), exponent),
         prefill_interference=round(interference, 3),
         step_floor_ms=(round(a0 - bandwidth_ms, 4), round(a1 - per_request_ms, 5)),
@@ -411,7 +486,12 @@ def fit_and_validate(runs: Sequence[RunData] | None = None) -> Fit:
         }
         for a, b in zip(inside, outside, strict=True)
     )
-    return replace(model, model_error=round(max(abs(b.error) for b in outside), 4), checks=checks)
+    return replace(
+        model,
+        model_error=round(max(abs(b.error) for b in outside), 4),
+        checks=checks,
+        gateway_step_ratio=gateway_step_ratio(runs, interference),
+    )
 
 
 def report(model: Fit) -> list[str]:
@@ -421,9 +501,11 @@ def report(model: Fit) -> list[str]:
     lines = [
         f"fixed part {model.fixed_ms:.1f} ms; prefill {gpu_us:.1f} us per uncached token",
         f"decode step on the GPU {model.gpu_step_ms[0]:.2f} + {model.gpu_step_ms[1]:.3f} ms per running request; "
-        f"host step {model.host_step_ms[0]:.2f} + {model.host_step_ms[1]:.3f} ms per running request "
-        f"({REFERENCE_HOST_CORES} dedicated cores, no gateway), / (1 - {model.prefill_interference:g} x the GPU's "
-        "prefill share)",
+        f"host step {model.host_step_ms[0]:.2f} + {model.host_step_ms[1]:.3f} n + {model.host_step_ms[2]:.5f} n^2 ms"
+        f" at n running requests ({REFERENCE_HOST_CORES} dedicated cores, no gateway), / (1 - "
+        f"{model.prefill_interference:g} x the GPU's prefill share)",
+        f"runs behind the gateway on 2 cores: host step x{model.gateway_step_ratio:.2f} the bare runs' (least squares;"
+        f" the model counts x{host_scale(2, gateway=True):.2f})",
         f"host TTFT tail at p95 {wait:.0f} ms x (host share on running requests)^{exponent:g}",
         "held rate, both classes at TTFT p95 <= 500 ms, achieved requests/min (measured: the last step that held,"
         " and the first that did not):",

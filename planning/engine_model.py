@@ -128,7 +128,10 @@ class EngineParts:
         host_prefill_ms_per_token: the host's share of a prefilled token, ms (the LoRA path's CPU
             work): it competes with streaming for the vCPUs.
         gpu_step_ms: a decode step on the GPU, ``(a0, a1)``: ``a0 + a1 x running`` ms.
-        host_step_ms: the host's work per step, ``(k0, k1)``: ``k0 + k1 x running`` ms.
+        host_step_ms: the host's work per step, ``(k0, k1, k2)``: ``k0 + k1 x running + k2 x
+            running**2`` ms (:meth:`host_step`). The square term is measured, not derived: on the
+            runs' steps the step bends upward past ~50 running requests (24 ms at 48, 50 ms at 95 on
+            the 4 s L40S-sized run), which a straight line through the lighter steps under-states.
         host_wait_ms: the TTFT tail the host adds while it streams to the running requests,
             ``(w, exponent)``: ``w x u**exponent`` ms at p95, ``u`` the share of a step the host
             spends on running requests.
@@ -137,7 +140,7 @@ class EngineParts:
         host_scale: the host's work per running request on this instance over the reference's (the
             runs' 4 dedicated CPUs, no gateway): :func:`host_scale` of its physical cores and whether
             a gateway shares them. It scales the per-request part of the host step (streaming,
-            detokenizing, relaying each request's token), which is what the busy threads contend for.
+            detokenizing each request's token), which is what the busy threads contend for.
         prefill_interference: the share of the GPU's prefill time (``u``) the host's step cannot
             hide: the host step is divided by ``1 - prefill_interference x u`` (chunked prefill puts
             prompt chunks into the steps that decode the running requests; fitted on the runs).
@@ -153,7 +156,7 @@ class EngineParts:
     gpu_prefill_ms_per_token: float
     host_prefill_ms_per_token: float
     gpu_step_ms: tuple[float, float]
-    host_step_ms: tuple[float, float]
+    host_step_ms: tuple[float, float, float]
     host_wait_ms: tuple[float, float]
     max_num_seqs: int = 128
     measured: bool = False
@@ -165,6 +168,15 @@ class EngineParts:
     def prefill_ms_per_token(self) -> float:
         """One uncached token's prefill at one request: GPU and host parts in sequence."""
         return self.gpu_prefill_ms_per_token + self.host_prefill_ms_per_token
+
+    def host_per_request_ms(self, running: float) -> float:
+        """The host step's part that grows with ``running`` requests on this instance, ms."""
+        _, k1, k2 = self.host_step_ms
+        return self.host_scale * (k1 * running + k2 * running * running)
+
+    def host_step(self, running: float) -> float:
+        """The host's work per step with ``running`` requests on this instance, ms (before prefill stalls it)."""
+        return self.host_step_ms[0] + self.host_per_request_ms(running)
 
 
 @dataclass(frozen=True)
@@ -206,25 +218,31 @@ REFERENCE_HOST_CORES = 4
 HOST_THREADS_BARE = 2
 """Host threads busy every step with no gateway: vLLM's API server (detokenizing, streaming) and its
 engine core (scheduling) (vLLM 0.26's V1 architecture: one process each)."""
-HOST_THREADS_GATEWAY = 3
-"""The same with the container's gateway in front, which relays every streamed chunk."""
+GATEWAY_BUSY_THREADS = 0.0
+"""Of a host thread, what the container's gateway keeps busy while it relays every streamed chunk:
+measured, not assumed. Counted as a whole thread (3 busy threads on an ``ml.g6e.xlarge``'s 2 cores:
+1.5x), the two runs behind the gateway on 2 cores stepped as fast per running request as the bare
+ones on 4 cores: least squares over every steady step of the seven runs puts their host step at
+0.95x the bare runs' (``engine_fit.gateway_step_ratio``, reported by ``make capacity-fit``; 1.0-1.1x
+with the prefill stretch at 0.6-0.8 instead of the chosen 1), not 1.5x. The gateway relays
+asynchronously: its thread mostly waits on sockets."""
 
 
 def host_scale(cores: float, *, gateway: bool) -> float:
     """How much longer a step's host part takes on ``cores`` physical cores than on the reference.
 
-    The busy host threads (:data:`HOST_THREADS_BARE`, :data:`HOST_THREADS_GATEWAY`) share the cores:
-    with fewer cores than threads each runs ``threads / cores`` times slower, with at least one
-    core each they run as on the reference (4 cores, 2 threads). So an ``ml.g6e.xlarge`` (4 vCPUs,
-    2 physical cores) behind the gateway is 1.5; an ``ml.g6e.2xlarge`` (4 cores) 1.0. Checked on the
-    2026-11-29 gateway run on 2 cores, which the fit does not scale by hand (``engine_fit.py``).
+    The busy host threads (:data:`HOST_THREADS_BARE`, plus :data:`GATEWAY_BUSY_THREADS` with the
+    gateway) share the cores: with fewer cores than threads each runs ``threads / cores`` times
+    slower, with at least one core each they run as on the reference (4 cores, 2 threads). So an
+    ``ml.g6e.xlarge`` (4 vCPUs, 2 physical cores) behind the gateway is 1.0, as the gateway runs on
+    2 cores measured, and so is an ``ml.g6e.2xlarge`` (4 cores); one core would be 2.0.
 
     Raises:
         ValueError: ``cores`` <= 0.
     """
     if not cores > 0:
         raise ValueError(f"cores: {cores!r} must be > 0")
-    threads = HOST_THREADS_GATEWAY if gateway else HOST_THREADS_BARE
+    threads = HOST_THREADS_BARE + (GATEWAY_BUSY_THREADS if gateway else 0.0)
     reference = max(HOST_THREADS_BARE / REFERENCE_HOST_CORES, 1.0)
     return max(threads / cores, 1.0) / reference
 
@@ -315,12 +333,12 @@ def step_ms(parts: EngineParts, running: float, gpu_busy: float, host_busy: floa
     0.26 schedules the next step while the GPU runs this one, so the host's work hides under the
     GPU's up to a point).
     """
-    (a0, a1), (k0, k1) = parts.gpu_step_ms, parts.host_step_ms
+    a0, a1 = parts.gpu_step_ms
     stalled = parts.prefill_interference * gpu_busy
     if gpu_busy >= 1 or stalled >= 1 or host_busy >= 1:
         return math.inf
     gpu = (a0 + a1 * running) / (1 - gpu_busy)
-    host = (k0 + parts.host_scale * k1 * running) / ((1 - stalled) * (1 - host_busy))
+    host = parts.host_step(running) / ((1 - stalled) * (1 - host_busy))
     return max(gpu, host)
 
 
@@ -334,9 +352,8 @@ def _ttft(
     prefill work's utilization ``busy`` (Pollaczek-Khinchine's mean wait; an exponential tail of
     that mean for the p95).
     """
-    k0, k1 = parts.host_step_ms
-    host_step = k0 + parts.host_scale * k1 * running
-    streaming = parts.host_scale * k1 * running / host_step if host_step > 0 else 0.0
+    host_step = parts.host_step(running)
+    streaming = parts.host_per_request_ms(running) / host_step if host_step > 0 else 0.0
     w, exponent = parts.host_wait_ms
     host_p95 = w * streaming**exponent
     per_token = parts.prefill_ms_per_token

@@ -335,8 +335,9 @@ def test_multi_gpu_instances_run_one_engine_per_gpu_group_and_the_gpu_alarm_coun
         tmp_path,
         {
             **SEEDS_G5,
-            # a cold SLO two A10Gs per engine hold with the A10G projection's 27 % margin (TTFT p95 674 ms alone)
-            "slo.cold.ttft_p95_ms": "900",
+            # a cold SLO two A10Gs per engine hold with the A10G projection's 35 % margin (TTFT p95 675 ms alone;
+            # synth names 911 ms as the least it holds)
+            "slo.cold.ttft_p95_ms": "950",
             "serving.primary.instance_type": "ml.g5.12xlarge",
             "serving.canary.instance_type": "ml.g5.12xlarge",
             "engine.tensor_parallel_size": "2",

@@ -63,9 +63,10 @@ def test_ttft_stays_flat_then_the_engine_falls_off_a_cliff(h200: EngineParts) ->
     result = capacity(h200, shape, SLO)
     below, past = solve(h200, shape, result.cliff_per_min - 1), solve(h200, shape, result.cliff_per_min)
     assert not below.saturated and past.saturated
-    # The cascade: near the cliff the cache no longer keeps the live conversations, and while its mean
-    # in use is below the cache, the 95th percentile of the running requests fills it.
-    assert below.follow_up_miss > 0.5 and below.kv_in_use > 0.7
+    # The cascade: near the cliff the cache keeps fewer of the live conversations, so more prefill, longer
+    # steps, more running requests: past it the fixed point runs away (the host step bends upward).
+    assert below.follow_up_miss > 2 * busy.follow_up_miss and below.running > busy.running
+    assert below.itl_ms > busy.itl_ms
 
 
 def test_longer_pauses_make_more_follow_ups_cold_at_the_same_rate(h200: EngineParts) -> None:
@@ -129,7 +130,9 @@ def test_the_margin_divides_the_rate_where_the_engine_saturates(h200: EnginePart
 
 def test_a_host_with_fewer_cores_than_busy_threads_steps_slower() -> None:
     assert host_scale(4, gateway=False) == host_scale(4, gateway=True) == 1.0
-    assert host_scale(2, gateway=True) == 1.5 and host_scale(2, gateway=False) == 1.0
+    # The gateway keeps no thread measurably busy (GATEWAY_BUSY_THREADS, measured): 2 cores hold vLLM's two.
+    assert host_scale(2, gateway=True) == host_scale(2, gateway=False) == 1.0
+    assert host_scale(1, gateway=False) == 2.0
     with pytest.raises(ValueError, match=r"cores: 0 must be > 0"):
         host_scale(0, gateway=True)
 
