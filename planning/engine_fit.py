@@ -13,8 +13,8 @@ What each part is fitted on (:func:`fit`):
   tokens (``probes.json``: 64, 2,048 and 3,072 tokens; 512 and 1,024 sit 10-17 ms above the line
   and are reported, not fitted: the prefill warm-up compiles 2,048 and 2,047, not them);
 * ``gpu_step_ms``: the decode probes at 1, 8 and 32 requests (2,048-token context);
-* ``host_step_ms``: least squares of a curve ``k0 + k1 n + k2 n**2`` through every steady step's ITL,
-  less the prefill share the host cannot hide (``prefill_interference``), against its running
+* ``host_step_ms``: least squares (coefficients >= 0) of a curve ``k0 + k1 n + k2 n**2`` through
+  every steady step's ITL, less the prefill share the host cannot hide (``prefill_interference``), against its running
   requests ``n`` (vLLM's gauge) scaled by the run's ``engine_model.host_scale``. A steady step is
   one that held both classes, or a later one in which the engine queued nothing (mean waiting
   requests below :data:`QUEUEING_WAITING`): those failed their SLO or their throughput, but their
@@ -24,8 +24,8 @@ What each part is fitted on (:func:`fit`):
   ``engine_model.GATEWAY_BUSY_THREADS``);
 * ``prefill_interference``: chosen from ``INTERFERENCE_GRID`` by cross-validation
   (:func:`select_interference`);
-* ``host_wait_ms``: the TTFT p95 per class of the same steps, given their running requests, ITL
-  and follow-up misses.
+* ``host_wait_ms``: the TTFT p95 per class of the held steps (only they have a TTFT within reach of the
+  SLO), given their running requests, ITL and follow-up misses.
 
 :func:`check` then solves the whole model (nothing measured fed in but the arrival rate, the
 pause, the KV cache and the host) and compares the highest rate at which it holds both SLOs with
@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy
+import scipy.optimize
 
 from cli_support.open_loop import OpenLoopRun, StepSummary, summarise_step, verdict
 from planning.engine_model import (
@@ -215,16 +215,20 @@ def held_steps(run: RunData) -> list[StepPoint]:
 
 def steady_steps(run: RunData) -> list[StepPoint]:
     """The held steps and every later one in which the engine queued nothing (:data:`QUEUEING_WAITING`):
-    what the host step is fitted on (module docstring)."""
-    held = held_steps(run)
+    what the host step is fitted on (module docstring). A step without the waiting or running gauge counts
+    as queueing: nothing says it did not."""
+    steps_held = verdict(run.summaries, RUN_SLO_MS).steps_held
+
+    def queued_nothing(summary: StepSummary) -> bool:
+        waiting, running = summary.engine.get("waiting_mean"), summary.engine.get("running_mean")
+        return waiting is not None and running is not None and float(waiting) < QUEUEING_WAITING
+
     later = [
         _point(run, index, summary)
         for index, summary in enumerate(run.summaries)
-        if index >= verdict(run.summaries, RUN_SLO_MS).steps_held
-        and summary.itl_mean_ms
-        and float(summary.engine.get("waiting_mean") or 0.0) < QUEUEING_WAITING
+        if index >= steps_held and summary.itl_mean_ms and queued_nothing(summary)
     ]
-    return held + later
+    return held_steps(run) + later
 
 
 @dataclass(frozen=True)
@@ -336,45 +340,43 @@ def _prefill_share(point: StepPoint, per_token_ms: float) -> float:
     return point.arrived_per_min / 60 * mix.uncached_mean * per_token_ms / 1000
 
 
-def _host_curve(
-    points: Sequence[StepPoint], interference: float, per_token_ms: float, gateway_scale: float | None = None
-) -> tuple[float, float, float]:
-    """Least-squares ``(k0, k1, k2)`` of ``ITL x (1 - interference x u) = k0 + k1 n + k2 n**2``, ``n`` the
-    running requests times the run's host scale (``gateway_scale`` in place of it for the gateway runs,
-    when given). numpy's ``lstsq``: three parameters, so no straight line from ``statistics``. A curve
-    that bends down (``k2 < 0``: a fold without the runs past ~50 running requests) would turn negative
-    beyond them, so then the square term is dropped and a line is fitted."""
+def _host_rows(
+    points: Sequence[StepPoint], interference: float, per_token_ms: float, gateway_scale: float | None
+) -> tuple[list[list[float]], list[float]]:
+    """The host curve's design rows ``[1, s n, s n**2]`` and targets ``ITL x (1 - interference x u)``: ``n`` a
+    step's running requests, ``s`` its run's host scale (``gateway_scale`` for the gateway runs, when given),
+    which multiplies the per-request part as ``EngineParts.host_per_request_ms`` does."""
     rows, targets = [], []
     for point in points:
         scale = gateway_scale if gateway_scale is not None and point.gateway else point.host_scale
         rows.append([1.0, scale * point.running, scale * point.running**2])
         targets.append(point.itl_ms * (1 - interference * _prefill_share(point, per_token_ms)))
-    solution, *_ = numpy.linalg.lstsq(numpy.array(rows), numpy.array(targets), rcond=None)
+    return rows, targets
+
+
+def _host_curve(
+    points: Sequence[StepPoint], interference: float, per_token_ms: float, gateway_scale: float | None = None
+) -> tuple[tuple[float, float, float], float]:
+    """``(k0, k1, k2)`` of ``ITL x (1 - interference x u) = k0 + s (k1 n + k2 n**2)`` (:func:`_host_rows`) by
+    least squares with every coefficient >= 0 (scipy's ``nnls``), and the sum of squared residuals. A step
+    costs no less with more running requests, so a negative coefficient is noise: a fold without the steps
+    past ~50 running requests would otherwise bend down (``k2 < 0``) and turn the step negative beyond its
+    data; ``nnls`` then fits the line (``k2 = 0``)."""
+    rows, targets = _host_rows(points, interference, per_token_ms, gateway_scale)
+    solution, residual_norm = scipy.optimize.nnls(rows, targets)
     k0, k1, k2 = (float(x) for x in solution)
-    if k2 < 0:
-        line, *_ = numpy.linalg.lstsq(numpy.array(rows)[:, :2], numpy.array(targets), rcond=None)
-        k0, k1, k2 = float(line[0]), float(line[1]), 0.0
-    return k0, k1, k2
+    return (k0, k1, k2), float(residual_norm) ** 2
 
 
 def gateway_step_ratio(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES) -> float:
     """How much longer the gateway runs' host step is than the bare runs' at the same running requests:
-    the scale on their running requests (:data:`GATEWAY_RATIO_GRID`) that leaves the host curve's least
-    squares smallest, with the bare runs at 1. The measurement behind ``engine_model.GATEWAY_BUSY_THREADS``.
+    the scale on their per-request host work (:data:`GATEWAY_RATIO_GRID`) that leaves the host curve's
+    least squares smallest, with the bare runs at 1. The measurement behind
+    ``engine_model.GATEWAY_BUSY_THREADS``.
     """
     _, per_token, _, _ = _probe_parts(json.loads(probes_path.read_text()))
     steady = [point for run in runs for point in steady_steps(run)]
-
-    def residual(scale: float) -> float:
-        k0, k1, k2 = _host_curve(steady, interference, per_token, gateway_scale=scale)
-        total = 0.0
-        for point in steady:
-            n = (scale if point.gateway else point.host_scale) * point.running
-            measured = point.itl_ms * (1 - interference * _prefill_share(point, per_token))
-            total += (measured - (k0 + k1 * n + k2 * n * n)) ** 2
-        return total
-
-    return min(GATEWAY_RATIO_GRID, key=residual)
+    return min(GATEWAY_RATIO_GRID, key=lambda scale: _host_curve(steady, interference, per_token, scale)[1])
 
 
 def fit(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES) -> Fit:
@@ -393,7 +395,7 @@ def fit(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES
             "at least 2 and 3 are needed"
         )
     base = EngineParts(REFERENCE_GPU, 0, fixed, per_token, 0.0, (a0, a1), (0.0, 0.0, 0.0), (0.0, 1.0))
-    k0, k1, k2 = _host_curve(steady, interference, per_token)
+    (k0, k1, k2), _ = _host_curve(steady, interference, per_token)
     base = replace(base, host_step_ms=(k0, k1, k2), prefill_interference=interference)
 
     def busy(p: StepPoint) -> float:

@@ -75,7 +75,7 @@ def instance_cores_per_engine(instance_type: str, tensor_parallel_size: int) -> 
 
 def instance_host_scale(instance_type: str, tensor_parallel_size: int) -> float:
     """``engine_model.host_scale`` of one engine on ``instance_type``, behind the container's gateway
-    (the endpoint always runs it): 1.5 on an ``xlarge``'s 2 cores, 1.0 from 3 cores up."""
+    (the endpoint always runs it): 1.0 from 2 cores up (``engine_model.GATEWAY_BUSY_THREADS``, measured), 2.0 on one."""
     return host_scale(instance_cores_per_engine(instance_type, tensor_parallel_size), gateway=True)
 
 

@@ -7,9 +7,11 @@ kernel-picked port of the ephemeral range and points ``VLLM_PORT`` below that ra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -38,27 +40,35 @@ def test_live_engine_processes_search_from_distinct_ports_below_the_ephemeral_ra
     width = high - low + 1
     if low - width < 1024:
         pytest.skip(f"ephemeral range {low}-{high} leaves no band below it: the shim leaves VLLM_PORT alone")
-    probes = [
-        subprocess.Popen(
-            [str(VLLM_PYTHON), "-c", PROBE],
-            env={**os.environ, "PYTHONPATH": str(SHIM)},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
-    seen = []
-    try:
-        for probe in probes:
-            assert probe.stdout is not None
-            line = probe.stdout.readline()  # blocks until the probe printed (or exited: "")
-            assert line, probe.stderr.read() if probe.stderr else "no output"
-            seen.append(json.loads(line))
-    finally:
-        for probe in probes:
-            probe.communicate(input="", timeout=120)
+    with contextlib.ExitStack() as files:
+        # Files, not pipes nobody reads: a chatty import cannot block a probe.
+        errors = [files.enter_context(tempfile.TemporaryFile(mode="w+")) for _ in range(3)]
+        probes = [
+            subprocess.Popen(
+                [str(VLLM_PYTHON), "-c", PROBE],
+                env={**os.environ, "PYTHONPATH": str(SHIM)},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=error,
+                text=True,
+            )
+            for error in errors
+        ]
+        seen = []
+        try:
+            for probe, error in zip(probes, errors, strict=True):
+                assert probe.stdout is not None
+                line = probe.stdout.readline()  # blocks until the probe printed (or exited: "")
+                if not line:
+                    probe.wait(timeout=60)
+                    error.seek(0)
+                    pytest.fail(f"probe exited with {probe.returncode}: {error.read()[-2000:]}")
+                seen.append(json.loads(line))
+        finally:
+            for probe in probes:
+                if probe.poll() is None:
+                    probe.kill()
+                probe.communicate(timeout=60)
     for ports in seen:
         assert low <= ports["held"] <= high
         assert ports["vllm_port"] == ports["held"] - width < low

@@ -44,9 +44,14 @@ kernel-picked port R of the ephemeral range (bound, never listening: the kernel 
 while it is held) and sets ``VLLM_PORT`` to R shifted below that range by the range's width, where the
 kernel never picks ports for ``bind(0)`` or outgoing connections. Two live holders never share R, so two
 engines starting at once search from different ports. A process started by exec runs this hook and
-holds its own, so the one asking (the engine core) holds it; a forked one keeps its parent's, which
-outlives it. Where the range leaves no room below it, ``VLLM_PORT`` is left
-alone (vLLM's own choice, as before). tests/engine/test_engine_shim_ports.py checks it.
+holds its own; a forked one (vLLM forks its engine core from the API server by default) uses its
+parent's, which outlives it. Until something binds it, ``get_open_port()`` answers ``VLLM_PORT`` every
+time it is asked, so this holds only where an engine binds one such port: the test engines (tensor and
+data parallel 1) bind only the executor's rendezvous port (the API server's handshake port is asked
+for and dropped: the handshake is local, over IPC). An engine with data parallel above 1 asks for
+several and binds them all, and would collide with itself: none runs here. Where the range leaves no
+room below it, ``VLLM_PORT`` is left alone (vLLM's own choice, as before).
+tests/engine/test_engine_shim_ports.py checks it.
 
 On the GPU image pinning is right and this file does not exist there: only the test suite
 (``tests/engine/real_engine.py`` and ``tests/engine/test_gpu_bench_smoke.py``) puts this folder on

@@ -4,6 +4,7 @@ not the in-sample one, is its margin (planning/engine_fit.py)."""
 
 import json
 import re
+import statistics
 
 import pytest
 
@@ -14,6 +15,8 @@ from planning.engine_fit import (
     RUN_FILES,
     RUN_SLO_MS,
     RunData,
+    StepPoint,
+    _host_curve,
     _shape,
     check_run,
     fit,
@@ -154,10 +157,34 @@ def test_the_host_step_is_fitted_on_steady_steps_and_bends_upward_past_the_held_
     assert len(steady_steps(think12)) == len(held_steps(think12)) == len(think12.summaries) - 1
     _, k1, k2 = load_fit().host_step_ms
     assert k2 > 0 and k1 > 0
-    # A fit on the held steps alone has nothing past 48 running requests: its square term is not positive,
-    # so it falls back to a line (a curve bending down would turn negative past the data).
+    # A fit on the held steps alone has nothing past 48 running requests: unconstrained, its square term
+    # comes out negative (a curve that turns negative past the data); with every coefficient >= 0 it is a line.
     beta = load_fit().prefill_interference
     assert fit(runs, beta).host_step_ms == load_fit().host_step_ms
     monkeypatch.setattr(engine_fit, "steady_steps", held_steps)
     line = fit(runs, beta).host_step_ms
     assert line[2] == 0.0 and line[1] > 0 and line != load_fit().host_step_ms
+
+
+def test_the_host_curve_has_no_negative_coefficient_whatever_the_steps_say() -> None:
+    """A step whose ITL falls as running requests grow is noise (a fold with few steps): unconstrained least
+    squares would give k1 < 0 and a host step that goes negative, and TTFT a complex number; nnls holds
+    every coefficient at 0 or above, here a flat step at the steps' mean."""
+    points = [
+        StepPoint(
+            run="falling",
+            think_s=30.0,
+            host_scale=1.0,
+            gateway=False,
+            arrived_per_min=60.0,
+            follow_up_miss=0.0,
+            running=float(n),
+            itl_ms=20.0 - 0.1 * n,
+            ttft_p95_ms={"cold": None, "warm": None},
+        )
+        for n in (5, 10, 20, 40)
+    ]
+    (k0, k1, k2), residual = _host_curve(points, 0.0, 0.0275)
+    assert k1 == k2 == 0.0
+    assert k0 == pytest.approx(statistics.fmean(p.itl_ms for p in points))
+    assert residual > 0
