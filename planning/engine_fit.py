@@ -53,8 +53,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import scipy.optimize
-
 from cli_support.open_loop import OpenLoopRun, StepSummary, summarise_step, verdict
 from planning.engine_model import (
     REFERENCE_HOST_CORES,
@@ -362,6 +360,10 @@ def _host_curve(
     costs no less with more running requests, so a negative coefficient is noise: a fold without the steps
     past ~50 running requests would otherwise bend down (``k2 < 0``) and turn the step negative beyond its
     data; ``nnls`` then fits the line (``k2 = 0``)."""
+    # Imported here: planning.engines reads the committed fit through this module, and the GPU harnesses import
+    # it under the vLLM environment (benchmarks/gpu_capacity.py), which has no scipy; only refitting needs it.
+    import scipy.optimize  # noqa: PLC0415
+
     rows, targets = _host_rows(points, interference, per_token_ms, gateway_scale)
     solution, residual_norm = scipy.optimize.nnls(rows, targets)
     k0, k1, k2 = (float(x) for x in solution)
