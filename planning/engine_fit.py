@@ -396,19 +396,18 @@ def fit(runs: Sequence[RunData], interference: float, probes_path: Path = PROBES
             f"engine fit: {len(points)} held and {len(steady)} steady step(s) in {[r.label for r in runs]}; "
             "at least 2 and 3 are needed"
         )
-    base = EngineParts(REFERENCE_GPU, 0, fixed, per_token, 0.0, (a0, a1), (0.0, 0.0, 0.0), (0.0, 1.0))
     (k0, k1, k2), _ = _host_curve(steady, interference, per_token)
-    base = replace(base, host_step_ms=(k0, k1, k2), prefill_interference=interference)
-
-    def busy(p: StepPoint) -> float:
-        return _prefill_share(p, per_token)
+    base = EngineParts(
+        REFERENCE_GPU, 0, fixed, per_token, 0.0, (a0, a1), (k0, k1, k2), (0.0, 1.0), prefill_interference=interference
+    )
+    # Each held step's request mix and prefill share do not depend on the wait tried: once, not per grid point.
+    held = [(p, _mix(_shape(p.think_s), p.follow_up_miss, 1.0), _prefill_share(p, per_token)) for p in points]
 
     def wait_error(wait: tuple[int, float]) -> float:
         parts = replace(base, host_wait_ms=(float(wait[0]), wait[1]))
         error = 0.0
-        for p in points:
-            mix = _mix(_shape(p.think_s), p.follow_up_miss, 1.0)
-            _, p95 = _ttft(replace(parts, host_scale=p.host_scale), mix, p.running, p.itl_ms, busy(p))
+        for p, mix, busy in held:
+            _, p95 = _ttft(replace(parts, host_scale=p.host_scale), mix, p.running, p.itl_ms, busy)
             error += sum(math.log(p95[k] / m) ** 2 for k, m in p.ttft_p95_ms.items() if m)
         return error
 

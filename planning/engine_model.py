@@ -353,7 +353,7 @@ def _ttft(
     that mean for the p95).
     """
     host_step = parts.host_step(running)
-    streaming = max(parts.host_per_request_ms(running), 0.0) / host_step if host_step > 0 else 0.0
+    streaming = parts.host_per_request_ms(running) / host_step if host_step > 0 else 0.0
     w, exponent = parts.host_wait_ms
     host_p95 = w * streaming**exponent
     per_token = parts.prefill_ms_per_token
