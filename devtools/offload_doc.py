@@ -70,12 +70,13 @@ def _step(summary: StepSummary, held: bool) -> str:
     cold, warm = summary.classes["cold"].ttft_p95_ms, summary.classes["warm"].ttft_p95_ms
     itl = "-" if summary.itl_mean_ms is None else f"{summary.itl_mean_ms:.0f}"
     return (
-        f"{summary.arrived_per_min:,.0f} | {summary.cold_share:.0%} | {_ms(cold)} / {_ms(warm)} | {itl} | "
+        f"{summary.arrived_per_min:,.0f}, {summary.cold_share:.0%}, {_figure(cold)} / {_figure(warm)}, {itl}, "
         f"{'yes' if held else 'no'}"
     )
 
 
-def _ms(value: float | None) -> str:
+def _figure(value: float | None) -> str:
+    """A rate or a latency, whole and with thousands separators; ``-`` where there is none."""
     return "-" if value is None else f"{value:,.0f}"
 
 
@@ -93,20 +94,16 @@ def table(pairs: tuple[tuple[str, str, int], ...] = OFFLOAD_PAIRS, root: Path = 
         by_rate = {round(s.requests_per_min): (i, s) for i, s in enumerate(bare.summaries)}
         for index, summary in enumerate(offload.summaries):
             match = by_rate.get(round(summary.requests_per_min))
-            without = "- | - | - | - | -" if match is None else _step(match[1], match[0] < bare.steps_held)
+            without = "-, -, -, -, -" if match is None else _step(match[1], match[0] < bare.steps_held)
             hits = host_hit_share(summary)
             rows.append(
-                f"| {offload.think_s:g} s | {summary.requests_per_min:,.0f} | {without.replace(' | ', ', ')} | "
-                f"{_step(summary, index < offload.steps_held).replace(' | ', ', ')} | "
+                f"| {offload.think_s:g} s | {summary.requests_per_min:,.0f} | {without} | "
+                f"{_step(summary, index < offload.steps_held)} | "
                 f"{'-' if hits is None else f'{hits:.0%}'} |"
             )
         verdicts.append(
-            f"* {offload.think_s:g} s pause: without the host tier holds {_rate(bare.holds_per_min)} (fails at "
-            f"{_rate(bare.fails_per_min)}); with {gib} GiB holds {_rate(offload.holds_per_min)} (fails at "
-            f"{_rate(offload.fails_per_min)}), achieved requests/min"
+            f"* {offload.think_s:g} s pause: without the host tier holds {_figure(bare.holds_per_min)} (fails at "
+            f"{_figure(bare.fails_per_min)}); with {gib} GiB holds {_figure(offload.holds_per_min)} (fails at "
+            f"{_figure(offload.fails_per_min)}), achieved requests/min"
         )
     return "\n".join([*rows, "", *verdicts])
-
-
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"
