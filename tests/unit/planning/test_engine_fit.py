@@ -188,3 +188,9 @@ def test_the_host_curve_has_no_negative_coefficient_whatever_the_steps_say() -> 
     assert k1 == k2 == 0.0
     assert k0 == pytest.approx(statistics.fmean(p.itl_ms for p in points))
     assert residual > 0
+
+
+def test_a_fit_without_enough_steps_says_how_many_it_had_and_needs() -> None:
+    with pytest.raises(ValueError) as info:
+        fit([], 1.0)
+    assert str(info.value) == "engine fit: 0 held and 0 steady step(s) in []; at least 2 and 3 are needed"
