@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ held = sitecustomize._PORT_BAND[0].getsockname()[1]
 print(json.dumps({"held": held, "vllm_port": int(os.environ["VLLM_PORT"]), "open_port": get_open_port()}), flush=True)
 sys.stdin.read()  # alive, holding, until the test has seen every probe
 """
+PROBE_TIMEOUT_S = 300
+"""Far above a probe's start (vLLM's import: a few seconds on 2 cores), so only a hung one reaches it."""
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -55,6 +58,14 @@ def test_live_engine_processes_search_from_distinct_ports_below_the_ephemeral_ra
             for error in errors
         ]
         seen = []
+
+        # The bound on a probe that never prints: killed, its readline answers "" and the test fails saying so.
+        def kill_all() -> None:
+            for probe in probes:
+                probe.kill()
+
+        watchdog = threading.Timer(PROBE_TIMEOUT_S, kill_all)
+        watchdog.start()
         try:
             for probe, error in zip(probes, errors, strict=True):
                 assert probe.stdout is not None
@@ -65,6 +76,7 @@ def test_live_engine_processes_search_from_distinct_ports_below_the_ephemeral_ra
                     pytest.fail(f"probe exited with {probe.returncode}: {error.read()[-2000:]}")
                 seen.append(json.loads(line))
         finally:
+            watchdog.cancel()
             for probe in probes:
                 if probe.poll() is None:
                     probe.kill()
